@@ -1,0 +1,174 @@
+"""The `pase` dialect: parallelization-strategy attributes.
+
+Attributes only, in the spirit of MLIR's discardable attributes: passes attach them to
+`dnn` layers and graphs under the names `pase.config`, `pase.num_configs` and
+`pase.strategy`.
+
+- `#pase.config<b = 4, h = 2>`: how many equal parts each iteration-space dimension of
+  a layer is split into (PaSE's configuration). Factors of 1 are omitted, so
+  `#pase.config<>` is the unsplit layer; the layer runs on the product of the factors
+  devices.
+- `#pase.strategy<...>`: the result of a search on a whole graph (devices, machine,
+  total cost and its parts, the data-parallel cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import prod
+
+from xdsl.dialects.builtin import ArrayAttr, FloatData, IntAttr, StringAttr
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+CONFIG_ATTR_NAME = "pase.config"
+NUM_CONFIGS_ATTR_NAME = "pase.num_configs"
+STRATEGY_ATTR_NAME = "pase.strategy"
+
+
+@irdl_attr_definition
+class ConfigAttr(ParametrizedAttribute):
+    """A layer's configuration: split factor per iteration-space dimension.
+
+    Example: `#pase.config<b = 4, h = 2>` splits `b` four ways and `h` two ways, so
+    the layer runs on 8 devices. `#pase.config<>` is unsplit.
+    """
+
+    name = "pase.config"
+
+    dims: ArrayAttr[StringAttr]
+    factors: ArrayAttr[IntAttr]
+
+    def __init__(self, splits: Mapping[str, int] | Sequence[tuple[str, int]]):
+        items = list(splits.items()) if isinstance(splits, Mapping) else list(splits)
+        items = [(dim, factor) for dim, factor in items if factor != 1]
+        super().__init__(ArrayAttr(StringAttr(d) for d, _ in items),
+                         ArrayAttr(IntAttr(f) for _, f in items))
+
+    @property
+    def splits(self) -> dict[str, int]:
+        """The split factors, `{dim: factor}`, factors of 1 omitted."""
+        return {d.data: f.data for d, f in zip(self.dims.data, self.factors.data, strict=True)}
+
+    @property
+    def num_devices(self) -> int:
+        return prod(f.data for f in self.factors.data)
+
+    def factor(self, dim: str) -> int:
+        return self.splits.get(dim, 1)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def parse_split_after(dim: str) -> tuple[str, int]:
+            parser.parse_punctuation("=")
+            return dim, parser.parse_integer(allow_boolean=False, allow_negative=True)
+
+        def parse_optional_split() -> tuple[str, int] | None:
+            dim = parser.parse_optional_identifier()
+            return None if dim is None else parse_split_after(dim)
+
+        def parse_split() -> tuple[str, int]:
+            return parse_split_after(parser.parse_identifier(context_msg=" (a dimension name)"))
+
+        with parser.in_angle_brackets():
+            splits = parser.parse_optional_undelimited_comma_separated_list(
+                parse_optional_split, parse_split) or []
+        names = [dim for dim, _ in splits]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                parser.raise_error(f"dimension '{name}' is split twice in #pase.config")
+        for dim, factor in splits:
+            if factor < 1:
+                parser.raise_error(f"split factor of '{dim}' must be at least 1, got {factor}")
+        kept = [(d, f) for d, f in splits if f != 1]
+        return (ArrayAttr(StringAttr(d) for d, _ in kept), ArrayAttr(IntAttr(f) for _, f in kept))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_list(self.splits.items(),
+                               lambda item: printer.print_string(f"{item[0]} = {item[1]}"))
+
+    def verify(self) -> None:
+        if len(self.dims.data) != len(self.factors.data):
+            raise VerifyException("#pase.config needs one factor per dimension")
+        names = [d.data for d in self.dims.data]
+        if len(set(names)) != len(names):
+            raise VerifyException(f"#pase.config splits a dimension twice: {names}")
+        for dim, factor in zip(names, self.factors.data, strict=True):
+            if factor.data < 2:
+                raise VerifyException(f"split factor of '{dim}' must be at least 2 "
+                                      f"(factors of 1 are omitted), got {factor.data}")
+
+
+def float_text(value: float) -> str:
+    """The shortest text that reads back as exactly `value`, in MLIR float syntax."""
+    text = repr(float(value))
+    if "." in text or "n" in text:  # already has a point, or is inf / nan
+        return text
+    mantissa, _, exponent = text.partition("e")
+    return f"{mantissa}.0e{exponent}" if exponent else f"{mantissa}.0"
+
+
+_STRATEGY_FIELDS = ("devices", "machine", "total", "compute", "communication",
+                    "redistribution", "data_parallel")
+
+
+@irdl_attr_definition
+class StrategyAttr(ParametrizedAttribute):
+    """The outcome of `pase-search` on one graph; costs in seconds.
+
+    Example:
+        #pase.strategy<devices = 8, machine = "pase-default", total = 1.5e-02,
+                       compute = 1.0e-02, communication = 3.0e-03,
+                       redistribution = 2.0e-03, data_parallel = 2.1e-02>
+    """
+
+    name = "pase.strategy"
+
+    devices: IntAttr
+    machine: StringAttr
+    total: FloatData
+    compute: FloatData
+    communication: FloatData
+    redistribution: FloatData
+    data_parallel: FloatData
+
+    def __init__(self, devices: int, machine: str, total: float, compute: float,
+                 communication: float, redistribution: float, data_parallel: float):
+        super().__init__(IntAttr(devices), StringAttr(machine), FloatData(total),
+                         FloatData(compute), FloatData(communication),
+                         FloatData(redistribution), FloatData(data_parallel))
+
+    @property
+    def speedup(self) -> float:
+        """Predicted speedup of this strategy over data parallelism."""
+        return self.data_parallel.data / self.total.data if self.total.data > 0 else 1.0
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, Attribute] = {}
+        with parser.in_angle_brackets():
+            for i, field in enumerate(_STRATEGY_FIELDS):
+                if i:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(field)
+                parser.parse_punctuation("=")
+                if field == "devices":
+                    values[field] = IntAttr(parser.parse_integer(allow_boolean=False))
+                elif field == "machine":
+                    values[field] = StringAttr(parser.parse_str_literal())
+                else:
+                    values[field] = FloatData(float(parser.parse_number()))
+        return tuple(values[f] for f in _STRATEGY_FIELDS)
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = [f"devices = {self.devices.data}", f'machine = "{self.machine.data}"']
+        for field in _STRATEGY_FIELDS[2:]:
+            parts.append(f"{field} = {float_text(getattr(self, field).data)}")
+        printer.print_string("<" + ", ".join(parts) + ">")
+
+
+Pase = Dialect("pase", [], [ConfigAttr, StrategyAttr])

@@ -1,0 +1,358 @@
+"""Shape rules of the `dnn` layers, as pure functions over named shapes.
+
+One rule per layer kind computes the result shape from the operand shapes and the
+layer's parameters, or raises `ShapeError` with a sentence a user can act on. The
+frontend calls these rules to infer result types (and reports the error at the
+statement), and the `dnn` verifiers call the same rules to check hand-written IR,
+so `.dnn` source and `.mlir` input obey exactly the same invariants.
+
+Example:
+    >>> x = NamedShape(("b", "d"), (64, 256))
+    >>> w = NamedShape(("d", "h"), (256, 1024))
+    >>> einsum_shape([x, w], ("b", "h"))
+    NamedShape(dims=('b', 'h'), sizes=(64, 1024), element='f32')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+
+FLOAT_TYPES = ("f32", "f64")
+INT_TYPES = ("i32", "i64")
+ELEMENT_TYPES = FLOAT_TYPES + INT_TYPES
+
+
+class ShapeError(Exception):
+    """A layer whose operands, parameters or declared result do not fit together."""
+
+
+@dataclass(frozen=True)
+class NamedShape:
+    """A tensor type: named dims in layout order, their sizes, an element type."""
+
+    dims: tuple[str, ...]
+    sizes: tuple[int, ...]
+    element: str = "f32"
+
+    def size_of(self, dim: str) -> int:
+        return self.sizes[self.dims.index(dim)]
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def num_elements(self) -> int:
+        return prod(self.sizes)
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(self.dims) + "]"
+
+
+def _fmt(dims: Sequence[str]) -> str:
+    return "[" + ", ".join(dims) + "]"
+
+
+def shape_of(dims: Sequence[str], dim_sizes: dict[str, int], element: str = "f32") -> NamedShape:
+    """The shape of a tensor over `dims`, sizes taken from a graph's dimension table."""
+    seen: set[str] = set()
+    for dim in dims:
+        if dim not in dim_sizes:
+            raise ShapeError(f"unknown dimension '{dim}'; declare it in the graph header")
+        if dim in seen:
+            raise ShapeError(f"dimension '{dim}' appears twice in {_fmt(dims)}")
+        seen.add(dim)
+    if element not in ELEMENT_TYPES:
+        raise ShapeError(f"unknown element type '{element}'; expected one of "
+                         + ", ".join(ELEMENT_TYPES))
+    return NamedShape(tuple(dims), tuple(dim_sizes[d] for d in dims), element)
+
+
+def check_unique(dims: Sequence[str]) -> None:
+    for i, dim in enumerate(dims):
+        if dim in dims[:i]:
+            raise ShapeError(f"dimension '{dim}' appears twice in {_fmt(dims)}")
+
+
+def _common_sizes(shapes: Sequence[NamedShape]) -> dict[str, int]:
+    """Sizes of all dims of `shapes`; a dim must have one size everywhere."""
+    sizes: dict[str, int] = {}
+    for shape in shapes:
+        for dim, size in zip(shape.dims, shape.sizes, strict=True):
+            if sizes.setdefault(dim, size) != size:
+                raise ShapeError(f"dimension '{dim}' is {sizes[dim]} in one operand "
+                                 f"but {size} in another")
+    return sizes
+
+
+def _float_element(op: str, shapes: Sequence[NamedShape]) -> str:
+    elements = {s.element for s in shapes}
+    for element in elements:
+        if element not in FLOAT_TYPES:
+            raise ShapeError(f"{op} takes floating-point tensors, got {element}")
+    if len(elements) > 1:
+        raise ShapeError(f"{op} mixes element types " + " and ".join(sorted(elements)))
+    return shapes[0].element
+
+
+def _expect_count(op: str, shapes: Sequence[NamedShape], *allowed: int) -> None:
+    if len(shapes) not in allowed:
+        want = " or ".join(str(n) for n in allowed)
+        raise ShapeError(f"{op} takes {want} operand{'s' if allowed != (1,) else ''}, "
+                         f"got {len(shapes)}")
+
+
+def _expect_rank(op: str, what: str, shape: NamedShape, rank: int) -> None:
+    if shape.rank != rank:
+        raise ShapeError(f"{op} expects a rank-{rank} {what}, got {shape} (rank {shape.rank})")
+
+
+def _dims_in(op: str, dims: Sequence[str], shape: NamedShape) -> None:
+    if not dims:
+        raise ShapeError(f"{op} needs at least one dimension after 'over'")
+    check_unique(dims)
+    for dim in dims:
+        if dim not in shape.dims:
+            raise ShapeError(f"{op} over '{dim}', which is not a dimension of {shape}")
+
+
+def einsum_shape(inputs: Sequence[NamedShape], result: Sequence[str]) -> NamedShape:
+    """Named-dim contraction: dims shared by inputs and absent from `result` are summed."""
+    _expect_count("einsum", inputs, 1, 2, 3)
+    element = _float_element("einsum", inputs)
+    sizes = _common_sizes(inputs)
+    check_unique(result)
+    for dim in result:
+        if dim not in sizes:
+            raise ShapeError(f"einsum result dimension '{dim}' does not appear in any input")
+    return NamedShape(tuple(result), tuple(sizes[d] for d in result), element)
+
+
+def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def _check_window(op: str, stride: int, padding: int) -> None:
+    if stride < 1:
+        raise ShapeError(f"{op} stride must be at least 1, got {stride}")
+    if padding < 0:
+        raise ShapeError(f"{op} padding must not be negative, got {padding}")
+
+
+def _spatial_result(op: str, x: NamedShape, kernel: tuple[int, int], stride: int,
+                    padding: int, result: NamedShape) -> None:
+    for axis, (name, size) in enumerate(zip(result.dims[2:], result.sizes[2:], strict=True)):
+        expected = conv_output_size(x.sizes[2 + axis], kernel[axis], stride, padding)
+        if expected < 1:
+            raise ShapeError(f"{op} window {kernel[axis]} is larger than the padded input "
+                             f"dimension '{x.dims[2 + axis]}' ({x.sizes[2 + axis]})")
+        if size != expected:
+            raise ShapeError(f"{op} output dimension '{name}' must be {expected} "
+                             f"(input {x.sizes[2 + axis]}, window {kernel[axis]}, "
+                             f"stride {stride}, padding {padding}), but it is {size}")
+
+
+def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: int,
+                 result: NamedShape) -> NamedShape:
+    """NCHW convolution: x [b, ci, h, w], filter [co, ci, r, s] -> [b, co, ho, wo]."""
+    _float_element("conv2d", [x, w])
+    _expect_rank("conv2d", "input [batch, channels, height, width]", x, 4)
+    _expect_rank("conv2d", "filter [out-channels, in-channels, height, width]", w, 4)
+    _expect_rank("conv2d", "result [batch, out-channels, height, width]", result, 4)
+    _check_window("conv2d", stride, padding)
+    if w.dims[1] != x.dims[1]:
+        raise ShapeError(f"conv2d filter {w} must have the input channel dimension "
+                         f"'{x.dims[1]}' second, got '{w.dims[1]}'")
+    if result.dims[0] != x.dims[0]:
+        raise ShapeError(f"conv2d result must keep the batch dimension '{x.dims[0]}' first, "
+                         f"got '{result.dims[0]}'")
+    if result.dims[1] != w.dims[0]:
+        raise ShapeError(f"conv2d result must have the filter's output channel dimension "
+                         f"'{w.dims[0]}' second, got '{result.dims[1]}'")
+    check_unique(result.dims + w.dims[2:])
+    _spatial_result("conv2d", x, (w.sizes[2], w.sizes[3]), stride, padding, result)
+    return NamedShape(result.dims, result.sizes, x.element)
+
+
+def pool2d_shape(x: NamedShape, window: tuple[int, int], stride: int, padding: int,
+                 result: NamedShape) -> NamedShape:
+    """NCHW pooling: x [b, c, h, w] -> [b, c, ho, wo]."""
+    _float_element("pool2d", [x])
+    _expect_rank("pool2d", "input [batch, channels, height, width]", x, 4)
+    _expect_rank("pool2d", "result [batch, channels, height, width]", result, 4)
+    _check_window("pool2d", stride, padding)
+    if min(window) < 1:
+        raise ShapeError(f"pool2d window must be positive, got {list(window)}")
+    if 2 * padding > min(window):
+        raise ShapeError(f"pool2d padding {padding} must be less than half the window "
+                         f"{list(window)}")
+    if result.dims[:2] != x.dims[:2]:
+        raise ShapeError(f"pool2d result must keep the batch and channel dimensions "
+                         f"{_fmt(x.dims[:2])}, got {_fmt(result.dims[:2])}")
+    _spatial_result("pool2d", x, window, stride, padding, result)
+    return NamedShape(result.dims, result.sizes, x.element)
+
+
+def unary_shape(op: str, x: NamedShape) -> NamedShape:
+    _float_element(op, [x])
+    return x
+
+
+def binary_shape(op: str, lhs: NamedShape, rhs: NamedShape) -> NamedShape:
+    """Broadcasting by name: the result has lhs's dims, then rhs's dims lhs lacks."""
+    element = _float_element(op, [lhs, rhs])
+    sizes = _common_sizes([lhs, rhs])
+    dims = lhs.dims + tuple(d for d in rhs.dims if d not in lhs.dims)
+    return NamedShape(dims, tuple(sizes[d] for d in dims), element)
+
+
+def softmax_shape(x: NamedShape, over: Sequence[str]) -> NamedShape:
+    _float_element("softmax", [x])
+    _dims_in("softmax", over, x)
+    return x
+
+
+def norm_shape(op: str, x: NamedShape, affine: Sequence[NamedShape],
+               over: Sequence[str]) -> NamedShape:
+    """layernorm / batchnorm: normalize x over `over`; optional scale and bias.
+
+    layernorm's scale and bias range over the normalized dims, batchnorm's over the
+    others (the channels), as in the usual definitions.
+    """
+    _float_element(op, [x, *affine])
+    _dims_in(op, over, x)
+    if len(affine) not in (0, 2):
+        raise ShapeError(f"{op} takes 1 operand, or 3 with scale and bias, got "
+                         f"{1 + len(affine)}")
+    if op == "layernorm":
+        param_dims = tuple(d for d in x.dims if d in over)
+    else:
+        param_dims = tuple(d for d in x.dims if d not in over)
+    for which, param in zip(("scale", "bias"), affine, strict=False):
+        if sorted(param.dims) != sorted(param_dims):
+            raise ShapeError(f"{op} {which} must range over {_fmt(param_dims)}, got {param}")
+    return x
+
+
+def reduce_shape(kind: str, x: NamedShape, over: Sequence[str]) -> NamedShape:
+    if kind not in ("sum", "mean"):
+        raise ShapeError(f"unknown reduction '{kind}'; expected sum or mean")
+    _float_element("reduce", [x])
+    _dims_in("reduce", over, x)
+    keep = [i for i, d in enumerate(x.dims) if d not in over]
+    return NamedShape(tuple(x.dims[i] for i in keep), tuple(x.sizes[i] for i in keep), x.element)
+
+
+def embedding_shape(ids: NamedShape, table: NamedShape) -> NamedShape:
+    """ids [...] (integers) and table [vocab, features...] -> [..., features...]."""
+    if ids.element not in INT_TYPES:
+        raise ShapeError(f"embedding ids must be integers (i32 or i64), got {ids.element}")
+    if table.element not in FLOAT_TYPES:
+        raise ShapeError(f"embedding table must be floating-point, got {table.element}")
+    if table.rank < 2:
+        raise ShapeError(f"embedding table must be [vocab, features...], got {table}")
+    dims = ids.dims + table.dims[1:]
+    check_unique(dims + table.dims[:1])
+    return NamedShape(dims, ids.sizes + table.sizes[1:], table.element)
+
+
+def lstm_shape(x: NamedShape, w: NamedShape) -> NamedShape:
+    """Multi-layer LSTM as one layer: x [batch, seq, hidden], weights [layers, 2·hidden,
+    4·hidden] (input and recurrent weights stacked, four gates) -> [batch, seq, hidden]."""
+    _float_element("lstm", [x, w])
+    _expect_rank("lstm", "input [batch, seq, hidden]", x, 3)
+    _expect_rank("lstm", "weight [layers, 2*hidden, 4*hidden]", w, 3)
+    hidden = x.sizes[2]
+    if w.sizes[1] != 2 * hidden or w.sizes[2] != 4 * hidden:
+        raise ShapeError(f"lstm weight {w} must be [layers, 2*hidden, 4*hidden] = "
+                         f"[{w.sizes[0]}, {2 * hidden}, {4 * hidden}], got "
+                         f"[{', '.join(str(s) for s in w.sizes)}]")
+    check_unique(x.dims + w.dims)
+    return x
+
+
+def concat_axis(inputs: Sequence[NamedShape], result: NamedShape) -> int:
+    """The one position where every input's dim differs from the result's dim."""
+    _expect_count("concat", inputs, *range(2, 65))
+    _float_element("concat", inputs)
+    for shape in inputs:
+        if shape.rank != result.rank:
+            raise ShapeError(f"concat operand {shape} has rank {shape.rank}, "
+                             f"the result {result} has rank {result.rank}")
+    axes = {i for shape in inputs for i in range(result.rank) if shape.dims[i] != result.dims[i]}
+    if len(axes) != 1:
+        raise ShapeError(f"concat operands must differ from the result {result} in exactly "
+                         f"one dimension (the concatenated one), got "
+                         + ", ".join(str(s) for s in inputs))
+    (axis,) = axes
+    for shape in inputs:
+        if shape.dims[axis] == result.dims[axis]:
+            raise ShapeError(f"concat operand {shape} must not reuse the result dimension "
+                             f"'{result.dims[axis]}'")
+    total = sum(shape.sizes[axis] for shape in inputs)
+    if total != result.sizes[axis]:
+        raise ShapeError(f"concat result dimension '{result.dims[axis]}' must be {total} "
+                         f"(the sum of the operands'), but it is {result.sizes[axis]}")
+    return axis
+
+
+def concat_shape(inputs: Sequence[NamedShape], result: NamedShape) -> NamedShape:
+    concat_axis(inputs, result)
+    return NamedShape(result.dims, result.sizes, inputs[0].element)
+
+
+def reshape_groups(x: NamedShape, result: NamedShape) -> list[tuple[range, range]]:
+    """Pair contiguous groups of input and result dims with equal products.
+
+    A reshape merges consecutive dims, splits a dim into consecutive dims, or renames a
+    dim (a one-to-one group of equal sizes). Returns the (input dims, result dims)
+    index ranges of each group.
+    """
+    groups: list[tuple[range, range]] = []
+    i = j = 0
+    while i < x.rank or j < result.rank:
+        if i == x.rank or j == result.rank:
+            break
+        i0, j0 = i, j
+        left, right = x.sizes[i], result.sizes[j]
+        i, j = i + 1, j + 1
+        while left != right:
+            if left < right and i < x.rank:
+                left *= x.sizes[i]
+                i += 1
+            elif right < left and j < result.rank:
+                right *= result.sizes[j]
+                j += 1
+            else:
+                break
+        if left != right or (i - i0 > 1 and j - j0 > 1):
+            break
+        groups.append((range(i0, i), range(j0, j)))
+    else:
+        return groups
+    raise ShapeError(f"reshape cannot turn {x} {list(x.sizes)} into {result} "
+                     f"{list(result.sizes)}: it merges or splits consecutive dimensions only")
+
+
+def reshape_shape(x: NamedShape, result: NamedShape) -> NamedShape:
+    if x.num_elements != result.num_elements:
+        raise ShapeError(f"reshape of {x} ({x.num_elements} elements) into {result} "
+                         f"({result.num_elements} elements) changes the element count")
+    reshape_groups(x, result)
+    return NamedShape(result.dims, result.sizes, x.element)
+
+
+def cross_entropy_shape(logits: NamedShape, labels: NamedShape, over: str) -> NamedShape:
+    """Mean softmax cross-entropy over all positions: a scalar."""
+    _float_element("softmax_cross_entropy", [logits])
+    _dims_in("softmax_cross_entropy", [over], logits)
+    if labels.element not in INT_TYPES:
+        raise ShapeError(f"softmax_cross_entropy labels must be integers (i32 or i64), "
+                         f"got {labels.element}")
+    expected = tuple(d for d in logits.dims if d != over)
+    if labels.dims != expected:
+        raise ShapeError(f"softmax_cross_entropy labels must be {_fmt(expected)} "
+                         f"(the logits without '{over}'), got {labels}")
+    return NamedShape((), (), logits.element)
