@@ -1,0 +1,24 @@
+"""The passes of pase, one per file, named after the pass.
+
+`get_all_passes()` maps each public pass name to a closure that imports its class on
+demand; `pase-opt` registers them all.
+"""
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    def get_annotate_configs() -> type[ModulePass]:
+        from pase.passes.annotate_configs import AnnotateConfigsPass
+
+        return AnnotateConfigsPass
+
+    return {"pase-annotate-configs": get_annotate_configs}
+
+
+PASS_SUMMARIES: dict[str, str] = {
+    "pase-annotate-configs{devices=P min-shard=4}":
+        "attach pase.num_configs, the number of valid PaSE configurations, to every layer",
+}

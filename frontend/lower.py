@@ -1,0 +1,436 @@
+"""From `.dnn` source to the `dnn` dialect.
+
+The lark grammar (`dnn.lark`) is deliberately uniform: every layer statement is
+`%v = op [kind] [dims] [operands] clauses* [-> dims] [: type] [config {...}]`. This
+module checks each statement against its op's row in `STATEMENTS`, infers the result
+type with the shape rules of `pase.dialect.shapes`, and builds the IR. Every error is a
+`Diagnostic` pointing at the offending token.
+
+Example:
+    >>> module = parse_text("graph @g(b = 2, d = 3) { %x = input [b, d]\\n"
+    ...                     "%y = relu %x\\n return %y }", "g.dnn")
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from pase.dialect import dnn
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_of
+from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
+
+PARSER = Lark.open("dnn.lark", rel_to=__file__, parser="lalr", propagate_positions=True,
+                   maybe_placeholders=True)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """What one layer statement accepts."""
+
+    op: type[dnn.LayerOp]
+    operands: tuple[int, int]
+    kinds: tuple[str, ...] = ()
+    clauses: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    result: bool = False
+    defaults: dict[str, int] = field(default_factory=dict)
+
+
+def _one(op: type[dnn.LayerOp], **kw) -> Statement:
+    return Statement(op, (1, 1), **kw)
+
+
+STATEMENTS: dict[str, Statement] = {
+    "einsum": Statement(dnn.EinsumOp, (1, 3), result=True),
+    "conv2d": Statement(dnn.Conv2dOp, (2, 2), clauses=("stride", "padding"), result=True,
+                        defaults={"stride": 1, "padding": 0}),
+    "pool2d": _one(dnn.Pool2dOp, kinds=("max", "avg"), clauses=("window", "stride", "padding"),
+                   required=("window",), result=True, defaults={"stride": 1, "padding": 0}),
+    "relu": _one(dnn.ReluOp),
+    "gelu": _one(dnn.GeluOp),
+    "tanh": _one(dnn.TanhOp),
+    "sigmoid": _one(dnn.SigmoidOp),
+    "exp": _one(dnn.ExpOp),
+    "add": Statement(dnn.AddOp, (2, 2)),
+    "sub": Statement(dnn.SubOp, (2, 2)),
+    "mul": Statement(dnn.MulOp, (2, 2)),
+    "softmax": _one(dnn.SoftmaxOp, clauses=("over",), required=("over",)),
+    "layernorm": Statement(dnn.LayerNormOp, (1, 3), clauses=("over",), required=("over",)),
+    "batchnorm": Statement(dnn.BatchNormOp, (1, 3), clauses=("over",), required=("over",)),
+    "reduce": _one(dnn.ReduceOp, kinds=("sum", "mean"), clauses=("over",), required=("over",)),
+    "embedding": Statement(dnn.EmbeddingOp, (2, 2)),
+    "lstm": Statement(dnn.LstmOp, (2, 2)),
+    "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
+    "reshape": _one(dnn.ReshapeOp, result=True),
+    "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2), clauses=("over",),
+                                       required=("over",)),
+}
+DATA_STATEMENTS = ("input", "param")
+
+
+def parse_file(path: str) -> ModuleOp:
+    """Parse a `.dnn` file into a verified `builtin.module` of `dnn.graph`s."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise Diagnostic(f"cannot read the file: {error}", path) from None
+    return parse_text(text, path)
+
+
+def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
+    """Parse `.dnn` source; raises `Diagnostic` on any error."""
+    try:
+        tree = PARSER.parse(text)
+    except UnexpectedInput as error:
+        raise _unknown_op_before(error, text, filename) or _syntax_error(
+            error, text, filename) from None
+    graphs = tree.children
+    if not graphs:
+        raise Diagnostic("no graph in the file; a .dnn file holds one or more "
+                         "'graph @name(dim = size, ...) { ... }'", filename, 1, 1, text)
+    builder = _Builder(text, filename)
+    module = ModuleOp([builder.graph(graph) for graph in graphs])
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as error:
+            raise builder.error_at_op(op, str(error)) from None
+    return module
+
+
+_TOKEN_NAMES = {
+    "VALUE": "a %value", "NAME": "a name", "NUMBER": "a number", "GRAPH_NAME": "@name",
+    "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
+    "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
+    "KIND": "max, avg, sum or mean", "GRAPH": "'graph'", "RETURN": "'return'",
+    "DATA": "input or param",
+}
+
+
+def _syntax_error(error: UnexpectedInput, text: str, filename: str) -> Diagnostic:
+    line, column = getattr(error, "line", 0), getattr(error, "column", 0)
+    if isinstance(error, UnexpectedToken):
+        token = error.token
+        expected = sorted({_TOKEN_NAMES.get(t, t.lower().strip("_")) for t in error.expected})
+        if token.type == "$END":
+            line, column = _end_position(text)
+            message = "unexpected end of file"
+        else:
+            message = f"unexpected '{token}'"
+        if expected:
+            message += "; expected " + ", ".join(expected[:8])
+        return Diagnostic(message, filename, line, column, text, max(len(str(token)), 1))
+    if isinstance(error, UnexpectedCharacters):
+        return Diagnostic(f"unexpected character {text[error.pos_in_stream]!r}", filename,
+                          line, column, text)
+    if isinstance(error, UnexpectedEOF):
+        line, column = _end_position(text)
+        return Diagnostic("unexpected end of file", filename, line, column, text)
+    return Diagnostic(str(error), filename, line, column, text)
+
+
+_STATEMENT_START = re.compile(r"%[A-Za-z_][A-Za-z0-9_]*\s*=\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _unknown_op_before(error: UnexpectedInput, text: str, filename: str) -> Diagnostic | None:
+    """An unknown op name before a syntax error is the likelier mistake: report that."""
+    end = getattr(error, "pos_in_stream", None)
+    end = len(text) if end is None or end < 0 else end
+    code = re.sub(r"//[^\n]*", lambda m: " " * len(m.group()), text[:end + 1])
+    known = {*STATEMENTS, *DATA_STATEMENTS}
+    for match in _STATEMENT_START.finditer(code):
+        op = match.group(1)
+        if op not in known:
+            line, column = offset_to_line_column(text, match.start(1))
+            hint = difflib.get_close_matches(op, sorted(known), n=1)
+            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+            return Diagnostic(f"unknown op '{op}'{suggestion}", filename, line, column, text,
+                              len(op))
+    return None
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.rstrip("\n").split("\n") or [""]
+    return len(lines), len(lines[-1]) + 1
+
+
+class _Builder:
+    """Turns parse trees into `dnn` ops, checking names and shapes as it goes."""
+
+    def __init__(self, text: str, filename: str):
+        self.text = text
+        self.filename = filename
+        self.graph_names: dict[str, int] = {}
+        self.locations: dict[Operation, tuple[int, int]] = {}
+
+    def error(self, message: str, token: Token | Tree | None) -> Diagnostic:
+        if isinstance(token, Token):
+            return Diagnostic(message, self.filename, token.line or 0, token.column or 0,
+                              self.text, len(str(token)))
+        if isinstance(token, Tree) and not token.meta.empty:
+            return Diagnostic(message, self.filename, token.meta.line, token.meta.column,
+                              self.text, 1)
+        return Diagnostic(message, self.filename, source=self.text)
+
+    def error_at_op(self, op: Operation, message: str) -> Diagnostic:
+        line, column = self.locations.get(op, (0, 0))
+        return Diagnostic(message, self.filename, line, column, self.text)
+
+    def locate(self, op: Operation, token: Token) -> Operation:
+        op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(token.line or 0),
+                                     IntAttr(token.column or 0))
+        self.locations[op] = (token.line or 0, token.column or 0)
+        return op
+
+    # -- graphs --
+
+    def graph(self, tree: Tree) -> dnn.GraphOp:
+        name_token, *rest = tree.children
+        name = str(name_token)[1:]
+        if name in self.graph_names:
+            raise self.error(f"graph @{name} is already defined at line "
+                             f"{self.graph_names[name]}", name_token)
+        self.graph_names[name] = name_token.line or 0
+        dims: dict[str, int] = {}
+        statements: list[Tree] = []
+        for child in rest:
+            if child is None:
+                continue
+            if child.data == "dim_decl":
+                dim, size = child.children
+                if str(dim) in dims:
+                    raise self.error(f"dimension '{dim}' is declared twice in @{name}", dim)
+                dims[str(dim)] = self.positive_int(size, f"size of dimension '{dim}'")
+            else:
+                statements.append(child)
+        if not dims:
+            raise self.error(f"graph @{name} declares no dimensions; list them in its header, "
+                             f"e.g. 'graph @{name}(b = 64, d = 256)'", name_token)
+        scope = _Scope(self, name, dims)
+        ops: list[Operation] = []
+        returned = False
+        for statement in statements:
+            if returned:
+                raise self.error("statement after 'return'; 'return' ends the graph",
+                                 statement)
+            if statement.data == "ret":
+                ops.append(self.locate(scope.ret(statement), statement.children[0]))
+                returned = True
+            else:
+                ops.append(scope.layer(statement))
+        if not returned:
+            raise self.error(f"graph @{name} has no 'return'", name_token)
+        graph = dnn.GraphOp(name, dims, ops)
+        return self.locate(graph, name_token)  # type: ignore[return-value]
+
+    def positive_int(self, token: Token, what: str) -> int:
+        text = str(token)
+        if not text.lstrip("+").isdigit() or int(text) < 1:
+            raise self.error(f"{what} must be a positive integer, got '{text}'", token)
+        return int(text)
+
+    def non_negative_int(self, token: Token, what: str) -> int:
+        text = str(token)
+        if not text.lstrip("+").isdigit():
+            raise self.error(f"{what} must be a non-negative integer, got '{text}'", token)
+        return int(text)
+
+
+class _Scope:
+    """The values and dimensions of one graph while it is being built."""
+
+    def __init__(self, builder: _Builder, graph: str, dims: dict[str, int]):
+        self.builder = builder
+        self.graph = graph
+        self.dims = dims
+        self.values: dict[str, tuple[SSAValue, int]] = {}
+
+    def error(self, message: str, token: Token | Tree | None) -> Diagnostic:
+        return self.builder.error(message, token)
+
+    def value(self, token: Token) -> SSAValue:
+        name = str(token)[1:]
+        if name not in self.values:
+            hint = difflib.get_close_matches(name, self.values, n=1)
+            suggestion = f"; did you mean %{hint[0]}?" if hint else ""
+            raise self.error(f"undefined value %{name}{suggestion}", token)
+        return self.values[name][0]
+
+    def shape(self, dim_tokens: Sequence[Token], element: str = "f32") -> NamedShape:
+        for token in dim_tokens:
+            if str(token) not in self.dims:
+                hint = difflib.get_close_matches(str(token), self.dims, n=1)
+                suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+                raise self.error(f"unknown dimension '{token}'; declare it in the header of "
+                                 f"@{self.graph}{suggestion}", token)
+        for i, token in enumerate(dim_tokens):
+            if str(token) in (str(t) for t in dim_tokens[:i]):
+                raise self.error(f"dimension '{token}' appears twice in one tensor", token)
+        return shape_of([str(t) for t in dim_tokens], self.dims, element)
+
+    def define(self, token: Token, value: SSAValue) -> None:
+        name = str(token)[1:]
+        if name in self.values:
+            raise self.error(f"%{name} is already defined at line {self.values[name][1]}", token)
+        value.name_hint = name
+        self.values[name] = (value, token.line or 0)
+
+    def ret(self, tree: Tree) -> dnn.ReturnOp:
+        return dnn.ReturnOp(*(self.value(t) for t in tree.children[1:]))
+
+    def layer(self, tree: Tree) -> Operation:
+        if tree.data == "data":
+            target, op_token, dim_list, element = tree.children
+            op = self.data(op_token, dim_list, element)
+        else:
+            target, op_token, kind, operand_tree, *rest = tree.children
+            clauses = [c for c in rest[:-3] if c is not None]
+            result, element, config = rest[-3:]
+            op = self.compute(op_token, kind, operand_tree, clauses, result, element, config)
+        self.builder.locate(op, op_token)
+        self.define(target, op.results[0])
+        return op
+
+    def data(self, op_token: Token, dim_list: Tree, element: Tree | None) -> Operation:
+        op = str(op_token)
+        element_name = "f32"
+        if element is not None:
+            element_token = element.children[0]
+            element_name = str(element_token)
+            if element_name not in ELEMENT_TYPES:
+                raise self.error(f"unknown element type '{element_name}'; expected one of "
+                                 + ", ".join(ELEMENT_TYPES), element_token)
+            if op == "param" and element_name not in ("f32", "f64"):
+                raise self.error("param must be floating-point (f32 or f64)", element_token)
+        dims = [d for d in dim_list.children if d is not None]
+        tensor = dnn.TensorType.of(self.shape(dims, element_name))
+        return dnn.InputOp(tensor) if op == "input" else dnn.ParamOp(tensor)
+
+    def compute(self, op_token: Token, kind: Token | None, operand_tree: Tree,
+                clauses: list[Tree], result: Tree | None, element: Tree | None,
+                config: Tree | None) -> Operation:
+        op = str(op_token)
+        statement = STATEMENTS.get(op)
+        if statement is None:
+            known = sorted([*STATEMENTS, *DATA_STATEMENTS])
+            hint = difflib.get_close_matches(op, known, n=1)
+            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+            raise self.error(f"unknown op '{op}'{suggestion}", op_token)
+        if element is not None:
+            raise self.error(f"{op} infers its element type; remove ': "
+                             f"{element.children[0]}'", element)
+        properties: dict[str, Attribute] = {}
+        if statement.kinds:
+            if kind is None:
+                raise self.error(f"{op} needs a kind: {' or '.join(statement.kinds)}", op_token)
+            if str(kind) not in statement.kinds:
+                raise self.error(f"{op} kind must be {' or '.join(statement.kinds)}, "
+                                 f"got '{kind}'", kind)
+            assert statement.op.KIND is not None
+            properties[statement.op.KIND[0]] = StringAttr(str(kind))
+        elif kind is not None:
+            raise self.error(f"{op} takes no kind '{kind}'", kind)
+        operand_tokens = list(operand_tree.children)
+        low, high = statement.operands
+        if not low <= len(operand_tokens) <= high:
+            want = str(low) if low == high else f"{low} to {high}"
+            if statement.op in (dnn.LayerNormOp, dnn.BatchNormOp):
+                want = "1, or 3 with scale and bias,"
+            raise self.error(f"{op} takes {want} operand{'s' if high > 1 else ''}, "
+                             f"got {len(operand_tokens)}", op_token)
+        operands = [self.value(t) for t in operand_tokens]
+        properties |= self.clauses(op, statement, clauses, op_token)
+        result_type: dnn.TensorType | None = None
+        if statement.result:
+            if result is None:
+                raise self.error(f"{op} needs its result dimensions: '-> [dims]'", op_token)
+            result_dims = result.children[0].children
+            result_dims = [] if result_dims == [None] else list(result_dims)
+            element_name = operands[0].type.shape.element if operands else "f32"
+            if statement.op is dnn.EmbeddingOp and len(operands) > 1:
+                element_name = operands[1].type.shape.element
+            result_type = dnn.TensorType.of(self.shape(result_dims, element_name))
+        elif result is not None:
+            raise self.error(f"{op} infers its result dimensions; remove '-> [...]'", result)
+        layer = self.build(statement, operands, properties, result_type, op_token)
+        if config is not None:
+            layer.attributes[CONFIG_ATTR_NAME] = self.config(layer, config)
+        return layer
+
+    def clauses(self, op: str, statement: Statement, clauses: list[Tree],
+                op_token: Token) -> dict[str, Attribute]:
+        properties: dict[str, Attribute] = {}
+        for clause in clauses:
+            keyword, value = clause.children
+            name = str(keyword)
+            if name not in statement.clauses:
+                raise self.error(f"{op} takes no '{name}'", keyword)
+            if name in properties:
+                raise self.error(f"'{name}' given twice", keyword)
+            if name == "over":
+                dims = [value] if isinstance(value, Token) else list(value.children)
+                dims = [d for d in dims if d is not None]
+                self.shape(dims)
+                properties[name] = ArrayAttr(StringAttr(str(d)) for d in dims)
+            elif name == "window":
+                numbers = [n for n in value.children if n is not None]
+                properties[name] = ArrayAttr(
+                    IntAttr(self.builder.positive_int(n, "window size")) for n in numbers)
+            elif name == "stride":
+                properties[name] = IntAttr(self.builder.positive_int(value, "stride"))
+            else:
+                properties[name] = IntAttr(self.builder.non_negative_int(value, "padding"))
+        for name in statement.required:
+            if name not in properties:
+                example = "over [d]" if name == "over" else "window [2, 2]"
+                raise self.error(f"{op} needs '{name}', e.g. '{example}'", op_token)
+        for name, default in statement.defaults.items():
+            properties.setdefault(name, IntAttr(default))
+        return properties
+
+    def build(self, statement: Statement, operands: list[SSAValue],
+              properties: dict[str, Attribute], result_type: dnn.TensorType | None,
+              op_token: Token) -> dnn.LayerOp:
+        placeholder = result_type or dnn.TensorType((), ())
+        probe = statement.op.create(operands=operands, result_types=[placeholder],
+                                    properties=properties)
+        try:
+            inferred = probe.infer()
+        except ShapeError as error:
+            raise self.error(str(error), op_token) from None
+        finally:
+            probe.drop_all_references()
+        if result_type is None:
+            result_type = dnn.TensorType.of(inferred)
+        elif inferred != result_type.shape:
+            raise self.error(f"the result {result_type.shape} does not fit the operands: "
+                             f"expected {dnn.TensorType.of(inferred)}", op_token)
+        return statement.op.create(operands=operands, result_types=[result_type],
+                                   properties=properties)
+
+    def config(self, layer: dnn.LayerOp, tree: Tree) -> ConfigAttr:
+        splits: dict[str, int] = {}
+        for split in tree.children[1:]:
+            if split is None:
+                continue
+            dim, factor = split.children
+            if str(dim) in splits:
+                raise self.error(f"dimension '{dim}' is split twice", dim)
+            splits[str(dim)] = self.builder.positive_int(factor, f"split factor of '{dim}'")
+        config = ConfigAttr(splits)
+        try:
+            layer.verify_config(config)
+        except VerifyException as error:
+            raise self.error(str(error), tree) from None
+        return config

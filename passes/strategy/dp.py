@@ -1,0 +1,276 @@
+"""The exact search: PaSE's DP written as min-sum variable elimination.
+
+A factor is a cost table over the configurations of a few vertices: each vertex cost vector and
+each edge cost matrix starts as one. Eliminating vertex v adds every factor that mentions v over
+v and its current neighbours (PaSE's dependent set D(i)), takes the minimum over v into a new
+factor over the neighbours, and keeps the argmin. When every vertex is gone only scalars remain;
+their sum is the optimum, and walking the order backwards through the argmin tables recovers the
+strategy. The table for v has prod(K) entries over v and D(i), so the order matters; the size is
+checked against a memory budget before anything is allocated.
+
+>>> graph = CostGraph(["a", "b"], [np.array([1.0, 2.0]), np.array([0.0, 5.0])])
+>>> graph.add_edge(0, 1, np.array([[9.0, 0.0], [0.0, 9.0]]))
+>>> result = solve_dp(graph)
+>>> result.choice, result.cost
+((1, 0), 2.0)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.orders import elimination_order
+
+Axes = tuple[int, ...]
+Factor = tuple[Axes, np.ndarray]
+ChunkIndex = tuple[int | slice, ...]
+
+CHUNK_ENTRIES = 1 << 16
+
+
+class SearchError(Exception):
+    """The search cannot run as asked; the message says why and what to change."""
+
+
+class SearchMemoryError(SearchError):
+    """A DP table would exceed the memory budget."""
+
+
+@dataclass(frozen=True)
+class DPResult:
+    """An optimal strategy and what it took to find it.
+
+    `choice[v]` indexes `vertex_costs[v]`; `max_dependent_set` is the largest |D(i)| (not
+    counting the vertex itself); `table_entries` sums prod(K) over each vertex and its dependent
+    set; `peak_table_bytes` is the most memory held by cost and argmin tables at once.
+
+    >>> DPResult(choice=(0,), cost=1.0, order=(0,), max_dependent_set=0,
+    ...          table_entries=2, peak_table_bytes=24).cost
+    1.0
+    """
+
+    choice: tuple[int, ...]
+    cost: float
+    order: tuple[int, ...]
+    max_dependent_set: int
+    table_entries: int
+    peak_table_bytes: int
+
+
+def argmin_dtype(size: int) -> np.dtype:
+    """The smallest unsigned integer type that holds every index below `size`.
+
+    >>> argmin_dtype(256), argmin_dtype(257)
+    (dtype('uint8'), dtype('uint16'))
+    """
+    return np.min_scalar_type(max(size - 1, 0))
+
+
+def eliminate(
+    factors: Sequence[Factor], vertex: int, chunk_entries: int = CHUNK_ENTRIES
+) -> tuple[Axes, np.ndarray, np.ndarray]:
+    """Sum `factors` (all mentioning `vertex`) and minimize over `vertex`.
+
+    Each factor's axes are sorted vertex ids. Returns the sorted axes of the result (the
+    dependent set), the minimum table over them, and the argmin table (lowest index on ties).
+    The sum is formed `chunk_entries` at a time, so the full table never exists at once.
+
+    >>> vertex_cost = ((0,), np.array([1.0, 0.0]))
+    >>> edge_cost = ((0, 1), np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 5.0]]))
+    >>> axes, minimum, argmin = eliminate([vertex_cost, edge_cost], 0)
+    >>> axes, minimum.tolist(), argmin.tolist()
+    ((1,), [1.0, 0.0, 1.0], [0, 1, 0])
+    """
+    sizes: dict[int, int] = {}
+    for axes, table in factors:
+        sizes.update(zip(axes, table.shape, strict=True))
+    dependent_set = tuple(sorted(set(sizes) - {vertex}))
+    # v's axis goes last so that the min and argmin run over contiguous memory.
+    layout = (*dependent_set, vertex)
+    shape = tuple(sizes[axis] for axis in layout)
+    aligned = [_align(axes, table, layout) for axes, table in factors]
+    minimum = np.empty(shape[:-1], dtype=np.float64)
+    argmin = np.empty(shape[:-1], dtype=argmin_dtype(sizes[vertex]))
+    buffer = np.empty(min(math.prod(shape), chunk_entries), dtype=np.float64)
+    for index in _chunk_indices(shape, chunk_entries):
+        chunk_shape = (*minimum[index].shape, sizes[vertex])
+        combined = buffer[: math.prod(chunk_shape)].reshape(chunk_shape)
+        for position, view in enumerate(aligned):
+            part = view[_broadcast_index(view, index)]
+            if position == 0:
+                np.copyto(combined, part)
+            else:
+                np.add(combined, part, out=combined)
+        best = np.argmin(combined, axis=-1)
+        argmin[index] = best
+        minimum[index] = np.take_along_axis(combined, best[..., np.newaxis], axis=-1)[..., 0]
+    return dependent_set, minimum, argmin
+
+
+def _align(axes: Axes, table: np.ndarray, layout: Axes) -> np.ndarray:
+    """A view of `table` whose axes follow `layout`, with length-1 axes for missing vertices."""
+    permutation = [axes.index(axis) for axis in layout if axis in axes]
+    index = tuple(slice(None) if axis in axes else np.newaxis for axis in layout)
+    return table.transpose(permutation)[index]
+
+
+def _chunk_indices(shape: tuple[int, ...], chunk_entries: int) -> Iterator[ChunkIndex]:
+    """Indices into the leading axes of a table of `shape` that cover it in small chunks.
+
+    A chunk never splits the last axis; otherwise it holds at most `chunk_entries` entries.
+
+    >>> list(_chunk_indices((2, 3, 4), 8))
+    [(0, slice(0, 2, None)), (0, slice(2, 3, None)), (1, slice(0, 2, None)), (1, slice(2, 3, None))]
+    """
+    leading, trailing_entries = 0, math.prod(shape)
+    while leading < len(shape) - 1 and trailing_entries > chunk_entries:
+        trailing_entries //= shape[leading]
+        leading += 1
+    if leading == 0:
+        yield ()
+        return
+    axis = leading - 1
+    block = max(1, chunk_entries // trailing_entries)
+    for outer in itertools.product(*(range(size) for size in shape[:axis])):
+        for start in range(0, shape[axis], block):
+            yield (*outer, slice(start, min(start + block, shape[axis])))
+
+
+def _broadcast_index(view: np.ndarray, index: ChunkIndex) -> ChunkIndex:
+    """`index` adapted to a view whose length-1 axes broadcast."""
+    return tuple(
+        position if view.shape[axis] > 1 else (0 if isinstance(position, int) else slice(None))
+        for axis, position in enumerate(index)
+    )
+
+
+def solve_dp(
+    graph: CostGraph,
+    order: str | Sequence[int] = "genseq",
+    memory_budget: int = 4 << 30,
+) -> DPResult:
+    """An optimal strategy by variable elimination in `order` (a method name or a permutation).
+
+    Raises `SearchMemoryError` before a vertex's tables would take more than `memory_budget`
+    bytes.
+
+    >>> costs = [np.array([0.0, 1.0]), np.array([3.0, 0.0]), np.array([0.0, 1.0])]
+    >>> graph = CostGraph(["a", "b", "c"], costs)
+    >>> graph.add_edge(0, 1, np.array([[0.0, 4.0], [4.0, 0.0]]))
+    >>> result = solve_dp(graph, order="bfs")
+    >>> result.choice, result.cost
+    ((1, 1, 0), 1.0)
+    """
+    sizes = graph.sizes
+    sequence = _resolve_order(graph, order)
+    factors: dict[int, Factor] = {}
+    factors_of: list[set[int]] = [set() for _ in sizes]
+    keys = itertools.count()
+
+    def add_factor(axes: Axes, table: np.ndarray) -> None:
+        key = next(keys)
+        factors[key] = (axes, table)
+        for axis in axes:
+            factors_of[axis].add(key)
+
+    for vertex, vertex_cost in enumerate(graph.vertex_costs):
+        add_factor((vertex,), vertex_cost)
+    for (u, v), edge_cost in graph.edge_costs.items():
+        add_factor((u, v), edge_cost)
+
+    scalars: list[float] = []
+    live_bytes = sum(table.nbytes for _, table in factors.values())
+    peak_bytes = live_bytes
+    argmin_tables: list[tuple[Axes, np.ndarray]] = []
+    max_dependent_set = 0
+    table_entries = 0
+    for vertex in sequence:
+        consumed_keys = sorted(factors_of[vertex])
+        consumed = [factors.pop(key) for key in consumed_keys]
+        dependent_set = sorted({axis for axes, _ in consumed for axis in axes} - {vertex})
+        for key, (axes, _) in zip(consumed_keys, consumed, strict=True):
+            for axis in axes:
+                factors_of[axis].discard(key)
+        entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
+        needed = _table_bytes(entries, sizes[vertex])
+        if needed > memory_budget:
+            raise SearchMemoryError(
+                _memory_message(graph, vertex, dependent_set, entries, needed, memory_budget)
+            )
+        peak_bytes = max(peak_bytes, live_bytes + needed)
+        axes, minimum, argmin = eliminate(consumed, vertex)
+        live_bytes += minimum.nbytes + argmin.nbytes - sum(table.nbytes for _, table in consumed)
+        del consumed
+        argmin_tables.append((axes, argmin))
+        if axes:
+            add_factor(axes, minimum)
+        else:
+            scalars.append(float(minimum))
+            live_bytes -= minimum.nbytes
+        max_dependent_set = max(max_dependent_set, len(dependent_set))
+        table_entries += entries
+
+    choice = [0] * len(sizes)
+    for vertex, (axes, argmin) in zip(reversed(sequence), reversed(argmin_tables), strict=True):
+        choice[vertex] = int(argmin[tuple(choice[axis] for axis in axes)])
+    return DPResult(
+        choice=tuple(choice),
+        cost=math.fsum(scalars),
+        order=tuple(sequence),
+        max_dependent_set=max_dependent_set,
+        table_entries=table_entries,
+        peak_table_bytes=peak_bytes,
+    )
+
+
+def _resolve_order(graph: CostGraph, order: str | Sequence[int]) -> list[int]:
+    if isinstance(order, str):
+        return elimination_order(graph.neighbours(), order)
+    sequence = [int(vertex) for vertex in order]
+    if sorted(sequence) != list(range(len(graph.names))):
+        raise ValueError(
+            f"an explicit elimination order must list each of the {len(graph.names)} vertices "
+            f"exactly once, got {sequence}"
+        )
+    return sequence
+
+
+def _table_bytes(entries: int, vertex_size: int) -> int:
+    """Bytes for a vertex's combined table, its minimum table and its argmin table."""
+    remaining = entries // vertex_size
+    return entries * 8 + remaining * 8 + remaining * argmin_dtype(vertex_size).itemsize
+
+
+def _memory_message(
+    graph: CostGraph,
+    vertex: int,
+    dependent_set: Sequence[int],
+    entries: int,
+    needed: int,
+    budget: int,
+) -> str:
+    dependent_names = ", ".join(f"'{graph.names[axis]}'" for axis in dependent_set) or "none"
+    return (
+        f"the DP table of layer '{graph.names[vertex]}' with dependent set {{{dependent_names}}} "
+        f"has {entries:,} entries and needs {_format_bytes(needed)}, over the memory budget of "
+        f"{_format_bytes(budget)}; use order=genseq or a smaller configuration space (for "
+        f"example a larger min-shard)"
+    )
+
+
+def _format_bytes(count: int) -> str:
+    """`count` bytes in the largest binary unit that keeps the number at least 1.
+
+    >>> _format_bytes(512), _format_bytes(3 << 30)
+    ('512 B', '3.0 GiB')
+    """
+    if count < 1024:
+        return f"{count} B"
+    exponent = min((count.bit_length() - 1) // 10, 4)
+    return f"{count / 1024**exponent:.1f} {('KiB', 'MiB', 'GiB', 'TiB')[exponent - 1]}"

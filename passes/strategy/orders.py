@@ -1,0 +1,110 @@
+"""Elimination orders over an undirected graph, and the dependent sets they produce.
+
+Eliminating a vertex connects its remaining neighbours to each other; the neighbours it has at
+that moment are PaSE's dependent set D(i), and the DP's table for the vertex spans the
+configurations of the vertex and its dependent set. A good order keeps those sets small.
+
+- `genseq`: PaSE's GENERATESEQ, the minimum-degree order.
+- `bfs`: the breadth-first order of PaSE's naive DP, for comparison.
+- `minfill`: the vertex whose elimination adds the fewest new edges first.
+
+>>> cycle = [{1, 3}, {0, 2}, {1, 3}, {0, 2}]
+>>> order = elimination_order(cycle, "genseq")
+>>> order, [sorted(dependent) for dependent in dependent_sets(cycle, order)]
+([0, 1, 2, 3], [[1, 3], [2, 3], [3], []])
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+
+ORDER_METHODS = ("genseq", "bfs", "minfill")
+
+
+def elimination_order(neighbours: Sequence[set[int]], method: str) -> list[int]:
+    """The order in which to eliminate the vertices, by `method` (one of `ORDER_METHODS`).
+
+    `neighbours[v]` is the set of vertices adjacent to v; it is not modified.
+
+    >>> elimination_order([{1}, {0, 2}, {1}], "bfs")
+    [0, 1, 2]
+    """
+    if method == "bfs":
+        return _breadth_first_order(neighbours)
+    if method == "genseq":
+        return _greedy_order(neighbours, _degree_key)
+    if method == "minfill":
+        return _greedy_order(neighbours, _fill_key)
+    raise ValueError(
+        f"unknown elimination order '{method}'; valid orders are {', '.join(ORDER_METHODS)}"
+    )
+
+
+def dependent_sets(neighbours: Sequence[set[int]], order: Sequence[int]) -> list[frozenset[int]]:
+    """For each vertex of `order`, in that order, its neighbours when it is eliminated.
+
+    >>> dependent_sets([{1, 2}, {0}, {0}], [0, 1, 2])
+    [frozenset({1, 2}), frozenset({2}), frozenset()]
+    """
+    current = [set(adjacent) for adjacent in neighbours]
+    dependent: list[frozenset[int]] = []
+    for vertex in order:
+        dependent.append(frozenset(current[vertex]))
+        _eliminate(current, vertex)
+    return dependent
+
+
+def _eliminate(current: list[set[int]], vertex: int) -> None:
+    """Remove `vertex` from the graph `current`, connecting its neighbours to each other."""
+    adjacent = current[vertex]
+    for neighbour in adjacent:
+        current[neighbour] |= adjacent
+        current[neighbour].discard(neighbour)
+        current[neighbour].discard(vertex)
+    current[vertex] = set()
+
+
+def _degree_key(current: list[set[int]], vertex: int) -> tuple[int, ...]:
+    return (len(current[vertex]), vertex)
+
+
+def _fill_key(current: list[set[int]], vertex: int) -> tuple[int, ...]:
+    adjacent = current[vertex]
+    missing_pairs = sum(len(adjacent - current[neighbour]) - 1 for neighbour in adjacent) // 2
+    return (missing_pairs, len(adjacent), vertex)
+
+
+def _greedy_order(
+    neighbours: Sequence[set[int]],
+    key: Callable[[list[set[int]], int], tuple[int, ...]],
+) -> list[int]:
+    """Repeatedly eliminate the remaining vertex with the smallest `key`."""
+    current = [set(adjacent) for adjacent in neighbours]
+    remaining = set(range(len(current)))
+    order: list[int] = []
+    while remaining:
+        vertex = min(remaining, key=lambda candidate: key(current, candidate))
+        order.append(vertex)
+        remaining.remove(vertex)
+        _eliminate(current, vertex)
+    return order
+
+
+def _breadth_first_order(neighbours: Sequence[set[int]]) -> list[int]:
+    """Breadth-first from vertex 0, then from the smallest vertex of each unreached component."""
+    visited = [False] * len(neighbours)
+    order: list[int] = []
+    for root in range(len(neighbours)):
+        if visited[root]:
+            continue
+        visited[root] = True
+        queue = deque([root])
+        while queue:
+            vertex = queue.popleft()
+            order.append(vertex)
+            for neighbour in sorted(neighbours[vertex]):
+                if not visited[neighbour]:
+                    visited[neighbour] = True
+                    queue.append(neighbour)
+    return order

@@ -1,0 +1,224 @@
+"""`pase-opt`: xdsl-opt with pase's dialects, passes and the `.dnn` frontend.
+
+    pase-opt models/mlp.dnn -p 'pase-annotate-configs{devices=8}'
+    pase-opt graph.mlir --split-input-file --verify-diagnostics
+
+Every xdsl-opt flag works. Errors in the input (syntax, verifier, a bad pass option)
+are one diagnostic, `file:line:col: error: message` where there is a location, and
+exit status 1; `-o FILE` is written only when everything succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from io import StringIO
+from typing import IO
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from pase.dialect import get_all_dialects
+from pase.frontend import Diagnostic, parse_text
+from pase.frontend.diagnostics import offset_to_line_column
+from pase.passes import PASS_SUMMARIES, get_all_passes
+
+
+class LocatedParser(Parser):
+    """The MLIR parser, recording each op's `file:line:col` as its location."""
+
+    line_offset = 0
+
+    def parse_operation(self) -> Operation:
+        span = self._current_token.span
+        op = super().parse_operation()
+        if not isinstance(op.location, FileLineColLoc):
+            content = span.input.content
+            text = content if isinstance(content, str) else content.decode("utf-8", "replace")
+            line, column = offset_to_line_column(text, span.start)
+            op.location = FileLineColLoc(StringAttr(span.input.name),
+                                         IntAttr(line + self.line_offset), IntAttr(column))
+        return op
+
+
+class _Output(StringIO):
+    """Holds the output until the run succeeded (xdsl-opt closes it when done)."""
+
+    def close(self) -> None:
+        pass
+
+
+class PaseOptMain(xDSLOptMain):
+    version_format = "pase-opt (xdsl {xdsl_version})"
+
+    def __init__(self, args: Sequence[str] | None = None):
+        super().__init__(description="pase optimizer driver: parallelization strategies "
+                         "for DNN training, on the dnn dialect", args=args)
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        for name, factory in get_all_dialects().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["dnn"] = lambda stream: parse_text(stream.read().decode())
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = ("comma-separated pass pipeline, e.g. "
+                               "'pase-annotate-configs{devices=8}'; the pase passes are "
+                               "listed below, and xDSL's own (canonicalize, cse, ...) work too")
+        arg_parser.epilog = "pase passes:\n" + "\n".join(
+            f"  {spec}\n      {summary}" for spec, summary in PASS_SUMMARIES.items())
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str,
+                    start_offset: int = 0) -> ModuleOp | None:
+        frontend = parse_spec(self.args.frontend or file_extension).name
+        data = chunk.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise Diagnostic(f"the input is not UTF-8 text ({error.reason} at byte "
+                             f"{error.start})", self.get_input_name()) from None
+        if frontend == "dnn":
+            try:
+                return parse_text(text, self.get_input_name())
+            except Diagnostic as error:
+                error.line += start_offset if error.line else 0
+                raise
+        if frontend == "mlir":
+            parser = LocatedParser(self.ctx, text, self.get_input_name())
+            parser.line_offset = start_offset
+            return parser.parse_module(not self.args.no_implicit_module)
+        from io import BytesIO
+
+        return super().parse_chunk(BytesIO(data), file_extension, start_offset)
+
+    def prepare_output(self) -> IO[str]:
+        self.output = _Output()
+        return self.output
+
+    def setup_pipeline(self) -> None:
+        super().setup_pipeline()
+        verify = not self.args.disable_verify
+        callback = self.pipeline.callback
+
+        def located_callback(previous, module, next_pass) -> None:  # type: ignore[no-untyped-def]
+            if verify:
+                verify_located(module)
+            if callback is not None:
+                callback(previous, module, next_pass)
+
+        object.__setattr__(self.pipeline, "callback", located_callback)
+
+
+def verify_located(module: ModuleOp) -> None:
+    """Verify op by op, so a failure names the op's source location."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as error:
+            message = f"'{op.name}' op " + str(error).split("\n", 1)[0]
+            location = op.location
+            if not isinstance(location, FileLineColLoc):
+                raise DiagnosticException(f"error: {message}") from None
+            filename, line = location.filename.data, location.line.data
+            raise DiagnosticException(str(Diagnostic(
+                message, filename, line, location.column.data,
+                source_line=_read_line(filename, line)))) from None
+
+
+def _read_line(filename: str, line: int) -> str | None:
+    """Line `line` of `filename`, to show under a verifier error, if it can be read."""
+    try:
+        with open(filename, encoding="utf-8") as stream:
+            for number, text in enumerate(stream, 1):
+                if number == line:
+                    return text.rstrip("\n")
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
+
+
+def _format_parse_error(error: ParseError) -> str:
+    span = error.span
+    content = span.input.content
+    text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+    line, column = offset_to_line_column(text, span.start)
+    line_text = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
+    length = max(min(span.end, len(text)) - span.start, 1)
+    return str(Diagnostic(error.msg, span.input.name, line + span.line_offset, column,
+                          length=min(length, max(len(line_text) - column + 1, 1)),
+                          source_line=line_text))
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """Run pase-opt; any error is one diagnostic on stderr and exit status 1."""
+    try:
+        driver = PaseOptMain(args)
+        driver.run()
+    except SystemExit as exit_:
+        # argparse exits 2 on a bad flag; pase reports every usage error as status 1.
+        sys.exit(1 if exit_.code == 2 else exit_.code)
+    except Diagnostic as error:
+        _fail(str(error))
+    except ParseError as error:
+        _fail(_format_parse_error(error))
+    except DiagnosticException as error:
+        message = str(error)
+        first_line = message.split("\n", 1)[0]
+        _fail(message if "error: " in first_line else f"error: {message}")
+    except ArgSpecParseError as error:
+        _fail(f"pase-opt: error: {error}")
+    except OSError as error:
+        _fail(f"pase-opt: error: cannot open {error.filename}: {error.strerror}")
+    except ValueError as error:
+        _fail(f"pase-opt: error: {error}")
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as error:  # a bug in pase: still one line, with a way to see more
+        if os.environ.get("PASE_DEBUG"):
+            raise
+        _fail(f"pase-opt: internal error: {type(error).__name__}: {error} "
+              "(rerun with PASE_DEBUG=1 for the traceback, and please report it)")
+    write_output(driver.output.getvalue(), driver.args.output_file)
+
+
+def write_output(text: str, path: str | None) -> None:
+    """Print, or write `path` atomically (a temporary file renamed into place)."""
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False,
+                                         prefix=".pase-opt-", encoding="utf-8") as stream:
+            stream.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(stream.name, 0o666 & ~umask)
+        os.replace(stream.name, path)
+    except OSError as error:
+        _fail(f"pase-opt: error: cannot write {path}: {error.strerror}")
+
+
+def _fail(message: str) -> None:
+    print(message, file=sys.stderr)
+    sys.exit(1)
