@@ -312,7 +312,8 @@ class LayerOp(IRDLOperation):
 
     Subclasses list their syntax in `KIND` (the property holding the leading keyword,
     e.g. `max` of pool2d, with its choices) and `CLAUSES` (`(keyword, property, form)`,
-    form one of "dims", "int", "ints"), and implement `infer` and `iteration_space`.
+    form one of "dims", "int", "ints", "pair" -- a pair of ints printed as one int when
+    both are equal), and implement `infer` and `iteration_space`.
     """
 
     inputs = var_operand_def(TensorType)
@@ -422,6 +423,12 @@ class LayerOp(IRDLOperation):
                 continue
             if form == "int":
                 properties[prop] = IntAttr(parser.parse_integer(allow_boolean=False))
+            elif form == "pair":
+                if (single := parser.parse_optional_integer(allow_boolean=False)) is not None:
+                    properties[prop] = ArrayAttr((IntAttr(single), IntAttr(single)))
+                else:
+                    properties[prop] = ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
+                        parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
             elif form == "ints":
                 properties[prop] = ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
                     parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
@@ -449,13 +456,21 @@ class LayerOp(IRDLOperation):
                 continue
             if form == "int":
                 printer.print_string(f" {keyword} {self.int_prop(prop)}")
-            elif form == "ints":
+            elif form == "ints" or (form == "pair" and len(set(self.ints_prop(prop))) != 1):
                 printer.print_string(f" {keyword} [{', '.join(map(str, self.ints_prop(prop)))}]")
+            elif form == "pair":
+                printer.print_string(f" {keyword} {self.ints_prop(prop)[0]}")
             else:
                 printer.print_string(f" {keyword} [{', '.join(self.dims_prop(prop))}]")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_function_type([v.type for v in self.inputs], [self.output.type])
+
+
+def _pair(values: tuple[int, ...]) -> tuple[int, int]:
+    if len(values) != 2:
+        raise ShapeError(f"padding must be one int or [height, width], got {list(values)}")
+    return values[0], values[1]
 
 
 def _identity_space(shape: NamedShape, operands: Sequence[NamedShape], forward: float,
@@ -501,6 +516,8 @@ class EinsumOp(LayerOp):
 class Conv2dOp(LayerOp):
     """NCHW convolution: `%y = dnn.conv2d %x, %w stride 1 padding 1 : (...) -> ...`.
 
+    `padding [0, 3]` pads height and width differently (a 1x7 filter keeping the width).
+
     Iteration space (b, co, ci, ho, wo, r, s); only batch and channels split (PaSE
     switches height/width splits off: they would need halo exchanges).
     """
@@ -508,16 +525,16 @@ class Conv2dOp(LayerOp):
     name = "dnn.conv2d"
 
     stride = prop_def(IntAttr)
-    padding = prop_def(IntAttr)
+    padding = prop_def(ArrayAttr[IntAttr])
 
-    CLAUSES: ClassVar[Clauses] = (("stride", "stride", "int"), ("padding", "padding", "int"))
+    CLAUSES: ClassVar[Clauses] = (("stride", "stride", "int"), ("padding", "padding", "pair"))
 
     def infer(self) -> NamedShape:
         inputs = self.input_shapes
         if len(inputs) != 2:
             raise ShapeError(f"conv2d takes 2 operands (input, filter), got {len(inputs)}")
-        return shapes.conv2d_shape(inputs[0], inputs[1], self.stride.data, self.padding.data,
-                                   self.result_shape)
+        return shapes.conv2d_shape(inputs[0], inputs[1], self.stride.data,
+                                   _pair(self.ints_prop("padding")), self.result_shape)
 
     def iteration_space(self) -> IterationSpace:
         x, w = self.input_shapes
@@ -541,11 +558,11 @@ class Pool2dOp(LayerOp):
     kind = prop_def(StringAttr)
     window = prop_def(ArrayAttr[IntAttr])
     stride = prop_def(IntAttr)
-    padding = prop_def(IntAttr)
+    padding = prop_def(ArrayAttr[IntAttr])
 
     KIND: ClassVar[Kind] = ("kind", ("max", "avg"))
     CLAUSES: ClassVar[Clauses] = (("window", "window", "ints"), ("stride", "stride", "int"),
-               ("padding", "padding", "int"))
+               ("padding", "padding", "pair"))
 
     def infer(self) -> NamedShape:
         inputs = self.input_shapes
@@ -555,7 +572,7 @@ class Pool2dOp(LayerOp):
         if len(window) != 2:
             raise ShapeError(f"pool2d window must be [height, width], got {list(window)}")
         return shapes.pool2d_shape(inputs[0], (window[0], window[1]), self.stride.data,
-                                   self.padding.data, self.result_shape)
+                                   _pair(self.ints_prop("padding")), self.result_shape)
 
     def iteration_space(self) -> IterationSpace:
         (x,) = self.input_shapes

@@ -134,27 +134,30 @@ def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
-def _check_window(op: str, stride: int, padding: int) -> None:
+Pair = tuple[int, int]
+
+
+def _check_window(op: str, stride: int, padding: Pair) -> None:
     if stride < 1:
         raise ShapeError(f"{op} stride must be at least 1, got {stride}")
-    if padding < 0:
-        raise ShapeError(f"{op} padding must not be negative, got {padding}")
+    if min(padding) < 0:
+        raise ShapeError(f"{op} padding must not be negative, got {list(padding)}")
 
 
-def _spatial_result(op: str, x: NamedShape, kernel: tuple[int, int], stride: int,
-                    padding: int, result: NamedShape) -> None:
+def _spatial_result(op: str, x: NamedShape, kernel: Pair, stride: int, padding: Pair,
+                    result: NamedShape) -> None:
     for axis, (name, size) in enumerate(zip(result.dims[2:], result.sizes[2:], strict=True)):
-        expected = conv_output_size(x.sizes[2 + axis], kernel[axis], stride, padding)
+        expected = conv_output_size(x.sizes[2 + axis], kernel[axis], stride, padding[axis])
         if expected < 1:
             raise ShapeError(f"{op} window {kernel[axis]} is larger than the padded input "
                              f"dimension '{x.dims[2 + axis]}' ({x.sizes[2 + axis]})")
         if size != expected:
             raise ShapeError(f"{op} output dimension '{name}' must be {expected} "
                              f"(input {x.sizes[2 + axis]}, window {kernel[axis]}, "
-                             f"stride {stride}, padding {padding}), but it is {size}")
+                             f"stride {stride}, padding {padding[axis]}), but it is {size}")
 
 
-def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: int,
+def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: Pair,
                  result: NamedShape) -> NamedShape:
     """NCHW convolution: x [b, ci, h, w], filter [co, ci, r, s] -> [b, co, ho, wo]."""
     _float_element("conv2d", [x, w])
@@ -176,7 +179,7 @@ def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: int,
     return NamedShape(result.dims, result.sizes, x.element)
 
 
-def pool2d_shape(x: NamedShape, window: tuple[int, int], stride: int, padding: int,
+def pool2d_shape(x: NamedShape, window: Pair, stride: int, padding: Pair,
                  result: NamedShape) -> NamedShape:
     """NCHW pooling: x [b, c, h, w] -> [b, c, ho, wo]."""
     _float_element("pool2d", [x])
@@ -185,8 +188,8 @@ def pool2d_shape(x: NamedShape, window: tuple[int, int], stride: int, padding: i
     _check_window("pool2d", stride, padding)
     if min(window) < 1:
         raise ShapeError(f"pool2d window must be positive, got {list(window)}")
-    if 2 * padding > min(window):
-        raise ShapeError(f"pool2d padding {padding} must be less than half the window "
+    if 2 * padding[0] > window[0] or 2 * padding[1] > window[1]:
+        raise ShapeError(f"pool2d padding {list(padding)} must be at most half the window "
                          f"{list(window)}")
     if result.dims[:2] != x.dims[:2]:
         raise ShapeError(f"pool2d result must keep the batch and channel dimensions "
@@ -201,11 +204,21 @@ def unary_shape(op: str, x: NamedShape) -> NamedShape:
 
 
 def binary_shape(op: str, lhs: NamedShape, rhs: NamedShape) -> NamedShape:
-    """Broadcasting by name: the result has lhs's dims, then rhs's dims lhs lacks."""
+    """Broadcasting by name: the dims of one operand must all be dims of the other, and
+    the result has the larger operand's dims (lhs's when both have the same set).
+
+    Requiring containment catches a mistyped name in a residual add, which would
+    otherwise broadcast into a much larger tensor.
+    """
     element = _float_element(op, [lhs, rhs])
-    sizes = _common_sizes([lhs, rhs])
-    dims = lhs.dims + tuple(d for d in rhs.dims if d not in lhs.dims)
-    return NamedShape(dims, tuple(sizes[d] for d in dims), element)
+    if set(rhs.dims) <= set(lhs.dims):
+        return NamedShape(lhs.dims, lhs.sizes, element)
+    if set(lhs.dims) <= set(rhs.dims):
+        return NamedShape(rhs.dims, rhs.sizes, element)
+    only_lhs = [d for d in lhs.dims if d not in rhs.dims]
+    only_rhs = [d for d in rhs.dims if d not in lhs.dims]
+    raise ShapeError(f"{op} broadcasts by name, so the dims of one operand must all be dims of "
+                     f"the other; {lhs} has {_fmt(only_lhs)} and {rhs} has {_fmt(only_rhs)}")
 
 
 def softmax_shape(x: NamedShape, over: Sequence[str]) -> NamedShape:
@@ -314,7 +327,14 @@ def reshape_groups(x: NamedShape, result: NamedShape) -> list[tuple[range, range
     i = j = 0
     while i < x.rank or j < result.rank:
         if i == x.rank or j == result.rank:
-            break
+            # Only size-1 dims may remain on one side: they join the last group.
+            rest_x, rest_y = x.sizes[i:], result.sizes[j:]
+            if not groups or any(s != 1 for s in rest_x + rest_y):
+                break
+            last_x, last_y = groups.pop()
+            groups.append((range(last_x.start, x.rank), range(last_y.start, result.rank)))
+            i, j = x.rank, result.rank
+            continue
         i0, j0 = i, j
         left, right = x.sizes[i], result.sizes[j]
         i, j = i + 1, j + 1

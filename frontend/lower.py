@@ -390,13 +390,20 @@ class _Scope:
             elif name == "stride":
                 properties[name] = IntAttr(self.builder.positive_int(value, "stride"))
             else:
-                properties[name] = IntAttr(self.builder.non_negative_int(value, "padding"))
+                pads = [value] if isinstance(value, Token) else list(value.children)
+                pads = [p for p in pads if p is not None]
+                if len(pads) not in (1, 2):
+                    raise self.error("padding is one number or [height, width]", keyword)
+                values = [self.builder.non_negative_int(p, "padding") for p in pads]
+                values = values if len(values) == 2 else values * 2
+                properties[name] = ArrayAttr(IntAttr(v) for v in values)
         for name in statement.required:
             if name not in properties:
                 example = "over [d]" if name == "over" else "window [2, 2]"
                 raise self.error(f"{op} needs '{name}', e.g. '{example}'", op_token)
         for name, default in statement.defaults.items():
-            properties.setdefault(name, IntAttr(default))
+            properties.setdefault(name, IntAttr(default) if name == "stride"
+                                  else ArrayAttr((IntAttr(default), IntAttr(default))))
         return properties
 
     def build(self, statement: Statement, operands: list[SSAValue],

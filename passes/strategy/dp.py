@@ -31,7 +31,7 @@ Axes = tuple[int, ...]
 Factor = tuple[Axes, np.ndarray]
 ChunkIndex = tuple[int | slice, ...]
 
-CHUNK_ENTRIES = 1 << 16
+CHUNK_ENTRIES = 1 << 17
 
 
 class SearchError(Exception):
@@ -97,7 +97,7 @@ def eliminate(
     aligned = [_align(axes, table, layout) for axes, table in factors]
     minimum = np.empty(shape[:-1], dtype=np.float64)
     argmin = np.empty(shape[:-1], dtype=argmin_dtype(sizes[vertex]))
-    buffer = np.empty(min(math.prod(shape), chunk_entries), dtype=np.float64)
+    buffer = np.empty(_buffer_entries(shape, chunk_entries), dtype=np.float64)
     for index in _chunk_indices(shape, chunk_entries):
         chunk_shape = (*minimum[index].shape, sizes[vertex])
         combined = buffer[: math.prod(chunk_shape)].reshape(chunk_shape)
@@ -140,6 +140,11 @@ def _chunk_indices(shape: tuple[int, ...], chunk_entries: int) -> Iterator[Chunk
     for outer in itertools.product(*(range(size) for size in shape[:axis])):
         for start in range(0, shape[axis], block):
             yield (*outer, slice(start, min(start + block, shape[axis])))
+
+
+def _buffer_entries(shape: tuple[int, ...], chunk_entries: int) -> int:
+    """The size of the largest chunk `_chunk_indices` makes of a table of `shape`."""
+    return min(math.prod(shape), max(chunk_entries, shape[-1]))
 
 
 def _broadcast_index(view: np.ndarray, index: ChunkIndex) -> ChunkIndex:
@@ -198,12 +203,14 @@ def solve_dp(
             for axis in axes:
                 factors_of[axis].discard(key)
         entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
-        needed = _table_bytes(entries, sizes[vertex])
-        if needed > memory_budget:
+        table_bytes = _table_bytes(entries, sizes[vertex])
+        if table_bytes > memory_budget:
             raise SearchMemoryError(
-                _memory_message(graph, vertex, dependent_set, entries, needed, memory_budget)
+                _memory_message(
+                    graph, vertex, dependent_set, entries, table_bytes, memory_budget, order
+                )
             )
-        peak_bytes = max(peak_bytes, live_bytes + needed)
+        peak_bytes = max(peak_bytes, live_bytes + _working_bytes(entries, sizes[vertex]))
         axes, minimum, argmin = eliminate(consumed, vertex)
         live_bytes += minimum.nbytes + argmin.nbytes - sum(table.nbytes for _, table in consumed)
         del consumed
@@ -242,9 +249,20 @@ def _resolve_order(graph: CostGraph, order: str | Sequence[int]) -> list[int]:
 
 
 def _table_bytes(entries: int, vertex_size: int) -> int:
-    """Bytes for a vertex's combined table, its minimum table and its argmin table."""
+    """Bytes for a vertex's full table of sums, its minimum table and its argmin table.
+
+    `eliminate` forms the sums in chunks, so this overstates the memory actually used; it is
+    the budgeted size because it also measures the work.
+    """
     remaining = entries // vertex_size
     return entries * 8 + remaining * 8 + remaining * argmin_dtype(vertex_size).itemsize
+
+
+def _working_bytes(entries: int, vertex_size: int) -> int:
+    """Bytes `eliminate` allocates: its minimum and argmin tables and one chunk of sums."""
+    remaining = entries // vertex_size
+    chunk = _buffer_entries((remaining, vertex_size), CHUNK_ENTRIES)
+    return remaining * (8 + argmin_dtype(vertex_size).itemsize) + chunk * 8
 
 
 def _memory_message(
@@ -252,15 +270,20 @@ def _memory_message(
     vertex: int,
     dependent_set: Sequence[int],
     entries: int,
-    needed: int,
+    table_bytes: int,
     budget: int,
+    order: str | Sequence[int],
 ) -> str:
-    dependent_names = ", ".join(f"'{graph.names[axis]}'" for axis in dependent_set) or "none"
+    dependent_names = ", ".join(f"'{graph.names[axis]}'" for axis in dependent_set)
+    remedy = (
+        "a smaller configuration space"
+        if isinstance(order, str) and order == "genseq"
+        else "order=genseq or a smaller configuration space"
+    )
     return (
         f"the DP table of layer '{graph.names[vertex]}' with dependent set {{{dependent_names}}} "
-        f"has {entries:,} entries and needs {_format_bytes(needed)}, over the memory budget of "
-        f"{_format_bytes(budget)}; use order=genseq or a smaller configuration space (for "
-        f"example a larger min-shard)"
+        f"has {entries:,} entries ({_format_bytes(table_bytes)}), over the memory budget of "
+        f"{_format_bytes(budget)}; use {remedy} (for example a larger min-shard)"
     )
 
 
