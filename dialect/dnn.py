@@ -107,6 +107,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
             parser.parse_punctuation("=")
             return dim, parser.parse_integer(allow_boolean=False)
 
+        start = parser.pos
         with parser.in_angle_brackets():
             parser.parse_punctuation("[")
             dims: list[tuple[str, int]] = []
@@ -115,8 +116,14 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                 parser.parse_punctuation("]")
             parser.parse_punctuation(",")
             element_type = parser.parse_type()
-        return (ArrayAttr(StringAttr(d) for d, _ in dims),
-                ArrayAttr(IntAttr(s) for _, s in dims), element_type)
+            end = parser.pos + 1  # just past the closing '>'
+        parameters = (ArrayAttr(StringAttr(d) for d, _ in dims),
+                      ArrayAttr(IntAttr(s) for _, s in dims), element_type)
+        try:  # report an invalid type where it is written, not without a location
+            cls.new(parameters)
+        except VerifyException as error:
+            parser.raise_error(str(error), start, end)
+        return parameters
 
     def print_parameters(self, printer: Printer) -> None:
         shape = self.shape
@@ -200,8 +207,10 @@ class GraphOp(IRDLOperation):
             seen[dim] = size
         extra = parser.parse_optional_attr_dict_with_keyword()
         op = cls(name, seen)
-        op.body.detach_block(0)
-        op.body.add_block(parser.parse_region().detach_block(0))
+        region = parser.parse_region()
+        if region.blocks:  # `{}` keeps the empty block; the verifier asks for a dnn.return
+            op.body.detach_block(0)
+            region.move_blocks(op.body)
         if extra is not None:
             op.attributes |= extra.data
         return op
@@ -215,6 +224,10 @@ class GraphOp(IRDLOperation):
         printer.print_region(self.body)
 
     def verify_(self) -> None:
+        if len(self.dim_names.data) != len(self.dim_sizes.data):
+            raise VerifyException(f"@{self.sym_name.data} needs one size per dimension, got "
+                                  f"{len(self.dim_names.data)} names and "
+                                  f"{len(self.dim_sizes.data)} sizes")
         dims = self.dims
         if len(dims) != len(self.dim_names.data):
             raise VerifyException(f"@{self.sym_name.data} declares a dimension twice")
@@ -437,10 +450,11 @@ class LayerOp(IRDLOperation):
                     parser.Delimiter.SQUARE, parser.parse_identifier))
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        type_start = parser.pos
         function_type = parser.parse_function_type()
         operand_types = function_type.inputs.data
         if len(function_type.outputs.data) != 1:
-            parser.raise_error(f"{cls.name} has exactly one result")
+            parser.raise_error(f"{cls.name} has exactly one result", type_start)
         values = parser.resolve_operands(operands, operand_types, start)
         return cls.create(operands=values, result_types=function_type.outputs.data,
                           properties=properties, attributes=attributes)
@@ -787,8 +801,13 @@ class EmbeddingOp(LayerOp):
 class LstmOp(LayerOp):
     """A multi-layer LSTM as one layer (as in PaSE): `%y = dnn.lstm %x, %w : ...`.
 
-    x [b, s, e], w [l, k, n] with k = 2·e (input and recurrent weights) and n = 4·e
-    (four gates). Iteration space (l, s, b, n, k); layer and sequence are not split.
+    x [b, s, e], w [l, k, n] with k = 2·e (input and recurrent weights stacked) and
+    n = 4·e (four gates per hidden unit, unit-major: column 4·u + gate). Iteration
+    space (l, s, b, n, k) as in PaSE, where the `n` dim counts the e hidden units, so a
+    split of `n` gives each device whole units with all four gates. Layer and sequence
+    are not split (the recurrence runs through them), nor is `k`: its partial sums
+    would need an all-reduce inside every time step on top of the all-gather of the
+    hidden state.
     """
 
     name = "dnn.lstm"
@@ -804,11 +823,12 @@ class LstmOp(LayerOp):
         dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
                 IterDim(x.dims[1], x.sizes[1], splittable=False),
                 IterDim(x.dims[0], x.sizes[0]),
-                IterDim(w.dims[2], w.sizes[2]),
-                IterDim(w.dims[1], w.sizes[1], reduction=True))
+                IterDim(w.dims[2], x.sizes[2]),
+                IterDim(w.dims[1], w.sizes[1], splittable=False, reduction=True))
+        # Per point of (l, s, b, units, k): four multiply-adds, one per gate.
         return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims),
                               (x.dims[0], x.dims[1], None),
-                              flops_forward=2.0, flops_backward=4.0)
+                              flops_forward=8.0, flops_backward=16.0)
 
 
 @irdl_op_definition

@@ -99,7 +99,8 @@ def _float_element(op: str, shapes: Sequence[NamedShape]) -> str:
 
 def _expect_count(op: str, shapes: Sequence[NamedShape], *allowed: int) -> None:
     if len(shapes) not in allowed:
-        want = " or ".join(str(n) for n in allowed)
+        want = (f"{allowed[0]} to {allowed[-1]}" if len(allowed) > 2
+                else " or ".join(str(n) for n in allowed))
         raise ShapeError(f"{op} takes {want} operand{'s' if allowed != (1,) else ''}, "
                          f"got {len(shapes)}")
 

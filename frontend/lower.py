@@ -283,6 +283,13 @@ class _Scope:
         name = str(token)[1:]
         if name in self.values:
             raise self.error(f"%{name} is already defined at line {self.values[name][1]}", token)
+        if (suffix := re.search(r"_([0-9]+)$", name)) is not None:
+            # xDSL, like MLIR, drops such a suffix from a name hint and uses it to keep
+            # printed names unique, so %h_1 would not survive printing.
+            stem = name[:suffix.start()]
+            raise self.error(f"value names may not end in '_<number>' (the printer uses that "
+                             f"suffix to keep names unique); write %{stem}{suffix.group(1)} "
+                             f"or %{stem}_v{suffix.group(1)}", token)
         value.name_hint = name
         self.values[name] = (value, token.line or 0)
 

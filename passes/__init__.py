@@ -15,10 +15,18 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AnnotateConfigsPass
 
-    return {"pase-annotate-configs": get_annotate_configs}
+    def get_search() -> type[ModulePass]:
+        from pase.passes.search import PaseSearchPass
+
+        return PaseSearchPass
+
+    return {"pase-annotate-configs": get_annotate_configs, "pase-search": get_search}
 
 
 PASS_SUMMARIES: dict[str, str] = {
     "pase-annotate-configs{devices=P min-shard=4}":
         "attach pase.num_configs, the number of valid PaSE configurations, to every layer",
+    "pase-search{devices=P machine=pase-default order=genseq method=dp min-shard=4\n"
+    "            compat=pase strategy=FILE export=FILE report=true memory-gib=4}":
+        "the optimal strategy: #pase.config on every layer, #pase.strategy on the graph",
 }

@@ -1,0 +1,708 @@
+"""Write the repetitive models of the zoo as `.dnn` files.
+
+Generates, next to this script:
+
+- `inception_v3.dnn`: InceptionV3, torchvision layout (the PaSE benchmark);
+- `resnet101.dnn`: ResNet-101;
+- `transformer.dnn`: the Transformer base model (the PaSE benchmark);
+- `gpt2_small.dnn`: GPT-2 small.
+
+The generated files are committed so that users can read the models without running
+anything; `python models/generate.py` rewrites them (the output is deterministic) and
+prints each graph's layer count (every statement except input, param and return).
+`mlp.dnn`, `alexnet.dnn` and `rnnlm.dnn` are short and written by hand.
+
+No size is typed twice: every conv and pool computes its output size with
+out = (in + 2*padding - kernel) // stride + 1, the builder checks each statement's
+operand shapes, and the graph header declares exactly the dimensions the statements
+use, so the files are consistent by construction.
+
+Value names follow torchvision's module paths, but no `_`-separated part of a name is a
+bare number: xDSL (like MLIR) takes a trailing `_<number>` of a name hint as its own
+uniquing suffix and drops it when printing, so the `.dnn` frontend rejects such names.
+An index from a module path is therefore tagged with a letter saying what it counts:
+`c` for the n-th conv of an Inception branch (Mixed_5b.branch5x5_1 is `%m5b_5x5_c1`,
+Mixed_7b.branch3x3_2a is `%m7b_3x3_c2a`) and `b` for a ResNet block (layer1[0] is
+`%layer1_b0`, layer1[0].conv1 `%layer1_b0_conv1`). Numbers joined to a word
+(`conv1`, `layer3`, `enc0`, `h11`) are fine. `Graph` raises on any bare-number part.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+MODELS = Path(__file__).resolve().parent
+
+# A kernel size or a padding: one number for height and width, or (height, width).
+Kernel = int | tuple[int, int]
+Padding = int | tuple[int, int]
+
+# Header groups: dimensions are declared grouped, each group with a comment.
+BATCH = "batch"
+SPATIAL = "height and width"
+CHANNELS = "channels"
+FILTER = "filter height and width"
+CLASSES = "features and classes"
+
+
+def check_value_name(name: str) -> None:
+    """Raise unless every `_`-separated part of `name` has a letter (see the module
+    docstring): `layer1_0` and `m5b_5x5_1` are rejected, `layer1_b0` and `m5b_5x5_c1`
+    are not."""
+    bare = [part for part in name.split("_") if re.fullmatch(r"[0-9]+", part)]
+    if bare:
+        raise ValueError(f"%{name}: part '{bare[0]}' is a bare number; tag the index with "
+                         f"a letter (block b<n>, conv c<n>), since xDSL drops a trailing "
+                         f"'_<number>' from a name when printing")
+
+
+def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    """Output height (or width) of a convolution or pooling window."""
+    out = (size + 2 * padding - kernel) // stride + 1
+    if out < 1:
+        raise ValueError(f"window {kernel} does not fit an input of {size} "
+                         f"with padding {padding}")
+    return out
+
+
+class Graph:
+    """A `.dnn` graph under construction: its dimension table and its statements.
+
+    Each statement method checks its operands' shapes, records the result's dims and
+    returns the value's name, so models are written as ordinary Python data flow:
+
+        >>> g = Graph("tiny", ["a tiny model"])
+        >>> x = g.input("x", [g.dim("b", 4, BATCH), g.dim("d", 8, CLASSES)])
+        >>> g.relu("y", x)
+        'y'
+    """
+
+    def __init__(self, name: str, description: Sequence[str]):
+        self.name = name
+        self.description = list(description)
+        self.dims: dict[str, int] = {}
+        self.groups: dict[str, list[str]] = {}
+        self.shapes: dict[str, tuple[str, ...]] = {}
+        self.integer: set[str] = set()
+        self.body: list[str] = []
+        self.layers = 0
+
+    # -- dimensions --
+
+    def dim(self, name: str, size: int, group: str) -> str:
+        """Declare (or reuse) a dimension; one name has one size in the whole graph."""
+        if name in self.dims:
+            if self.dims[name] != size:
+                raise ValueError(f"dimension '{name}' is {self.dims[name]}, not {size}")
+            return name
+        self.dims[name] = size
+        self.groups.setdefault(group, []).append(name)
+        return name
+
+    def spatial(self, size: int) -> tuple[str, str]:
+        return self.dim(f"h{size}", size, SPATIAL), self.dim(f"w{size}", size, SPATIAL)
+
+    def filter(self, kernel: Kernel) -> tuple[str, str]:
+        """The filter's height and width dims `r<height>, s<width>` (a 1x7 filter is
+        `r1, s7`)."""
+        height, width = _pair(kernel)
+        return self.dim(f"r{height}", height, FILTER), self.dim(f"s{width}", width, FILTER)
+
+    def channels(self, size: int, avoid: str = "") -> str:
+        """The channel dim `c<size>`, or `c<size>x` when the input already uses `c<size>`
+        (a filter's in and out channels need different names)."""
+        name = f"c{size}" if avoid != f"c{size}" else f"c{size}x"
+        return self.dim(name, size, CHANNELS)
+
+    def size(self, dim: str) -> int:
+        return self.dims[dim]
+
+    def shape(self, value: str) -> tuple[str, ...]:
+        return self.shapes[value]
+
+    # -- statements --
+
+    def comment(self, text: str) -> None:
+        self.body.append(f"  // {text}" if text else "")
+
+    def blank(self) -> None:
+        if self.body and self.body[-1]:
+            self.body.append("")
+
+    def _define(self, value: str, text: str, dims: Sequence[str], layer: bool) -> str:
+        check_value_name(value)
+        if value in self.shapes:
+            raise ValueError(f"%{value} is defined twice")
+        for dim in dims:
+            if dim not in self.dims:
+                raise ValueError(f"%{value}: dimension '{dim}' is not declared")
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"%{value}: a dimension repeats in {list(dims)}")
+        self.shapes[value] = tuple(dims)
+        self.body.append(f"  %{value} = {text}")
+        self.layers += layer
+        return value
+
+    def input(self, value: str, dims: Sequence[str], element: str = "f32") -> str:
+        suffix = "" if element == "f32" else f" : {element}"
+        if element != "f32":
+            self.integer.add(value)
+        return self._define(value, f"input {_dims(dims)}{suffix}", dims, layer=False)
+
+    def param(self, value: str, dims: Sequence[str]) -> str:
+        return self._define(value, f"param {_dims(dims)}", dims, layer=False)
+
+    def layer(self, value: str, text: str, dims: Sequence[str]) -> str:
+        return self._define(value, text, dims, layer=True)
+
+    def einsum(self, value: str, operands: Sequence[str], result: Sequence[str]) -> str:
+        available = {d for operand in operands for d in self.shape(operand)}
+        missing = [d for d in result if d not in available]
+        if missing:
+            raise ValueError(f"%{value}: result dims {missing} appear in no operand")
+        return self.layer(value, f"einsum {_values(operands)} -> {_dims(result)}", result)
+
+    def conv2d(self, value: str, x: str, w: str, stride: int = 1,
+               padding: Padding = 0) -> str:
+        batch, in_channels, height, width = self.shape(x)
+        out_channels, filter_in, r, s = self.shape(w)
+        if filter_in != in_channels:
+            raise ValueError(f"%{value}: filter channels {filter_in} != input {in_channels}")
+        pad_h, pad_w = _pair(padding)
+        out_h = conv_output_size(self.size(height), self.size(r), stride, pad_h)
+        out_w = conv_output_size(self.size(width), self.size(s), stride, pad_w)
+        result = [batch, out_channels, *self.spatial(out_h)]
+        if out_w != out_h:
+            raise ValueError(f"%{value}: only square feature maps are generated")
+        text = f"conv2d %{x}, %{w}{_window_clauses(stride, padding)} -> {_dims(result)}"
+        return self.layer(value, text, result)
+
+    def pool2d(self, value: str, kind: str, x: str, window: int, stride: int = 1,
+               padding: int = 0) -> str:
+        batch, channels, height, _ = self.shape(x)
+        out = conv_output_size(self.size(height), window, stride, padding)
+        result = [batch, channels, *self.spatial(out)]
+        text = (f"pool2d {kind} %{x} window [{window}, {window}]"
+                f"{_window_clauses(stride, padding)} -> {_dims(result)}")
+        return self.layer(value, text, result)
+
+    def unary(self, value: str, op: str, x: str) -> str:
+        return self.layer(value, f"{op} %{x}", self.shape(x))
+
+    def relu(self, value: str, x: str) -> str:
+        return self.unary(value, "relu", x)
+
+    def add(self, value: str, lhs: str, rhs: str) -> str:
+        """Elementwise add; as in the language, the dims of one operand must all be dims
+        of the other, and the result has the larger operand's dims."""
+        left, right = self.shape(lhs), self.shape(rhs)
+        if set(right) <= set(left):
+            dims = left
+        elif set(left) <= set(right):
+            dims = right
+        else:
+            raise ValueError(f"%{value}: neither %{lhs} {list(left)} nor %{rhs} "
+                             f"{list(right)} has all the other's dims")
+        return self.layer(value, f"add %{lhs}, %{rhs}", dims)
+
+    def softmax(self, value: str, x: str, over: str) -> str:
+        return self.layer(value, f"softmax %{x} over {over}", self.shape(x))
+
+    def norm(self, value: str, op: str, x: str, over: Sequence[str],
+             affine: tuple[str, str] | None = None) -> str:
+        operands = [x, *affine] if affine else [x]
+        over_text = over[0] if len(over) == 1 else _dims(over)
+        return self.layer(value, f"{op} {_values(operands)} over {over_text}", self.shape(x))
+
+    def reshape(self, value: str, x: str, result: Sequence[str]) -> str:
+        before = _product(self.size(d) for d in self.shape(x))
+        after = _product(self.size(d) for d in result)
+        if before != after:
+            raise ValueError(f"%{value}: reshape changes {before} elements into {after}")
+        return self.layer(value, f"reshape %{x} -> {_dims(result)}", result)
+
+    def concat(self, value: str, operands: Sequence[str], axis: int) -> str:
+        """Concatenate along dim position `axis`; the result's dim there is
+        `c<total>` (the operands' sizes summed)."""
+        first = self.shape(operands[0])
+        total = sum(self.size(self.shape(operand)[axis]) for operand in operands)
+        joined = self.channels(total)
+        result = [*first[:axis], joined, *first[axis + 1:]]
+        for operand in operands:
+            dims = self.shape(operand)
+            if dims[:axis] + dims[axis + 1:] != first[:axis] + first[axis + 1:]:
+                raise ValueError(f"%{value}: %{operand} {list(dims)} does not line up")
+        return self.layer(value, f"concat {_values(operands)} -> {_dims(result)}", result)
+
+    def embedding(self, value: str, ids: str, table: str) -> str:
+        if ids not in self.integer:
+            raise ValueError(f"%{value}: ids %{ids} must be integers")
+        dims = self.shape(ids) + self.shape(table)[1:]
+        return self.layer(value, f"embedding %{ids}, %{table}", dims)
+
+    def cross_entropy(self, value: str, logits: str, labels: str, over: str) -> str:
+        if tuple(d for d in self.shape(logits) if d != over) != self.shape(labels):
+            raise ValueError(f"%{value}: labels %{labels} do not match logits %{logits}")
+        text = f"softmax_cross_entropy %{logits}, %{labels} over {over}"
+        return self.layer(value, text, ())
+
+    def ret(self, value: str) -> None:
+        self.body.append(f"  return %{value}")
+
+    # -- output --
+
+    def header(self) -> list[str]:
+        """`graph @name(` and the dimension table: one comment line per group, then its
+        dims (channels and filter sizes sorted by size, the rest in order of first use)."""
+        lines: list[str] = []
+        groups = list(self.groups.items())
+        for index, (group, names) in enumerate(groups):
+            if group in (CHANNELS, FILTER):
+                names = sorted(names, key=lambda name: (self.dims[name], name))
+            lines.append(f"  // {group}")
+            rows: list[list[str]] = [[]]
+            for entry in (f"{name} = {self.dims[name]}" for name in names):
+                if rows[-1] and len(", ".join([*rows[-1], entry])) > 90:
+                    rows.append([])
+                rows[-1].append(entry)
+            last_group = index == len(groups) - 1
+            for row_index, row in enumerate(rows):
+                last = last_group and row_index == len(rows) - 1
+                lines.append("  " + ", ".join(row) + ("" if last else ","))
+        return [f"graph @{self.name}(", *lines, ") {"]
+
+    def render(self) -> str:
+        generated = "// Generated by models/generate.py; edit that script, not this file."
+        top = [f"// {line}" if line else "//" for line in self.description]
+        body = self.body[:-1] if self.body and not self.body[-1] else self.body
+        return "\n".join([generated, "//", *top, "", *self.header(), *body, "}", ""])
+
+
+def _dims(dims: Sequence[str]) -> str:
+    return "[" + ", ".join(dims) + "]"
+
+
+def _values(values: Sequence[str]) -> str:
+    return ", ".join(f"%{v}" for v in values)
+
+
+def _pair(value: int | tuple[int, int]) -> tuple[int, int]:
+    """A kernel size or padding for (height, width); one number is both."""
+    return (value, value) if isinstance(value, int) else value
+
+
+def _window_clauses(stride: int, padding: Padding) -> str:
+    pad_h, pad_w = _pair(padding)
+    if pad_h == pad_w:
+        pad = f" padding {pad_h}" if pad_h != 0 else ""
+    else:
+        pad = f" padding [{pad_h}, {pad_w}]"
+    return (f" stride {stride}" if stride != 1 else "") + pad
+
+
+def _product(sizes: Iterable[int]) -> int:
+    result = 1
+    for size in sizes:
+        result *= size
+    return result
+
+
+# --- InceptionV3 ----------------------------------------------------------------------
+
+
+def basic_conv(g: Graph, name: str, x: str, out_channels: int, kernel: Kernel,
+               stride: int = 1, padding: Padding = 0) -> str:
+    """torchvision's BasicConv2d: conv (no bias), batch norm, relu. `kernel` and
+    `padding` are one number or (height, width): a 1x7 conv is kernel (1, 7),
+    padding (0, 3)."""
+    batch, in_channels, _, _ = g.shape(x)
+    out = g.channels(out_channels, avoid=in_channels)
+    w = g.param(f"{name}_w", [out, in_channels, *g.filter(kernel)])
+    y = g.conv2d(f"{name}_conv", x, w, stride, padding)
+    _, _, height, width = g.shape(y)
+    y = g.norm(f"{name}_bn", "batchnorm", y, [batch, height, width])
+    return g.relu(name, y)
+
+
+def inception_a(g: Graph, name: str, x: str, pool_features: int) -> str:
+    g.comment(f"{name}: InceptionA, pool features {pool_features}")
+    b1 = basic_conv(g, f"{name}_1x1", x, 64, 1)
+    b5 = basic_conv(g, f"{name}_5x5_c1", x, 48, 1)
+    b5 = basic_conv(g, f"{name}_5x5_c2", b5, 64, 5, padding=2)
+    b3 = basic_conv(g, f"{name}_3x3dbl_c1", x, 64, 1)
+    b3 = basic_conv(g, f"{name}_3x3dbl_c2", b3, 96, 3, padding=1)
+    b3 = basic_conv(g, f"{name}_3x3dbl_c3", b3, 96, 3, padding=1)
+    bp = g.pool2d(f"{name}_pool", "avg", x, 3, stride=1, padding=1)
+    bp = basic_conv(g, f"{name}_pool_1x1", bp, pool_features, 1)
+    return g.concat(name, [b1, b5, b3, bp], axis=1)
+
+
+def inception_b(g: Graph, name: str, x: str) -> str:
+    g.comment(f"{name}: InceptionB, grid reduction")
+    b3 = basic_conv(g, f"{name}_3x3", x, 384, 3, stride=2)
+    bd = basic_conv(g, f"{name}_3x3dbl_c1", x, 64, 1)
+    bd = basic_conv(g, f"{name}_3x3dbl_c2", bd, 96, 3, padding=1)
+    bd = basic_conv(g, f"{name}_3x3dbl_c3", bd, 96, 3, stride=2)
+    bp = g.pool2d(f"{name}_pool", "max", x, 3, stride=2)
+    return g.concat(name, [b3, bd, bp], axis=1)
+
+
+# torchvision's factorized convs: (kernel, padding) as (height, width), keeping the map size.
+ONE_BY_SEVEN = {"kernel": (1, 7), "padding": (0, 3)}
+SEVEN_BY_ONE = {"kernel": (7, 1), "padding": (3, 0)}
+ONE_BY_THREE = {"kernel": (1, 3), "padding": (0, 1)}
+THREE_BY_ONE = {"kernel": (3, 1), "padding": (1, 0)}
+
+
+def inception_c(g: Graph, name: str, x: str, channels_7x7: int) -> str:
+    g.comment(f"{name}: InceptionC, channels_7x7 {channels_7x7}")
+    c7 = channels_7x7
+    b1 = basic_conv(g, f"{name}_1x1", x, 192, 1)
+    b7 = basic_conv(g, f"{name}_7x7_c1", x, c7, 1)
+    b7 = basic_conv(g, f"{name}_7x7_c2", b7, c7, **ONE_BY_SEVEN)
+    b7 = basic_conv(g, f"{name}_7x7_c3", b7, 192, **SEVEN_BY_ONE)
+    bd = basic_conv(g, f"{name}_7x7dbl_c1", x, c7, 1)
+    bd = basic_conv(g, f"{name}_7x7dbl_c2", bd, c7, **SEVEN_BY_ONE)
+    bd = basic_conv(g, f"{name}_7x7dbl_c3", bd, c7, **ONE_BY_SEVEN)
+    bd = basic_conv(g, f"{name}_7x7dbl_c4", bd, c7, **SEVEN_BY_ONE)
+    bd = basic_conv(g, f"{name}_7x7dbl_c5", bd, 192, **ONE_BY_SEVEN)
+    bp = g.pool2d(f"{name}_pool", "avg", x, 3, stride=1, padding=1)
+    bp = basic_conv(g, f"{name}_pool_1x1", bp, 192, 1)
+    return g.concat(name, [b1, b7, bd, bp], axis=1)
+
+
+def inception_d(g: Graph, name: str, x: str) -> str:
+    g.comment(f"{name}: InceptionD, grid reduction")
+    b3 = basic_conv(g, f"{name}_3x3_c1", x, 192, 1)
+    b3 = basic_conv(g, f"{name}_3x3_c2", b3, 320, 3, stride=2)
+    b7 = basic_conv(g, f"{name}_7x7x3_c1", x, 192, 1)
+    b7 = basic_conv(g, f"{name}_7x7x3_c2", b7, 192, **ONE_BY_SEVEN)
+    b7 = basic_conv(g, f"{name}_7x7x3_c3", b7, 192, **SEVEN_BY_ONE)
+    b7 = basic_conv(g, f"{name}_7x7x3_c4", b7, 192, 3, stride=2)
+    bp = g.pool2d(f"{name}_pool", "max", x, 3, stride=2)
+    return g.concat(name, [b3, b7, bp], axis=1)
+
+
+def inception_e(g: Graph, name: str, x: str) -> str:
+    g.comment(f"{name}: InceptionE")
+    b1 = basic_conv(g, f"{name}_1x1", x, 320, 1)
+    b3 = basic_conv(g, f"{name}_3x3_c1", x, 384, 1)
+    b3 = g.concat(f"{name}_3x3", [basic_conv(g, f"{name}_3x3_c2a", b3, 384, **ONE_BY_THREE),
+                                  basic_conv(g, f"{name}_3x3_c2b", b3, 384, **THREE_BY_ONE)], 1)
+    bd = basic_conv(g, f"{name}_3x3dbl_c1", x, 448, 1)
+    bd = basic_conv(g, f"{name}_3x3dbl_c2", bd, 384, 3, padding=1)
+    bd = g.concat(f"{name}_3x3dbl",
+                  [basic_conv(g, f"{name}_3x3dbl_c3a", bd, 384, **ONE_BY_THREE),
+                   basic_conv(g, f"{name}_3x3dbl_c3b", bd, 384, **THREE_BY_ONE)], 1)
+    bp = g.pool2d(f"{name}_pool", "avg", x, 3, stride=1, padding=1)
+    bp = basic_conv(g, f"{name}_pool_1x1", bp, 192, 1)
+    return g.concat(name, [b1, b3, bd, bp], axis=1)
+
+
+def inception_v3() -> Graph:
+    g = Graph("inception_v3", [
+        "InceptionV3 (Szegedy et al. 2016) in torchvision's layout, a PaSE benchmark: batch 128,",
+        "3x299x299 images, 1000 classes, without the auxiliary classifier and dropout. Every",
+        "conv is torchvision's BasicConv2d: conv (no bias), batch norm (no scale or bias, to",
+        "keep the file short) and relu. Value names follow torchvision's modules, with a",
+        "branch's conv index tagged c (Mixed_5b.branch5x5_2 is %m5b_5x5_c2), as a name may",
+        "not end in _<number>. The factorized convs are torchvision's: a 1x7 filter is",
+        "[co, ci, r1, s7] with padding [0, 3], a 7x1 filter [co, ci, r7, s1] with padding",
+        "[3, 0], and likewise 1x3 and 3x1 with padding [0, 1] and [1, 0].",
+    ])
+    batch = g.dim("b", 128, BATCH)
+    image = g.input("image", [batch, g.channels(3), *g.spatial(299)])
+    classes = g.dim("k", 1000, CLASSES)
+    labels = g.input("labels", [batch], "i32")
+
+    g.blank()
+    g.comment("stem: 299x299 -> 35x35")
+    x = basic_conv(g, "conv1a", image, 32, 3, stride=2)
+    x = basic_conv(g, "conv2a", x, 32, 3)
+    x = basic_conv(g, "conv2b", x, 64, 3, padding=1)
+    x = g.pool2d("maxpool1", "max", x, 3, stride=2)
+    x = basic_conv(g, "conv3b", x, 80, 1)
+    x = basic_conv(g, "conv4a", x, 192, 3)
+    x = g.pool2d("maxpool2", "max", x, 3, stride=2)
+
+    for name, pool_features in (("m5b", 32), ("m5c", 64), ("m5d", 64)):
+        g.blank()
+        x = inception_a(g, name, x, pool_features)
+    g.blank()
+    x = inception_b(g, "m6a", x)
+    for name, channels_7x7 in (("m6b", 128), ("m6c", 160), ("m6d", 160), ("m6e", 192)):
+        g.blank()
+        x = inception_c(g, name, x, channels_7x7)
+    g.blank()
+    x = inception_d(g, "m7a", x)
+    for name in ("m7b", "m7c"):
+        g.blank()
+        x = inception_e(g, name, x)
+
+    g.blank()
+    g.comment("classifier: global average pool, fully connected")
+    _, channels, height, _ = g.shape(x)
+    x = g.pool2d("avgpool", "avg", x, g.size(height))
+    features = g.dim("f", g.size(channels), CLASSES)
+    x = g.reshape("flat", x, [batch, features])
+    w = g.param("fc_w", [features, classes])
+    logits = g.einsum("logits", [x, w], [batch, classes])
+    g.ret(g.cross_entropy("loss", logits, labels, classes))
+    return g
+
+
+# --- ResNet-101 -----------------------------------------------------------------------
+
+
+def conv_bn(g: Graph, name: str, bn_name: str, x: str, out_channels: str, kernel: int,
+            stride: int = 1, padding: int = 0) -> str:
+    """A conv without bias and a batch norm with scale and bias."""
+    batch, in_channels, _, _ = g.shape(x)
+    w = g.param(f"{name}_w", [out_channels, in_channels, *g.filter(kernel)])
+    y = g.conv2d(name, x, w, stride, padding)
+    scale = g.param(f"{bn_name}_scale", [out_channels])
+    bias = g.param(f"{bn_name}_bias", [out_channels])
+    _, _, height, width = g.shape(y)
+    return g.norm(bn_name, "batchnorm", y, [batch, height, width], (scale, bias))
+
+
+def bottleneck(g: Graph, name: str, x: str, width: int, stride: int) -> str:
+    """torchvision's Bottleneck (ResNet v1.5: the stride is in the 3x3 conv)."""
+    reduced = g.dim(f"m{width}", width, CHANNELS)
+    middle = g.dim(f"n{width}", width, CHANNELS)
+    expanded = g.channels(4 * width)
+    y = conv_bn(g, f"{name}_conv1", f"{name}_bn1", x, reduced, 1)
+    y = g.relu(f"{name}_relu1", y)
+    y = conv_bn(g, f"{name}_conv2", f"{name}_bn2", y, middle, 3, stride, padding=1)
+    y = g.relu(f"{name}_relu2", y)
+    y = conv_bn(g, f"{name}_conv3", f"{name}_bn3", y, expanded, 1)
+    shortcut = x
+    if g.shape(x)[1] != expanded:
+        shortcut = conv_bn(g, f"{name}_downsample_conv", f"{name}_downsample_bn", x,
+                           expanded, 1, stride)
+    y = g.add(f"{name}_add", y, shortcut)
+    return g.relu(name, y)
+
+
+def resnet101() -> Graph:
+    g = Graph("resnet101", [
+        "ResNet-101 (He et al. 2016) in torchvision's layout (v1.5: stride 2 in the 3x3 conv",
+        "of a stage's first block): batch 128, 3x224x224 images, 1000 classes. Every conv is",
+        "followed by batch norm with scale and bias. Channel dims: c<n> is a stem or block",
+        "output, m<n> and n<n> the two inner widths of a bottleneck. Value names follow",
+        "torchvision's modules, with the block index tagged b (layer3[5].conv2 is",
+        "%layer3_b5_conv2), as a name may not end in _<number>.",
+    ])
+    batch = g.dim("b", 128, BATCH)
+    image = g.input("image", [batch, g.channels(3), *g.spatial(224)])
+    classes = g.dim("k", 1000, CLASSES)
+    labels = g.input("labels", [batch], "i32")
+
+    g.blank()
+    g.comment("stem: 224x224 -> 56x56")
+    x = conv_bn(g, "conv1", "bn1", image, g.channels(64), 7, stride=2, padding=3)
+    x = g.relu("relu", x)
+    x = g.pool2d("maxpool", "max", x, 3, stride=2, padding=1)
+
+    stages = ((64, 3, 1), (128, 4, 2), (256, 23, 2), (512, 3, 2))
+    for stage, (width, blocks, stride) in enumerate(stages, start=1):
+        for block in range(blocks):
+            g.blank()
+            if block == 0:
+                g.comment(f"layer{stage}: {blocks} bottlenecks of width {width}")
+            x = bottleneck(g, f"layer{stage}_b{block}", x, width, stride if block == 0 else 1)
+
+    g.blank()
+    g.comment("classifier: global average pool, fully connected")
+    _, channels, height, _ = g.shape(x)
+    x = g.pool2d("avgpool", "avg", x, g.size(height))
+    features = g.dim("f", g.size(channels), CLASSES)
+    x = g.reshape("flat", x, [batch, features])
+    w = g.param("fc_w", [features, classes])
+    logits = g.einsum("logits", [x, w], [batch, classes])
+    g.ret(g.cross_entropy("loss", logits, labels, classes))
+    return g
+
+
+# --- attention models -----------------------------------------------------------------
+
+
+def attention(g: Graph, name: str, queries: str, keys: str) -> str:
+    """Multi-head attention of `queries` [b, q, d] over `keys` [b, t, d], q != t.
+
+    Heads are the named dim h with k features each; the linear maps have no bias and
+    the 1/sqrt(k) score scale is left out (it folds into wq).
+    """
+    batch, query_seq, model = g.shape(queries)
+    _, key_seq, _ = g.shape(keys)
+    heads, head_features = "h", "k"
+    wq = g.param(f"{name}_wq", [model, heads, head_features])
+    q = g.einsum(f"{name}_q", [queries, wq], [batch, query_seq, heads, head_features])
+    wk = g.param(f"{name}_wk", [model, heads, head_features])
+    k = g.einsum(f"{name}_k", [keys, wk], [batch, key_seq, heads, head_features])
+    wv = g.param(f"{name}_wv", [model, heads, head_features])
+    v = g.einsum(f"{name}_v", [keys, wv], [batch, key_seq, heads, head_features])
+    scores = g.einsum(f"{name}_scores", [q, k], [batch, heads, query_seq, key_seq])
+    probs = g.softmax(f"{name}_probs", scores, key_seq)
+    context = g.einsum(f"{name}_context", [probs, v], [batch, query_seq, heads, head_features])
+    wo = g.param(f"{name}_wo", [heads, head_features, model])
+    return g.einsum(f"{name}_out", [context, wo], [batch, query_seq, model])
+
+
+def self_attention(g: Graph, name: str, x: str, key_seq: str) -> str:
+    """Attention of x over itself; the keys' sequence dim is renamed to `key_seq`."""
+    batch, _, model = g.shape(x)
+    keys = g.reshape(f"{name}_keys", x, [batch, key_seq, model])
+    return attention(g, name, x, keys)
+
+
+def layernorm(g: Graph, name: str, x: str) -> str:
+    model = g.shape(x)[-1]
+    scale = g.param(f"{name}_scale", [model])
+    bias = g.param(f"{name}_bias", [model])
+    return g.norm(name, "layernorm", x, [model], (scale, bias))
+
+
+def feed_forward(g: Graph, name: str, x: str, activation: str) -> str:
+    batch, seq, model = g.shape(x)
+    w1 = g.param(f"{name}_w1", [model, "f"])
+    y = g.einsum(f"{name}_up", [x, w1], [batch, seq, "f"])
+    y = g.unary(f"{name}_{activation}", activation, y)
+    w2 = g.param(f"{name}_w2", ["f", model])
+    return g.einsum(f"{name}_down", [y, w2], [batch, seq, model])
+
+
+def transformer() -> Graph:
+    layers = 6
+    g = Graph("transformer", [
+        "The Transformer base model (Vaswani et al. 2017), a PaSE benchmark: 6 encoder and",
+        "6 decoder layers, d_model 512, 8 heads of 64, feed-forward 2048, a 50000-token",
+        "vocabulary shared in size by source and target (separate embedding tables),",
+        "sequences of 256, batch 64. Post-layernorm residual blocks; linear maps without",
+        "bias; no dropout. The decoder's causal mask only changes values, not shapes or",
+        "costs, and is left out. The sinusoidal position encodings are fixed, so they come",
+        "in as data. Dims: s is the source sequence, u the target sequence; self-attention",
+        "renames its keys' sequence to t (source) or r (target), cross-attention's keys",
+        "are the encoder output over s.",
+    ])
+    batch = g.dim("b", 64, BATCH)
+    source = g.dim("s", 256, "sequence")
+    g.dim("t", g.size(source), "sequence")
+    target = g.dim("u", 256, "sequence")
+    g.dim("r", g.size(target), "sequence")
+    model = g.dim("d", 512, "model, heads, head features, feed-forward, vocabulary")
+    for dim, size in (("h", 8), ("k", 64), ("f", 2048), ("v", 50000)):
+        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+
+    source_ids = g.input("source_ids", [batch, source], "i32")
+    source_positions = g.input("source_positions", [source, model])
+    target_ids = g.input("target_ids", [batch, target], "i32")
+    target_positions = g.input("target_positions", [target, model])
+    labels = g.input("labels", [batch, target], "i32")
+
+    g.blank()
+    g.comment("encoder")
+    table = g.param("source_embedding", ["v", model])
+    x = g.embedding("source_embedded", source_ids, table)
+    x = g.add("encoder_input", x, source_positions)
+    for layer in range(layers):
+        name = f"enc{layer}"
+        g.blank()
+        g.comment(f"encoder layer {layer}")
+        x = layernorm(g, f"{name}_ln1",
+                      g.add(f"{name}_res1", x, self_attention(g, f"{name}_self", x, "t")))
+        x = layernorm(g, f"{name}_ln2",
+                      g.add(f"{name}_res2", x, feed_forward(g, f"{name}_ff", x, "relu")))
+    memory = x
+
+    g.blank()
+    g.comment("decoder")
+    table = g.param("target_embedding", ["v", model])
+    y = g.embedding("target_embedded", target_ids, table)
+    y = g.add("decoder_input", y, target_positions)
+    for layer in range(layers):
+        name = f"dec{layer}"
+        g.blank()
+        g.comment(f"decoder layer {layer}")
+        y = layernorm(g, f"{name}_ln1",
+                      g.add(f"{name}_res1", y, self_attention(g, f"{name}_self", y, "r")))
+        y = layernorm(g, f"{name}_ln2",
+                      g.add(f"{name}_res2", y, attention(g, f"{name}_cross", y, memory)))
+        y = layernorm(g, f"{name}_ln3",
+                      g.add(f"{name}_res3", y, feed_forward(g, f"{name}_ff", y, "relu")))
+
+    g.blank()
+    g.comment("output projection to the vocabulary")
+    w = g.param("output_w", [model, "v"])
+    logits = g.einsum("logits", [y, w], [batch, target, "v"])
+    g.ret(g.cross_entropy("loss", logits, labels, "v"))
+    return g
+
+
+def gpt2_small() -> Graph:
+    layers = 12
+    g = Graph("gpt2_small", [
+        "GPT-2 small (Radford et al. 2019): 12 pre-layernorm blocks, d 768, 12 heads of 64,",
+        "feed-forward 3072 with gelu, context 1024, vocabulary 50257. Batch 8 is our choice",
+        "(the paper does not fix one). Linear maps without bias; no dropout; the causal mask",
+        "only changes values and is left out. The output projection reuses the token",
+        "embedding table, as GPT-2 ties them. Dims: s is the sequence, t the same positions",
+        "as attention keys, p the rows of the position table.",
+    ])
+    batch = g.dim("b", 8, BATCH)
+    seq = g.dim("s", 1024, "sequence")
+    g.dim("t", g.size(seq), "sequence")
+    positions_dim = g.dim("p", 1024, "sequence")
+    model = g.dim("d", 768, "model, heads, head features, feed-forward, vocabulary")
+    for dim, size in (("h", 12), ("k", 64), ("f", 3072), ("v", 50257)):
+        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+
+    ids = g.input("ids", [batch, seq], "i32")
+    positions = g.input("positions", [seq], "i32")
+    labels = g.input("labels", [batch, seq], "i32")
+
+    g.blank()
+    g.comment("token and position embeddings")
+    wte = g.param("wte", ["v", model])
+    tokens = g.embedding("tok", ids, wte)
+    wpe = g.param("wpe", [positions_dim, model])
+    placed = g.embedding("pos", positions, wpe)
+    x = g.add("embedded", tokens, placed)
+    for layer in range(layers):
+        name = f"h{layer}"
+        g.blank()
+        g.comment(f"block {layer}")
+        a = self_attention(g, f"{name}_attn", layernorm(g, f"{name}_ln1", x), "t")
+        x = g.add(f"{name}_res1", x, a)
+        m = feed_forward(g, f"{name}_mlp", layernorm(g, f"{name}_ln2", x), "gelu")
+        x = g.add(f"{name}_res2", x, m)
+
+    g.blank()
+    g.comment("final layernorm, output projection with the tied token embedding")
+    x = layernorm(g, "ln_f", x)
+    logits = g.einsum("logits", [x, wte], [batch, seq, "v"])
+    g.ret(g.cross_entropy("loss", logits, labels, "v"))
+    return g
+
+
+GENERATED = {
+    "inception_v3.dnn": inception_v3,
+    "resnet101.dnn": resnet101,
+    "transformer.dnn": transformer,
+    "gpt2_small.dnn": gpt2_small,
+}
+
+
+def main() -> int:
+    for filename, build in GENERATED.items():
+        graph = build()
+        (MODELS / filename).write_text(graph.render())
+        print(f"models/{filename}: {graph.layers} layers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""`pase-search`: the optimal strategy of every graph, written back into the IR.
+
+    pase-opt models/alexnet.dnn -p 'pase-search{devices=32 report=true}'
+
+Attaches `pase.config = #pase.config<...>` to every layer and
+`pase.strategy = #pase.strategy<...>` to the graph. Layers that already carry a
+`pase.config` keep it, and so do layers named in `strategy=FILE` (a strategy JSON);
+the search optimizes the rest. `export=FILE` writes the strategy JSON; `report=true`
+prints a per-layer table on stderr. Options:
+
+- devices: number of devices P (required, at least 1)
+- machine: a preset (pase-default, v100-nvlink, a100-nvlink, h100-nvlink,
+  1080ti-pcie, 2080ti-pcie) or a TOML file
+- order: genseq (PaSE's GENERATESEQ), bfs or minfill
+- method: dp (exact) or exhaustive (brute force, at most 10^7 strategies)
+- min-shard: PaSE's cutoff, the smallest shard a split may leave (default 4)
+- compat: "" (exact volumes under canonical placement) or pase (the prototype's)
+- memory-gib: the DP's table budget (default 4 GiB)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from pase.dialect.dnn import GraphOp
+from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
+from pase.frontend.diagnostics import Diagnostic
+from pase.passes.strategy.dp import SearchError
+from pase.passes.strategy.machines import MachineError
+from pase.passes.strategy.problem import build_problem, solve
+from pase.passes.strategy.report import format_report
+from pase.passes.strategy.strategy_file import dump_strategy, load_strategy, strategy_json
+
+
+@dataclass(frozen=True)
+class PaseSearchPass(ModulePass):
+    """Find the optimal strategy of each graph and attach it."""
+
+    name = "pase-search"
+
+    devices: int = 0
+    machine: str = "pase-default"
+    order: str = "genseq"
+    method: str = "dp"
+    min_shard: int = 4
+    compat: str = ""
+    memory_gib: float = 4.0
+    strategy: str = ""
+    export: str = ""
+    report: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self._check_options()
+        graphs = [g for g in op.walk() if isinstance(g, GraphOp)]
+        exports = []
+        for graph in graphs:
+            exports.append(self._search(graph))
+        if self.export:
+            write_json(self.export, exports[0] if len(exports) == 1 else exports)
+
+    def _check_options(self) -> None:
+        if self.devices < 1:
+            raise Diagnostic("pase-search needs devices=P with P at least 1, "
+                             "e.g. pase-search{devices=8}")
+        if self.order not in ("genseq", "bfs", "minfill"):
+            raise Diagnostic(f"pase-search: unknown order '{self.order}'; use genseq, bfs "
+                             "or minfill")
+        if self.method not in ("dp", "exhaustive"):
+            raise Diagnostic(f"pase-search: unknown method '{self.method}'; use dp or "
+                             "exhaustive")
+        if self.min_shard < 1:
+            raise Diagnostic(f"pase-search: min-shard must be at least 1, got {self.min_shard}")
+        if self.compat not in ("", "pase"):
+            raise Diagnostic(f"pase-search: unknown compat '{self.compat}'; the only "
+                             "mode is compat=pase")
+        if self.memory_gib <= 0:
+            raise Diagnostic("pase-search: memory-gib must be positive")
+
+    def _search(self, graph: GraphOp) -> dict:
+        name = graph.sym_name.data
+        pins = load_strategy(self.strategy, name, self.devices) if self.strategy else None
+        try:
+            problem = build_problem(graph, self.devices, self.machine, self.min_shard, pins,
+                                    self.compat)
+            solution = solve(problem, self.method, self.order, int(self.memory_gib * (1 << 30)))
+        except MachineError as error:
+            raise Diagnostic(f"pase-search: {error}") from None
+        except (SearchError, ValueError) as error:
+            where = self.strategy if pins and "layer" in str(error) else ""
+            raise Diagnostic(f"pase-search on @{name}: {error}", where or "<pase-search>") \
+                from None
+        breakdown = problem.breakdown(solution.assignment)
+        data_parallel = problem.cost(problem.data_parallel())
+        for layer, layer_name in zip(graph.layers, problem.layers, strict=True):
+            layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(solution.assignment[layer_name])
+        graph.attributes[STRATEGY_ATTR_NAME] = StrategyAttr(
+            self.devices, problem.machine.name, breakdown.total, breakdown.compute,
+            breakdown.communication, breakdown.redistribution, data_parallel)
+        if self.report:
+            sys.stderr.write(format_report(problem, solution.assignment, breakdown,
+                                           data_parallel, solution.stats))
+        return strategy_json(problem, solution.assignment, breakdown, data_parallel)
+
+
+def write_json(path: str, data: object) -> None:
+    """Write the strategy JSON atomically: a temporary file renamed into place."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, prefix=".pase-",
+                                         encoding="utf-8") as stream:
+            stream.write(dump_strategy(data))  # type: ignore[arg-type]
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(stream.name, 0o666 & ~umask)
+        os.replace(stream.name, path)
+    except OSError as error:
+        raise Diagnostic(f"cannot write the strategy: {error.strerror}", path) from None

@@ -1,0 +1,274 @@
+"""PaSE's cost model, in seconds, with exact communication volumes.
+
+docs/cost-model.md gives every formula; in short, for a configuration (split factor
+per iteration dim) on p devices:
+
+- placement is canonical: the configuration's device grid (its split dims in
+  iteration-space order) maps onto devices 0..q-1 in row-major order, q = product of
+  the factors; devices q..p-1 idle for that layer;
+- compute = (forward + backward FLOPs per point) × points / q ÷ FLOP/s;
+- collectives = words each device moves in ring collectives ÷ bandwidth, ring
+  all-reduce of W words over g devices moving 2(g−1)/g·W;
+- redistribution on an edge = the words a device needs and does not hold (exact block
+  overlaps under canonical placement), maximum over devices, forward and, where a
+  gradient flows back, backward.
+
+Every function takes a list of configurations and returns a vector or matrix over it,
+so building the DP's tables is a few numpy operations per layer and per edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from pase.passes.strategy.layers import Edge, Layer, TensorUse
+from pase.passes.strategy.machines import Machine
+
+Config = dict[str, int]
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """One layer's cost under one configuration: seconds, and words per device."""
+
+    compute: float
+    communication: float
+    words: float
+
+
+def grid_axes(layer: Layer, config: Config) -> list[tuple[str, int]]:
+    """The split dims of a configuration, in iteration-space order, with their factors."""
+    return [(dim.name, config[dim.name]) for dim in layer.space.dims
+            if config.get(dim.name, 1) > 1]
+
+
+def device_coordinates(factors: Sequence[int], devices: int) -> np.ndarray:
+    """Row-major grid coordinates of devices 0..q-1, shape (q, len(factors))."""
+    count = prod(factors)
+    if not factors:
+        return np.zeros((min(count, devices), 0), dtype=np.int64)
+    return np.stack(np.unravel_index(np.arange(count), tuple(factors)), axis=1)
+
+
+def blocks(layer: Layer, config: Config, use: TensorUse, devices: int) -> np.ndarray:
+    """Each device's block of a tensor: int64 array (devices, rank, 2) of [lo, hi).
+
+    Idle devices hold the empty block [0, 0) in every dim.
+    """
+    axes = grid_axes(layer, config)
+    coords = device_coordinates([f for _, f in axes], devices)
+    position = {name: i for i, (name, _) in enumerate(axes)}
+    rank = len(use.sizes)
+    result = np.zeros((devices, rank, 2), dtype=np.int64)
+    used = coords.shape[0]
+    for k, (dim, size) in enumerate(zip(use.dims, use.sizes, strict=True)):
+        if dim is not None and dim in position:
+            factor = axes[position[dim]][1]
+            length = size // factor
+            lo = coords[:, position[dim]] * length
+            result[:used, k, 0] = lo
+            result[:used, k, 1] = lo + length
+        else:
+            result[:used, k, 1] = size
+    return result
+
+
+def _spans_nodes(group_key: np.ndarray, machine: Machine) -> bool:
+    """Whether some group (devices sharing a key) has members on two nodes."""
+    if group_key.size == 0:
+        return False
+    nodes = np.arange(group_key.size) // machine.devices_per_node
+    for key in np.unique(group_key):
+        if np.unique(nodes[group_key == key]).size > 1:
+            return True
+    return False
+
+
+class _Collectives:
+    """Accumulates the ring collectives of one layer under one configuration."""
+
+    def __init__(self, layer: Layer, config: Config, machine: Machine):
+        self.layer = layer
+        self.config = config
+        self.machine = machine
+        self.axes = grid_axes(layer, config)
+        self.coords = device_coordinates([f for _, f in self.axes], 1 << 30)
+        self.words = 0.0
+        self.seconds = 0.0
+
+    def factor(self, dims: Sequence[str]) -> int:
+        return prod(self.config.get(d, 1) for d in dims)
+
+    def group(self, dims: Sequence[str]) -> int:
+        """The size of the groups of devices that differ only along `dims`."""
+        return prod(f for name, f in self.axes if name in dims)
+
+    def _spans(self, dims: Sequence[str]) -> bool:
+        keep = [i for i, (name, _) in enumerate(self.axes) if name not in dims]
+        if not keep:
+            key = np.zeros(self.coords.shape[0], dtype=np.int64)
+        else:
+            key = np.ravel_multi_index(tuple(self.coords[:, i] for i in keep),
+                                       tuple(self.axes[i][1] for i in keep))
+        return _spans_nodes(np.asarray(key), self.machine)
+
+    def all_reduce(self, words: float, dims: Sequence[str], element_bytes: int,
+                   count: int = 1) -> None:
+        group = self.group(dims)
+        if group > 1:
+            moved = count * 2 * (group - 1) / group * words
+            self._charge(moved, dims, element_bytes)
+
+    def all_gather(self, total_words: float, dims: Sequence[str], element_bytes: int,
+                   count: int = 1) -> None:
+        group = self.group(dims)
+        if group > 1:
+            moved = count * (group - 1) / group * total_words
+            self._charge(moved, dims, element_bytes)
+
+    def _charge(self, words: float, dims: Sequence[str], element_bytes: int) -> None:
+        self.words += words
+        self.seconds += words * element_bytes / self.machine.bandwidth(self._spans(dims))
+
+
+def local_elements(use: TensorUse, config: Config) -> float:
+    """Elements of one device's block of a tensor."""
+    return use.elements / prod(config.get(d, 1) for d in use.dims if d is not None)
+
+
+def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
+    """Compute and intra-layer collective cost of one layer under one configuration."""
+    space = layer.space
+    devices_used = prod(config.values()) if config else 1
+    flops = (space.flops_forward + space.flops_backward) * space.points / devices_used
+    comm = _Collectives(layer, config, machine)
+    result = layer.result
+    reduced = [d.name for d in space.dims if d.reduction]
+    kind = layer.kind
+
+    if kind == "softmax_cross_entropy":
+        (logits, _labels) = layer.operands
+        classes = layer.over
+        rows = logits.elements / prod(s for d, s in zip(logits.dims, logits.sizes, strict=True)
+                                      if d in classes)
+        rows /= comm.factor([d for d in logits.dims if d is not None and d not in classes])
+        comm.all_reduce(rows, classes, logits.element_bytes)          # row maximum
+        comm.all_reduce(2 * rows, classes, logits.element_bytes)      # sum of exp, target logit
+        others = [d for d in space.names if d not in classes]
+        comm.all_reduce(1, others, logits.element_bytes)              # the mean loss
+    elif reduced:
+        # Partial sums of the output over split reduction dims.
+        comm.all_reduce(local_elements(result, config), reduced, result.element_bytes)
+
+    if kind in ("softmax", "layernorm", "batchnorm"):
+        x = layer.operands[0]
+        stats = x.elements / prod(s for d, s in zip(x.dims, x.sizes, strict=True)
+                                  if d in layer.over)
+        stats /= comm.factor([d for d in x.dims if d is not None and d not in layer.over])
+        if kind == "softmax":
+            comm.all_reduce(stats, layer.over, x.element_bytes, count=2)   # max, sum
+            comm.all_reduce(stats, layer.over, x.element_bytes)            # backward sum
+        else:
+            comm.all_reduce(2 * stats, layer.over, x.element_bytes)        # mean, mean square
+            comm.all_reduce(2 * stats, layer.over, x.element_bytes)        # backward sums
+
+    if kind == "lstm":
+        x = layer.operands[0]
+        layers, steps = x.sizes and (space.dims[0].size, space.dims[1].size)
+        units = space.dims[3]
+        rows = x.sizes[0] / config.get(x.dims[0] or "", 1)
+        # Every step gathers the hidden state over the unit split, and backward
+        # all-reduces the gradient of [input, hidden] over it.
+        comm.all_gather(rows * x.sizes[2], [units.name], x.element_bytes, layers * steps)
+        comm.all_reduce(rows * 2 * x.sizes[2], [units.name], x.element_bytes, layers * steps)
+
+    for index, (use, grad) in enumerate(zip(layer.operands, layer.grads, strict=True)):
+        if not grad or (kind == "lstm" and index == 0):
+            continue
+        # The operand's gradient is a partial sum over split dims it does not range over.
+        missing = [d.name for d in space.dims if d.name not in use.dims]
+        comm.all_reduce(local_elements(use, config), missing, use.element_bytes)
+
+    return LayerCost(flops / machine.flops, comm.seconds, comm.words)
+
+
+def layer_costs(layer: Layer, configs: Sequence[Config], machine: Machine) -> np.ndarray:
+    """Vertex cost vector: compute + collectives (seconds) per configuration."""
+    costs = [layer_cost(layer, config, machine) for config in configs]
+    return np.array([c.compute + c.communication for c in costs], dtype=np.float64)
+
+
+def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
+                   devices: int) -> tuple[np.ndarray, np.ndarray]:
+    stacked = np.stack([blocks(layer, c, use, devices) for c in configs])
+    flat = stacked.reshape(len(configs), -1)
+    unique, inverse = np.unique(flat, axis=0, return_inverse=True)
+    return unique.reshape((-1, *stacked.shape[1:])), inverse.reshape(-1)
+
+
+def redistribution_words(held: np.ndarray, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Words each device needs and does not hold, maximum over devices.
+
+    `held` (A, devices, rank, 2) and `needed` (B, devices, rank, 2) are block layouts;
+    returns (forward, backward) matrices (A, B): forward moves what the consumer needs
+    into its layout, backward moves the gradient back into the holder's layout.
+    """
+    held_volume = np.prod(held[..., 1] - held[..., 0], axis=-1)       # (A, devices)
+    needed_volume = np.prod(needed[..., 1] - needed[..., 0], axis=-1)  # (B, devices)
+    devices = held.shape[1]
+    forward = np.zeros((held.shape[0], needed.shape[0]), dtype=np.float64)
+    backward = np.zeros_like(forward)
+    for device in range(devices):
+        if not needed_volume[:, device].any() and not held_volume[:, device].any():
+            continue
+        overlap = np.ones_like(forward)
+        for k in range(held.shape[2]):
+            hi = np.minimum(held[:, device, k, 1][:, None], needed[:, device, k, 1][None, :])
+            lo = np.maximum(held[:, device, k, 0][:, None], needed[:, device, k, 0][None, :])
+            overlap *= np.clip(hi - lo, 0, None)
+        np.maximum(forward, needed_volume[None, :, device] - overlap, out=forward)
+        np.maximum(backward, held_volume[:, device][:, None] - overlap, out=backward)
+    return forward, backward
+
+
+def _used_devices(configs: Sequence[Config]) -> np.ndarray:
+    return np.array([prod(c.values()) if c else 1 for c in configs], dtype=np.int64)
+
+
+def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
+               consumer: Layer, consumer_configs: Sequence[Config], devices: int,
+               machine: Machine, compat: str = "") -> np.ndarray:
+    """Redistribution seconds, matrix (producer configs, consumer configs)."""
+    held, held_index = _unique_blocks(producer, producer_configs, edge.held, devices)
+    needed, needed_index = _unique_blocks(consumer, consumer_configs, edge.needed, devices)
+    if compat == "pase":
+        words = _pase_words(held, needed, _used_devices(producer_configs)[held_index],
+                            _used_devices(consumer_configs)[needed_index],
+                            held_index, needed_index)
+    else:
+        forward, backward = redistribution_words(held, needed)
+        words = forward + backward if edge.backward else forward
+        words = words[np.ix_(held_index, needed_index)]
+    spans = np.maximum(_used_devices(producer_configs)[:, None],
+                       _used_devices(consumer_configs)[None, :]) > machine.devices_per_node
+    bandwidth = np.where(spans, machine.inter_node_bandwidth, machine.intra_node_bandwidth)
+    return words * edge.needed.element_bytes / bandwidth
+
+
+def _pase_words(held: np.ndarray, needed: np.ndarray, held_used: np.ndarray,
+                needed_used: np.ndarray, held_index: np.ndarray,
+                needed_index: np.ndarray) -> np.ndarray:
+    """The prototype's estimate: per-device block minus its best-case overlap (the
+    blocks' extents aligned at the origin), no overlap at all when the consumer uses
+    more devices, times 2 for forward and backward."""
+    held_len = (held[:, 0, :, 1] - held[:, 0, :, 0])[held_index]        # device 0's block
+    needed_len = (needed[:, 0, :, 1] - needed[:, 0, :, 0])[needed_index]
+    volume = np.prod(needed_len, axis=-1).astype(np.float64)
+    best = np.prod(np.minimum(held_len[:, None, :], needed_len[None, :, :]), axis=-1)
+    words = volume[None, :] - best
+    words = np.where(needed_used[None, :] > held_used[:, None], volume[None, :], words)
+    return 2.0 * words

@@ -1,0 +1,133 @@
+"""The plain data the cost model reads: layers, the tensors they touch, and edges.
+
+`layers_from_graph` turns a `dnn.graph` into `Layer`s and `Edge`s; nothing after it
+touches IR. Vertices are the layers; `input` and `param` are not vertices (PaSE): a
+parameter lives in the layout its consumer gives it, and input data arrives laid out
+as its first consumer needs. A tensor read by several layers without being produced by
+one (tied parameters, shared inputs) is held in its first reader's layout and every
+other reader pays the redistribution from there.
+
+    >>> from pase.frontend import parse_file
+    >>> layers, edges, batch = layers_from_graph(parse_file("models/mlp.dnn").ops.first)
+    >>> [layer.name for layer in layers]
+    ['h', 'a', 'z', 'l']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.ir import SSAValue
+
+from pase.dialect import dnn
+from pase.dialect.interface import IterationSpace
+
+BYTES_PER_ELEMENT = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}
+
+
+@dataclass(frozen=True)
+class TensorUse:
+    """How a layer indexes one tensor: the iteration dim of each tensor dim (or None)."""
+
+    dims: tuple[str | None, ...]
+    sizes: tuple[int, ...]
+    element_bytes: int = 4
+
+    @property
+    def elements(self) -> int:
+        return prod(self.sizes)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One vertex: a layer's iteration space and the tensors it reads and writes."""
+
+    name: str
+    kind: str
+    """The op name without `dnn.`: "einsum", "softmax", ..."""
+    space: IterationSpace
+    operands: tuple[TensorUse, ...]
+    result: TensorUse
+    grads: tuple[bool, ...]
+    """Whether each operand needs a gradient (it depends on a parameter)."""
+    over: tuple[str, ...] = ()
+    """The dims a softmax, norm or cross-entropy normalizes over."""
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A tensor moving from `producer`'s layout to what `consumer` needs.
+
+    For a tensor no layer produces (a shared parameter or input), `producer` is its
+    first reader and `held` is that reader's use of it.
+    """
+
+    producer: int
+    consumer: int
+    held: TensorUse
+    needed: TensorUse
+    backward: bool
+    """A gradient flows back along the edge (the tensor depends on a parameter)."""
+
+
+def _use(dims: tuple[str | None, ...], value: SSAValue) -> TensorUse:
+    shape = dnn.shape_of(value)
+    return TensorUse(dims, shape.sizes, BYTES_PER_ELEMENT[shape.element])
+
+
+def layer_names(graph: dnn.GraphOp) -> dict[dnn.LayerOp, str]:
+    """Each layer's name: its result's SSA name, made unique within the graph."""
+    names: dict[dnn.LayerOp, str] = {}
+    used: set[str] = set()
+    for index, op in enumerate(graph.layers):
+        base = op.output.name_hint or f"{op.name.removeprefix('dnn.')}{index}"
+        name, suffix = base, 1
+        while name in used:
+            name, suffix = f"{base}_{suffix}", suffix + 1
+        used.add(name)
+        names[op] = name
+    return names
+
+
+def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str | None]:
+    """The layers, edges and batch dim (the first input's first dim) of a graph."""
+    names = layer_names(graph)
+    index = {op: i for i, op in enumerate(graph.layers)}
+    needs_grad: dict[SSAValue, bool] = {}
+    batch: str | None = None
+    for op in graph.body.block.ops:
+        if isinstance(op, dnn.ParamOp):
+            needs_grad[op.output] = True
+        elif isinstance(op, dnn.InputOp):
+            needs_grad[op.output] = False
+            if batch is None and op.output.type.shape.dims:
+                batch = op.output.type.shape.dims[0]
+        elif isinstance(op, dnn.LayerOp):
+            needs_grad[op.output] = any(needs_grad[v] for v in op.inputs)
+
+    layers: list[Layer] = []
+    edges: list[Edge] = []
+    first_reader: dict[SSAValue, tuple[int, TensorUse]] = {}
+    for op in graph.layers:
+        space = op.iteration_space()
+        operands = tuple(_use(dims, value)
+                         for dims, value in zip(space.operands, op.inputs, strict=True))
+        over = tuple(op.dims_prop("over")) if "over" in op.properties else ()
+        layer = Layer(names[op], op.name.removeprefix("dnn."), space, operands,
+                      _use(space.result, op.output),
+                      tuple(needs_grad[v] for v in op.inputs), over)
+        consumer = index[op]
+        for value, use in zip(op.inputs, operands, strict=True):
+            producer = value.owner
+            if isinstance(producer, dnn.LayerOp):
+                edges.append(Edge(index[producer], consumer, layers[index[producer]].result,
+                                  use, needs_grad[value]))
+            elif value in first_reader:
+                holder, held = first_reader[value]
+                if holder != consumer:
+                    edges.append(Edge(holder, consumer, held, use, needs_grad[value]))
+            else:
+                first_reader[value] = (consumer, use)
+        layers.append(layer)
+    return layers, edges, batch

@@ -1,0 +1,233 @@
+"""The search problem of one graph, and its exact solution.
+
+This is the stable Python API (DESIGN.md):
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import build_problem, solve
+    >>> problem = build_problem(parse_file("models/mlp.dnn"), devices=8)
+    >>> problem.layers
+    ['h', 'a', 'z', 'l']
+    >>> solution = solve(problem)                      # method="dp", order="genseq"
+    >>> abs(problem.cost(solution.assignment) - solution.cost) < 1e-12 * solution.cost
+    True
+
+`Problem` holds plain data only (layers, edges, configurations, a machine); it builds
+the DP's cost tables on demand and evaluates any assignment, including
+configurations outside the enumerated space (the data-parallel baseline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from pase.dialect import dnn
+from pase.passes.strategy.configs import enumerate_configs, split_factors
+from pase.passes.strategy.cost import Config, edge_costs, layer_cost
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import DPResult, SearchError, solve_dp
+from pase.passes.strategy.exhaustive import solve_exhaustive
+from pase.passes.strategy.layers import Edge, Layer, layers_from_graph
+from pase.passes.strategy.machines import Machine, load_machine
+
+Assignment = dict[str, Config]
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """A strategy's cost in seconds and its parts; `per_layer` charges each edge to its
+    consumer."""
+
+    total: float
+    compute: float
+    communication: float
+    redistribution: float
+    per_layer: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Solution:
+    """An optimal assignment, its cost, and what the search did."""
+
+    assignment: Assignment
+    cost: float
+    stats: DPResult | None = None
+
+
+@dataclass
+class Problem:
+    """One graph's configurations and cost model on `devices` devices."""
+
+    graph: str
+    devices: int
+    machine: Machine
+    layer_data: list[Layer]
+    edges: list[Edge]
+    config_lists: list[list[Config]]
+    batch_dim: str | None = None
+    compat: str = ""
+    _cost_graph: CostGraph | None = field(default=None, repr=False)
+
+    @property
+    def layers(self) -> list[str]:
+        """The layer (vertex) names, in program order."""
+        return [layer.name for layer in self.layer_data]
+
+    def index(self, name: str) -> int:
+        for i, layer in enumerate(self.layer_data):
+            if layer.name == name:
+                return i
+        raise KeyError(f"no layer '{name}' in graph @{self.graph}")
+
+    def configs(self, name: str) -> list[Config]:
+        """The configurations the search considers for a layer, `{dim: factor}`."""
+        return [dict(c) for c in self.config_lists[self.index(name)]]
+
+    def cost_graph(self) -> CostGraph:
+        """The DP's input: vertex cost vectors and edge cost matrices (built once)."""
+        if self._cost_graph is None:
+            vertex = [np.array([self._vertex(i, c) for c in configs], dtype=np.float64)
+                      for i, configs in enumerate(self.config_lists)]
+            graph = CostGraph(self.layers, vertex)
+            for edge in self.edges:
+                graph.add_edge(edge.producer, edge.consumer, self._edge(
+                    edge, self.config_lists[edge.producer], self.config_lists[edge.consumer]))
+            self._cost_graph = graph
+        return self._cost_graph
+
+    def _vertex(self, index: int, config: Config) -> float:
+        cost = layer_cost(self.layer_data[index], config, self.machine)
+        return cost.compute + cost.communication
+
+    def _edge(self, edge: Edge, producer_configs: list[Config],
+              consumer_configs: list[Config]) -> np.ndarray:
+        return edge_costs(edge, self.layer_data[edge.producer], producer_configs,
+                          self.layer_data[edge.consumer], consumer_configs, self.devices,
+                          self.machine, self.compat)
+
+    def _complete(self, assignment: Mapping[str, Mapping[str, int]]) -> list[Config]:
+        configs = []
+        for layer in self.layer_data:
+            if layer.name not in assignment:
+                raise KeyError(f"the assignment has no configuration for layer '{layer.name}'")
+            configs.append({d: f for d, f in assignment[layer.name].items() if f != 1})
+        return configs
+
+    def breakdown(self, assignment: Mapping[str, Mapping[str, int]]) -> Breakdown:
+        """The cost of an assignment (every layer named) and its parts."""
+        configs = self._complete(assignment)
+        compute = communication = redistribution = 0.0
+        per_layer = {}
+        for i, (layer, config) in enumerate(zip(self.layer_data, configs, strict=True)):
+            cost = layer_cost(layer, config, self.machine)
+            compute += cost.compute
+            communication += cost.communication
+            per_layer[layer.name] = cost.compute + cost.communication
+        for edge in self.edges:
+            seconds = float(self._edge(edge, [configs[edge.producer]],
+                                       [configs[edge.consumer]])[0, 0])
+            redistribution += seconds
+            per_layer[self.layer_data[edge.consumer].name] += seconds
+        return Breakdown(compute + communication + redistribution, compute, communication,
+                         redistribution, per_layer)
+
+    def cost(self, assignment: Mapping[str, Mapping[str, int]]) -> float:
+        """Total cost in seconds of an assignment `{layer: {dim: factor}}`."""
+        return self.breakdown(assignment).total
+
+    def data_parallel(self) -> Assignment:
+        """Every layer splits the batch dim as far as it divides (up to all devices),
+        whatever the min-shard rule allows: PaSE's baseline."""
+        assignment: Assignment = {}
+        for layer in self.layer_data:
+            config: Config = {}
+            if self.batch_dim is not None and self.batch_dim in layer.space.names:
+                dim = layer.space.dim(self.batch_dim)
+                if dim.splittable:
+                    factor = max(split_factors(dim.size, self.devices, 1))
+                    if factor > 1:
+                        config[self.batch_dim] = factor
+            assignment[layer.name] = config
+        return assignment
+
+
+def _graph_of(graph: dnn.GraphOp | ModuleOp) -> dnn.GraphOp:
+    if isinstance(graph, dnn.GraphOp):
+        return graph
+    graphs = [op for op in graph.walk() if isinstance(op, dnn.GraphOp)]
+    if len(graphs) != 1:
+        raise ValueError(f"expected one dnn.graph, found {len(graphs)}; pass the graph op")
+    return graphs[0]
+
+
+def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
+                  machine: str | Machine = "pase-default", min_shard: int = 4,
+                  pinned: Mapping[str, Mapping[str, int]] | None = None,
+                  compat: str = "") -> Problem:
+    """The search problem of a graph on `devices` devices.
+
+    A layer that carries `pase.config`, or is named in `pinned`, keeps that single
+    configuration; the others get PaSE's configuration space.
+    """
+    if devices < 1:
+        raise ValueError(f"devices must be at least 1, got {devices}")
+    if compat not in ("", "pase"):
+        raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
+    graph_op = _graph_of(graph)
+    layers, edges, batch = layers_from_graph(graph_op)
+    pinned = dict(pinned or {})
+    names = {layer.name for layer in layers}
+    for name in pinned:
+        if name not in names:
+            raise ValueError(f"no layer '{name}' in graph @{graph_op.sym_name.data}")
+    config_lists: list[list[Config]] = []
+    for op, layer in zip(graph_op.layers, layers, strict=True):
+        fixed = pinned.get(layer.name)
+        if fixed is None and op.config is not None:
+            fixed = op.config.splits
+        if fixed is not None:
+            config = {d: f for d, f in fixed.items() if f != 1}
+            _check_pinned(layer, config, devices)
+            config_lists.append([config])
+        else:
+            config_lists.append(enumerate_configs(layer.space, devices, min_shard))
+    resolved = machine if isinstance(machine, Machine) else load_machine(machine)
+    return Problem(graph_op.sym_name.data, devices, resolved, layers, edges, config_lists,
+                   batch, compat)
+
+
+def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
+    for dim, factor in config.items():
+        if dim not in layer.space.names:
+            raise ValueError(f"layer '{layer.name}' has no iteration dimension '{dim}' "
+                             f"(its dimensions: {', '.join(layer.space.names)})")
+        iter_dim = layer.space.dim(dim)
+        if not iter_dim.splittable:
+            raise ValueError(f"dimension '{dim}' of layer '{layer.name}' cannot be split")
+        if factor < 1 or iter_dim.size % factor:
+            raise ValueError(f"split factor {factor} of '{dim}' in layer '{layer.name}' "
+                             f"does not divide its size {iter_dim.size}")
+    if prod(config.values()) > devices:
+        raise ValueError(f"layer '{layer.name}' is pinned to {prod(config.values())} devices "
+                         f"but only {devices} are available")
+
+
+def solve(problem: Problem, method: str = "dp", order: str = "genseq",
+          memory_budget: int = 4 << 30, exhaustive_limit: int = 10**7) -> Solution:
+    """The optimal strategy: `method="dp"` (exact, PaSE's DP over an elimination order)
+    or `method="exhaustive"` (brute force, small graphs)."""
+    graph = problem.cost_graph()
+    if method == "dp":
+        result = solve_dp(graph, order, memory_budget)
+    elif method == "exhaustive":
+        result = solve_exhaustive(graph, exhaustive_limit)
+    else:
+        raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
+    assignment = {name: dict(problem.config_lists[i][choice])
+                  for i, (name, choice) in enumerate(zip(problem.layers, result.choice,
+                                                         strict=True))}
+    return Solution(assignment, result.cost, result)
