@@ -50,7 +50,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, SymbolOpInterface
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from pase.dialect import shapes
@@ -167,7 +167,9 @@ class GraphOp(IRDLOperation):
     dim_sizes = prop_def(ArrayAttr[IntAttr])
     body = region_def("single_block")
 
-    traits = traits_def(SymbolOpInterface())
+    # Isolated like func.func: a graph reads only its own inputs and params, and the
+    # printer restarts SSA names per graph, so %x stays %x in every graph of a file.
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
 
     def __init__(self, name: str, dims: dict[str, int], body: Sequence[IRDLOperation] = ()):
         from xdsl.ir import Block, Region
@@ -895,7 +897,7 @@ class SoftmaxCrossEntropyOp(LayerOp):
                              f"got {len(inputs)}")
         if len(over) != 1:
             raise ShapeError(f"softmax_cross_entropy is over one class dimension, "
-                             f"got {list(over)}")
+                             f"got [{', '.join(over)}]")
         return shapes.cross_entropy_shape(inputs[0], inputs[1], over[0])
 
     def iteration_space(self) -> IterationSpace:

@@ -100,7 +100,15 @@ class PaseOptMain(xDSLOptMain):
             try:
                 return parse_text(text, self.get_input_name())
             except Diagnostic as error:
-                error.line += start_offset if error.line else 0
+                if error.line:
+                    # Keep the chunk's own line for the caret before moving to file lines.
+                    lines = (error.source or "").splitlines()
+                    if error.source_line is None and error.line <= len(lines):
+                        error.source_line = lines[error.line - 1]
+                    error.line += start_offset
+                if self.args.parsing_diagnostics:  # as xdsl-opt does for MLIR parse errors
+                    print(error)
+                    return None
                 raise
         if frontend == "mlir":
             parser = LocatedParser(self.ctx, text, self.get_input_name())

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -77,15 +78,21 @@ def blocks(layer: Layer, config: Config, use: TensorUse, devices: int) -> np.nda
     return result
 
 
-def _spans_nodes(group_key: np.ndarray, machine: Machine) -> bool:
-    """Whether some group (devices sharing a key) has members on two nodes."""
-    if group_key.size == 0:
+@lru_cache(maxsize=65536)
+def group_spans_nodes(factors: tuple[int, ...], grouped: tuple[bool, ...],
+                      devices_per_node: int) -> bool:
+    """Whether, on the row-major grid `factors`, some group of devices that differ only
+    along the `grouped` axes has members on two nodes."""
+    count = prod(factors)
+    if count <= devices_per_node:
         return False
-    nodes = np.arange(group_key.size) // machine.devices_per_node
-    for key in np.unique(group_key):
-        if np.unique(nodes[group_key == key]).size > 1:
-            return True
-    return False
+    coords = device_coordinates(list(factors), count)
+    keep = [i for i, g in enumerate(grouped) if not g]
+    key = (np.ravel_multi_index(tuple(coords[:, i] for i in keep),
+                                tuple(factors[i] for i in keep))
+           if keep else np.zeros(count, dtype=np.int64))
+    node = np.arange(count) // devices_per_node
+    return bool(np.unique(key * count + node).size != np.unique(key).size)
 
 
 class _Collectives:
@@ -96,7 +103,6 @@ class _Collectives:
         self.config = config
         self.machine = machine
         self.axes = grid_axes(layer, config)
-        self.coords = device_coordinates([f for _, f in self.axes], 1 << 30)
         self.words = 0.0
         self.seconds = 0.0
 
@@ -108,13 +114,9 @@ class _Collectives:
         return prod(f for name, f in self.axes if name in dims)
 
     def _spans(self, dims: Sequence[str]) -> bool:
-        keep = [i for i, (name, _) in enumerate(self.axes) if name not in dims]
-        if not keep:
-            key = np.zeros(self.coords.shape[0], dtype=np.int64)
-        else:
-            key = np.ravel_multi_index(tuple(self.coords[:, i] for i in keep),
-                                       tuple(self.axes[i][1] for i in keep))
-        return _spans_nodes(np.asarray(key), self.machine)
+        return group_spans_nodes(tuple(f for _, f in self.axes),
+                                 tuple(name in dims for name, _ in self.axes),
+                                 self.machine.devices_per_node)
 
     def all_reduce(self, words: float, dims: Sequence[str], element_bytes: int,
                    count: int = 1) -> None:
@@ -204,10 +206,18 @@ def layer_costs(layer: Layer, configs: Sequence[Config], machine: Machine) -> np
 
 def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
                    devices: int) -> tuple[np.ndarray, np.ndarray]:
-    stacked = np.stack([blocks(layer, c, use, devices) for c in configs])
-    flat = stacked.reshape(len(configs), -1)
-    unique, inverse = np.unique(flat, axis=0, return_inverse=True)
-    return unique.reshape((-1, *stacked.shape[1:])), inverse.reshape(-1)
+    """The distinct block layouts of a tensor over `configs`, and each config's index."""
+    seen: dict[bytes, int] = {}
+    layouts: list[np.ndarray] = []
+    inverse = np.empty(len(configs), dtype=np.int64)
+    for i, config in enumerate(configs):
+        layout = blocks(layer, config, use, devices)
+        key = layout.tobytes()
+        if key not in seen:
+            seen[key] = len(layouts)
+            layouts.append(layout)
+        inverse[i] = seen[key]
+    return np.stack(layouts), inverse
 
 
 def redistribution_words(held: np.ndarray, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -219,14 +229,27 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray) -> tuple[np.ndarr
     """
     held_volume = np.prod(held[..., 1] - held[..., 0], axis=-1)       # (A, devices)
     needed_volume = np.prod(needed[..., 1] - needed[..., 0], axis=-1)  # (B, devices)
+    # A dim that no layout on either side splits is whole on every working device, so it
+    # scales the overlap by its size and needs no per-pair work.
+    full: list[int] = []
+    for k in range(held.shape[2]):
+        extent = max(int(held[..., k, 1].max()), int(needed[..., k, 1].max()))
+        if all((side[..., k, 0] == 0).all() and np.isin(side[..., k, 1], (0, extent)).all()
+               for side in (held, needed)):
+            full.append(k)
+    split = [k for k in range(held.shape[2]) if k not in full]
+    full_size = prod(max(int(held[..., k, 1].max()), int(needed[..., k, 1].max()))
+                     for k in full)
     devices = held.shape[1]
     forward = np.zeros((held.shape[0], needed.shape[0]), dtype=np.float64)
     backward = np.zeros_like(forward)
     for device in range(devices):
         if not needed_volume[:, device].any() and not held_volume[:, device].any():
             continue
-        overlap = np.ones_like(forward)
-        for k in range(held.shape[2]):
+        both = ((held_volume[:, device] > 0)[:, None]
+                & (needed_volume[:, device] > 0)[None, :])
+        overlap = np.where(both, float(full_size), 0.0)
+        for k in split:
             hi = np.minimum(held[:, device, k, 1][:, None], needed[:, device, k, 1][None, :])
             lo = np.maximum(held[:, device, k, 0][:, None], needed[:, device, k, 0][None, :])
             overlap *= np.clip(hi - lo, 0, None)

@@ -203,14 +203,16 @@ def solve_dp(
             for axis in axes:
                 factors_of[axis].discard(key)
         entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
-        table_bytes = _table_bytes(entries, sizes[vertex])
-        if table_bytes > memory_budget:
+        # What would be live once this vertex's tables exist: the factors not yet consumed,
+        # its minimum and argmin tables and one chunk of sums (never the full table).
+        needed_bytes = live_bytes + _working_bytes(entries, sizes[vertex])
+        if needed_bytes > memory_budget:
             raise SearchMemoryError(
                 _memory_message(
-                    graph, vertex, dependent_set, entries, table_bytes, memory_budget, order
+                    graph, vertex, dependent_set, entries, needed_bytes, memory_budget, order
                 )
             )
-        peak_bytes = max(peak_bytes, live_bytes + _working_bytes(entries, sizes[vertex]))
+        peak_bytes = max(peak_bytes, needed_bytes)
         axes, minimum, argmin = eliminate(consumed, vertex)
         live_bytes += minimum.nbytes + argmin.nbytes - sum(table.nbytes for _, table in consumed)
         del consumed
@@ -248,16 +250,6 @@ def _resolve_order(graph: CostGraph, order: str | Sequence[int]) -> list[int]:
     return sequence
 
 
-def _table_bytes(entries: int, vertex_size: int) -> int:
-    """Bytes for a vertex's full table of sums, its minimum table and its argmin table.
-
-    `eliminate` forms the sums in chunks, so this overstates the memory actually used; it is
-    the budgeted size because it also measures the work.
-    """
-    remaining = entries // vertex_size
-    return entries * 8 + remaining * 8 + remaining * argmin_dtype(vertex_size).itemsize
-
-
 def _working_bytes(entries: int, vertex_size: int) -> int:
     """Bytes `eliminate` allocates: its minimum and argmin tables and one chunk of sums."""
     remaining = entries // vertex_size
@@ -282,7 +274,8 @@ def _memory_message(
     )
     return (
         f"the DP table of layer '{graph.names[vertex]}' with dependent set {{{dependent_names}}} "
-        f"has {entries:,} entries ({_format_bytes(table_bytes)}), over the memory budget of "
+        f"spans {entries:,} entries and would bring the live tables to "
+        f"{_format_bytes(table_bytes)}, over the memory budget of "
         f"{_format_bytes(budget)}; use {remedy} (for example a larger min-shard)"
     )
 

@@ -196,8 +196,15 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
         else:
             config_lists.append(enumerate_configs(layer.space, devices, min_shard))
     resolved = machine if isinstance(machine, Machine) else load_machine(machine)
-    return Problem(graph_op.sym_name.data, devices, resolved, layers, edges, config_lists,
-                   batch, compat)
+    problem = Problem(graph_op.sym_name.data, devices, resolved, layers, edges, config_lists,
+                      batch, compat)
+    # The data-parallel configuration is always a candidate, even where min-shard would
+    # rule it out, so the optimum is never slower than data parallelism.
+    for configs, (name, config) in zip(config_lists, problem.data_parallel().items(),
+                                       strict=True):
+        if len(configs) > 1 and config not in configs:
+            configs.append(config)
+    return problem
 
 
 def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
