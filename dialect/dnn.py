@@ -436,20 +436,22 @@ class LayerOp(IRDLOperation):
         for keyword, prop, form in cls.CLAUSES:
             if parser.parse_optional_keyword(keyword) is None:
                 continue
+            def parse_ints() -> ArrayAttr[IntAttr]:
+                return ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
+
             if form == "int":
                 properties[prop] = IntAttr(parser.parse_integer(allow_boolean=False))
             elif form == "pair":
-                if (single := parser.parse_optional_integer(allow_boolean=False)) is not None:
-                    properties[prop] = ArrayAttr((IntAttr(single), IntAttr(single)))
-                else:
-                    properties[prop] = ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
-                        parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
+                single = parser.parse_optional_integer(allow_boolean=False)
+                properties[prop] = (parse_ints() if single is None
+                                    else ArrayAttr((IntAttr(single), IntAttr(single))))
             elif form == "ints":
-                properties[prop] = ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
-                    parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
+                properties[prop] = parse_ints()
             else:
-                properties[prop] = ArrayAttr(StringAttr(d) for d in parser.parse_comma_separated_list(
-                    parser.Delimiter.SQUARE, parser.parse_identifier))
+                dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                         parser.parse_identifier)
+                properties[prop] = ArrayAttr(StringAttr(d) for d in dims)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         type_start = parser.pos

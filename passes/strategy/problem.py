@@ -19,7 +19,7 @@ configurations outside the enumerated space (the data-parallel baseline).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 import numpy as np
@@ -33,6 +33,7 @@ from pase.passes.strategy.dp import DPResult, SearchError, solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.layers import Edge, Layer, layers_from_graph
 from pase.passes.strategy.machines import Machine, load_machine
+from pase.passes.strategy.prune import prune
 
 Assignment = dict[str, Config]
 
@@ -88,14 +89,33 @@ class Problem:
         return [dict(c) for c in self.config_lists[self.index(name)]]
 
     def cost_graph(self) -> CostGraph:
-        """The DP's input: vertex cost vectors and edge cost matrices (built once)."""
+        """The DP's input: vertex cost vectors and edge cost matrices (built once).
+
+        Networks repeat blocks, so layers and edges that differ only in their names share
+        one computation.
+        """
         if self._cost_graph is None:
-            vertex = [np.array([self._vertex(i, c) for c in configs], dtype=np.float64)
-                      for i, configs in enumerate(self.config_lists)]
+            anonymous = [replace(layer, name="") for layer in self.layer_data]
+            configs_key = [tuple(tuple(sorted(c.items())) for c in configs)
+                           for configs in self.config_lists]
+            vertex_cache: dict[object, np.ndarray] = {}
+            vertex = []
+            for i, configs in enumerate(self.config_lists):
+                key = (anonymous[i], configs_key[i])
+                if key not in vertex_cache:
+                    vertex_cache[key] = np.array([self._vertex(i, c) for c in configs],
+                                                 dtype=np.float64)
+                vertex.append(vertex_cache[key])
             graph = CostGraph(self.layers, vertex)
+            edge_cache: dict[object, np.ndarray] = {}
             for edge in self.edges:
-                graph.add_edge(edge.producer, edge.consumer, self._edge(
-                    edge, self.config_lists[edge.producer], self.config_lists[edge.consumer]))
+                u, v = edge.producer, edge.consumer
+                key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
+                       replace(edge, producer=0, consumer=0))
+                if key not in edge_cache:
+                    edge_cache[key] = self._edge(edge, self.config_lists[u],
+                                                 self.config_lists[v])
+                graph.add_edge(u, v, edge_cache[key])
             self._cost_graph = graph
         return self._cost_graph
 
@@ -122,7 +142,7 @@ class Problem:
         configs = self._complete(assignment)
         compute = communication = redistribution = 0.0
         per_layer = {}
-        for i, (layer, config) in enumerate(zip(self.layer_data, configs, strict=True)):
+        for layer, config in zip(self.layer_data, configs, strict=True):
             cost = layer_cost(layer, config, self.machine)
             compute += cost.compute
             communication += cost.communication
@@ -200,7 +220,7 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
                       batch, compat)
     # The data-parallel configuration is always a candidate, even where min-shard would
     # rule it out, so the optimum is never slower than data parallelism.
-    for configs, (name, config) in zip(config_lists, problem.data_parallel().items(),
+    for configs, config in zip(config_lists, problem.data_parallel().values(),
                                        strict=True):
         if len(configs) > 1 and config not in configs:
             configs.append(config)
@@ -224,17 +244,26 @@ def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
 
 
 def solve(problem: Problem, method: str = "dp", order: str = "genseq",
-          memory_budget: int = 4 << 30, exhaustive_limit: int = 10**7) -> Solution:
+          memory_budget: int = 4 << 30, exhaustive_limit: int = 10**7,
+          pruning: bool = True) -> Solution:
     """The optimal strategy: `method="dp"` (exact, PaSE's DP over an elimination order)
-    or `method="exhaustive"` (brute force, small graphs)."""
+    or `method="exhaustive"` (brute force, small graphs).
+
+    With `pruning`, dominated and duplicate configurations are dropped first
+    (`pase.passes.strategy.prune`); the optimum is the same.
+    """
     graph = problem.cost_graph()
+    kept = [np.arange(size) for size in graph.sizes]
+    if pruning:
+        graph, kept = prune(graph)
     if method == "dp":
         result = solve_dp(graph, order, memory_budget)
     elif method == "exhaustive":
         result = solve_exhaustive(graph, exhaustive_limit)
     else:
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
-    assignment = {name: dict(problem.config_lists[i][choice])
-                  for i, (name, choice) in enumerate(zip(problem.layers, result.choice,
-                                                         strict=True))}
+    choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
+    result = replace(result, choice=choice)
+    assignment = {name: dict(problem.config_lists[i][c])
+                  for i, (name, c) in enumerate(zip(problem.layers, choice, strict=True))}
     return Solution(assignment, result.cost, result)

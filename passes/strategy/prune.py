@@ -1,0 +1,86 @@
+"""Exact pruning of configurations before the DP.
+
+A configuration a of layer v can go when another configuration b of v is at least as good
+everywhere: its layer cost is no higher and, for every incident edge and every configuration
+of the neighbour, its edge cost is no higher. Any strategy using a then costs at least as much
+with b instead, so the optimum survives. Configurations with identical cost rows are merged
+(the lowest index stays). Removing configurations of one layer shrinks its neighbours' rows,
+which can expose more dominance, so the pass repeats until nothing changes.
+
+Finding every dominated row is quadratic in K; each row is instead tested against the few
+rows with the smallest totals, which is where dominators are. Whatever is removed is
+provably dominated, so the result is exact whichever rows the test misses.
+
+>>> graph = CostGraph(["a", "b"], [np.array([1.0, 2.0, 1.0]), np.array([0.0, 0.0])])
+>>> graph.add_edge(0, 1, np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]))
+>>> pruned, kept = prune(graph)
+>>> [k.tolist() for k in kept]
+[[0], [0]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pase.passes.strategy.costgraph import CostGraph
+
+CANDIDATES = 16
+
+
+def _rows(vertex_costs: list[np.ndarray], edge_costs: dict[tuple[int, int], np.ndarray],
+          incident: list[tuple[int, int]], vertex: int) -> np.ndarray:
+    """Layer cost and every incident edge's costs, one row per configuration of `vertex`."""
+    parts = [vertex_costs[vertex][:, None]]
+    for u, v in incident:
+        parts.append(edge_costs[(u, v)] if u == vertex else edge_costs[(u, v)].T)
+    return np.ascontiguousarray(np.hstack(parts))
+
+
+def _survivors(rows: np.ndarray) -> np.ndarray:
+    """Indices of rows neither identical to an earlier row nor dominated by a candidate."""
+    alive = np.zeros(rows.shape[0], dtype=bool)
+    seen: set[bytes] = set()
+    for index in range(rows.shape[0]):
+        key = rows[index].tobytes()
+        if key not in seen:
+            seen.add(key)
+            alive[index] = True
+    totals = rows.sum(axis=1)
+    for candidate in np.argsort(totals, kind="stable")[:CANDIDATES]:
+        if not alive[candidate]:
+            continue
+        dominated = (rows >= rows[candidate]).all(axis=1)
+        dominated[candidate] = False
+        alive &= ~dominated
+    return np.flatnonzero(alive)
+
+
+def prune(graph: CostGraph, max_rounds: int = 8) -> tuple[CostGraph, list[np.ndarray]]:
+    """The graph restricted to undominated configurations, and for each vertex the
+    original indices of the configurations it kept (ascending)."""
+    kept = [np.arange(cost.size) for cost in graph.vertex_costs]
+    vertex_costs = list(graph.vertex_costs)
+    edge_costs = dict(graph.edge_costs)
+    incident: list[list[tuple[int, int]]] = [[] for _ in graph.names]
+    for u, v in edge_costs:
+        incident[u].append((u, v))
+        incident[v].append((u, v))
+    dirty = set(range(len(graph.names)))
+    for _ in range(max_rounds):
+        if not dirty:
+            break
+        touched: set[int] = set()
+        for vertex in sorted(dirty):
+            if vertex_costs[vertex].size == 1:
+                continue
+            survivors = _survivors(_rows(vertex_costs, edge_costs, incident[vertex], vertex))
+            if survivors.size == vertex_costs[vertex].size:
+                continue
+            kept[vertex] = kept[vertex][survivors]
+            vertex_costs[vertex] = vertex_costs[vertex][survivors]
+            for u, v in incident[vertex]:
+                matrix = edge_costs[(u, v)]
+                edge_costs[(u, v)] = matrix[survivors, :] if u == vertex else matrix[:, survivors]
+                touched.add(v if u == vertex else u)
+        dirty = touched
+    return CostGraph(graph.names, vertex_costs, edge_costs), kept
