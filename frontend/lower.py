@@ -17,6 +17,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -28,6 +29,9 @@ from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_of
 from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
+
+# Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
+Node = Any
 
 PARSER = Lark.open("dnn.lark", rel_to=__file__, parser="lalr", propagate_positions=True,
                    maybe_placeholders=True)
@@ -132,7 +136,7 @@ def _syntax_error(error: UnexpectedInput, text: str, filename: str) -> Diagnosti
             message += "; expected " + ", ".join(expected[:8])
         return Diagnostic(message, filename, line, column, text, max(len(str(token)), 1))
     if isinstance(error, UnexpectedCharacters):
-        return Diagnostic(f"unexpected character {text[error.pos_in_stream]!r}", filename,
+        return Diagnostic(f"unexpected character {text[error.pos_in_stream or 0]!r}", filename,
                           line, column, text)
     if isinstance(error, UnexpectedEOF):
         line, column = _end_position(text)
@@ -174,7 +178,7 @@ class _Builder:
         self.graph_names: dict[str, int] = {}
         self.locations: dict[Operation, tuple[int, int]] = {}
 
-    def error(self, message: str, token: Token | Tree | None) -> Diagnostic:
+    def error(self, message: str, token: Node | Tree | None) -> Diagnostic:
         if isinstance(token, Token):
             return Diagnostic(message, self.filename, token.line or 0, token.column or 0,
                               self.text, len(str(token)))
@@ -187,7 +191,7 @@ class _Builder:
         line, column = self.locations.get(op, (0, 0))
         return Diagnostic(message, self.filename, line, column, self.text)
 
-    def locate(self, op: Operation, token: Token) -> Operation:
+    def locate(self, op: Operation, token: Node) -> Operation:
         op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(token.line or 0),
                                      IntAttr(token.column or 0))
         self.locations[op] = (token.line or 0, token.column or 0)
@@ -195,7 +199,8 @@ class _Builder:
 
     # -- graphs --
 
-    def graph(self, tree: Tree) -> dnn.GraphOp:
+    def graph(self, tree: Node) -> dnn.GraphOp:
+        name_token: Node
         name_token, *rest = tree.children
         name = str(name_token)[1:]
         if name in self.graph_names:
@@ -232,15 +237,16 @@ class _Builder:
         if not returned:
             raise self.error(f"graph @{name} has no 'return'", name_token)
         graph = dnn.GraphOp(name, dims, ops)
-        return self.locate(graph, name_token)  # type: ignore[return-value]
+        self.locate(graph, name_token)
+        return graph
 
-    def positive_int(self, token: Token, what: str) -> int:
+    def positive_int(self, token: Node, what: str) -> int:
         text = str(token)
         if not text.lstrip("+").isdigit() or int(text) < 1:
             raise self.error(f"{what} must be a positive integer, got '{text}'", token)
         return int(text)
 
-    def non_negative_int(self, token: Token, what: str) -> int:
+    def non_negative_int(self, token: Node, what: str) -> int:
         text = str(token)
         if not text.lstrip("+").isdigit():
             raise self.error(f"{what} must be a non-negative integer, got '{text}'", token)
@@ -256,10 +262,10 @@ class _Scope:
         self.dims = dims
         self.values: dict[str, tuple[SSAValue, int]] = {}
 
-    def error(self, message: str, token: Token | Tree | None) -> Diagnostic:
+    def error(self, message: str, token: Node | Tree | None) -> Diagnostic:
         return self.builder.error(message, token)
 
-    def value(self, token: Token) -> SSAValue:
+    def value(self, token: Node) -> SSAValue:
         name = str(token)[1:]
         if name not in self.values:
             hint = difflib.get_close_matches(name, self.values, n=1)
@@ -267,7 +273,7 @@ class _Scope:
             raise self.error(f"undefined value %{name}{suggestion}", token)
         return self.values[name][0]
 
-    def shape(self, dim_tokens: Sequence[Token], element: str = "f32") -> NamedShape:
+    def shape(self, dim_tokens: Sequence[Node], element: str = "f32") -> NamedShape:
         for token in dim_tokens:
             if str(token) not in self.dims:
                 hint = difflib.get_close_matches(str(token), self.dims, n=1)
@@ -279,7 +285,7 @@ class _Scope:
                 raise self.error(f"dimension '{token}' appears twice in one tensor", token)
         return shape_of([str(t) for t in dim_tokens], self.dims, element)
 
-    def define(self, token: Token, value: SSAValue) -> None:
+    def define(self, token: Node, value: SSAValue) -> None:
         name = str(token)[1:]
         if name in self.values:
             raise self.error(f"%{name} is already defined at line {self.values[name][1]}", token)
@@ -309,7 +315,7 @@ class _Scope:
         self.define(target, op.results[0])
         return op
 
-    def data(self, op_token: Token, dim_list: Tree, element: Tree | None) -> Operation:
+    def data(self, op_token: Node, dim_list: Tree, element: Tree | None) -> Operation:
         op = str(op_token)
         element_name = "f32"
         if element is not None:
@@ -324,7 +330,7 @@ class _Scope:
         tensor = dnn.TensorType.of(self.shape(dims, element_name))
         return dnn.InputOp(tensor) if op == "input" else dnn.ParamOp(tensor)
 
-    def compute(self, op_token: Token, kind: Token | None, operand_tree: Tree,
+    def compute(self, op_token: Node, kind: Node, operand_tree: Tree,
                 clauses: list[Tree], result: Tree | None, element: Tree | None,
                 config: Tree | None) -> Operation:
         op = str(op_token)
@@ -364,9 +370,9 @@ class _Scope:
                 raise self.error(f"{op} needs its result dimensions: '-> [dims]'", op_token)
             result_dims = result.children[0].children
             result_dims = [] if result_dims == [None] else list(result_dims)
-            element_name = operands[0].type.shape.element if operands else "f32"
+            element_name = dnn.shape_of(operands[0]).element if operands else "f32"
             if statement.op is dnn.EmbeddingOp and len(operands) > 1:
-                element_name = operands[1].type.shape.element
+                element_name = dnn.shape_of(operands[1]).element
             result_type = dnn.TensorType.of(self.shape(result_dims, element_name))
         elif result is not None:
             raise self.error(f"{op} infers its result dimensions; remove '-> [...]'", result)
@@ -376,7 +382,7 @@ class _Scope:
         return layer
 
     def clauses(self, op: str, statement: Statement, clauses: list[Tree],
-                op_token: Token) -> dict[str, Attribute]:
+                op_token: Node) -> dict[str, Attribute]:
         properties: dict[str, Attribute] = {}
         for clause in clauses:
             keyword, value = clause.children
@@ -415,7 +421,7 @@ class _Scope:
 
     def build(self, statement: Statement, operands: list[SSAValue],
               properties: dict[str, Attribute], result_type: dnn.TensorType | None,
-              op_token: Token) -> dnn.LayerOp:
+              op_token: Node) -> dnn.LayerOp:
         placeholder = result_type or dnn.TensorType((), ())
         probe = statement.op.create(operands=operands, result_types=[placeholder],
                                     properties=properties)

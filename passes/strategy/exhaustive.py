@@ -93,7 +93,7 @@ def _tail_costs(graph: CostGraph, split: int, tail_shape: tuple[int, ...]) -> np
         tail_table += _along(vertex_cost, offset, len(tail_shape))
     for (u, v), edge_cost in graph.edge_costs.items():
         if u >= split:
-            index = [np.newaxis] * len(tail_shape)
+            index: list[slice | None] = [np.newaxis] * len(tail_shape)
             index[u - split] = index[v - split] = slice(None)
             tail_table += edge_cost[tuple(index)]
     return tail_table

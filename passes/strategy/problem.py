@@ -110,12 +110,12 @@ class Problem:
             edge_cache: dict[object, np.ndarray] = {}
             for edge in self.edges:
                 u, v = edge.producer, edge.consumer
-                key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
-                       replace(edge, producer=0, consumer=0))
-                if key not in edge_cache:
-                    edge_cache[key] = self._edge(edge, self.config_lists[u],
-                                                 self.config_lists[v])
-                graph.add_edge(u, v, edge_cache[key])
+                edge_key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
+                            replace(edge, producer=0, consumer=0))
+                if edge_key not in edge_cache:
+                    edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
+                                                      self.config_lists[v])
+                graph.add_edge(u, v, edge_cache[edge_key])
             self._cost_graph = graph
         return self._cost_graph
 
