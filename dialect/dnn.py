@@ -27,6 +27,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    FloatAttr,
     Float32Type,
     Float64Type,
     IntAttr,
@@ -39,14 +40,19 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -424,22 +430,17 @@ class LayerOp(IRDLOperation):
     # -- syntax --
 
     @classmethod
-    def parse(cls, parser: Parser) -> LayerOp:
+    def parse_clauses(cls, parser: Parser) -> dict[str, Attribute]:
+        """The `keyword value` clauses of this op (`over [t]`, `stride 2`, ...)."""
         properties: dict[str, Attribute] = {}
-        if cls.KIND is not None:
-            kind_prop, choices = cls.KIND
-            kind = parser.parse_identifier(context_msg=f" ({' or '.join(choices)})")
-            properties[kind_prop] = StringAttr(kind)
-        start = parser.pos
-        operands = parser.parse_optional_undelimited_comma_separated_list(
-            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
+
+        def parse_ints() -> ArrayAttr[IntAttr]:
+            return ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
+
         for keyword, prop, form in cls.CLAUSES:
             if parser.parse_optional_keyword(keyword) is None:
                 continue
-            def parse_ints() -> ArrayAttr[IntAttr]:
-                return ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
-                    parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
-
             if form == "int":
                 properties[prop] = IntAttr(parser.parse_integer(allow_boolean=False))
             elif form == "pair":
@@ -452,13 +453,41 @@ class LayerOp(IRDLOperation):
                 dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
                                                          parser.parse_identifier)
                 properties[prop] = ArrayAttr(StringAttr(d) for d in dims)
+        return properties
+
+    @classmethod
+    def print_clauses(cls, printer: Printer, properties: dict[str, Attribute]) -> None:
+        for keyword, prop, form in cls.CLAUSES:
+            attr = properties.get(prop)
+            if attr is None:
+                continue
+            if isinstance(attr, IntAttr):
+                printer.print_string(f" {keyword} {attr.data}")
+                continue
+            assert isinstance(attr, ArrayAttr)
+            items = [str(a.data) for a in attr.data]  # type: ignore[attr-defined]
+            if form == "pair" and len(set(items)) == 1:
+                printer.print_string(f" {keyword} {items[0]}")
+            else:
+                printer.print_string(f" {keyword} [{', '.join(items)}]")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LayerOp:
+        properties: dict[str, Attribute] = {}
+        if cls.KIND is not None:
+            kind_prop, choices = cls.KIND
+            kind = parser.parse_identifier(context_msg=f" ({' or '.join(choices)})")
+            properties[kind_prop] = StringAttr(kind)
+        start = parser.pos
+        operands = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
+        properties |= cls.parse_clauses(parser)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        type_start = parser.pos
         function_type = parser.parse_function_type()
         operand_types = function_type.inputs.data
         if len(function_type.outputs.data) != 1:
-            parser.raise_error(f"{cls.name} has exactly one result", type_start)
+            parser.raise_error(f"{cls.name} has exactly one result")
         values = parser.resolve_operands(operands, operand_types, start)
         return cls.create(operands=values, result_types=function_type.outputs.data,
                           properties=properties, attributes=attributes)
@@ -469,17 +498,7 @@ class LayerOp(IRDLOperation):
         if self.inputs:
             printer.print_string(" ")
             printer.print_list(self.inputs, printer.print_operand)
-        for keyword, prop, form in self.CLAUSES:
-            if prop not in self.properties:
-                continue
-            if form == "int":
-                printer.print_string(f" {keyword} {self.int_prop(prop)}")
-            elif form == "ints" or (form == "pair" and len(set(self.ints_prop(prop))) != 1):
-                printer.print_string(f" {keyword} [{', '.join(map(str, self.ints_prop(prop)))}]")
-            elif form == "pair":
-                printer.print_string(f" {keyword} {self.ints_prop(prop)[0]}")
-            else:
-                printer.print_string(f" {keyword} [{', '.join(self.dims_prop(prop))}]")
+        self.print_clauses(printer, dict(self.properties))
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_function_type([v.type for v in self.inputs], [self.output.type])
@@ -910,10 +929,183 @@ class SoftmaxCrossEntropyOp(LayerOp):
             (logits.dims, labels.dims), (), flops_forward=5.0, flops_backward=2.0)
 
 
+# --- Training: gradients and updates (written by pase-autodiff) ---------------------
+
+
+def layer_class(name: str) -> type[LayerOp]:
+    """The forward layer op class named `name` (e.g. "dnn.relu")."""
+    for op in LAYER_OPS:
+        if op.name == name:
+            return op
+    raise VerifyException(f"unknown layer op '{name}'")
+
+
+@irdl_op_definition
+class VjpOp(IRDLOperation):
+    """The gradients of some operands of a forward layer (its vector-Jacobian product).
+
+    Operands: the forward layer's operands, its result, and the gradient of its result
+    (absent for the loss, whose gradient is 1). `wrt` lists the forward operands whose
+    gradients are the results. The forward layer's kind and clauses follow in its own
+    syntax, so the op has the forward layer's iteration space and takes its
+    configuration:
+
+        %dx, %dw = dnn.vjp "dnn.conv2d" [0, 1] (%x, %w) -> %y grad %dy stride 1 padding 0
+            : (!dnn.tensor<...>, !dnn.tensor<...>), !dnn.tensor<...> -> (..., ...)
+    """
+
+    name = "dnn.vjp"
+
+    inputs = var_operand_def(TensorType)
+    result = operand_def(TensorType)
+    cotangent = opt_operand_def(TensorType)
+    gradients = var_result_def(TensorType)
+    forward = prop_def(StringAttr)
+    wrt = prop_def(ArrayAttr[IntAttr])
+    kind = opt_prop_def(StringAttr)
+    over = opt_prop_def(ArrayAttr[StringAttr])
+    window = opt_prop_def(ArrayAttr[IntAttr])
+    stride = opt_prop_def(IntAttr)
+    padding = opt_prop_def(ArrayAttr[IntAttr])
+
+    traits = traits_def(HasParent(GraphOp))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
+                                                      "padding")
+
+    @property
+    def indices(self) -> tuple[int, ...]:
+        return tuple(i.data for i in self.wrt.data)
+
+    @property
+    def forward_class(self) -> type[LayerOp]:
+        return layer_class(self.forward.data)
+
+    def forward_properties(self) -> dict[str, Attribute]:
+        return {name: value for name, value in self.properties.items()
+                if name in self.FORWARD_PROPERTIES}
+
+    def probe(self) -> LayerOp:
+        """A detached forward layer op with this op's operands and properties; call
+        `drop_all_references()` on it when done."""
+        return self.forward_class.create(operands=list(self.inputs),
+                                         result_types=[self.result.type],
+                                         properties=self.forward_properties())
+
+    def iteration_space(self) -> IterationSpace:
+        probe = self.probe()
+        try:
+            return probe.iteration_space()
+        finally:
+            probe.drop_all_references()
+
+    def verify_(self) -> None:
+        indices = self.indices
+        if len(indices) != len(self.gradients):
+            raise VerifyException(f"dnn.vjp has {len(self.gradients)} results for "
+                                  f"{len(indices)} operands in wrt")
+        for index, gradient in zip(indices, self.gradients, strict=True):
+            if not 0 <= index < len(self.inputs):
+                raise VerifyException(f"dnn.vjp wrt index {index} is not a forward operand")
+            if gradient.type != self.inputs[index].type:
+                raise VerifyException(f"the gradient of operand {index} must have its type "
+                                      f"{self.inputs[index].type}")
+        if self.cotangent is not None and self.cotangent.type != self.result.type:
+            raise VerifyException("the incoming gradient must have the forward result's type")
+        if self.cotangent is None and self.result.type.shape.dims:
+            raise VerifyException("only a scalar loss may leave out its incoming gradient")
+        probe = self.probe()
+        try:
+            probe.verify_()
+        finally:
+            probe.drop_all_references()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VjpOp:
+        forward = parser.parse_str_literal(" (the forward op name)")
+        try:
+            forward_class = layer_class(forward)
+        except VerifyException as error:
+            parser.raise_error(str(error))
+        wrt = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False))
+        start = parser.pos
+        inputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                   parser.parse_unresolved_operand)
+        parser.parse_punctuation("->")
+        result = parser.parse_unresolved_operand()
+        cotangent = (parser.parse_unresolved_operand()
+                     if parser.parse_optional_keyword("grad") is not None else None)
+        properties = forward_class.parse_clauses(parser)
+        properties["forward"] = StringAttr(forward)
+        properties["wrt"] = ArrayAttr(IntAttr(i) for i in wrt)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        input_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                        parser.parse_type)
+        parser.parse_punctuation(",")
+        result_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        gradient_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                           parser.parse_type)
+        operands = [parser.resolve_operands(inputs, input_types, start),
+                    [parser.resolve_operand(result, result_type)],
+                    [] if cotangent is None else [parser.resolve_operand(cotangent,
+                                                                         result_type)]]
+        return cls.build(operands=operands, result_types=[gradient_types],
+                         properties=properties, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f' "{self.forward.data}" [')
+        printer.print_string(", ".join(str(i) for i in self.indices) + "] (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(") -> ")
+        printer.print_operand(self.result)
+        if self.cotangent is not None:
+            printer.print_string(" grad ")
+            printer.print_operand(self.cotangent)
+        self.forward_class.print_clauses(printer, self.properties)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
+        printer.print_string("), ")
+        printer.print_attribute(self.result.type)
+        printer.print_string(" -> (")
+        printer.print_list([v.type for v in self.gradients], printer.print_attribute)
+        printer.print_string(")")
+
+
+@irdl_op_definition
+class SgdOp(IRDLOperation):
+    """One SGD step on a parameter: `%w2 = dnn.sgd %w, %dw lr 0.01 : !dnn.tensor<...>`."""
+
+    name = "dnn.sgd"
+
+    param = operand_def(TensorType)
+    gradient = operand_def(TensorType)
+    output = result_def(TensorType)
+    lr = prop_def(FloatAttr)
+
+    traits = traits_def(HasParent(GraphOp))
+    assembly_format = ("$param `,` $gradient `lr` $lr attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, param: SSAValue, gradient: SSAValue, lr: float):
+        super().__init__(operands=[param, gradient], result_types=[param.type],
+                         properties={"lr": FloatAttr(lr, f64)})
+
+    def verify_(self) -> None:
+        if not self.param.type == self.gradient.type == self.output.type:
+            raise VerifyException("dnn.sgd needs the parameter, its gradient and the result "
+                                  "to have one type")
+
+
 LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
     ReshapeOp, SoftmaxCrossEntropyOp,
 )
 
-Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS], [TensorType])
+Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, SgdOp],
+              [TensorType])

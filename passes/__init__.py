@@ -20,7 +20,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PaseSearchPass
 
-    return {"pase-annotate-configs": get_annotate_configs, "pase-search": get_search}
+    def get_autodiff() -> type[ModulePass]:
+        from pase.passes.autodiff import AutodiffPass
+
+        return AutodiffPass
+
+    return {"pase-annotate-configs": get_annotate_configs, "pase-search": get_search,
+            "pase-autodiff": get_autodiff}
 
 
 PASS_SUMMARIES: dict[str, str] = {
@@ -29,4 +35,6 @@ PASS_SUMMARIES: dict[str, str] = {
     "pase-search{devices=P machine=pase-default order=genseq method=dp min-shard=4\n"
     "            compat=pase strategy=FILE export=FILE report=true memory-gib=4}":
         "the optimal strategy: #pase.config on every layer, #pase.strategy on the graph",
+    "pase-autodiff{lr=0.01}":
+        "append the backward pass (einsums and dnn.vjp) and an SGD step (dnn.sgd)",
 }

@@ -1,0 +1,185 @@
+"""`pase-autodiff{lr=0.01}`: the backward pass and an SGD step, in the `dnn` dialect.
+
+For the loss (the first value the graph returns, a scalar), appends before the return:
+
+- for every einsum, the gradient of each operand that needs one as another einsum
+  (`dx = einsum(dh, w) -> x's dims`), unless the operand has a dim no other tensor has;
+- for every other layer, one `dnn.vjp` computing the gradients of all its operands that
+  need one (parameters and what depends on them; never input data or labels);
+- where a value feeds several layers, `dnn.add`s summing the contributions;
+- for every parameter, `dnn.sgd` with learning rate `lr`; the graph then returns the
+  loss and the updated parameters, in parameter order.
+
+Backward ops inherit their forward layer's `pase.config`, as PaSE's cost model assumes,
+and record the layer in `pase.layer`; einsum gradients also keep the forward layer's
+device-grid order in `pase.grid_order`, so they run on the same devices. A sum of
+gradient contributions and an SGD step run where the gradient's value lives:
+`pase.layout_of = "h"` (layer h's result) or `"z:1"` (operand 1 of layer z, for a
+parameter, which lives where its first reader needs it).
+
+    %dh = dnn.vjp "dnn.relu" [0] (%h) -> %a grad %da {pase.layer = "a", ...} : ...
+    %dw1 = dnn.einsum %x, %dh {pase.layer = "h", ...} : (...) -> !dnn.tensor<[d, h]...>
+    %w1_next = dnn.sgd %w1, %dw1 lr 1.000000e-02 {pase.layout_of = "h:1"} : ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from pase.dialect import dnn
+from pase.dialect.pase import CONFIG_ATTR_NAME
+from pase.frontend.diagnostics import Diagnostic
+from pase.passes.strategy.layers import layer_names
+
+LAYER_ATTR = "pase.layer"
+GRID_ORDER_ATTR = "pase.grid_order"
+LAYOUT_OF_ATTR = "pase.layout_of"
+
+
+@dataclass(frozen=True)
+class AutodiffPass(ModulePass):
+    """Append the backward pass and an SGD update to every graph."""
+
+    name = "pase-autodiff"
+
+    lr: float = 0.01
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
+            _Differentiator(graph, self.lr).run()
+
+
+class _Differentiator:
+    def __init__(self, graph: dnn.GraphOp, lr: float):
+        self.graph = graph
+        self.lr = lr
+        self.names = layer_names(graph)
+        self.layers = graph.layers
+        self.ret = graph.body.block.last_op
+        assert isinstance(self.ret, dnn.ReturnOp)
+        self.contributions: dict[SSAValue, list[tuple[SSAValue, str]]] = {}
+
+    def error(self, message: str) -> Diagnostic:
+        return Diagnostic(f"pase-autodiff on @{self.graph.sym_name.data}: {message}")
+
+    def insert(self, op: Operation) -> Operation:
+        Rewriter.insert_op(op, InsertPoint.before(self.ret))
+        return op
+
+    def run(self) -> None:
+        block = self.graph.body.block
+        if any(isinstance(op, dnn.VjpOp | dnn.SgdOp) for op in block.ops):
+            raise self.error("the graph already has a backward pass")
+        loss = self.ret.values[0]
+        if dnn.shape_of(loss).dims:
+            raise self.error("the first returned value must be the scalar loss")
+        needs_grad = self.needs_grad()
+        first_reader = self.first_readers()
+        for layer in reversed(self.layers):
+            cotangent = None
+            if layer.output is not loss:
+                parts = self.contributions.pop(layer.output, [])
+                if not parts:
+                    continue
+                cotangent = self.accumulate(layer.output, parts, self.names[layer])
+            wrt = [i for i, v in enumerate(layer.inputs) if needs_grad[v]]
+            if wrt:
+                self.backward(layer, cotangent, wrt)
+        updated = []
+        for op in list(block.ops):
+            if not isinstance(op, dnn.ParamOp):
+                continue
+            parts = self.contributions.pop(op.output, [])
+            if not parts:
+                continue
+            layout = first_reader[op.output]
+            gradient = self.accumulate(op.output, parts, layout)
+            step = dnn.SgdOp(op.output, gradient, self.lr)
+            step.attributes[LAYOUT_OF_ATTR] = StringAttr(layout)
+            step.output.name_hint = f"{op.output.name_hint or 'param'}_next"
+            updated.append(self.insert(step).results[0])
+        self.ret.operands = [loss, *updated]
+
+    def needs_grad(self) -> dict[SSAValue, bool]:
+        needs: dict[SSAValue, bool] = {}
+        for op in self.graph.body.block.ops:
+            if isinstance(op, dnn.ParamOp):
+                needs[op.output] = True
+            elif isinstance(op, dnn.InputOp):
+                needs[op.output] = False
+            elif isinstance(op, dnn.LayerOp):
+                needs[op.output] = any(needs[v] for v in op.inputs)
+        return needs
+
+    def first_readers(self) -> dict[SSAValue, str]:
+        readers: dict[SSAValue, str] = {}
+        for layer in self.layers:
+            for index, value in enumerate(layer.inputs):
+                readers.setdefault(value, f"{self.names[layer]}:{index}")
+        return readers
+
+    def accumulate(self, value: SSAValue, parts: list[tuple[SSAValue, str]],
+                   layout: str) -> SSAValue:
+        """The total gradient of `value`: its one contribution, or their sum."""
+        total = parts[0][0]
+        for gradient, _ in parts[1:]:
+            add = dnn.AddOp.create(operands=[total, gradient], result_types=[value.type])
+            add.attributes[LAYOUT_OF_ATTR] = StringAttr(layout)
+            self.insert(add)
+            total = add.results[0]
+        total.name_hint = f"d{value.name_hint or 'v'}"
+        return total
+
+    def backward(self, layer: dnn.LayerOp, cotangent: SSAValue | None, wrt: list[int]) -> None:
+        name = self.names[layer]
+        attributes: dict[str, Attribute] = {LAYER_ATTR: StringAttr(name)}
+        if (config := layer.attributes.get(CONFIG_ATTR_NAME)) is not None:
+            attributes[CONFIG_ATTR_NAME] = config
+        space = layer.iteration_space()
+        if isinstance(layer, dnn.EinsumOp) and cotangent is not None:
+            by_einsum = [i for i in wrt if self.einsum_gradient_fits(layer, i)]
+        else:
+            by_einsum = []
+        for index in by_einsum:
+            others = [v for j, v in enumerate(layer.inputs) if j != index]
+            gradient = dnn.EinsumOp.create(operands=[cotangent, *others],
+                                           result_types=[layer.inputs[index].type])
+            gradient.attributes |= attributes
+            gradient.attributes[GRID_ORDER_ATTR] = ArrayAttr(StringAttr(d) for d in space.names)
+            self.insert(gradient)
+            self.contribute(layer.inputs[index], gradient.results[0], name)
+        rest = [i for i in wrt if i not in by_einsum]
+        if not rest:
+            return
+        vjp = dnn.VjpOp.build(
+            operands=[list(layer.inputs), [layer.output], [] if cotangent is None else
+                      [cotangent]],
+            result_types=[[layer.inputs[i].type for i in rest]],
+            properties={"forward": StringAttr(layer.name), "wrt": ArrayAttr(
+                IntAttr(i) for i in rest), **{k: v for k, v in layer.properties.items()
+                                            if k in dnn.VjpOp.FORWARD_PROPERTIES}},
+            attributes=attributes)
+        self.insert(vjp)
+        for index, gradient in zip(rest, vjp.results, strict=True):
+            self.contribute(layer.inputs[index], gradient, name)
+
+    @staticmethod
+    def einsum_gradient_fits(layer: dnn.LayerOp, index: int) -> bool:
+        """An operand's gradient is an einsum when each of its dims appears elsewhere."""
+        dims = dnn.shape_of(layer.inputs[index]).dims
+        elsewhere = set(layer.result_shape.dims)
+        for j, value in enumerate(layer.inputs):
+            if j != index:
+                elsewhere |= set(dnn.shape_of(value).dims)
+        return set(dims) <= elsewhere
+
+    def contribute(self, value: SSAValue, gradient: SSAValue, layer: str) -> None:
+        parts = self.contributions.setdefault(value, [])
+        parts.append((gradient, layer))
+        gradient.name_hint = f"d{value.name_hint or 'v'}_{layer}"
