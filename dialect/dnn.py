@@ -27,9 +27,9 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    FloatAttr,
     Float32Type,
     Float64Type,
+    FloatAttr,
     IntAttr,
     IntegerType,
     StringAttr,
