@@ -1,4 +1,4 @@
-"""The dialects of pase: `dnn` (layers), `pase` (strategy attributes).
+"""The dialects of pase: `dnn` (layers), `pase` (strategy attributes), `dist` (SPMD).
 
 `get_all_dialects()` maps names to closures that import on demand, as xDSL's own
 registry does, so a driver pays only for the dialects a file uses.
@@ -20,4 +20,9 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Pase
 
-    return {"dnn": get_dnn, "pase": get_pase}
+    def get_dist() -> Dialect:
+        from pase.dialect.dist import Dist
+
+        return Dist
+
+    return {"dnn": get_dnn, "pase": get_pase, "dist": get_dist}

@@ -61,7 +61,12 @@ from xdsl.utils.exceptions import VerifyException
 
 from pase.dialect import shapes
 from pase.dialect.interface import IterationSpace, IterDim
-from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    LAYER_ATTR_NAME,
+    LAYOUT_OF_ATTR_NAME,
+    ConfigAttr,
+)
 from pase.dialect.shapes import NamedShape, ShapeError
 
 ELEMENT_TYPES: dict[str, Attribute] = {"f32": f32, "f64": f64, "i32": i32, "i64": i64}
@@ -196,7 +201,10 @@ class GraphOp(IRDLOperation):
 
     @property
     def layers(self) -> list[LayerOp]:
-        return [op for op in self.body.block.ops if isinstance(op, LayerOp)]
+        """The forward layers (not the gradient ops pase-autodiff adds)."""
+        return [op for op in self.body.block.ops if isinstance(op, LayerOp)
+                and LAYER_ATTR_NAME not in op.attributes
+                and LAYOUT_OF_ATTR_NAME not in op.attributes]
 
     @classmethod
     def parse(cls, parser: Parser) -> GraphOp:
@@ -484,10 +492,11 @@ class LayerOp(IRDLOperation):
         properties |= cls.parse_clauses(parser)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        type_start = parser.pos
         function_type = parser.parse_function_type()
         operand_types = function_type.inputs.data
         if len(function_type.outputs.data) != 1:
-            parser.raise_error(f"{cls.name} has exactly one result")
+            parser.raise_error(f"{cls.name} has exactly one result", type_start)
         values = parser.resolve_operands(operands, operand_types, start)
         return cls.create(operands=values, result_types=function_type.outputs.data,
                           properties=properties, attributes=attributes)

@@ -27,6 +27,13 @@ from xdsl.utils.exceptions import VerifyException
 CONFIG_ATTR_NAME = "pase.config"
 NUM_CONFIGS_ATTR_NAME = "pase.num_configs"
 STRATEGY_ATTR_NAME = "pase.strategy"
+LAYER_ATTR_NAME = "pase.layer"
+"""On a backward op: the forward layer it belongs to."""
+GRID_ORDER_ATTR_NAME = "pase.grid_order"
+"""On an einsum gradient: its forward layer's grid-axis order."""
+LAYOUT_OF_ATTR_NAME = "pase.layout_of"
+"""On a gradient sum or SGD step: runs in the layout of layer "h"'s result or of
+operand i of layer "z" ("z:i")."""
 
 
 @irdl_attr_definition

@@ -25,8 +25,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AutodiffPass
 
+    def get_lower_spmd() -> type[ModulePass]:
+        from pase.passes.lower_spmd import LowerSpmdPass
+
+        return LowerSpmdPass
+
     return {"pase-annotate-configs": get_annotate_configs, "pase-search": get_search,
-            "pase-autodiff": get_autodiff}
+            "pase-autodiff": get_autodiff, "pase-lower-spmd": get_lower_spmd}
 
 
 PASS_SUMMARIES: dict[str, str] = {
@@ -37,4 +42,6 @@ PASS_SUMMARIES: dict[str, str] = {
         "the optimal strategy: #pase.config on every layer, #pase.strategy on the graph",
     "pase-autodiff{lr=0.01}":
         "append the backward pass (einsums and dnn.vjp) and an SGD step (dnn.sgd)",
+    "pase-lower-spmd{devices=P}":
+        "one SPMD dist.program: per-device blocks, all-reduces and redistributions",
 }

@@ -33,13 +33,18 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pase.dialect import dnn
-from pase.dialect.pase import CONFIG_ATTR_NAME
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    GRID_ORDER_ATTR_NAME,
+    LAYER_ATTR_NAME,
+    LAYOUT_OF_ATTR_NAME,
+)
 from pase.frontend.diagnostics import Diagnostic
 from pase.passes.strategy.layers import layer_names
 
-LAYER_ATTR = "pase.layer"
-GRID_ORDER_ATTR = "pase.grid_order"
-LAYOUT_OF_ATTR = "pase.layout_of"
+LAYER_ATTR = LAYER_ATTR_NAME
+GRID_ORDER_ATTR = GRID_ORDER_ATTR_NAME
+LAYOUT_OF_ATTR = LAYOUT_OF_ATTR_NAME
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,349 @@
+"""The `dist` dialect: one SPMD program over p devices, with explicit communication.
+
+Follows MLIR's `shard` dialect where the concepts match: device grids are `shard.grid`
+symbols (xDSL's op), a tensor dim is split along a grid axis (`split_axes`, as in
+`shard.sharding`), and collectives are spelled `dist.all_reduce %x on @grid grid_axes =
+[1]` like `shard.all_reduce`. What `shard` lacks and pase needs: a value type that
+carries its global named shape, its local (per-device) shape and its sharding, partial
+sums, and `dist.redistribute` between layouts on different grids.
+
+A grid's devices are ids 0..q-1 in row-major order; devices q..p-1 hold nothing of the
+values on that grid and skip its ops.
+
+    dist.program @mlp(devices = 4) {
+      shard.grid @grid4(shape = 4)
+      %x = dist.input "x" : !dist.tensor<[b = 64, d = 256] local [64, 256], f32 on @grid4 split [[], []]>
+      %h = dist.layer "dnn.einsum" (%x, %w1) {tag = "h"} : (...) -> !dist.tensor<... partial [0]>
+      %h_sum = dist.all_reduce %h on @grid4 grid_axes = [0] {tag = "h"} : ... -> ...
+      %h_a = dist.redistribute %h_sum {tag = "h->a"} : !dist.tensor<...> -> !dist.tensor<...>
+      dist.return %l : ...
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+from xdsl.dialects.builtin import (
+    I16,
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FlatSymbolRefAttr,
+    IntAttr,
+    StringAttr,
+    i16,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from pase.dialect.dnn import ELEMENT_TYPES, element_name
+
+
+def axes_attr(axes: Sequence[int]) -> DenseArrayBase:
+    """Grid axes as MLIR's `shard` spells them: an i16 array printed `[0, 1]`."""
+    return DenseArrayBase.from_list(i16, list(axes))
+
+
+def _int_lists(data: Sequence[Sequence[int]]) -> ArrayAttr[ArrayAttr[IntAttr]]:
+    return ArrayAttr(ArrayAttr(IntAttr(i) for i in inner) for inner in data)
+
+
+@irdl_attr_definition
+class TensorType(ParametrizedAttribute, TypeAttribute):
+    """A distributed tensor: global named shape, local shape, sharding, partial sums.
+
+    `!dist.tensor<[b = 64, h = 1024] local [16, 512], f32 on @g split [[0], [1]]>`; with
+    `partial [2]` the local blocks are partial sums still to be all-reduced over grid
+    axis 2.
+    """
+
+    name = "dist.tensor"
+
+    dims: ArrayAttr[StringAttr]
+    sizes: ArrayAttr[IntAttr]
+    local: ArrayAttr[IntAttr]
+    element_type: Attribute
+    grid: FlatSymbolRefAttr
+    split_axes: ArrayAttr[ArrayAttr[IntAttr]]
+    partial: ArrayAttr[IntAttr]
+
+    def __init__(self, dims: Sequence[str], sizes: Sequence[int], local: Sequence[int],
+                 element: str, grid: str, split_axes: Sequence[Sequence[int]],
+                 partial: Sequence[int] = ()):
+        super().__init__(ArrayAttr(StringAttr(d) for d in dims),
+                         ArrayAttr(IntAttr(s) for s in sizes),
+                         ArrayAttr(IntAttr(s) for s in local), ELEMENT_TYPES[element],
+                         FlatSymbolRefAttr(grid), _int_lists(split_axes),
+                         ArrayAttr(IntAttr(a) for a in partial))
+
+    @property
+    def dim_names(self) -> tuple[str, ...]:
+        return tuple(d.data for d in self.dims.data)
+
+    @property
+    def global_shape(self) -> tuple[int, ...]:
+        return tuple(s.data for s in self.sizes.data)
+
+    @property
+    def local_shape(self) -> tuple[int, ...]:
+        return tuple(s.data for s in self.local.data)
+
+    @property
+    def element(self) -> str:
+        return element_name(self.element_type)
+
+    @property
+    def grid_name(self) -> str:
+        return self.grid.root_reference.data
+
+    @property
+    def axes(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(i.data for i in inner.data) for inner in self.split_axes.data)
+
+    @property
+    def partial_axes(self) -> tuple[int, ...]:
+        return tuple(a.data for a in self.partial.data)
+
+    def with_partial(self, partial: Sequence[int]) -> TensorType:
+        return TensorType(self.dim_names, self.global_shape, self.local_shape, self.element,
+                          self.grid_name, self.axes, partial)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def parse_dim() -> tuple[str, int]:
+            dim = parser.parse_identifier()
+            parser.parse_punctuation("=")
+            return dim, parser.parse_integer(allow_boolean=False)
+
+        def parse_ints() -> list[int]:
+            return parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False))
+
+        with parser.in_angle_brackets():
+            parser.parse_punctuation("[")
+            dims: list[tuple[str, int]] = []
+            if parser.parse_optional_punctuation("]") is None:
+                dims = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_dim)
+                parser.parse_punctuation("]")
+            parser.parse_keyword("local")
+            parser.parse_punctuation("[")
+            local: list[int] = []
+            if parser.parse_optional_punctuation("]") is None:
+                local = parser.parse_comma_separated_list(
+                    parser.Delimiter.NONE, lambda: parser.parse_integer(allow_boolean=False))
+                parser.parse_punctuation("]")
+            parser.parse_punctuation(",")
+            element_type = parser.parse_type()
+            parser.parse_keyword("on")
+            grid = parser.parse_symbol_name()
+            parser.parse_keyword("split")
+            parser.parse_punctuation("[")
+            axes: list[list[int]] = []
+            if parser.parse_optional_punctuation("]") is None:
+                axes = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_ints)
+                parser.parse_punctuation("]")
+            partial = parse_ints() if parser.parse_optional_keyword("partial") else []
+        return (ArrayAttr(StringAttr(d) for d, _ in dims), ArrayAttr(IntAttr(s) for _, s in dims),
+                ArrayAttr(IntAttr(s) for s in local), element_type, FlatSymbolRefAttr(grid),
+                _int_lists(axes), ArrayAttr(IntAttr(a) for a in partial))
+
+    def print_parameters(self, printer: Printer) -> None:
+        dims = ", ".join(f"{d} = {s}" for d, s in zip(self.dim_names, self.global_shape,
+                                                        strict=True))
+        local = ", ".join(str(s) for s in self.local_shape)
+        axes = ", ".join("[" + ", ".join(str(a) for a in inner) + "]" for inner in self.axes)
+        text = (f"<[{dims}] local [{local}], {self.element} on @{self.grid_name} "
+                f"split [{axes}]")
+        if self.partial_axes:
+            text += " partial [" + ", ".join(str(a) for a in self.partial_axes) + "]"
+        printer.print_string(text + ">")
+
+    def verify(self) -> None:
+        rank = len(self.dims.data)
+        if not len(self.sizes.data) == len(self.local.data) == len(self.split_axes.data) == rank:
+            raise VerifyException("!dist.tensor needs a size, a local size and split axes "
+                                  "per dimension")
+        element_name(self.element_type)
+
+
+def local_shape(sizes: Sequence[int], split_axes: Sequence[Sequence[int]],
+                grid_shape: Sequence[int]) -> tuple[int, ...]:
+    """Each dim's size divided by the product of the grid axes it is split along."""
+    return tuple(size // prod(grid_shape[a] for a in axes)
+                 for size, axes in zip(sizes, split_axes, strict=True))
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """The SPMD program of one graph: `dist.program @mlp(devices = 8) { ... }`."""
+
+    name = "dist.program"
+
+    sym_name = prop_def(StringAttr)
+    devices = prop_def(IntAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(SymbolOpInterface(), SymbolTable())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramOp:
+        name = parser.parse_symbol_name()
+        parser.parse_punctuation("(")
+        parser.parse_keyword("devices")
+        parser.parse_punctuation("=")
+        devices = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(")")
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        op = cls.create(properties={"sym_name": name, "devices": IntAttr(devices)},
+                        regions=[parser.parse_region()])
+        if attributes is not None:
+            op.attributes |= attributes.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(f"(devices = {self.devices.data})")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+
+class _ValueSource(IRDLOperation):
+    """A training input or parameter, already laid out: each device holds its block."""
+
+    value_name = prop_def(StringAttr)
+    output = result_def(TensorType)
+
+    assembly_format = "$value_name attr-dict `:` type($output)"
+
+
+@irdl_op_definition
+class InputOp(_ValueSource):
+    """`%x = dist.input "x" : !dist.tensor<...>`"""
+
+    name = "dist.input"
+
+
+@irdl_op_definition
+class ParamOp(_ValueSource):
+    """`%w = dist.param "w1" : !dist.tensor<...>`"""
+
+    name = "dist.param"
+
+
+@irdl_op_definition
+class LayerOp(IRDLOperation):
+    """One device-local step of a `dnn` op (forward, `dnn.vjp` or `dnn.sgd`) on the
+    blocks each device of the grid holds; `stats_axes` are the grid axes the kernel's
+    own reductions (softmax and norm statistics) or gathers (LSTM state) run over.
+
+    `%h = dist.layer "dnn.einsum" (%x, %w) {tag = "h"} : (...) -> !dist.tensor<...>`;
+    the dnn op's properties are in `op_properties`.
+    """
+
+    name = "dist.layer"
+
+    kernel = prop_def(StringAttr)
+    op_properties = prop_def(DictionaryAttr)
+    stats_axes = prop_def(DenseArrayBase[I16])
+    tag = prop_def(StringAttr)
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+
+    assembly_format = ("$kernel `(` $inputs `)` `stats` $stats_axes `props` $op_properties "
+                       "`tag` $tag attr-dict `:` functional-type($inputs, $outputs)")
+
+    def verify_(self) -> None:
+        grids = {t.grid_name for t in (*self.inputs.types, *self.outputs.types)
+                 if isinstance(t, TensorType)}
+        for value in self.inputs:
+            assert isinstance(value.type, TensorType)
+            if value.type.partial_axes:
+                raise VerifyException("a dist.layer cannot read partial sums; all-reduce "
+                                      "them first")
+        if len(grids) > 1:
+            raise VerifyException(f"a dist.layer runs on one grid, got {sorted(grids)}")
+
+
+@irdl_op_definition
+class AllReduceOp(IRDLOperation):
+    """Sum partial blocks over grid axes (ring all-reduce), as `shard.all_reduce`:
+    `%s = dist.all_reduce %h on @g grid_axes = [1] tag "h" : ... -> ...`."""
+
+    name = "dist.all_reduce"
+
+    input = operand_def(TensorType)
+    grid = prop_def(FlatSymbolRefAttr)
+    grid_axes = prop_def(DenseArrayBase[I16])
+    tag = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    assembly_format = ("$input `on` $grid `grid_axes` `=` $grid_axes `tag` $tag attr-dict "
+                       "`:` type($input) `->` type($result)")
+
+    def verify_(self) -> None:
+        source, target = self.input.type, self.result.type
+        assert isinstance(source, TensorType) and isinstance(target, TensorType)
+        axes = tuple(self.grid_axes.get_values())
+        if sorted(axes) != sorted(source.partial_axes) or target.partial_axes:
+            raise VerifyException("dist.all_reduce must sum exactly the partial axes of its "
+                                  "input")
+        if source.with_partial(()) != target:
+            raise VerifyException("dist.all_reduce keeps the layout of its input")
+
+
+@irdl_op_definition
+class RedistributeOp(IRDLOperation):
+    """Move a tensor between layouts (grids or split axes): every device receives the
+    part of its new block it does not hold already.
+    `%y = dist.redistribute %x tag "h->a" : !dist.tensor<...> -> !dist.tensor<...>`."""
+
+    name = "dist.redistribute"
+
+    input = operand_def(TensorType)
+    tag = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    assembly_format = "$input `tag` $tag attr-dict `:` type($input) `->` type($result)"
+
+    def verify_(self) -> None:
+        source, target = self.input.type, self.result.type
+        assert isinstance(source, TensorType) and isinstance(target, TensorType)
+        if source.partial_axes or target.partial_axes:
+            raise VerifyException("dist.redistribute moves complete blocks, not partial sums")
+        if (source.dim_names, source.global_shape) != (target.dim_names, target.global_shape):
+            raise VerifyException("dist.redistribute keeps the global shape")
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """`dist.return %l, %w_next : ...`"""
+
+    name = "dist.return"
+
+    values = var_operand_def(TensorType)
+
+    traits = traits_def(IsTerminator())
+    assembly_format = "$values attr-dict `:` type($values)"
+
+
+Dist = Dialect("dist", [ProgramOp, InputOp, ParamOp, LayerOp, AllReduceOp, RedistributeOp,
+                        ReturnOp], [TensorType])

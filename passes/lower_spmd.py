@@ -1,0 +1,317 @@
+"""`pase-lower-spmd`: the `dnn` graph with its strategy becomes one SPMD `dist.program`.
+
+Each layer runs on the device grid of its `pase.config` (split dims in iteration-space
+order, or `pase.grid_order` for einsum gradients), row-major onto devices 0..q-1. Every
+value gets a sharding from the op that produces it; where a consumer needs another
+sharding, a `dist.redistribute` is inserted (tag `"u->v"` forward, `"u<-v"` for a
+gradient flowing back from v to u); where a layer leaves partial sums (a split reduction
+dim, or an operand gradient over split dims it does not range over) a
+`dist.all_reduce` follows (tag: the layer). Inputs and parameters enter in the layout
+of their first reader. The result moves exactly the words docs/cost-model.md charges,
+which `pase-run --check` verifies.
+
+    pase-opt models/mlp.dnn -p 'pase-search{devices=4},pase-autodiff,pase-lower-spmd'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.context import Context
+from xdsl.dialects import shard
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DictionaryAttr,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from pase.dialect import dist, dnn
+from pase.dialect.interface import IterationSpace
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.frontend.diagnostics import Diagnostic
+from pase.passes.autodiff import GRID_ORDER_ATTR, LAYER_ATTR, LAYOUT_OF_ATTR
+from pase.passes.strategy.layers import layer_names
+
+REDUCING_KINDS = ("dnn.einsum", "dnn.conv2d", "dnn.reduce", "dnn.embedding")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an op runs: its grid's split dims with factors, in grid-axis order."""
+
+    axes: tuple[tuple[str, int], ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(f for _, f in self.axes) or (1,)
+
+    @property
+    def grid(self) -> str:
+        return "grid" + "x".join(str(f) for f in self.shape)
+
+    def axis(self, dim: str | None) -> int | None:
+        for index, (name, _) in enumerate(self.axes):
+            if name == dim:
+                return index
+        return None
+
+    def axes_of(self, dims: tuple[str, ...] | list[str]) -> list[int]:
+        return [a for a in (self.axis(d) for d in dims) if a is not None]
+
+
+def placement(space: IterationSpace, config: ConfigAttr | None,
+              order: tuple[str, ...] | None = None) -> Placement:
+    splits = config.splits if config is not None else {}
+    names = order or space.names
+    return Placement(tuple((d, splits[d]) for d in names if splits.get(d, 1) > 1))
+
+
+@dataclass(frozen=True)
+class LowerSpmdPass(ModulePass):
+    """Lower every `dnn.graph` to a `dist.program` on `devices` devices (default: the
+    devices of its `pase.strategy`)."""
+
+    name = "pase-lower-spmd"
+
+    devices: int = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
+            program = _Lowering(graph, self._devices(graph)).run()
+            Rewriter.replace_op(graph, program)
+
+    def _devices(self, graph: dnn.GraphOp) -> int:
+        if self.devices:
+            return self.devices
+        strategy = graph.attributes.get("pase.strategy")
+        if strategy is None:
+            raise Diagnostic(f"pase-lower-spmd on @{graph.sym_name.data}: give devices=P or "
+                             "run pase-search first")
+        return strategy.devices.data  # type: ignore[attr-defined]
+
+
+class _Lowering:
+    def __init__(self, graph: dnn.GraphOp, devices: int):
+        self.graph = graph
+        self.devices = devices
+        self.names = layer_names(graph)
+        self.by_name = {name: op for op, name in self.names.items()}
+        self.block = Block()
+        self.grids: dict[str, tuple[int, ...]] = {}
+        self.held: dict[SSAValue, SSAValue] = {}
+        self.converted: dict[tuple[SSAValue, dist.TensorType], SSAValue] = {}
+        self.owner_layer: dict[SSAValue, str] = {}
+        self.sources: dict[SSAValue, dnn.InputOp | dnn.ParamOp] = {}
+
+    def error(self, message: str) -> Diagnostic:
+        return Diagnostic(f"pase-lower-spmd on @{self.graph.sym_name.data}: {message}")
+
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    # -- layouts --
+
+    def grid(self, where: Placement) -> str:
+        if where.grid not in self.grids:
+            if prod(where.shape) > self.devices:
+                raise self.error(f"a layer needs {prod(where.shape)} devices but the program "
+                                 f"has {self.devices}")
+            self.grids[where.grid] = where.shape
+        return where.grid
+
+    def tensor_type(self, value: SSAValue, dims_map: tuple[str | None, ...], where: Placement,
+                    partial: list[int] | None = None) -> dist.TensorType:
+        shape = dnn.shape_of(value)
+        split = [[a] if (a := where.axis(d)) is not None else [] for d in dims_map]
+        grid = self.grid(where)
+        local = dist.local_shape(shape.sizes, split, where.shape)
+        return dist.TensorType(shape.dims, shape.sizes, local, shape.element, grid, split,
+                               sorted(partial or []))
+
+    def operand(self, value: SSAValue, needed: dist.TensorType, consumer: str,
+                backward: bool) -> SSAValue:
+        """`value` in the layout `needed`, redistributing (once) if it is held otherwise."""
+        if value not in self.held:
+            source = value.owner
+            assert isinstance(source, dnn.InputOp | dnn.ParamOp)
+            kind = dist.InputOp if isinstance(source, dnn.InputOp) else dist.ParamOp
+            op = kind.create(properties={"value_name": StringAttr(value.name_hint or "v")},
+                             result_types=[needed])
+            op.results[0].name_hint = value.name_hint
+            self.emit(op)
+            self.held[value] = op.results[0]
+            self.owner_layer[value] = consumer
+        current = self.held[value]
+        if current.type == needed:
+            return current
+        key = (value, needed)
+        if key not in self.converted:
+            producer = self.owner_layer[value]
+            tag = f"{consumer}<-{producer}" if backward else f"{producer}->{consumer}"
+            op = dist.RedistributeOp.create(operands=[current], result_types=[needed],
+                                            properties={"tag": StringAttr(tag)})
+            op.results[0].name_hint = value.name_hint
+            self.emit(op)
+            self.converted[key] = op.results[0]
+        return self.converted[key]
+
+    # -- ops --
+
+    def run(self) -> dist.ProgramOp:
+        for op in self.graph.body.block.ops:
+            if isinstance(op, dnn.InputOp | dnn.ParamOp):
+                continue
+            if isinstance(op, dnn.ReturnOp):
+                values = [self.held[v] for v in op.values]
+                self.emit(dist.ReturnOp.create(operands=values))
+            elif isinstance(op, dnn.VjpOp):
+                self.lower_vjp(op)
+            elif isinstance(op, dnn.SgdOp | dnn.AddOp) and LAYOUT_OF_ATTR in op.attributes:
+                self.lower_in_layout(op)
+            elif isinstance(op, dnn.LayerOp):
+                self.lower_layer(op)
+            else:
+                raise self.error(f"cannot lower {op.name}")
+        for name, shape in sorted(self.grids.items(), key=lambda item: (len(item[1]),
+                                                                        item[1])):
+            grid = shard.GridOp.build(properties={
+                "sym_name": StringAttr(name), "shape": DenseArrayBase.from_list(i64, shape)})
+            if self.block.first_op is not None:
+                self.block.insert_op_before(grid, self.block.first_op)
+            else:
+                self.block.add_op(grid)
+        return dist.ProgramOp.create(
+            properties={"sym_name": StringAttr(self.graph.sym_name.data),
+                        "devices": IntAttr(self.devices)},
+            regions=[Region(self.block)])
+
+    def config(self, op: Operation) -> ConfigAttr | None:
+        config = op.attributes.get(CONFIG_ATTR_NAME)
+        if config is None:
+            raise self.error(f"{op.name} {self.layer_of(op)!r} has no pase.config; run "
+                             "pase-search first (or pin every layer)")
+        assert isinstance(config, ConfigAttr)
+        return config
+
+    def layer_of(self, op: Operation) -> str:
+        if isinstance(op, dnn.LayerOp) and op in self.names:
+            return self.names[op]
+        if (layer := op.attributes.get(LAYER_ATTR)) is not None:
+            return layer.data  # type: ignore[attr-defined]
+        if (layout := op.attributes.get(LAYOUT_OF_ATTR)) is not None:
+            return layout.data.split(":")[0]  # type: ignore[attr-defined]
+        return op.name
+
+    @staticmethod
+    def stats_dims(kind: str, properties: dict, space: IterationSpace) -> list[str]:
+        if kind in ("dnn.softmax", "dnn.layernorm", "dnn.batchnorm",
+                    "dnn.softmax_cross_entropy"):
+            return [d.data for d in properties["over"].data]
+        if kind == "dnn.lstm":
+            return [space.dims[3].name]
+        return []
+
+    def layer_op(self, kernel: str, operands: list[SSAValue], properties: dict,
+                 where: Placement, stats: list[str], tag: str,
+                 result_types: list[dist.TensorType]) -> Operation:
+        op = dist.LayerOp.create(
+            operands=operands, result_types=result_types,
+            properties={"kernel": StringAttr(kernel),
+                        "op_properties": DictionaryAttr(properties),
+                        "stats_axes": dist.axes_attr(where.axes_of(stats)),
+                        "tag": StringAttr(tag)})
+        return self.emit(op)
+
+    def complete(self, value: SSAValue, tag: str) -> SSAValue:
+        """All-reduce a partial value over its partial axes."""
+        value_type = value.type
+        assert isinstance(value_type, dist.TensorType)
+        if not value_type.partial_axes:
+            return value
+        op = dist.AllReduceOp.create(
+            operands=[value], result_types=[value_type.with_partial(())],
+            properties={"grid": value_type.grid, "grid_axes": dist.axes_attr(
+                value_type.partial_axes), "tag": StringAttr(tag)})
+        op.results[0].name_hint = value.name_hint
+        return self.emit(op).results[0]
+
+    def lower_layer(self, op: dnn.LayerOp) -> None:
+        space = op.iteration_space()
+        order_attr = op.attributes.get(GRID_ORDER_ATTR)
+        order = tuple(s.data for s in order_attr.data) if order_attr else None  # type: ignore[attr-defined]
+        where = placement(space, self.config(op), order)
+        backward = LAYER_ATTR in op.attributes
+        tag = self.layer_of(op)
+        operands = [self.operand(v, self.tensor_type(v, dims, where), tag, backward)
+                    for v, dims in zip(op.inputs, space.operands, strict=True)]
+        partial: list[int] = []
+        if op.name in REDUCING_KINDS:
+            partial = where.axes_of([d.name for d in space.dims if d.reduction])
+        elif op.name == "dnn.softmax_cross_entropy":
+            over = op.dims_prop("over")
+            partial = where.axes_of([d for d in space.names if d not in over])
+        result_type = self.tensor_type(op.output, space.result, where, partial)
+        properties = dict(op.properties)
+        layer = self.layer_op(op.name, operands, properties, where,
+                              self.stats_dims(op.name, properties, space), tag, [result_type])
+        layer.results[0].name_hint = op.output.name_hint
+        self.held[op.output] = self.complete(layer.results[0], tag)
+        self.owner_layer[op.output] = tag
+
+    def lower_vjp(self, op: dnn.VjpOp) -> None:
+        space = op.iteration_space()
+        where = placement(space, self.config(op))
+        tag = self.layer_of(op)
+        operands = [self.operand(v, self.tensor_type(v, dims, where), tag, True)
+                    for v, dims in zip(op.inputs, space.operands, strict=True)]
+        operands.append(self.operand(op.result, self.tensor_type(op.result, space.result, where),
+                                     tag, True))
+        if op.cotangent is not None:
+            operands.append(self.operand(op.cotangent, self.tensor_type(
+                op.cotangent, space.result, where), tag, True))
+        result_types = []
+        for index in op.indices:
+            dims = space.operands[index]
+            missing = [d.name for d in space.dims if d.name not in dims]
+            if op.forward.data == "dnn.lstm" and index == 0:
+                missing = []  # the kernel all-reduces the input gradient every step
+            result_types.append(self.tensor_type(op.inputs[index], dims, where,
+                                                 where.axes_of(missing)))
+        properties = {"wrt": op.wrt, "forward": op.forward,
+                      "cotangent": StringAttr("yes" if op.cotangent is not None else "no"),
+                      **op.forward_properties()}
+        layer = self.layer_op("dnn.vjp", operands, properties, where,
+                              self.stats_dims(op.forward.data, properties, space), tag,
+                              result_types)
+        for gradient, result in zip(op.gradients, layer.results, strict=True):
+            result.name_hint = gradient.name_hint
+            self.held[gradient] = self.complete(result, tag)
+            self.owner_layer[gradient] = tag
+
+    def lower_in_layout(self, op: dnn.SgdOp | dnn.AddOp) -> None:
+        layout = op.attributes[LAYOUT_OF_ATTR].data  # type: ignore[attr-defined]
+        layer_name, _, index = layout.partition(":")
+        layer = self.by_name.get(layer_name)
+        if layer is None:
+            raise self.error(f"pase.layout_of names no layer: '{layout}'")
+        space = layer.iteration_space()
+        where = placement(space, self.config(layer))
+        dims = space.operands[int(index)] if index else space.result
+        operands = [self.operand(v, self.tensor_type(v, dims, where), layer_name, True)
+                    for v in op.operands]
+        result_type = self.tensor_type(op.results[0], dims, where)
+        properties = dict(op.properties)
+        kernel = "dnn.sgd" if isinstance(op, dnn.SgdOp) else "dnn.add"
+        result = self.layer_op(kernel, operands, properties, where, [], layer_name,
+                               [result_type]).results[0]
+        result.name_hint = op.results[0].name_hint
+        self.held[op.results[0]] = result
+        self.owner_layer[op.results[0]] = layer_name
