@@ -12,10 +12,12 @@ values on that grid and skip its ops.
 
     dist.program @mlp(devices = 4) {
       shard.grid @grid4(shape = 4)
-      %x = dist.input "x" : !dist.tensor<[b = 64, d = 256] local [64, 256], f32 on @grid4 split [[], []]>
-      %h = dist.layer "dnn.einsum" (%x, %w1) {tag = "h"} : (...) -> !dist.tensor<... partial [0]>
-      %h_sum = dist.all_reduce %h on @grid4 grid_axes = [0] {tag = "h"} : ... -> ...
-      %h_a = dist.redistribute %h_sum {tag = "h->a"} : !dist.tensor<...> -> !dist.tensor<...>
+      %x = dist.input "x" : !dist.tensor<[b = 64, d = 256] local [64, 256], f32
+                                         on @grid4 split [[], []]>
+      %h = dist.layer "dnn.einsum"(%x, %w1) stats [] props {} tag "h"
+          : (...) -> !dist.tensor<... partial [0]>
+      %h_sum = dist.all_reduce %h on @grid4 grid_axes = [0] tag "h" : ... -> ...
+      %h_a = dist.redistribute %h_sum tag "h->a" : !dist.tensor<...> -> !dist.tensor<...>
       dist.return %l : ...
     }
 """
@@ -301,7 +303,8 @@ class AllReduceOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = self.input.type, self.result.type
-        assert isinstance(source, TensorType) and isinstance(target, TensorType)
+        if not isinstance(source, TensorType) or not isinstance(target, TensorType):
+            raise VerifyException("dist.all_reduce works on !dist.tensor values")
         axes = tuple(self.grid_axes.get_values())
         if sorted(axes) != sorted(source.partial_axes) or target.partial_axes:
             raise VerifyException("dist.all_reduce must sum exactly the partial axes of its "
@@ -326,7 +329,8 @@ class RedistributeOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = self.input.type, self.result.type
-        assert isinstance(source, TensorType) and isinstance(target, TensorType)
+        if not isinstance(source, TensorType) or not isinstance(target, TensorType):
+            raise VerifyException("dist.redistribute works on !dist.tensor values")
         if source.partial_axes or target.partial_axes:
             raise VerifyException("dist.redistribute moves complete blocks, not partial sums")
         if (source.dim_names, source.global_shape) != (target.dim_names, target.global_shape):

@@ -417,7 +417,9 @@ class _Scope:
         for name, default in statement.defaults.items():
             properties.setdefault(name, IntAttr(default) if name == "stride"
                                   else ArrayAttr((IntAttr(default), IntAttr(default))))
-        return properties
+        # In the op's clause order, as its parser builds them, so that the generic form
+        # prints the same whether the module came from .dnn source or from IR.
+        return {name: properties[name] for name in statement.clauses if name in properties}
 
     def build(self, statement: Statement, operands: list[SSAValue],
               properties: dict[str, Attribute], result_type: dnn.TensorType | None,

@@ -51,7 +51,7 @@ class PaseSearchPass(ModulePass):
     method: str = "dp"
     min_shard: int = 4
     compat: str = ""
-    memory_gib: float = 4.0
+    memory_gib: float | int = 4.0
     strategy: str = ""
     export: str = ""
     report: bool = False
@@ -61,7 +61,7 @@ class PaseSearchPass(ModulePass):
         graphs = [g for g in op.walk() if isinstance(g, GraphOp)]
         exports = []
         for graph in graphs:
-            exports.append(self._search(graph))
+            exports.append(self._search(graph, only_graph=len(graphs) == 1))
         if self.export:
             write_json(self.export, exports[0] if len(exports) == 1 else exports)
 
@@ -83,13 +83,15 @@ class PaseSearchPass(ModulePass):
         if self.memory_gib <= 0:
             raise Diagnostic("pase-search: memory-gib must be positive")
 
-    def _search(self, graph: GraphOp) -> dict:
+    def _search(self, graph: GraphOp, only_graph: bool = True) -> dict:
         name = graph.sym_name.data
-        pins = load_strategy(self.strategy, name, self.devices) if self.strategy else None
+        pins = (load_strategy(self.strategy, name, self.devices, only_graph)
+                if self.strategy else None)
         try:
             problem = build_problem(graph, self.devices, self.machine, self.min_shard, pins,
                                     self.compat)
-            solution = solve(problem, self.method, self.order, int(self.memory_gib * (1 << 30)))
+            solution = solve(problem, self.method, self.order,
+                             int(float(self.memory_gib) * (1 << 30)))
         except MachineError as error:
             raise Diagnostic(f"pase-search: {error}") from None
         except (SearchError, ValueError) as error:

@@ -56,16 +56,19 @@ def device_coordinates(factors: Sequence[int], devices: int) -> np.ndarray:
 
 
 def blocks(layer: Layer, config: Config, use: TensorUse, devices: int) -> np.ndarray:
-    """Each device's block of a tensor: int64 array (devices, rank, 2) of [lo, hi).
+    """Each device's block of a tensor: int64 array (devices, rank + 1, 2) of [lo, hi).
 
-    Idle devices hold the empty block [0, 0) in every dim.
+    The last entry is a presence dim, [0, 1) on working devices and [0, 0) on idle
+    ones, so that even a scalar's block is empty where a device holds nothing. Idle
+    devices hold the empty block [0, 0) in every dim.
     """
     axes = grid_axes(layer, config)
     coords = device_coordinates([f for _, f in axes], devices)
     position = {name: i for i, (name, _) in enumerate(axes)}
     rank = len(use.sizes)
-    result = np.zeros((devices, rank, 2), dtype=np.int64)
+    result = np.zeros((devices, rank + 1, 2), dtype=np.int64)
     used = coords.shape[0]
+    result[:used, rank, 1] = 1
     for k, (dim, size) in enumerate(zip(use.dims, use.sizes, strict=True)):
         if dim is not None and dim in position:
             factor = axes[position[dim]][1]

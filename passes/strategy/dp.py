@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,8 +30,12 @@ from pase.passes.strategy.orders import elimination_order
 Axes = tuple[int, ...]
 Factor = tuple[Axes, np.ndarray]
 ChunkIndex = tuple[int | slice, ...]
+Eliminate = Callable[[Sequence[Factor], int], tuple[Axes, np.ndarray, np.ndarray]]
 
 CHUNK_ENTRIES = 1 << 17
+JIT_MODES = ("auto", "on", "off")
+# With jit="auto", smaller tables stay with numpy: compiling a kernel (~50 ms) costs more.
+JIT_MIN_ENTRIES = 1 << 20
 
 
 class SearchError(Exception):
@@ -159,11 +163,15 @@ def solve_dp(
     graph: CostGraph,
     order: str | Sequence[int] = "genseq",
     memory_budget: int = 4 << 30,
+    jit: str = "auto",
 ) -> DPResult:
     """An optimal strategy by variable elimination in `order` (a method name or a permutation).
 
     Raises `SearchMemoryError` before a vertex's tables would take more than `memory_budget`
-    bytes.
+    bytes. `jit` picks who eliminates each vertex: "on" the llvmlite kernel of
+    `strategy/jit.py` (raising `SearchError` if llvmlite cannot compile here), "off" numpy,
+    "auto" the kernel when llvmlite works and the table has at least `JIT_MIN_ENTRIES`
+    entries; the results are bit-identical either way.
 
     >>> costs = [np.array([0.0, 1.0]), np.array([3.0, 0.0]), np.array([0.0, 1.0])]
     >>> graph = CostGraph(["a", "b", "c"], costs)
@@ -174,6 +182,10 @@ def solve_dp(
     """
     sizes = graph.sizes
     sequence = _resolve_order(graph, order)
+    if jit not in JIT_MODES:
+        raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got '{jit}'")
+    if jit == "on":
+        _compiled_eliminate(required=True)
     factors: dict[int, Factor] = {}
     factors_of: list[set[int]] = [set() for _ in sizes]
     keys = itertools.count()
@@ -213,7 +225,9 @@ def solve_dp(
                 )
             )
         peak_bytes = max(peak_bytes, needed_bytes)
-        axes, minimum, argmin = eliminate(consumed, vertex)
+        use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
+        eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
+        axes, minimum, argmin = eliminate_vertex(consumed, vertex)
         live_bytes += minimum.nbytes + argmin.nbytes - sum(table.nbytes for _, table in consumed)
         del consumed
         argmin_tables.append((axes, argmin))
@@ -236,6 +250,24 @@ def solve_dp(
         table_entries=table_entries,
         peak_table_bytes=peak_bytes,
     )
+
+
+def _compiled_eliminate(required: bool) -> Eliminate:
+    """The llvmlite kernel's `eliminate`, or numpy's when llvmlite cannot compile here.
+
+    Raises `SearchError` instead of falling back when the kernel is `required`.
+    """
+    # Imported here: the kernel module builds on this one, and llvmlite loads only when used.
+    from pase.passes.strategy import jit as kernel
+
+    if kernel.jit_available():
+        return kernel.eliminate
+    if required:
+        raise SearchError(
+            f"jit='on' needs llvmlite, which cannot compile here ({kernel.unavailable_reason()});"
+            " use jit='auto' or jit='off' for the numpy DP"
+        )
+    return eliminate
 
 
 def _resolve_order(graph: CostGraph, order: str | Sequence[int]) -> list[int]:

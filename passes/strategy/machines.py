@@ -20,6 +20,7 @@ constants. A TOML file gives any other machine:
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import asdict, dataclass
@@ -109,7 +110,10 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
                                "devices_per_node, source")
     for key in required:
         value = data.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if value is None:
+            raise MachineError(f"{where}: missing '{key}' (a positive number)")
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or value <= 0:
             raise MachineError(f"{where}: '{key}' must be a positive number, got {value!r}")
         values[key] = float(value)
     per_node = data.get("devices_per_node", 1 << 30)

@@ -205,6 +205,7 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
         if name not in names:
             raise ValueError(f"no layer '{name}' in graph @{graph_op.sym_name.data}")
     config_lists: list[list[Config]] = []
+    fixed_layers: set[int] = set()
     for op, layer in zip(graph_op.layers, layers, strict=True):
         fixed = pinned.get(layer.name)
         if fixed is None and op.config is not None:
@@ -212,6 +213,7 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
         if fixed is not None:
             config = {d: f for d, f in fixed.items() if f != 1}
             _check_pinned(layer, config, devices)
+            fixed_layers.add(len(config_lists))
             config_lists.append([config])
         else:
             config_lists.append(enumerate_configs(layer.space, devices, min_shard))
@@ -220,9 +222,10 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
                       batch, compat)
     # The data-parallel configuration is always a candidate, even where min-shard would
     # rule it out, so the optimum is never slower than data parallelism.
-    for configs, config in zip(config_lists, problem.data_parallel().values(),
-                                       strict=True):
-        if len(configs) > 1 and config not in configs:
+    for index, (configs, config) in enumerate(zip(config_lists,
+                                                  problem.data_parallel().values(),
+                                                  strict=True)):
+        if index not in fixed_layers and config not in configs:
             configs.append(config)
     return problem
 

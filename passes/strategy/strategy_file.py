@@ -40,8 +40,14 @@ def dump_strategy(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def load_strategy(path: str, graph: str, devices: int) -> dict[str, dict[str, int]]:
-    """The `{layer: {dim: factor}}` pins of a strategy file; raises Diagnostic."""
+def load_strategy(path: str, graph: str, devices: int,
+                  only_graph: bool = True) -> dict[str, dict[str, int]]:
+    """The `{layer: {dim: factor}}` pins of a strategy file for `graph`; raises Diagnostic.
+
+    The file holds one strategy object, or a list of them (one per graph, as `export=`
+    writes for a file of several graphs). When the module has several graphs
+    (`only_graph` false), a graph the file does not mention is searched unpinned.
+    """
     try:
         with open(path, encoding="utf-8") as stream:
             text = stream.read()
@@ -52,10 +58,18 @@ def load_strategy(path: str, graph: str, devices: int) -> dict[str, dict[str, in
     except json.JSONDecodeError as error:
         raise Diagnostic(f"not valid JSON: {error.msg}", path, error.lineno, error.colno,
                          text) from None
-    if not isinstance(data, dict) or not isinstance(data.get("layers"), list):
-        raise Diagnostic('a strategy file is a JSON object with a "layers" list', path)
-    if "graph" in data and data["graph"] != graph:
-        raise Diagnostic(f"the strategy is for graph @{data['graph']}, not @{graph}", path)
+    strategies = data if isinstance(data, list) else [data]
+    for strategy in strategies:
+        if not isinstance(strategy, dict) or not isinstance(strategy.get("layers"), list):
+            raise Diagnostic('a strategy file is a JSON object with a "layers" list, or a '
+                             'list of them', path)
+    matching = [s for s in strategies if s.get("graph", graph) == graph]
+    if not matching:
+        if not only_graph:
+            return {}
+        names = ", ".join(f"@{s.get('graph')}" for s in strategies)
+        raise Diagnostic(f"the strategy is for graph {names}, not @{graph}", path)
+    data = matching[0]
     if "devices" in data and data["devices"] != devices:
         raise Diagnostic(f"the strategy is for {data['devices']} devices, but the search "
                          f"has devices={devices}", path)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.dp import SearchError, SearchMemoryError, solve_dp
+from pase.passes.strategy.dp import SearchError, SearchMemoryError, eliminate, solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.orders import ORDER_METHODS, dependent_sets, elimination_order
 
@@ -81,6 +81,26 @@ def test_explicit_order_matches(seed: int) -> None:
     assert result.cost == pytest.approx(solve_exhaustive(graph).cost, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("chunk_entries", [1, 5, 7, 64, 1 << 17])
+def test_eliminate_in_chunks_matches_one_pass(chunk_entries: int) -> None:
+    rng = np.random.default_rng(chunk_entries)
+    sizes = {0: 3, 2: 1, 4: 5, 5: 4, 7: 6}
+    factor_axes = [(4,), (0, 4), (2, 4), (4, 5, 7), (0, 2, 4, 7), (4, 7)]
+    factors = [
+        (axes, rng.integers(0, 3, size=[sizes[axis] for axis in axes]).astype(np.float64))
+        for axes in factor_axes
+    ]
+    axes, minimum, argmin = eliminate(factors, 4, chunk_entries=chunk_entries)
+    assert axes == (0, 2, 5, 7)
+    assert argmin.dtype == np.uint8
+    combined = np.zeros([sizes[axis] for axis in (0, 2, 4, 5, 7)])
+    for factor, table in factors:
+        index = tuple(slice(None) if axis in factor else None for axis in (0, 2, 4, 5, 7))
+        combined = combined + table[index]
+    np.testing.assert_array_equal(minimum, combined.min(axis=2))
+    np.testing.assert_array_equal(argmin, combined.argmin(axis=2))
+
+
 def uniform_graph(edges: list[tuple[int, int]], vertex_count: int, size: int = 3) -> CostGraph:
     rng = np.random.default_rng(vertex_count)
     graph = CostGraph([f"v{v}" for v in range(vertex_count)], [rng.random(size)] * vertex_count)
@@ -144,6 +164,8 @@ def test_parallel_edges_are_summed() -> None:
 def test_memory_budget_names_the_vertex() -> None:
     graph = uniform_graph([(0, 1), (1, 2), (0, 2)], 3, size=4)
     with pytest.raises(SearchMemoryError, match="'v0'.*dependent set.*'v1', 'v2'.*order=genseq"):
+        solve_dp(graph, order="bfs", memory_budget=100)
+    with pytest.raises(SearchMemoryError, match="64 entries.*larger min-shard"):
         solve_dp(graph, memory_budget=100)
     assert issubclass(SearchMemoryError, SearchError)
 

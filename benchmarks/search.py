@@ -1,0 +1,361 @@
+"""How long the search takes and how much memory it needs, per model and device count.
+
+    /work/venv/bin/python benchmarks/search.py                       # every model, P = 4..64
+    /work/venv/bin/python benchmarks/search.py --models alexnet transformer --devices 8 64
+
+Each case (one model on P devices) runs in a fresh Python process, so its peak resident set
+size is its own and not that of earlier cases; the parent collects one JSON line per case and
+prints one markdown table. Times are wall-clock (`time.perf_counter`) inside the child:
+
+- tables: enumerating the configurations and building the DP's cost vectors and matrices
+  (`build_problem` + `Problem.cost_graph()`);
+- DP: everything `solve` does once the tables exist (pruning, elimination order, the DP, and
+  compiling its kernel where the engine has one);
+- total: parsing the `.dnn` file, tables and DP — everything from the file to the strategy.
+
+Peak RSS is the child's `ru_maxrss`, interpreter and libraries included; a footnote gives the
+floor every case pays, measured by searching a one-layer graph in a child of its own. "DP
+tables" is the DP's own `peak_table_bytes`: the cost and argmin tables live at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+DEFAULT_DEVICES = (4, 8, 16, 32, 64)
+
+COLUMNS = (
+    ("model", "<"),
+    ("P", ">"),
+    ("layers", ">"),
+    ("max configs/layer", ">"),
+    ("largest dep. set", ">"),
+    ("DP table entries", ">"),
+    ("tables (s)", ">"),
+    ("DP (s)", ">"),
+    ("total (s)", ">"),
+    ("peak RSS (MiB)", ">"),
+    ("DP tables (MiB)", ">"),
+    ("optimal cost (s)", ">"),
+    ("data-parallel cost (s)", ">"),
+    ("speedup", ">"),
+)
+
+REFERENCE = """\
+For comparison (PAPERS.md §1):
+- PaSE's Python prototype on this machine class: InceptionV3 at P=64 about 3 min and 3.8 GB;
+  the Transformer at P=16 about 6 min and 12.6 GB, and it does not finish at P=64.
+- The paper (old Xeon host): 3 min 16 s for InceptionV3 at P=64 and 31 min 23 s for the
+  Transformer at P=64."""
+
+# Searched once in its own process before the cases: what every case pays whatever the model
+# (interpreter, imports, modules the engine loads on demand, kernel compilation).
+BASELINE_GRAPH = """\
+graph @baseline(b = 8, d = 8, h = 8) {
+  %x = input [b, d]
+  %w = param [d, h]
+  %y = einsum %x, %w -> [b, h]
+  return %y
+}
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    model: str
+    path: Path
+    devices: int
+
+
+def main() -> None:
+    args = parse_arguments()
+    if args.one is not None:
+        run_one(args)
+        return
+    cases = [Case(path.stem, path, devices) for path in args.models for devices in args.devices]
+    progress = sys.stderr.isatty()
+    load_before = os.getloadavg()[0]
+    results = []
+    try:
+        baseline = run_child(child_command(args, ["--baseline"]), args.timeout)
+        for number, case in enumerate(cases, 1):
+            if progress:
+                print(f"[{number}/{len(cases)}] {case.model} P={case.devices} started",
+                      file=sys.stderr, flush=True)
+            start = time.perf_counter()
+            result = run_child(child_command(args, ["--one", str(case.path), str(case.devices)]),
+                               args.timeout)
+            results.append((case, result))
+            if progress:
+                print(f"[{number}/{len(cases)}] {case.model} P={case.devices} finished "
+                      f"({result['status']}) in {time.perf_counter() - start:.1f} s",
+                      file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted; no table printed", file=sys.stderr)
+        sys.exit(130)
+    print(machine_header(args, load_before, os.getloadavg()[0]))
+    print()
+    print(format_table(results, baseline))
+    print()
+    print(REFERENCE)
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Measure PaSE's search (configuration enumeration, cost tables, DP) on "
+        "each model and device count, each case in a fresh process, and print one markdown "
+        "table: layers, largest configuration list, largest dependent set, DP table entries, "
+        "time to build the cost tables, DP time, total time (parse + tables + DP), peak RSS "
+        "of the case's process, the DP's peak table memory, the optimal and data-parallel "
+        "costs and the predicted speedup. A case over the DP memory budget shows 'out of "
+        "budget', one past --timeout shows 'timeout'.",
+    )
+    parser.add_argument("--models", nargs="+", metavar="MODEL", type=model_path,
+                        default=sorted(MODELS_DIR.glob("*.dnn")),
+                        help="model names in models/ (e.g. alexnet) or .dnn paths "
+                        "(default: every models/*.dnn, sorted)")
+    parser.add_argument("--devices", nargs="+", metavar="P", type=positive_int,
+                        default=list(DEFAULT_DEVICES),
+                        help="device counts (default: 4 8 16 32 64)")
+    parser.add_argument("--order", default="genseq", choices=("genseq", "bfs", "minfill"),
+                        help="elimination order of the DP (default: genseq)")
+    parser.add_argument("--machine", default="pase-default",
+                        help="machine preset or TOML file (default: pase-default)")
+    parser.add_argument("--min-shard", type=positive_int, default=4,
+                        help="PaSE's cutoff: the smallest shard a split may leave (default: 4)")
+    parser.add_argument("--memory-gib", type=float, default=4.0,
+                        help="the DP's table memory budget in GiB (default: 4, as pase-search)")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds allowed per case, process start included (default: 300)")
+    # Internal: run one case (or the baseline graph) in this process and print a JSON line.
+    parser.add_argument("--one", nargs=2, metavar=("MODEL", "P"), help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_gib <= 0:
+        parser.error("--memory-gib must be positive")
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    if args.baseline:
+        args.one = ()
+    return args
+
+
+def model_path(name: str) -> Path:
+    path = Path(name)
+    if path.suffix != ".dnn":
+        path = MODELS_DIR / f"{name}.dnn"
+    if not path.is_file():
+        known = ", ".join(p.stem for p in sorted(MODELS_DIR.glob("*.dnn")))
+        raise argparse.ArgumentTypeError(f"no model '{name}' ({path} does not exist); "
+                                         f"known models: {known}")
+    return path
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def child_command(args: argparse.Namespace, case_arguments: list[str]) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), *case_arguments,
+            "--order", args.order, "--machine", args.machine, "--min-shard", str(args.min_shard),
+            "--memory-gib", str(args.memory_gib)]
+
+
+def run_child(command: list[str], timeout: float) -> dict:
+    """Run one case in a fresh process; its JSON result, or a status saying why there is none."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return {"status": "timeout", "message": f"no result after {timeout:g} s"}
+    except BaseException:
+        child.kill()
+        child.communicate()
+        raise
+    lines = stdout.strip().splitlines()
+    if child.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    if child.returncode < 0:
+        reason = f"killed by {signal.Signals(-child.returncode).name}"
+        if child.returncode == -signal.SIGKILL:
+            reason += " (the system may have run out of memory)"
+    else:
+        last = stderr.strip().splitlines()
+        reason = f"exit status {child.returncode}" + (f": {last[-1]}" if last else "")
+    return {"status": "failed", "message": reason}
+
+
+def run_one(args: argparse.Namespace) -> None:
+    """The child: import, search, measure, and print one JSON line (never a traceback)."""
+    try:
+        result = measure(args)
+    except Exception as error:  # the parent reports it in a footnote
+        from pase.passes.strategy import SearchMemoryError
+
+        status = "out of budget" if isinstance(error, SearchMemoryError) else "error"
+        result = {"status": status, "message": f"{type(error).__name__}: {error}"}
+    result["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps(result))
+
+
+def measure(args: argparse.Namespace) -> dict:
+    from pase.frontend import parse_file, parse_text
+
+    if not args.one:
+        return search(lambda: parse_text(BASELINE_GRAPH, "<baseline>"), 2, args)
+    path, devices = args.one[0], int(args.one[1])
+    return search(lambda: parse_file(path), devices, args)
+
+
+def search(parse: Callable[[], ModuleOp], devices: int, args: argparse.Namespace) -> dict:
+    from pase.passes.strategy import build_problem, solve
+
+    start = time.perf_counter()
+    module = parse()
+    parsed = time.perf_counter()
+    problem = build_problem(module, devices, args.machine, args.min_shard)
+    problem.cost_graph()
+    tabled = time.perf_counter()
+    solution = solve(problem, "dp", args.order, int(args.memory_gib * (1 << 30)))
+    solved = time.perf_counter()
+    stats = solution.stats
+    assert stats is not None
+    data_parallel = problem.cost(problem.data_parallel())
+    return {
+        "status": "ok",
+        "layers": len(problem.layers),
+        "max_configs": max(len(configs) for configs in problem.config_lists),
+        "max_dependent_set": stats.max_dependent_set,
+        "table_entries": stats.table_entries,
+        "parse_seconds": parsed - start,
+        "tables_seconds": tabled - parsed,
+        "dp_seconds": solved - tabled,
+        "total_seconds": solved - start,
+        "peak_table_bytes": stats.peak_table_bytes,
+        "optimal_cost": problem.cost(solution.assignment),
+        "dp_cost": solution.cost,
+        "data_parallel_cost": data_parallel,
+    }
+
+
+def machine_header(args: argparse.Namespace, load_before: float, load_after: float) -> str:
+    import numpy
+
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    logical = os.cpu_count() or 0
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
+    return (f"Host: {cpu}, {logical} logical CPUs ({available} available), "
+            f"{memory_total()}, Python {platform.python_version()}, numpy {numpy.__version__}; "
+            f"load average {load_before:.1f} before the run, {load_after:.1f} after "
+            "(one process per case; other work on the host slows it). "
+            f"Search: order={args.order}, machine={args.machine}, min-shard={args.min_shard}, "
+            f"DP budget {args.memory_gib:g} GiB, timeout {args.timeout:g} s per case.")
+
+
+def memory_total() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / (1 << 20):.1f} GiB RAM"
+    except OSError:
+        pass
+    return "RAM unknown"
+
+
+def format_table(results: list[tuple[Case, dict]], baseline: dict) -> str:
+    rows: list[list[str]] = []
+    footnotes: list[str] = []
+    for case, result in results:
+        rows.append(format_row(case, result, footnotes))
+    # At least three characters, so that every separator cell is valid markdown.
+    widths = [max(3, len(title), *(len(row[i]) for row in rows))
+              for i, (title, _) in enumerate(COLUMNS)]
+    lines = [format_line([title for title, _ in COLUMNS], widths, "<" * len(COLUMNS)),
+             "| " + " | ".join(("-" * (width - 1) + ":") if align == ">" else "-" * width
+                               for width, (_, align) in zip(widths, COLUMNS, strict=True))
+             + " |"]
+    lines += [format_line(row, widths, "".join(align for _, align in COLUMNS)) for row in rows]
+    lines.append("")
+    if baseline["status"] == "ok":
+        lines.append(f"Every case pays a fixed floor: a child that searches a one-layer graph "
+                     f"peaks at {baseline['peak_rss_kib'] / 1024:.0f} MiB RSS and spends "
+                     f"{baseline['dp_seconds']:.3f} s in the DP (interpreter, imports, modules "
+                     f"loaded on demand, kernel compilation).")
+    else:
+        lines.append(f"The baseline (a one-layer graph) did not run: {baseline['message']}")
+    lines += footnotes
+    return "\n".join(lines)
+
+
+def format_line(cells: list[str], widths: list[int], aligns: str) -> str:
+    return "| " + " | ".join(cell.rjust(width) if align == ">" else cell.ljust(width)
+                             for cell, width, align in zip(cells, widths, aligns, strict=True)
+                             ) + " |"
+
+
+def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:
+    row = [case.model, str(case.devices)] + ["—"] * (len(COLUMNS) - 2)
+    rss = result.get("peak_rss_kib")
+    if rss is not None:
+        row[9] = f"{rss / 1024:.0f}"
+    if result["status"] != "ok":
+        footnotes.append(f"[{len(footnotes) + 1}] {case.model} P={case.devices}: "
+                         f"{result['message']}")
+        row[11] = f"{result['status']} [{len(footnotes)}]"
+        return row
+    cost, data_parallel = result["optimal_cost"], result["data_parallel_cost"]
+    row[2:] = [
+        str(result["layers"]),
+        str(result["max_configs"]),
+        str(result["max_dependent_set"]),
+        f"{result['table_entries']:,}",
+        f"{result['tables_seconds']:.3f}",
+        f"{result['dp_seconds']:.3f}",
+        f"{result['total_seconds']:.3f}",
+        row[9],
+        f"{result['peak_table_bytes'] / (1 << 20):.1f}",
+        f"{cost:.4e}",
+        f"{data_parallel:.4e}",
+        f"{data_parallel / cost:.2f}" if cost > 0 else "—",
+    ]
+    if abs(cost - result["dp_cost"]) > 1e-9 * max(cost, 1e-30):
+        footnotes.append(f"[{len(footnotes) + 1}] {case.model} P={case.devices}: the DP's "
+                         f"cost {result['dp_cost']:.6e} s differs from the re-evaluated "
+                         f"{cost:.6e} s")
+        row[11] += f" [{len(footnotes)}]"
+    return row
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+"""Run a `Program` on one device: local blocks, kernels, collectives, redistribution.
+
+Every worker calls `run_device` with its communicator and the same seeded global data;
+it slices its own blocks of inputs and parameters, runs the steps in order (skipping the
+layers of grids it is not part of), and returns the losses of every training step and
+its blocks of the final parameters and last gradients.
+
+Redistribution sends each device exactly the part of its new block it does not hold: the
+old layout's distinct blocks partition the tensor, so a device receives, from one holder
+of each other block (chosen round-robin among replicas), its intersection with the new
+block. Collectives, statistics and gathers are tagged with their layer, redistributions
+with their edge, so the communicator's counters compare with the cost model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from pase.runtime.communicator import DeviceComm
+from pase.runtime.kernels import conv, einsum, elementwise, embedding, lstm, normalization
+from pase.runtime.kernels import reduce as reduction
+from pase.runtime.kernels import shape as shaping
+from pase.runtime.program import Box, Program, Sharded, Step, box, coordinates, group
+
+UNARY = ("dnn.relu", "dnn.gelu", "dnn.tanh", "dnn.sigmoid", "dnn.exp")
+BINARY = ("dnn.add", "dnn.sub", "dnn.mul")
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
+
+
+@dataclass
+class DeviceResult:
+    """What one device reports after its training steps."""
+
+    losses: list[float] = field(default_factory=list)
+    params: dict[str, tuple[Box, np.ndarray]] = field(default_factory=dict)
+    grads: dict[str, tuple[Box, np.ndarray]] = field(default_factory=dict)
+
+
+def _slices(block: Box) -> tuple[slice, ...]:
+    return tuple(slice(lo, hi) for lo, hi in block)
+
+
+class _Device:
+    def __init__(self, program: Program, comm: DeviceComm):
+        self.program = program
+        self.comm = comm
+        self.rank = comm.rank
+        self.values: dict[int, np.ndarray | None] = {}
+        self.saved: dict[int, Any] = {}
+
+    def grid(self, tensor: Sharded) -> tuple[int, ...]:
+        return self.program.grids[tensor.grid]
+
+    def block(self, tensor: Sharded) -> Box | None:
+        return box(tensor, self.grid(tensor), self.rank)
+
+    def offset(self, tensor: Sharded, dim: int) -> int:
+        block = self.block(tensor)
+        assert block is not None
+        return block[dim][0]
+
+    # -- steps --
+
+    def run(self, data: dict[str, np.ndarray], steps: int) -> DeviceResult:
+        result = DeviceResult()
+        params = dict(data)
+        for _ in range(steps):
+            self.values, self.saved = {}, {}
+            loss, updates = self.run_once(params)
+            result.losses.append(loss)
+            for name, (block, array, gradient) in updates.items():
+                result.params[name] = (block, array)
+                result.grads[name] = (block, gradient)
+                params[name] = _place(params[name], block, array)
+        return result
+
+    def run_once(self, data: dict[str, np.ndarray]
+                 ) -> tuple[float, dict[str, tuple[Box, np.ndarray, np.ndarray]]]:
+        names: dict[int, str] = {}
+        updates: dict[str, tuple[Box, np.ndarray, np.ndarray]] = {}
+        loss = float("nan")
+        for step in self.program.steps:
+            match step.kind:
+                case "input" | "param":
+                    (tensor,) = step.result_types
+                    block = self.block(tensor)
+                    array = None if block is None else np.array(data[step.name][_slices(block)])
+                    self.values[step.results[0]] = array
+                    names[step.results[0]] = step.name
+                case "layer":
+                    outputs = self.layer(step)
+                    for value, output in zip(step.results, outputs, strict=True):
+                        self.values[value] = output
+                    if step.kernel == "dnn.sgd" and outputs[0] is not None:
+                        block = self.block(step.result_types[0])
+                        assert block is not None
+                        gradient = self.values[step.operands[1]]
+                        assert gradient is not None
+                        updates[names[step.operands[0]]] = (block, outputs[0], gradient)
+                case "all_reduce":
+                    self.all_reduce(step)
+                case "redistribute":
+                    self.values[step.results[0]] = self.redistribute(step)
+                case "return":
+                    value = self.values[step.operands[0]]
+                    loss = float(value) if value is not None else float("nan")
+        return loss, updates
+
+    def all_reduce(self, step: Step) -> None:
+        (tensor,) = step.operand_types
+        value = self.values[step.operands[0]]
+        if value is not None:
+            members = group(self.rank, self.grid(tensor), step.axes)
+            value = self.comm.all_reduce(value, members, "sum", step.tag)
+        self.values[step.results[0]] = value
+        if step.operands[0] in self.saved:
+            self.saved[step.results[0]] = self.saved[step.operands[0]]
+
+    def redistribute(self, step: Step) -> np.ndarray | None:
+        (source,), (target,) = step.operand_types, step.result_types
+        source_grid, target_grid = self.grid(source), self.grid(target)
+        holders: dict[Box, list[int]] = {}
+        for rank in range(prod(source_grid)):
+            held = box(source, source_grid, rank)
+            assert held is not None
+            holders.setdefault(held, []).append(rank)
+        mine = self.values[step.operands[0]]
+        my_held = box(source, source_grid, self.rank)
+        transfers: list[tuple[int, int, Box, Box]] = []
+        for receiver in range(prod(target_grid)):
+            needed = box(target, target_grid, receiver)
+            assert needed is not None
+            own = box(source, source_grid, receiver)
+            for held, ranks in holders.items():
+                if held == own:
+                    continue
+                part = _intersect(held, needed)
+                if part is not None:
+                    transfers.append((ranks[receiver % len(ranks)], receiver, held, part))
+        for sender, receiver, held, part in transfers:
+            if sender == self.rank:
+                assert mine is not None
+                self.comm.send(mine[_relative(part, held)], receiver, step.tag)
+        needed = box(target, target_grid, self.rank)
+        if needed is None:
+            return None
+        result = np.empty(target.local, dtype=DTYPES[target.element])
+        if my_held is not None and (overlap := _intersect(my_held, needed)) is not None:
+            assert mine is not None
+            result[_relative(overlap, needed)] = mine[_relative(overlap, my_held)]
+        for sender, receiver, _, part in transfers:
+            if receiver == self.rank:
+                result[_relative(part, needed)] = self.comm.recv(sender, step.tag)
+        return result
+
+    # -- layers --
+
+    def callbacks(self, step: Step, tensor: Sharded) -> tuple[Any, Any]:
+        members = group(self.rank, self.grid(tensor), step.axes)
+
+        def reduce(array: np.ndarray, op: str) -> np.ndarray:
+            return self.comm.all_reduce(array, members, op, step.tag)
+
+        def gather(array: np.ndarray) -> np.ndarray:
+            return self.comm.all_gather(array, members, axis=array.ndim - 1, tag=step.tag)
+
+        return reduce, gather
+
+    def layer(self, step: Step) -> list[np.ndarray | None]:
+        tensor = (step.result_types or step.operand_types)[0]
+        if coordinates(self.rank, self.grid(tensor)) is None:
+            return [None] * len(step.results)
+        inputs = [self.values[v] for v in step.operands]
+        if step.kernel == "dnn.vjp":
+            return self.backward(step, inputs)
+        output, saved = self.forward(step.kernel, step, inputs, step.operand_types,
+                                     step.result_types[0])
+        if saved is not None:
+            self.saved[step.results[0]] = saved
+        return [output]
+
+    def forward(self, kernel: str, step: Step, inputs: list[Any], types: tuple[Sharded, ...],
+                result: Sharded) -> tuple[np.ndarray, Any]:
+        props = step.props
+        dims = [t.dims for t in types]
+        reduce, gather = self.callbacks(step, types[0] if types else result)
+        x = inputs[0]
+        match kernel:
+            case "dnn.einsum":
+                return einsum.einsum_forward(inputs, dims, result.dims), None
+            case "dnn.conv2d":
+                return conv.conv2d_forward(x, inputs[1], props["stride"], props["padding"]), None
+            case "dnn.pool2d":
+                return conv.pool2d_forward(props["kind"], x, props["window"], props["stride"],
+                                           props["padding"]), None
+            case _ if kernel in UNARY:
+                y = elementwise.unary_forward(kernel[4:], x)
+                return y, None
+            case _ if kernel in BINARY:
+                return elementwise.binary_forward(kernel[4:], x, dims[0], inputs[1],
+                                                  dims[1]), None
+            case "dnn.softmax":
+                return normalization.softmax_forward(x, dims[0], props["over"], reduce), None
+            case "dnn.layernorm" | "dnn.batchnorm":
+                function = getattr(normalization, f"{kernel[4:]}_forward")
+                scale, bias = (inputs[1], inputs[2]) if len(inputs) == 3 else (None, None)
+                y, stats = function(x, dims[0], props["over"], scale, bias,
+                                    param_dims=dims[1] if len(inputs) == 3 else None,
+                                    count=_count(types[0], props["over"],
+                                                 kernel == "dnn.layernorm"),
+                                    reduce=reduce)
+                return y, stats
+            case "dnn.reduce":
+                return reduction.reduce_forward(props["kind"], x, dims[0], props["over"],
+                                                count=_count(types[0], props["over"], True)), None
+            case "dnn.embedding":
+                return embedding.embedding_forward(x, inputs[1], self.offset(types[1], 0)), None
+            case "dnn.lstm":
+                return lstm.lstm_forward(x, inputs[1], all_gather=gather)
+            case "dnn.concat":
+                return shaping.concat_forward(inputs, dims, result.dims), None
+            case "dnn.reshape":
+                return shaping.reshape_forward(x, result.local), None
+            case "dnn.softmax_cross_entropy":
+                (over,) = props["over"]
+                axis = types[0].dims.index(over)
+                loss, stats = normalization.softmax_cross_entropy_forward(
+                    x, dims[0], inputs[1], over, self.offset(types[0], axis), reduce)
+                count = prod(s for d, s in zip(types[0].dims, types[0].sizes, strict=True)
+                             if d != over)
+                return np.asarray(loss / count, dtype=x.dtype), stats
+            case "dnn.sgd":
+                step_size = np.asarray(props["lr"], dtype=x.dtype)
+                return (x - step_size * inputs[1]).astype(x.dtype), None
+        raise ValueError(f"no kernel for {kernel}")
+
+    def backward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
+        props, forward = step.props, step.props["forward"]
+        wrt = props["wrt"]
+        seeded = props["cotangent"] == "no"
+        arity = len(inputs) - (1 if seeded else 2)
+        operands, result = inputs[:arity], inputs[arity]
+        types = step.operand_types[:arity]
+        result_value = step.operands[arity]
+        dy = None if seeded else inputs[arity + 1]
+        dims = [t.dims for t in types]
+        needs = [i in wrt for i in range(arity)]
+        reduce, _ = self.callbacks(step, types[0])
+        saved = self.saved.get(result_value)
+        grads: list[Any]
+        x = operands[0]
+        match forward:
+            case "dnn.einsum":
+                grads = einsum.einsum_backward(dy, operands, dims,
+                                               step.operand_types[arity].dims, needs)
+            case "dnn.conv2d":
+                grads = list(conv.conv2d_backward(dy, x, operands[1], props["stride"],
+                                                  props["padding"], needs))
+            case "dnn.pool2d":
+                grads = [conv.pool2d_backward(props["kind"], dy, x, props["window"],
+                                              props["stride"], props["padding"])]
+            case _ if forward in UNARY:
+                grads = [elementwise.unary_backward(forward[4:], dy, x, result)]
+            case _ if forward in BINARY:
+                grads = list(elementwise.binary_backward(forward[4:], dy, x, dims[0],
+                                                         operands[1], dims[1], needs))
+            case "dnn.softmax":
+                grads = [normalization.softmax_backward(dy, result, dims[0], props["over"],
+                                                        reduce)]
+            case "dnn.layernorm" | "dnn.batchnorm":
+                function = getattr(normalization, f"{forward[4:]}_backward")
+                scale = operands[1] if arity == 3 else None
+                grads = list(function(dy, x, dims[0], props["over"], saved, scale,
+                                      param_dims=dims[1] if arity == 3 else None,
+                                      count=_count(types[0], props["over"],
+                                                   forward == "dnn.layernorm"),
+                                      reduce=reduce))
+            case "dnn.reduce":
+                grads = [reduction.reduce_backward(props["kind"], dy, dims[0], props["over"],
+                                                   x.shape,
+                                                   count=_count(types[0], props["over"], True))]
+            case "dnn.embedding":
+                grads = [None, embedding.embedding_backward(dy, x, operands[1].shape,
+                                                            self.offset(types[1], 0))]
+            case "dnn.lstm":
+                unit_offset = self.offset(types[1], 2) // 4
+                grads = list(lstm.lstm_backward(dy, operands[1], saved, unit_offset, reduce))
+            case "dnn.concat":
+                sizes = [t.local[shaping.concat_axis(dims, step.operand_types[arity].dims)]
+                         for t in types]
+                grads = shaping.concat_backward(dy, dims, step.operand_types[arity].dims, sizes)
+            case "dnn.reshape":
+                grads = [shaping.reshape_backward(dy, x.shape)]
+            case "dnn.softmax_cross_entropy":
+                (over,) = props["over"]
+                axis = types[0].dims.index(over)
+                count = prod(s for d, s in zip(types[0].dims, types[0].sizes, strict=True)
+                             if d != over)
+                grads = [normalization.softmax_cross_entropy_backward(
+                    1.0, x, dims[0], operands[1], over, saved, count,
+                    self.offset(types[0], axis))]
+            case _:
+                raise ValueError(f"no backward kernel for {forward}")
+        return [grads[i] for i in wrt]
+
+
+def _count(tensor: Sharded, over: list[str], inside: bool) -> int:
+    """Global number of elements a norm or mean divides by: over `over` (inside) or over
+    the other dims."""
+    return prod(s for d, s in zip(tensor.dims, tensor.sizes, strict=True)
+                if (d in over) == inside)
+
+
+def _intersect(a: Box, b: Box) -> Box | None:
+    result = tuple((max(lo1, lo2), min(hi1, hi2)) for (lo1, hi1), (lo2, hi2) in zip(a, b,
+                                                                                    strict=True))
+    return None if any(lo >= hi for lo, hi in result) else result
+
+
+def _relative(part: Box, within: Box) -> tuple[slice, ...]:
+    return tuple(slice(lo - base, hi - base) for (lo, hi), (base, _) in zip(part, within,
+                                                                             strict=True))
+
+
+def _place(array: np.ndarray, block: Box, values: np.ndarray) -> np.ndarray:
+    updated = np.array(array)
+    updated[_slices(block)] = values
+    return updated
+
+
+def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
+               steps: int) -> DeviceResult:
+    """Run `steps` training steps of `program` on this device."""
+    return _Device(program, comm).run(data, steps)

@@ -1,0 +1,122 @@
+"""conv2d and pool2d over NCHW tensors, forward and backward.
+
+Layouts are positional: x `[b, c, h, w]`, filter `[co, ci, r, s]`, output
+`[b, co, ho, wo]` with `ho = (h + 2·ph − r) // stride + 1`. Only batch and channels are
+ever split (height and width are not splittable), so a local block is whole along
+height and width and needs no halo.
+
+conv2d computes local contractions only: with input channels split the output is a
+partial sum, with output channels split the input gradient is, with the batch split the
+filter gradient is; the caller all-reduces them (docs/cost-model.md, rules 1 and 2).
+pool2d is purely local.
+
+Padding: conv2d and avg pooling pad with zeros, max pooling with −inf. Avg pooling
+counts padded zeros (count_include_pad=True): every window divides by `kh·kw`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+Pair = tuple[int, int]
+
+
+def _pair(padding: int | Sequence[int]) -> Pair:
+    if isinstance(padding, int):
+        return padding, padding
+    height, width = padding
+    return int(height), int(width)
+
+
+def _pad(x: np.ndarray, padding: Pair, value: float = 0.0) -> np.ndarray:
+    ph, pw = padding
+    if ph == 0 and pw == 0:
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=value)
+
+
+def _windows(padded: np.ndarray, window: Pair, stride: int) -> np.ndarray:
+    """A read-only view `[b, c, ho, wo, kh, kw]` of the windows of a padded input."""
+    return sliding_window_view(padded, window, axis=(2, 3))[:, :, ::stride, ::stride]
+
+
+def _tap(i: int, j: int, out: Pair, stride: int) -> tuple[slice, ...]:
+    """The positions of a padded input that window tap (i, j) reads for each output."""
+    ho, wo = out
+    return (slice(None), slice(None), slice(i, i + stride * (ho - 1) + 1, stride),
+            slice(j, j + stride * (wo - 1) + 1, stride))
+
+
+def _crop(padded: np.ndarray, padding: Pair) -> np.ndarray:
+    ph, pw = padding
+    return padded[:, :, ph:padded.shape[2] - ph, pw:padded.shape[3] - pw]
+
+
+def conv2d_forward(x: np.ndarray, w: np.ndarray, stride: int = 1,
+                   padding: int | Sequence[int] = 0) -> np.ndarray:
+    """`y[b, o, p, q] = Σ_{c, i, j} xpad[b, c, stride·p + i, stride·q + j] · w[o, c, i, j]`."""
+    pad = _pair(padding)
+    windows = _windows(_pad(x, pad), (w.shape[2], w.shape[3]), stride)
+    return np.einsum("bchwrs,ocrs->bohw", windows, w, optimize=True)
+
+
+def conv2d_backward(grad_output: np.ndarray, x: np.ndarray, w: np.ndarray, stride: int = 1,
+                    padding: int | Sequence[int] = 0, needs_grad: Sequence[bool] = (True, True)
+                    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Gradients (dx, dw) of the requested operands, local partial sums."""
+    pad = _pair(padding)
+    padded = _pad(x, pad)
+    kh, kw = w.shape[2], w.shape[3]
+    out = (grad_output.shape[2], grad_output.shape[3])
+    dx = dw = None
+    if needs_grad[0]:
+        dpadded = np.zeros(padded.shape, dtype=grad_output.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                dpadded[_tap(i, j, out, stride)] += np.einsum(
+                    "bohw,oc->bchw", grad_output, w[:, :, i, j], optimize=True)
+        dx = np.ascontiguousarray(_crop(dpadded, pad))
+    if needs_grad[1]:
+        windows = _windows(padded, (kh, kw), stride)
+        dw = np.einsum("bohw,bchwrs->ocrs", grad_output, windows, optimize=True)
+    return dx, dw
+
+
+def pool2d_forward(kind: str, x: np.ndarray, window: Sequence[int], stride: int = 1,
+                   padding: int | Sequence[int] = 0) -> np.ndarray:
+    """Max or average (count_include_pad=True) pooling of each `window` of x."""
+    pad, size = _pair(padding), _pair(window)
+    if kind == "max":
+        return _windows(_pad(x, pad, -np.inf), size, stride).max(axis=(4, 5))
+    if kind == "avg":
+        total = _windows(_pad(x, pad), size, stride).sum(axis=(4, 5))
+        return total / (size[0] * size[1])
+    raise ValueError(f"pool2d kind must be 'max' or 'avg', got '{kind}'")
+
+
+def pool2d_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, window: Sequence[int],
+                    stride: int = 1, padding: int | Sequence[int] = 0) -> np.ndarray:
+    """The input gradient. Max pooling routes each window's gradient to its first
+    maximum in row-major window order (deterministic on ties)."""
+    pad, (kh, kw) = _pair(padding), _pair(window)
+    out = (grad_output.shape[2], grad_output.shape[3])
+    padded_shape = (x.shape[0], x.shape[1], x.shape[2] + 2 * pad[0], x.shape[3] + 2 * pad[1])
+    dpadded = np.zeros(padded_shape, dtype=grad_output.dtype)
+    if kind == "max":
+        windows = _windows(_pad(x, pad, -np.inf), (kh, kw), stride)
+        winner = windows.reshape(*windows.shape[:4], kh * kw).argmax(axis=4)
+        for i in range(kh):
+            for j in range(kw):
+                dpadded[_tap(i, j, out, stride)] += np.where(
+                    winner == i * kw + j, grad_output, 0)
+    elif kind == "avg":
+        share = grad_output / (kh * kw)
+        for i in range(kh):
+            for j in range(kw):
+                dpadded[_tap(i, j, out, stride)] += share
+    else:
+        raise ValueError(f"pool2d kind must be 'max' or 'avg', got '{kind}'")
+    return np.ascontiguousarray(_crop(dpadded, pad))

@@ -1,0 +1,55 @@
+"""concat and reshape: data movement only, purely local, no callbacks.
+
+concat joins along the one dim whose name differs between the operands and the result;
+that dim is never split, so the local blocks concatenate into the local result.
+
+reshape merges consecutive dims, splits a dim, or renames one. Only dims that pass
+through one-to-one (kept or renamed) may be split, and a row-major reshape of a block
+that is whole along every merged or split group is the block of the reshaped tensor,
+so the kernel reshapes the local block into the LOCAL result shape the caller gives
+(the result's sizes with each passed-through dim at its local extent).
+
+Example:
+    >>> a, b = np.zeros((2, 3)), np.ones((2, 1))
+    >>> concat_forward([a, b], [["n", "c1"], ["n", "c2"]], ["n", "c"]).shape
+    (2, 4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def concat_axis(input_dims: Sequence[Sequence[str]], output_dims: Sequence[str]) -> int:
+    """The one position where the operands' dim names differ from the result's."""
+    axes = {k for dims in input_dims for k, d in enumerate(dims) if d != output_dims[k]}
+    if len(axes) != 1:
+        raise ValueError(f"concat operands must differ from [{', '.join(output_dims)}] in "
+                         "exactly one dim")
+    return axes.pop()
+
+
+def concat_forward(inputs: Sequence[np.ndarray], input_dims: Sequence[Sequence[str]],
+                   output_dims: Sequence[str]) -> np.ndarray:
+    return np.concatenate(list(inputs), axis=concat_axis(input_dims, output_dims))
+
+
+def concat_backward(grad_output: np.ndarray, input_dims: Sequence[Sequence[str]],
+                    output_dims: Sequence[str], input_sizes: Sequence[int]) -> list[np.ndarray]:
+    """The operands' gradients: slices of grad_output along the concat dim, the i-th
+    `input_sizes[i]` long."""
+    axis = concat_axis(input_dims, output_dims)
+    bounds = np.cumsum(input_sizes)[:-1].tolist()
+    return [part.copy() for part in np.split(grad_output, bounds, axis=axis)]
+
+
+def reshape_forward(x: np.ndarray, output_shape: Sequence[int]) -> np.ndarray:
+    """x reshaped (a copy, never a view of x) into the local result shape."""
+    return x.reshape(tuple(output_shape)).copy()
+
+
+def reshape_backward(grad_output: np.ndarray, input_shape: Sequence[int]) -> np.ndarray:
+    """grad_output reshaped into x's local shape."""
+    return grad_output.reshape(tuple(input_shape)).copy()

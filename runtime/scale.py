@@ -1,0 +1,179 @@
+"""Shrink a model so it runs here in seconds: `pase-run --scale F`.
+
+Every dimension is scaled by F: exactly where the result is whole (batch 128 at F = 1/8
+is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
+What shape rules tie together is recomputed instead of scaled: a conv or pool's output
+height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e.
+Filter heights and widths keep their sizes; the input images shrink only as far as every
+conv and pool stays valid, and a global pool's window follows its input.
+
+    small = scale_module(parse_file("models/alexnet.dnn"), 0.125)
+"""
+
+from __future__ import annotations
+
+from math import ceil, gcd, prod
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from pase.dialect import dnn
+from pase.dialect.shapes import conv_output_size, reshape_groups
+
+
+class ScaleError(ValueError):
+    """The model cannot be scaled consistently by that factor."""
+
+
+def scaled_size(size: int, factor: float) -> int:
+    """`size · factor` when that is a whole number (so sums and products of scaled dims
+    still agree), else rounded up to keep the power-of-two factors (up to 8) of `size`."""
+    exact = size * factor
+    if exact >= 1 and abs(exact - round(exact)) < 1e-9:
+        return round(exact)
+    keep = gcd(size, 8)
+    return max(keep, ceil(exact / keep) * keep)
+
+
+def _spatial(graph: dnn.GraphOp) -> tuple[set[str], set[str]]:
+    """(image dims that conv and pool outputs derive from, filter height/width dims)."""
+    derived: set[str] = set()
+    spatial: set[str] = set()
+    kernels: set[str] = set()
+    for op in graph.layers:
+        if isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
+            x = op.input_shapes[0]
+            spatial |= set(x.dims[2:])
+            derived |= set(op.result_shape.dims[2:])
+            if isinstance(op, dnn.Conv2dOp):
+                kernels |= set(op.input_shapes[1].dims[2:])
+    return spatial - derived, kernels
+
+
+def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
+               kernels: set[str]) -> tuple[dict[str, int], dict[dnn.LayerOp, tuple[int, int]]]:
+    """New sizes of every dim, and new windows of global pools; raises ScaleError."""
+    old = graph.dims
+    new: dict[str, int] = {}
+    windows: dict[dnn.LayerOp, tuple[int, int]] = {}
+
+    def assign(dim: str, size: int) -> None:
+        if new.setdefault(dim, size) != size:
+            raise ScaleError(f"dimension '{dim}' would be both {new[dim]} and {size}")
+
+    def free(dims: tuple[str, ...]) -> None:
+        for dim in dims:
+            if dim not in new:
+                new[dim] = (old[dim] if dim in kernels else image[dim] if dim in image
+                            else scaled_size(old[dim], factor))
+
+    for op in graph.body.block.ops:
+        if isinstance(op, dnn.InputOp | dnn.ParamOp):
+            shape = op.output.type.shape
+            if isinstance(op, dnn.ParamOp) and any(
+                    isinstance(use.operation, dnn.LstmOp) and use.index == 1
+                    for use in op.output.uses):
+                continue  # the LSTM weight follows its input's width
+            free(shape.dims)
+        elif isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
+            x, y = op.input_shapes[0], op.result_shape
+            if isinstance(op, dnn.Conv2dOp):
+                w = op.input_shapes[1]
+                free(w.dims)
+                window = (new[w.dims[2]], new[w.dims[3]])
+            else:
+                window = tuple(op.ints_prop("window"))  # type: ignore[assignment]
+                if window == tuple(x.sizes[2:]) and y.sizes[2:] == (1, 1):
+                    window = (new[x.dims[2]], new[x.dims[3]])
+                    windows[op] = window
+            padding = op.ints_prop("padding")
+            assign(y.dims[0], new[x.dims[0]])
+            assign(y.dims[1], new[op.input_shapes[-1].dims[0]] if isinstance(op, dnn.Conv2dOp)
+                   else new[x.dims[1]])
+            for axis in (0, 1):
+                size = conv_output_size(new[x.dims[2 + axis]], window[axis],
+                                        op.stride.data, padding[axis])
+                if size < 1:
+                    raise ScaleError(f"{op.layer_name}: the input is too small")
+                assign(y.dims[2 + axis], size)
+        elif isinstance(op, dnn.ConcatOp):
+            y = op.result_shape
+            axis = [i for i in range(y.rank) if op.input_shapes[0].dims[i] != y.dims[i]][0]
+            for index, dim in enumerate(y.dims):
+                if index == axis:
+                    assign(dim, sum(new[s.dims[axis]] for s in op.input_shapes))
+                else:
+                    assign(dim, new[dim])
+        elif isinstance(op, dnn.ReshapeOp):
+            x, y = op.input_shapes[0], op.result_shape
+            for inputs, outputs in reshape_groups(x, y):
+                total = prod(new[x.dims[i]] for i in inputs)
+                if len(outputs) == 1:
+                    assign(y.dims[outputs[0]], total)
+                else:
+                    free(tuple(y.dims[j] for j in outputs[:-1]))
+                    rest = prod(new[y.dims[j]] for j in outputs[:-1])
+                    if total % rest:
+                        raise ScaleError(f"{op.layer_name}: cannot split {total} evenly")
+                    assign(y.dims[outputs[-1]], total // rest)
+        elif isinstance(op, dnn.LstmOp):
+            x, w = op.input_shapes
+            assign(w.dims[0], old[w.dims[0]])
+            assign(w.dims[1], 2 * new[x.dims[2]])
+            assign(w.dims[2], 4 * new[x.dims[2]])
+        elif isinstance(op, dnn.LayerOp):
+            free(op.result_shape.dims)
+    for dim, size in old.items():
+        new.setdefault(dim, scaled_size(size, factor))
+    return new, windows
+
+
+def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
+    """A copy of `module` with every graph scaled by `factor` (0 < factor <= 1)."""
+    if not 0 < factor <= 1:
+        raise ScaleError(f"--scale must be in (0, 1], got {factor}")
+    if factor == 1:
+        return module.clone()
+    return ModuleOp([_scale_graph(g, factor) for g in module.ops
+                     if isinstance(g, dnn.GraphOp)])
+
+
+def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
+    images, kernels = _spatial(graph)
+    old = graph.dims
+    image = {d: scaled_size(old[d], factor) for d in images}
+    while True:
+        try:
+            sizes, windows = _propagate(graph, factor, image, kernels)
+            break
+        except ScaleError:
+            if not image or all(image[d] >= old[d] for d in image):
+                raise
+            image = {d: min(old[d], image[d] + 1) for d in image}
+    mapping: dict[SSAValue, SSAValue] = {}
+    block = Block()
+    for op in graph.body.block.ops:
+        results = [_retype(r.type, sizes) for r in op.results]
+        properties: dict[str, Attribute] = dict(op.properties)
+        if op in windows:
+            properties["window"] = ArrayAttr(IntAttr(s) for s in windows[op])  # type: ignore[index]
+        new_op: Operation = type(op).create(
+            operands=[mapping[v] for v in op.operands], result_types=results,
+            properties=properties, attributes=dict(op.attributes))
+        for old_result, new_result in zip(op.results, new_op.results, strict=True):
+            new_result.name_hint = old_result.name_hint
+            mapping[old_result] = new_result
+        block.add_op(new_op)
+    scaled = dnn.GraphOp.create(
+        properties={**graph.properties, "dim_sizes": ArrayAttr(
+            IntAttr(sizes[d]) for d in old)},
+        attributes=dict(graph.attributes), regions=[Region(block)])
+    scaled.verify()
+    return scaled
+
+
+def _retype(attr: Attribute, sizes: dict[str, int]) -> Attribute:
+    if not isinstance(attr, dnn.TensorType):
+        return attr
+    shape = attr.shape
+    return dnn.TensorType(shape.dims, [sizes[d] for d in shape.dims], attr.element_type)

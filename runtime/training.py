@@ -1,0 +1,218 @@
+"""Sharded training steps against the single-device reference, as `pase-run` runs them.
+
+    report = train(module, devices=4, steps=2, seed=0)
+    report.max_errors(), report.words_mismatches()
+
+The graph (with `#pase.config` on every layer) goes through `pase-autodiff` and
+`pase-lower-spmd` twice: as it is, on `devices` workers, and with every layer unsplit, on
+one worker (the reference). Both run the same numpy kernels on the same seeded data;
+the report holds the losses, the relative errors of loss, gradients and updated
+parameters, and per layer and edge the words the devices moved next to what the cost
+model predicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from math import prod
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from pase.dialect import dnn
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.passes.autodiff import AutodiffPass
+from pase.passes.lower_spmd import LowerSpmdPass
+from pase.passes.strategy.cost import blocks, layer_cost, redistribution_words
+from pase.passes.strategy.problem import Problem, build_problem
+from pase.runtime.communicator import DeviceComm
+from pase.runtime.executor import DTYPES, DeviceResult, run_device
+from pase.runtime.program import Program, program_from_ir
+from pase.runtime.workers import run_workers
+
+
+@dataclass
+class WordsRow:
+    """Words one layer or edge moved (the most any device received) and the prediction."""
+
+    name: str
+    kind: str
+    measured: float
+    predicted: float
+
+
+@dataclass
+class TrainingReport:
+    graph: str
+    devices: int
+    element: str
+    losses: list[float]
+    reference_losses: list[float]
+    loss_errors: list[float]
+    gradient_error: float
+    parameter_error: float
+    words: list[WordsRow] = field(default_factory=list)
+
+    def max_error(self) -> float:
+        return max([*self.loss_errors, self.gradient_error, self.parameter_error])
+
+    def tolerance(self) -> float:
+        return 1e-9 if self.element == "f64" else 1e-4
+
+    def words_mismatches(self, slack: float = 2.0) -> list[WordsRow]:
+        """Rows whose measured words differ from the prediction by more than the rounding
+        of uneven ring chunks (`slack` words per device and collective)."""
+        return [row for row in self.words
+                if abs(row.measured - row.predicted) > slack * self.devices
+                + 1e-9 * row.predicted]
+
+
+def _graph(module: ModuleOp) -> dnn.GraphOp:
+    graphs = [op for op in module.walk() if isinstance(op, dnn.GraphOp)]
+    if len(graphs) != 1:
+        raise ValueError(f"pase-run runs one graph, the file has {len(graphs)}")
+    return graphs[0]
+
+
+def make_data(graph: dnn.GraphOp, seed: int) -> dict[str, np.ndarray]:
+    """Seeded inputs and parameters, named as in the graph, scaled to keep activations
+    of order one: ids and labels within their table or class count."""
+    rng = np.random.default_rng(seed)
+    data: dict[str, np.ndarray] = {}
+    for op in graph.body.block.ops:
+        if not isinstance(op, dnn.InputOp | dnn.ParamOp):
+            continue
+        shape = op.output.type.shape
+        name = op.output.name_hint or "v"
+        uses = [(use.operation, use.index) for use in op.output.uses]
+        dtype = DTYPES[shape.element]
+        if shape.element in ("i32", "i64"):
+            high = 2
+            for user, index in uses:
+                if isinstance(user, dnn.EmbeddingOp) and index == 0:
+                    high = user.input_shapes[1].sizes[0]
+                if isinstance(user, dnn.SoftmaxCrossEntropyOp) and index == 1:
+                    over = user.dims_prop("over")[0]
+                    high = user.input_shapes[0].size_of(over)
+            data[name] = rng.integers(0, high, size=shape.sizes).astype(dtype)
+            continue
+        values = rng.standard_normal(shape.sizes)
+        if isinstance(op, dnn.ParamOp):
+            user, index = uses[0] if uses else (None, 0)
+            if isinstance(user, dnn.LayerNormOp | dnn.BatchNormOp):
+                values = (1.0 if index == 1 else 0.0) + 0.1 * values
+            elif isinstance(user, dnn.Conv2dOp):
+                values /= np.sqrt(prod(shape.sizes[1:]))
+            elif len(shape.sizes) > 1:
+                values /= np.sqrt(prod(shape.sizes[:-1]))
+        data[name] = values.astype(dtype)
+    return data
+
+
+def with_configs(module: ModuleOp, configs: dict[str, dict[str, int]] | None) -> ModuleOp:
+    """A copy whose layers carry `configs` (None: every layer unsplit)."""
+    copy = module.clone()
+    graph = _graph(copy)
+    for layer in graph.layers:
+        config = {} if configs is None else configs[layer.layer_name]
+        layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(config)
+    graph.attributes.pop("pase.strategy", None)
+    return copy
+
+
+def lower(module: ModuleOp, devices: int, lr: float) -> Program:
+    lowered = module.clone()
+    ctx = Context()
+    AutodiffPass(lr=lr).apply(ctx, lowered)
+    LowerSpmdPass(devices=devices).apply(ctx, lowered)
+    lowered.verify()
+    return program_from_ir(lowered)
+
+
+def _worker(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
+            steps: int) -> DeviceResult:
+    return run_device(comm, program, data, steps)
+
+
+def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
+            timeout: float) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
+    results = run_workers(partial(_worker, program=program, data=data, steps=steps),
+                          program.devices, backend=backend, timeout=timeout)
+    return list(results), results.counters()
+
+
+def _assemble(results: list[DeviceResult], which: str, data: dict[str, np.ndarray]
+              ) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for result in results:
+        for name, (block, array) in getattr(result, which).items():
+            target = arrays.setdefault(name, np.zeros_like(data[name]))
+            target[tuple(slice(lo, hi) for lo, hi in block)] = array
+    return arrays
+
+
+def _relative_error(measured: np.ndarray, reference: np.ndarray) -> float:
+    scale = float(np.max(np.abs(reference))) if reference.size else 0.0
+    difference = float(np.max(np.abs(measured.astype(np.float64) - reference))) \
+        if reference.size else 0.0
+    return difference / scale if scale > 0 else difference
+
+
+def predicted_words(problem: Problem, configs: dict[str, dict[str, int]]
+                    ) -> dict[tuple[str, str], float]:
+    """The cost model's words per device: per layer ("layer", name) and per edge
+    ("edge", "u->v" forward / "u<-v" backward)."""
+    words: dict[tuple[str, str], float] = {}
+    for layer in problem.layer_data:
+        words[("layer", layer.name)] = layer_cost(layer, configs[layer.name],
+                                                  problem.machine).words
+    for edge in problem.edges:
+        producer, consumer = problem.layer_data[edge.producer], problem.layer_data[edge.consumer]
+        held = blocks(producer, configs[producer.name], edge.held, problem.devices)[None]
+        needed = blocks(consumer, configs[consumer.name], edge.needed, problem.devices)[None]
+        forward, backward = redistribution_words(held, needed)
+        words[("edge", f"{producer.name}->{consumer.name}")] = float(forward[0, 0])
+        if edge.backward:
+            words[("edge", f"{producer.name}<-{consumer.name}")] = float(backward[0, 0])
+    return words
+
+
+def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = 0.01,
+          backend: str = "threads", timeout: float = 120.0) -> TrainingReport:
+    """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded."""
+    graph = _graph(module)
+    configs = {layer.layer_name: (layer.config.splits if layer.config else {})
+               for layer in graph.layers}
+    element = next((op.output.type.shape.element for op in graph.body.block.ops
+                    if isinstance(op, dnn.ParamOp)), "f32")
+    data = make_data(graph, seed)
+    sharded = lower(with_configs(module, configs), devices, lr)
+    reference = lower(with_configs(module, None), 1, lr)
+    results, counters = execute(sharded, data, steps, backend, timeout)
+    expected, _ = execute(reference, data, steps, backend, timeout)
+    losses, reference_losses = results[0].losses, expected[0].losses
+    loss_errors = [_relative_error(np.asarray(a), np.asarray(b))
+                   for a, b in zip(losses, reference_losses, strict=True)]
+    params, reference_params = _assemble(results, "params", data), _assemble(expected,
+                                                                             "params", data)
+    grads, reference_grads = _assemble(results, "grads", data), _assemble(expected, "grads",
+                                                                          data)
+    parameter_error = max([_relative_error(params[n], reference_params[n])
+                           for n in reference_params] or [0.0])
+    gradient_error = max([_relative_error(grads[n], reference_grads[n])
+                          for n in reference_grads] or [0.0])
+    problem = build_problem(graph, devices, pinned=configs)
+    predicted = predicted_words(problem, configs)
+    measured: dict[str, float] = {}
+    for tags in counters.values():
+        for tag, count in tags.items():
+            measured[tag] = max(measured.get(tag, 0.0), float(count["received"]))
+    rows = []
+    for (kind, name), words in predicted.items():
+        rows.append(WordsRow(name, kind, measured.pop(name, 0.0) / steps, words))
+    for tag, words in sorted(measured.items()):
+        rows.append(WordsRow(tag, "unexpected", words / steps, 0.0))
+    return TrainingReport(graph.sym_name.data, devices, element, losses, reference_losses,
+                          loss_errors, gradient_error, parameter_error, rows)

@@ -1,0 +1,195 @@
+"""The layer-op interface: each layer's iteration space, built from `.dnn` source."""
+
+from __future__ import annotations
+
+import pytest
+
+from pase.dialect import dnn
+from pase.dialect.interface import IterationSpace, IterDim
+from pase.frontend import parse_text
+
+
+def layer(header: str, body: str) -> dnn.LayerOp:
+    """The last layer of a one-graph program (`return` of it is added)."""
+    module = parse_text(f"graph @g({header}) {{\n{body}\n}}", "space.dnn")
+    graph = module.ops.first
+    assert isinstance(graph, dnn.GraphOp)
+    return graph.layers[-1]
+
+
+def summary(space: IterationSpace) -> list[tuple[str, int, bool, bool]]:
+    return [(d.name, d.size, d.splittable, d.reduction) for d in space.dims]
+
+
+def test_einsum_sums_the_dims_absent_from_the_result():
+    space = layer("b = 8, d = 16, h = 32", """
+  %x = input [b, d]
+  %w = param [d, h]
+  %y = einsum %x, %w -> [b, h]
+  return %y""").iteration_space()
+    # Result dims first, in result order, then the summed ones.
+    assert summary(space) == [("b", 8, True, False), ("h", 32, True, False),
+                              ("d", 16, True, True)]
+    assert space.operands == (("b", "d"), ("d", "h"))
+    assert space.result == ("b", "h")
+    assert (space.flops_forward, space.flops_backward) == (2.0, 4.0)
+    assert space.points == 8 * 16 * 32
+
+
+def test_einsum_of_three_operands_and_of_one():
+    three = layer("b = 2, s = 3, d = 4, h = 5", """
+  %x = input [b, s, d]
+  %w = param [d, h]
+  %g = param [h]
+  %y = einsum %x, %w, %g -> [b, h]
+  return %y""").iteration_space()
+    assert three.names == ("b", "h", "s", "d")
+    assert [d.name for d in three.dims if d.reduction] == ["s", "d"]
+    assert three.operands == (("b", "s", "d"), ("d", "h"), ("h",))
+    transpose = layer("b = 2, d = 4", """
+  %x = input [b, d]
+  %t = einsum %x -> [d, b]
+  return %t""").iteration_space()
+    assert summary(transpose) == [("d", 4, True, False), ("b", 2, True, False)]
+    assert transpose.operands == (("b", "d"),)
+
+
+def test_conv2d_splits_batch_and_channels_only():
+    space = layer("b = 8, ci = 3, co = 4, h = 10, w = 10, r = 3, s = 3, ho = 8, wo = 8", """
+  %x = input [b, ci, h, w]
+  %f = param [co, ci, r, s]
+  %y = conv2d %x, %f -> [b, co, ho, wo]
+  return %y""").iteration_space()
+    assert summary(space) == [
+        ("b", 8, True, False), ("co", 4, True, False), ("ci", 3, True, True),
+        ("ho", 8, False, False), ("wo", 8, False, False),
+        ("r", 3, False, True), ("s", 3, False, True)]
+    # The input's height and width follow output and filter positions together.
+    assert space.operands == (("b", "ci", None, None), ("co", "ci", "r", "s"))
+    assert space.result == ("b", "co", "ho", "wo")
+    assert [d.name for d in space.splittable] == ["b", "co", "ci"]
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool2d_splits_batch_and_channels_only(kind: str):
+    pool = layer("b = 8, c = 4, h = 8, w = 8, ho = 5, wo = 4", f"""
+  %x = input [b, c, h, w]
+  %y = pool2d {kind} %x window [2, 3] stride 2 padding 1 -> [b, c, ho, wo]
+  return %y""")
+    space = pool.iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("c", 4, True, False),
+                              ("ho", 5, False, False), ("wo", 4, False, False)]
+    assert space.operands == (("b", "c", None, None),)
+    assert space.result == ("b", "c", "ho", "wo")
+    # One operation per window element, forward and backward.
+    assert (space.flops_forward, space.flops_backward) == (6.0, 6.0)
+
+
+def test_lstm_splits_batch_and_hidden_units():
+    space = layer("b = 8, s = 6, e = 16, l = 2, k = 32, n = 64", """
+  %x = input [b, s, e]
+  %w = param [l, k, n]
+  %y = lstm %x, %w
+  return %y""").iteration_space()
+    # (l, s, b, n, k) as in PaSE; n counts the e hidden units (four gates each).
+    assert summary(space) == [("l", 2, False, False), ("s", 6, False, False),
+                              ("b", 8, True, False), ("n", 16, True, False),
+                              ("k", 32, False, True)]
+    assert space.operands == (("b", "s", None), ("l", "k", "n"))
+    assert space.result == ("b", "s", None)
+
+
+def test_embedding_iterates_over_the_vocabulary():
+    space = layer("b = 8, s = 6, v = 100, e = 16", """
+  %ids = input [b, s] : i32
+  %table = param [v, e]
+  %y = embedding %ids, %table
+  return %y""").iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("s", 6, True, False),
+                              ("v", 100, True, True), ("e", 16, True, False)]
+    assert space.operands == (("b", "s"), ("v", "e"))
+    assert space.result == ("b", "s", "e")
+    # One copied row element per id: FLOPs per point are 1/vocabulary.
+    assert space.flops_forward == pytest.approx(1 / 100)
+    assert space.points * space.flops_forward == pytest.approx(8 * 6 * 16)
+
+
+@pytest.mark.parametrize(
+    ("header", "source_dims", "result_dims", "splittable", "operand"),
+    [
+        # merge s and e into se: se cannot split; b passes through
+        ("b = 2, s = 3, e = 4, se = 12", "b, s, e", "b, se", ["b"], ("b", None, None)),
+        # split se into s and e
+        ("b = 2, s = 3, e = 4, se = 12", "b, se", "b, s, e", ["b"], ("b", None)),
+        # rename s to t: a one-to-one group splits like a pass-through dim
+        ("b = 2, s = 3, t = 3, e = 4", "b, s, e", "b, t, e", ["b", "t", "e"], ("b", "t", "e")),
+        # merge everything
+        ("b = 2, s = 3, n = 6", "b, s", "n", [], (None, None)),
+    ],
+)
+def test_reshape_splits_only_dims_it_keeps_whole(header: str, source_dims: str,
+                                                   result_dims: str, splittable: list[str],
+                                                   operand: tuple[str | None, ...]):
+    space = layer(header, f"""
+  %x = input [{source_dims}]
+  %y = reshape %x -> [{result_dims}]
+  return %y""").iteration_space()
+    assert space.names == tuple(d.strip() for d in result_dims.split(","))
+    assert [d.name for d in space.splittable] == splittable
+    assert not any(d.reduction for d in space.dims)
+    assert space.operands == (operand,)
+    assert space.result == space.names
+
+
+def test_concat_does_not_split_its_axis():
+    space = layer("b = 2, c1 = 3, c2 = 5, c3 = 1, c = 9, h = 4", """
+  %x = input [b, c1, h]
+  %y = input [b, c2, h]
+  %z = input [b, c3, h]
+  %cat = concat %x, %y, %z -> [b, c, h]
+  return %cat""").iteration_space()
+    assert summary(space) == [("b", 2, True, False), ("c", 9, False, False),
+                              ("h", 4, True, False)]
+    assert space.operands == (("b", None, "h"),) * 3
+    assert (space.flops_forward, space.flops_backward) == (0.0, 0.0)
+
+
+def test_elementwise_broadcast_operand_maps():
+    space = layer("b = 4, s = 3, d = 8", """
+  %x = input [b, s, d]
+  %bias = param [d]
+  %y = add %bias, %x
+  return %y""").iteration_space()
+    assert space.names == ("b", "s", "d")
+    assert space.operands == (("d",), ("b", "s", "d"))
+    assert all(d.splittable and not d.reduction for d in space.dims)
+
+
+def test_reduce_and_loss_mark_reductions():
+    reduce = layer("b = 4, s = 3, d = 8", """
+  %x = input [b, s, d]
+  %y = reduce mean %x over [s]
+  return %y""").iteration_space()
+    assert summary(reduce) == [("b", 4, True, False), ("s", 3, True, True),
+                               ("d", 8, True, False)]
+    assert reduce.result == ("b", "d")
+    loss = layer("b = 4, c = 10", """
+  %z = input [b, c]
+  %t = input [b] : i32
+  %l = softmax_cross_entropy %z, %t over c
+  return %l""").iteration_space()
+    assert summary(loss) == [("b", 4, True, True), ("c", 10, True, True)]
+    assert loss.operands == (("b", "c"), ("b",))
+    assert loss.result == ()
+
+
+def test_iteration_space_helpers():
+    space = IterationSpace((IterDim("b", 8), IterDim("h", 4, splittable=False),
+                            IterDim("d", 2, reduction=True)),
+                           (("b", "d"),), ("b", "h"), 2.0, 4.0)
+    assert space.names == ("b", "h", "d")
+    assert space.dim("h") == IterDim("h", 4, splittable=False)
+    assert [d.name for d in space.splittable] == ["b", "d"]
+    assert space.points == 64
+    with pytest.raises(KeyError):
+        space.dim("q")

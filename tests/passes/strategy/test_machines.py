@@ -1,0 +1,143 @@
+"""Machines: presets by name, TOML files, and errors a user can act on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pase.passes.strategy import PRESETS, Machine, load_machine
+from pase.passes.strategy.machines import MachineError, machine_from_dict
+
+VALID = """\
+name = "my-cluster"
+flops = 19.5e12
+intra_node_bandwidth = 300e9
+inter_node_bandwidth = 25e9
+devices_per_node = 8
+source = "a datasheet"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "machine.toml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_load_by_name(name: str) -> None:
+    machine = load_machine(name)
+    assert machine is PRESETS[name]
+    assert machine.name == name
+    assert machine.flops > 0
+    assert machine.intra_node_bandwidth >= machine.inter_node_bandwidth > 0
+    assert machine.devices_per_node >= 1
+    assert machine.source
+
+
+def test_the_expected_presets_exist() -> None:
+    assert {"pase-default", "v100-nvlink", "a100-nvlink", "h100-nvlink", "1080ti-pcie",
+            "2080ti-pcie"} <= set(PRESETS)
+
+
+def test_pase_default_is_the_prototypes_constants() -> None:
+    machine = load_machine("pase-default")
+    # one f32 word costs 5,000 of the prototype's FLOPs (a multiply-add counted once)
+    assert (machine.flops / 2) / (machine.intra_node_bandwidth / 4) == pytest.approx(5000)
+    assert machine.intra_node_bandwidth == machine.inter_node_bandwidth
+
+
+def test_a_toml_file_loads(tmp_path: Path) -> None:
+    machine = load_machine(write(tmp_path, VALID))
+    assert machine == Machine("my-cluster", 19.5e12, 300e9, 25e9, 8, "a datasheet")
+    assert machine.bandwidth(spans_nodes=False) == 300e9
+    assert machine.bandwidth(spans_nodes=True) == 25e9
+    assert machine.to_json()["devices_per_node"] == 8
+
+
+def test_optional_keys_default(tmp_path: Path) -> None:
+    text = "flops = 1e12\nintra_node_bandwidth = 1e9\ninter_node_bandwidth = 5e8\n"
+    machine = load_machine(write(tmp_path, text, "small.toml"))
+    assert machine.name == "small.toml"
+    assert machine.source == ""
+    assert machine.devices_per_node >= 1 << 20      # one flat network
+    # integers are fine where numbers are expected
+    machine = load_machine(write(tmp_path, "flops = 1000\nintra_node_bandwidth = 10\n"
+                                 "inter_node_bandwidth = 10\n"))
+    assert machine.flops == 1000.0
+
+
+def test_unknown_preset_lists_the_presets() -> None:
+    with pytest.raises(MachineError) as error:
+        load_machine("tpu-v9")
+    message = str(error.value)
+    assert "unknown machine 'tpu-v9'" in message
+    for name in PRESETS:
+        assert name in message
+    assert ".toml" in message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(MachineError, match="cannot read machine file .*nowhere.toml"):
+        load_machine(str(tmp_path / "nowhere.toml"))
+
+
+def test_malformed_toml_names_the_file_and_the_place(tmp_path: Path) -> None:
+    path = write(tmp_path, "flops = 1e12\nintra_node_bandwidth = = 3\n")
+    with pytest.raises(MachineError) as error:
+        load_machine(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: error: ")
+    assert "line 2" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("missing", ["flops", "intra_node_bandwidth", "inter_node_bandwidth"])
+def test_missing_key(tmp_path: Path, missing: str) -> None:
+    lines = [line for line in VALID.splitlines() if not line.startswith(missing)]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    with pytest.raises(MachineError, match=rf"machine.toml: missing '{missing}'"):
+        load_machine(path)
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("flops", "-1e12", "'flops' must be a positive number, got -1000000000000.0"),
+    ("flops", "0", "'flops' must be a positive number, got 0"),
+    ("intra_node_bandwidth", "-5", "'intra_node_bandwidth' must be a positive number"),
+    ("inter_node_bandwidth", '"fast"', "'inter_node_bandwidth' must be a positive number, "
+                                       "got 'fast'"),
+    ("flops", "true", "'flops' must be a positive number, got True"),
+    ("devices_per_node", "0", "'devices_per_node' must be a positive integer, got 0"),
+    ("devices_per_node", "-8", "'devices_per_node' must be a positive integer"),
+    ("devices_per_node", "2.5", "'devices_per_node' must be a positive integer, got 2.5"),
+])
+def test_invalid_values(tmp_path: Path, key: str, value: str, expected: str) -> None:
+    lines = [f"{key} = {value}" if line.startswith(f"{key} ") else line
+             for line in VALID.splitlines()]
+    with pytest.raises(MachineError, match=expected):
+        load_machine(write(tmp_path, "\n".join(lines) + "\n"))
+
+
+def test_nan_is_not_a_positive_number(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID.replace("flops = 19.5e12", "flops = nan"))
+    with pytest.raises(MachineError, match="'flops' must be a positive number"):
+        load_machine(path)
+
+
+def test_unknown_key(tmp_path: Path) -> None:
+    with pytest.raises(MachineError, match="unknown key 'flop'; expected name, flops"):
+        load_machine(write(tmp_path, VALID + "flop = 3\n"))
+
+
+def test_a_table_is_an_unknown_key(tmp_path: Path) -> None:
+    with pytest.raises(MachineError, match="unknown key 'machine'"):
+        load_machine(write(tmp_path, "[machine]\n" + VALID))
+
+
+def test_machine_from_dict_names_where_it_came_from() -> None:
+    with pytest.raises(MachineError, match=r"^strategy.json: missing 'flops'"):
+        machine_from_dict({"intra_node_bandwidth": 1.0, "inter_node_bandwidth": 1.0},
+                          "strategy.json")
+    machine = machine_from_dict(PRESETS["v100-nvlink"].to_json())
+    assert machine == PRESETS["v100-nvlink"]

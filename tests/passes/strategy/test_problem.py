@@ -1,0 +1,439 @@
+"""The problem API end to end: `.dnn` source in, an optimal strategy out.
+
+The DP must equal exhaustive search on random small graphs written as `.dnn` source
+(chains, diamonds, skip connections, multi-input layers), under every elimination
+order; pinned layers keep their configurations; the data-parallel baseline is in the
+search space; and the paper's models have the dependent sets and strategies PaSE
+reports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pase.frontend import parse_file, parse_text
+from pase.passes.strategy import Problem, SearchError, build_problem, solve
+from pase.passes.strategy.cost import edge_costs
+from pase.passes.strategy.orders import ORDER_METHODS
+
+MODELS = Path(__file__).resolve().parents[3] / "models"
+
+DIMS = {"b": 8, "d": 16, "h": 8, "e": 4, "d2": 32, "h2": 16, "e2": 8, "v": 16}
+FEATURES = ("d", "h", "e", "d2", "h2", "e2")
+DOUBLED = {"d": "d2", "h": "h2", "e": "e2"}
+SAME_SIZE = {"d": "h2", "h2": "d", "h": "e2", "e2": "h"}
+LAYER_KINDS = ("linear", "linear", "unary", "bias", "add", "einsum2", "gram", "concat",
+               "softmax", "layernorm", "reshape", "embedding")
+STRATEGY_LIMIT = 100_000
+
+
+@dataclass
+class RandomGraph:
+    """A random `.dnn` graph, built statement by statement."""
+
+    rng: np.random.Generator
+    lines: list[str] = field(default_factory=list)
+    values: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+    layers: int = 0
+    names: int = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.names += 1
+        return f"{prefix}{self.names}"
+
+    def pick(self, candidates: list[tuple[str, tuple[str, ...]]],
+             chain: bool) -> tuple[str, tuple[str, ...]]:
+        # A chain mostly extends the latest value; otherwise any earlier value will do,
+        # which makes diamonds and skip connections.
+        if chain and self.rng.random() < 0.8:
+            return candidates[-1]
+        return candidates[int(self.rng.integers(len(candidates)))]
+
+    def emit(self, text: str, dims: tuple[str, ...], *operands: str) -> None:
+        name = self.fresh("l")
+        self.lines.append(f"  %{name} = {text}")
+        self.values.append((name, dims))
+        self.used.update(operands)
+        self.layers += 1
+
+    def param(self, dims: tuple[str, ...]) -> str:
+        name = self.fresh("p")
+        self.lines.append(f"  %{name} = param [{', '.join(dims)}]")
+        return name
+
+    def feature_not_in(self, dims: tuple[str, ...]) -> str | None:
+        options = [f for f in FEATURES if f not in dims]
+        return str(self.rng.choice(options)) if options else None
+
+    def add_layer(self, kind: str, chain: bool) -> bool:
+        """Add one layer of `kind`; False when no operand fits."""
+        with_batch = [v for v in self.values if v[1][:1] == ("b",) and len(v[1]) == 2]
+        any_value = self.values
+        match kind:
+            case "linear":
+                name, dims = self.pick(any_value, chain)
+                contracted = str(self.rng.choice([d for d in dims if d != "b"] or dims))
+                new = self.feature_not_in(dims)
+                if new is None or contracted == "b":
+                    return False
+                weight = self.param((contracted, new))
+                result = tuple(new if d == contracted else d for d in dims)
+                self.emit(f"einsum %{name}, %{weight} -> [{', '.join(result)}]", result, name)
+            case "unary":
+                name, dims = self.pick(any_value, chain)
+                op = str(self.rng.choice(["relu", "tanh", "gelu", "sigmoid", "exp"]))
+                self.emit(f"{op} %{name}", dims, name)
+            case "bias":
+                name, dims = self.pick(any_value, chain)
+                bias = self.param((dims[-1],))
+                self.emit(f"add %{name}, %{bias}", dims, name)
+            case "add" | "einsum2" | "concat":
+                name, dims = self.pick(any_value, chain)
+                partners = [v for v in self.values if v[1] == dims and v[0] != name]
+                if not partners:
+                    return False
+                other, _ = partners[int(self.rng.integers(len(partners)))]
+                if kind == "add":
+                    op = str(self.rng.choice(["add", "sub", "mul"]))
+                    self.emit(f"{op} %{name}, %{other}", dims, name, other)
+                elif kind == "einsum2":
+                    self.emit(f"einsum %{name}, %{other} -> [{', '.join(dims)}]", dims,
+                              name, other)
+                else:
+                    if dims[-1] not in DOUBLED:
+                        return False
+                    result = (*dims[:-1], DOUBLED[dims[-1]])
+                    self.emit(f"concat %{name}, %{other} -> [{', '.join(result)}]", result,
+                              name, other)
+            case "gram":
+                # two activations contracted over the batch: [b, X] x [b, Y] -> [X, Y]
+                if len(with_batch) < 2:
+                    return False
+                (first, first_dims), (second, second_dims) = (
+                    with_batch[i] for i in self.rng.choice(len(with_batch), 2, replace=False))
+                if first_dims[1] == second_dims[1]:
+                    return False
+                result = (first_dims[1], second_dims[1])
+                self.emit(f"einsum %{first}, %{second} -> [{', '.join(result)}]", result,
+                          first, second)
+            case "softmax":
+                name, dims = self.pick(any_value, chain)
+                over = str(self.rng.choice(dims))
+                self.emit(f"softmax %{name} over {over}", dims, name)
+            case "layernorm":
+                name, dims = self.pick(any_value, chain)
+                if self.rng.random() < 0.5:
+                    scale, shift = self.param((dims[-1],)), self.param((dims[-1],))
+                    text = f"layernorm %{name}, %{scale}, %{shift} over {dims[-1]}"
+                else:
+                    text = f"layernorm %{name} over {dims[-1]}"
+                self.emit(text, dims, name)
+            case "reshape":
+                name, dims = self.pick(any_value, chain)
+                renamed = SAME_SIZE.get(dims[-1])
+                if renamed is None or renamed in dims:
+                    return False
+                result = (*dims[:-1], renamed)
+                self.emit(f"reshape %{name} -> [{', '.join(result)}]", result, name)
+            case "embedding":
+                ids = self.fresh("ids")
+                self.lines.append(f"  %{ids} = input [b] : i32")
+                feature = str(self.rng.choice(["d", "h", "e"]))
+                table = self.param(("v", feature))
+                self.emit(f"embedding %{ids}, %{table}", ("b", feature))
+        return True
+
+
+def random_source(seed: int) -> str:
+    """A random graph of 3-7 layers over small dims, as `.dnn` source."""
+    rng = np.random.default_rng(seed)
+    graph = RandomGraph(rng)
+    graph.lines.append("  %x = input [b, d]")
+    graph.values.append(("x", ("b", "d")))
+    chain = seed % 3 == 0
+    target = int(rng.integers(3, 8))
+    with_loss = seed % 4 == 1
+    while graph.layers < target - with_loss:
+        kind = LAYER_KINDS[int(rng.integers(len(LAYER_KINDS)))]
+        graph.add_layer(kind, chain)
+    if with_loss:
+        name, dims = graph.values[-1]
+        if len(dims) == 2 and dims[0] == "b":
+            graph.lines.append("  %labels = input [b] : i32")
+            graph.emit(f"softmax_cross_entropy %{name}, %labels over {dims[1]}", (), name)
+    outputs = [name for name, _ in graph.values if name not in graph.used and name != "x"]
+    header = ", ".join(f"{dim} = {size}" for dim, size in DIMS.items())
+    body = "\n".join(graph.lines)
+    return f"graph @random{seed}({header}) {{\n{body}\n  return %{', %'.join(outputs)}\n}}\n"
+
+
+def small_min_shard(source: str, devices: int, **options: object) -> int:
+    """The smallest min-shard that keeps exhaustive search small."""
+    module = parse_text(source)
+    for min_shard in (1, 2, 4, 8, 16, 32):
+        problem = build_problem(module, devices, min_shard=min_shard, **options)
+        if prod(len(problem.configs(name)) for name in problem.layers) <= STRATEGY_LIMIT:
+            return min_shard
+    raise AssertionError("no min-shard keeps the search space small")
+
+
+def small_problem(source: str, devices: int, **options: object) -> Problem:
+    return build_problem(parse_text(source), devices,
+                         min_shard=small_min_shard(source, devices, **options), **options)
+
+
+def test_random_sources_cover_the_layer_kinds() -> None:
+    sources = "".join(random_source(seed) for seed in range(50))
+    for statement in ("einsum", "concat", "embedding", "layernorm", "softmax ", "add",
+                      "reshape", "softmax_cross_entropy", "relu"):
+        assert statement in sources
+    problems = [build_problem(parse_text(random_source(seed)), 2) for seed in range(50)]
+    assert {len(problem.layers) for problem in problems} == set(range(3, 8))
+    # not only chains: some value feeds two layers, some graph has an undirected cycle
+    assert any(max(Counter(edge.producer for edge in problem.edges).values(), default=0) > 1
+               for problem in problems)
+    assert any(solve(problem).stats.max_dependent_set > 1 for problem in problems)
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_dp_equals_exhaustive_on_random_graphs(seed: int) -> None:
+    source = random_source(seed)
+    for devices in (2, 4, 8):
+        problem = small_problem(source, devices)
+        expected = solve(problem, "exhaustive")
+        assert problem.cost(expected.assignment) == pytest.approx(expected.cost, rel=1e-9)
+        for order in ORDER_METHODS:
+            solution = solve(problem, "dp", order)
+            assert solution.cost == pytest.approx(expected.cost, rel=1e-9), (order, source)
+            assert problem.cost(solution.assignment) == pytest.approx(solution.cost, rel=1e-9)
+            for name in problem.layers:
+                assert solution.assignment[name] in problem.configs(name)
+        assert expected.cost <= problem.cost(problem.data_parallel()) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(0, 50, 5))
+def test_compat_pase_dp_equals_exhaustive(seed: int) -> None:
+    problem = small_problem(random_source(seed), 4, compat="pase")
+    expected = solve(problem, "exhaustive")
+    for order in ORDER_METHODS:
+        assert solve(problem, "dp", order).cost == pytest.approx(expected.cost, rel=1e-9)
+
+
+def pin_first_batch_layer(source: str) -> tuple[str, str]:
+    """The source with `config {b = 2}` on its first layer that may split the batch."""
+    module = parse_text(source)
+    problem = build_problem(module, 2)
+    for layer in problem.layer_data:
+        if "b" in layer.space.names and layer.space.dim("b").splittable:
+            pinned = re.sub(rf"^(  %{layer.name} = .*)$", r"\1 config {b = 2}", source,
+                            count=1, flags=re.MULTILINE)
+            assert pinned != source
+            return pinned, layer.name
+    raise AssertionError("no layer over the batch")
+
+
+@pytest.mark.parametrize("seed", range(0, 50, 4))
+def test_pinned_configurations_are_kept(seed: int) -> None:
+    source = random_source(seed)
+    pinned_source, name = pin_first_batch_layer(source)
+    min_shard = small_min_shard(source, 4)
+    free = build_problem(parse_text(source), 4, min_shard=min_shard)
+    problem = build_problem(parse_text(pinned_source), 4, min_shard=min_shard)
+    assert problem.configs(name) == [{"b": 2}]
+    assert free.layers == problem.layers
+    exhaustive = solve(problem, "exhaustive")
+    assert exhaustive.assignment[name] == {"b": 2}
+    for order in ORDER_METHODS:
+        solution = solve(problem, "dp", order)
+        assert solution.assignment[name] == {"b": 2}
+        assert solution.cost == pytest.approx(exhaustive.cost, rel=1e-9)
+    # Pinning never beats the free optimum, and costs exactly the free problem's best
+    # strategy with that layer fixed.
+    assert solve(free).cost <= exhaustive.cost * (1 + 1e-9)
+    assert free.cost(exhaustive.assignment) == pytest.approx(exhaustive.cost, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(1, 50, 4))
+def test_pinned_argument_overrides_the_search(seed: int) -> None:
+    source = random_source(seed)
+    min_shard = small_min_shard(source, 8)
+    problem = build_problem(parse_text(source), 8, min_shard=min_shard)
+    optimum = solve(problem)
+    rng = np.random.default_rng(seed)
+    choices = [(name, config) for name in problem.layers for config in problem.configs(name)
+               if config != optimum.assignment[name]]
+    name, choice = choices[int(rng.integers(len(choices)))]
+    pinned = build_problem(parse_text(source), 8, min_shard=min_shard, pinned={name: choice})
+    assert pinned.configs(name) == [choice]
+    solution = solve(pinned)
+    assert solution.assignment[name] == choice
+    assert solution.cost == pytest.approx(solve(pinned, "exhaustive").cost, rel=1e-9)
+    assert solution.cost >= optimum.cost * (1 - 1e-9)
+    # A factor of 1 in a pin is the same as leaving the dim out.
+    ones = {dim: 1 for dim in problem.layer_data[problem.index(name)].space.names}
+    with_ones = build_problem(parse_text(source), 8, min_shard=min_shard,
+                              pinned={name: {**ones, **choice}})
+    assert with_ones.configs(name) == [choice]
+
+
+# --- the data-parallel baseline -----------------------------------------------------------
+
+DATA_PARALLEL = """
+graph @dp(b = 8, d = 16, h = 32, c = 16) {
+  %x = input [b, d]
+  %t = input [b] : i32
+  %w = param [d, h]
+  %y = einsum %x, %w -> [b, h]
+  %a = relu %y
+  %w2 = param [h, c]
+  %z = einsum %a, %w2 -> [b, c]
+  %g = einsum %a, %a -> [h]
+  %l = softmax_cross_entropy %z, %t over c
+  return %l, %g
+}
+"""
+
+
+@pytest.mark.parametrize(("devices", "factor"), [(1, 1), (2, 2), (4, 4), (8, 8), (16, 8),
+                                                 (6, 4), (3, 2)])
+def test_data_parallel_splits_the_batch_as_far_as_it_divides(devices: int,
+                                                             factor: int) -> None:
+    problem = build_problem(parse_text(DATA_PARALLEL), devices)
+    batch = {"b": factor} if factor > 1 else {}
+    # %g contracts the batch away, but b is still one of its iteration dims.
+    assert problem.data_parallel() == {"y": batch, "a": batch, "z": batch, "g": batch,
+                                       "l": batch}
+
+
+@pytest.mark.parametrize("devices", [2, 4, 8])
+def test_data_parallel_is_in_the_search_space(devices: int) -> None:
+    # min-shard 8 rules out b = 2 and more on b = 8; the baseline is added anyway
+    problem = build_problem(parse_text(DATA_PARALLEL), devices, min_shard=8)
+    for name, config in problem.data_parallel().items():
+        assert config in problem.configs(name)
+    optimum = solve(problem)
+    assert optimum.cost <= problem.cost(problem.data_parallel()) * (1 + 1e-12)
+
+
+def test_data_parallel_without_an_input_is_unsplit() -> None:
+    source = """
+    graph @noinput(d = 16, h = 8) {
+      %w = param [d, h]
+      %y = relu %w
+      return %y
+    }
+    """
+    problem = build_problem(parse_text(source), 4)
+    assert problem.data_parallel() == {"y": {}}
+
+
+def test_data_parallel_is_searched_when_min_shard_leaves_one_configuration() -> None:
+    source = """
+    graph @tiny(b = 4, d = 4) {
+      %x = input [b, d]
+      %y = relu %x
+      return %y
+    }
+    """
+    problem = build_problem(parse_text(source), 4)
+    assert problem.data_parallel() == {"y": {"b": 4}}
+    assert {"b": 4} in problem.configs("y")
+    assert solve(problem).cost <= problem.cost(problem.data_parallel())
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+def test_unknown_method_and_order() -> None:
+    problem = build_problem(parse_text(DATA_PARALLEL), 2)
+    with pytest.raises(SearchError, match="unknown method 'greedy'"):
+        solve(problem, "greedy")
+    with pytest.raises(ValueError, match="unknown elimination order 'dfs'"):
+        solve(problem, "dp", "dfs")
+
+
+def test_assignment_must_name_every_layer() -> None:
+    problem = build_problem(parse_text(DATA_PARALLEL), 2)
+    with pytest.raises(KeyError, match="no configuration for layer 'a'"):
+        problem.cost({"y": {}})
+
+
+# --- the paper's models ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "largest"), [
+    ("alexnet", 1), ("rnnlm", 1), ("inception_v3", 2), ("resnet101", 2), ("transformer", 3),
+])
+def test_genseq_dependent_sets_of_the_models(model: str, largest: int) -> None:
+    problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), 4)
+    solution = solve(problem, "dp", "genseq")
+    assert solution.stats is not None
+    assert solution.stats.max_dependent_set == largest
+    assert problem.cost(solution.assignment) == pytest.approx(solution.cost, rel=1e-9)
+    assert solution.cost <= problem.cost(problem.data_parallel()) * (1 + 1e-12)
+
+
+FULLY_CONNECTED = {"fc6": ("g6", "f"), "fc7": ("g7", "g6"), "logits": ("k", "g7")}
+
+
+@pytest.mark.parametrize("compat", ["", "pase"])
+def test_alexnet_strategy_at_32_devices(compat: str) -> None:
+    # PaSE, Table II: convolutions data parallel, fully connected layers model parallel.
+    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 32, compat=compat)
+    solution = solve(problem)
+    assert solution.assignment["conv1"] == {"b": 32}
+    assert solution.assignment["conv2"] == {"b": 32}
+    for layer, (output, contracted) in FULLY_CONNECTED.items():
+        assert {output, contracted} <= set(solution.assignment[layer]), layer
+    assert solution.cost < problem.cost(problem.data_parallel())
+
+
+def edge_seconds(problem: Problem, assignment: dict[str, dict[str, int]], producer: str,
+                 consumer: str) -> float:
+    """The redistribution charged on the edge producer -> consumer."""
+    total = 0.0
+    for edge in problem.edges:
+        if (problem.layers[edge.producer], problem.layers[edge.consumer]) == (producer,
+                                                                               consumer):
+            total += float(edge_costs(
+                edge, problem.layer_data[edge.producer], [assignment[producer]],
+                problem.layer_data[edge.consumer], [assignment[consumer]], problem.devices,
+                problem.machine, problem.compat)[0, 0])
+    return total
+
+
+def test_alexnet_compat_pase_relus_take_the_fc_layouts() -> None:
+    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 32, compat="pase")
+    assignment = solve(problem).assignment
+    assert edge_seconds(problem, assignment, "fc6", "relu6") == 0
+    assert edge_seconds(problem, assignment, "fc7", "relu7") == 0
+
+
+def test_alexnet_fused_relus_compat_pase_needs_no_redistribution_between_fc_layers() -> None:
+    # The prototype fuses each ReLU into its FC layer; so does this variant of the model.
+    # Its (n, c) splits then chain without redistribution under the prototype's estimate.
+    source = (MODELS / "alexnet.dnn").read_text()
+    source = source.replace("  %relu6   = relu %fc6\n", "").replace("%relu6, %fc7_w",
+                                                                     "%fc6, %fc7_w")
+    source = source.replace("  %relu7   = relu %fc7\n", "").replace("%relu7, %fc8_w",
+                                                                     "%fc7, %fc8_w")
+    problem = build_problem(parse_text(source), 32, compat="pase")
+    solution = solve(problem)
+    assignment = solution.assignment
+    for layer, (output, contracted) in FULLY_CONNECTED.items():
+        assert {output, contracted} <= set(assignment[layer]), layer
+    assert edge_seconds(problem, assignment, "fc6", "fc7") == 0
+    assert edge_seconds(problem, assignment, "fc7", "logits") == 0
+    # per-edge costs add up to the breakdown's redistribution
+    assert sum(edge_seconds(problem, assignment, problem.layers[e.producer],
+                            problem.layers[e.consumer])
+               for e in {(e.producer, e.consumer): e for e in problem.edges}.values()
+               ) == pytest.approx(problem.breakdown(assignment).redistribution, rel=1e-9)

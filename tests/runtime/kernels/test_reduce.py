@@ -1,0 +1,61 @@
+"""reduce sum and mean: finite differences, partial sums over split reduced dims, f32."""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+import pytest
+
+from pase.runtime.kernels.reduce import reduce_backward, reduce_forward
+
+DIMS = ["b", "s", "h"]
+SIZES = {"b": 4, "s": 4, "h": 2}
+REDUCTIONS = [(kind, over) for kind in ("sum", "mean")
+              for over in (["s"], ["b", "h"], ["b", "s", "h"])]
+
+
+def kept_dims(over: list[str]) -> list[str]:
+    return [d for d in DIMS if d not in over]
+
+
+@pytest.mark.parametrize(("kind", "over"), REDUCTIONS)
+def test_reduce_backward_matches_finite_differences(kind: str, over: list[str],
+                                                    rng: np.random.Generator, kit) -> None:
+    x = rng.standard_normal([SIZES[d] for d in DIMS])
+    weights = rng.standard_normal([SIZES[d] for d in kept_dims(over)])
+    np.testing.assert_allclose(reduce_forward(kind, x, DIMS, over), getattr(np, kind)(
+        x, axis=tuple(DIMS.index(d) for d in over)))
+    kit.assert_gradient(reduce_backward(kind, weights, DIMS, over, x.shape),
+                        kit.numeric_gradient(
+                            lambda v: float(np.sum(weights * reduce_forward(kind, v, DIMS,
+                                                                            over))), x.copy()))
+
+
+@pytest.mark.parametrize(("kind", "over"), REDUCTIONS)
+@pytest.mark.parametrize(("dim", "parts"), [("b", 2), ("b", 4), ("s", 4), ("h", 2)])
+def test_reduce_sharded_equals_unsharded(kind: str, over: list[str], dim: str, parts: int,
+                                         rng: np.random.Generator, kit) -> None:
+    """A split reduced dim leaves partial sums (means divide by the global count)."""
+    x = rng.standard_normal([SIZES[d] for d in DIMS])
+    kept = kept_dims(over)
+    grad_output = rng.standard_normal([SIZES[d] for d in kept])
+    count = prod(SIZES[d] for d in over)
+    x_blocks = kit.split(x, DIMS.index(dim), parts)
+    out_axis = kept.index(dim) if dim in kept else None
+    g_blocks = [grad_output] * parts if out_axis is None else kit.split(grad_output, out_axis,
+                                                                         parts)
+    outputs = [reduce_forward(kind, block, DIMS, over, count) for block in x_blocks]
+    grads = [reduce_backward(kind, g, DIMS, over, block.shape, count)
+             for g, block in zip(g_blocks, x_blocks, strict=True)]
+    kit.assert_exact(kit.assemble(outputs, out_axis), reduce_forward(kind, x, DIMS, over))
+    kit.assert_exact(kit.assemble(grads, DIMS.index(dim)),
+                     reduce_backward(kind, grad_output, DIMS, over, x.shape))
+
+
+@pytest.mark.parametrize(("kind", "over"), REDUCTIONS)
+def test_reduce_float32(kind: str, over: list[str], rng: np.random.Generator) -> None:
+    x = rng.standard_normal([SIZES[d] for d in DIMS]).astype(np.float32)
+    y = reduce_forward(kind, x, DIMS, over, np.int64(prod(SIZES[d] for d in over)))
+    grad = reduce_backward(kind, np.ones_like(y), DIMS, over, x.shape, np.int64(4))
+    assert y.dtype == grad.dtype == np.float32
