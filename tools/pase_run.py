@@ -1,0 +1,166 @@
+"""`pase-run`: train a model sharded on p workers and check it against one device.
+
+    pase-run models/transformer.dnn --devices 8 --scale 0.125 --check
+
+Searches the strategy of the full-size model (or loads `--strategy FILE`, or takes
+`--data-parallel`); with `--scale F` the model then shrinks and each split factor becomes
+the largest divisor of the smaller dim that divides it. Then it runs
+`--steps` SGD steps through pase-autodiff and pase-lower-spmd on `--devices` workers and
+on one device with the same seeded data, and prints per step the loss and the largest
+relative errors, and per layer and edge the words moved next to the cost model's
+prediction. `--check` exits 1 unless the errors are within tolerance (f64 1e-9, f32
+1e-4) and the words match the prediction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from math import gcd
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from pase.dialect import dnn
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.frontend import Diagnostic, parse_file
+from pase.passes.search import PaseSearchPass
+from pase.passes.strategy.machines import PRESETS
+from pase.passes.strategy.problem import build_problem
+from pase.runtime.communicator import BACKENDS
+from pase.runtime.scale import ScaleError, scale_module
+from pase.runtime.training import TrainingReport, train
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="pase-run", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
+    parser.add_argument("model", help="a .dnn model (or .mlir with one dnn.graph)")
+    parser.add_argument("--devices", type=int, required=True, help="number of workers P")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--strategy", help="a strategy JSON (pase-search export=); layers it "
+                     "does not name are searched")
+    how.add_argument("--data-parallel", action="store_true",
+                     help="split every layer's batch dim over the devices instead of searching")
+    parser.add_argument("--machine", default="pase-default",
+                        help=f"machine for the search: {', '.join(PRESETS)} or a .toml file")
+    parser.add_argument("--steps", type=int, default=1, help="SGD steps (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data (default 0)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="shrink every dimension by this factor, e.g. 0.125")
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument("--backend", choices=BACKENDS, default="threads",
+                        help="workers are threads (default) or processes")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds a collective may wait (default 120)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless results match and words equal the prediction")
+    args = parser.parse_args(argv)
+    if args.devices < 1:
+        parser.error("--devices must be at least 1")
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")
+    return args
+
+
+def _load(path: str) -> ModuleOp:
+    if path.endswith(".dnn"):
+        return parse_file(path)
+    from pase.tools.pase_opt import PaseOptMain
+
+    driver = PaseOptMain([path])
+    chunks, extension = driver.prepare_input()
+    module = driver.parse_chunk(chunks[0][0], extension)
+    assert module is not None
+    return module
+
+
+def _strategy(module: ModuleOp, args: argparse.Namespace) -> None:
+    if args.data_parallel:
+        problem = build_problem(module, args.devices, args.machine)
+        graph = next(op for op in module.walk() if hasattr(op, "layers"))
+        assignment = problem.data_parallel()
+        for layer, name in zip(graph.layers, problem.layers, strict=True):  # type: ignore[attr-defined]
+            layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(assignment[name])
+        return
+    PaseSearchPass(devices=args.devices, machine=args.machine,
+                   strategy=args.strategy or "").apply(Context(), module)
+
+
+def _fit_configs(module: ModuleOp) -> None:
+    """After scaling, shrink each split factor to the largest divisor of the scaled dim
+    that divides it, so the full-size model's strategy runs on the small one."""
+    for op in module.walk():
+        if not isinstance(op, dnn.LayerOp) or op.config is None:
+            continue
+        sizes = {dim.name: dim.size for dim in op.iteration_space().dims}
+        op.attributes[CONFIG_ATTR_NAME] = ConfigAttr(
+            {dim: gcd(factor, sizes[dim]) for dim, factor in op.config.splits.items()})
+
+
+def print_report(report: TrainingReport, seconds: float) -> None:
+    print(f"@{report.graph} on {report.devices} devices ({report.element}), "
+          f"{seconds:.1f} s")
+    print("step  loss (sharded)      loss (1 device)     rel. error")
+    for step, (loss, reference, error) in enumerate(zip(
+            report.losses, report.reference_losses, report.loss_errors, strict=True), 1):
+        print(f"{step:<5} {loss:<19.10g} {reference:<19.10g} {error:.2e}")
+    print(f"max rel. error: gradients {report.gradient_error:.2e}, "
+          f"updated parameters {report.parameter_error:.2e} "
+          f"(tolerance {report.tolerance():.0e})")
+    rows = [row for row in report.words if row.measured or row.predicted]
+    print(f"words moved per step (most any device received), {len(rows)} layers and edges "
+          "that communicate:")
+    width = max([len(row.name) for row in rows] + [10])
+    print(f"  {'layer/edge':<{width}}  {'measured':>12}  {'predicted':>12}")
+    for row in rows:
+        print(f"  {row.name:<{width}}  {row.measured:>12.0f}  {row.predicted:>12.1f}")
+    total = sum(row.measured for row in rows), sum(row.predicted for row in rows)
+    print(f"  {'total':<{width}}  {total[0]:>12.0f}  {total[1]:>12.1f}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _arguments(argv)
+    try:
+        module = _load(args.model)
+        _strategy(module, args)
+        if args.scale != 1.0:
+            module = scale_module(module, args.scale)
+            _fit_configs(module)
+        start = time.perf_counter()
+        report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
+                       args.timeout)
+        print_report(report, time.perf_counter() - start)
+    except Diagnostic as error:
+        _fail(str(error))
+    except (ScaleError, ValueError, OSError) as error:
+        _fail(f"pase-run: error: {error}")
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as error:
+        if os.environ.get("PASE_DEBUG"):
+            raise
+        notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", [])[:1])
+        _fail(f"pase-run: error: {type(error).__name__}: {error}{notes}")
+    if args.check:
+        problems = []
+        if report.max_error() > report.tolerance():
+            problems.append(f"relative error {report.max_error():.2e} exceeds "
+                            f"{report.tolerance():.0e}")
+        for row in report.words_mismatches():
+            problems.append(f"{row.name}: measured {row.measured:.0f} words, predicted "
+                            f"{row.predicted:.1f}")
+        if problems:
+            _fail("check failed: " + "; ".join(problems))
+        print("check passed")
+
+
+def _fail(message: str) -> None:
+    print(message, file=sys.stderr)
+    sys.exit(1)
