@@ -20,7 +20,7 @@ class Diagnostic(Exception):
     """An error at a place in an input file (line and column are 1-based; 0 = unknown)."""
 
     message: str
-    filename: str = "<input>"
+    filename: str = ""
     line: int = 0
     column: int = 0
     source: str | None = None
@@ -29,6 +29,8 @@ class Diagnostic(Exception):
     """The offending line, when `source` is not the whole file (a split chunk)."""
 
     def __str__(self) -> str:
+        if not self.filename:
+            return f"error: {self.message}"
         if self.line <= 0:
             return f"{self.filename}: error: {self.message}"
         text = f"{self.filename}:{self.line}:{self.column}: error: {self.message}"

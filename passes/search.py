@@ -16,6 +16,7 @@ prints a per-layer table on stderr. Options:
 - min-shard: PaSE's cutoff, the smallest shard a split may leave (default 4)
 - compat: "" (exact volumes under canonical placement) or pase (the prototype's)
 - memory-gib: the DP's table budget (default 4 GiB)
+- jit: auto (the llvmlite kernel for large tables), on, or off (numpy); same results
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pase.frontend.diagnostics import Diagnostic
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.machines import MachineError
 from pase.passes.strategy.problem import build_problem, solve
+from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.report import format_report
 from pase.passes.strategy.strategy_file import dump_strategy, load_strategy, strategy_json
 
@@ -52,6 +54,7 @@ class PaseSearchPass(ModulePass):
     min_shard: int = 4
     compat: str = ""
     memory_gib: float | int = 4.0
+    jit: str = "auto"
     strategy: str = ""
     export: str = ""
     report: bool = False
@@ -82,6 +85,8 @@ class PaseSearchPass(ModulePass):
                              "mode is compat=pase")
         if self.memory_gib <= 0:
             raise Diagnostic("pase-search: memory-gib must be positive")
+        if self.jit not in ("auto", "on", "off"):
+            raise Diagnostic(f"pase-search: jit must be auto, on or off, got '{self.jit}'")
 
     def _search(self, graph: GraphOp, only_graph: bool = True) -> dict:
         name = graph.sym_name.data
@@ -90,8 +95,13 @@ class PaseSearchPass(ModulePass):
         try:
             problem = build_problem(graph, self.devices, self.machine, self.min_shard, pins,
                                     self.compat)
-            solution = solve(problem, self.method, self.order,
-                             int(float(self.memory_gib) * (1 << 30)))
+            progress = Progress("pase-search")
+            try:
+                solution = solve(problem, self.method, self.order,
+                                 int(float(self.memory_gib) * (1 << 30)), jit=self.jit,
+                                 progress=progress)
+            finally:
+                progress.done()
         except MachineError as error:
             raise Diagnostic(f"pase-search: {error}") from None
         except (SearchError, ValueError) as error:

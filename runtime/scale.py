@@ -5,7 +5,9 @@ is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
 What shape rules tie together is recomputed instead of scaled: a conv or pool's output
 height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e.
 Filter heights and widths keep their sizes; the input images shrink only as far as every
-conv and pool stays valid, and a global pool's window follows its input.
+conv and pool stays valid, and a global pool's window follows its input. A layer's
+`pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
+divides it.
 
     small = scale_module(parse_file("models/alexnet.dnn"), 0.125)
 """
@@ -18,6 +20,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pase.dialect import dnn
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.shapes import conv_output_size, reshape_groups
 
 
@@ -164,6 +167,12 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
             new_result.name_hint = old_result.name_hint
             mapping[old_result] = new_result
         block.add_op(new_op)
+        if isinstance(new_op, dnn.LayerOp) and new_op.config is not None:
+            # Keep the strategy: each factor shrinks to the largest divisor of the
+            # scaled dim that divides it.
+            space = {dim.name: dim.size for dim in new_op.iteration_space().dims}
+            new_op.attributes[CONFIG_ATTR_NAME] = ConfigAttr(
+                {d: gcd(f, space[d]) for d, f in new_op.config.splits.items()})
     scaled = dnn.GraphOp.create(
         properties={**graph.properties, "dim_sizes": ArrayAttr(
             IntAttr(sizes[d]) for d in old)},

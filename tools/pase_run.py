@@ -20,12 +20,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from math import gcd
-
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.frontend import Diagnostic, parse_file
 from pase.passes.search import PaseSearchPass
@@ -93,17 +90,6 @@ def _strategy(module: ModuleOp, args: argparse.Namespace) -> None:
                    strategy=args.strategy or "").apply(Context(), module)
 
 
-def _fit_configs(module: ModuleOp) -> None:
-    """After scaling, shrink each split factor to the largest divisor of the scaled dim
-    that divides it, so the full-size model's strategy runs on the small one."""
-    for op in module.walk():
-        if not isinstance(op, dnn.LayerOp) or op.config is None:
-            continue
-        sizes = {dim.name: dim.size for dim in op.iteration_space().dims}
-        op.attributes[CONFIG_ATTR_NAME] = ConfigAttr(
-            {dim: gcd(factor, sizes[dim]) for dim, factor in op.config.splits.items()})
-
-
 def print_report(report: TrainingReport, seconds: float) -> None:
     print(f"@{report.graph} on {report.devices} devices ({report.element}), "
           f"{seconds:.1f} s")
@@ -132,7 +118,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         _strategy(module, args)
         if args.scale != 1.0:
             module = scale_module(module, args.scale)
-            _fit_configs(module)
         start = time.perf_counter()
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
                        args.timeout)

@@ -164,6 +164,7 @@ def solve_dp(
     order: str | Sequence[int] = "genseq",
     memory_budget: int = 4 << 30,
     jit: str = "auto",
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> DPResult:
     """An optimal strategy by variable elimination in `order` (a method name or a permutation).
 
@@ -171,7 +172,8 @@ def solve_dp(
     bytes. `jit` picks who eliminates each vertex: "on" the llvmlite kernel of
     `strategy/jit.py` (raising `SearchError` if llvmlite cannot compile here), "off" numpy,
     "auto" the kernel when llvmlite works and the table has at least `JIT_MIN_ENTRIES`
-    entries; the results are bit-identical either way.
+    entries; the results are bit-identical either way. `progress(i, n, entries)`, if
+    given, hears of vertex i of n (and its table size) before it is eliminated.
 
     >>> costs = [np.array([0.0, 1.0]), np.array([3.0, 0.0]), np.array([0.0, 1.0])]
     >>> graph = CostGraph(["a", "b", "c"], costs)
@@ -207,7 +209,7 @@ def solve_dp(
     argmin_tables: list[tuple[Axes, np.ndarray]] = []
     max_dependent_set = 0
     table_entries = 0
-    for vertex in sequence:
+    for step, vertex in enumerate(sequence):
         consumed_keys = sorted(factors_of[vertex])
         consumed = [factors.pop(key) for key in consumed_keys]
         dependent_set = sorted({axis for axes, _ in consumed for axis in axes} - {vertex})
@@ -225,6 +227,8 @@ def solve_dp(
                 )
             )
         peak_bytes = max(peak_bytes, needed_bytes)
+        if progress is not None:
+            progress(step, len(sequence), entries)
         use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
         eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
         axes, minimum, argmin = eliminate_vertex(consumed, vertex)

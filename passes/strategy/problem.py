@@ -18,7 +18,7 @@ configurations outside the enumerated space (the data-parallel baseline).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -248,19 +248,22 @@ def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
 
 def solve(problem: Problem, method: str = "dp", order: str = "genseq",
           memory_budget: int = 4 << 30, exhaustive_limit: int = 10**7,
-          pruning: bool = True) -> Solution:
+          pruning: bool = True, jit: str = "auto",
+          progress: Callable[[int, int, int], None] | None = None) -> Solution:
     """The optimal strategy: `method="dp"` (exact, PaSE's DP over an elimination order)
     or `method="exhaustive"` (brute force, small graphs).
 
     With `pruning`, dominated and duplicate configurations are dropped first
-    (`pase.passes.strategy.prune`); the optimum is the same.
+    (`pase.passes.strategy.prune`); the optimum is the same. `jit` ("auto", "on", "off")
+    picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
+    hears of each eliminated layer.
     """
     graph = problem.cost_graph()
     kept = [np.arange(size) for size in graph.sizes]
     if pruning:
         graph, kept = prune(graph)
     if method == "dp":
-        result = solve_dp(graph, order, memory_budget)
+        result = solve_dp(graph, order, memory_budget, jit, progress)
     elif method == "exhaustive":
         result = solve_exhaustive(graph, exhaustive_limit)
     else:

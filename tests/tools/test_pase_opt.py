@@ -120,7 +120,7 @@ def lines(text: str) -> list[str]:
      'pase-opt: error: Provided arguments ["gpus"] not found in expected arguments '
      '["devices", "min_shard"]', 1),
     (["-p", "pase-annotate-configs{devices=0}"],
-     "<input>: error: pase-annotate-configs: devices must be at least 1, got 0", 1),
+     "error: pase-annotate-configs: devices must be at least 1, got 0", 1),
     (["-p", "pase-annotate-configs{devices=4"],
      "pase-opt: error: Error parsing pass pipeline specification:", 5),
 ])
