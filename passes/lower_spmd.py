@@ -106,7 +106,7 @@ class _Lowering:
         self.block = Block()
         self.grids: dict[str, tuple[int, ...]] = {}
         self.held: dict[SSAValue, SSAValue] = {}
-        self.converted: dict[tuple[SSAValue, dist.TensorType], SSAValue] = {}
+        self.converted: dict[tuple[SSAValue, dist.TensorType, str], SSAValue] = {}
         self.owner_layer: dict[SSAValue, str] = {}
         self.sources: dict[SSAValue, dnn.InputOp | dnn.ParamOp] = {}
 
@@ -152,7 +152,9 @@ class _Lowering:
         current = self.held[value]
         if current.type == needed:
             return current
-        key = (value, needed)
+        # One transfer per consuming layer, even when two need the same layout: the cost
+        # model charges every edge (PaSE's pairwise model), and the runtime must match it.
+        key = (value, needed, consumer)
         if key not in self.converted:
             producer = self.owner_layer[value]
             tag = f"{consumer}<-{producer}" if backward else f"{producer}->{consumer}"

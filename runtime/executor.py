@@ -45,9 +45,10 @@ def _slices(block: Box) -> tuple[slice, ...]:
 
 
 class _Device:
-    def __init__(self, program: Program, comm: DeviceComm):
+    def __init__(self, program: Program, comm: DeviceComm, float_type: str | None = None):
         self.program = program
         self.comm = comm
+        self.float_type = float_type
         self.rank = comm.rank
         self.values: dict[int, np.ndarray | None] = {}
         self.saved: dict[int, Any] = {}
@@ -148,7 +149,10 @@ class _Device:
         needed = box(target, target_grid, self.rank)
         if needed is None:
             return None
-        result = np.empty(target.local, dtype=DTYPES[target.element])
+        element = target.element
+        if self.float_type is not None and element in ("f32", "f64"):
+            element = self.float_type
+        result = np.empty(target.local, dtype=DTYPES[element])
         if my_held is not None and (overlap := _intersect(my_held, needed)) is not None:
             assert mine is not None
             result[_relative(overlap, needed)] = mine[_relative(overlap, my_held)]
@@ -210,13 +214,12 @@ class _Device:
                 scale, bias = (inputs[1], inputs[2]) if len(inputs) == 3 else (None, None)
                 y, stats = function(x, dims[0], props["over"], scale, bias,
                                     param_dims=dims[1] if len(inputs) == 3 else None,
-                                    count=_count(types[0], props["over"],
-                                                 kernel == "dnn.layernorm"),
+                                    count=_count(types[0], props["over"]),
                                     reduce=reduce)
                 return y, stats
             case "dnn.reduce":
                 return reduction.reduce_forward(props["kind"], x, dims[0], props["over"],
-                                                count=_count(types[0], props["over"], True)), None
+                                                count=_count(types[0], props["over"])), None
             case "dnn.embedding":
                 return embedding.embedding_forward(x, inputs[1], self.offset(types[1], 0)), None
             case "dnn.lstm":
@@ -276,13 +279,12 @@ class _Device:
                 scale = operands[1] if arity == 3 else None
                 grads = list(function(dy, x, dims[0], props["over"], saved, scale,
                                       param_dims=dims[1] if arity == 3 else None,
-                                      count=_count(types[0], props["over"],
-                                                   forward == "dnn.layernorm"),
+                                      count=_count(types[0], props["over"]),
                                       reduce=reduce))
             case "dnn.reduce":
                 grads = [reduction.reduce_backward(props["kind"], dy, dims[0], props["over"],
                                                    x.shape,
-                                                   count=_count(types[0], props["over"], True))]
+                                                   count=_count(types[0], props["over"]))]
             case "dnn.embedding":
                 grads = [None, embedding.embedding_backward(dy, x, operands[1].shape,
                                                             self.offset(types[1], 0))]
@@ -308,11 +310,9 @@ class _Device:
         return [grads[i] for i in wrt]
 
 
-def _count(tensor: Sharded, over: list[str], inside: bool) -> int:
-    """Global number of elements a norm or mean divides by: over `over` (inside) or over
-    the other dims."""
-    return prod(s for d, s in zip(tensor.dims, tensor.sizes, strict=True)
-                if (d in over) == inside)
+def _count(tensor: Sharded, over: list[str]) -> int:
+    """Global number of elements a norm or mean divides by: the size of the `over` dims."""
+    return prod(s for d, s in zip(tensor.dims, tensor.sizes, strict=True) if d in over)
 
 
 def _intersect(a: Box, b: Box) -> Box | None:
@@ -333,6 +333,7 @@ def _place(array: np.ndarray, block: Box, values: np.ndarray) -> np.ndarray:
 
 
 def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
-               steps: int) -> DeviceResult:
-    """Run `steps` training steps of `program` on this device."""
-    return _Device(program, comm).run(data, steps)
+               steps: int, float_type: str | None = None) -> DeviceResult:
+    """Run `steps` training steps of `program` on this device; `float_type` ("f64")
+    overrides the floating-point type of the program (the data must match)."""
+    return _Device(program, comm, float_type).run(data, steps)

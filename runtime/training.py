@@ -56,7 +56,12 @@ class TrainingReport:
     words: list[WordsRow] = field(default_factory=list)
 
     def max_error(self) -> float:
-        return max([*self.loss_errors, self.gradient_error, self.parameter_error])
+        """The largest relative error (NaN, if any result was not finite)."""
+        errors = [*self.loss_errors, self.gradient_error, self.parameter_error]
+        return float("nan") if any(np.isnan(errors)) else max(errors)
+
+    def passed(self) -> bool:
+        return bool(self.max_error() <= self.tolerance())
 
     def tolerance(self) -> float:
         return 1e-9 if self.element == "f64" else 1e-4
@@ -76,7 +81,8 @@ def _graph(module: ModuleOp) -> dnn.GraphOp:
     return graphs[0]
 
 
-def make_data(graph: dnn.GraphOp, seed: int) -> dict[str, np.ndarray]:
+def make_data(graph: dnn.GraphOp, seed: int,
+              float_type: str | None = None) -> dict[str, np.ndarray]:
     """Seeded inputs and parameters, named as in the graph, scaled to keep activations
     of order one: ids and labels within their table or class count."""
     rng = np.random.default_rng(seed)
@@ -107,7 +113,7 @@ def make_data(graph: dnn.GraphOp, seed: int) -> dict[str, np.ndarray]:
                 values /= np.sqrt(prod(shape.sizes[1:]))
             elif len(shape.sizes) > 1:
                 values /= np.sqrt(prod(shape.sizes[:-1]))
-        data[name] = values.astype(dtype)
+        data[name] = values.astype(DTYPES[float_type] if float_type else dtype)
     return data
 
 
@@ -132,13 +138,15 @@ def lower(module: ModuleOp, devices: int, lr: float) -> Program:
 
 
 def _worker(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
-            steps: int) -> DeviceResult:
-    return run_device(comm, program, data, steps)
+            steps: int, float_type: str | None) -> DeviceResult:
+    return run_device(comm, program, data, steps, float_type)
 
 
 def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
-            timeout: float) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
-    results = run_workers(partial(_worker, program=program, data=data, steps=steps),
+            timeout: float, float_type: str | None = None
+            ) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
+    results = run_workers(partial(_worker, program=program, data=data, steps=steps,
+                                  float_type=float_type),
                           program.devices, backend=backend, timeout=timeout)
     return list(results), results.counters()
 
@@ -180,18 +188,20 @@ def predicted_words(problem: Problem, configs: dict[str, dict[str, int]]
 
 
 def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = 0.01,
-          backend: str = "threads", timeout: float = 120.0) -> TrainingReport:
-    """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded."""
+          backend: str = "threads", timeout: float = 120.0,
+          float_type: str | None = None) -> TrainingReport:
+    """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded;
+    `float_type="f64"` runs an f32 model in double precision."""
     graph = _graph(module)
     configs = {layer.layer_name: (layer.config.splits if layer.config else {})
                for layer in graph.layers}
-    element = next((op.output.type.shape.element for op in graph.body.block.ops
-                    if isinstance(op, dnn.ParamOp)), "f32")
-    data = make_data(graph, seed)
+    element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
+                                  if isinstance(op, dnn.ParamOp)), "f32")
+    data = make_data(graph, seed, float_type)
     sharded = lower(with_configs(module, configs), devices, lr)
     reference = lower(with_configs(module, None), 1, lr)
-    results, counters = execute(sharded, data, steps, backend, timeout)
-    expected, _ = execute(reference, data, steps, backend, timeout)
+    results, counters = execute(sharded, data, steps, backend, timeout, float_type)
+    expected, _ = execute(reference, data, steps, backend, timeout, float_type)
     losses, reference_losses = results[0].losses, expected[0].losses
     loss_errors = [_relative_error(np.asarray(a), np.asarray(b))
                    for a, b in zip(losses, reference_losses, strict=True)]

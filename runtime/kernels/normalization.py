@@ -22,7 +22,9 @@ when nothing is split (the default is the identity).
 Means and variances divide by `count`, the GLOBAL number of normalized elements per row
 (the product of the normalized dims' full sizes); its default, the local count, is right
 only when no normalized dim is split. The variance is E[x²] − E[x]², so that one buffer of
-sums suffices; it is clamped at zero.
+sums suffices; it is clamped at zero. The norms' sums are accumulated, and exchanged, in
+f64 whatever the input type: in f32 the cancellation in E[x²] − E[x]² would make sharded
+and unsharded results differ by far more than f32 rounding.
 
 Parameter gradients (scale, bias) sum over the dims the parameter does not range over;
 when one of those is split they are partial sums the caller all-reduces (rule 2).
@@ -86,11 +88,16 @@ def _norm_forward(kind: str, x: np.ndarray, dims: Sequence[str], over: Sequence[
                   reduce: Reduce) -> tuple[np.ndarray, NormStatistics]:
     axes = axes_of(dims, over)
     count = int(count) if count is not None else prod(x.shape[a] for a in axes)
-    sums = np.stack([x.sum(axis=axes, keepdims=True), (x * x).sum(axis=axes, keepdims=True)])
+    # Statistics accumulate in double precision: E[x²] − E[x]² loses f32 digits to
+    # cancellation, and the sharded and unsharded sums must agree to f32 accuracy.
+    wide = x.astype(np.float64)
+    sums = np.stack([wide.sum(axis=axes, keepdims=True),
+                     (wide * wide).sum(axis=axes, keepdims=True)])
     sums = reduce(sums, "sum")
-    mean = sums[0] / count
-    variance = np.maximum(sums[1] / count - mean * mean, 0)
-    rstd = 1.0 / np.sqrt(variance + eps)
+    mean64 = sums[0] / count
+    variance = np.maximum(sums[1] / count - mean64 * mean64, 0)
+    rstd = (1.0 / np.sqrt(variance + eps)).astype(x.dtype)
+    mean = mean64.astype(x.dtype)
     y = (x - mean) * rstd
     names = _param_dims(kind, dims, over, param_dims)
     if scale is not None:
@@ -109,9 +116,10 @@ def _norm_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, dims: Sequ
     names = _param_dims(kind, dims, over, param_dims)
     normalized = (x - stats.mean) * stats.rstd
     scaled = grad_output * align(scale, names, dims) if scale is not None else grad_output
-    sums = np.stack([scaled.sum(axis=axes, keepdims=True),
-                     (scaled * normalized).sum(axis=axes, keepdims=True)])
-    sums = reduce(sums, "sum")
+    wide, wide_normalized = scaled.astype(np.float64), normalized.astype(np.float64)
+    sums = np.stack([wide.sum(axis=axes, keepdims=True),
+                     (wide * wide_normalized).sum(axis=axes, keepdims=True)])
+    sums = reduce(sums, "sum").astype(x.dtype)
     dx = stats.rstd * (scaled - sums[0] / count - normalized * (sums[1] / count))
     if scale is None:
         return dx, None, None
