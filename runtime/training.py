@@ -54,6 +54,9 @@ class TrainingReport:
     gradient_error: float
     parameter_error: float
     words: list[WordsRow] = field(default_factory=list)
+    noise: float = 0.0
+    """The f32 reference's own normwise error against an f64 run (measured only when
+    the f32 errors exceed 1e-4): f32 rounding alone, without any sharding."""
 
     def max_error(self) -> float:
         """The largest relative error (NaN, if any result was not finite)."""
@@ -64,7 +67,9 @@ class TrainingReport:
         return bool(self.max_error() <= self.tolerance())
 
     def tolerance(self) -> float:
-        return 1e-9 if self.element == "f64" else 1e-4
+        """1e-9 in f64; in f32 1e-4, or twice the reference's own f32 rounding error when
+        that is larger (deep networks at small scale can lose more to f32 alone)."""
+        return 1e-9 if self.element == "f64" else max(1e-4, 2 * self.noise)
 
     def words_mismatches(self, slack: float = 2.0) -> list[WordsRow]:
         """Rows whose measured words differ from the prediction by more than the rounding
@@ -168,6 +173,20 @@ def _relative_error(measured: np.ndarray, reference: np.ndarray) -> float:
     return difference / scale if scale > 0 else difference
 
 
+def normwise_error(measured: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> float:
+    """max |measured − reference| over all the tensors, relative to max |reference| over
+    all of them: the normwise (infinity-norm) relative error of the whole gradient or
+    parameter vector. Per tensor, a gradient that is tiny next to the others would
+    measure f32 rounding noise rather than the sharding."""
+    if not reference:
+        return 0.0
+    difference = max(float(np.max(np.abs(measured[n].astype(np.float64) - reference[n])))
+                     if reference[n].size else 0.0 for n in reference)
+    scale = max(float(np.max(np.abs(reference[n]))) if reference[n].size else 0.0
+                for n in reference)
+    return difference / scale if scale > 0 else difference
+
+
 def predicted_words(problem: Problem, configs: dict[str, dict[str, int]]
                     ) -> dict[tuple[str, str], float]:
     """The cost model's words per device: per layer ("layer", name) and per edge
@@ -209,10 +228,17 @@ def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: flo
                                                                              "params", data)
     grads, reference_grads = _assemble(results, "grads", data), _assemble(expected, "grads",
                                                                           data)
-    parameter_error = max([_relative_error(params[n], reference_params[n])
-                           for n in reference_params] or [0.0])
-    gradient_error = max([_relative_error(grads[n], reference_grads[n])
-                          for n in reference_grads] or [0.0])
+    parameter_error = normwise_error(params, reference_params)
+    gradient_error = normwise_error(grads, reference_grads)
+    noise = 0.0
+    if element == "f32" and not max([*loss_errors, gradient_error, parameter_error]) <= 1e-4:
+        exact, _ = execute(reference, make_data(graph, seed, "f64"), steps, backend, timeout,
+                           "f64")
+        exact_data = make_data(graph, seed, "f64")
+        noise = max(max(_relative_error(np.asarray(a), np.asarray(b))
+                        for a, b in zip(reference_losses, exact[0].losses, strict=True)),
+                    normwise_error(reference_grads, _assemble(exact, "grads", exact_data)),
+                    normwise_error(reference_params, _assemble(exact, "params", exact_data)))
     problem = build_problem(graph, devices, pinned=configs)
     predicted = predicted_words(problem, configs)
     measured: dict[str, float] = {}
@@ -225,4 +251,4 @@ def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: flo
     for tag, words in sorted(measured.items()):
         rows.append(WordsRow(tag, "unexpected", words / steps, 0.0))
     return TrainingReport(graph.sym_name.data, devices, element, losses, reference_losses,
-                          loss_errors, gradient_error, parameter_error, rows)
+                          loss_errors, gradient_error, parameter_error, rows, noise)
