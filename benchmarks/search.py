@@ -12,6 +12,12 @@ prints one markdown table. Times are wall-clock (`time.perf_counter`) inside the
 - DP: everything `solve` does once the tables exist (pruning, elimination order, the DP, and
   compiling its kernel where the engine has one);
 - total: parsing the `.dnn` file, tables and DP — everything from the file to the strategy.
+- DP numpy / DP JIT: the DP alone on the same pruned tables with `jit="off"` and `jit="on"`
+  (the JIT's second run, its kernels compiled; "JIT compile" is what the first run took
+  more), their ratio, and the table entries the JIT processes per second; the two must
+  give bit-identical costs.
+- bfs DP: the same DP (JIT) in PaSE's breadth-first order, or why it does not run: over the
+  memory budget, or more than `BFS_ENTRIES` table entries (minutes of work).
 
 Peak RSS is the child's `ru_maxrss`, interpreter and libraries included; a footnote gives the
 floor every case pays, measured by searching a one-layer graph in a child of its own. "DP
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+BFS_ENTRIES = 2 * 10**10
 DEFAULT_DEVICES = (4, 8, 16, 32, 64)
 
 COLUMNS = (
@@ -52,6 +59,12 @@ COLUMNS = (
     ("total (s)", ">"),
     ("peak RSS (MiB)", ">"),
     ("DP tables (MiB)", ">"),
+    ("DP numpy (s)", ">"),
+    ("DP JIT (s)", ">"),
+    ("JIT compile (s)", ">"),
+    ("numpy/JIT", ">"),
+    ("JIT entries/s", ">"),
+    ("bfs DP (s)", ">"),
     ("optimal cost (s)", ">"),
     ("data-parallel cost (s)", ">"),
     ("speedup", ">"),
@@ -245,7 +258,9 @@ def search(parse: Callable[[], ModuleOp], devices: int, args: argparse.Namespace
     stats = solution.stats
     assert stats is not None
     data_parallel = problem.cost(problem.data_parallel())
+    modes = compare_kernels(problem, args)
     return {
+        **modes,
         "status": "ok",
         "layers": len(problem.layers),
         "max_configs": max(len(configs) for configs in problem.config_lists),
@@ -260,6 +275,46 @@ def search(parse: Callable[[], ModuleOp], devices: int, args: argparse.Namespace
         "dp_cost": solution.cost,
         "data_parallel_cost": data_parallel,
     }
+
+
+def compare_kernels(problem: object, args: argparse.Namespace) -> dict:
+    """The DP alone on the pruned tables, numpy against the llvmlite kernel, and in BFS order."""
+    import math
+
+    from pase.passes.strategy import SearchMemoryError
+    from pase.passes.strategy.dp import solve_dp
+    from pase.passes.strategy.orders import dependent_sets, elimination_order
+    from pase.passes.strategy.prune import prune
+
+    graph, _ = prune(problem.cost_graph())  # type: ignore[attr-defined]
+    budget = int(args.memory_gib * (1 << 30))
+    timings = {}
+    # The second JIT run finds its kernels compiled by the first ("cold").
+    for label, mode in (("off", "off"), ("cold", "on"), ("on", "on")):
+        start = time.perf_counter()
+        result = solve_dp(graph, args.order, budget, jit=mode)
+        timings[label] = (time.perf_counter() - start, result.cost, result.table_entries)
+    neighbours = graph.neighbours()
+    order = elimination_order(neighbours, "bfs")
+    sizes = graph.sizes
+    bfs_entries = sum(sizes[v] * math.prod(sizes[u] for u in dependent)
+                      for v, dependent in zip(order, dependent_sets(neighbours, order),
+                                              strict=True))
+    if bfs_entries > BFS_ENTRIES:
+        bfs = f"{bfs_entries:.0e} entries"
+    else:
+        try:
+            start = time.perf_counter()
+            solve_dp(graph, "bfs", budget, jit="on")
+            bfs = f"{time.perf_counter() - start:.3f}"
+        except SearchMemoryError:
+            bfs = "over budget"
+    numpy_seconds, numpy_cost, entries = timings["off"]
+    jit_seconds, jit_cost, _ = timings["on"]
+    return {"numpy_seconds": numpy_seconds, "jit_seconds": jit_seconds,
+            "jit_compile_seconds": max(timings["cold"][0] - jit_seconds, 0.0),
+            "kernels_agree": numpy_cost == jit_cost, "pruned_entries": entries,
+            "bfs": bfs}
 
 
 def machine_header(args: argparse.Namespace, load_before: float, load_after: float) -> str:
@@ -332,7 +387,7 @@ def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:
     if result["status"] != "ok":
         footnotes.append(f"[{len(footnotes) + 1}] {case.model} P={case.devices}: "
                          f"{result['message']}")
-        row[11] = f"{result['status']} [{len(footnotes)}]"
+        row[17] = f"{result['status']} [{len(footnotes)}]"
         return row
     cost, data_parallel = result["optimal_cost"], result["data_parallel_cost"]
     row[2:] = [
@@ -345,6 +400,12 @@ def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:
         f"{result['total_seconds']:.3f}",
         row[9],
         f"{result['peak_table_bytes'] / (1 << 20):.1f}",
+        f"{result['numpy_seconds']:.3f}",
+        f"{result['jit_seconds']:.3f}",
+        f"{result['jit_compile_seconds']:.3f}",
+        f"{result['numpy_seconds'] / result['jit_seconds']:.1f}",
+        f"{result['pruned_entries'] / result['jit_seconds']:.2e}",
+        result["bfs"],
         f"{cost:.4e}",
         f"{data_parallel:.4e}",
         f"{data_parallel / cost:.2f}" if cost > 0 else "—",
@@ -353,7 +414,11 @@ def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:
         footnotes.append(f"[{len(footnotes) + 1}] {case.model} P={case.devices}: the DP's "
                          f"cost {result['dp_cost']:.6e} s differs from the re-evaluated "
                          f"{cost:.6e} s")
-        row[11] += f" [{len(footnotes)}]"
+        row[17] += f" [{len(footnotes)}]"
+    if not result["kernels_agree"]:
+        footnotes.append(f"[{len(footnotes) + 1}] {case.model} P={case.devices}: numpy and "
+                         "the JIT found different costs")
+        row[14] += f" [{len(footnotes)}]"
     return row
 
 
