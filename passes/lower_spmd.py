@@ -230,6 +230,12 @@ class _Lowering:
                         "op_properties": DictionaryAttr(properties),
                         "stats_axes": dist.axes_attr(where.axes_of(stats)),
                         "tag": StringAttr(tag)})
+        used = prod(where.shape)
+        if used < self.devices:
+            # Say which devices sit this layer out (its grid covers devices 0..used-1).
+            last = self.devices - 1
+            op.attributes["dist.idle"] = StringAttr(f"{used}" if used == last
+                                                    else f"{used}-{last}")
         return self.emit(op)
 
     def complete(self, value: SSAValue, tag: str) -> SSAValue:
