@@ -52,7 +52,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, SymbolOpInterface, SymbolTable
+from xdsl.traits import IsolatedFromAbove, IsTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from pase.dialect.dnn import ELEMENT_TYPES, element_name
@@ -202,7 +202,7 @@ class ProgramOp(IRDLOperation):
     devices = prop_def(IntAttr)
     body = region_def("single_block")
 
-    traits = traits_def(SymbolOpInterface(), SymbolTable())
+    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove())
 
     @classmethod
     def parse(cls, parser: Parser) -> ProgramOp:
@@ -282,7 +282,8 @@ class LayerOp(IRDLOperation):
                 raise VerifyException("a dist.layer cannot read partial sums; all-reduce "
                                       "them first")
         if len(grids) > 1:
-            raise VerifyException(f"a dist.layer runs on one grid, got {sorted(grids)}")
+            raise VerifyException("a dist.layer runs on one grid, got "
+                                  + ", ".join(f"@{g}" for g in sorted(grids)))
 
 
 @irdl_op_definition

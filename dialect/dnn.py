@@ -960,6 +960,7 @@ class VjpOp(IRDLOperation):
     configuration:
 
         %dx, %dw = dnn.vjp "dnn.conv2d" [0, 1] (%x, %w) -> %y grad %dy stride 1 padding 0
+        %dz = dnn.vjp "dnn.pool2d" max [0] (%z) -> %p grad %dp window [2, 2] stride 2 ...
             : (!dnn.tensor<...>, !dnn.tensor<...>), !dnn.tensor<...> -> (..., ...)
     """
 
@@ -1027,6 +1028,8 @@ class VjpOp(IRDLOperation):
         probe = self.probe()
         try:
             probe.verify_()
+            if (config := self.attributes.get(CONFIG_ATTR_NAME)) is not None:
+                probe.verify_config(config)
         finally:
             probe.drop_all_references()
 
@@ -1037,6 +1040,9 @@ class VjpOp(IRDLOperation):
             forward_class = layer_class(forward)
         except VerifyException as error:
             parser.raise_error(str(error))
+        kind = None
+        if forward_class.KIND is not None:
+            kind = parser.parse_identifier(context_msg=f" ({' or '.join(forward_class.KIND[1])})")
         wrt = parser.parse_comma_separated_list(
             parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False))
         start = parser.pos
@@ -1047,6 +1053,8 @@ class VjpOp(IRDLOperation):
         cotangent = (parser.parse_unresolved_operand()
                      if parser.parse_optional_keyword("grad") is not None else None)
         properties = forward_class.parse_clauses(parser)
+        if kind is not None:
+            properties["kind"] = StringAttr(kind)
         properties["forward"] = StringAttr(forward)
         properties["wrt"] = ArrayAttr(IntAttr(i) for i in wrt)
         attributes = parser.parse_optional_attr_dict()
@@ -1066,7 +1074,10 @@ class VjpOp(IRDLOperation):
                          properties=properties, attributes=attributes)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f' "{self.forward.data}" [')
+        printer.print_string(f' "{self.forward.data}"')
+        if self.kind is not None:
+            printer.print_string(f" {self.kind.data}")
+        printer.print_string(" [")
         printer.print_string(", ".join(str(i) for i in self.indices) + "] (")
         printer.print_list(self.inputs, printer.print_operand)
         printer.print_string(") -> ")

@@ -122,8 +122,9 @@ class _Lowering:
     def grid(self, where: Placement) -> str:
         if where.grid not in self.grids:
             if prod(where.shape) > self.devices:
-                raise self.error(f"a layer needs {prod(where.shape)} devices but the program "
-                                 f"has {self.devices}")
+                raise self.error(f"a layer's grid {'x'.join(map(str, where.shape))} needs "
+                                 f"{prod(where.shape)} devices but the program has "
+                                 f"{self.devices}")
             self.grids[where.grid] = where.shape
         return where.grid
 
@@ -182,8 +183,9 @@ class _Lowering:
                 self.lower_layer(op)
             else:
                 raise self.error(f"cannot lower {op.name}")
+        # Inserted at the front one by one: largest first, so they read smallest first.
         for name, shape in sorted(self.grids.items(), key=lambda item: (len(item[1]),
-                                                                        item[1])):
+                                                                        item[1]), reverse=True):
             grid = shard.GridOp.build(properties={
                 "sym_name": StringAttr(name), "shape": DenseArrayBase.from_list(i64, shape)})
             if self.block.first_op is not None:

@@ -56,28 +56,38 @@ def device_coordinates(factors: Sequence[int], devices: int) -> np.ndarray:
 
 
 def blocks(layer: Layer, config: Config, use: TensorUse, devices: int) -> np.ndarray:
+    """Each device's block of a tensor (see `_blocks`); a read-only array shared by
+    every layer, configuration and tensor with the same grid and dims."""
+    axes = grid_axes(layer, config)
+    position = {name: i for i, (name, _) in enumerate(axes)}
+    return _blocks(tuple(f for _, f in axes),
+                   tuple(position.get(d, -1) if d is not None else -1 for d in use.dims),
+                   use.sizes, devices)
+
+
+@lru_cache(maxsize=1 << 16)
+def _blocks(factors: tuple[int, ...], dim_axes: tuple[int, ...], sizes: tuple[int, ...],
+            devices: int) -> np.ndarray:
     """Each device's block of a tensor: int64 array (devices, rank + 1, 2) of [lo, hi).
 
     The last entry is a presence dim, [0, 1) on working devices and [0, 0) on idle
     ones, so that even a scalar's block is empty where a device holds nothing. Idle
     devices hold the empty block [0, 0) in every dim.
     """
-    axes = grid_axes(layer, config)
-    coords = device_coordinates([f for _, f in axes], devices)
-    position = {name: i for i, (name, _) in enumerate(axes)}
-    rank = len(use.sizes)
+    coords = device_coordinates(list(factors), devices)
+    rank = len(sizes)
     result = np.zeros((devices, rank + 1, 2), dtype=np.int64)
     used = coords.shape[0]
     result[:used, rank, 1] = 1
-    for k, (dim, size) in enumerate(zip(use.dims, use.sizes, strict=True)):
-        if dim is not None and dim in position:
-            factor = axes[position[dim]][1]
-            length = size // factor
-            lo = coords[:, position[dim]] * length
+    for k, (axis, size) in enumerate(zip(dim_axes, sizes, strict=True)):
+        if axis >= 0:
+            length = size // factors[axis]
+            lo = coords[:, axis] * length
             result[:used, k, 0] = lo
             result[:used, k, 1] = lo + length
         else:
             result[:used, k, 1] = size
+    result.flags.writeable = False
     return result
 
 
@@ -223,13 +233,25 @@ def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
     return np.stack(layouts), inverse
 
 
+# Edges with at least this many (pair, device, dim) steps use the compiled loop.
+JIT_REDISTRIBUTION_STEPS = 1 << 20
+
+
 def redistribution_words(held: np.ndarray, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Words each device needs and does not hold, maximum over devices.
 
     `held` (A, devices, rank, 2) and `needed` (B, devices, rank, 2) are block layouts;
     returns (forward, backward) matrices (A, B): forward moves what the consumer needs
-    into its layout, backward moves the gradient back into the holder's layout.
+    into its layout, backward moves the gradient back into the holder's layout. Large
+    edges go to the compiled loop of `jit_redistribution` (the same integers).
     """
+    if held.shape[0] * needed.shape[0] * held.shape[1] * held.shape[2] >= \
+            JIT_REDISTRIBUTION_STEPS:
+        from pase.passes.strategy import jit
+        from pase.passes.strategy.jit_redistribution import redistribution_words_jit
+
+        if jit.jit_available():
+            return redistribution_words_jit(held, needed)
     held_volume = np.prod(held[..., 1] - held[..., 0], axis=-1)       # (A, devices)
     needed_volume = np.prod(needed[..., 1] - needed[..., 0], axis=-1)  # (B, devices)
     # A dim that no layout on either side splits is whole on every working device, so it

@@ -17,6 +17,9 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
+from xdsl.dialects.shard import Shard
+
+from pase.dialect.dist import Dist
 from pase.dialect.dnn import Dnn
 from pase.dialect.pase import Pase
 from pase.frontend import parse_file, parse_text
@@ -64,7 +67,7 @@ MLIR_CHUNKS = [
 
 def context() -> Context:
     ctx = Context()
-    for dialect in (Builtin, Dnn, Pase):
+    for dialect in (Builtin, Dnn, Pase, Dist, Shard):
         ctx.load_dialect(dialect)
     return ctx
 

@@ -23,7 +23,7 @@ dist.program @p(devices = 4) {
   dist.return %y : !dist.tensor<[b = 8, h = 4] local [2, 4], f32 on @grid4 split [[0], []]>
 }
 
-// CHECK: {{.*}}dist-invalid.mlir:22:3: error: 'dist.layer' op a dist.layer runs on one grid, got ['grid2', 'grid4']
+// CHECK: {{.*}}dist-invalid.mlir:22:3: error: 'dist.layer' op a dist.layer runs on one grid, got @grid2, @grid4
 
 // -----
 
