@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.shard import Shard
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-
-from xdsl.dialects.shard import Shard
 
 from pase.dialect.dist import Dist
 from pase.dialect.dnn import Dnn
