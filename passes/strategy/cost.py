@@ -233,20 +233,21 @@ def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
     return np.stack(layouts), inverse
 
 
-# Edges with at least this many (pair, device, dim) steps use the compiled loop.
-JIT_REDISTRIBUTION_STEPS = 1 << 20
+# A problem whose edges take at least this many (pair, device, dim) steps in all uses the
+# compiled loop: below it, compiling (a few tenths of a second) costs more than it saves.
+JIT_REDISTRIBUTION_STEPS = 1 << 25
 
 
-def redistribution_words(held: np.ndarray, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def redistribution_words(held: np.ndarray, needed: np.ndarray,
+                         compiled: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Words each device needs and does not hold, maximum over devices.
 
     `held` (A, devices, rank, 2) and `needed` (B, devices, rank, 2) are block layouts;
     returns (forward, backward) matrices (A, B): forward moves what the consumer needs
-    into its layout, backward moves the gradient back into the holder's layout. Large
-    edges go to the compiled loop of `jit_redistribution` (the same integers).
+    into its layout, backward moves the gradient back into the holder's layout. With
+    `compiled`, the compiled loop of `jit_redistribution` does it (the same integers).
     """
-    if held.shape[0] * needed.shape[0] * held.shape[1] * held.shape[2] >= \
-            JIT_REDISTRIBUTION_STEPS:
+    if compiled:
         from pase.passes.strategy import jit
         from pase.passes.strategy.jit_redistribution import redistribution_words_jit
 
@@ -289,8 +290,9 @@ def _used_devices(configs: Sequence[Config]) -> np.ndarray:
 
 def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                consumer: Layer, consumer_configs: Sequence[Config], devices: int,
-               machine: Machine, compat: str = "") -> np.ndarray:
-    """Redistribution seconds, matrix (producer configs, consumer configs)."""
+               machine: Machine, compat: str = "", compiled: bool = False) -> np.ndarray:
+    """Redistribution seconds, matrix (producer configs, consumer configs); `compiled`
+    picks the llvmlite loop for the volumes (same results)."""
     held, held_index = _unique_blocks(producer, producer_configs, edge.held, devices)
     needed, needed_index = _unique_blocks(consumer, consumer_configs, edge.needed, devices)
     if compat == "pase":
@@ -298,7 +300,7 @@ def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                             _used_devices(consumer_configs)[needed_index],
                             held_index, needed_index)
     else:
-        forward, backward = redistribution_words(held, needed)
+        forward, backward = redistribution_words(held, needed, compiled)
         words = forward + backward if edge.backward else forward
         words = words[np.ix_(held_index, needed_index)]
     spans = np.maximum(_used_devices(producer_configs)[:, None],

@@ -27,7 +27,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
 from pase.passes.strategy.configs import enumerate_configs, split_factors
-from pase.passes.strategy.cost import Config, edge_costs, layer_cost
+from pase.passes.strategy.cost import (
+    JIT_REDISTRIBUTION_STEPS,
+    Config,
+    edge_costs,
+    layer_cost,
+)
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult, SearchError, solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
@@ -108,6 +113,9 @@ class Problem:
                 vertex.append(vertex_cache[key])
             graph = CostGraph(self.layers, vertex)
             edge_cache: dict[object, np.ndarray] = {}
+            steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
+                        * (len(e.held.sizes) + 1) for e in self.edges) * self.devices
+            self._compiled = steps >= JIT_REDISTRIBUTION_STEPS
             for edge in self.edges:
                 u, v = edge.producer, edge.consumer
                 edge_key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
@@ -127,7 +135,7 @@ class Problem:
               consumer_configs: list[Config]) -> np.ndarray:
         return edge_costs(edge, self.layer_data[edge.producer], producer_configs,
                           self.layer_data[edge.consumer], consumer_configs, self.devices,
-                          self.machine, self.compat)
+                          self.machine, self.compat, getattr(self, "_compiled", False))
 
     def _complete(self, assignment: Mapping[str, Mapping[str, int]]) -> list[Config]:
         configs = []

@@ -1,0 +1,68 @@
+"""Exact pruning: dropping dominated and duplicate configurations never changes the optimum."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pase.frontend import parse_file
+from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import solve_dp
+from pase.passes.strategy.exhaustive import solve_exhaustive
+from pase.passes.strategy.prune import prune
+
+MODELS = Path(__file__).resolve().parents[3] / "models"
+
+
+def random_graph(seed: int) -> CostGraph:
+    """A random graph whose costs repeat and dominate each other often."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(3, 8))
+    sizes = rng.integers(1, 6, size=count)
+    costs = [rng.integers(0, 4, size=int(k)).astype(np.float64) for k in sizes]
+    graph = CostGraph([f"v{i}" for i in range(count)], costs)
+    for v in range(1, count):
+        for u in rng.choice(v, size=min(v, int(rng.integers(1, 3))), replace=False):
+            graph.add_edge(int(u), v, rng.integers(0, 3, size=(sizes[u], sizes[v])).astype(
+                np.float64))
+    return graph
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_pruning_keeps_the_optimum(seed: int) -> None:
+    graph = random_graph(seed)
+    pruned, kept = prune(graph)
+    full = solve_exhaustive(graph)
+    reduced = solve_exhaustive(pruned)
+    assert reduced.cost == pytest.approx(full.cost, rel=1e-12, abs=1e-12)
+    choice = [int(kept[v][c]) for v, c in enumerate(reduced.choice)]
+    assert graph.total_cost(choice) == pytest.approx(full.cost, rel=1e-12, abs=1e-12)
+    for v, indices in enumerate(kept):
+        assert list(indices) == sorted(set(indices.tolist()))
+        assert 1 <= len(indices) <= graph.sizes[v]
+
+
+def test_pruning_removes_dominated_and_duplicate_rows() -> None:
+    graph = CostGraph(["a", "b"], [np.array([1.0, 2.0, 1.0, 0.5]), np.array([0.0, 0.0])])
+    graph.add_edge(0, 1, np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [5.0, 5.0]]))
+    pruned, kept = prune(graph)
+    # 1 is dominated by 0 (worse layer cost, same edges), 2 duplicates 0; 3 is cheaper here
+    # but dearer on the edge, so it stays.
+    assert kept[0].tolist() == [0, 3]
+    assert pruned.vertex_costs[0].tolist() == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("model", ["alexnet", "rnnlm", "inception_v3", "transformer"])
+@pytest.mark.parametrize("devices", [2, 8])
+def test_models_keep_their_optimum(model: str, devices: int) -> None:
+    problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), devices)
+    with_pruning = solve(problem, pruning=True)
+    without = solve(problem, pruning=False)
+    assert with_pruning.cost == pytest.approx(without.cost, rel=1e-12)
+    assert problem.cost(with_pruning.assignment) == pytest.approx(without.cost, rel=1e-9)
+    graph, _ = prune(problem.cost_graph())
+    assert sum(graph.sizes) <= sum(problem.cost_graph().sizes)
+    assert solve_dp(graph).cost == pytest.approx(without.cost, rel=1e-12)
