@@ -130,7 +130,10 @@ class StrategyAttr(ParametrizedAttribute):
     Example:
         #pase.strategy<devices = 8, machine = "pase-default", total = 1.5e-02,
                        compute = 1.0e-02, communication = 3.0e-03,
-                       redistribution = 2.0e-03, data_parallel = 2.1e-02>
+                       redistribution = 2.0e-03, data_parallel = 2.1e-02,
+                       speedup = 1.4000>
+
+    The speedup is printed for readers; it is derived, and ignored when parsed.
     """
 
     name = "pase.strategy"
@@ -169,12 +172,18 @@ class StrategyAttr(ParametrizedAttribute):
                     values[field] = StringAttr(parser.parse_str_literal())
                 else:
                     values[field] = FloatData(float(parser.parse_number()))
+            # The printed speedup is derived (data_parallel / total): read and dropped.
+            if parser.parse_optional_punctuation(",") is not None:
+                parser.parse_keyword("speedup")
+                parser.parse_punctuation("=")
+                parser.parse_number()
         return tuple(values[f] for f in _STRATEGY_FIELDS)
 
     def print_parameters(self, printer: Printer) -> None:
         parts = [f"devices = {self.devices.data}", f'machine = "{self.machine.data}"']
         for field in _STRATEGY_FIELDS[2:]:
             parts.append(f"{field} = {float_text(getattr(self, field).data)}")
+        parts.append(f"speedup = {self.speedup:.4f}")
         printer.print_string("<" + ", ".join(parts) + ">")
 
 

@@ -43,7 +43,7 @@ def test_strategy():
     assert strategy.speedup == 3.0
     assert str(strategy) == (
         '#pase.strategy<devices = 8, machine = "pase-default", total = 0.5, compute = 0.25, '
-        "communication = 0.125, redistribution = 0.125, data_parallel = 1.5>")
+        "communication = 0.125, redistribution = 0.125, data_parallel = 1.5, speedup = 3.0000>")
     assert StrategyAttr(1, "m", 0.0, 0.0, 0.0, 0.0, 2.0).speedup == 1.0
 
 

@@ -61,11 +61,11 @@ dnn.graph @tiny(b = 8) attributes {pase.strategy = #pase.strategy<devices = 1, m
   dnn.return %x : !dnn.tensor<[b = 8], f32>
 }
 
-// CHECK-LABEL: dnn.graph @strategy(b = 8) attributes {pase.strategy = #pase.strategy<devices = 8, machine = "pase-default", total = 0.015, compute = 0.01, communication = 0.003, redistribution = 0.0, data_parallel = 0.021>} {
+// CHECK-LABEL: dnn.graph @strategy(b = 8) attributes {pase.strategy = #pase.strategy<devices = 8, machine = "pase-default", total = 0.015, compute = 0.01, communication = 0.003, redistribution = 0.0, data_parallel = 0.021, speedup = {{[0-9.]+}}>} {
 // CHECK-NEXT:    %x = dnn.input : !dnn.tensor<[b = 8], f32>
 // CHECK-NEXT:    dnn.return %x : !dnn.tensor<[b = 8], f32>
 // CHECK-NEXT:  }
-// CHECK-LABEL: dnn.graph @tiny(b = 8) attributes {pase.strategy = #pase.strategy<devices = 1, machine = "v100-nvlink", total = 1.0e-05, compute = 1.0e-05, communication = 0.0, redistribution = 0.0, data_parallel = 1250.0>, note = "kept"} {
+// CHECK-LABEL: dnn.graph @tiny(b = 8) attributes {pase.strategy = #pase.strategy<devices = 1, machine = "v100-nvlink", total = 1.0e-05, compute = 1.0e-05, communication = 0.0, redistribution = 0.0, data_parallel = 1250.0, speedup = {{[0-9.]+}}>, note = "kept"} {
 
-// GENERIC:      }) {pase.strategy = #pase.strategy<devices = 8, machine = "pase-default", total = 0.015, compute = 0.01, communication = 0.003, redistribution = 0.0, data_parallel = 0.021>} : () -> ()
-// GENERIC:      }) {pase.strategy = #pase.strategy<devices = 1, machine = "v100-nvlink", total = 1.0e-05, compute = 1.0e-05, communication = 0.0, redistribution = 0.0, data_parallel = 1250.0>, note = "kept"} : () -> ()
+// GENERIC:      }) {pase.strategy = #pase.strategy<devices = 8, machine = "pase-default", total = 0.015, compute = 0.01, communication = 0.003, redistribution = 0.0, data_parallel = 0.021, speedup = {{[0-9.]+}}>} : () -> ()
+// GENERIC:      }) {pase.strategy = #pase.strategy<devices = 1, machine = "v100-nvlink", total = 1.0e-05, compute = 1.0e-05, communication = 0.0, redistribution = 0.0, data_parallel = 1250.0, speedup = {{[0-9.]+}}>, note = "kept"} : () -> ()

@@ -23,7 +23,7 @@ dnn.graph @mlp(b = 4, d = 1024, h = 4096, c = 8) {
   dnn.return %l : !dnn.tensor<[], f32>
 }
 
-// CHECK-LABEL: dnn.graph @mlp(b = 4, d = 1024, h = 4096, c = 8) attributes {pase.strategy = #pase.strategy<devices = 4, machine = "pase-default", total = 1.30528{{[0-9]*}}e-06, compute = 1.26853{{[0-9]*}}e-06, communication = 2.475{{[0-9]*}}e-08, redistribution = 1.2{{0*}}e-08, data_parallel = {{[0-9.e+-]+}}>} {
+// CHECK-LABEL: dnn.graph @mlp(b = 4, d = 1024, h = 4096, c = 8) attributes {pase.strategy = #pase.strategy<devices = 4, machine = "pase-default", total = 1.30528{{[0-9]*}}e-06, compute = 1.26853{{[0-9]*}}e-06, communication = 2.475{{[0-9]*}}e-08, redistribution = 1.2{{0*}}e-08, data_parallel = {{[0-9.e+-]+}}, speedup = {{[0-9.]+}}>} {
 // CHECK-NEXT:    %x = dnn.input : !dnn.tensor<[b = 4, d = 1024], f32>
 // CHECK-NEXT:    %t = dnn.input : !dnn.tensor<[b = 4], i32>
 // CHECK-NEXT:    %w1 = dnn.param : !dnn.tensor<[d = 1024, h = 4096], f32>
@@ -53,7 +53,7 @@ dnn.graph @pinned(b = 4, d = 1024, h = 4096, c = 8) {
   dnn.return %l : !dnn.tensor<[], f32>
 }
 
-// CHECK-LABEL: dnn.graph @pinned(b = 4, d = 1024, h = 4096, c = 8) attributes {pase.strategy = #pase.strategy<devices = 4, machine = "pase-default", total = 1.30854{{[0-9]*}}e-06, compute = 1.26854{{[0-9]*}}e-06, communication = 2.4{{0*}}e-08, redistribution = 1.6{{0*}}e-08, data_parallel = {{[0-9.e+-]+}}>} {
+// CHECK-LABEL: dnn.graph @pinned(b = 4, d = 1024, h = 4096, c = 8) attributes {pase.strategy = #pase.strategy<devices = 4, machine = "pase-default", total = 1.30854{{[0-9]*}}e-06, compute = 1.26854{{[0-9]*}}e-06, communication = 2.4{{0*}}e-08, redistribution = 1.6{{0*}}e-08, data_parallel = {{[0-9.e+-]+}}, speedup = {{[0-9.]+}}>} {
 // CHECK:         %y = dnn.einsum %x, %w1 {pase.config = #pase.config<h = 4>}
 // CHECK-NEXT:    %a = dnn.relu %y {pase.config = #pase.config<h = 4>}
 // CHECK-NEXT:    %w2 = dnn.param
@@ -79,6 +79,6 @@ dnn.graph @data(b = 8) {
 // CHECK-LABEL: dnn.graph @attributes(b = 8, d = 16) attributes {pase.strategy = #pase.strategy<devices = 4, machine = "pase-default", total = {{.*}}>} {
 // CHECK-NEXT:    %x = dnn.input
 // CHECK-NEXT:    %y = dnn.relu %x {pase.num_configs = 5 : i64, pase.config = #pase.config<{{.+}}>}
-// CHECK-LABEL: dnn.graph @data(b = 8) attributes {pase.strategy = #pase.strategy<devices = 4, machine = "pase-default", total = 0.0, compute = 0.0, communication = 0.0, redistribution = 0.0, data_parallel = 0.0>} {
+// CHECK-LABEL: dnn.graph @data(b = 8) attributes {pase.strategy = #pase.strategy<devices = 4, machine = "pase-default", total = 0.0, compute = 0.0, communication = 0.0, redistribution = 0.0, data_parallel = 0.0, speedup = {{[0-9.]+}}>} {
 // CHECK-NEXT:    %x = dnn.input : !dnn.tensor<[b = 8], f32>
 // CHECK-NEXT:    dnn.return %x
