@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -36,8 +37,16 @@ from pase.runtime.scale import ScaleError, scale_module
 from pase.runtime.training import TrainingReport, train
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line and exit status 1, like every other pase error."""
+
+    def error(self, message: str) -> NoReturn:
+        _fail(f"{self.prog}: error: {message}")
+        raise AssertionError("unreachable")
+
+
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pase-run", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
@@ -154,6 +163,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("check passed")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     print(message, file=sys.stderr)
     sys.exit(1)

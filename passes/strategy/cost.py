@@ -179,6 +179,8 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
         # Partial sums of the output over split reduction dims.
         comm.all_reduce(local_elements(result, config), reduced, result.element_bytes)
 
+    # Backward statistics and sums run only where some operand needs a gradient.
+    backward = any(layer.grads)
     if kind in ("softmax", "layernorm", "batchnorm"):
         x = layer.operands[0]
         stats = x.elements / prod(s for d, s in zip(x.dims, x.sizes, strict=True)
@@ -186,10 +188,12 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
         stats /= comm.factor([d for d in x.dims if d is not None and d not in layer.over])
         if kind == "softmax":
             comm.all_reduce(stats, layer.over, x.element_bytes, count=2)   # max, sum
-            comm.all_reduce(stats, layer.over, x.element_bytes)            # backward sum
+            if backward:
+                comm.all_reduce(stats, layer.over, x.element_bytes)        # backward sum
         else:
             comm.all_reduce(2 * stats, layer.over, x.element_bytes)        # mean, mean square
-            comm.all_reduce(2 * stats, layer.over, x.element_bytes)        # backward sums
+            if backward:
+                comm.all_reduce(2 * stats, layer.over, x.element_bytes)    # backward sums
 
     if kind == "lstm":
         x = layer.operands[0]
@@ -199,7 +203,9 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
         # Every step gathers the hidden state over the unit split, and backward
         # all-reduces the gradient of [input, hidden] over it.
         comm.all_gather(rows * x.sizes[2], [units.name], x.element_bytes, layers * steps)
-        comm.all_reduce(rows * 2 * x.sizes[2], [units.name], x.element_bytes, layers * steps)
+        if backward:
+            comm.all_reduce(rows * 2 * x.sizes[2], [units.name], x.element_bytes,
+                            layers * steps)
 
     for index, (use, grad) in enumerate(zip(layer.operands, layer.grads, strict=True)):
         if not grad or (kind == "lstm" and index == 0):
