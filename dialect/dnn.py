@@ -1023,7 +1023,7 @@ class VjpOp(IRDLOperation):
                                       f"{self.inputs[index].type}")
         if self.cotangent is not None and self.cotangent.type != self.result.type:
             raise VerifyException("the incoming gradient must have the forward result's type")
-        if self.cotangent is None and self.result.type.shape.dims:
+        if self.cotangent is None and shape_of(self.result).dims:
             raise VerifyException("only a scalar loss may leave out its incoming gradient")
         probe = self.probe()
         try:

@@ -112,24 +112,26 @@ def program_from_ir(module: ModuleOp) -> Program:
         results = tuple(number(v) for v in op.results)
         operand_types = tuple(Sharded.of(v.type) for v in op.operands)
         result_types = tuple(Sharded.of(v.type) for v in op.results)
-        common = dict(operands=operands, results=results, operand_types=operand_types,
-                      result_types=result_types)
+
+        def step(kind: str, kernel: str = "", props: dict[str, Any] | None = None,
+                 axes: tuple[int, ...] = (), tag: str = "", name: str = "") -> Step:
+            return Step(kind, operands, results, operand_types, result_types, kernel,
+                        props or {}, axes, tag, name)
+
         match op:
             case dist.InputOp() | dist.ParamOp():
                 kind = "input" if isinstance(op, dist.InputOp) else "param"
-                steps.append(Step(kind, name=op.value_name.data, **common))
+                steps.append(step(kind, name=op.value_name.data))
             case dist.LayerOp():
-                steps.append(Step("layer", kernel=op.kernel.data,
-                                  props=plain(op.op_properties),
-                                  axes=tuple(op.stats_axes.get_values()), tag=op.tag.data,
-                                  **common))
+                steps.append(step("layer", op.kernel.data, plain(op.op_properties),
+                                  tuple(op.stats_axes.get_values()), op.tag.data))
             case dist.AllReduceOp():
-                steps.append(Step("all_reduce", axes=tuple(op.grid_axes.get_values()),
-                                  tag=op.tag.data, **common))
+                steps.append(step("all_reduce", axes=tuple(op.grid_axes.get_values()),
+                                  tag=op.tag.data))
             case dist.RedistributeOp():
-                steps.append(Step("redistribute", tag=op.tag.data, **common))
+                steps.append(step("redistribute", tag=op.tag.data))
             case dist.ReturnOp():
-                steps.append(Step("return", **common))
+                steps.append(step("return"))
             case _:
                 raise ValueError(f"cannot run {op.name}")
     return Program(program.sym_name.data, program.devices.data, grids, tuple(steps))
