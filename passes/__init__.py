@@ -38,7 +38,8 @@ PASS_SUMMARIES: dict[str, str] = {
     "pase-annotate-configs{devices=P min-shard=4}":
         "attach pase.num_configs, the number of valid PaSE configurations, to every layer",
     "pase-search{devices=P machine=pase-default order=genseq method=dp min-shard=4\n"
-    "            compat=pase strategy=FILE export=FILE report=true memory-gib=4}":
+    "            compat=pase strategy=\"FILE\" export=\"FILE\" report=true memory-gib=4\n"
+    "            jit=auto}":
         "the optimal strategy: #pase.config on every layer, #pase.strategy on the graph",
     "pase-autodiff{lr=0.01}":
         "append the backward pass (einsums and dnn.vjp) and an SGD step (dnn.sgd)",

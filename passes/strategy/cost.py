@@ -226,12 +226,12 @@ def layer_costs(layer: Layer, configs: Sequence[Config], machine: Machine) -> np
 def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
                    devices: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct block layouts of a tensor over `configs`, and each config's index."""
-    seen: dict[bytes, int] = {}
+    seen: dict[int, int] = {}
     layouts: list[np.ndarray] = []
     inverse = np.empty(len(configs), dtype=np.int64)
     for i, config in enumerate(configs):
         layout = blocks(layer, config, use, devices)
-        key = layout.tobytes()
+        key = id(layout)  # `blocks` hands out one shared array per distinct layout key
         if key not in seen:
             seen[key] = len(layouts)
             layouts.append(layout)
@@ -272,21 +272,28 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
     split = [k for k in range(held.shape[2]) if k not in full]
     full_size = prod(max(int(held[..., k, 1].max()), int(needed[..., k, 1].max()))
                      for k in full)
-    devices = held.shape[1]
-    forward = np.zeros((held.shape[0], needed.shape[0]), dtype=np.float64)
+    count_a, count_b = held.shape[0], needed.shape[0]
+    forward = np.zeros((count_a, count_b), dtype=np.float64)
     backward = np.zeros_like(forward)
-    for device in range(devices):
-        if not needed_volume[:, device].any() and not held_volume[:, device].any():
-            continue
-        both = ((held_volume[:, device] > 0)[:, None]
-                & (needed_volume[:, device] > 0)[None, :])
+    active = [d for d in range(held.shape[1])
+              if needed_volume[:, d].any() or held_volume[:, d].any()]
+    # Several devices at once, about 64k pairs per step: few numpy calls for small edges,
+    # small temporaries for large ones.
+    chunk = max(1, (1 << 16) // max(count_a * count_b, 1))
+    for start in range(0, len(active), chunk):
+        group = active[start:start + chunk]
+        held_part, needed_part = held[:, group], needed[:, group]      # (A|B, D, rank, 2)
+        both = ((held_volume[:, group] > 0)[:, None, :]
+                & (needed_volume[:, group] > 0)[None, :, :])          # (A, B, D)
         overlap = np.where(both, float(full_size), 0.0)
         for k in split:
-            hi = np.minimum(held[:, device, k, 1][:, None], needed[:, device, k, 1][None, :])
-            lo = np.maximum(held[:, device, k, 0][:, None], needed[:, device, k, 0][None, :])
-            overlap *= np.clip(hi - lo, 0, None)
-        np.maximum(forward, needed_volume[None, :, device] - overlap, out=forward)
-        np.maximum(backward, held_volume[:, device][:, None] - overlap, out=backward)
+            extent = np.minimum(held_part[:, None, :, k, 1], needed_part[None, :, :, k, 1])
+            extent -= np.maximum(held_part[:, None, :, k, 0], needed_part[None, :, :, k, 0])
+            np.maximum(extent, 0, out=extent)
+            overlap *= extent
+        np.maximum(forward, (needed_volume[None, :, group] - overlap).max(axis=2), out=forward)
+        np.maximum(backward, (held_volume[:, None, group] - overlap).max(axis=2),
+                   out=backward)
     return forward, backward
 
 

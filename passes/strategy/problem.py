@@ -101,7 +101,7 @@ class Problem:
         """
         if self._cost_graph is None:
             anonymous = [replace(layer, name="") for layer in self.layer_data]
-            configs_key = [tuple(tuple(sorted(c.items())) for c in configs)
+            configs_key = [tuple(tuple(c.items()) for c in configs)
                            for configs in self.config_lists]
             vertex_cache: dict[object, np.ndarray] = {}
             vertex = []
