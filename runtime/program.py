@@ -10,6 +10,7 @@ the steps in order. `Sharded` is a `!dist.tensor` type; `box` gives a device's b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from math import prod
 from typing import Any
 
@@ -112,19 +113,17 @@ def program_from_ir(module: ModuleOp) -> Program:
         results = tuple(number(v) for v in op.results)
         operand_types = tuple(Sharded.of(v.type) for v in op.operands)
         result_types = tuple(Sharded.of(v.type) for v in op.results)
-
-        def step(kind: str, kernel: str = "", props: dict[str, Any] | None = None,
-                 axes: tuple[int, ...] = (), tag: str = "", name: str = "") -> Step:
-            return Step(kind, operands, results, operand_types, result_types, kernel,
-                        props or {}, axes, tag, name)
+        step = partial(Step, operands=operands, results=results, operand_types=operand_types,
+                       result_types=result_types)
 
         match op:
             case dist.InputOp() | dist.ParamOp():
                 kind = "input" if isinstance(op, dist.InputOp) else "param"
                 steps.append(step(kind, name=op.value_name.data))
             case dist.LayerOp():
-                steps.append(step("layer", op.kernel.data, plain(op.op_properties),
-                                  tuple(op.stats_axes.get_values()), op.tag.data))
+                steps.append(step("layer", kernel=op.kernel.data,
+                                  props=plain(op.op_properties),
+                                  axes=tuple(op.stats_axes.get_values()), tag=op.tag.data))
             case dist.AllReduceOp():
                 steps.append(step("all_reduce", axes=tuple(op.grid_axes.get_values()),
                                   tag=op.tag.data))
