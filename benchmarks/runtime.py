@@ -1,7 +1,7 @@
 """How long the runtime takes for one training step, sharded and on one device.
 
-    /work/venv/bin/python benchmarks/runtime.py                       # every model, P = 4, 8
-    /work/venv/bin/python benchmarks/runtime.py --models mlp alexnet --devices 2 --repeat 5
+    .venv/bin/python benchmarks/runtime.py                       # every model, P = 4, 8
+    .venv/bin/python benchmarks/runtime.py --models mlp alexnet --devices 2 --repeat 5
 
 For each model and device count P, the model gets the strategy `pase-search` finds at full
 size (or, with `--data-parallel`, the batch split), shrinks by `--scale` as in `pase-run`,

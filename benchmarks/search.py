@@ -1,7 +1,7 @@
 """How long the search takes and how much memory it needs, per model and device count.
 
-    /work/venv/bin/python benchmarks/search.py                       # every model, P = 4..64
-    /work/venv/bin/python benchmarks/search.py --models alexnet transformer --devices 8 64
+    .venv/bin/python benchmarks/search.py                       # every model, P = 4..64
+    .venv/bin/python benchmarks/search.py --models alexnet transformer --devices 8 64
 
 Each case (one model on P devices) runs in a fresh Python process, so its peak resident set
 size is its own and not that of earlier cases; the parent collects one JSON line per case and
