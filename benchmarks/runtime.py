@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from common import MODELS_DIR, cpus, markdown_table, model_path, positive_int, versions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from pase.dialect.dnn import GraphOp
     from pase.runtime.program import Program
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 TINY_LAYERS = 100
 COLUMNS = (
     ("model", "<"),
@@ -119,27 +119,6 @@ def parse_arguments() -> argparse.Namespace:
     if not 0 < args.scale <= 1:
         parser.error(f"--scale must be in (0, 1], got {args.scale}")
     return args
-
-
-def model_path(name: str) -> Path:
-    path = Path(name)
-    if path.suffix != ".dnn":
-        path = MODELS_DIR / f"{name}.dnn"
-    if not path.is_file():
-        known = ", ".join(p.stem for p in sorted(MODELS_DIR.glob("*.dnn")))
-        raise argparse.ArgumentTypeError(f"no model '{name}' ({path} does not exist); "
-                                         f"known models: {known}")
-    return path
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 # --- measuring ---------------------------------------------------------------------------
@@ -242,21 +221,7 @@ def timed(function: Callable[[], object]) -> float:
 
 
 def machine_line() -> str:
-    import numpy
-
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    logical = os.cpu_count() or 0
-    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
-    return (f"Host: {cpu}, {logical} logical CPUs ({available} available), Python "
-            f"{platform.python_version()}, numpy {numpy.__version__}; load average "
-            f"{os.getloadavg()[0]:.1f}.")
+    return f"Host: {cpus()}, {versions()}; load average {os.getloadavg()[0]:.1f}."
 
 
 def format_table(rows: list[Row | tuple[str, int, str]], args: argparse.Namespace) -> str:
@@ -271,14 +236,7 @@ def format_table(rows: list[Row | tuple[str, int, str]], args: argparse.Namespac
             model, devices, message = row
             footnotes.append(f"[{len(footnotes) + 1}] {model} P={devices}: {message}")
             cells.append([model, str(devices), f"failed [{len(footnotes)}]", *["—"] * 4])
-    # At least three characters, so that every separator cell is valid markdown.
-    widths = [max(3, len(title), *(len(row[i]) for row in cells))
-              for i, (title, _) in enumerate(COLUMNS)]
-    lines = [format_line([title for title, _ in COLUMNS], widths, "<" * len(COLUMNS)),
-             "| " + " | ".join(("-" * (width - 1) + ":") if align == ">" else "-" * width
-                               for width, (_, align) in zip(widths, COLUMNS, strict=True))
-             + " |"]
-    lines += [format_line(row, widths, "".join(align for _, align in COLUMNS)) for row in cells]
+    lines = markdown_table(COLUMNS, cells)
     lines.append("")
     how = "the batch split" if args.data_parallel else f"searched (machine={args.machine})"
     element = "f64" if args.f64 else "the models' element types"
@@ -288,12 +246,6 @@ def format_table(rows: list[Row | tuple[str, int, str]], args: argparse.Namespac
                  f"Interpreter: a chain of {TINY_LAYERS} tiny layers.")
     lines += footnotes
     return "\n".join(lines)
-
-
-def format_line(cells: list[str], widths: list[int], aligns: str) -> str:
-    return "| " + " | ".join(cell.rjust(width) if align == ">" else cell.ljust(width)
-                             for cell, width, align in zip(cells, widths, aligns, strict=True)
-                             ) + " |"
 
 
 if __name__ == "__main__":

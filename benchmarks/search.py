@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import signal
 import subprocess
@@ -40,10 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from common import MODELS_DIR, cpus, markdown_table, model_path, positive_int, versions
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 BFS_ENTRIES = 2 * 10**10
 DEFAULT_DEVICES = (4, 8, 16, 32, 64)
 
@@ -167,27 +167,6 @@ def parse_arguments() -> argparse.Namespace:
     if args.baseline:
         args.one = ()
     return args
-
-
-def model_path(name: str) -> Path:
-    path = Path(name)
-    if path.suffix != ".dnn":
-        path = MODELS_DIR / f"{name}.dnn"
-    if not path.is_file():
-        known = ", ".join(p.stem for p in sorted(MODELS_DIR.glob("*.dnn")))
-        raise argparse.ArgumentTypeError(f"no model '{name}' ({path} does not exist); "
-                                         f"known models: {known}")
-    return path
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def child_command(args: argparse.Namespace, case_arguments: list[str]) -> list[str]:
@@ -318,20 +297,7 @@ def compare_kernels(problem: object, args: argparse.Namespace) -> dict:
 
 
 def machine_header(args: argparse.Namespace, load_before: float, load_after: float) -> str:
-    import numpy
-
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    logical = os.cpu_count() or 0
-    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
-    return (f"Host: {cpu}, {logical} logical CPUs ({available} available), "
-            f"{memory_total()}, Python {platform.python_version()}, numpy {numpy.__version__}; "
+    return (f"Host: {cpus()}, {memory_total()}, {versions()}; "
             f"load average {load_before:.1f} before the run, {load_after:.1f} after "
             "(one process per case; other work on the host slows it). "
             f"Search: order={args.order}, machine={args.machine}, min-shard={args.min_shard}, "
@@ -353,14 +319,7 @@ def format_table(results: list[tuple[Case, dict]], baseline: dict) -> str:
     footnotes: list[str] = []
     for case, result in results:
         rows.append(format_row(case, result, footnotes))
-    # At least three characters, so that every separator cell is valid markdown.
-    widths = [max(3, len(title), *(len(row[i]) for row in rows))
-              for i, (title, _) in enumerate(COLUMNS)]
-    lines = [format_line([title for title, _ in COLUMNS], widths, "<" * len(COLUMNS)),
-             "| " + " | ".join(("-" * (width - 1) + ":") if align == ">" else "-" * width
-                               for width, (_, align) in zip(widths, COLUMNS, strict=True))
-             + " |"]
-    lines += [format_line(row, widths, "".join(align for _, align in COLUMNS)) for row in rows]
+    lines = markdown_table(COLUMNS, rows)
     lines.append("")
     if baseline["status"] == "ok":
         lines.append(f"Every case pays a fixed floor: a child that searches a one-layer graph "
@@ -371,12 +330,6 @@ def format_table(results: list[tuple[Case, dict]], baseline: dict) -> str:
         lines.append(f"The baseline (a one-layer graph) did not run: {baseline['message']}")
     lines += footnotes
     return "\n".join(lines)
-
-
-def format_line(cells: list[str], widths: list[int], aligns: str) -> str:
-    return "| " + " | ".join(cell.rjust(width) if align == ">" else cell.ljust(width)
-                             for cell, width, align in zip(cells, widths, aligns, strict=True)
-                             ) + " |"
 
 
 def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:

@@ -1,0 +1,71 @@
+"""What the benchmark scripts share: model lookup, argument types, the host, markdown tables."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+from pathlib import Path
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+def model_path(name: str) -> Path:
+    """A model name in models/ (e.g. alexnet) or a .dnn path, as an argparse type."""
+    path = Path(name)
+    if path.suffix != ".dnn":
+        path = MODELS_DIR / f"{name}.dnn"
+    if not path.is_file():
+        known = ", ".join(p.stem for p in sorted(MODELS_DIR.glob("*.dnn")))
+        raise argparse.ArgumentTypeError(f"no model '{name}' ({path} does not exist); "
+                                         f"known models: {known}")
+    return path
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def cpus() -> str:
+    """The CPU model and how many logical CPUs there are (and this process may use)."""
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    logical = os.cpu_count() or 0
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
+    return f"{cpu}, {logical} logical CPUs ({available} available)"
+
+
+def versions() -> str:
+    import numpy
+
+    return f"Python {platform.python_version()}, numpy {numpy.__version__}"
+
+
+def markdown_table(columns: tuple[tuple[str, str], ...], rows: list[list[str]]) -> list[str]:
+    """Header, separator and rows; `columns` are (title, "<" or ">") for the alignment."""
+    # At least three characters, so that every separator cell is valid markdown.
+    widths = [max(3, len(title), *(len(row[i]) for row in rows))
+              for i, (title, _) in enumerate(columns)]
+    aligns = "".join(align for _, align in columns)
+    return [_line([title for title, _ in columns], widths, "<" * len(columns)),
+            "| " + " | ".join(("-" * (width - 1) + ":") if align == ">" else "-" * width
+                              for width, align in zip(widths, aligns, strict=True)) + " |",
+            *(_line(row, widths, aligns) for row in rows)]
+
+
+def _line(cells: list[str], widths: list[int], aligns: str) -> str:
+    return "| " + " | ".join(cell.rjust(width) if align == ">" else cell.ljust(width)
+                             for cell, width, align in zip(cells, widths, aligns, strict=True)
+                             ) + " |"
