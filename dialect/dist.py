@@ -139,28 +139,15 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                 parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False))
 
         with parser.in_angle_brackets():
-            parser.parse_punctuation("[")
-            dims: list[tuple[str, int]] = []
-            if parser.parse_optional_punctuation("]") is None:
-                dims = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_dim)
-                parser.parse_punctuation("]")
+            dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_dim)
             parser.parse_keyword("local")
-            parser.parse_punctuation("[")
-            local: list[int] = []
-            if parser.parse_optional_punctuation("]") is None:
-                local = parser.parse_comma_separated_list(
-                    parser.Delimiter.NONE, lambda: parser.parse_integer(allow_boolean=False))
-                parser.parse_punctuation("]")
+            local = parse_ints()
             parser.parse_punctuation(",")
             element_type = parser.parse_type()
             parser.parse_keyword("on")
             grid = parser.parse_symbol_name()
             parser.parse_keyword("split")
-            parser.parse_punctuation("[")
-            axes: list[list[int]] = []
-            if parser.parse_optional_punctuation("]") is None:
-                axes = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_ints)
-                parser.parse_punctuation("]")
+            axes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_ints)
             partial = parse_ints() if parser.parse_optional_keyword("partial") else []
         return (ArrayAttr(StringAttr(d) for d, _ in dims), ArrayAttr(IntAttr(s) for _, s in dims),
                 ArrayAttr(IntAttr(s) for s in local), element_type, FlatSymbolRefAttr(grid),

@@ -120,11 +120,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
         start = parser.pos
         with parser.in_angle_brackets():
-            parser.parse_punctuation("[")
-            dims: list[tuple[str, int]] = []
-            if parser.parse_optional_punctuation("]") is None:
-                dims = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_dim)
-                parser.parse_punctuation("]")
+            dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_dim)
             parser.parse_punctuation(",")
             element_type = parser.parse_type()
             end = parser.pos + 1  # just past the closing '>'
