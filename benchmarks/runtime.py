@@ -151,11 +151,10 @@ def prepare(path: Path, devices: int, args: argparse.Namespace
     search runs on the full-size model."""
     from pase.frontend import parse_file
     from pase.runtime.scale import scale_module
-    from pase.runtime.training import lower, make_data, with_configs
+    from pase.runtime.training import layer_configs, lower, make_data, with_configs
 
     module = scale_module(strategy(parse_file(str(path)), devices, args), args.scale)
-    configs = {layer.layer_name: (layer.config.splits if layer.config else {})
-               for layer in graph_of(module).layers}
+    configs = layer_configs(graph_of(module))
     sharded = lower(with_configs(module, configs), devices, lr=0.01)
     reference = lower(with_configs(module, None), 1, lr=0.01)
     data = make_data(graph_of(module), seed=0, float_type="f64" if args.f64 else None)

@@ -26,6 +26,7 @@ from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.strategy.cost import blocks, layer_cost, redistribution_words
+from pase.passes.strategy.layers import layer_names
 from pase.passes.strategy.problem import Problem, build_problem
 from pase.runtime.communicator import DeviceComm
 from pase.runtime.executor import DTYPES, DeviceResult, run_device
@@ -122,12 +123,18 @@ def make_data(graph: dnn.GraphOp, seed: int,
     return data
 
 
+def layer_configs(graph: dnn.GraphOp) -> dict[str, dict[str, int]]:
+    """Each layer's configuration, by the names the search uses (`layer_names`)."""
+    return {name: (layer.config.splits if layer.config else {})
+            for layer, name in layer_names(graph).items()}
+
+
 def with_configs(module: ModuleOp, configs: dict[str, dict[str, int]] | None) -> ModuleOp:
     """A copy whose layers carry `configs` (None: every layer unsplit)."""
     copy = module.clone()
     graph = _graph(copy)
-    for layer in graph.layers:
-        config = {} if configs is None else configs[layer.layer_name]
+    for layer, name in layer_names(graph).items():
+        config = {} if configs is None else configs[name]
         layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(config)
     graph.attributes.pop("pase.strategy", None)
     return copy
@@ -212,8 +219,7 @@ def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: flo
     """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded;
     `float_type="f64"` runs an f32 model in double precision."""
     graph = _graph(module)
-    configs = {layer.layer_name: (layer.config.splits if layer.config else {})
-               for layer in graph.layers}
+    configs = layer_configs(graph)
     element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
                                   if isinstance(op, dnn.ParamOp)), "f32")
     data = make_data(graph, seed, float_type)
@@ -232,9 +238,8 @@ def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: flo
     gradient_error = normwise_error(grads, reference_grads)
     noise = 0.0
     if element == "f32" and not max([*loss_errors, gradient_error, parameter_error]) <= 1e-4:
-        exact, _ = execute(reference, make_data(graph, seed, "f64"), steps, backend, timeout,
-                           "f64")
         exact_data = make_data(graph, seed, "f64")
+        exact, _ = execute(reference, exact_data, steps, backend, timeout, "f64")
         noise = max(max(_relative_error(np.asarray(a), np.asarray(b))
                         for a, b in zip(reference_losses, exact[0].losses, strict=True)),
                     normwise_error(reference_grads, _assemble(exact, "grads", exact_data)),

@@ -27,14 +27,13 @@ from typing import NoReturn
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.frontend import Diagnostic, parse_file
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy.machines import PRESETS
 from pase.passes.strategy.problem import build_problem
 from pase.runtime.communicator import BACKENDS
 from pase.runtime.scale import ScaleError, scale_module
-from pase.runtime.training import TrainingReport, train
+from pase.runtime.training import TrainingReport, train, with_configs
 
 
 class _Parser(argparse.ArgumentParser):
@@ -92,16 +91,14 @@ def _load(path: str) -> ModuleOp:
     return module
 
 
-def _strategy(module: ModuleOp, args: argparse.Namespace) -> None:
+def _strategy(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
+    """The module with a configuration on every layer: the batch split, or searched."""
     if args.data_parallel:
-        problem = build_problem(module, args.devices, args.machine)
-        graph = next(op for op in module.walk() if hasattr(op, "layers"))
-        assignment = problem.data_parallel()
-        for layer, name in zip(graph.layers, problem.layers, strict=True):  # type: ignore[attr-defined]
-            layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(assignment[name])
-        return
+        return with_configs(module, build_problem(module, args.devices,
+                                                  args.machine).data_parallel())
     PaseSearchPass(devices=args.devices, machine=args.machine,
                    strategy=args.strategy or "").apply(Context(), module)
+    return module
 
 
 def print_report(report: TrainingReport, seconds: float) -> None:
@@ -131,8 +128,7 @@ def print_report(report: TrainingReport, seconds: float) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
     try:
-        module = _load(args.model)
-        _strategy(module, args)
+        module = _strategy(_load(args.model), args)
         if args.scale != 1.0:
             module = scale_module(module, args.scale)
         start = time.perf_counter()
