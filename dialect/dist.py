@@ -273,6 +273,13 @@ class LayerOp(IRDLOperation):
                                   + ", ".join(f"@{g}" for g in sorted(grids)))
 
 
+def _source_target(op: IRDLOperation) -> tuple[TensorType, TensorType]:
+    """The input and result types of a one-in, one-out op (checked by their constraints)."""
+    source, target = op.operands[0].type, op.results[0].type
+    assert isinstance(source, TensorType) and isinstance(target, TensorType)
+    return source, target
+
+
 @irdl_op_definition
 class AllReduceOp(IRDLOperation):
     """Sum partial blocks over grid axes (ring all-reduce), as `shard.all_reduce`:
@@ -290,9 +297,7 @@ class AllReduceOp(IRDLOperation):
                        "`:` type($input) `->` type($result)")
 
     def verify_(self) -> None:
-        source, target = self.input.type, self.result.type
-        if not isinstance(source, TensorType) or not isinstance(target, TensorType):
-            raise VerifyException("dist.all_reduce works on !dist.tensor values")
+        source, target = _source_target(self)
         axes = tuple(self.grid_axes.get_values())
         if sorted(axes) != sorted(source.partial_axes) or target.partial_axes:
             raise VerifyException("dist.all_reduce must sum exactly the partial axes of its "
@@ -316,9 +321,7 @@ class RedistributeOp(IRDLOperation):
     assembly_format = "$input `tag` $tag attr-dict `:` type($input) `->` type($result)"
 
     def verify_(self) -> None:
-        source, target = self.input.type, self.result.type
-        if not isinstance(source, TensorType) or not isinstance(target, TensorType):
-            raise VerifyException("dist.redistribute works on !dist.tensor values")
+        source, target = _source_target(self)
         if source.partial_axes or target.partial_axes:
             raise VerifyException("dist.redistribute moves complete blocks, not partial sums")
         if (source.dim_names, source.global_shape) != (target.dim_names, target.global_shape):
