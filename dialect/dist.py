@@ -276,7 +276,8 @@ class LayerOp(IRDLOperation):
 def _source_target(op: IRDLOperation) -> tuple[TensorType, TensorType]:
     """The input and result types of a one-in, one-out op (checked by their constraints)."""
     source, target = op.operands[0].type, op.results[0].type
-    assert isinstance(source, TensorType) and isinstance(target, TensorType)
+    assert isinstance(source, TensorType)
+    assert isinstance(target, TensorType)
     return source, target
 
 
