@@ -225,22 +225,40 @@ def layer_costs(layer: Layer, configs: Sequence[Config], machine: Machine) -> np
 
 def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
                    devices: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct block layouts of a tensor over `configs`, and each config's index."""
-    seen: dict[int, int] = {}
-    layouts: list[np.ndarray] = []
-    inverse = np.empty(len(configs), dtype=np.int64)
-    for i, config in enumerate(configs):
-        layout = blocks(layer, config, use, devices)
-        key = id(layout)  # `blocks` hands out one shared array per distinct layout key
-        if key not in seen:
-            seen[key] = len(layouts)
-            layouts.append(layout)
-        inverse[i] = seen[key]
-    return np.stack(layouts), inverse
+    """The distinct block layouts of a tensor over `configs` (each as `blocks` gives it),
+    and each config's index among them, built for all configs at once."""
+    names = layer.space.names
+    factors = np.array([[config.get(name, 1) for name in names] for config in configs],
+                       dtype=np.int64).reshape(len(configs), len(names))
+    # Row-major over the iteration dims: an unsplit dim (factor 1) leaves the device
+    # numbering as if it were not there.
+    strides = np.ones_like(factors)
+    for j in range(len(names) - 2, -1, -1):
+        strides[:, j] = strides[:, j + 1] * factors[:, j + 1]
+    device = np.arange(devices, dtype=np.int64)[None, :]
+    working = device < factors.prod(axis=1)[:, None]                  # (configs, devices)
+    rank = len(use.sizes)
+    layouts = np.zeros((len(configs), devices, rank + 1, 2), dtype=np.int64)
+    layouts[:, :, rank, 1] = working
+    for k, (dim, size) in enumerate(zip(use.dims, use.sizes, strict=True)):
+        if dim is None or dim not in names:
+            layouts[:, :, k, 1] = np.where(working, size, 0)
+            continue
+        j = names.index(dim)
+        length = (size // factors[:, j])[:, None]
+        lo = (device // strides[:, j:j + 1]) % factors[:, j:j + 1] * length
+        layouts[:, :, k, 0] = np.where(working, lo, 0)
+        layouts[:, :, k, 1] = np.where(working, lo + length, 0)
+    seen: dict[bytes, int] = {}
+    inverse = np.array([seen.setdefault(layout.tobytes(), len(seen)) for layout in layouts],
+                       dtype=np.int64)
+    first = np.zeros(len(seen), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(configs) - 1, -1, -1)
+    return layouts[first], inverse
 
 
 # A problem whose edges take at least this many (pair, device, dim) steps in all uses the
-# compiled loop: below it, compiling (a few tenths of a second) costs more than it saves.
+# compiled loop: below it, compiling (about 0.04 s) costs more than it saves.
 JIT_REDISTRIBUTION_STEPS = 1 << 25
 
 
@@ -248,53 +266,81 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
                          compiled: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Words each device needs and does not hold, maximum over devices.
 
-    `held` (A, devices, rank, 2) and `needed` (B, devices, rank, 2) are block layouts;
-    returns (forward, backward) matrices (A, B): forward moves what the consumer needs
-    into its layout, backward moves the gradient back into the holder's layout. With
-    `compiled`, the compiled loop of `jit_redistribution` does it (the same integers).
+    `held` (A, devices, rank, 2) and `needed` (B, devices, rank, 2) are block layouts
+    from `blocks`; returns (forward, backward) matrices (A, B): forward moves what the
+    consumer needs into its layout, backward moves the gradient back into the holder's
+    layout. With `compiled`, the compiled loop of `jit_redistribution` finds the least
+    overlaps (the same integers).
+
+    Canonical placement makes this cheaper than a pass over every device: a layout works
+    on devices 0..q-1 with equal blocks there. Where the consumer works on more devices
+    than the holder, some device holds nothing and needs its whole block; otherwise the
+    worst device is the one with the least overlap among the first min(q_a, q_b). The
+    same holds backward with the roles swapped.
     """
+    held_q = np.count_nonzero(held[:, :, -1, 1] > held[:, :, -1, 0], axis=1)
+    needed_q = np.count_nonzero(needed[:, :, -1, 1] > needed[:, :, -1, 0], axis=1)
+    least = None
     if compiled:
         from pase.passes.strategy import jit
-        from pase.passes.strategy.jit_redistribution import redistribution_words_jit
+        from pase.passes.strategy.jit_redistribution import least_overlap_jit
 
         if jit.jit_available():
-            return redistribution_words_jit(held, needed)
-    held_volume = np.prod(held[..., 1] - held[..., 0], axis=-1)       # (A, devices)
-    needed_volume = np.prod(needed[..., 1] - needed[..., 0], axis=-1)  # (B, devices)
+            least = least_overlap_jit(held, needed, held_q, needed_q)
+    if least is None:
+        least = _least_overlap(held, needed, held_q, needed_q)
+    held_volume = np.prod(held[:, 0, :, 1] - held[:, 0, :, 0], axis=-1).astype(np.float64)
+    needed_volume = np.prod(needed[:, 0, :, 1] - needed[:, 0, :, 0],
+                            axis=-1).astype(np.float64)
+    forward = needed_volume[None, :] - np.where(needed_q[None, :] <= held_q[:, None],
+                                                least, 0.0)
+    backward = held_volume[:, None] - np.where(held_q[:, None] <= needed_q[None, :],
+                                               least, 0.0)
+    return forward, backward
+
+
+def _least_overlap(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
+                   needed_q: np.ndarray) -> np.ndarray:
+    """(A, B): the least overlap in elements of a's and b's blocks over the devices
+    0..min(q_a, q_b)-1 that both work on, in numpy."""
+    rank = held.shape[2]
     # A dim that no layout on either side splits is whole on every working device, so it
     # scales the overlap by its size and needs no per-pair work.
-    full: list[int] = []
-    for k in range(held.shape[2]):
-        extent = max(int(held[..., k, 1].max()), int(needed[..., k, 1].max()))
-        if all((side[..., k, 0] == 0).all() and np.isin(side[..., k, 1], (0, extent)).all()
-               for side in (held, needed)):
-            full.append(k)
-    split = [k for k in range(held.shape[2]) if k not in full]
-    full_size = prod(max(int(held[..., k, 1].max()), int(needed[..., k, 1].max()))
-                     for k in full)
-    count_a, count_b = held.shape[0], needed.shape[0]
-    forward = np.zeros((count_a, count_b), dtype=np.float64)
-    backward = np.zeros_like(forward)
-    active = [d for d in range(held.shape[1])
-              if needed_volume[:, d].any() or held_volume[:, d].any()]
-    # Several devices at once, about 64k pairs per step: few numpy calls for small edges,
-    # small temporaries for large ones.
-    chunk = max(1, (1 << 16) // max(count_a * count_b, 1))
-    for start in range(0, len(active), chunk):
-        group = active[start:start + chunk]
-        held_part, needed_part = held[:, group], needed[:, group]      # (A|B, D, rank, 2)
-        both = ((held_volume[:, group] > 0)[:, None, :]
-                & (needed_volume[:, group] > 0)[None, :, :])          # (A, B, D)
-        overlap = np.where(both, float(full_size), 0.0)
-        for k in split:
-            extent = np.minimum(held_part[:, None, :, k, 1], needed_part[None, :, :, k, 1])
-            extent -= np.maximum(held_part[:, None, :, k, 0], needed_part[None, :, :, k, 0])
-            np.maximum(extent, 0, out=extent)
-            overlap *= extent
-        np.maximum(forward, (needed_volume[None, :, group] - overlap).max(axis=2), out=forward)
-        np.maximum(backward, (held_volume[:, None, group] - overlap).max(axis=2),
-                   out=backward)
-    return forward, backward
+    extents = np.maximum(held[..., 1].max(axis=(0, 1)), needed[..., 1].max(axis=(0, 1)))
+    full = [k for k in range(rank)
+            if all((side[..., k, 0] == 0).all()
+                   and ((side[..., k, 1] == 0) | (side[..., k, 1] == extents[k])).all()
+                   for side in (held, needed))]
+    split = [k for k in range(rank) if k not in full]
+    full_size = float(prod(int(extents[k]) for k in full))
+    # Sorted by working devices, most first: the pairs that share at least q devices are
+    # a leading rectangle of the two orders, so each device is visited once per level of
+    # q, for those pairs only.
+    order_a = np.argsort(-held_q, kind="stable")
+    order_b = np.argsort(-needed_q, kind="stable")
+    held_sorted, needed_sorted = held[order_a][:, :, split], needed[order_b][:, :, split]
+    qa, qb = held_q[order_a], needed_q[order_b]
+    least = np.full((len(qa), len(qb)), np.inf)
+    start = 0
+    # (Python sets, not np.unique: that imports numpy.ma, 10 ms, on first use.)
+    for level in sorted({int(q) for q in (*qa, *qb) if q <= min(qa[0], qb[0])}):
+        rows, cols = int(np.count_nonzero(qa >= level)), int(np.count_nonzero(qb >= level))
+        chunk = max(1, (1 << 16) // (rows * cols))     # about 64k pairs × devices per step
+        for lo in range(start, level, chunk):
+            hi = min(level, lo + chunk)
+            h = held_sorted[:rows, None, lo:hi]                       # (rows, 1, D, k, 2)
+            n = needed_sorted[None, :cols, lo:hi]                     # (1, cols, D, k, 2)
+            overlap = np.full((rows, cols, hi - lo), full_size)
+            for k in range(len(split)):
+                extent = np.minimum(h[..., k, 1], n[..., k, 1])
+                extent -= np.maximum(h[..., k, 0], n[..., k, 0])
+                np.maximum(extent, 0, out=extent)
+                overlap *= extent
+            np.minimum(least[:rows, :cols], overlap.min(axis=2), out=least[:rows, :cols])
+        start = level
+    result = np.empty_like(least)
+    result[np.ix_(order_a, order_b)] = least
+    return result
 
 
 def _used_devices(configs: Sequence[Config]) -> np.ndarray:

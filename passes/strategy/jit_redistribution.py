@@ -1,12 +1,13 @@
-"""The redistribution volumes of an edge, as a compiled loop nest (llvmlite).
+"""The least block overlap of an edge's layout pairs, as a compiled loop nest (llvmlite).
 
-`cost.redistribution_words` needs, for every pair of block layouts (a, b), the maximum over
-devices of the words a device needs and does not hold, forward and backward. numpy forms
-that with a dozen passes over (A, B) arrays per device and dim; this kernel walks each pair
-once, in integer arithmetic, so its results are exactly numpy's. It shares the DP kernel's
-MCJIT engine (`jit.py`).
+`cost.redistribution_words` needs, for every pair of canonical block layouts (a, b), the
+least overlap (in elements) between a's and b's blocks over the devices both work on,
+0..min(q_a, q_b)-1. numpy forms it with a dozen passes over (A, B, devices) arrays per dim;
+this kernel walks each pair once, in integer arithmetic, and stops at the first device
+with no overlap, so its results are exactly numpy's. It shares the DP kernel's LLVM setup
+(`jit.py`).
 
-    forward, backward = redistribution_words_jit(held, needed)   # (A, P, R, 2), (B, P, R, 2)
+    least = least_overlap_jit(held, needed, held_q, needed_q)   # (A, P, R, 2), (B, P, R, 2)
 """
 
 from __future__ import annotations
@@ -22,31 +23,35 @@ from pase.passes.strategy import jit
 
 I64 = ir.IntType(64)
 F64 = ir.DoubleType()
-NAME = "pase_redistribution_words"
+NAME = "pase_least_overlap"
 
 _lock = threading.Lock()
 _kernel: list[Any] = []
 _SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                              ctypes.c_void_p)
+                              ctypes.c_void_p, ctypes.c_void_p)
 
 
 def build_module() -> ir.Module:
-    """`words(held, needed, A, B, P, R, forward, backward)` over int64 [lo, hi) layouts."""
+    """`least(held, needed, A, B, P, R, held_q, needed_q, out)` over int64 [lo, hi)
+    layouts: out[a, b] = min over devices d < min(held_q[a], needed_q[b]) of the product
+    over dims of the overlap of the two blocks."""
     module = ir.Module(name=NAME)
     pointer = I64.as_pointer()
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
-        pointer, pointer, I64, I64, I64, I64, F64.as_pointer(), F64.as_pointer()]), NAME)
-    held, needed, count_a, count_b, devices, rank, forward, backward = function.args
+        pointer, pointer, I64, I64, I64, I64, pointer, pointer, F64.as_pointer()]), NAME)
+    held, needed, count_a, count_b, devices, rank, held_q, needed_q, out = function.args
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     zero, one, two = ir.Constant(I64, 0), ir.Constant(I64, 1), ir.Constant(I64, 2)
+    largest = ir.Constant(I64, (1 << 63) - 1)
 
     def variable(initial: ir.Value) -> ir.Value:
         slot = builder.alloca(I64)
         builder.store(initial, slot)
         return slot
 
-    def loop(stop: ir.Value, body: Any) -> None:
+    def loop(stop: ir.Value, body: Any, going: Any = None) -> None:
+        """for index in range(stop), while `going()` (checked before each round)."""
         index = variable(zero)
         check = function.append_basic_block()
         inside = function.append_basic_block()
@@ -54,7 +59,10 @@ def build_module() -> ir.Module:
         builder.branch(check)
         builder.position_at_end(check)
         current = builder.load(index)
-        builder.cbranch(builder.icmp_signed("<", current, stop), inside, after)
+        condition = builder.icmp_signed("<", current, stop)
+        if going is not None:
+            condition = builder.and_(condition, going())
+        builder.cbranch(condition, inside, after)
         builder.position_at_end(inside)
         body(current)
         builder.store(builder.add(builder.load(index), one), index)
@@ -70,12 +78,14 @@ def build_module() -> ir.Module:
     row = builder.mul(builder.mul(devices, rank), two)  # int64s per layout
 
     def over_a(a: ir.Value) -> None:
+        working_a = builder.load(builder.gep(held_q, [a]))
+
         def over_b(b: ir.Value) -> None:
-            most_forward, most_backward = variable(zero), variable(zero)
+            shared = smin(working_a, builder.load(builder.gep(needed_q, [b])))
+            least = variable(largest)
 
             def over_devices(device: ir.Value) -> None:
-                held_volume, needed_volume, overlap = variable(one), variable(one), \
-                    variable(one)
+                overlap = variable(one)
                 base_held = builder.add(builder.mul(a, row),
                                         builder.mul(builder.mul(device, rank), two))
                 base_needed = builder.add(builder.mul(b, row),
@@ -88,28 +98,18 @@ def build_module() -> ir.Module:
                     held_hi = builder.load(builder.gep(held, [builder.add(at_held, one)]))
                     needed_lo = builder.load(builder.gep(needed, [at_needed]))
                     needed_hi = builder.load(builder.gep(needed, [builder.add(at_needed, one)]))
-                    for slot, extent in (
-                            (held_volume, builder.sub(held_hi, held_lo)),
-                            (needed_volume, builder.sub(needed_hi, needed_lo)),
-                            (overlap, smax(builder.sub(smin(held_hi, needed_hi),
-                                                       smax(held_lo, needed_lo)), zero))):
-                        builder.store(builder.mul(builder.load(slot), extent), slot)
+                    extent = smax(builder.sub(smin(held_hi, needed_hi),
+                                              smax(held_lo, needed_lo)), zero)
+                    builder.store(builder.mul(builder.load(overlap), extent), overlap)
 
                 loop(rank, over_dims)
-                common = builder.load(overlap)
-                builder.store(smax(builder.load(most_forward),
-                                   builder.sub(builder.load(needed_volume), common)),
-                              most_forward)
-                builder.store(smax(builder.load(most_backward),
-                                   builder.sub(builder.load(held_volume), common)),
-                              most_backward)
+                builder.store(smin(builder.load(least), builder.load(overlap)), least)
 
-            loop(devices, over_devices)
+            # No overlap at all on some device: nothing can be less.
+            loop(shared, over_devices,
+                 lambda: builder.icmp_signed(">", builder.load(least), zero))
             at = builder.add(builder.mul(a, count_b), b)
-            builder.store(builder.sitofp(builder.load(most_forward), F64),
-                          builder.gep(forward, [at]))
-            builder.store(builder.sitofp(builder.load(most_backward), F64),
-                          builder.gep(backward, [at]))
+            builder.store(builder.sitofp(builder.load(least), F64), builder.gep(out, [at]))
 
         loop(count_b, over_b)
 
@@ -137,15 +137,16 @@ def _compiled() -> Any:
         return _kernel[0]
 
 
-def redistribution_words_jit(held: np.ndarray, needed: np.ndarray
-                             ) -> tuple[np.ndarray, np.ndarray]:
-    """Exactly `cost.redistribution_words(held, needed)`, compiled."""
+def least_overlap_jit(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
+                      needed_q: np.ndarray) -> np.ndarray:
+    """Exactly `cost._least_overlap(held, needed, held_q, needed_q)`, compiled."""
     held = np.ascontiguousarray(held, dtype=np.int64)
     needed = np.ascontiguousarray(needed, dtype=np.int64)
+    held_q = np.ascontiguousarray(held_q, dtype=np.int64)
+    needed_q = np.ascontiguousarray(needed_q, dtype=np.int64)
     count_a, devices, rank, _ = held.shape
     count_b = needed.shape[0]
-    forward = np.zeros((count_a, count_b), dtype=np.float64)
-    backward = np.zeros_like(forward)
+    least = np.empty((count_a, count_b), dtype=np.float64)
     _compiled()(held.ctypes.data, needed.ctypes.data, count_a, count_b, devices, rank,
-                forward.ctypes.data, backward.ctypes.data)
-    return forward, backward
+                held_q.ctypes.data, needed_q.ctypes.data, least.ctypes.data)
+    return least

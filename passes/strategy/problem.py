@@ -18,7 +18,9 @@ configurations outside the enumerated space (the data-parallel baseline).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import gc
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -41,6 +43,23 @@ from pase.passes.strategy.machines import Machine, load_machine
 from pase.passes.strategy.prune import prune
 
 Assignment = dict[str, Config]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while.
+
+    Building the tables allocates some 10^5 small objects, none in reference cycles;
+    meanwhile the collector would walk the whole heap (the parsed IR included) again
+    and again, a fifth of AlexNet's search at P=64.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -100,32 +119,36 @@ class Problem:
         one computation.
         """
         if self._cost_graph is None:
-            anonymous = [replace(layer, name="") for layer in self.layer_data]
-            configs_key = [tuple(tuple(c.items()) for c in configs)
-                           for configs in self.config_lists]
-            vertex_cache: dict[object, np.ndarray] = {}
-            vertex = []
-            for i, configs in enumerate(self.config_lists):
-                key = (anonymous[i], configs_key[i])
-                if key not in vertex_cache:
-                    vertex_cache[key] = np.array([self._vertex(i, c) for c in configs],
-                                                 dtype=np.float64)
-                vertex.append(vertex_cache[key])
-            graph = CostGraph(self.layers, vertex)
-            edge_cache: dict[object, np.ndarray] = {}
-            steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
-                        * (len(e.held.sizes) + 1) for e in self.edges) * self.devices
-            self._compiled = steps >= JIT_REDISTRIBUTION_STEPS
-            for edge in self.edges:
-                u, v = edge.producer, edge.consumer
-                edge_key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
-                            replace(edge, producer=0, consumer=0))
-                if edge_key not in edge_cache:
-                    edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
-                                                      self.config_lists[v])
-                graph.add_edge(u, v, edge_cache[edge_key])
-            self._cost_graph = graph
+            with collector_paused():
+                self._cost_graph = self._build_cost_graph()
         return self._cost_graph
+
+    def _build_cost_graph(self) -> CostGraph:
+        anonymous = [replace(layer, name="") for layer in self.layer_data]
+        configs_key = [tuple(tuple(c.items()) for c in configs)
+                       for configs in self.config_lists]
+        vertex_cache: dict[object, np.ndarray] = {}
+        vertex = []
+        for i, configs in enumerate(self.config_lists):
+            key = (anonymous[i], configs_key[i])
+            if key not in vertex_cache:
+                vertex_cache[key] = np.array([self._vertex(i, c) for c in configs],
+                                             dtype=np.float64)
+            vertex.append(vertex_cache[key])
+        graph = CostGraph(self.layers, vertex)
+        edge_cache: dict[object, np.ndarray] = {}
+        steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
+                    * (len(e.held.sizes) + 1) for e in self.edges) * self.devices
+        self._compiled = steps >= JIT_REDISTRIBUTION_STEPS
+        for edge in self.edges:
+            u, v = edge.producer, edge.consumer
+            edge_key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
+                        replace(edge, producer=0, consumer=0))
+            if edge_key not in edge_cache:
+                edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
+                                                  self.config_lists[v])
+            graph.add_edge(u, v, edge_cache[edge_key])
+        return graph
 
     def _vertex(self, index: int, config: Config) -> float:
         cost = layer_cost(self.layer_data[index], config, self.machine)
@@ -266,16 +289,17 @@ def solve(problem: Problem, method: str = "dp", order: str = "genseq",
     picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
     hears of each eliminated layer.
     """
-    graph = problem.cost_graph()
-    kept = [np.arange(size) for size in graph.sizes]
-    if pruning:
-        graph, kept = prune(graph)
-    if method == "dp":
-        result = solve_dp(graph, order, memory_budget, jit, progress)
-    elif method == "exhaustive":
-        result = solve_exhaustive(graph, exhaustive_limit)
-    else:
+    if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
+    with collector_paused():
+        graph = problem.cost_graph()
+        kept = [np.arange(size) for size in graph.sizes]
+        if pruning:
+            graph, kept = prune(graph)
+        if method == "dp":
+            result = solve_dp(graph, order, memory_budget, jit, progress)
+        else:
+            result = solve_exhaustive(graph, exhaustive_limit)
     choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
     result = replace(result, choice=choice)
     assignment = {name: dict(problem.config_lists[i][c])

@@ -471,3 +471,24 @@ def test_a_broadcast_scalar_reaches_the_devices_idle_for_its_producer() -> None:
     problem = build_problem(parse_text(BROADCAST.format(dims="")), 4, machine=FLAT)
     breakdown = problem.breakdown({"e": {}, "y": {"b": 4}})
     assert breakdown.redistribution == pytest.approx(word_seconds(1), rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["alexnet", "inception_v3", "rnnlm", "transformer"])
+def test_unique_blocks_are_blocks_of_every_config(model: str) -> None:
+    # Every edge's layouts, built for all configs at once and deduplicated, are exactly
+    # `blocks` of each config.
+    from pathlib import Path
+
+    from pase.frontend import parse_file
+    from pase.passes.strategy.cost import _unique_blocks
+
+    path = Path(__file__).resolve().parents[3] / "models" / f"{model}.dnn"
+    problem = build_problem(parse_file(str(path)), 12, min_shard=1)
+    for edge in problem.edges[:30]:
+        for index, use in ((edge.producer, edge.held), (edge.consumer, edge.needed)):
+            layer, configs = problem.layer_data[index], problem.config_lists[index]
+            layouts, inverse = _unique_blocks(layer, configs, use, problem.devices)
+            assert len({layout.tobytes() for layout in layouts}) == len(layouts)
+            for config, which in zip(configs, inverse, strict=True):
+                np.testing.assert_array_equal(layouts[which],
+                                              blocks(layer, config, use, problem.devices))
