@@ -228,9 +228,15 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
         raise ValueError(f"devices must be at least 1, got {devices}")
     if compat not in ("", "pase"):
         raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
-    graph_op = _graph_of(graph)
+    with collector_paused():
+        return _build_problem(_graph_of(graph), devices, machine, min_shard, pinned or {},
+                              compat)
+
+
+def _build_problem(graph_op: dnn.GraphOp, devices: int, machine: str | Machine,
+                   min_shard: int, pinned: Mapping[str, Mapping[str, int]],
+                   compat: str) -> Problem:
     layers, edges, batch = layers_from_graph(graph_op)
-    pinned = dict(pinned or {})
     names = {layer.name for layer in layers}
     for name in pinned:
         if name not in names:
