@@ -1,0 +1,198 @@
+"""The graph structure of the `dnn` dialect: `dnn.graph`, its `dnn.input` and
+`dnn.param` values and its `dnn.return`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from pase.dialect import shapes
+from pase.dialect.dnn.types import TensorType
+from pase.dialect.pase import LAYER_ATTR_NAME, LAYOUT_OF_ATTR_NAME
+
+if TYPE_CHECKING:
+    from pase.dialect.dnn.layer_op import LayerOp
+
+
+@irdl_op_definition
+class GraphOp(IRDLOperation):
+    """A training graph with its dimension table.
+
+    Example: `dnn.graph @mlp(b = 64, d = 256) { ... }`; attributes (such as a
+    `pase.strategy`) follow the header as `attributes {...}`.
+    """
+
+    name = "dnn.graph"
+
+    sym_name = prop_def(StringAttr)
+    dim_names = prop_def(ArrayAttr[StringAttr])
+    dim_sizes = prop_def(ArrayAttr[IntAttr])
+    body = region_def("single_block")
+
+    # Isolated like func.func: a graph reads only its own inputs and params, and the
+    # printer restarts SSA names per graph, so %x stays %x in every graph of a file.
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
+
+    def __init__(self, name: str, dims: dict[str, int], body: Sequence[IRDLOperation] = ()):
+        from xdsl.ir import Block, Region
+
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "dim_names": ArrayAttr(StringAttr(d) for d in dims),
+                "dim_sizes": ArrayAttr(IntAttr(s) for s in dims.values()),
+            },
+            regions=[Region(Block(body))],
+        )
+
+    @property
+    def dims(self) -> dict[str, int]:
+        return {n.data: s.data for n, s in zip(self.dim_names.data, self.dim_sizes.data,
+                                               strict=True)}
+
+    @property
+    def layers(self) -> list[LayerOp]:
+        """The forward layers (not the gradient ops pase-autodiff adds)."""
+        from pase.dialect.dnn.layer_op import LayerOp as Layer  # it imports this module
+
+        return [op for op in self.body.block.ops if isinstance(op, Layer)
+                and LAYER_ATTR_NAME not in op.attributes
+                and LAYOUT_OF_ATTR_NAME not in op.attributes]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GraphOp:
+        name = parser.parse_symbol_name().data
+
+        def parse_dim() -> tuple[str, int]:
+            dim = parser.parse_identifier(context_msg=" (a dimension name)")
+            parser.parse_punctuation("=")
+            return dim, parser.parse_integer(allow_boolean=False)
+
+        dims = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_dim)
+        seen: dict[str, int] = {}
+        for dim, size in dims:
+            if dim in seen:
+                parser.raise_error(f"dimension '{dim}' is declared twice in @{name}")
+            seen[dim] = size
+        extra = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(name, seen)
+        region = parser.parse_region()
+        if region.blocks:  # `{}` keeps the empty block; the verifier asks for a dnn.return
+            op.body.detach_block(0)
+            region.move_blocks(op.body)
+        if extra is not None:
+            op.attributes |= extra.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(" + ", ".join(f"{d} = {s}" for d, s in self.dims.items()) + ")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+    def verify_(self) -> None:
+        if len(self.dim_names.data) != len(self.dim_sizes.data):
+            raise VerifyException(f"@{self.sym_name.data} needs one size per dimension, got "
+                                  f"{len(self.dim_names.data)} names and "
+                                  f"{len(self.dim_sizes.data)} sizes")
+        dims = self.dims
+        if len(dims) != len(self.dim_names.data):
+            raise VerifyException(f"@{self.sym_name.data} declares a dimension twice")
+        for dim, size in dims.items():
+            if size < 1:
+                raise VerifyException(f"dimension '{dim}' must have a positive size, got {size}")
+        block = self.body.block
+        if block.args:
+            raise VerifyException("dnn.graph takes no block arguments; "
+                                  "use dnn.input and dnn.param")
+        if not isinstance(block.last_op, ReturnOp):
+            raise VerifyException("dnn.graph must end with dnn.return")
+        for op in block.ops:
+            for value in op.results:
+                if not isinstance(value.type, TensorType):
+                    continue
+                for dim, size in zip(value.type.shape.dims, value.type.shape.sizes, strict=True):
+                    if dim not in dims:
+                        raise VerifyException(
+                            f"dimension '{dim}' of {_value_name(value)} is not declared "
+                            f"in @{self.sym_name.data}")
+                    if dims[dim] != size:
+                        raise VerifyException(
+                            f"dimension '{dim}' is {dims[dim]} in @{self.sym_name.data} "
+                            f"but {size} in {_value_name(value)}")
+
+
+def _value_name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a value"
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """The graph's outputs, usually the loss: `dnn.return %l : !dnn.tensor<[], f32>`."""
+
+    name = "dnn.return"
+
+    values = var_operand_def(TensorType)
+
+    traits = traits_def(IsTerminator(), HasParent(GraphOp))
+    assembly_format = "$values attr-dict `:` type($values)"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+    def verify_(self) -> None:
+        if not self.values:
+            raise VerifyException("dnn.return needs at least one value")
+
+
+@irdl_op_definition
+class InputOp(IRDLOperation):
+    """Training data: `%x = dnn.input : !dnn.tensor<[b = 64, d = 256], f32>`."""
+
+    name = "dnn.input"
+
+    output = result_def(TensorType)
+
+    traits = traits_def(HasParent(GraphOp))
+    assembly_format = "attr-dict `:` type($output)"
+
+    def __init__(self, result_type: TensorType):
+        super().__init__(result_types=[result_type])
+
+
+@irdl_op_definition
+class ParamOp(IRDLOperation):
+    """A trainable parameter: `%w = dnn.param : !dnn.tensor<[d = 256, h = 1024], f32>`."""
+
+    name = "dnn.param"
+
+    output = result_def(TensorType)
+
+    traits = traits_def(HasParent(GraphOp))
+    assembly_format = "attr-dict `:` type($output)"
+
+    def __init__(self, result_type: TensorType):
+        super().__init__(result_types=[result_type])
+
+    def verify_(self) -> None:
+        if self.output.type.shape.element not in shapes.FLOAT_TYPES:
+            raise VerifyException("dnn.param must be floating-point")

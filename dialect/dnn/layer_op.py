@@ -1,0 +1,203 @@
+"""`LayerOp`, the base of every `dnn` layer op: its generic syntax
+(`%y = dnn.op <kind>? %operands <keyword value>* attr-dict : (types) -> type`), its
+shape rule and its iteration space.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute
+from xdsl.irdl import IRDLOperation, result_def, traits_def, var_operand_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent
+from xdsl.utils.exceptions import VerifyException
+
+from pase.dialect.dnn.graph import GraphOp
+from pase.dialect.dnn.types import TensorType, shape_of
+from pase.dialect.interface import IterationSpace
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect.shapes import NamedShape, ShapeError
+
+Kind = tuple[str, tuple[str, ...]] | None
+Clauses = tuple[tuple[str, str, str], ...]
+Flops = tuple[float, float]
+
+
+class LayerOp(IRDLOperation):
+    """Base of every layer: tensors in, one tensor out, a shape rule, an iteration space.
+
+    Subclasses list their syntax in `KIND` (the property holding the leading keyword,
+    e.g. `max` of pool2d, with its choices) and `CLAUSES` (`(keyword, property, form)`,
+    form one of "dims", "int", "ints", "pair" -- a pair of ints printed as one int when
+    both are equal), and implement `infer` and `iteration_space`.
+    """
+
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+
+    traits = traits_def(HasParent(GraphOp))
+
+    KIND: ClassVar[Kind] = None
+    CLAUSES: ClassVar[Clauses] = ()
+
+    # -- the shape rule and the layer-op interface --
+
+    def infer(self) -> NamedShape:
+        """The result shape the operands and properties imply (raises ShapeError)."""
+        raise NotImplementedError
+
+    def iteration_space(self) -> IterationSpace:
+        raise NotImplementedError
+
+    @property
+    def layer_name(self) -> str:
+        """The layer's name in reports: its result's SSA name (`%h` -> `h`)."""
+        return self.output.name_hint or f"{self.name.removeprefix('dnn.')}"
+
+    @property
+    def input_shapes(self) -> list[NamedShape]:
+        return [shape_of(v) for v in self.inputs]
+
+    @property
+    def result_shape(self) -> NamedShape:
+        return self.output.type.shape
+
+    def dims_prop(self, prop: str) -> tuple[str, ...]:
+        attr = self.properties[prop]
+        assert isinstance(attr, ArrayAttr)
+        return tuple(s.data for s in attr.data)
+
+    def int_prop(self, prop: str) -> int:
+        attr = self.properties[prop]
+        assert isinstance(attr, IntAttr)
+        return attr.data
+
+    def ints_prop(self, prop: str) -> tuple[int, ...]:
+        attr = self.properties[prop]
+        assert isinstance(attr, ArrayAttr)
+        return tuple(i.data for i in attr.data)
+
+    def kind_prop(self) -> str:
+        assert self.KIND is not None
+        attr = self.properties[self.KIND[0]]
+        assert isinstance(attr, StringAttr)
+        return attr.data
+
+    @property
+    def config(self) -> ConfigAttr | None:
+        attr = self.attributes.get(CONFIG_ATTR_NAME)
+        return attr if isinstance(attr, ConfigAttr) else None
+
+    # -- verification --
+
+    def verify_(self) -> None:
+        if self.KIND is not None and self.kind_prop() not in self.KIND[1]:
+            raise VerifyException(f"{self.name} kind must be one of "
+                                  f"{', '.join(self.KIND[1])}, got '{self.kind_prop()}'")
+        try:
+            expected = self.infer()
+        except ShapeError as error:
+            raise VerifyException(str(error)) from None
+        if expected != self.result_shape:
+            raise VerifyException(
+                f"result type {TensorType.of(self.result_shape)} does not match the "
+                f"inferred {TensorType.of(expected)}")
+        config = self.attributes.get(CONFIG_ATTR_NAME)
+        if config is not None:
+            self.verify_config(config)
+
+    def verify_config(self, config: Attribute) -> None:
+        if not isinstance(config, ConfigAttr):
+            raise VerifyException(f"{CONFIG_ATTR_NAME} must be a #pase.config, got {config}")
+        space = self.iteration_space()
+        for dim, factor in config.splits.items():
+            if dim not in space.names:
+                raise VerifyException(
+                    f"#pase.config splits '{dim}', which is not an iteration dimension of "
+                    f"{self.name} (its dimensions: {', '.join(space.names)})")
+            iter_dim = space.dim(dim)
+            if not iter_dim.splittable:
+                raise VerifyException(f"dimension '{dim}' of {self.name} cannot be split")
+            if iter_dim.size % factor:
+                raise VerifyException(f"split factor {factor} does not divide dimension "
+                                      f"'{dim}' of size {iter_dim.size}")
+
+    # -- syntax --
+
+    @classmethod
+    def parse_clauses(cls, parser: Parser) -> dict[str, Attribute]:
+        """The `keyword value` clauses of this op (`over [t]`, `stride 2`, ...)."""
+        properties: dict[str, Attribute] = {}
+
+        def parse_ints() -> ArrayAttr[IntAttr]:
+            return ArrayAttr(IntAttr(i) for i in parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)))
+
+        for keyword, prop, form in cls.CLAUSES:
+            if parser.parse_optional_keyword(keyword) is None:
+                continue
+            if form == "int":
+                properties[prop] = IntAttr(parser.parse_integer(allow_boolean=False))
+            elif form == "pair":
+                single = parser.parse_optional_integer(allow_boolean=False)
+                properties[prop] = (parse_ints() if single is None
+                                    else ArrayAttr((IntAttr(single), IntAttr(single))))
+            elif form == "ints":
+                properties[prop] = parse_ints()
+            else:
+                dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                         parser.parse_identifier)
+                properties[prop] = ArrayAttr(StringAttr(d) for d in dims)
+        return properties
+
+    @classmethod
+    def print_clauses(cls, printer: Printer, properties: dict[str, Attribute]) -> None:
+        for keyword, prop, form in cls.CLAUSES:
+            attr = properties.get(prop)
+            if attr is None:
+                continue
+            if isinstance(attr, IntAttr):
+                printer.print_string(f" {keyword} {attr.data}")
+                continue
+            assert isinstance(attr, ArrayAttr)
+            items = [str(a.data) for a in attr.data]  # type: ignore[attr-defined]
+            if form == "pair" and len(set(items)) == 1:
+                printer.print_string(f" {keyword} {items[0]}")
+            else:
+                printer.print_string(f" {keyword} [{', '.join(items)}]")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LayerOp:
+        properties: dict[str, Attribute] = {}
+        if cls.KIND is not None:
+            kind_prop, choices = cls.KIND
+            kind = parser.parse_identifier(context_msg=f" ({' or '.join(choices)})")
+            properties[kind_prop] = StringAttr(kind)
+        start = parser.pos
+        operands = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
+        properties |= cls.parse_clauses(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_start = parser.pos
+        function_type = parser.parse_function_type()
+        operand_types = function_type.inputs.data
+        if len(function_type.outputs.data) != 1:
+            parser.raise_error(f"{cls.name} has exactly one result", type_start)
+        values = parser.resolve_operands(operands, operand_types, start)
+        return cls.create(operands=values, result_types=function_type.outputs.data,
+                          properties=properties, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        if self.KIND is not None:
+            printer.print_string(f" {self.kind_prop()}")
+        if self.inputs:
+            printer.print_string(" ")
+            printer.print_list(self.inputs, printer.print_operand)
+        self.print_clauses(printer, dict(self.properties))
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type([v.type for v in self.inputs], [self.output.type])

@@ -1,0 +1,447 @@
+"""The layer ops of the `dnn` dialect, one per layer kind of the `.dnn` language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.irdl import irdl_op_definition, prop_def
+
+from pase.dialect import shapes
+from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
+from pase.dialect.interface import IterationSpace, IterDim
+from pase.dialect.shapes import NamedShape, ShapeError
+
+
+def _pair(values: tuple[int, ...]) -> tuple[int, int]:
+    if len(values) != 2:
+        raise ShapeError(f"padding must be one int or [height, width], got {list(values)}")
+    return values[0], values[1]
+
+
+def _identity_space(shape: NamedShape, operands: Sequence[NamedShape], forward: float,
+                    backward: float, reduced: Sequence[str] = (),
+                    fixed: Sequence[str] = ()) -> IterationSpace:
+    """The space of a layer that iterates over its input's dims (elementwise-like)."""
+    dims = tuple(IterDim(d, s, splittable=d not in fixed, reduction=d in reduced)
+                 for d, s in zip(shape.dims, shape.sizes, strict=True))
+    names = {d.name for d in dims}
+    return IterationSpace(
+        dims=dims,
+        operands=tuple(tuple(d if d in names else None for d in o.dims) for o in operands),
+        result=tuple(d for d in shape.dims if d not in reduced),
+        flops_forward=forward, flops_backward=backward)
+
+
+@irdl_op_definition
+class EinsumOp(LayerOp):
+    """Contraction over named dims; dims absent from the result are summed.
+
+    Example: `%h = dnn.einsum %x, %w1 : (!dnn.tensor<[b = 64, d = 256], f32>,
+    !dnn.tensor<[d = 256, h = 1024], f32>) -> !dnn.tensor<[b = 64, h = 1024], f32>`
+    """
+
+    name = "dnn.einsum"
+
+    def infer(self) -> NamedShape:
+        return shapes.einsum_shape(self.input_shapes, self.result_shape.dims)
+
+    def iteration_space(self) -> IterationSpace:
+        result = self.result_shape
+        sizes: dict[str, int] = dict(zip(result.dims, result.sizes, strict=True))
+        for shape in self.input_shapes:
+            for dim, size in zip(shape.dims, shape.sizes, strict=True):
+                sizes.setdefault(dim, size)
+        dims = tuple(IterDim(d, s, reduction=d not in result.dims) for d, s in sizes.items())
+        # One multiply-add per point forward; two backward (one per operand gradient).
+        return IterationSpace(dims, tuple(s.dims for s in self.input_shapes), result.dims,
+                              flops_forward=2.0, flops_backward=4.0)
+
+
+@irdl_op_definition
+class Conv2dOp(LayerOp):
+    """NCHW convolution: `%y = dnn.conv2d %x, %w stride 1 padding 1 : (...) -> ...`.
+
+    `padding [0, 3]` pads height and width differently (a 1x7 filter keeping the width).
+
+    Iteration space (b, co, ci, ho, wo, r, s); only batch and channels split (PaSE
+    switches height/width splits off: they would need halo exchanges).
+    """
+
+    name = "dnn.conv2d"
+
+    stride = prop_def(IntAttr)
+    padding = prop_def(ArrayAttr[IntAttr])
+
+    CLAUSES: ClassVar[Clauses] = (("stride", "stride", "int"), ("padding", "padding", "pair"))
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 2:
+            raise ShapeError(f"conv2d takes 2 operands (input, filter), got {len(inputs)}")
+        return shapes.conv2d_shape(inputs[0], inputs[1], self.stride.data,
+                                   _pair(self.ints_prop("padding")), self.result_shape)
+
+    def iteration_space(self) -> IterationSpace:
+        x, w = self.input_shapes
+        y = self.result_shape
+        dims = (IterDim(y.dims[0], y.sizes[0]), IterDim(y.dims[1], y.sizes[1]),
+                IterDim(x.dims[1], x.sizes[1], reduction=True),
+                IterDim(y.dims[2], y.sizes[2], splittable=False),
+                IterDim(y.dims[3], y.sizes[3], splittable=False),
+                IterDim(w.dims[2], w.sizes[2], splittable=False, reduction=True),
+                IterDim(w.dims[3], w.sizes[3], splittable=False, reduction=True))
+        return IterationSpace(dims, ((x.dims[0], x.dims[1], None, None), w.dims), y.dims,
+                              flops_forward=2.0, flops_backward=4.0)
+
+
+@irdl_op_definition
+class Pool2dOp(LayerOp):
+    """NCHW pooling: `%y = dnn.pool2d max %x window [3, 3] stride 2 padding 0 : ...`."""
+
+    name = "dnn.pool2d"
+
+    kind = prop_def(StringAttr)
+    window = prop_def(ArrayAttr[IntAttr])
+    stride = prop_def(IntAttr)
+    padding = prop_def(ArrayAttr[IntAttr])
+
+    KIND: ClassVar[Kind] = ("kind", ("max", "avg"))
+    CLAUSES: ClassVar[Clauses] = (("window", "window", "ints"), ("stride", "stride", "int"),
+               ("padding", "padding", "pair"))
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 1:
+            raise ShapeError(f"pool2d takes 1 operand, got {len(inputs)}")
+        window = self.ints_prop("window")
+        if len(window) != 2:
+            raise ShapeError(f"pool2d window must be [height, width], got {list(window)}")
+        return shapes.pool2d_shape(inputs[0], (window[0], window[1]), self.stride.data,
+                                   _pair(self.ints_prop("padding")), self.result_shape)
+
+    def iteration_space(self) -> IterationSpace:
+        (x,) = self.input_shapes
+        y = self.result_shape
+        kh, kw = self.ints_prop("window")
+        dims = (IterDim(y.dims[0], y.sizes[0]), IterDim(y.dims[1], y.sizes[1]),
+                IterDim(y.dims[2], y.sizes[2], splittable=False),
+                IterDim(y.dims[3], y.sizes[3], splittable=False))
+        return IterationSpace(dims, ((x.dims[0], x.dims[1], None, None),), y.dims,
+                              flops_forward=float(kh * kw), flops_backward=float(kh * kw))
+
+
+class UnaryOp(LayerOp):
+    """Elementwise function of one tensor."""
+
+    FLOPS: ClassVar[Flops] = (1.0, 1.0)
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 1:
+            raise ShapeError(f"{self.name.removeprefix('dnn.')} takes 1 operand, "
+                             f"got {len(inputs)}")
+        return shapes.unary_shape(self.name.removeprefix("dnn."), inputs[0])
+
+    def iteration_space(self) -> IterationSpace:
+        return _identity_space(self.result_shape, self.input_shapes, *self.FLOPS)
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """`%a = dnn.relu %h : (!dnn.tensor<[b = 64, h = 1024], f32>) -> ...`"""
+
+    name = "dnn.relu"
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """`%a = dnn.gelu %h : (...) -> ...` (tanh approximation)"""
+
+    name = "dnn.gelu"
+    FLOPS: ClassVar[Flops] = (8.0, 12.0)
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """`%a = dnn.tanh %h : (...) -> ...`"""
+
+    name = "dnn.tanh"
+    FLOPS: ClassVar[Flops] = (4.0, 3.0)
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """`%a = dnn.sigmoid %h : (...) -> ...`"""
+
+    name = "dnn.sigmoid"
+    FLOPS: ClassVar[Flops] = (4.0, 3.0)
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """`%a = dnn.exp %h : (...) -> ...`"""
+
+    name = "dnn.exp"
+    FLOPS: ClassVar[Flops] = (2.0, 1.0)
+
+
+class BinaryOp(LayerOp):
+    """Elementwise function of two tensors, broadcasting by dimension name."""
+
+    FLOPS: ClassVar[Flops] = (1.0, 1.0)
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        op = self.name.removeprefix("dnn.")
+        if len(inputs) != 2:
+            raise ShapeError(f"{op} takes 2 operands, got {len(inputs)}")
+        return shapes.binary_shape(op, inputs[0], inputs[1])
+
+    def iteration_space(self) -> IterationSpace:
+        return _identity_space(self.result_shape, self.input_shapes, *self.FLOPS)
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """`%y = dnn.add %a, %bias : (..., !dnn.tensor<[h = 1024], f32>) -> ...`"""
+
+    name = "dnn.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """`%y = dnn.sub %a, %b : (...) -> ...`"""
+
+    name = "dnn.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """`%y = dnn.mul %a, %b : (...) -> ...`"""
+
+    name = "dnn.mul"
+    FLOPS: ClassVar[Flops] = (1.0, 2.0)
+
+
+@irdl_op_definition
+class SoftmaxOp(LayerOp):
+    """`%p = dnn.softmax %s over [t] : (...) -> ...`; a split `t` all-reduces statistics."""
+
+    name = "dnn.softmax"
+
+    over = prop_def(ArrayAttr[StringAttr])
+
+    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 1:
+            raise ShapeError(f"softmax takes 1 operand, got {len(inputs)}")
+        return shapes.softmax_shape(inputs[0], self.dims_prop("over"))
+
+    def iteration_space(self) -> IterationSpace:
+        return _identity_space(self.result_shape, self.input_shapes, 5.0, 4.0)
+
+
+class NormOp(LayerOp):
+    """Normalization over `over` dims with optional scale and bias operands."""
+
+    over = prop_def(ArrayAttr[StringAttr])
+
+    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        op = self.name.removeprefix("dnn.")
+        if not inputs:
+            raise ShapeError(f"{op} takes 1 operand, or 3 with scale and bias, got 0")
+        return shapes.norm_shape(op, inputs[0], inputs[1:], self.dims_prop("over"))
+
+    def iteration_space(self) -> IterationSpace:
+        # PaSE: 16 FLOPs per element, forward and backward together.
+        return _identity_space(self.result_shape, self.input_shapes, 8.0, 8.0)
+
+
+@irdl_op_definition
+class LayerNormOp(NormOp):
+    """`%y = dnn.layernorm %x, %g, %beta over [d] : (...) -> ...`"""
+
+    name = "dnn.layernorm"
+
+
+@irdl_op_definition
+class BatchNormOp(NormOp):
+    """`%y = dnn.batchnorm %x, %g, %beta over [b, h, w] : (...) -> ...` (training mode)"""
+
+    name = "dnn.batchnorm"
+
+
+@irdl_op_definition
+class ReduceOp(LayerOp):
+    """`%y = dnn.reduce sum %x over [s] : (...) -> ...` (sum or mean)."""
+
+    name = "dnn.reduce"
+
+    kind = prop_def(StringAttr)
+    over = prop_def(ArrayAttr[StringAttr])
+
+    KIND: ClassVar[Kind] = ("kind", ("sum", "mean"))
+    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 1:
+            raise ShapeError(f"reduce takes 1 operand, got {len(inputs)}")
+        return shapes.reduce_shape(self.kind.data, inputs[0], self.dims_prop("over"))
+
+    def iteration_space(self) -> IterationSpace:
+        return _identity_space(self.input_shapes[0], self.input_shapes, 1.0, 1.0,
+                               reduced=self.dims_prop("over"))
+
+
+@irdl_op_definition
+class EmbeddingOp(LayerOp):
+    """Table lookup: `%e = dnn.embedding %ids, %table : (...) -> ...`.
+
+    ids [b, s] (integers), table [v, d] -> [b, s, d]. The vocabulary dim `v` is an
+    iteration dim, so the table may be split over it (as PaSE does for RNNLM).
+    """
+
+    name = "dnn.embedding"
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 2:
+            raise ShapeError(f"embedding takes 2 operands (ids, table), got {len(inputs)}")
+        return shapes.embedding_shape(inputs[0], inputs[1])
+
+    def iteration_space(self) -> IterationSpace:
+        ids, table = self.input_shapes
+        y = self.result_shape
+        vocab = table.sizes[0]
+        dims = tuple(IterDim(d, s) for d, s in zip(ids.dims, ids.sizes, strict=True))
+        dims += (IterDim(table.dims[0], vocab, reduction=True),)
+        dims += tuple(IterDim(d, s) for d, s in zip(table.dims[1:], table.sizes[1:],
+                                                   strict=True))
+        # A gather copies one row per id: ids·features FLOPs over ids·vocab·features points.
+        return IterationSpace(dims, (ids.dims, table.dims), y.dims,
+                              flops_forward=1.0 / vocab, flops_backward=1.0 / vocab)
+
+
+@irdl_op_definition
+class LstmOp(LayerOp):
+    """A multi-layer LSTM as one layer (as in PaSE): `%y = dnn.lstm %x, %w : ...`.
+
+    x [b, s, e], w [l, k, n] with k = 2·e (input and recurrent weights stacked) and
+    n = 4·e (four gates per hidden unit, unit-major: column 4·u + gate). Iteration
+    space (l, s, b, n, k) as in PaSE, where the `n` dim counts the e hidden units, so a
+    split of `n` gives each device whole units with all four gates. Layer and sequence
+    are not split (the recurrence runs through them), nor is `k`: its partial sums
+    would need an all-reduce inside every time step on top of the all-gather of the
+    hidden state.
+    """
+
+    name = "dnn.lstm"
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 2:
+            raise ShapeError(f"lstm takes 2 operands (input, weight), got {len(inputs)}")
+        return shapes.lstm_shape(inputs[0], inputs[1])
+
+    def iteration_space(self) -> IterationSpace:
+        x, w = self.input_shapes
+        dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
+                IterDim(x.dims[1], x.sizes[1], splittable=False),
+                IterDim(x.dims[0], x.sizes[0]),
+                IterDim(w.dims[2], x.sizes[2]),
+                IterDim(w.dims[1], w.sizes[1], splittable=False, reduction=True))
+        # Per point of (l, s, b, units, k): four multiply-adds, one per gate.
+        return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims),
+                              (x.dims[0], x.dims[1], None),
+                              flops_forward=8.0, flops_backward=16.0)
+
+
+@irdl_op_definition
+class ConcatOp(LayerOp):
+    """`%y = dnn.concat %a, %b : (...) -> ...`: joins along the one dim where the
+    operands' names differ from the result's; that dim is not split."""
+
+    name = "dnn.concat"
+
+    def infer(self) -> NamedShape:
+        return shapes.concat_shape(self.input_shapes, self.result_shape)
+
+    def iteration_space(self) -> IterationSpace:
+        y = self.result_shape
+        axis = shapes.concat_axis(self.input_shapes, y)
+        return _identity_space(y, self.input_shapes, 0.0, 0.0, fixed=(y.dims[axis],))
+
+
+@irdl_op_definition
+class ReshapeOp(LayerOp):
+    """`%y = dnn.reshape %x : (...) -> ...`: merge, split or rename consecutive dims.
+
+    Dims that pass through unchanged or are renamed one-to-one can be split; merged
+    or split groups cannot.
+    """
+
+    name = "dnn.reshape"
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if len(inputs) != 1:
+            raise ShapeError(f"reshape takes 1 operand, got {len(inputs)}")
+        return shapes.reshape_shape(inputs[0], self.result_shape)
+
+    def iteration_space(self) -> IterationSpace:
+        (x,) = self.input_shapes
+        y = self.result_shape
+        operand: list[str | None] = [None] * x.rank
+        splittable: set[str] = set()
+        for in_range, out_range in shapes.reshape_groups(x, y):
+            if len(in_range) == 1 and len(out_range) == 1:
+                operand[in_range[0]] = y.dims[out_range[0]]
+                splittable.add(y.dims[out_range[0]])
+        dims = tuple(IterDim(d, s, splittable=d in splittable)
+                     for d, s in zip(y.dims, y.sizes, strict=True))
+        return IterationSpace(dims, (tuple(operand),), y.dims, 0.0, 0.0)
+
+
+@irdl_op_definition
+class SoftmaxCrossEntropyOp(LayerOp):
+    """Mean softmax cross-entropy loss: `%l = dnn.softmax_cross_entropy %z, %t over [c]`."""
+
+    name = "dnn.softmax_cross_entropy"
+
+    over = prop_def(ArrayAttr[StringAttr])
+
+    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        over = self.dims_prop("over")
+        if len(inputs) != 2:
+            raise ShapeError(f"softmax_cross_entropy takes 2 operands (logits, labels), "
+                             f"got {len(inputs)}")
+        if len(over) != 1:
+            raise ShapeError(f"softmax_cross_entropy is over one class dimension, "
+                             f"got [{', '.join(over)}]")
+        return shapes.cross_entropy_shape(inputs[0], inputs[1], over[0])
+
+    def iteration_space(self) -> IterationSpace:
+        logits, labels = self.input_shapes
+        return IterationSpace(
+            tuple(IterDim(d, s, reduction=True)
+                  for d, s in zip(logits.dims, logits.sizes, strict=True)),
+            (logits.dims, labels.dims), (), flops_forward=5.0, flops_backward=2.0)
+
+
+LAYER_OPS: tuple[type[LayerOp], ...] = (
+    EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
+    MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
+    ReshapeOp, SoftmaxCrossEntropyOp,
+)

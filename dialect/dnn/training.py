@@ -1,0 +1,214 @@
+"""Training ops written by pase-autodiff: `dnn.vjp` (a layer's gradients) and
+`dnn.sgd` (one update).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr, f64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent
+from xdsl.utils.exceptions import VerifyException
+
+from pase.dialect.dnn.graph import GraphOp
+from pase.dialect.dnn.layer_op import LayerOp
+from pase.dialect.dnn.layers import LAYER_OPS
+from pase.dialect.dnn.types import TensorType, shape_of
+from pase.dialect.interface import IterationSpace
+from pase.dialect.pase import CONFIG_ATTR_NAME
+
+
+def layer_class(name: str) -> type[LayerOp]:
+    """The forward layer op class named `name` (e.g. "dnn.relu")."""
+    for op in LAYER_OPS:
+        if op.name == name:
+            return op
+    raise VerifyException(f"unknown layer op '{name}'")
+
+
+@irdl_op_definition
+class VjpOp(IRDLOperation):
+    """The gradients of some operands of a forward layer (its vector-Jacobian product).
+
+    Operands: the forward layer's operands, its result, and the gradient of its result
+    (absent for the loss, whose gradient is 1). `wrt` lists the forward operands whose
+    gradients are the results. The forward layer's kind and clauses follow in its own
+    syntax, so the op has the forward layer's iteration space and takes its
+    configuration:
+
+        %dx, %dw = dnn.vjp "dnn.conv2d" [0, 1] (%x, %w) -> %y grad %dy stride 1 padding 0
+        %dz = dnn.vjp "dnn.pool2d" max [0] (%z) -> %p grad %dp window [2, 2] stride 2 ...
+            : (!dnn.tensor<...>, !dnn.tensor<...>), !dnn.tensor<...> -> (..., ...)
+    """
+
+    name = "dnn.vjp"
+
+    inputs = var_operand_def(TensorType)
+    result = operand_def(TensorType)
+    cotangent = opt_operand_def(TensorType)
+    gradients = var_result_def(TensorType)
+    forward = prop_def(StringAttr)
+    wrt = prop_def(ArrayAttr[IntAttr])
+    kind = opt_prop_def(StringAttr)
+    over = opt_prop_def(ArrayAttr[StringAttr])
+    window = opt_prop_def(ArrayAttr[IntAttr])
+    stride = opt_prop_def(IntAttr)
+    padding = opt_prop_def(ArrayAttr[IntAttr])
+
+    traits = traits_def(HasParent(GraphOp))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
+                                                      "padding")
+
+    @property
+    def indices(self) -> tuple[int, ...]:
+        return tuple(i.data for i in self.wrt.data)
+
+    @property
+    def forward_class(self) -> type[LayerOp]:
+        return layer_class(self.forward.data)
+
+    def forward_properties(self) -> dict[str, Attribute]:
+        return {name: value for name, value in self.properties.items()
+                if name in self.FORWARD_PROPERTIES}
+
+    def probe(self) -> LayerOp:
+        """A detached forward layer op with this op's operands and properties; call
+        `drop_all_references()` on it when done."""
+        return self.forward_class.create(operands=list(self.inputs),
+                                         result_types=[self.result.type],
+                                         properties=self.forward_properties())
+
+    def iteration_space(self) -> IterationSpace:
+        probe = self.probe()
+        try:
+            return probe.iteration_space()
+        finally:
+            probe.drop_all_references()
+
+    def verify_(self) -> None:
+        indices = self.indices
+        if len(indices) != len(self.gradients):
+            raise VerifyException(f"dnn.vjp has {len(self.gradients)} results for "
+                                  f"{len(indices)} operands in wrt")
+        for index, gradient in zip(indices, self.gradients, strict=True):
+            if not 0 <= index < len(self.inputs):
+                raise VerifyException(f"dnn.vjp wrt index {index} is not a forward operand")
+            if gradient.type != self.inputs[index].type:
+                raise VerifyException(f"the gradient of operand {index} must have its type "
+                                      f"{self.inputs[index].type}")
+        if self.cotangent is not None and self.cotangent.type != self.result.type:
+            raise VerifyException("the incoming gradient must have the forward result's type")
+        if self.cotangent is None and shape_of(self.result).dims:
+            raise VerifyException("only a scalar loss may leave out its incoming gradient")
+        probe = self.probe()
+        try:
+            probe.verify_()
+            if (config := self.attributes.get(CONFIG_ATTR_NAME)) is not None:
+                probe.verify_config(config)
+        finally:
+            probe.drop_all_references()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VjpOp:
+        forward = parser.parse_str_literal(" (the forward op name)")
+        try:
+            forward_class = layer_class(forward)
+        except VerifyException as error:
+            parser.raise_error(str(error))
+        kind = None
+        if forward_class.KIND is not None:
+            kind = parser.parse_identifier(context_msg=f" ({' or '.join(forward_class.KIND[1])})")
+        wrt = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False))
+        start = parser.pos
+        inputs = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                   parser.parse_unresolved_operand)
+        parser.parse_punctuation("->")
+        result = parser.parse_unresolved_operand()
+        cotangent = (parser.parse_unresolved_operand()
+                     if parser.parse_optional_keyword("grad") is not None else None)
+        properties = forward_class.parse_clauses(parser)
+        if kind is not None:
+            properties["kind"] = StringAttr(kind)
+        properties["forward"] = StringAttr(forward)
+        properties["wrt"] = ArrayAttr(IntAttr(i) for i in wrt)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        input_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                        parser.parse_type)
+        parser.parse_punctuation(",")
+        result_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        gradient_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                           parser.parse_type)
+        operands = [parser.resolve_operands(inputs, input_types, start),
+                    [parser.resolve_operand(result, result_type)],
+                    [] if cotangent is None else [parser.resolve_operand(cotangent,
+                                                                         result_type)]]
+        return cls.build(operands=operands, result_types=[gradient_types],
+                         properties=properties, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f' "{self.forward.data}"')
+        if self.kind is not None:
+            printer.print_string(f" {self.kind.data}")
+        printer.print_string(" [")
+        printer.print_string(", ".join(str(i) for i in self.indices) + "] (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(") -> ")
+        printer.print_operand(self.result)
+        if self.cotangent is not None:
+            printer.print_string(" grad ")
+            printer.print_operand(self.cotangent)
+        self.forward_class.print_clauses(printer, self.properties)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
+        printer.print_string("), ")
+        printer.print_attribute(self.result.type)
+        printer.print_string(" -> (")
+        printer.print_list([v.type for v in self.gradients], printer.print_attribute)
+        printer.print_string(")")
+
+
+@irdl_op_definition
+class SgdOp(IRDLOperation):
+    """One SGD step on a parameter: `%w2 = dnn.sgd %w, %dw lr 0.01 : !dnn.tensor<...>`."""
+
+    name = "dnn.sgd"
+
+    param = operand_def(TensorType)
+    gradient = operand_def(TensorType)
+    output = result_def(TensorType)
+    lr = prop_def(FloatAttr)
+
+    traits = traits_def(HasParent(GraphOp))
+    assembly_format = ("$param `,` $gradient `lr` $lr attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, param: SSAValue, gradient: SSAValue, lr: float):
+        super().__init__(operands=[param, gradient], result_types=[param.type],
+                         properties={"lr": FloatAttr(lr, f64)})
+
+    def verify_(self) -> None:
+        if not self.param.type == self.gradient.type == self.output.type:
+            raise VerifyException("dnn.sgd needs the parameter, its gradient and the result "
+                                  "to have one type")
