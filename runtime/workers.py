@@ -38,13 +38,13 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from pase.runtime.communicator import (
-    POLL_SECONDS,
     Communicator,
     DeviceComm,
     Endpoint,
     Words,
     WorkerAborted,
 )
+from pase.runtime.transport import POLL_SECONDS
 
 # How long workers get to stop once one has failed.
 GRACE_SECONDS = 2.0
