@@ -21,9 +21,7 @@ prints a per-layer table on stderr. Options:
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -33,6 +31,7 @@ from xdsl.passes import ModulePass
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
 from pase.frontend.diagnostics import Diagnostic
+from pase.frontend.files import write_atomically
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.machines import MachineError
 from pase.passes.strategy.problem import build_problem, solve
@@ -122,15 +121,8 @@ class PaseSearchPass(ModulePass):
 
 
 def write_json(path: str, data: object) -> None:
-    """Write the strategy JSON atomically: a temporary file renamed into place."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """Write the strategy JSON atomically (`pase.frontend.files.write_atomically`)."""
     try:
-        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, prefix=".pase-",
-                                         encoding="utf-8") as stream:
-            stream.write(dump_strategy(data))  # type: ignore[arg-type]
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(stream.name, 0o666 & ~umask)
-        os.replace(stream.name, path)
+        write_atomically(path, dump_strategy(data))  # type: ignore[arg-type]
     except OSError as error:
         raise Diagnostic(f"cannot write the strategy: {error.strerror}", path) from None

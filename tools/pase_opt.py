@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from io import StringIO
 from typing import IO
@@ -28,6 +27,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from pase.dialect import get_all_dialects
 from pase.frontend import Diagnostic, parse_text
 from pase.frontend.diagnostics import offset_to_line_column
+from pase.frontend.files import write_atomically
 from pase.passes import PASS_SUMMARIES, get_all_passes
 
 
@@ -164,7 +164,7 @@ def _read_line(filename: str, line: int) -> str | None:
     return None
 
 
-def _format_parse_error(error: ParseError) -> str:
+def format_parse_error(error: ParseError) -> str:
     span = error.span
     content = span.input.content
     text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
@@ -187,7 +187,7 @@ def main(args: Sequence[str] | None = None) -> None:
     except Diagnostic as error:
         _fail(str(error))
     except ParseError as error:
-        _fail(_format_parse_error(error))
+        _fail(format_parse_error(error))
     except DiagnosticException as error:
         message = str(error)
         first_line = message.split("\n", 1)[0]
@@ -209,20 +209,13 @@ def main(args: Sequence[str] | None = None) -> None:
 
 
 def write_output(text: str, path: str | None) -> None:
-    """Print, or write `path` atomically (a temporary file renamed into place)."""
+    """Print, or write `path` atomically (`pase.frontend.files.write_atomically`)."""
     if path is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False,
-                                         prefix=".pase-opt-", encoding="utf-8") as stream:
-            stream.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(stream.name, 0o666 & ~umask)
-        os.replace(stream.name, path)
+        write_atomically(path, text)
     except OSError as error:
         _fail(f"pase-opt: error: cannot write {path}: {error.strerror}")
 
