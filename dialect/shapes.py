@@ -28,13 +28,26 @@ class ShapeError(Exception):
     """A layer whose operands, parameters or declared result do not fit together."""
 
 
+MAX_ELEMENTS = 1 << 53
+"""The most elements a tensor may have (and so the largest dim size): up to 2^53, element
+counts, block volumes and costs are exact in int64 and float64."""
+
+
 @dataclass(frozen=True)
 class NamedShape:
-    """A tensor type: named dims in layout order, their sizes, an element type."""
+    """A tensor type: named dims in layout order, their sizes, an element type.
+
+    A shape of more than `MAX_ELEMENTS` elements raises `ShapeError`.
+    """
 
     dims: tuple[str, ...]
     sizes: tuple[int, ...]
     element: str = "f32"
+
+    def __post_init__(self) -> None:
+        if prod(self.sizes) > MAX_ELEMENTS:
+            raise ShapeError(f"a tensor over {self} would have {prod(self.sizes):,} elements; "
+                             f"pase handles at most 2^53 per tensor")
 
     def size_of(self, dim: str) -> int:
         return self.sizes[self.dims.index(dim)]

@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.dialect.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_of
+from pase.dialect.shapes import ELEMENT_TYPES, MAX_ELEMENTS, NamedShape, ShapeError, shape_of
 from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
 
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
@@ -217,6 +217,9 @@ class _Builder:
                 if str(dim) in dims:
                     raise self.error(f"dimension '{dim}' is declared twice in @{name}", dim)
                 dims[str(dim)] = self.positive_int(size, f"size of dimension '{dim}'")
+                if dims[str(dim)] > MAX_ELEMENTS:
+                    raise self.error(f"size of dimension '{dim}' is {dims[str(dim)]:,}; "
+                                     "pase handles at most 2^53", size)
             else:
                 statements.append(child)
         if not dims:
@@ -283,7 +286,10 @@ class _Scope:
         for i, token in enumerate(dim_tokens):
             if str(token) in (str(t) for t in dim_tokens[:i]):
                 raise self.error(f"dimension '{token}' appears twice in one tensor", token)
-        return shape_of([str(t) for t in dim_tokens], self.dims, element)
+        try:
+            return shape_of([str(t) for t in dim_tokens], self.dims, element)
+        except ShapeError as error:  # too many elements
+            raise self.error(str(error), dim_tokens[0]) from None
 
     def define(self, token: Node, value: SSAValue) -> None:
         name = str(token)[1:]

@@ -120,6 +120,9 @@ class GraphOp(IRDLOperation):
         for dim, size in dims.items():
             if size < 1:
                 raise VerifyException(f"dimension '{dim}' must have a positive size, got {size}")
+            if size > shapes.MAX_ELEMENTS:
+                raise VerifyException(f"dimension '{dim}' is {size:,}; pase handles at most "
+                                      "2^53")
         block = self.body.block
         if block.args:
             raise VerifyException("dnn.graph takes no block arguments; "

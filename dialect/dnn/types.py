@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -25,7 +26,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from pase.dialect.shapes import NamedShape
+from pase.dialect.shapes import MAX_ELEMENTS, NamedShape
 
 ELEMENT_TYPES: dict[str, Attribute] = {"f32": f32, "f64": f64, "i32": i32, "i64": i64}
 
@@ -105,6 +106,10 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         for size in self.sizes.data:
             if size.data < 1:
                 raise VerifyException(f"dimension sizes must be positive, got {size.data}")
+        elements = prod(size.data for size in self.sizes.data)
+        if elements > MAX_ELEMENTS:
+            raise VerifyException(f"a !dnn.tensor of {elements:,} elements is too large; pase "
+                                  "handles at most 2^53 per tensor")
         element_name(self.element_type)
 
 

@@ -83,3 +83,15 @@ dnn.graph @g(b = 4, d = 8) {
 
 // CHECK: {{.*}}dnn-invalid-parse.mlir:80:19{{$}}
 // CHECK: identifier expected (max or avg)
+
+// -----
+
+/// !dnn.tensor: at most 2^53 elements, so counts and costs are exact
+
+dnn.graph @g(b = 4294967296, d = 4294967296) {
+  %x = dnn.input : !dnn.tensor<[b = 4294967296, d = 4294967296], f32>
+  dnn.return %x : !dnn.tensor<[b = 4294967296, d = 4294967296], f32>
+}
+
+// CHECK: {{.*}}dnn-invalid-parse.mlir:92:31{{$}}
+// CHECK: a !dnn.tensor of 18,446,744,073,709,551,616 elements is too large; pase handles at most 2^53 per tensor

@@ -355,3 +355,15 @@ dnn.graph @g(b = 4, d = 8) {
 }
 
 // CHECK: {{.*}}dnn-invalid.mlir:353:3: error: 'dnn.softmax_cross_entropy' op softmax_cross_entropy is over one class dimension, got [b, d]
+
+// -----
+
+/// dnn.graph: sizes stay within 2^53, so counts and costs are exact
+
+dnn.graph @g(b = 9007199254740993) {
+  %x = dnn.input : !dnn.tensor<[], f32>
+  dnn.return %x : !dnn.tensor<[], f32>
+}
+
+// CHECK: {{.*}}dnn-invalid.mlir:363:1: error: 'dnn.graph' op dimension 'b' is 9,007,199,254,740,993; pase handles at most 2^53
+
