@@ -1,19 +1,122 @@
-"""Writing the files pase's tools produce, all or nothing.
+"""Reading the files pase's tools are given, and writing the ones they produce, all or nothing.
 
     >>> write_atomically("strategy.json", "{}\n")   # doctest: +SKIP
+    >>> with deferred_writes():                      # doctest: +SKIP
+    ...     write_atomically("strategy.json", "{}\n")  # takes its place when the block ends
 
 The text goes to a temporary file beside `path` that is renamed into place, so a reader never
 sees half a file and a failed run leaves an existing file as it was and no temporary behind.
+Inside `deferred_writes()` the rename waits for the block to end without an exception: a driver
+wraps its whole run in it, so a pass that writes a file (`pase-search{export=...}`) changes
+nothing when a later pass fails.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+
+from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
+
+# A source line longer than this is not printed under a diagnostic (a minified file).
+LONGEST_SHOWN_LINE = 200
+
+_pending: ContextVar[list[tuple[str, str]] | None] = ContextVar("pase_pending_writes",
+                                                                default=None)
+"""(target, temporary) renames waiting for the innermost `deferred_writes()` block."""
+
+
+def read_text(path: str, what: str = "file") -> str:
+    """The text of a UTF-8 file; raises `Diagnostic` naming `path` (and, for a byte that is not
+    UTF-8, its line, column and byte offset). `what` names the file in messages:
+
+        cannot read the strategy file: No such file or directory
+        b.json:1:22: error: the strategy file is not UTF-8 text (invalid continuation byte
+        at byte 21)
+    """
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        raise Diagnostic(f"cannot read the {what}: {error.strerror}", path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        # Everything before the first bad byte is valid UTF-8, so it gives line and column.
+        before = data[:error.start].decode("utf-8")
+        line, column = offset_to_line_column(before, len(before))
+        start = data.rfind(b"\n", 0, error.start) + 1
+        end = data.find(b"\n", error.start)
+        source_line = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+        raise Diagnostic(f"the {what} is not UTF-8 text ({error.reason} at byte "
+                         f"{error.start})", path, line, column,
+                         source_line=shown_line(source_line, 1)) from None
+
+
+def read_line(path: str, line: int) -> str | None:
+    """Line `line` (1-based) of a text file, to show under a diagnostic; None if it cannot be
+    read or is too long to show."""
+    try:
+        with open(path, encoding="utf-8", newline="") as stream:
+            return shown_line(stream.read(), line)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def shown_line(text: str, line: int) -> str | None:
+    """Line `line` (1-based) of `text`, or None when there is none or it is too long to show
+    under a diagnostic."""
+    lines = text.split("\n")  # as `offset_to_line_column` counts lines
+    if not 1 <= line <= len(lines) or len(lines[line - 1]) > LONGEST_SHOWN_LINE:
+        return None
+    return lines[line - 1].rstrip("\r")
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Write `text` to `path` (UTF-8) by a rename; raises OSError, leaving nothing behind."""
+    """Write `text` to `path` (UTF-8) by a rename; raises OSError, leaving nothing behind.
+
+    Inside `deferred_writes()` the temporary file is written now (so every error but a failed
+    rename is raised here) and renamed when the block ends without an exception.
+    """
+    pending = _pending.get()
+    if pending is not None and os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    temporary = _write_temporary(path, text)
+    if pending is None:
+        _rename([(path, temporary)])
+    else:
+        pending.append((path, temporary))
+
+
+@contextmanager
+def deferred_writes() -> Iterator[None]:
+    """Hold back `write_atomically`'s renames until the block ends.
+
+    On a normal exit the files take their places, in the order they were written (into an
+    enclosing block's queue, when there is one); on any exception, `SystemExit` included,
+    they are dropped and every target is left as it was.
+    """
+    pending: list[tuple[str, str]] = []
+    token = _pending.set(pending)
+    try:
+        yield
+    except BaseException:
+        _discard(pending)
+        raise
+    finally:
+        _pending.reset(token)
+    outer = _pending.get()
+    if outer is not None:
+        outer.extend(pending)
+    else:
+        _rename(pending)
+
+
+def _write_temporary(path: str, text: str) -> str:
     directory = os.path.dirname(os.path.abspath(path))
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, prefix=".pase-",
                                      encoding="utf-8") as stream:
@@ -28,7 +131,23 @@ def write_atomically(path: str, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise
+    return temporary
+
+
+def _rename(renames: list[tuple[str, str]]) -> None:
+    """Move each temporary onto its target; after a failure, remove the temporaries left."""
+    for index, (path, temporary) in enumerate(renames):
+        try:
+            os.replace(temporary, path)
+        except BaseException:
+            _discard(renames[index:])
+            raise
+
+
+def _discard(renames: list[tuple[str, str]]) -> None:
+    for _, temporary in renames:
+        with suppress(FileNotFoundError):
+            os.unlink(temporary)

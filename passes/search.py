@@ -25,19 +25,25 @@ import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
 from pase.frontend.diagnostics import Diagnostic
-from pase.frontend.files import write_atomically
+from pase.frontend.files import read_line, write_atomically
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.machines import MachineError
-from pase.passes.strategy.problem import build_problem, solve
+from pase.passes.strategy.problem import PinError, build_problem, solve
 from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.report import format_report
-from pase.passes.strategy.strategy_file import dump_strategy, load_strategy, strategy_json
+from pase.passes.strategy.strategy_file import (
+    StrategyPins,
+    dump_strategy,
+    load_strategy,
+    strategy_json,
+)
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,15 @@ class PaseSearchPass(ModulePass):
         name = graph.sym_name.data
         pins = (load_strategy(self.strategy, name, self.devices, only_graph)
                 if self.strategy else None)
+        layers = {layer.layer_name: layer for layer in graph.layers}
+        if pins:
+            for layer_name in pins.configs:
+                if layer_name not in layers:
+                    raise pins.error(f"no layer '{layer_name}' in graph @{name}", layer_name,
+                                     "name")
         try:
-            problem = build_problem(graph, self.devices, self.machine, self.min_shard, pins,
-                                    self.compat)
+            problem = build_problem(graph, self.devices, self.machine, self.min_shard,
+                                    pins.configs if pins else None, self.compat)
             progress = Progress("pase-search")
             try:
                 solution = solve(problem, self.method, self.order,
@@ -102,11 +114,13 @@ class PaseSearchPass(ModulePass):
             finally:
                 progress.done()
         except MachineError as error:
-            raise Diagnostic(f"pase-search: {error}") from None
+            raise machine_diagnostic(error) from None
+        except PinError as error:
+            if pins and error.layer in pins.configs:
+                raise pin_diagnostic(pins, error) from None
+            raise op_diagnostic(layers[error.layer], str(error), name) from None
         except (SearchError, ValueError) as error:
-            where = self.strategy if pins and "layer" in str(error) else ""
-            raise Diagnostic(f"pase-search on @{name}: {error}", where or "<pase-search>") \
-                from None
+            raise Diagnostic(f"pase-search on @{name}: {error}") from None
         breakdown = problem.breakdown(solution.assignment)
         data_parallel = problem.cost(problem.data_parallel())
         for layer, layer_name in zip(graph.layers, problem.layers, strict=True):
@@ -121,8 +135,35 @@ class PaseSearchPass(ModulePass):
 
 
 def write_json(path: str, data: object) -> None:
-    """Write the strategy JSON atomically (`pase.frontend.files.write_atomically`)."""
+    """Write the strategy JSON atomically (`pase.frontend.files.write_atomically`; inside
+    `deferred_writes()`, when the run succeeds)."""
     try:
         write_atomically(path, dump_strategy(data))  # type: ignore[arg-type]
     except OSError as error:
         raise Diagnostic(f"cannot write the strategy: {error.strerror}", path) from None
+
+
+def op_diagnostic(op: Operation, message: str, graph: str) -> Diagnostic:
+    """`message` at the op's `file:line:col` with its source line; an op without a place
+    (IR built in Python) is named by its graph."""
+    location = op.location
+    if not isinstance(location, FileLineColLoc):
+        return Diagnostic(f"pase-search on @{graph}: {message}")
+    filename, line = location.filename.data, location.line.data
+    return Diagnostic(message, filename, line, location.column.data,
+                      source_line=read_line(filename, line))
+
+
+def pin_diagnostic(pins: StrategyPins, error: PinError) -> Diagnostic:
+    """A pin that does not fit its layer, at its entry in the strategy file (at the
+    dimension's key when one dimension is at fault)."""
+    if error.dim is None:
+        return pins.error(str(error), error.layer, "config")
+    return pins.error(str(error), error.layer, "config", error.dim, key=True)
+
+
+def machine_diagnostic(error: MachineError) -> Diagnostic:
+    if not error.filename:
+        return Diagnostic(f"pase-search: {error.message}")
+    return Diagnostic(error.message, error.filename, error.line, error.column,
+                      source_line=read_line(error.filename, error.line) if error.line else None)

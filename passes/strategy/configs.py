@@ -19,6 +19,10 @@ from itertools import product
 
 from pase.dialect.interface import IterationSpace
 
+MAX_DEVICES = 1 << 13
+"""The most devices a search may take. The cost tables hold each layout's block on every
+device, so their size grows with P; past this, even a small graph needs gigabytes."""
+
 
 def split_factors(size: int, devices: int, min_shard: int) -> list[int]:
     """Factors PaSE allows for one dim: divisors of `size`, at most `devices`, leaving
@@ -38,8 +42,7 @@ def enumerate_configs(
     The order is deterministic: the lexicographic order of the factor tuples over the
     splittable dims, the last dim varying fastest. The unsplit layer comes first.
     """
-    if devices < 1:
-        raise ValueError(f"devices must be at least 1, got {devices}")
+    check_devices(devices)
     if min_shard < 1:
         raise ValueError(f"min-shard must be at least 1, got {min_shard}")
     dims = space.splittable
@@ -52,3 +55,9 @@ def enumerate_configs(
         if used <= devices:
             configs.append({d.name: f for d, f in zip(dims, factors, strict=True) if f != 1})
     return configs
+
+
+def check_devices(devices: int) -> None:
+    """Raise ValueError unless 1 <= devices <= MAX_DEVICES."""
+    if not 1 <= devices <= MAX_DEVICES:
+        raise ValueError(f"devices must be between 1 and {MAX_DEVICES:,}, got {devices:,}")

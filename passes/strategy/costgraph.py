@@ -58,7 +58,9 @@ class CostGraph:
         """Add `matrix[config of u, config of v]` to the edge between `u` and `v`.
 
         The key is normalized to `u < v` (transposing the matrix), and a second edge between
-        the same vertices is summed into the first, since only their total matters.
+        the same vertices is summed into the first, since only their total matters. The
+        graph keeps `matrix` itself (a read-only view), not a copy, so edges of repeated
+        blocks can share one table.
 
         >>> graph = CostGraph(["a", "b"], [np.zeros(2), np.zeros(3)])
         >>> graph.add_edge(1, 0, np.ones((3, 2)))
@@ -79,7 +81,9 @@ class CostGraph:
         if (u, v) in self.edge_costs:
             self.edge_costs[(u, v)] = self.edge_costs[(u, v)] + edge_cost
         else:
-            self.edge_costs[(u, v)] = np.array(edge_cost)
+            view = edge_cost.view()
+            view.flags.writeable = False
+            self.edge_costs[(u, v)] = view
 
     def neighbours(self) -> list[set[int]]:
         """The undirected adjacency: `neighbours()[v]` holds every vertex sharing an edge with v.

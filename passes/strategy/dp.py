@@ -311,15 +311,15 @@ def _memory_message(
     return (
         f"the DP table of layer '{graph.names[vertex]}' with dependent set {{{dependent_names}}} "
         f"spans {entries:,} entries and would bring the live tables to "
-        f"{_format_bytes(table_bytes)}, over the memory budget of "
-        f"{_format_bytes(budget)}; use {remedy} (for example a larger min-shard)"
+        f"{format_bytes(table_bytes)}, over the memory budget of "
+        f"{format_bytes(budget)}; use {remedy} (for example a larger min-shard)"
     )
 
 
-def _format_bytes(count: int) -> str:
+def format_bytes(count: int) -> str:
     """`count` bytes in the largest binary unit that keeps the number at least 1.
 
-    >>> _format_bytes(512), _format_bytes(3 << 30)
+    >>> format_bytes(512), format_bytes(3 << 30)
     ('512 B', '3.0 GiB')
     """
     if count < 1024:

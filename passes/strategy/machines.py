@@ -22,8 +22,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import sys
 import tomllib
 from dataclasses import asdict, dataclass
+
+from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
+from pase.frontend.files import read_text
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,22 @@ PRESETS: dict[str, Machine] = {
 
 
 class MachineError(ValueError):
-    """An unknown preset or a malformed machine file."""
+    """An unknown preset or a malformed machine file; `filename`, `line` and `column`
+    (1-based, 0 when unknown) say where, and `key` names the machine key at fault.
+
+    Its text is `m.toml:3:1: 'flops' must be a positive number, got -1.0`."""
+
+    def __init__(self, message: str, filename: str = "", line: int = 0, column: int = 0,
+                 key: str | None = None):
+        super().__init__(message)
+        self.message, self.filename, self.line, self.column = message, filename, line, column
+        self.key = key
+
+    def __str__(self) -> str:
+        if not self.filename:
+            return self.message
+        where = f"{self.filename}:{self.line}:{self.column}" if self.line else self.filename
+        return f"{where}: {self.message}"
 
 
 def load_machine(name_or_path: str) -> Machine:
@@ -90,13 +110,50 @@ def load_machine(name_or_path: str) -> Machine:
         raise MachineError(f"unknown machine '{name_or_path}'; presets are "
                            + ", ".join(PRESETS) + ", or give a .toml file")
     try:
-        with open(name_or_path, "rb") as stream:
-            data = tomllib.load(stream)
-    except OSError as error:
-        raise MachineError(f"cannot read machine file {name_or_path}: {error.strerror}") from None
+        text = read_text(name_or_path, "machine file")
+    except Diagnostic as error:
+        raise MachineError(error.message, name_or_path, error.line, error.column) from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise MachineError(f"{name_or_path}: error: {error}") from None
-    return machine_from_dict(data, name_or_path)
+        message, line, column = _toml_error(str(error), text)
+        raise MachineError(f"not valid TOML: {message}", name_or_path, line,
+                           column) from None
+    except RecursionError:
+        raise MachineError("not a machine file: its arrays and tables nest too deeply",
+                           name_or_path) from None
+    except ValueError:  # the only other: an integer longer than Python converts
+        raise MachineError(f"not a machine file: an integer has more than "
+                           f"{sys.get_int_max_str_digits()} digits", name_or_path) from None
+    try:
+        return machine_from_dict(data, name_or_path)
+    except MachineError as error:
+        if error.key is None:
+            raise
+        line, column = _key_location(text, error.key)
+        raise MachineError(error.message, name_or_path, line, column, error.key) from None
+
+
+def _toml_error(text: str, document: str) -> tuple[str, int, int]:
+    """tomllib's `message (at line L, column C)` as (message, L, C); the end of the document
+    is its last character."""
+    match = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", text, re.DOTALL)
+    if match:
+        return match.group(1), int(match.group(2)), int(match.group(3))
+    match = re.fullmatch(r"(.*) \(at end of document\)", text, re.DOTALL)
+    if match:
+        line, column = offset_to_line_column(document, max(len(document) - 1, 0))
+        return match.group(1), line, column
+    return text, 0, 0
+
+
+def _key_location(document: str, key: str) -> tuple[int, int]:
+    """Line and column of the key `key = ...` (bare or quoted) or the table `[key]`; (0, 0)
+    if it is not written as either."""
+    names = "|".join(re.escape(name) for name in (key, f'"{key}"', f"'{key}'"))
+    pattern = rf"^[ \t]*(?:\[+[ \t]*)?({names})[ \t]*[=\]]"
+    match = re.search(pattern, document, re.MULTILINE)
+    return offset_to_line_column(document, match.start(1)) if match else (0, 0)
 
 
 def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machine:
@@ -105,21 +162,22 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
     values: dict[str, object] = {}
     for key in data:
         if key not in ("name", "source", "devices_per_node", *required):
-            raise MachineError(f"{where}: unknown key '{key}'; expected name, flops, "
+            raise MachineError(f"unknown key '{key}'; expected name, flops, "
                                "intra_node_bandwidth, inter_node_bandwidth, "
-                               "devices_per_node, source")
+                               "devices_per_node, source", where, key=key)
     for key in required:
         value = data.get(key)
         if value is None:
-            raise MachineError(f"{where}: missing '{key}' (a positive number)")
+            raise MachineError(f"missing '{key}' (a positive number)", where)
         if isinstance(value, bool) or not isinstance(value, int | float) \
                 or not math.isfinite(value) or value <= 0:
-            raise MachineError(f"{where}: '{key}' must be a positive number, got {value!r}")
+            raise MachineError(f"'{key}' must be a positive number, got {value!r}", where,
+                               key=key)
         values[key] = float(value)
     per_node = data.get("devices_per_node", 1 << 30)
     if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
-        raise MachineError(f"{where}: 'devices_per_node' must be a positive integer, "
-                           f"got {per_node!r}")
+        raise MachineError(f"'devices_per_node' must be a positive integer, got {per_node!r}",
+                           where, key="devices_per_node")
     return Machine(name=str(data.get("name", os.path.basename(where))),
                    flops=values["flops"],  # type: ignore[arg-type]
                    intra_node_bandwidth=values["intra_node_bandwidth"],  # type: ignore[arg-type]

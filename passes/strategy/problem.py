@@ -28,7 +28,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
-from pase.passes.strategy.configs import enumerate_configs, split_factors
+from pase.passes.strategy.configs import check_devices, enumerate_configs, split_factors
 from pase.passes.strategy.cost import (
     JIT_REDISTRIBUTION_STEPS,
     Config,
@@ -36,7 +36,13 @@ from pase.passes.strategy.cost import (
     layer_cost,
 )
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.dp import DPResult, SearchError, solve_dp
+from pase.passes.strategy.dp import (
+    DPResult,
+    SearchError,
+    SearchMemoryError,
+    format_bytes,
+    solve_dp,
+)
 from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.layers import Edge, Layer, layers_from_graph
 from pase.passes.strategy.machines import Machine, load_machine
@@ -112,21 +118,24 @@ class Problem:
         """The configurations the search considers for a layer, `{dim: factor}`."""
         return [dict(c) for c in self.config_lists[self.index(name)]]
 
-    def cost_graph(self) -> CostGraph:
+    def cost_graph(self, memory_budget: int | None = None) -> CostGraph:
         """The DP's input: vertex cost vectors and edge cost matrices (built once).
 
         Networks repeat blocks, so layers and edges that differ only in their names share
-        one computation.
+        one computation. With `memory_budget` (bytes), raises `SearchMemoryError` before
+        building tables that would not fit in it.
         """
         if self._cost_graph is None:
             with collector_paused():
-                self._cost_graph = self._build_cost_graph()
+                self._cost_graph = self._build_cost_graph(memory_budget)
         return self._cost_graph
 
-    def _build_cost_graph(self) -> CostGraph:
+    def _build_cost_graph(self, memory_budget: int | None) -> CostGraph:
         anonymous = [replace(layer, name="") for layer in self.layer_data]
         configs_key = [tuple(tuple(c.items()) for c in configs)
                        for configs in self.config_lists]
+        if memory_budget is not None:
+            self._check_table_memory(anonymous, configs_key, memory_budget)
         vertex_cache: dict[object, np.ndarray] = {}
         vertex = []
         for i, configs in enumerate(self.config_lists):
@@ -149,6 +158,41 @@ class Problem:
                                                   self.config_lists[v])
             graph.add_edge(u, v, edge_cache[edge_key])
         return graph
+
+    def _check_table_memory(self, anonymous: list[Layer], configs_key: list[tuple],
+                            memory_budget: int) -> None:
+        """Raise `SearchMemoryError` if the cost tables (float64, one per distinct layer and
+        edge, twice: pruning makes a smaller copy) plus the largest edge's block layouts
+        (int64, every configuration on every device) would exceed `memory_budget` bytes."""
+        sizes = [len(configs) for configs in self.config_lists]
+        tables: dict[object, int] = {(anonymous[i], configs_key[i]): 8 * sizes[i]
+                                     for i in range(len(sizes))}
+        largest, layouts = None, 0
+        for edge in self.edges:
+            u, v = edge.producer, edge.consumer
+            key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
+                   replace(edge, producer=0, consumer=0))
+            tables[key] = 8 * sizes[u] * sizes[v]
+            edge_layouts = (16 * (sizes[u] + sizes[v]) * self.devices
+                            * (len(edge.held.sizes) + 1))
+            layouts = max(layouts, edge_layouts)
+            if largest is None or sizes[u] * sizes[v] > sizes[largest.producer] * sizes[
+                    largest.consumer]:
+                largest = edge
+        needed = 2 * sum(tables.values()) + layouts
+        if needed <= memory_budget:
+            return
+        detail = ""
+        if largest is not None:
+            u, v = largest.producer, largest.consumer
+            detail = (f" (the largest, edge {self.layer_data[u].name} -> "
+                      f"{self.layer_data[v].name}, is {sizes[u]:,} x {sizes[v]:,} "
+                      "configurations)")
+        raise SearchMemoryError(
+            f"the cost tables of @{self.graph} on {self.devices} devices would take "
+            f"{format_bytes(needed)}{detail}, over the memory budget of "
+            f"{format_bytes(memory_budget)}; use fewer devices or a larger min-shard, or "
+            "raise memory-gib")
 
     def _vertex(self, index: int, config: Config) -> float:
         cost = layer_cost(self.layer_data[index], config, self.machine)
@@ -224,8 +268,7 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
     A layer that carries `pase.config`, or is named in `pinned`, keeps that single
     configuration; the others get PaSE's configuration space.
     """
-    if devices < 1:
-        raise ValueError(f"devices must be at least 1, got {devices}")
+    check_devices(devices)
     if compat not in ("", "pase"):
         raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
     with collector_paused():
@@ -267,20 +310,31 @@ def _build_problem(graph_op: dnn.GraphOp, devices: int, machine: str | Machine,
     return problem
 
 
+class PinError(ValueError):
+    """A pinned configuration that does not fit its layer: `layer` names the layer and `dim`
+    the dimension at fault (None when the whole configuration is)."""
+
+    def __init__(self, message: str, layer: str, dim: str | None = None):
+        super().__init__(message)
+        self.layer = layer
+        self.dim = dim
+
+
 def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
     for dim, factor in config.items():
         if dim not in layer.space.names:
-            raise ValueError(f"layer '{layer.name}' has no iteration dimension '{dim}' "
-                             f"(its dimensions: {', '.join(layer.space.names)})")
+            raise PinError(f"layer '{layer.name}' has no iteration dimension '{dim}' "
+                           f"(its dimensions: {', '.join(layer.space.names)})", layer.name, dim)
         iter_dim = layer.space.dim(dim)
         if not iter_dim.splittable:
-            raise ValueError(f"dimension '{dim}' of layer '{layer.name}' cannot be split")
+            raise PinError(f"dimension '{dim}' of layer '{layer.name}' cannot be split",
+                           layer.name, dim)
         if factor < 1 or iter_dim.size % factor:
-            raise ValueError(f"split factor {factor} of '{dim}' in layer '{layer.name}' "
-                             f"does not divide its size {iter_dim.size}")
+            raise PinError(f"split factor {factor} of '{dim}' in layer '{layer.name}' "
+                           f"does not divide its size {iter_dim.size}", layer.name, dim)
     if prod(config.values()) > devices:
-        raise ValueError(f"layer '{layer.name}' is pinned to {prod(config.values())} devices "
-                         f"but only {devices} are available")
+        raise PinError(f"layer '{layer.name}' is pinned to {prod(config.values())} devices "
+                       f"but only {devices} are available", layer.name)
 
 
 def solve(problem: Problem, method: str = "dp", order: str = "genseq",
@@ -298,7 +352,7 @@ def solve(problem: Problem, method: str = "dp", order: str = "genseq",
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
     with collector_paused():
-        graph = problem.cost_graph()
+        graph = problem.cost_graph(memory_budget)
         kept = [np.arange(size) for size in graph.sizes]
         if pruning:
             graph, kept = prune(graph)

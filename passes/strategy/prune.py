@@ -65,6 +65,16 @@ def prune(graph: CostGraph, max_rounds: int = 8) -> tuple[CostGraph, list[np.nda
     for u, v in edge_costs:
         incident[u].append((u, v))
         incident[v].append((u, v))
+    # Repeated blocks share one edge matrix (`Problem.cost_graph`); slicing a shared matrix
+    # the same way twice gives the one result, so the pruned tables stay shared too.
+    sliced: dict[tuple[int, int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+
+    def take(matrix: np.ndarray, axis: int, survivors: np.ndarray) -> np.ndarray:
+        key = (id(matrix), axis, survivors.tobytes())
+        if key not in sliced:  # (the entry keeps `matrix` alive, so its id stays unique)
+            sliced[key] = (matrix, np.take(matrix, survivors, axis=axis))
+        return sliced[key][1]
+
     dirty = set(range(len(graph.names)))
     for _ in range(max_rounds):
         if not dirty:
@@ -80,7 +90,7 @@ def prune(graph: CostGraph, max_rounds: int = 8) -> tuple[CostGraph, list[np.nda
             vertex_costs[vertex] = vertex_costs[vertex][survivors]
             for u, v in incident[vertex]:
                 matrix = edge_costs[(u, v)]
-                edge_costs[(u, v)] = matrix[survivors, :] if u == vertex else matrix[:, survivors]
+                edge_costs[(u, v)] = take(matrix, 0 if u == vertex else 1, survivors)
                 touched.add(v if u == vertex else u)
         dirty = touched
     return CostGraph(graph.names, vertex_costs, edge_costs), kept

@@ -5,17 +5,31 @@
      "data_parallel_cost": .., "speedup": ..,
      "layers": [{"name": "h", "op": "einsum", "config": {"b": 4, "h": 2}, "cost": ..}, ...]}
 
-Costs are seconds. Reading needs only "layers" (name and config of each listed
-layer); "graph" and "devices", when present, must match.
+Costs are seconds. A file holds one strategy object, or a list of them with a different
+"graph" each (as `export=` writes for a file of several graphs). Reading needs only
+"layers" (the name and config of each listed layer); "graph" and "devices", when present,
+must match. The whole shape is checked before anything is used, and an error names the
+JSON path and its line and column: `s.json:4:29: error: layers[1].config.b must be a
+positive integer split factor, not the string "2"`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
+from dataclasses import dataclass
 from typing import Any
 
-from pase.frontend.diagnostics import Diagnostic
+from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
+from pase.frontend.files import read_text, shown_line
 from pase.passes.strategy.problem import Assignment, Breakdown, Problem
+
+JsonPath = tuple[str | int, ...]
+"""Keys and list indices from the top of a JSON document: ("layers", 3, "config", "b")."""
+
+# Python's JSON reader recurses once per level; a strategy file nests five levels.
+DEEPEST_SHOWN = 100
 
 
 def strategy_json(problem: Problem, assignment: Assignment, breakdown: Breakdown,
@@ -40,51 +54,285 @@ def dump_strategy(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def load_strategy(path: str, graph: str, devices: int,
-                  only_graph: bool = True) -> dict[str, dict[str, int]]:
-    """The `{layer: {dim: factor}}` pins of a strategy file for `graph`; raises Diagnostic.
+@dataclass(frozen=True)
+class StrategyPins:
+    """The configurations a strategy file pins for one graph, and where it says so."""
 
-    The file holds one strategy object, or a list of them (one per graph, as `export=`
-    writes for a file of several graphs). When the module has several graphs
-    (`only_graph` false), a graph the file does not mention is searched unpinned.
+    path: str
+    text: str
+    configs: dict[str, dict[str, int]]
+    """`{layer: {dim: factor}}`, as `build_problem(pinned=...)` takes them."""
+    entries: dict[str, JsonPath]
+    """The JSON path of each pinned layer's entry: `("layers", 3)`."""
+
+    def error(self, message: str, layer: str, *within: str | int, key: bool = False) -> Diagnostic:
+        """A diagnostic at `layer`'s entry, or at `within` it (`"config", "b"`: the factor of
+        b; with `key`, the key "b" itself)."""
+        return _located(message, self.path, self.text, self.entries[layer] + within, key)
+
+
+def load_strategy(path: str, graph: str, devices: int,
+                  only_graph: bool = True) -> StrategyPins:
+    """The pins of a strategy file for `graph`; raises Diagnostic.
+
+    When the module has several graphs (`only_graph` false), a graph the file does not
+    mention is searched unpinned.
     """
+    text = read_text(path, "strategy file")
+    data = _parse(path, text)
     try:
-        with open(path, encoding="utf-8") as stream:
-            text = stream.read()
-    except OSError as error:
-        raise Diagnostic(f"cannot read the strategy file: {error.strerror}", path) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise Diagnostic(f"not valid JSON: {error.msg}", path, error.lineno, error.colno,
-                         text) from None
-    strategies = data if isinstance(data, list) else [data]
-    for strategy in strategies:
-        if not isinstance(strategy, dict) or not isinstance(strategy.get("layers"), list):
-            raise Diagnostic('a strategy file is a JSON object with a "layers" list, or a '
-                             'list of them', path)
-    matching = [s for s in strategies if s.get("graph", graph) == graph]
+        strategies = _checked(data)
+    except _ShapeError as error:
+        raise _located(error.message, path, text, error.where, error.key) from None
+    prefix: JsonPath = () if isinstance(data, dict) else (0,)
+    matching = [(index, s) for index, s in enumerate(strategies)
+                if s.get("graph", graph) == graph]
     if not matching:
         if not only_graph:
-            return {}
-        names = ", ".join(f"@{s.get('graph')}" for s in strategies)
-        raise Diagnostic(f"the strategy is for graph {names}, not @{graph}", path)
-    data = matching[0]
-    if "devices" in data and data["devices"] != devices:
-        raise Diagnostic(f"the strategy is for {data['devices']} devices, but the search "
-                         f"has devices={devices}", path)
-    pins: dict[str, dict[str, int]] = {}
-    for position, entry in enumerate(data["layers"]):
-        where = f"layers[{position}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise Diagnostic(f'{where} needs a "name" string', path)
-        config = entry.get("config", {})
-        if not isinstance(config, dict) or not all(
-                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-                for k, v in config.items()):
-            raise Diagnostic(f'{where} ("{entry["name"]}") needs a "config" object of '
-                             f'dimension: integer factor', path)
-        if entry["name"] in pins:
-            raise Diagnostic(f'layer "{entry["name"]}" appears twice', path)
-        pins[entry["name"]] = config
-    return pins
+            return StrategyPins(path, text, {}, {})
+        if len(strategies) == 1:
+            raise _located(f"the strategy is for graph @{strategies[0]['graph']}, not "
+                           f"@{graph}", path, text, (*prefix, "graph"))
+        names = ", ".join(f"@{s['graph']}" for s in strategies)
+        raise Diagnostic(f"the strategy file has strategies for {names} but not for "
+                         f"@{graph}", path)
+    (index, strategy), = matching
+    if isinstance(data, list):
+        prefix = (index,)
+    if "devices" in strategy and strategy["devices"] != devices:
+        raise _located(f"the strategy is for {strategy['devices']} devices, but the search "
+                       f"has devices={devices}", path, text, (*prefix, "devices"))
+    configs, entries = {}, {}
+    for position, entry in enumerate(strategy["layers"]):
+        configs[entry["name"]] = entry.get("config", {})
+        entries[entry["name"]] = (*prefix, "layers", position)
+    return StrategyPins(path, text, configs, entries)
+
+
+def _parse(path: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise Diagnostic(f"not valid JSON: {error.msg}", path, error.lineno, error.colno,
+                         source_line=shown_line(text, error.lineno)) from None
+    except RecursionError:
+        deepest = _too_deep(text)
+        message = ("not a strategy file: its arrays and objects nest more than "
+                   f"{DEEPEST_SHOWN} levels deep (a strategy nests five)")
+        if deepest is None:
+            raise Diagnostic(message, path) from None
+        raise _located(message, path, text, deepest) from None
+    except ValueError:  # the only other: an integer literal longer than Python converts
+        raise Diagnostic(f"not valid as a strategy: an integer has more than "
+                         f"{sys.get_int_max_str_digits()} digits", path) from None
+
+
+def _too_deep(text: str) -> int | None:
+    """The offset of the first bracket more than DEEPEST_SHOWN levels deep."""
+    depth = 0
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > DEEPEST_SHOWN:
+                return match.start()
+        elif token in "]}":
+            depth -= 1
+    return None
+
+
+# -- shape --
+
+
+class _ShapeError(Exception):
+    def __init__(self, message: str, where: JsonPath, key: bool = False):
+        super().__init__(message)
+        self.message, self.where, self.key = message, where, key
+
+
+def _checked(data: Any) -> list[dict[str, Any]]:
+    """The strategy objects of a strategy file, after checking every field pase reads."""
+    if isinstance(data, dict):
+        _check_strategy(data, ())
+        return [data]
+    if not isinstance(data, list) or not data:
+        found = _describe(data) if data != [] else "an empty list"
+        raise _ShapeError("a strategy file holds a strategy object, or a list of them (one "
+                          f"per graph), not {found}", ())
+    first_of: dict[str, int] = {}
+    for index, strategy in enumerate(data):
+        if not isinstance(strategy, dict):
+            raise _ShapeError(f"[{index}] must be a strategy object, not "
+                              f"{_describe(strategy)}", (index,))
+        _check_strategy(strategy, (index,))
+        if len(data) == 1:
+            break
+        if "graph" not in strategy:
+            raise _ShapeError(f'[{index}] needs a "graph" (the name of its graph): the file '
+                              "holds several strategies", (index,))
+        graph = strategy["graph"]
+        if graph in first_of:
+            raise _ShapeError(f"[{index}] is a second strategy for graph @{graph} (the first "
+                              f"is [{first_of[graph]}])", (index, "graph"))
+        first_of[graph] = index
+    return data
+
+
+def _check_strategy(strategy: dict[str, Any], where: JsonPath) -> None:
+    name = _path_name(where) or "the strategy"
+    if "graph" in strategy and not isinstance(strategy["graph"], str):
+        raise _wrong(strategy["graph"], (*where, "graph"), "a string (the graph's name)")
+    if "devices" in strategy:
+        _check_positive_integer(strategy["devices"], (*where, "devices"), "positive integer")
+    if "machine" in strategy and not isinstance(strategy["machine"], dict):
+        raise _wrong(strategy["machine"], (*where, "machine"), "an object")
+    for key in ("data_parallel_cost", "speedup"):
+        if key in strategy:
+            _check_number(strategy[key], (*where, key))
+    if "cost" in strategy:
+        if not isinstance(strategy["cost"], dict):
+            raise _wrong(strategy["cost"], (*where, "cost"), "an object of numbers")
+        for key, value in strategy["cost"].items():
+            _check_number(value, (*where, "cost", key))
+    if "layers" not in strategy:
+        raise _ShapeError(f'{name} needs a "layers" list', where)
+    layers = strategy["layers"]
+    if not isinstance(layers, list):
+        raise _wrong(layers, (*where, "layers"), "a list of layer objects")
+    first_of: dict[str, int] = {}
+    for index, entry in enumerate(layers):
+        _check_layer(entry, (*where, "layers", index))
+        if entry["name"] in first_of:
+            first = _path_name((*where, "layers", first_of[entry["name"]]))
+            raise _ShapeError(f'layer "{entry["name"]}" appears twice (first at {first})',
+                              (*where, "layers", index, "name"))
+        first_of[entry["name"]] = index
+
+
+def _check_layer(entry: Any, where: JsonPath) -> None:
+    if not isinstance(entry, dict):
+        raise _wrong(entry, where, 'a layer object ({"name": ..., "config": {...}})')
+    if "name" not in entry:
+        raise _ShapeError(f'{_path_name(where)} needs a "name" (the layer\'s name, a string)',
+                          where)
+    if not isinstance(entry["name"], str):
+        raise _wrong(entry["name"], (*where, "name"), "a string")
+    if "op" in entry and not isinstance(entry["op"], str):
+        raise _wrong(entry["op"], (*where, "op"), "a string")
+    if "cost" in entry:
+        _check_number(entry["cost"], (*where, "cost"))
+    config = entry.get("config", {})
+    if not isinstance(config, dict):
+        raise _wrong(config, (*where, "config"), "an object of dimension: split factor")
+    for dim, factor in config.items():
+        _check_positive_integer(factor, (*where, "config", dim), "positive integer split factor")
+
+
+def _check_positive_integer(value: Any, where: JsonPath, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _wrong(value, where, f"a {what}")
+
+
+def _check_number(value: Any, where: JsonPath) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _wrong(value, where, "a number")
+
+
+def _wrong(value: Any, where: JsonPath, expected: str) -> _ShapeError:
+    return _ShapeError(f"{_path_name(where)} must be {expected}, not {_describe(value)}", where)
+
+
+def _describe(value: Any) -> str:
+    """A JSON value as a message shows it: `the string "8"`, `true`, `2.5`, `a list`."""
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+        return "the string " + (text if len(text) <= 40 else text[:36] + '..."')
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return json.dumps(value)
+
+
+def _path_name(where: JsonPath) -> str:
+    """`layers[3].config.b`; keys that are not plain names are quoted: `config["a b"]`."""
+    text = ""
+    for part in where:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{json.dumps(part, ensure_ascii=False)}]"
+    return text
+
+
+# -- locations --
+
+
+def _located(message: str, path: str, text: str, where: JsonPath | int,
+             key: bool = False) -> Diagnostic:
+    """A diagnostic at the value `where` points to (an offset, or a JSON path: see `locate`)."""
+    offset, length = (where, 1) if isinstance(where, int) else locate(text, where, key)
+    line, column = offset_to_line_column(text, offset)
+    source_line = shown_line(text, line)
+    if source_line is not None:
+        length = max(1, min(length, len(source_line) - column + 1))
+    return Diagnostic(message, path, line, column, length=length, source_line=source_line)
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_SCALAR = re.compile(r"-?Infinity|NaN|true|false|null|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def locate(text: str, where: JsonPath, key: bool = False) -> tuple[int, int]:
+    """Offset and length of the value at `where` in the valid JSON `text` (with `key`, of its
+    key); of the nearest enclosing value when `where` is not there. Iterative, so any depth;
+    of duplicate keys, the last, as `json.loads` keeps.
+
+    >>> locate('{"layers": [{"name": "h"}]}', ("layers", 0, "name"))
+    (21, 3)
+    """
+    found = (0, 1)
+    # One frame per open container: [its path, is it an object, key or index of the next
+    # value, does an object expect a key next].
+    stack: list[list[Any]] = []
+    position = _SPACE.match(text).end()  # type: ignore[union-attr]
+    while position < len(text):
+        char = text[position]
+        if char in ",:":
+            if char == "," and stack:
+                frame = stack[-1]
+                if frame[1]:
+                    frame[3] = True
+                else:
+                    frame[2] += 1
+            position = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
+            continue
+        if char in "]}":
+            stack.pop()
+            position = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
+            continue
+        string = ""
+        if char == '"':
+            string, end = json.decoder.scanstring(text, position + 1)  # type: ignore[attr-defined]
+        elif char in "[{":
+            end = position + 1
+        else:
+            match = _SCALAR.match(text, position)
+            end = match.end() if match else position + 1
+        if stack and stack[-1][1] and stack[-1][3]:  # an object's key
+            frame = stack[-1]
+            frame[2], frame[3] = string, False
+            if key and (*frame[0], string) == where:
+                found = (position, end - position)
+            position = _SPACE.match(text, end).end()  # type: ignore[union-attr]
+            continue
+        value_path = (*stack[-1][0], stack[-1][2]) if stack else ()
+        # A later duplicate key is the one JSON readers keep, so a later match wins.
+        if value_path == where[:len(value_path)] and not (key and value_path == where):
+            found = (position, end - position)
+        if char in "[{":
+            stack.append([value_path, char == "{", 0, char == "{"])
+        position = _SPACE.match(text, end).end()  # type: ignore[union-attr]
+    return found

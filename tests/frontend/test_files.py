@@ -1,4 +1,5 @@
-"""All-or-nothing writes: a failed write leaves no temporary file and no changed target."""
+"""Reading input files with a diagnostic, and all-or-nothing writes: a failed write leaves no
+temporary file and no changed target, and a deferred one lands only when its block succeeds."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pase.frontend.files import write_atomically
+from pase.frontend import Diagnostic
+from pase.frontend.files import (
+    LONGEST_SHOWN_LINE,
+    deferred_writes,
+    read_line,
+    read_text,
+    shown_line,
+    write_atomically,
+)
 
 
 def test_writes_the_text(tmp_path: Path) -> None:
@@ -30,3 +39,90 @@ def test_unencodable_text_keeps_the_old_file(tmp_path: Path) -> None:
         write_atomically(str(target), "\udc80")   # a lone surrogate has no UTF-8 form
     assert target.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_deferred_writes_wait_for_the_block_to_end(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old", encoding="utf-8")
+    with deferred_writes():
+        write_atomically(str(target), "new")
+        assert target.read_text(encoding="utf-8") == "old"
+    assert target.read_text(encoding="utf-8") == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+@pytest.mark.parametrize("error", [RuntimeError("a later pass failed"), SystemExit(1)])
+def test_an_exception_drops_the_deferred_writes(tmp_path: Path, error: BaseException) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old", encoding="utf-8")
+
+    def run_that_fails() -> None:
+        with deferred_writes():
+            write_atomically(str(target), "new")
+            write_atomically(str(tmp_path / "other.json"), "new")
+            raise error
+
+    with pytest.raises(type(error)):
+        run_that_fails()
+    assert target.read_text(encoding="utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_deferred_writes_land_in_order_and_nest(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    with deferred_writes():
+        write_atomically(str(target), "first")
+        with deferred_writes():
+            write_atomically(str(target), "second")
+        assert not target.exists()    # the inner block hands its files to the outer one
+    assert target.read_text(encoding="utf-8") == "second"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_a_deferred_write_fails_at_once(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    with deferred_writes():
+        with pytest.raises(OSError, match="directory"):
+            write_atomically(str(tmp_path / "taken"), "text")
+        with pytest.raises(FileNotFoundError):
+            write_atomically(str(tmp_path / "missing" / "out.json"), "text")
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"]
+
+
+def test_writes_outside_a_block_are_immediate(tmp_path: Path) -> None:
+    with deferred_writes():
+        pass
+    write_atomically(str(tmp_path / "out.json"), "now")
+    assert (tmp_path / "out.json").read_text(encoding="utf-8") == "now"
+
+
+def test_read_text(tmp_path: Path) -> None:
+    path = tmp_path / "in.json"
+    path.write_text("{\n  \"é\": 1}\n", encoding="utf-8")
+    assert read_text(str(path)) == "{\n  \"é\": 1}\n"
+    with pytest.raises(Diagnostic) as error:
+        read_text(str(tmp_path / "none.json"), "strategy file")
+    assert str(error.value) == (f"{tmp_path / 'none.json'}: error: cannot read the strategy "
+                                "file: No such file or directory")
+
+
+def test_text_that_is_not_utf8_is_placed(tmp_path: Path) -> None:
+    path = tmp_path / "in.toml"
+    path.write_bytes(b"a = 1\nname = 'caf\xe9'\n")
+    with pytest.raises(Diagnostic) as error:
+        read_text(str(path), "machine file")
+    assert str(error.value).splitlines() == [
+        f"{path}:2:12: error: the machine file is not UTF-8 text (invalid continuation byte at "
+        "byte 17)",
+        "name = 'caf\ufffd'",
+        " " * 11 + "^"]
+
+
+def test_read_line_and_shown_line(tmp_path: Path) -> None:
+    path = tmp_path / "model.dnn"
+    path.write_text("one\r\ntwo\n" + "x" * (LONGEST_SHOWN_LINE + 1) + "\n", encoding="utf-8")
+    assert read_line(str(path), 2) == "two"
+    assert read_line(str(path), 3) is None         # too long to show
+    assert read_line(str(path), 9) is None
+    assert read_line(str(tmp_path / "none"), 1) is None
+    assert shown_line("a\rb\nc", 2) == "c"          # lines are counted at "\n", as locations are

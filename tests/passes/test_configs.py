@@ -82,7 +82,8 @@ def test_one_device_has_one_configuration():
 
 
 @pytest.mark.parametrize(("devices", "min_shard", "message"), [
-    (0, 4, "devices must be at least 1, got 0"),
+    (0, 4, "devices must be between 1 and 8,192, got 0"),
+    (8193, 4, "devices must be between 1 and 8,192, got 8,193"),
     (4, 0, "min-shard must be at least 1, got 0"),
 ])
 def test_bad_arguments(devices: int, min_shard: int, message: str):

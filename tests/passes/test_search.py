@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.builtin import Builtin, ModuleOp, UnknownLoc
 from xdsl.parser import Parser
 
 from pase.dialect import get_all_dialects
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import ConfigAttr, StrategyAttr
-from pase.frontend import parse_file
+from pase.frontend import Diagnostic, parse_file
+from pase.frontend.files import deferred_writes
+from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, solve
 from pase.tools.pase_opt import main
 
@@ -240,20 +242,28 @@ def test_report_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lines) == 9
 
 
-def error_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+def error_lines(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    """One diagnostic: a line, or a located line, its source line and a caret line."""
     status, out, err = run(capsys, *args)
     assert status == 1
     assert out == ""
     assert "Traceback" not in err
-    assert len(err.splitlines()) == 1, err
-    return err.strip()
+    lines = err.splitlines()
+    assert len(lines) == 1 or (len(lines) == 3 and set(lines[2]) == {" ", "^"}), err
+    return lines
+
+
+def error_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    return error_lines(capsys, *args)[0]
 
 
 def test_unknown_layer_in_strategy_file(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
     path = write_strategy(tmp_path, [{"name": "h2", "config": {"b": 2}}])
-    line = error_line(capsys, MLP, "-p", f'pase-search{{devices=4 strategy="{path}"}}')
-    assert line == f"{path}: error: pase-search on @mlp: no layer 'h2' in graph @mlp"
+    lines = error_lines(capsys, MLP, "-p", f'pase-search{{devices=4 strategy="{path}"}}')
+    assert lines == [f"{path}:1:22: error: no layer 'h2' in graph @mlp",
+                     '{"layers": [{"name": "h2", "config": {"b": 2}}]}',
+                     " " * 21 + "^^^^"]
 
 
 @pytest.mark.parametrize(("layers", "fields", "message"), [
@@ -268,8 +278,7 @@ def test_invalid_strategy_files(capsys: pytest.CaptureFixture[str], tmp_path: Pa
                                 layers: list[dict], fields: dict, message: str) -> None:
     path = write_strategy(tmp_path, layers, **fields)
     line = error_line(capsys, MLP, "-p", f'pase-search{{devices=4 strategy="{path}"}}')
-    assert line.startswith(f"{path}: error: ")
-    assert line.endswith(message)
+    assert re.fullmatch(rf"{re.escape(path)}:1:[0-9]+: error: {re.escape(message)}", line)
 
 
 def test_strategy_file_with_invalid_json(capsys: pytest.CaptureFixture[str],
@@ -295,7 +304,8 @@ def test_strategy_file_with_invalid_json(capsys: pytest.CaptureFixture[str],
                               "pase-default, "),
     ("devices=4 min-shard=0", "error: pase-search: min-shard must be at least 1, got 0"),
     ("devices=4 memory-gib=0.0", "error: pase-search: memory-gib must be positive"),
-    ("devices=4 memory-gib=0.000000001", "error: pase-search on @mlp: the DP table of layer "),
+    ("devices=4 memory-gib=0.000000001",
+     "error: pase-search on @mlp: the cost tables of @mlp on 4 devices would take "),
 ])
 def test_invalid_options(capsys: pytest.CaptureFixture[str], options: str,
                          message: str) -> None:
@@ -324,10 +334,98 @@ def test_a_machine_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     graph = graph_of(search(capsys, f'devices=4 machine="{machine}"'))
     assert strategy_of(graph).machine.data == "cluster"
     broken = tmp_path / "broken.toml"
-    broken.write_text("flops = \n")
-    line = error_line(capsys, MLP, "-p", f'pase-search{{devices=4 machine="{broken}"}}')
-    assert f"error: pase-search: {broken}: error: " in line
+    broken.write_text("name = 'x'\nflops = [1,\n")
+    lines = error_lines(capsys, MLP, "-p", f'pase-search{{devices=4 machine="{broken}"}}')
+    assert lines == [f"{broken}:2:12: error: not valid TOML: Invalid value", "flops = [1,",
+                     " " * 11 + "^"]
 
 
 def test_memory_gib_takes_an_integer(capsys: pytest.CaptureFixture[str]) -> None:
     assert search(capsys, "devices=4 memory-gib=4") == search(capsys, "devices=4")
+
+
+def test_a_pin_in_the_source_is_reported_at_its_layer(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    source = Path(MLP).read_text().replace("relu %h", "relu %h config {h = 16}")
+    path = tmp_path / "pinned.dnn"
+    path.write_text(source)
+    lines = error_lines(capsys, str(path), "-p", "pase-search{devices=8}")
+    assert lines == [f"{path}:7:9: error: layer 'a' is pinned to 16 devices but only 8 are "
+                     "available",
+                     "  %a  = relu %h config {h = 16}",
+                     " " * 8 + "^"]
+
+
+def test_a_pin_in_ir_is_reported_at_its_op(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    status, ir, _ = run(capsys, MLP)
+    assert status == 0
+    path = tmp_path / "pinned.mlir"
+    path.write_text(ir.replace("dnn.relu %h", "dnn.relu %h {pase.config = #pase.config<h = 16>}"))
+    line = error_line(capsys, str(path), "-p", "pase-search{devices=8}")
+    assert re.fullmatch(rf"{re.escape(str(path))}:[0-9]+:[0-9]+: error: layer 'a' is pinned "
+                        "to 16 devices but only 8 are available", line)
+
+
+def test_an_error_without_a_place_names_no_file(capsys: pytest.CaptureFixture[str]) -> None:
+    alexnet = str(Path(MLP).with_name("alexnet.dnn"))
+    line = error_line(capsys, alexnet, "-p", "pase-search{devices=8 method=exhaustive}")
+    assert line.startswith("error: pase-search on @alexnet: exhaustive search would try ")
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"[" * 100000 + b"]" * 100000, ":1:101: error: not a strategy file: its arrays and "
+                                    "objects nest more than 100 levels deep (a strategy nests "
+                                    "five)"),
+    (b'{"layers":[{"name":"h\xe9"}]}', ":1:22: error: the strategy file is not UTF-8 text "
+                                       "(invalid continuation byte at byte 21)"),
+    (b'{"devices": "8", "layers": []}', ':1:13: error: devices must be a positive integer, '
+                                        'not the string "8"'),
+])
+def test_unreadable_strategy_files(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                   data: bytes, message: str) -> None:
+    path = tmp_path / "strategy.json"
+    path.write_bytes(data)
+    line = error_line(capsys, MLP, "-p", f'pase-search{{devices=8 strategy="{path}"}}')
+    assert line == f"{path}{message}"
+
+
+FAILING_LATER = "pase-search{{devices=8 export=\"{}\"}},pase-lower-spmd{{devices=4}}"
+
+
+def test_a_deferred_export_is_dropped_when_a_later_pass_fails(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    export = tmp_path / "strategy.json"
+    export.write_text("old")
+    # what pase-opt does with the whole run: main() exits 1, so the export is dropped
+    with pytest.raises(SystemExit), deferred_writes():
+        main([MLP, "-p", FAILING_LATER.format(export)])
+    assert "error: pase-lower-spmd" in capsys.readouterr().err
+    assert export.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["strategy.json"]
+
+
+def test_pase_opt_writes_no_export_when_a_later_pass_fails(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    export = tmp_path / "strategy.json"
+    status, _, _ = run(capsys, MLP, "-p", FAILING_LATER.format(export))
+    assert status == 1
+    assert not export.exists()
+
+
+def test_the_pass_called_directly_writes_the_export_at_once(tmp_path: Path) -> None:
+    export = tmp_path / "strategy.json"
+    PaseSearchPass(devices=8, export=str(export)).apply(Context(), parse_file(MLP))
+    assert json.loads(export.read_text())["devices"] == 8
+
+
+def test_a_pin_without_a_place_names_its_graph() -> None:
+    module = parse_file(MLP)
+    (graph,) = [op for op in module.walk() if isinstance(op, GraphOp)]
+    relu = graph.layers[1]
+    relu.attributes["pase.config"] = ConfigAttr({"h": 16})
+    relu.location = UnknownLoc()
+    with pytest.raises(Diagnostic) as error:
+        PaseSearchPass(devices=8).apply(Context(), module)
+    assert str(error.value) == ("error: pase-search on @mlp: layer 'a' is pinned to 16 devices "
+                                "but only 8 are available")

@@ -313,3 +313,29 @@ def test_alexnet_fused_relus_compat_pase_needs_no_redistribution_between_fc_laye
                             problem.layers[e.consumer])
                for e in {(e.producer, e.consumer): e for e in problem.edges}.values()
                ) == pytest.approx(problem.breakdown(assignment).redistribution, rel=1e-9)
+
+
+def test_cost_tables_over_the_memory_budget_stop_before_they_are_built() -> None:
+    model = Path(__file__).resolve().parents[3] / "models" / "transformer.dnn"
+    problem = build_problem(parse_file(str(model)), 64)
+    with pytest.raises(SearchError, match=r"the cost tables of @transformer on 64 devices "
+                       r"would take .* MiB \(the largest, edge .* is [0-9,]+ x [0-9,]+ "
+                       r"configurations\), over the memory budget of 1.0 MiB"):
+        solve(problem, memory_budget=1 << 20)
+    assert problem._cost_graph is None
+
+
+def test_repeated_blocks_share_their_edge_tables() -> None:
+    # The Transformer's encoder layers are one block repeated: their edges, and what pruning
+    # leaves of them, are the same arrays, not copies.
+    model = Path(__file__).resolve().parents[3] / "models" / "transformer.dnn"
+    problem = build_problem(parse_file(str(model)), 8)
+    graph = problem.cost_graph()
+    tables = list(graph.edge_costs.values())
+    buffers = {table.__array_interface__["data"][0] for table in tables}
+    assert len(buffers) < len(tables) / 2
+    from pase.passes.strategy.prune import prune
+
+    pruned, _ = prune(graph)
+    kept = list(pruned.edge_costs.values())
+    assert len({table.__array_interface__["data"][0] for table in kept}) < len(kept) / 2

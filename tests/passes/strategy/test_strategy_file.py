@@ -9,7 +9,12 @@ import pytest
 
 from pase.frontend import Diagnostic, parse_file, parse_text
 from pase.passes.strategy import build_problem, solve
-from pase.passes.strategy.strategy_file import dump_strategy, load_strategy, strategy_json
+from pase.passes.strategy.strategy_file import (
+    dump_strategy,
+    load_strategy,
+    locate,
+    strategy_json,
+)
 
 MLP = Path(__file__).resolve().parents[3] / "models" / "mlp.dnn"
 
@@ -58,7 +63,7 @@ def test_dump_is_indented_json_with_a_final_newline() -> None:
 
 def test_an_export_reads_back_and_reproduces_the_cost(tmp_path: Path) -> None:
     data = exported()
-    pins = load_strategy(write(tmp_path, data), "mlp", 8)
+    pins = load_strategy(write(tmp_path, data), "mlp", 8).configs
     assert pins == {layer["name"]: layer["config"] for layer in data["layers"]}
     problem = build_problem(parse_file(str(MLP)), 8, pinned=pins)
     assert all(len(problem.configs(name)) == 1 for name in problem.layers)
@@ -67,7 +72,7 @@ def test_an_export_reads_back_and_reproduces_the_cost(tmp_path: Path) -> None:
 
 def test_only_layers_are_needed(tmp_path: Path) -> None:
     path = write(tmp_path, {"layers": [{"name": "h", "config": {"b": 2}}, {"name": "a"}]})
-    assert load_strategy(path, "anything", 3) == {"h": {"b": 2}, "a": {}}
+    assert load_strategy(path, "anything", 3).configs == {"h": {"b": 2}, "a": {}}
 
 
 def diagnostic(path: str, graph: str = "mlp", devices: int = 8) -> Diagnostic:
@@ -86,27 +91,146 @@ def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
     assert text.splitlines()[1:] == ['  {"name": "h",, "config": {}}', " " * 15 + "^"]
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"graph": "other", "layers": []}, "the strategy is for graph @other, not @mlp"),
+@pytest.mark.parametrize(("data", "message", "caret"), [
+    ({"graph": "other", "layers": []}, "the strategy is for graph @other, not @mlp", '"other"'),
     ({"devices": 4, "layers": []}, "the strategy is for 4 devices, but the search has "
-                                   "devices=8"),
+                                   "devices=8", "4"),
     ({"layers": [{"name": "h", "config": {}}, {"name": "h", "config": {"b": 2}}]},
-     'layer "h" appears twice'),
+     'layer "h" appears twice (first at layers[0])', '"h"'),
     ({"layers": [{"name": "h", "config": {"b": 2.5}}]},
-     'layers[0] ("h") needs a "config" object of dimension: integer factor'),
+     "layers[0].config.b must be a positive integer split factor, not 2.5", "2.5"),
     ({"layers": [{"name": "a", "config": {}}, {"name": "h", "config": {"b": "2"}}]},
-     'layers[1] ("h") needs a "config" object'),
-    ({"layers": [{"name": "h", "config": {"b": True}}]}, 'needs a "config" object'),
-    ({"layers": [{"name": "h", "config": [["b", 2]]}]}, 'needs a "config" object'),
-    ({"layers": [{"config": {"b": 2}}]}, 'layers[0] needs a "name" string'),
-    ({"layers": [{"name": 3}]}, 'layers[0] needs a "name" string'),
-    ({"layers": {"h": {"b": 2}}}, 'a strategy file is a JSON object with a "layers" list'),
-    ([{"name": "h"}], 'a strategy file is a JSON object with a "layers" list'),
+     'layers[1].config.b must be a positive integer split factor, not the string "2"',
+     '"2"'),
+    ({"layers": [{"name": "h", "config": {"b": True}}]},
+     "layers[0].config.b must be a positive integer split factor, not true", "true"),
+    ({"layers": [{"name": "h", "config": {"b": 0}}]},
+     "layers[0].config.b must be a positive integer split factor, not 0", "0"),
+    ({"layers": [{"name": "h", "config": {"b": None}}]},
+     "layers[0].config.b must be a positive integer split factor, not null", "null"),
+    ({"layers": [{"name": "h", "config": [["b", 2]]}]},
+     "layers[0].config must be an object of dimension: split factor, not a list", "["),
+    ({"layers": [{"config": {"b": 2}}]},
+     'layers[0] needs a "name" (the layer\'s name, a string)', "{"),
+    ({"layers": [{"name": 3}]}, "layers[0].name must be a string, not 3", "3"),
+    ({"layers": [{"name": "h", "op": []}]}, "layers[0].op must be a string, not a list",
+     "["),
+    ({"layers": [{"name": "h", "cost": "1"}]},
+     'layers[0].cost must be a number, not the string "1"', '"1"'),
+    ({"layers": ["h"]}, 'layers[0] must be a layer object ({"name": ..., "config": {...}}), '
+                       'not the string "h"', '"h"'),
+    ({"layers": {"h": {"b": 2}}}, "layers must be a list of layer objects, not an object",
+     "{"),
+    ({"graph": 7, "layers": []}, "graph must be a string (the graph's name), not 7", "7"),
+    ({"devices": "8", "layers": []}, 'devices must be a positive integer, not the string "8"',
+     '"8"'),
+    ({"devices": True, "layers": []}, "devices must be a positive integer, not true", "true"),
+    ({"devices": 8.0, "layers": []}, "devices must be a positive integer, not 8.0", "8.0"),
+    ({"machine": "v100", "layers": []}, 'machine must be an object, not the string "v100"',
+     '"v100"'),
+    ({"cost": {"total": None}, "layers": []}, "cost.total must be a number, not null",
+     "null"),
+    ({"speedup": [], "layers": []}, "speedup must be a number, not a list", "["),
+    ({}, 'the strategy needs a "layers" list', "{"),
+    ([{"name": "h"}], '[0] needs a "layers" list', "{"),
+    ([], "a strategy file holds a strategy object, or a list of them (one per graph), not "
+         "an empty list", "["),
+    ('"layers"', 'a strategy file holds a strategy object, or a list of them (one per '
+                 'graph), not the string "layers"', '"layers"'),
+    ([{"graph": "mlp", "layers": []}, 3], "[1] must be a strategy object, not 3", "3"),
+    ([{"graph": "mlp", "layers": []}, {"layers": []}],
+     '[1] needs a "graph" (the name of its graph): the file holds several strategies', "{"),
+    ([{"graph": "mlp", "layers": []}, {"graph": "mlp", "layers": [{"name": "h"}]}],
+     "[1] is a second strategy for graph @mlp (the first is [0])", '"mlp"'),
+    ([{"graph": "a", "layers": []}, {"graph": "b", "layers": []}],
+     "the strategy file has strategies for @a, @b but not for @mlp", None),
+    ([{"graph": "mlp", "devices": 8, "layers": []}, {"graph": "b", "devices": 2,
+                                                      "layers": []}], None, None),
+    ([{"graph": "b", "layers": []}, {"graph": "mlp", "devices": 4, "layers": []}],
+     "the strategy is for 4 devices, but the search has devices=8", "4"),
 ])
-def test_load_errors(tmp_path: Path, data: object, message: str) -> None:
-    error = diagnostic(write(tmp_path, data))
-    assert message in error.message
-    assert str(error) == f"{error.filename}: error: {error.message}"
+def test_load_errors(tmp_path: Path, data: object, message: str | None,
+                     caret: str | None) -> None:
+    """Each error names the JSON path, and the caret marks the value at fault."""
+    path = write(tmp_path, data)
+    if message is None:
+        load_strategy(path, "mlp", 8)  # another graph's strategy need not fit
+        return
+    error = diagnostic(path)
+    assert error.message == message
+    if caret is None:
+        assert str(error) == f"{path}: error: {message}"
+        return
+    first, source, marks = str(error).splitlines()
+    assert first == f"{path}:1:{error.column}: error: {message}"
+    assert source == Path(path).read_text()
+    assert marks == " " * (error.column - 1) + "^" * len(caret)
+    assert source[error.column - 1:].startswith(caret)
+
+
+def test_the_place_is_found_in_an_indented_file(tmp_path: Path) -> None:
+    data = {"graph": "mlp", "layers": [{"name": "h", "config": {"b": 2}},
+                                       {"name": "a", "config": {"h": "2"}}]}
+    path = write(tmp_path, json.dumps(data, indent=2))
+    error = diagnostic(path)
+    assert str(error).splitlines() == [
+        f'{path}:13:14: error: layers[1].config.h must be a positive integer split factor, '
+        'not the string "2"',
+        '        "h": "2"',
+        "             ^^^"]
+
+
+def test_a_duplicate_key_is_placed_where_json_reads_it(tmp_path: Path) -> None:
+    path = write(tmp_path, '{"devices": 8, "layers": [], "devices": "8"}')
+    error = diagnostic(path)
+    assert (error.message, error.column) == (
+        'devices must be a positive integer, not the string "8"', 41)
+
+
+@pytest.mark.parametrize(("where", "key", "expected"), [
+    (("layers", 1, "config", "b"), False, (71, 1)),
+    (("layers", 1, "config", "b"), True, (66, 3)),
+    (("layers", 1, "config", "x"), False, (65, 1)),   # missing: its enclosing object
+    (("layers", 5), False, (11, 1)),
+    ((), False, (0, 1)),
+])
+def test_locate(where: tuple, key: bool, expected: tuple[int, int]) -> None:
+    text = '{"layers": [{"name": "h", "config": {}}, {"name": "a", "config": {"b": 2}}]}'
+    assert locate(text, where, key) == expected
+
+
+def test_deep_nesting_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    path = write(tmp_path, "[" * 100000 + "]" * 100000)
+    error = diagnostic(path)
+    assert error.message == ("not a strategy file: its arrays and objects nest more than 100 "
+                             "levels deep (a strategy nests five)")
+    assert (error.line, error.column) == (1, 101)
+    assert error.source_line is None   # a line too long to show
+
+
+def test_an_overlong_integer_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, '{"layers": [], "devices": ' + "9" * 5000 + "}")
+    assert "an integer has more than 4300 digits" in diagnostic(path).message
+
+
+def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"layers": [\n  {"name": "h\xe9"}]}')
+    error = diagnostic(str(path))
+    assert str(error).splitlines() == [
+        f"{path}:2:14: error: the strategy file is not UTF-8 text (invalid continuation "
+        "byte at byte 26)",
+        '  {"name": "h\ufffd"}]}',
+        " " * 13 + "^"]
+
+
+def test_pins_know_where_each_layer_is(tmp_path: Path) -> None:
+    path = write(tmp_path, [{"graph": "other", "layers": []},
+                            {"graph": "mlp", "layers": [{"name": "h", "config": {"b": 2}}]}])
+    pins = load_strategy(path, "mlp", 8)
+    assert pins.entries == {"h": (1, "layers", 0)}
+    error = pins.error("bad b", "h", "config", "b", key=True)
+    assert (error.line, error.column, error.length) == (1, 89, 3)   # the key "b"
 
 
 def test_missing_file(tmp_path: Path) -> None:
