@@ -15,26 +15,56 @@ import os
 import sys
 from collections.abc import Sequence
 from io import StringIO
-from typing import IO
+from typing import IO, Any, NoReturn
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.ir import AttributeInvT, Operation, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pase.dialect import get_all_dialects
 from pase.frontend import Diagnostic, parse_text
 from pase.frontend.diagnostics import offset_to_line_column
-from pase.frontend.files import write_atomically
+from pase.frontend.files import deferred_writes, read_line, write_atomically
 from pase.passes import PASS_SUMMARIES, get_all_passes
+
+NOTHING_PARSED = "Could not parse entire input!"
 
 
 class LocatedParser(Parser):
-    """The MLIR parser, recording each op's `file:line:col` as its location."""
+    """The MLIR parser, recording each op's `file:line:col` as its location, and reporting
+    an undefined value at its first use (xDSL reports it at the end of the input)."""
 
     line_offset = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.first_uses: dict[str, Span] = {}
+
+    def resolve_operand(self, operand: UnresolvedOperand,
+                        type: AttributeInvT) -> SSAValue[AttributeInvT]:
+        name = operand.operand_name
+        if name not in self.ssa_values:
+            self.first_uses.setdefault(name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            if self._current_token.kind == TokenKind.EOF and error.msg == NOTHING_PARSED:
+                return ModuleOp([])  # as mlir-opt: no ops (only comments) is an empty module
+            undefined = [name for name in self.forward_ssa_references
+                         if name in self.first_uses]
+            if not error.msg.startswith("values used but not defined") or not undefined:
+                raise
+            more = f" (and {len(undefined) - 1} more)" if len(undefined) > 1 else ""
+            raise ParseError(self.first_uses[undefined[0]],
+                             f"use of undefined value %{undefined[0]}{more}") from None
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
@@ -79,6 +109,7 @@ class PaseOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.error = _usage_error  # type: ignore[method-assign]
         for action in arg_parser._actions:
             if action.dest == "passes":
                 action.help = ("comma-separated pass pipeline, e.g. "
@@ -98,7 +129,7 @@ class PaseOptMain(xDSLOptMain):
                              f"{error.start})", self.get_input_name()) from None
         if frontend == "dnn":
             try:
-                return parse_text(text, self.get_input_name())
+                module = parse_text(text, self.get_input_name())
             except Diagnostic as error:
                 if error.line:
                     # Keep the chunk's own line for the caret before moving to file lines.
@@ -110,6 +141,13 @@ class PaseOptMain(xDSLOptMain):
                     print(error)
                     return None
                 raise
+            if start_offset:  # locations count lines of the file, not of the chunk
+                for op in module.walk():
+                    if isinstance(op.location, FileLineColLoc):
+                        op.location = FileLineColLoc(
+                            op.location.filename, IntAttr(op.location.line.data + start_offset),
+                            op.location.column)
+            return module
         if frontend == "mlir":
             parser = LocatedParser(self.ctx, text, self.get_input_name())
             parser.line_offset = start_offset
@@ -149,19 +187,7 @@ def verify_located(module: ModuleOp) -> None:
             filename, line = location.filename.data, location.line.data
             raise DiagnosticException(str(Diagnostic(
                 message, filename, line, location.column.data,
-                source_line=_read_line(filename, line)))) from None
-
-
-def _read_line(filename: str, line: int) -> str | None:
-    """Line `line` of `filename`, to show under a verifier error, if it can be read."""
-    try:
-        with open(filename, encoding="utf-8") as stream:
-            for number, text in enumerate(stream, 1):
-                if number == line:
-                    return text.rstrip("\n")
-    except (OSError, UnicodeDecodeError):
-        pass
-    return None
+                source_line=read_line(filename, line)))) from None
 
 
 def format_parse_error(error: ParseError) -> str:
@@ -179,8 +205,10 @@ def format_parse_error(error: ParseError) -> str:
 def main(args: Sequence[str] | None = None) -> None:
     """Run pase-opt; any error is one diagnostic on stderr and exit status 1."""
     try:
-        driver = PaseOptMain(args)
-        driver.run()
+        with deferred_writes():  # what passes write (export=) lands only if the run succeeds
+            driver = PaseOptMain(args)
+            driver.run()
+            write_output(driver.output.getvalue(), driver.args.output_file)
     except SystemExit as exit_:
         # argparse exits 2 on a bad flag; pase reports every usage error as status 1.
         sys.exit(1 if exit_.code == 2 else exit_.code)
@@ -205,7 +233,6 @@ def main(args: Sequence[str] | None = None) -> None:
             raise
         _fail(f"pase-opt: internal error: {type(error).__name__}: {error} "
               "(rerun with PASE_DEBUG=1 for the traceback, and please report it)")
-    write_output(driver.output.getvalue(), driver.args.output_file)
 
 
 def write_output(text: str, path: str | None) -> None:
@@ -218,6 +245,12 @@ def write_output(text: str, path: str | None) -> None:
         write_atomically(path, text)
     except OSError as error:
         _fail(f"pase-opt: error: cannot write {path}: {error.strerror}")
+
+
+def _usage_error(message: str) -> NoReturn:
+    """A bad command line: one line, exit status 1 (argparse would print its usage)."""
+    print(f"pase-opt: error: {message} (see pase-opt --help)", file=sys.stderr)
+    sys.exit(1)
 
 
 def _fail(message: str) -> None:

@@ -40,3 +40,9 @@ dnn.graph @first(b = 8) {
 // LOCATED-DNN:      {{.*}}split.dnn:8:13: error: undefined value %q
 // LOCATED-DNN-NEXT: {{^}}  %y = relu %q{{$}}
 // LOCATED-DNN-NEXT: {{^}}            ^^{{$}}
+
+// Errors a pass reports at an op of a later .dnn chunk also name the line in the whole file.
+// RUN: not pase-opt %S/Inputs/split-pinned.dnn --split-input-file -p 'pase-search{devices=4}' 2>&1 | filecheck %s --check-prefix=PINNED --strict-whitespace
+// PINNED:      {{^}}{{.*}}split-pinned.dnn:9:8: error: layer 'y' is pinned to 16 devices but only 4 are available{{$}}
+// PINNED-NEXT: {{^}}  %y = einsum %x, %w -> [b, h] config {h = 16}{{$}}
+// PINNED-NEXT: {{^}}       ^{{$}}

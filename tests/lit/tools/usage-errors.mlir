@@ -4,15 +4,14 @@
 // RUN: not pase-opt %s -f no-such-frontend 2>&1 | filecheck %s --check-prefix=FRONTEND
 // RUN: not pase-opt %S/Inputs/notes.txt 2>&1 | filecheck %s --check-prefix=EXTENSION
 
-// FLAG:          usage: pase-opt
-// FLAG:          pase-opt: error: unrecognized arguments: --no-such-flag
-// FLAG-NOT:      Traceback
+// FLAG:          {{^}}pase-opt: error: unrecognized arguments: --no-such-flag (see pase-opt --help){{$}}
+// FLAG-NOT:      {{.}}
 
 // MISSING:       {{^}}pase-opt: error: cannot open {{.*}}no-such-file.dnn: No such file or directory{{$}}
 // MISSING-NOT:   {{.}}
 
-// FRONTEND:      pase-opt: error: argument -f/--frontend: invalid choice: 'no-such-frontend' (choose from mlir, dnn)
-// FRONTEND-NOT:  Traceback
+// FRONTEND:      {{^}}pase-opt: error: argument -f/--frontend: invalid choice: 'no-such-frontend' (choose from mlir, dnn) (see pase-opt --help){{$}}
+// FRONTEND-NOT:  {{.}}
 
 // EXTENSION:     {{^}}pase-opt: error: Unrecognized file extension 'txt'{{$}}
 // EXTENSION-NOT: {{.}}
