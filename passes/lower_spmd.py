@@ -10,6 +10,9 @@ dim, or an operand gradient over split dims it does not range over) a
 of their first reader. The result moves exactly the words docs/cost-model.md charges,
 which `pase-run --check` verifies.
 
+Option `devices=P` (at least 1) sets the program's device count; omitted, it is the
+device count of the graph's `pase.strategy`, the one pase-search optimized for.
+
     pase-opt models/mlp.dnn -p 'pase-search{devices=4},pase-autodiff,pase-lower-spmd'
 """
 
@@ -75,20 +78,29 @@ def placement(space: IterationSpace, config: ConfigAttr | None,
 
 @dataclass(frozen=True)
 class LowerSpmdPass(ModulePass):
-    """Lower every `dnn.graph` to a `dist.program` on `devices` devices (default: the
-    devices of its `pase.strategy`)."""
+    """Lower every `dnn.graph` to a `dist.program` on `devices` devices.
+
+    `devices` is at least 1; omitted (None), each graph's program gets the device count
+    of its `pase.strategy` (from pase-search):
+
+        pase-lower-spmd              the strategy's device count
+        pase-lower-spmd{devices=8}   8 devices (at least as many as the largest layer grid)
+    """
 
     name = "pase-lower-spmd"
 
-    devices: int = 0
+    devices: int | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.devices is not None and self.devices < 1:
+            raise Diagnostic("pase-lower-spmd: devices must be at least 1, or omitted to use "
+                             "the strategy's device count")
         for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
             program = _Lowering(graph, self._devices(graph)).run()
             Rewriter.replace_op(graph, program)
 
     def _devices(self, graph: dnn.GraphOp) -> int:
-        if self.devices:
+        if self.devices is not None:
             return self.devices
         strategy = graph.attributes.get("pase.strategy")
         if strategy is None:
