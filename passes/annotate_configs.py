@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.passes import ModulePass
 
 from pase.dialect.dnn import LayerOp
 from pase.dialect.pase import NUM_CONFIGS_ATTR_NAME
 from pase.frontend.diagnostics import Diagnostic
+from pase.passes import PasePass
 from pase.passes.strategy.configs import enumerate_configs
 
 
 @dataclass(frozen=True)
-class AnnotateConfigsPass(ModulePass):
+class AnnotateConfigsPass(PasePass):
     """Attach the number of valid configurations to every layer."""
 
     name = "pase-annotate-configs"

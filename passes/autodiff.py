@@ -24,12 +24,12 @@ parameter, which lives where its first reader needs it).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pase.dialect import dnn
@@ -40,6 +40,7 @@ from pase.dialect.pase import (
     LAYOUT_OF_ATTR_NAME,
 )
 from pase.frontend.diagnostics import Diagnostic
+from pase.passes import PasePass
 from pase.passes.strategy.layers import layer_names
 
 LAYER_ATTR = LAYER_ATTR_NAME
@@ -48,7 +49,7 @@ LAYOUT_OF_ATTR = LAYOUT_OF_ATTR_NAME
 
 
 @dataclass(frozen=True)
-class AutodiffPass(ModulePass):
+class AutodiffPass(PasePass):
     """Append the backward pass and an SGD update to every graph."""
 
     name = "pase-autodiff"
@@ -56,6 +57,8 @@ class AutodiffPass(ModulePass):
     lr: float = 0.01
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not 0 < self.lr < math.inf:
+            raise Diagnostic(f"pase-autodiff: lr must be a positive number, got {self.lr}")
         for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
             _Differentiator(graph, self.lr).run()
 

@@ -32,13 +32,13 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from pase.dialect import dist, dnn
 from pase.dialect.interface import IterationSpace
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.frontend.diagnostics import Diagnostic
+from pase.passes import PasePass
 from pase.passes.autodiff import GRID_ORDER_ATTR, LAYER_ATTR, LAYOUT_OF_ATTR
 from pase.passes.strategy.layers import layer_names
 
@@ -77,7 +77,7 @@ def placement(space: IterationSpace, config: ConfigAttr | None,
 
 
 @dataclass(frozen=True)
-class LowerSpmdPass(ModulePass):
+class LowerSpmdPass(PasePass):
     """Lower every `dnn.graph` to a `dist.program` on `devices` devices.
 
     `devices` is at least 1; omitted (None), each graph's program gets the device count

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
 from pase.frontend.diagnostics import Diagnostic
 from pase.frontend.files import read_line, write_atomically
+from pase.passes import PasePass
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.machines import MachineError
 from pase.passes.strategy.problem import PinError, build_problem, solve
@@ -47,7 +47,7 @@ from pase.passes.strategy.strategy_file import (
 
 
 @dataclass(frozen=True)
-class PaseSearchPass(ModulePass):
+class PaseSearchPass(PasePass):
     """Find the optimal strategy of each graph and attach it."""
 
     name = "pase-search"

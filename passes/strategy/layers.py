@@ -93,7 +93,7 @@ def layer_names(graph: dnn.GraphOp) -> dict[dnn.LayerOp, str]:
 def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str | None]:
     """The layers, edges and batch dim (the first input's first dim) of a graph."""
     names = layer_names(graph)
-    index = {op: i for i, op in enumerate(graph.layers)}
+    index = {op: i for i, op in enumerate(graph.layers)}  # forward layers only
     needs_grad: dict[SSAValue, bool] = {}
     batch: str | None = None
     for op in graph.body.block.ops:
@@ -103,7 +103,7 @@ def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
             needs_grad[op.output] = False
             if batch is None and op.output.type.shape.dims:
                 batch = op.output.type.shape.dims[0]
-        elif isinstance(op, dnn.LayerOp):
+        elif op in index:  # (the gradient layers pase-autodiff adds read vjp results)
             needs_grad[op.output] = any(needs_grad[v] for v in op.inputs)
 
     layers: list[Layer] = []

@@ -4,11 +4,15 @@
 // RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-annotate-configs{devices=0}' 2>&1 | filecheck %s --check-prefix=VALUE
 // RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-annotate-configs{min-shard=0}' 2>&1 | filecheck %s --check-prefix=SHARD
 // RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-annotate-configs{devices=4' 2>&1 | filecheck %s --check-prefix=SPEC
+// RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-search{devices=4,8}' 2>&1 | filecheck %s --check-prefix=LIST
+// RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-search{devices=4 report=1}' 2>&1 | filecheck %s --check-prefix=BOOL
+// RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-autodiff{lr=-1}' 2>&1 | filecheck %s --check-prefix=LR
+// RUN: pase-opt %S/Inputs/tiny-loss.dnn -p 'pase-search{devices=2 memory-gib=1e-2},pase-autodiff{lr=1}' | filecheck %s --check-prefix=NUMBERS
 
-// TYPE:      {{^}}pase-opt: error: Incompatible types: given ('x',), expected <class 'int'>{{$}}
+// TYPE:      {{^}}pase-opt: error: pase-annotate-configs: option 'devices' takes an integer, got "x"{{$}}
 // TYPE-NOT:  {{.}}
 
-// NAME:      {{^}}pase-opt: error: Provided arguments ["gpus"] not found in expected arguments ["devices", "min_shard"]{{$}}
+// NAME:      {{^}}pase-opt: error: pase-annotate-configs: unknown option 'gpus'; its options are devices, min-shard{{$}}
 // NAME-NOT:  {{.}}
 
 // VALUE:     error: pase-annotate-configs: devices must be at least 1, got 0{{$}}
@@ -21,3 +25,15 @@
 // SPEC-NEXT: pass-pipeline:1:32
 // SPEC:      Malformed pass arguments, expected either a space or `}` here
 // SPEC-NOT:  Traceback
+
+// LIST:      {{^}}pase-opt: error: pase-search: option 'devices' takes one value, got 2{{$}}
+// LIST-NOT:  {{.}}
+
+// BOOL:      {{^}}pase-opt: error: pase-search: option 'report' takes true or false, got 1{{$}}
+// BOOL-NOT:  {{.}}
+
+// LR:        {{^}}error: pase-autodiff: lr must be a positive number, got -1.0{{$}}
+// LR-NOT:    {{.}}
+
+// An integer is a number, and a number may have an exponent.
+// NUMBERS:   dnn.sgd {{.*}} lr 1.000000e+00

@@ -339,3 +339,15 @@ def test_repeated_blocks_share_their_edge_tables() -> None:
     pruned, _ = prune(graph)
     kept = list(pruned.edge_costs.values())
     assert len({table.__array_interface__["data"][0] for table in kept}) < len(kept) / 2
+
+
+def test_search_after_autodiff_sees_the_forward_layers() -> None:
+    # pase-autodiff's gradient layers read dnn.vjp results; the search skips them.
+    from xdsl.context import Context
+
+    from pase.passes.autodiff import AutodiffPass
+
+    module = parse_file(str(MODELS / "mlp.dnn"))
+    AutodiffPass().apply(Context(), module)
+    problem = build_problem(module, 4)
+    assert problem.layers == build_problem(parse_file(str(MODELS / "mlp.dnn")), 4).layers
