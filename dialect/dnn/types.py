@@ -85,11 +85,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
             end = parser.pos + 1  # just past the closing '>'
         parameters = (ArrayAttr(StringAttr(d) for d, _ in dims),
                       ArrayAttr(IntAttr(s) for _, s in dims), element_type)
-        try:  # report an invalid type where it is written, not without a location
-            cls.new(parameters)
-        except VerifyException as error:
-            parser.raise_error(str(error), start, end)
-        return parameters
+        return checked_parameters(cls, parameters, parser, start, end)
 
     def print_parameters(self, printer: Printer) -> None:
         shape = self.shape
@@ -117,3 +113,14 @@ def shape_of(value: SSAValue) -> NamedShape:
     if not isinstance(value.type, TensorType):
         raise VerifyException(f"expected a !dnn.tensor, got {value.type}")
     return value.type.shape
+
+
+def checked_parameters(cls: type[ParametrizedAttribute], parameters: tuple[Attribute, ...],
+                       parser: AttrParser, start: int, end: int) -> tuple[Attribute, ...]:
+    """`parameters` once they make a valid `cls`; otherwise the verifier's message as a
+    parse error over `start:end`, so an invalid type is reported where it is written."""
+    try:
+        cls.new(parameters)
+    except VerifyException as error:
+        parser.raise_error(str(error), start, end)
+    return parameters

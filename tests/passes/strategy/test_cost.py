@@ -16,7 +16,7 @@ import pytest
 from pase.frontend import parse_text
 from pase.passes.strategy import Machine, build_problem
 from pase.passes.strategy.configs import enumerate_configs
-from pase.passes.strategy.cost import blocks, group_spans_nodes, redistribution_words
+from pase.passes.strategy.cost import _blocks, blocks, group_spans_nodes, redistribution_words
 from pase.passes.strategy.layers import layers_from_graph
 
 FLOPS = 1e12
@@ -420,6 +420,46 @@ def test_redistribution_words_matches_naive_overlaps(seed: int) -> None:
     expected_forward, expected_backward = naive_redistribution(held, needed)
     np.testing.assert_array_equal(forward, expected_forward)
     np.testing.assert_array_equal(backward, expected_backward)
+
+
+def canonical_layouts(rng: np.random.Generator, count: int, sizes: tuple[int, ...],
+                      devices: int) -> np.ndarray:
+    """`count` random layouts from `blocks`' canonical placement: a random grid of at
+    most `devices` devices, each tensor dim on its own grid axis or whole."""
+    layouts = []
+    for _ in range(count):
+        factors: list[int] = []
+        dim_axes = []
+        for size in sizes:
+            room = devices // prod(factors)
+            choices = [f for f in range(2, room + 1) if size % f == 0]
+            if choices and rng.random() < 0.6:
+                dim_axes.append(len(factors))
+                factors.append(int(rng.choice(choices)))
+            else:
+                dim_axes.append(-1)
+        if prod(factors) * 2 <= devices and rng.random() < 0.5:
+            factors.append(2)                       # an axis the tensor is replicated on
+        order = rng.permutation(len(factors))       # grid axes in any order
+        position = {int(old): new for new, old in enumerate(order)}
+        layouts.append(_blocks(tuple(factors[int(i)] for i in order),
+                               tuple(position[a] if a >= 0 else -1 for a in dim_axes),
+                               sizes, devices))
+    return np.stack(layouts)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_canonical_layouts(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    devices, rank = int(rng.integers(1, 17)), int(rng.integers(0, 4))
+    sizes = tuple(int(rng.choice([1, 2, 3, 4, 6, 8, 12])) for _ in range(rank))
+    held = canonical_layouts(rng, int(rng.integers(1, 10)), sizes, devices)
+    needed = canonical_layouts(rng, int(rng.integers(1, 10)), sizes, devices)
+    expected = naive_redistribution(held, needed)
+    for method in (redistribution_words(held, needed),
+                   redistribution_words(held, needed, compiled=True)):
+        for ours, theirs in zip(method, expected, strict=True):
+            assert np.array_equal(ours, theirs)
 
 
 def test_blocks_are_row_major_slices() -> None:

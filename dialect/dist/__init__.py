@@ -1,0 +1,50 @@
+"""The `dist` dialect: one SPMD program over p devices, with explicit communication.
+
+Follows MLIR's `shard` dialect where the concepts match: device grids are `shard.grid`
+symbols (xDSL's op), a tensor dim is split along a grid axis (`split_axes`, as in
+`shard.sharding`), and collectives are spelled `dist.all_reduce %x on @grid grid_axes =
+[1]` like `shard.all_reduce`. What `shard` lacks and pase needs: a value type that
+carries its global named shape, its local (per-device) shape and its sharding, partial
+sums, and `dist.redistribute` between layouts on different grids.
+
+A grid's devices are ids 0..q-1 in row-major order; devices q..p-1 hold nothing of the
+values on that grid and skip its ops.
+
+    dist.program @mlp(devices = 4) {
+      shard.grid @grid4(shape = 4)
+      %x = dist.input "x" : !dist.tensor<[b = 64, d = 256] local [64, 256], f32
+                                         on @grid4 split [[], []]>
+      %h = dist.layer "dnn.einsum"(%x, %w1) stats [] props {} tag "h"
+          : (...) -> !dist.tensor<... partial [0]>
+      %h_sum = dist.all_reduce %h on @grid4 grid_axes = [0] tag "h" : ... -> ...
+      %h_a = dist.redistribute %h_sum tag "h->a" : !dist.tensor<...> -> !dist.tensor<...>
+      dist.return %l : ...
+    }
+
+The dialect is split by a rule: `types` (the tensor type) and `ops`; everything is
+re-exported here.
+"""
+
+from xdsl.ir import Dialect
+
+from pase.dialect.dist.ops import (
+    AllReduceOp,
+    InputOp,
+    LayerOp,
+    ParamOp,
+    ProgramOp,
+    RedistributeOp,
+    ReturnOp,
+    grid_shape,
+    verify_values,
+)
+from pase.dialect.dist.types import KERNELS, TensorType, axes_attr, local_shape
+
+Dist = Dialect("dist", [ProgramOp, InputOp, ParamOp, LayerOp, AllReduceOp, RedistributeOp,
+                        ReturnOp], [TensorType])
+
+__all__ = [
+    "KERNELS", "AllReduceOp", "Dist", "InputOp", "LayerOp", "ParamOp", "ProgramOp",
+    "RedistributeOp", "ReturnOp", "TensorType", "axes_attr", "grid_shape", "local_shape",
+    "verify_values",
+]
