@@ -29,6 +29,7 @@ from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.shapes import ELEMENT_TYPES, MAX_ELEMENTS, NamedShape, ShapeError, shape_of
 from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
+from pase.frontend.files import read_text
 
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
 Node = Any
@@ -84,12 +85,7 @@ DATA_STATEMENTS = ("input", "param")
 
 def parse_file(path: str) -> ModuleOp:
     """Parse a `.dnn` file into a verified `builtin.module` of `dnn.graph`s."""
-    try:
-        with open(path, encoding="utf-8") as stream:
-            text = stream.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise Diagnostic(f"cannot read the file: {error}", path) from None
-    return parse_text(text, path)
+    return parse_text(read_text(path), path)
 
 
 def parse_text(text: str, filename: str = "<input>") -> ModuleOp:

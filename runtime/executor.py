@@ -249,7 +249,9 @@ class _Device:
         operands, result = inputs[:arity], inputs[arity]
         types = step.operand_types[:arity]
         result_value = step.operands[arity]
-        dy = None if seeded else inputs[arity + 1]
+        # The loss's own layer has no incoming gradient: d loss / d loss is 1, whatever
+        # op produces the loss (a partial sum's blocks add up to it, so 1 on each).
+        dy = np.ones_like(result) if seeded else inputs[arity + 1]
         dims = [t.dims for t in types]
         needs = [i in wrt for i in range(arity)]
         reduce, _ = self.callbacks(step, types[0])
@@ -303,7 +305,7 @@ class _Device:
                 count = prod(s for d, s in zip(types[0].dims, types[0].sizes, strict=True)
                              if d != over)
                 grads = [normalization.softmax_cross_entropy_backward(
-                    1.0, x, dims[0], operands[1], over, saved, count,
+                    dy, x, dims[0], operands[1], over, saved, count,
                     self.offset(types[0], axis))]
             case _:
                 raise ValueError(f"no backward kernel for {forward}")
@@ -335,5 +337,7 @@ def _place(array: np.ndarray, block: Box, values: np.ndarray) -> np.ndarray:
 def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
                steps: int, float_type: str | None = None) -> DeviceResult:
     """Run `steps` training steps of `program` on this device; `float_type` ("f64")
-    overrides the floating-point type of the program (the data must match)."""
-    return _Device(program, comm, float_type).run(data, steps)
+    overrides the floating-point type of the program (the data must match). Overflow
+    raises no numpy warning: its inf and nan reach the results, and the report."""
+    with np.errstate(all="ignore"):
+        return _Device(program, comm, float_type).run(data, steps)

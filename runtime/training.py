@@ -19,10 +19,17 @@ from math import prod
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.ir import Operation
 
-from pase.dialect import dnn
-from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect import dist, dnn
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    LAYER_ATTR_NAME,
+    LAYOUT_OF_ATTR_NAME,
+    ConfigAttr,
+)
+from pase.frontend import Diagnostic
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.strategy.cost import blocks, layer_cost, redistribution_words
@@ -58,6 +65,9 @@ class TrainingReport:
     noise: float = 0.0
     """The f32 reference's own normwise error against an f64 run (measured only when
     the f32 errors exceed 1e-4): f32 rounding alone, without any sharding."""
+    diverged: bool = False
+    """The 1-device run's losses, gradients or parameters are not finite (inf or nan):
+    the training itself overflowed, e.g. with too large a learning rate."""
 
     def max_error(self) -> float:
         """The largest relative error (NaN, if any result was not finite)."""
@@ -85,6 +95,74 @@ def _graph(module: ModuleOp) -> dnn.GraphOp:
     if len(graphs) != 1:
         raise ValueError(f"pase-run runs one graph, the file has {len(graphs)}")
     return graphs[0]
+
+
+def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:
+    """The one forward graph of `module` that pase-run can train, or a `Diagnostic` (at
+    the offending op where it has a location, else naming `filename`) saying why not.
+
+    pase-run runs pase-autodiff and pase-lower-spmd itself, so it takes the model before
+    them. The loss is the first value the graph returns: a floating-point scalar that a
+    layer computes (any layer: `softmax_cross_entropy`, `reduce mean ... over [b, c]`,
+    an einsum `-> []`, ...). A tensor is not summed silently into a loss: PyTorch's
+    `backward()` and pase-autodiff refuse a non-scalar output too, so pase-run asks for
+    the reduction to be written in the model.
+    """
+    programs = [op for op in module.walk() if isinstance(op, dist.ProgramOp)]
+    if programs:
+        raise _located(f"pase-run takes a forward graph, but this is the dist.program "
+                       f"@{programs[0].sym_name.data} from pase-lower-spmd; give it the "
+                       "model before pase-autodiff", programs[0], filename)
+    graphs = [op for op in module.walk() if isinstance(op, dnn.GraphOp)]
+    if len(graphs) != 1:
+        raise Diagnostic(f"pase-run runs one dnn.graph, the file has {len(graphs)}",
+                         filename)
+    graph = graphs[0]
+    gradient_ops = [op for op in graph.body.block.ops
+                    if isinstance(op, dnn.VjpOp | dnn.SgdOp)
+                    or LAYER_ATTR_NAME in op.attributes or LAYOUT_OF_ATTR_NAME in op.attributes]
+    if gradient_ops:
+        named = [op for op in gradient_ops if isinstance(op, dnn.VjpOp | dnn.SgdOp)]
+        kinds = ", ".join(sorted({op.name for op in named or gradient_ops}, reverse=True))
+        raise _located(f"pase-run takes a forward graph, but @{graph.sym_name.data} already "
+                       f"has gradient ops ({kinds}) from pase-autodiff; give it the model "
+                       "before pase-autodiff", gradient_ops[0], filename)
+    ret = graph.body.block.last_op
+    assert isinstance(ret, dnn.ReturnOp)  # the graph verifier checks it
+    loss = ret.values[0]
+    name = f"%{loss.name_hint}" if loss.name_hint else "the first returned value"
+    shape = dnn.shape_of(loss)
+    where = f"the loss {name} (the first value @{graph.sym_name.data} returns)"
+    if shape.dims:
+        dims = ", ".join(shape.dims)
+        raise _located(f"{where} must be a scalar, but it is [{dims}]; reduce it in the "
+                       f"model, e.g. `%loss = reduce mean {name} over [{dims}]`, and return "
+                       "that", ret, filename)
+    if shape.element not in ("f32", "f64"):
+        raise _located(f"{where} must be f32 or f64, but it is {shape.element}", ret,
+                       filename)
+    if not isinstance(loss.owner, dnn.LayerOp):
+        kind = loss.owner.name.removeprefix("dnn.") if isinstance(loss.owner, Operation) \
+            else "a block argument"
+        raise _located(f"{where} must be computed by a layer, but it is the {kind} "
+                       "itself; nothing would be trained", ret, filename)
+    return graph
+
+
+def _located(message: str, op: Operation, filename: str) -> Diagnostic:
+    """A diagnostic at `op`'s `file:line:col`, with its source line, when it has one."""
+    location = op.location
+    if not isinstance(location, FileLineColLoc):
+        return Diagnostic(message, filename)
+    path, line = location.filename.data, location.line.data
+    source_line = None
+    try:
+        with open(path, encoding="utf-8") as stream:
+            source_line = next((text.rstrip("\n") for number, text in enumerate(stream, 1)
+                                if number == line), None)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return Diagnostic(message, path, line, location.column.data, source_line=source_line)
 
 
 def make_data(graph: dnn.GraphOp, seed: int,
@@ -187,10 +265,11 @@ def normwise_error(measured: dict[str, np.ndarray], reference: dict[str, np.ndar
     measure f32 rounding noise rather than the sharding."""
     if not reference:
         return 0.0
-    difference = max(float(np.max(np.abs(measured[n].astype(np.float64) - reference[n])))
-                     if reference[n].size else 0.0 for n in reference)
-    scale = max(float(np.max(np.abs(reference[n]))) if reference[n].size else 0.0
-                for n in reference)
+    # np.max, not max(): a NaN in any tensor must make the error NaN, whatever the order.
+    difference = float(np.max([np.max(np.abs(measured[n].astype(np.float64) - reference[n]))
+                               if reference[n].size else 0.0 for n in reference]))
+    scale = float(np.max([np.max(np.abs(reference[n])) if reference[n].size else 0.0
+                          for n in reference]))
     return difference / scale if scale > 0 else difference
 
 
@@ -217,8 +296,18 @@ def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: flo
           backend: str = "threads", timeout: float = 120.0,
           float_type: str | None = None) -> TrainingReport:
     """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded;
-    `float_type="f64"` runs an f32 model in double precision."""
-    graph = _graph(module)
+    `float_type="f64"` runs an f32 model in double precision. Training that overflows
+    (too large an `lr`) shows as losses and errors that are not finite, and
+    `report.diverged`; it raises no numpy warnings."""
+    graph = forward_graph(module)
+    # Workers silence floating-point warnings themselves (run_device); inf and nan
+    # reach the report, which says the training diverged.
+    with np.errstate(all="ignore"):
+        return _train(module, graph, devices, steps, seed, lr, backend, timeout, float_type)
+
+
+def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed: int,
+           lr: float, backend: str, timeout: float, float_type: str | None) -> TrainingReport:
     configs = layer_configs(graph)
     element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
                                   if isinstance(op, dnn.ParamOp)), "f32")
@@ -236,8 +325,11 @@ def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: flo
                                                                           data)
     parameter_error = normwise_error(params, reference_params)
     gradient_error = normwise_error(grads, reference_grads)
+    diverged = not all(np.all(np.isfinite(array)) for array in [
+        np.asarray(reference_losses), *reference_grads.values(), *reference_params.values()])
     noise = 0.0
-    if element == "f32" and not max([*loss_errors, gradient_error, parameter_error]) <= 1e-4:
+    errors = [*loss_errors, gradient_error, parameter_error]
+    if element == "f32" and not diverged and not float(np.max(errors)) <= 1e-4:
         exact_data = make_data(graph, seed, "f64")
         exact, _ = execute(reference, exact_data, steps, backend, timeout, "f64")
         noise = max(max(_relative_error(np.asarray(a), np.asarray(b))
@@ -256,4 +348,4 @@ def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: flo
     for tag, words in sorted(measured.items()):
         rows.append(WordsRow(tag, "unexpected", words / steps, 0.0))
     return TrainingReport(graph.sym_name.data, devices, element, losses, reference_losses,
-                          loss_errors, gradient_error, parameter_error, rows, noise)
+                          loss_errors, gradient_error, parameter_error, rows, noise, diverged)

@@ -13,11 +13,18 @@ parameters) relative to the largest value among them. `--check` exits 1 unless t
 are within tolerance (f64 1e-9; f32 1e-4, or twice the f32 rounding error of the
 1-device run itself when a deep model loses more than that to f32 alone) and the words
 match the prediction.
+
+The model is the forward graph, before pase-autodiff. Its loss is the first value it
+returns: a floating-point scalar computed by any layer, whose gradient is 1. A graph
+that returns a tensor there is rejected, naming the value, as pase-autodiff and
+PyTorch's `backward()` reject it: the reduction belongs in the model
+(`%loss = reduce mean %y over [b, c]`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -26,6 +33,7 @@ from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from pase.frontend import Diagnostic, parse_file
 from pase.passes.search import PaseSearchPass
@@ -33,7 +41,7 @@ from pase.passes.strategy.machines import PRESETS
 from pase.passes.strategy.problem import build_problem
 from pase.runtime.communicator import BACKENDS
 from pase.runtime.scale import ScaleError, scale_module
-from pase.runtime.training import TrainingReport, train, with_configs
+from pase.runtime.training import TrainingReport, forward_graph, train, with_configs
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,7 +56,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(
         prog="pase-run", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
+        epilog="the model is a forward graph (before pase-autodiff); its loss is the first "
+        "value it returns,\na floating-point scalar that any layer computes "
+        "(softmax_cross_entropy, reduce mean,\nan einsum -> [], ...). A tensor there is "
+        "an error, not summed silently: reduce it\nin the model.\n\n"
+        "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
     parser.add_argument("model", help="a .dnn model (or .mlir with one dnn.graph)")
     parser.add_argument("--devices", type=int, required=True, help="number of workers P")
     how = parser.add_mutually_exclusive_group()
@@ -76,19 +88,52 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--devices must be at least 1")
     if args.steps < 1:
         parser.error("--steps must be at least 1")
+    if args.seed < 0:
+        parser.error(f"--seed must be at least 0, got {args.seed}")
+    if not (math.isfinite(args.lr) and args.lr >= 0):
+        parser.error(f"--lr must be a finite number at least 0, got {args.lr}")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        parser.error(f"--timeout must be a finite number of seconds above 0, got "
+                     f"{args.timeout}")
     return args
 
 
 def _load(path: str) -> ModuleOp:
+    """The model's forward graph, parsed and verified like pase-opt does (`.mlir` errors
+    are located diagnostics too)."""
     if path.endswith(".dnn"):
-        return parse_file(path)
-    from pase.tools.pase_opt import PaseOptMain
-
-    driver = PaseOptMain([path])
-    chunks, extension = driver.prepare_input()
-    module = driver.parse_chunk(chunks[0][0], extension)
-    assert module is not None
+        module = parse_file(path)
+    else:
+        module = _load_ir(path)
+    forward_graph(module, path)
     return module
+
+
+def _load_ir(path: str) -> ModuleOp:
+    from pase.tools.pase_opt import PaseOptMain, format_parse_error, verify_located
+
+    driver = PaseOptMain(["--", path])
+    try:
+        chunks, extension = driver.prepare_input()
+    except OSError as error:
+        raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
+    try:
+        module = driver.parse_chunk(chunks[0][0], extension)
+        assert module is not None
+        verify_located(module)
+    except ParseError as error:
+        raise _Reported(format_parse_error(error)) from None
+    except DiagnosticException as error:
+        message = str(error)
+        raise _Reported(message if "error: " in message.split("\n", 1)[0]
+                        else f"error: {message}") from None
+    finally:
+        chunks[0][0].close()
+    return module
+
+
+class _Reported(Exception):
+    """An error already formatted as pase-opt formats it."""
 
 
 def _strategy(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
@@ -111,6 +156,8 @@ def print_report(report: TrainingReport, seconds: float) -> None:
     print(f"max rel. error: gradients {report.gradient_error:.2e}, "
           f"updated parameters {report.parameter_error:.2e} "
           f"(tolerance {report.tolerance():.1e})")
+    if report.diverged:
+        print(_DIVERGED)
     if report.noise:
         print(f"f32 rounding alone moves the 1-device result by {report.noise:.2e} "
               "(its error against an f64 run), so the tolerance is twice that")
@@ -125,6 +172,10 @@ def print_report(report: TrainingReport, seconds: float) -> None:
     print(f"  {'total':<{width}}  {total[0]:>12.0f}  {total[1]:>12.1f}")
 
 
+_DIVERGED = ("the training diverged: the 1-device run's losses, gradients or parameters "
+             "are not finite (inf or nan); try a smaller --lr")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
     try:
@@ -135,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
                        args.timeout, "f64" if args.f64 else None)
         print_report(report, time.perf_counter() - start)
-    except Diagnostic as error:
+    except (Diagnostic, _Reported) as error:
         _fail(str(error))
     except (ScaleError, ValueError, OSError) as error:
         _fail(f"pase-run: error: {error}")
@@ -148,7 +199,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"pase-run: error: {type(error).__name__}: {error}{notes}")
     if args.check:
         problems = []
-        if not report.passed():
+        if report.diverged:
+            problems.append(_DIVERGED)
+        elif not report.passed():
             problems.append(f"relative error {report.max_error():.2e} exceeds "
                             f"{report.tolerance():.0e}")
         for row in report.words_mismatches():

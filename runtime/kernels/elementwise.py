@@ -113,7 +113,8 @@ def binary_forward(kind: str, lhs: np.ndarray, lhs_dims: Sequence[str], rhs: np.
                              f"expected one of {', '.join(BINARY_KINDS)}")
     # Broadcasting a size-1 block gives the result the other operand's extent; both
     # operands together always cover every result dim, so the shape is the local block.
-    return np.ascontiguousarray(result)
+    # np.asarray, not np.ascontiguousarray: that turns a 0-d result (a loss) into [1].
+    return np.asarray(result, order="C")
 
 
 def binary_backward(kind: str, grad_output: np.ndarray, lhs: np.ndarray,

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli import lines, run_tool
 
 import pase.tools.pase_opt as pase_opt
 from pase.tools.pase_opt import main
@@ -31,14 +32,7 @@ dnn.graph @g(b = 4) {
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the driver; returns (exit status, stdout, stderr)."""
-    try:
-        main(args)
-        status = 0
-    except SystemExit as exit_:
-        status = exit_.code if isinstance(exit_.code, int) else 1
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_tool(main, args, capsys)
 
 
 @pytest.fixture
@@ -106,10 +100,6 @@ def test_failing_run_writes_no_output_file(tmp_path: Path, capsys: pytest.Captur
     status, _, _ = run([str(bad), "-o", str(target)], capsys)
     assert status == 1
     assert target.read_text() == "kept"
-
-
-def lines(text: str) -> list[str]:
-    return text.rstrip("\n").split("\n")
 
 
 @pytest.mark.parametrize(("args", "first_line", "count"), [

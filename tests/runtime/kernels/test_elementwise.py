@@ -142,3 +142,15 @@ def test_binary_float32(kind: str, lhs_dims: list[str], rhs_dims: list[str],
     assert dlhs.dtype == np.float32
     assert drhs is not None
     assert drhs.dtype == np.float32
+
+
+@pytest.mark.parametrize("kind", ["add", "sub", "mul"])
+def test_binary_of_scalars_is_a_scalar(kind: str) -> None:
+    # A loss may be `mul %s, %s` of two scalars: its value and gradients stay 0-d.
+    lhs, rhs = np.array(3.0), np.array(2.0)
+    y = binary_forward(kind, lhs, [], rhs, [])
+    assert (y.shape, float(y)) == ((), {"add": 5.0, "sub": 1.0, "mul": 6.0}[kind])
+    dlhs, drhs = binary_backward(kind, np.ones_like(y), lhs, [], rhs, [])
+    assert dlhs is not None
+    assert drhs is not None
+    assert (dlhs.shape, drhs.shape) == ((), ())

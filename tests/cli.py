@@ -1,0 +1,24 @@
+"""Running the command-line tools in-process from tests (shared by several test files)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+
+def run_tool(main: Callable[[list[str]], None], args: list[str],
+             capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run a tool's `main(args)`; returns (exit status, stdout, stderr)."""
+    try:
+        main(args)
+        status = 0
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else 1
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def lines(text: str) -> list[str]:
+    """The lines of a tool's output, none for no output."""
+    return text.rstrip("\n").split("\n") if text else []
