@@ -57,8 +57,9 @@ class AutodiffPass(PasePass):
     lr: float = 0.01
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not 0 < self.lr < math.inf:
-            raise Diagnostic(f"pase-autodiff: lr must be a positive number, got {self.lr}")
+        if not 0 <= self.lr < math.inf:  # 0 computes the gradients and keeps the parameters
+            raise Diagnostic(f"pase-autodiff: lr must be a finite number at least 0, got "
+                             f"{self.lr}")
         for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
             _Differentiator(graph, self.lr).run()
 

@@ -32,7 +32,7 @@
 // BOOL:      {{^}}pase-opt: error: pase-search: option 'report' takes true or false, got 1{{$}}
 // BOOL-NOT:  {{.}}
 
-// LR:        {{^}}error: pase-autodiff: lr must be a positive number, got -1.0{{$}}
+// LR:        {{^}}error: pase-autodiff: lr must be a finite number at least 0, got -1.0{{$}}
 // LR-NOT:    {{.}}
 
 // An integer is a number, and a number may have an exponent.
