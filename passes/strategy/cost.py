@@ -159,7 +159,8 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
     """Compute and intra-layer collective cost of one layer under one configuration."""
     space = layer.space
     devices_used = prod(config.values()) if config else 1
-    flops = (space.flops_forward + space.flops_backward) * space.points / devices_used
+    flops_per_point = space.flops_forward + (space.flops_backward if layer.backward else 0.0)
+    flops = flops_per_point * space.points / devices_used
     comm = _Collectives(layer, config, machine)
     result = layer.result
     reduced = [d.name for d in space.dims if d.reduction]

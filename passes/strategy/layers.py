@@ -50,9 +50,13 @@ class Layer:
     operands: tuple[TensorUse, ...]
     result: TensorUse
     grads: tuple[bool, ...]
-    """Whether each operand needs a gradient (it depends on a parameter)."""
+    """Whether each operand needs a gradient: it depends on a parameter, and the layer's
+    output reaches the loss."""
     over: tuple[str, ...] = ()
     """The dims a softmax, norm or cross-entropy normalizes over."""
+    backward: bool = True
+    """Whether the layer has a backward pass: its output reaches the loss (the first value
+    the graph returns). pase-autodiff differentiates only such layers."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
         elif op in index:  # (the gradient layers pase-autodiff adds read vjp results)
             needs_grad[op.output] = any(needs_grad[v] for v in op.inputs)
 
+    on_loss_path = _reaching_the_loss(graph)
     layers: list[Layer] = []
     edges: list[Edge] = []
     first_reader: dict[SSAValue, tuple[int, TensorUse]] = {}
@@ -114,20 +119,39 @@ def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
         operands = tuple(_use(dims, value)
                          for dims, value in zip(space.operands, op.inputs, strict=True))
         over = tuple(op.dims_prop("over")) if "over" in op.properties else ()
+        live = op in on_loss_path
         layer = Layer(names[op], op.name.removeprefix("dnn."), space, operands,
                       _use(space.result, op.output),
-                      tuple(needs_grad[v] for v in op.inputs), over)
+                      tuple(live and needs_grad[v] for v in op.inputs), over, live)
         consumer = index[op]
         for value, use in zip(op.inputs, operands, strict=True):
             producer = value.owner
             if isinstance(producer, dnn.LayerOp):
                 edges.append(Edge(index[producer], consumer, layers[index[producer]].result,
-                                  use, needs_grad[value]))
+                                  use, live and needs_grad[value]))
             elif value in first_reader:
                 holder, held = first_reader[value]
                 if holder != consumer:
-                    edges.append(Edge(holder, consumer, held, use, needs_grad[value]))
+                    edges.append(Edge(holder, consumer, held, use,
+                                      live and needs_grad[value]))
             else:
                 first_reader[value] = (consumer, use)
         layers.append(layer)
     return layers, edges, batch
+
+
+def _reaching_the_loss(graph: dnn.GraphOp) -> set[dnn.LayerOp]:
+    """The forward layers whose output reaches the first value the graph returns."""
+    block = graph.body.block
+    returned = block.last_op
+    if not isinstance(returned, dnn.ReturnOp) or not returned.values:
+        return set(graph.layers)
+    forward = set(graph.layers)
+    reached: set[dnn.LayerOp] = set()
+    pending = [returned.values[0]]
+    while pending:
+        owner = pending.pop().owner
+        if owner in forward and owner not in reached:
+            reached.add(owner)
+            pending.extend(owner.inputs)
+    return reached

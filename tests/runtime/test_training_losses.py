@@ -162,3 +162,34 @@ def test_a_nan_in_any_tensor_makes_the_normwise_error_nan() -> None:
         reference = dict(zip(order, [finite, finite], strict=True))
         assert np.isnan(normwise_error(measured, reference))
         assert np.isnan(normwise_error(reference, measured))
+
+
+DEAD_BRANCH = """
+graph @dead(b = 8, d = 16, h = 32) {
+  %x = input [b, d]
+  %w1 = param [d, h]
+  %w2 = param [d, h]
+  %h = einsum %x, %w1 -> [b, h]
+  %l = reduce mean %h over [b, h]
+  %z = einsum %x, %w2 -> [b, h]
+  %r = relu %z
+  return %l, %r
+}
+"""
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_layers_off_the_loss_path_have_no_backward_in_the_model_either(devices: int) -> None:
+    # %z and %r never reach the loss: pase-autodiff gives them no backward pass, and the cost
+    # model charges them none (before, data parallelism predicted z's weight-gradient
+    # all-reduce, which never runs).
+    module = parse_text(DEAD_BRANCH, "dead.dnn")
+    problem = build_problem(module, devices)
+    layers = {layer.name: layer for layer in problem.layer_data}
+    assert (layers["h"].backward, layers["z"].backward, layers["r"].backward) == (
+        True, False, False)
+    assert layers["z"].grads == (False, False)
+    report = train(with_configs(module, problem.data_parallel()), devices, steps=1,
+                   float_type="f64")
+    assert report.words_mismatches() == []
+    assert report.max_error() < 1e-9

@@ -331,10 +331,16 @@ def test_a_shared_tensor_is_held_by_its_first_reader() -> None:
     }
     """
     problem = build_problem(parse_text(source), 2, machine=FLAT)
-    # x lives in y's layout (rows), z needs columns: 32 forward, 32 back
+    # x lives in y's layout (rows), z needs columns: 32 forward; z does not reach the loss
+    # (y, the first returned value), so no gradient comes back
     breakdown = problem.breakdown({"y": {"b": 2}, "z": {"h": 2}})
-    assert breakdown.redistribution == pytest.approx(word_seconds(64), rel=1e-12)
+    assert breakdown.redistribution == pytest.approx(word_seconds(32), rel=1e-12)
     assert problem.breakdown({"y": {"b": 2}, "z": {"b": 2}}).redistribution == 0
+    # with z as the loss, its gradient of x goes back into y's layout: 32 more
+    loss_z = build_problem(parse_text(source.replace("return %y, %z", "return %z, %y")), 2,
+                           machine=FLAT)
+    breakdown = loss_z.breakdown({"y": {"b": 2}, "z": {"h": 2}})
+    assert breakdown.redistribution == pytest.approx(word_seconds(64), rel=1e-12)
 
 
 # --- nodes ---------------------------------------------------------------------------
