@@ -6,7 +6,8 @@ For the loss (the first value the graph returns, a scalar), appends before the r
   (`dx = einsum(dh, w) -> x's dims`), unless the operand has a dim no other tensor has;
 - for every other layer, one `dnn.vjp` computing the gradients of all its operands that
   need one (parameters and what depends on them; never input data or labels);
-- where a value feeds several layers, `dnn.add`s summing the contributions;
+- where a value feeds several layers, `dnn.add`s summing the contributions (a layer
+  that reads a value twice, `mul %e, %e`, sums its own two first, in its layout);
 - for every parameter, `dnn.sgd` with learning rate `lr`; the graph then returns the
   loss and the updated parameters, in parameter order.
 
@@ -15,7 +16,8 @@ and record the layer in `pase.layer`; einsum gradients also keep the forward lay
 device-grid order in `pase.grid_order`, so they run on the same devices. A sum of
 gradient contributions and an SGD step run where the gradient's value lives:
 `pase.layout_of = "h"` (layer h's result) or `"z:1"` (operand 1 of layer z, for a
-parameter, which lives where its first reader needs it).
+parameter, which lives where its first reader needs it, and for the sum of one layer's
+contributions).
 
     %dh = dnn.vjp "dnn.relu" [0] (%h) -> %a grad %da {pase.layer = "a", ...} : ...
     %dw1 = dnn.einsum %x, %dh {pase.layer = "h", ...} : (...) -> !dnn.tensor<[d, h]...>
@@ -162,7 +164,7 @@ class _Differentiator:
             gradient.attributes |= attributes
             gradient.attributes[GRID_ORDER_ATTR] = ArrayAttr(StringAttr(d) for d in space.names)
             self.insert(gradient)
-            self.contribute(layer.inputs[index], gradient.results[0], name)
+            self.contribute(layer.inputs[index], gradient.results[0], name, index)
         rest = [i for i in wrt if i not in by_einsum]
         if not rest:
             return
@@ -176,7 +178,7 @@ class _Differentiator:
             attributes=attributes)
         self.insert(vjp)
         for index, gradient in zip(rest, vjp.results, strict=True):
-            self.contribute(layer.inputs[index], gradient, name)
+            self.contribute(layer.inputs[index], gradient, name, index)
 
     @staticmethod
     def einsum_gradient_fits(layer: dnn.LayerOp, index: int) -> bool:
@@ -188,7 +190,20 @@ class _Differentiator:
                 elsewhere |= set(dnn.shape_of(value).dims)
         return set(dims) <= elsewhere
 
-    def contribute(self, value: SSAValue, gradient: SSAValue, layer: str) -> None:
+    def contribute(self, value: SSAValue, gradient: SSAValue, layer: str, index: int) -> None:
+        """Record operand `index` of `layer` as a contribution to the gradient of `value`.
+
+        A layer that reads `value` more than once (`mul %e, %e`) sums its contributions in
+        its own layout of the operand first, so one gradient, not one per use, moves back
+        to where `value` lives (the cost model has one edge per value and reader).
+        """
         parts = self.contributions.setdefault(value, [])
-        parts.append((gradient, layer))
         gradient.name_hint = f"d{value.name_hint or 'v'}_{layer}"
+        if parts and parts[-1][1] == layer:
+            add = dnn.AddOp.create(operands=[parts[-1][0], gradient], result_types=[value.type])
+            add.attributes[LAYOUT_OF_ATTR] = StringAttr(f"{layer}:{index}")
+            self.insert(add)
+            add.results[0].name_hint = gradient.name_hint
+            parts[-1] = (add.results[0], layer)
+            return
+        parts.append((gradient, layer))

@@ -124,7 +124,10 @@ def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
                       _use(space.result, op.output),
                       tuple(live and needs_grad[v] for v in op.inputs), over, live)
         consumer = index[op]
-        for value, use in zip(op.inputs, operands, strict=True):
+        for position, (value, use) in enumerate(zip(op.inputs, operands, strict=True)):
+            if any(other is value and operands[earlier] == use
+                   for earlier, other in enumerate(op.inputs[:position])):
+                continue  # read again in the same layout: one edge (autodiff sums the uses)
             producer = value.owner
             if isinstance(producer, dnn.LayerOp):
                 edges.append(Edge(index[producer], consumer, layers[index[producer]].result,

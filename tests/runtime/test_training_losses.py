@@ -193,3 +193,21 @@ def test_layers_off_the_loss_path_have_no_backward_in_the_model_either(devices: 
                    float_type="f64")
     assert report.words_mismatches() == []
     assert report.max_error() < 1e-9
+
+
+def test_a_value_read_twice_by_a_layer_moves_once_each_way() -> None:
+    # (z - u)² with e in rows and q in columns: e moves into q's layout once, and its two
+    # gradient contributions (one per operand of mul) are summed there and move back once,
+    # as the cost model's single edge e -> q predicts.
+    source = mlp_with("  %u  = input [b, c]\n"
+                      "  %e  = sub %z, %u config {b = 4}\n"
+                      "  %q  = mul %e, %e config {c = 2}\n"
+                      "  %l  = reduce mean %q over [b, c]")
+    module = parse_text(source, "mse.dnn")
+    PaseSearchPass(devices=4).apply(Context(), module)
+    report = train(module, 4, steps=1, float_type="f64")
+    words = {row.name: (row.measured, row.predicted) for row in report.words}
+    assert words["e->q"][0] == words["e->q"][1] > 0
+    assert words["e<-q"][0] == words["e<-q"][1] > 0
+    assert report.words_mismatches() == []
+    assert report.max_error() < 1e-9
