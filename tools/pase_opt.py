@@ -128,6 +128,10 @@ class PaseOptMain(xDSLOptMain):
             raise Diagnostic(f"the input is not UTF-8 text ({error.reason} at byte "
                              f"{error.start})", self.get_input_name()) from None
         if frontend == "dnn":
+            if self.args.split_input_file and all(
+                    not line.strip() or line.lstrip().startswith("//")
+                    for line in text.splitlines()):
+                return ModuleOp([])  # an empty chunk (after a trailing marker), as for MLIR
             try:
                 module = parse_text(text, self.get_input_name())
             except Diagnostic as error:

@@ -46,3 +46,10 @@ dnn.graph @first(b = 8) {
 // PINNED:      {{^}}{{.*}}split-pinned.dnn:9:8: error: layer 'y' is pinned to 16 devices but only 4 are available{{$}}
 // PINNED-NEXT: {{^}}  %y = einsum %x, %w -> [b, h] config {h = 16}{{$}}
 // PINNED-NEXT: {{^}}       ^{{$}}
+
+// A chunk with no graph (after a trailing marker) is an empty module, as for MLIR input.
+// RUN: pase-opt %S/Inputs/trailing-marker.dnn --split-input-file | filecheck %s --check-prefix=TRAILING
+// TRAILING:      dnn.graph @a
+// TRAILING:      // -----
+// TRAILING-NEXT: builtin.module {
+// TRAILING-NEXT: }
