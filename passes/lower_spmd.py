@@ -150,8 +150,14 @@ class _Lowering:
                                sorted(partial or []))
 
     def operand(self, value: SSAValue, needed: dist.TensorType, consumer: str,
-                backward: bool) -> SSAValue:
-        """`value` in the layout `needed`, redistributing (once) if it is held otherwise."""
+                backward: bool, carried: str = "") -> SSAValue:
+        """`value` in the layout `needed`, redistributing (once) if it is held otherwise.
+
+        The transfer's tag is "producer->consumer" (or "consumer<-producer" backward), with
+        " %x" added when it carries an input or param `x` (or its gradient) held in its
+        first reader's layout, so two tensors between the same layers count apart."""
+        if isinstance(value.owner, dnn.InputOp | dnn.ParamOp):
+            carried = value.name_hint or "v"
         if value not in self.held:
             source = value.owner
             assert isinstance(source, dnn.InputOp | dnn.ParamOp)
@@ -171,6 +177,7 @@ class _Lowering:
         if key not in self.converted:
             producer = self.owner_layer[value]
             tag = f"{consumer}<-{producer}" if backward else f"{producer}->{consumer}"
+            tag += f" %{carried}" if carried else ""
             op = dist.RedistributeOp.create(operands=[current], result_types=[needed],
                                             properties={"tag": StringAttr(tag)})
             op.results[0].name_hint = value.name_hint
@@ -327,8 +334,11 @@ class _Lowering:
         space = layer.iteration_space()
         where = placement(space, self.config(layer))
         dims = space.operands[int(index)] if index else space.result
-        operands = [self.operand(v, self.tensor_type(v, dims, where), layer_name, True)
-                    for v in op.operands]
+        read = layer.inputs[int(index)] if index else None
+        carried = (read.name_hint or "v") if read is not None and isinstance(
+            read.owner, dnn.InputOp | dnn.ParamOp) else ""
+        operands = [self.operand(v, self.tensor_type(v, dims, where), layer_name, True,
+                                 carried) for v in op.operands]
         result_type = self.tensor_type(op.results[0], dims, where)
         properties = dict(op.properties)
         kernel = "dnn.sgd" if isinstance(op, dnn.SgdOp) else "dnn.add"

@@ -286,9 +286,11 @@ def predicted_words(problem: Problem, configs: dict[str, dict[str, int]]
         held = blocks(producer, configs[producer.name], edge.held, problem.devices)[None]
         needed = blocks(consumer, configs[consumer.name], edge.needed, problem.devices)[None]
         forward, backward = redistribution_words(held, needed)
-        words[("edge", f"{producer.name}->{consumer.name}")] = float(forward[0, 0])
+        carried = f" %{edge.carried}" if edge.carried else ""   # as pase-lower-spmd tags
+        words[("edge", f"{producer.name}->{consumer.name}{carried}")] = float(forward[0, 0])
         if edge.backward:
-            words[("edge", f"{producer.name}<-{consumer.name}")] = float(backward[0, 0])
+            words[("edge", f"{producer.name}<-{consumer.name}{carried}")] = float(
+                backward[0, 0])
     return words
 
 

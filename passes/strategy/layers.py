@@ -73,6 +73,9 @@ class Edge:
     needed: TensorUse
     backward: bool
     """A gradient flows back along the edge (the tensor depends on a parameter)."""
+    carried: str = ""
+    """The input or param the edge carries from its first reader (its name), or "" for a
+    layer's result."""
 
 
 def _use(dims: tuple[str | None, ...], value: SSAValue) -> TensorUse:
@@ -136,7 +139,7 @@ def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
                 holder, held = first_reader[value]
                 if holder != consumer:
                     edges.append(Edge(holder, consumer, held, use,
-                                      live and needs_grad[value]))
+                                      live and needs_grad[value], value.name_hint or "v"))
             else:
                 first_reader[value] = (consumer, use)
         layers.append(layer)

@@ -152,7 +152,7 @@ class Problem:
         for edge in self.edges:
             u, v = edge.producer, edge.consumer
             edge_key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
-                        replace(edge, producer=0, consumer=0))
+                        replace(edge, producer=0, consumer=0, carried=""))
             if edge_key not in edge_cache:
                 edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
                                                   self.config_lists[v])
@@ -171,7 +171,7 @@ class Problem:
         for edge in self.edges:
             u, v = edge.producer, edge.consumer
             key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
-                   replace(edge, producer=0, consumer=0))
+                   replace(edge, producer=0, consumer=0, carried=""))
             tables[key] = 8 * sizes[u] * sizes[v]
             edge_layouts = (16 * (sizes[u] + sizes[v]) * self.devices
                             * (len(edge.held.sizes) + 1))

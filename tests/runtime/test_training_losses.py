@@ -211,3 +211,23 @@ def test_a_value_read_twice_by_a_layer_moves_once_each_way() -> None:
     assert words["e<-q"][0] == words["e<-q"][1] > 0
     assert report.words_mismatches() == []
     assert report.max_error() < 1e-9
+
+
+def test_two_tensors_between_the_same_layers_are_counted_apart() -> None:
+    # g reads h1's result and w, which lives in h1's layout (its first reader): two
+    # transfers from h1 to g, tagged and predicted separately ("h1->g", "h1->g %w").
+    source = """
+    graph @m(b = 8, h = 6) {
+      %x = input [b, h]
+      %w = param [h]
+      %h1 = mul %x, %w config {h = 2}
+      %g = mul %h1, %w config {}
+      %l = reduce mean %g over [b, h]
+      return %l
+    }
+    """
+    report = train(parse_text(source, "m.dnn"), 2, steps=1, float_type="f64")
+    words = {row.name: (row.measured, row.predicted) for row in report.words}
+    assert words["h1->g"] == (24, 24) and words["h1->g %w"] == (3, 3)
+    assert words["h1<-g"] == (24, 24) and words["h1<-g %w"] == (3, 3)
+    assert report.words_mismatches() == []
