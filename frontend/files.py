@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
+from typing import NamedTuple
 
 from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
 
 # A source line longer than this is not printed under a diagnostic (a minified file).
 LONGEST_SHOWN_LINE = 200
 
-_pending: ContextVar[list[tuple[str, str]] | None] = ContextVar("pase_pending_writes",
-                                                                default=None)
-"""(target, temporary) renames waiting for the innermost `deferred_writes()` block."""
+_pending: ContextVar[list[_Write] | None] = ContextVar("pase_pending_writes", default=None)
+"""The writes waiting for the innermost `deferred_writes()` block."""
 
 
 def read_text(path: str, what: str = "file") -> str:
@@ -76,20 +77,36 @@ def shown_line(text: str, line: int) -> str | None:
     return lines[line - 1].rstrip("\r")
 
 
+class _Write(NamedTuple):
+    """A write held back by `deferred_writes()`: a temporary to rename onto `target`, or the
+    `text` for a target that is a device or a pipe."""
+
+    target: str
+    temporary: str | None
+    text: str | None = None
+
+
 def write_atomically(path: str, text: str) -> None:
     """Write `text` to `path` (UTF-8) by a rename; raises OSError, leaving nothing behind.
 
-    Inside `deferred_writes()` the temporary file is written now (so every error but a failed
-    rename is raised here) and renamed when the block ends without an exception.
+    Through a symlink, the file it names is replaced and the link stays; an existing file
+    keeps its permissions. A device or a pipe (`-o /dev/null`, `/dev/stdout`, a FIFO) is
+    written into, never replaced. Inside `deferred_writes()` the temporary file is written now
+    (so every error but a failed rename is raised here) and renamed when the block ends
+    without an exception.
     """
-    pending = _pending.get()
-    if pending is not None and os.path.isdir(path):
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    temporary = _write_temporary(path, text)
-    if pending is None:
-        _rename([(path, temporary)])
+    pending = _pending.get()
+    if _is_stream(target):
+        write = _Write(target, None, text)
     else:
-        pending.append((path, temporary))
+        write = _Write(target, _write_temporary(target, text))
+    if pending is None:
+        _commit([write])
+    else:
+        pending.append(write)
 
 
 @contextmanager
@@ -100,7 +117,7 @@ def deferred_writes() -> Iterator[None]:
     enclosing block's queue, when there is one); on any exception, `SystemExit` included,
     they are dropped and every target is left as it was.
     """
-    pending: list[tuple[str, str]] = []
+    pending: list[_Write] = []
     token = _pending.set(pending)
     try:
         yield
@@ -113,11 +130,20 @@ def deferred_writes() -> Iterator[None]:
     if outer is not None:
         outer.extend(pending)
     else:
-        _rename(pending)
+        _commit(pending)
 
 
-def _write_temporary(path: str, text: str) -> str:
-    directory = os.path.dirname(os.path.abspath(path))
+def _is_stream(target: str) -> bool:
+    """Whether `target` exists and is something other than a regular file or a folder."""
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _write_temporary(target: str, text: str) -> str:
+    directory = os.path.dirname(target)
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, prefix=".pase-",
                                      encoding="utf-8") as stream:
         temporary = stream.name
@@ -128,26 +154,36 @@ def _write_temporary(path: str, text: str) -> str:
             os.unlink(temporary)
             raise
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)   # keep an existing file's mode
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temporary, mode)
     except BaseException:
         os.unlink(temporary)
         raise
     return temporary
 
 
-def _rename(renames: list[tuple[str, str]]) -> None:
-    """Move each temporary onto its target; after a failure, remove the temporaries left."""
-    for index, (path, temporary) in enumerate(renames):
+def _commit(writes: list[_Write]) -> None:
+    """Rename each temporary onto its target, or write a stream's text into it; after a
+    failure, remove the temporaries left."""
+    for index, write in enumerate(writes):
         try:
-            os.replace(temporary, path)
+            if write.temporary is not None:
+                os.replace(write.temporary, write.target)
+            else:
+                with open(write.target, "w", encoding="utf-8") as stream:
+                    stream.write(write.text or "")
         except BaseException:
-            _discard(renames[index:])
+            _discard(writes[index + (write.temporary is None):])
             raise
 
 
-def _discard(renames: list[tuple[str, str]]) -> None:
-    for _, temporary in renames:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
+def _discard(writes: list[_Write]) -> None:
+    for write in writes:
+        if write.temporary is not None:
+            with suppress(FileNotFoundError):
+                os.unlink(write.temporary)

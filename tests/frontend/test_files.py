@@ -126,3 +126,33 @@ def test_read_line_and_shown_line(tmp_path: Path) -> None:
     assert read_line(str(path), 9) is None
     assert read_line(str(tmp_path / "none"), 1) is None
     assert shown_line("a\rb\nc", 2) == "c"          # lines are counted at "\n", as locations are
+
+
+def test_through_a_symlink_the_named_file_changes_and_keeps_its_mode(tmp_path: Path) -> None:
+    real = tmp_path / "real.mlir"
+    real.write_text("old", encoding="utf-8")
+    real.chmod(0o600)
+    link = tmp_path / "link.mlir"
+    link.symlink_to(real.name)
+    write_atomically(str(link), "new")
+    assert link.is_symlink()
+    assert real.read_text(encoding="utf-8") == "new"
+    assert real.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.mlir", "real.mlir"]
+
+
+def test_a_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")))
+    reader.start()
+    write_atomically(str(fifo), "through the pipe\n")
+    reader.join(timeout=10)
+    assert received == ["through the pipe\n"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]

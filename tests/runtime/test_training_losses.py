@@ -228,6 +228,8 @@ def test_two_tensors_between_the_same_layers_are_counted_apart() -> None:
     """
     report = train(parse_text(source, "m.dnn"), 2, steps=1, float_type="f64")
     words = {row.name: (row.measured, row.predicted) for row in report.words}
-    assert words["h1->g"] == (24, 24) and words["h1->g %w"] == (3, 3)
-    assert words["h1<-g"] == (24, 24) and words["h1<-g %w"] == (3, 3)
+    assert words["h1->g"] == (24, 24)
+    assert words["h1->g %w"] == (3, 3)
+    assert words["h1<-g"] == (24, 24)
+    assert words["h1<-g %w"] == (3, 3)
     assert report.words_mismatches() == []
