@@ -21,6 +21,7 @@ prints a per-layer table on stderr. Options:
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 
@@ -88,8 +89,9 @@ class PaseSearchPass(PasePass):
         if self.compat not in ("", "pase"):
             raise Diagnostic(f"pase-search: unknown compat '{self.compat}'; the only "
                              "mode is compat=pase")
-        if self.memory_gib <= 0:
-            raise Diagnostic("pase-search: memory-gib must be positive")
+        if not 0 < self.memory_gib < math.inf:
+            raise Diagnostic(f"pase-search: memory-gib must be a positive number, got "
+                             f"{self.memory_gib}")
         if self.jit not in ("auto", "on", "off"):
             raise Diagnostic(f"pase-search: jit must be auto, on or off, got '{self.jit}'")
 

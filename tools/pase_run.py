@@ -36,12 +36,16 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from pase.frontend import Diagnostic, parse_file
-from pase.passes.search import PaseSearchPass
-from pase.passes.strategy.machines import PRESETS
+from pase.passes.search import PaseSearchPass, machine_diagnostic
+from pase.passes.strategy.machines import PRESETS, MachineError
 from pase.passes.strategy.problem import build_problem
 from pase.runtime.communicator import BACKENDS
 from pase.runtime.scale import ScaleError, scale_module
 from pase.runtime.training import TrainingReport, forward_graph, train, with_configs
+
+# Each device is a thread (or a Python process) of this machine: past these counts a run
+# spends its time starting workers and its memory on their interpreters.
+MAX_WORKERS = {"threads": 1024, "processes": 64}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,7 +66,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "an error, not summed silently: reduce it\nin the model.\n\n"
         "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
     parser.add_argument("model", help="a .dnn model (or .mlir with one dnn.graph)")
-    parser.add_argument("--devices", type=int, required=True, help="number of workers P")
+    parser.add_argument("--devices", type=int, required=True,
+                        help="number of workers P (at most 1024 threads, or 64 processes)")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--strategy", help="a strategy JSON (pase-search export=); layers it "
                      "does not name are searched")
@@ -86,6 +91,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.devices < 1:
         parser.error("--devices must be at least 1")
+    if args.devices > MAX_WORKERS[args.backend]:
+        parser.error(f"--devices {args.devices} is more than the {args.backend} backend runs "
+                     f"on one machine (at most {MAX_WORKERS[args.backend]})")
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     if args.seed < 0:
@@ -188,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print_report(report, time.perf_counter() - start)
     except (Diagnostic, _Reported) as error:
         _fail(str(error))
+    except MachineError as error:
+        _fail(str(machine_diagnostic(error)))
     except (ScaleError, ValueError, OSError) as error:
         _fail(f"pase-run: error: {error}")
     except KeyboardInterrupt:

@@ -87,7 +87,7 @@ class MachineError(ValueError):
     """An unknown preset or a malformed machine file; `filename`, `line` and `column`
     (1-based, 0 when unknown) say where, and `key` names the machine key at fault.
 
-    Its text is `m.toml:3:1: 'flops' must be a positive number, got -1.0`."""
+    Its text is `m.toml:3:1: 'flops' must be a number of at least 1, got -1.0`."""
 
     def __init__(self, message: str, filename: str = "", line: int = 0, column: int = 0,
                  key: str | None = None):
@@ -169,11 +169,15 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
         value = data.get(key)
         if value is None:
             raise MachineError(f"missing '{key}' (a positive number)", where)
+        # At least 1 (FLOP/s, bytes/s): smaller positive values overflow costs to inf.
         if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value <= 0:
-            raise MachineError(f"'{key}' must be a positive number, got {value!r}", where,
+                or not math.isfinite(value) or value < 1:
+            raise MachineError(f"'{key}' must be a number of at least 1, got {value!r}", where,
                                key=key)
         values[key] = float(value)
+    for key in ("name", "source"):
+        if key in data and not isinstance(data[key], str):
+            raise MachineError(f"'{key}' must be a string, got {data[key]!r}", where, key=key)
     per_node = data.get("devices_per_node", 1 << 30)
     if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
         raise MachineError(f"'devices_per_node' must be a positive integer, got {per_node!r}",

@@ -81,6 +81,7 @@ def load_strategy(path: str, graph: str, devices: int,
     text = read_text(path, "strategy file")
     data = _parse(path, text)
     try:
+        _check_unique_keys(data, ())
         strategies = _checked(data)
     except _ShapeError as error:
         raise _located(error.message, path, text, error.where, error.key) from None
@@ -104,14 +105,14 @@ def load_strategy(path: str, graph: str, devices: int,
                        f"has devices={devices}", path, text, (*prefix, "devices"))
     configs, entries = {}, {}
     for position, entry in enumerate(strategy["layers"]):
-        configs[entry["name"]] = entry.get("config", {})
+        configs[entry["name"]] = entry["config"]
         entries[entry["name"]] = (*prefix, "layers", position)
     return StrategyPins(path, text, configs, entries)
 
 
 def _parse(path: str, text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_Object.of)
     except json.JSONDecodeError as error:
         raise Diagnostic(f"not valid JSON: {error.msg}", path, error.lineno, error.colno,
                          source_line=shown_line(text, error.lineno)) from None
@@ -142,6 +143,38 @@ def _too_deep(text: str) -> int | None:
 
 
 # -- shape --
+
+
+class _Object(dict[str, Any]):
+    """A JSON object that remembers the keys it had more than once (json keeps the last)."""
+
+    repeated: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> _Object:
+        obj = cls(pairs)
+        if len(obj) < len(pairs):
+            seen: set[str] = set()
+            repeated = []
+            for key, _ in pairs:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+            obj.repeated = tuple(repeated)
+        return obj
+
+
+def _check_unique_keys(data: Any, where: JsonPath) -> None:
+    """Raise `_ShapeError` at the first key some object of `data` has twice."""
+    if isinstance(data, _Object):
+        if data.repeated:
+            raise _ShapeError(f'the key "{data.repeated[0]}" appears twice in one object',
+                              (*where, data.repeated[0]), key=True)
+        for key, value in data.items():
+            _check_unique_keys(value, (*where, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            _check_unique_keys(value, (*where, index))
 
 
 class _ShapeError(Exception):
@@ -221,7 +254,10 @@ def _check_layer(entry: Any, where: JsonPath) -> None:
         raise _wrong(entry["op"], (*where, "op"), "a string")
     if "cost" in entry:
         _check_number(entry["cost"], (*where, "cost"))
-    config = entry.get("config", {})
+    if "config" not in entry:
+        raise _ShapeError(f'{_path_name(where)} needs a "config" (an object of dimension: '
+                          'split factor; {} for an unsplit layer)', where)
+    config = entry["config"]
     if not isinstance(config, dict):
         raise _wrong(config, (*where, "config"), "an object of dimension: split factor")
     for dim, factor in config.items():

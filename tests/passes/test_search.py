@@ -303,7 +303,12 @@ def test_strategy_file_with_invalid_json(capsys: pytest.CaptureFixture[str],
     ("devices=4 machine=tpu", "error: pase-search: unknown machine 'tpu'; presets are "
                               "pase-default, "),
     ("devices=4 min-shard=0", "error: pase-search: min-shard must be at least 1, got 0"),
-    ("devices=4 memory-gib=0.0", "error: pase-search: memory-gib must be positive"),
+    ("devices=4 memory-gib=0.0",
+     "error: pase-search: memory-gib must be a positive number, got 0.0"),
+    ("devices=4 memory-gib=inf",
+     "error: pase-search: memory-gib must be a positive number, got inf"),
+    ("devices=4 memory-gib=nan",
+     "error: pase-search: memory-gib must be a positive number, got nan"),
     ("devices=4 memory-gib=0.000000001",
      "error: pase-search on @mlp: the cost tables of @mlp on 4 devices would take "),
 ])

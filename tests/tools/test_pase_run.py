@@ -163,6 +163,10 @@ def test_strategy_of_another_graph(tmp_path: Path, capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--devices", "0"], "pase-run: error: --devices must be at least 1"),
+    (["--devices", "1025"], "pase-run: error: --devices 1025 is more than the threads backend "
+     "runs on one machine (at most 1024)"),
+    (["--devices", "65", "--backend", "processes"], "pase-run: error: --devices 65 is more "
+     "than the processes backend runs on one machine (at most 64)"),
     (["--devices", "2", "--steps", "0"], "pase-run: error: --steps must be at least 1"),
     (["--devices", "2", "--seed", "-1"], "pase-run: error: --seed must be at least 0, got -1"),
     (["--devices", "2", "--lr", "nan"],
@@ -199,3 +203,15 @@ def test_usage_errors_exit_1_with_one_line(flags: list[str], monkeypatch: pytest
     status, out, err = run([MLP, *flags], capsys)
     assert (status, out) == (1, "")
     assert len(lines(err)) == 1
+
+
+def test_a_bad_machine_file_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    machine = tmp_path / "neg.toml"
+    machine.write_text("flops = -1\nintra_node_bandwidth = 1e9\ninter_node_bandwidth = 1e9\n")
+    for how in ([], ["--data-parallel"]):
+        status, out, err = run([MLP, "--devices", "2", "--machine", str(machine), *how],
+                               capsys)
+        assert (status, out) == (1, "")
+        assert lines(err) == [f"{machine}:1:1: error: 'flops' must be a number of at least 1, "
+                              "got -1", "flops = -1", "^"]

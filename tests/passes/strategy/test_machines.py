@@ -125,7 +125,7 @@ def test_toml_python_cannot_read(tmp_path: Path, text: str, message: str) -> Non
 def test_a_bad_value_is_at_its_key(tmp_path: Path) -> None:
     path = write(tmp_path, VALID.replace("flops = 19.5e12", "  'flops' = -1"))
     error = malformed(path)
-    assert str(error) == f"{path}:2:3: 'flops' must be a positive number, got -1"
+    assert str(error) == f"{path}:2:3: 'flops' must be a number of at least 1, got -1"
     error = malformed(write(tmp_path, VALID + "[flop]\nx = 1\n"))
     assert (error.key, error.line, error.column) == ("flop", 7, 2)
     error = malformed(write(tmp_path, VALID.replace("flops = 19.5e12\n", "")))
@@ -141,12 +141,15 @@ def test_missing_key(tmp_path: Path, missing: str) -> None:
 
 
 @pytest.mark.parametrize(("key", "value", "expected"), [
-    ("flops", "-1e12", "'flops' must be a positive number, got -1000000000000.0"),
-    ("flops", "0", "'flops' must be a positive number, got 0"),
-    ("intra_node_bandwidth", "-5", "'intra_node_bandwidth' must be a positive number"),
-    ("inter_node_bandwidth", '"fast"', "'inter_node_bandwidth' must be a positive number, "
+    ("flops", "-1e12", "'flops' must be a number of at least 1, got -1000000000000.0"),
+    ("flops", "0", "'flops' must be a number of at least 1, got 0"),
+    ("intra_node_bandwidth", "-5", "'intra_node_bandwidth' must be a number of at least 1"),
+    ("inter_node_bandwidth", '"fast"', "'inter_node_bandwidth' must be a number of at least 1, "
                                        "got 'fast'"),
-    ("flops", "true", "'flops' must be a positive number, got True"),
+    ("flops", "true", "'flops' must be a number of at least 1, got True"),
+    ("flops", "1e-320", "'flops' must be a number of at least 1, got 1e-320"),
+    ("name", "3", "'name' must be a string, got 3"),
+    ("source", "5", "'source' must be a string, got 5"),
     ("devices_per_node", "0", "'devices_per_node' must be a positive integer, got 0"),
     ("devices_per_node", "-8", "'devices_per_node' must be a positive integer"),
     ("devices_per_node", "2.5", "'devices_per_node' must be a positive integer, got 2.5"),
@@ -160,7 +163,7 @@ def test_invalid_values(tmp_path: Path, key: str, value: str, expected: str) -> 
 
 def test_nan_is_not_a_positive_number(tmp_path: Path) -> None:
     path = write(tmp_path, VALID.replace("flops = 19.5e12", "flops = nan"))
-    with pytest.raises(MachineError, match="'flops' must be a positive number"):
+    with pytest.raises(MachineError, match="'flops' must be a number of at least 1"):
         load_machine(path)
 
 

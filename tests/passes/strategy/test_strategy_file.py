@@ -71,8 +71,17 @@ def test_an_export_reads_back_and_reproduces_the_cost(tmp_path: Path) -> None:
 
 
 def test_only_layers_are_needed(tmp_path: Path) -> None:
-    path = write(tmp_path, {"layers": [{"name": "h", "config": {"b": 2}}, {"name": "a"}]})
+    path = write(tmp_path, {"layers": [{"name": "h", "config": {"b": 2}},
+                                       {"name": "a", "config": {}}]})
     assert load_strategy(path, "anything", 3).configs == {"h": {"b": 2}, "a": {}}
+
+
+def test_a_layer_without_a_config_is_an_error(tmp_path: Path) -> None:
+    # Not silently unsplit: {} says that.
+    path = write(tmp_path, '{"layers": [{"name": "h"}]}')
+    error = diagnostic(path)
+    assert error.message == ('layers[0] needs a "config" (an object of dimension: split '
+                             'factor; {} for an unsplit layer)')
 
 
 def diagnostic(path: str, graph: str = "mlp", devices: int = 8) -> Diagnostic:
@@ -140,7 +149,7 @@ def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
     ([{"graph": "mlp", "layers": []}, 3], "[1] must be a strategy object, not 3", "3"),
     ([{"graph": "mlp", "layers": []}, {"layers": []}],
      '[1] needs a "graph" (the name of its graph): the file holds several strategies', "{"),
-    ([{"graph": "mlp", "layers": []}, {"graph": "mlp", "layers": [{"name": "h"}]}],
+    ([{"graph": "mlp", "layers": []}, {"graph": "mlp", "layers": [{"name": "h", "config": {}}]}],
      "[1] is a second strategy for graph @mlp (the first is [0])", '"mlp"'),
     ([{"graph": "a", "layers": []}, {"graph": "b", "layers": []}],
      "the strategy file has strategies for @a, @b but not for @mlp", None),
@@ -180,11 +189,15 @@ def test_the_place_is_found_in_an_indented_file(tmp_path: Path) -> None:
         "             ^^^"]
 
 
-def test_a_duplicate_key_is_placed_where_json_reads_it(tmp_path: Path) -> None:
+def test_a_key_twice_in_one_object_is_an_error_at_the_second(tmp_path: Path) -> None:
+    # JSON readers keep the last silently; a strategy that says two things says neither.
     path = write(tmp_path, '{"devices": 8, "layers": [], "devices": "8"}')
     error = diagnostic(path)
-    assert (error.message, error.column) == (
-        'devices must be a positive integer, not the string "8"', 41)
+    assert (error.message, error.column) == ('the key "devices" appears twice in one object',
+                                             30)
+    path = write(tmp_path, '{"layers": [{"name": "h", "config": {"b": 2, "b": 4}}]}')
+    error = diagnostic(path)
+    assert (error.message, error.column) == ('the key "b" appears twice in one object', 46)
 
 
 @pytest.mark.parametrize(("where", "key", "expected"), [
