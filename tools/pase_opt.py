@@ -20,7 +20,7 @@ from typing import IO, Any, NoReturn
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
-from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
@@ -165,6 +165,7 @@ class PaseOptMain(xDSLOptMain):
         return self.output
 
     def setup_pipeline(self) -> None:
+        check_unique_options(self.args.passes)
         super().setup_pipeline()
         verify = not self.args.disable_verify
         callback = self.pipeline.callback
@@ -176,6 +177,27 @@ class PaseOptMain(xDSLOptMain):
                 callback(previous, module, next_pass)
 
         object.__setattr__(self.pipeline, "callback", located_callback)
+
+
+def check_unique_options(pipeline: str) -> None:
+    """Raise `ArgSpecParseError` at an option given twice in one pass's `{...}`: xDSL keeps
+    the last silently, so `pase-search{devices=8 devices=4}` would search 4 devices."""
+    if not pipeline:
+        return
+    seen: set[str] | None = None
+    previous = None
+    for token in PipelineLexer._generator(pipeline):
+        if token.kind is SpecTokenKind.L_BRACE:
+            seen = set()
+        elif token.kind is SpecTokenKind.R_BRACE:
+            seen = None
+        elif (seen is not None and token.kind is SpecTokenKind.IDENT and previous in (
+                SpecTokenKind.L_BRACE, SpecTokenKind.SPACE)):
+            key = token.span.text.replace("-", "_")
+            if key in seen:
+                raise ArgSpecParseError(token, f"option '{token.span.text}' is given twice")
+            seen.add(key)
+        previous = token.kind
 
 
 def verify_located(module: ModuleOp) -> None:

@@ -37,3 +37,9 @@
 
 // An integer is a number, and a number may have an exponent.
 // NUMBERS:   dnn.sgd {{.*}} lr 1.000000e+00
+
+// An option given twice is an error (xDSL would keep the last silently).
+// RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-annotate-configs{devices=4 devices=2}' 2>&1 | filecheck %s --check-prefix=TWICE
+// TWICE:      {{^}}pase-opt: error: Error parsing pass pipeline specification:{{$}}
+// TWICE-NEXT: {{^}}pass-pipeline:1:33{{$}}
+// TWICE:      option 'devices' is given twice
