@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from pase.dialect import shapes
 from pase.dialect.dnn.types import TensorType
-from pase.dialect.pase import LAYER_ATTR_NAME, LAYOUT_OF_ATTR_NAME
+from pase.dialect.pase import CONFIG_ATTR_NAME, LAYER_ATTR_NAME, LAYOUT_OF_ATTR_NAME
 
 if TYPE_CHECKING:
     from pase.dialect.dnn.layer_op import LayerOp
@@ -181,6 +181,9 @@ class InputOp(IRDLOperation):
     def __init__(self, result_type: TensorType):
         super().__init__(result_types=[result_type])
 
+    def verify_(self) -> None:
+        _no_config(self)
+
 
 @irdl_op_definition
 class ParamOp(IRDLOperation):
@@ -199,3 +202,11 @@ class ParamOp(IRDLOperation):
     def verify_(self) -> None:
         if self.output.type.shape.element not in shapes.FLOAT_TYPES:
             raise VerifyException("dnn.param must be floating-point")
+        _no_config(self)
+
+
+def _no_config(op: IRDLOperation) -> None:
+    """Inputs and params have no configuration of their own (it would be ignored)."""
+    if CONFIG_ATTR_NAME in op.attributes:
+        raise VerifyException(f"{op.name} takes no pase.config: it is laid out as its first "
+                              "reader's configuration needs")

@@ -367,3 +367,23 @@ dnn.graph @g(b = 9007199254740993) {
 
 // CHECK: {{.*}}dnn-invalid.mlir:363:1: error: 'dnn.graph' op dimension 'b' is 9,007,199,254,740,993; pase handles at most 2^53
 
+
+// -----
+
+/// dnn.input and dnn.param take no configuration
+
+dnn.graph @g(b = 4) {
+  %x = dnn.input {pase.config = #pase.config<b = 2>} : !dnn.tensor<[b = 4], f32>
+  dnn.return %x : !dnn.tensor<[b = 4], f32>
+}
+
+// CHECK: {{.*}}dnn-invalid.mlir:376:3: error: 'dnn.input' op dnn.input takes no pase.config: it is laid out as its first reader's configuration needs
+
+// -----
+
+dnn.graph @g(b = 4) {
+  %w = dnn.param {pase.config = #pase.config<b = 2>} : !dnn.tensor<[b = 4], f32>
+  dnn.return %w : !dnn.tensor<[b = 4], f32>
+}
+
+// CHECK: {{.*}}dnn-invalid.mlir:385:3: error: 'dnn.param' op dnn.param takes no pase.config: it is laid out as its first reader's configuration needs
