@@ -156,3 +156,18 @@ def test_a_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
     assert received == ["through the pipe\n"]
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
+
+
+def test_two_outputs_of_one_run_to_one_file_are_an_error(tmp_path: Path) -> None:
+    from pase.frontend.files import deferred_writes
+
+    target = tmp_path / "out.mlir"
+
+    def both() -> None:
+        with deferred_writes():
+            write_atomically(str(target), "the strategy")
+            write_atomically(str(target), "the IR")
+
+    with pytest.raises(OSError, match="another output of this run goes to the same file"):
+        both()
+    assert list(tmp_path.iterdir()) == []
