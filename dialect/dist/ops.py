@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import (
+    Block,
     Operation,
 )
 from xdsl.irdl import (
@@ -41,7 +42,10 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from pase.dialect import dnn
 from pase.dialect.dist.types import KERNELS, TensorType
+from pase.dialect.dnn import LAYER_OPS
+from pase.dialect.shapes import ShapeError
 
 
 def _grid_text(shape: Sequence[int]) -> str:
@@ -225,6 +229,7 @@ class LayerOp(IRDLOperation):
         if len(grids) > 1:
             raise VerifyException("a dist.layer runs on one grid, got "
                                   + ", ".join(f"@{g}" for g in sorted(grids)))
+        self._verify_shape_rule()
         shape = grid_shape(self, types[0].grid)
         stats = tuple(self.stats_axes.get_values())
         for index, axis in enumerate(stats):
@@ -234,6 +239,34 @@ class LayerOp(IRDLOperation):
                 raise VerifyException(f"stats axis {axis} is not an axis of "
                                       f"@{types[0].grid_name}, which has {len(shape)} "
                                       f"{'axis' if len(shape) == 1 else 'axes'}")
+
+
+    def _verify_shape_rule(self) -> None:
+        """A forward kernel's global shapes follow its dnn op's shape rule, as they would
+        in the dnn dialect (the gradient kernels' shapes follow from their forward op)."""
+        kernel = next((op for op in LAYER_OPS if op.name == self.kernel.data), None)
+        if kernel is None or len(self.outputs) != 1:
+            return
+        operand_types = [dnn.TensorType(t.dim_names, t.global_shape, t.element_type)
+                         for t in self.inputs.types if isinstance(t, TensorType)]
+        result = self.outputs[0].type
+        assert isinstance(result, TensorType)
+        probe = kernel.create(
+            operands=Block(arg_types=operand_types).args,
+            result_types=[dnn.TensorType(result.dim_names, result.global_shape,
+                                         result.element_type)],
+            properties=dict(self.op_properties.data))
+        try:
+            expected = probe.infer()
+        except ShapeError as error:
+            raise VerifyException(f"{self.kernel.data}: {error}") from None
+        except (KeyError, AttributeError, TypeError):
+            raise VerifyException(f"{self.kernel.data}: its properties "
+                                  f"{self.op_properties} do not fit the op") from None
+        if expected != probe.result_shape:
+            raise VerifyException(f"{self.kernel.data} of these operands gives "
+                                  f"{dnn.TensorType.of(expected)}, not the result's "
+                                  f"{dnn.TensorType.of(probe.result_shape)}")
 
 
 def _source_target(op: IRDLOperation) -> tuple[TensorType, TensorType]:

@@ -393,3 +393,28 @@ dist.program @p(devices = 2) {
 }
 
 // CHECK: {{.*}}dist-invalid.mlir:392:3: error: 'dist.return' op operand 1 is a partial sum; all-reduce it before dist.return
+
+// -----
+
+/// dist.layer: a forward kernel's global shapes follow its dnn op's shape rule
+
+dist.program @p(devices = 1) {
+  shard.grid @grid1(shape = 1)
+  %x = dist.input "x" : !dist.tensor<[b = 8, d = 4] local [8, 4], f32 on @grid1 split [[], []]>
+  %w = dist.param "w" : !dist.tensor<[d = 4, h = 2] local [4, 2], f32 on @grid1 split [[], []]>
+  %y = dist.layer "dnn.einsum"(%x, %w) stats [] props {} tag "y" : (!dist.tensor<[b = 8, d = 4] local [8, 4], f32 on @grid1 split [[], []]>, !dist.tensor<[d = 4, h = 2] local [4, 2], f32 on @grid1 split [[], []]>) -> !dist.tensor<[b = 8, h = 3] local [8, 3], f32 on @grid1 split [[], []]>
+  dist.return %y : !dist.tensor<[b = 8, h = 3] local [8, 3], f32 on @grid1 split [[], []]>
+}
+
+// CHECK: {{.*}}dist-invalid.mlir:405:3: error: 'dist.layer' op dnn.einsum of these operands gives !dnn.tensor<[b = 8, h = 2], f32>, not the result's !dnn.tensor<[b = 8, h = 3], f32>
+
+// -----
+
+dist.program @p(devices = 1) {
+  shard.grid @grid1(shape = 1)
+  %x = dist.input "x" : !dist.tensor<[b = 8, d = 4] local [8, 4], f32 on @grid1 split [[], []]>
+  %y = dist.layer "dnn.relu"(%x) stats [] props {} tag "y" : (!dist.tensor<[b = 8, d = 4] local [8, 4], f32 on @grid1 split [[], []]>) -> !dist.tensor<[d = 4, b = 8] local [4, 8], f32 on @grid1 split [[], []]>
+  dist.return %y : !dist.tensor<[d = 4, b = 8] local [4, 8], f32 on @grid1 split [[], []]>
+}
+
+// CHECK: {{.*}}dist-invalid.mlir:416:3: error: 'dist.layer' op dnn.relu of these operands gives !dnn.tensor<[b = 8, d = 4], f32>, not the result's !dnn.tensor<[d = 4, b = 8], f32>
