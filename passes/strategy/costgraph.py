@@ -85,6 +85,12 @@ class CostGraph:
             view.flags.writeable = False
             self.edge_costs[(u, v)] = view
 
+    def buffers(self) -> dict[int, int]:
+        """The memory the graph's tables hold: bytes by buffer address, each shared table
+        (repeated blocks, `add_edge`'s views) once."""
+        tables = [*self.vertex_costs, *self.edge_costs.values()]
+        return {table.__array_interface__["data"][0]: table.nbytes for table in tables}
+
     def neighbours(self) -> list[set[int]]:
         """The undirected adjacency: `neighbours()[v]` holds every vertex sharing an edge with v.
 

@@ -165,11 +165,14 @@ def solve_dp(
     memory_budget: int = 4 << 30,
     jit: str = "auto",
     progress: Callable[[int, int, int], None] | None = None,
+    resident_bytes: int = 0,
 ) -> DPResult:
     """An optimal strategy by variable elimination in `order` (a method name or a permutation).
 
-    Raises `SearchMemoryError` before a vertex's tables would take more than `memory_budget`
-    bytes. `jit` picks who eliminates each vertex: "on" the llvmlite kernel of
+    Raises `SearchMemoryError` before the tables would take more than `memory_budget` bytes:
+    the graph's own tables (alive for the whole run, since the graph holds them), the
+    tables each elimination makes, and `resident_bytes` that other tables already hold
+    (the unpruned cost graph). `jit` picks who eliminates each vertex: "on" the llvmlite kernel of
     `strategy/jit.py` (raising `SearchError` if llvmlite cannot compile here), "off" numpy,
     "auto" the kernel when llvmlite works and the table has at least `JIT_MIN_ENTRIES`
     entries; the results are bit-identical either way. `progress(i, n, entries)`, if
@@ -203,8 +206,9 @@ def solve_dp(
     for (u, v), edge_cost in graph.edge_costs.items():
         add_factor((u, v), edge_cost)
 
+    inputs = len(factors)  # factors with smaller keys are the graph's own tables
     scalars: list[float] = []
-    live_bytes = sum(table.nbytes for _, table in factors.values())
+    live_bytes = resident_bytes + sum(graph.buffers().values())
     peak_bytes = live_bytes
     argmin_tables: list[tuple[Axes, np.ndarray]] = []
     max_dependent_set = 0
@@ -232,7 +236,9 @@ def solve_dp(
         use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
         eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
         axes, minimum, argmin = eliminate_vertex(consumed, vertex)
-        live_bytes += minimum.nbytes + argmin.nbytes - sum(table.nbytes for _, table in consumed)
+        live_bytes += minimum.nbytes + argmin.nbytes - sum(
+            table.nbytes for key, (_, table) in zip(consumed_keys, consumed, strict=True)
+            if key >= inputs)
         del consumed
         argmin_tables.append((axes, argmin))
         if axes:

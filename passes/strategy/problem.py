@@ -352,12 +352,16 @@ def solve(problem: Problem, method: str = "dp", order: str = "genseq",
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
     with collector_paused():
-        graph = problem.cost_graph(memory_budget)
+        original = graph = problem.cost_graph(memory_budget)
         kept = [np.arange(size) for size in graph.sizes]
         if pruning:
             graph, kept = prune(graph)
+        # The unpruned tables stay cached on the problem: they count against the budget.
+        pruned = graph.buffers()
+        resident = sum(size for address, size in original.buffers().items()
+                       if address not in pruned)
         if method == "dp":
-            result = solve_dp(graph, order, memory_budget, jit, progress)
+            result = solve_dp(graph, order, memory_budget, jit, progress, resident)
         else:
             result = solve_exhaustive(graph, exhaustive_limit)
     choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))

@@ -181,3 +181,17 @@ def test_exhaustive_breaks_ties_lexicographically() -> None:
     graph = CostGraph(["a", "b", "c"], [np.zeros(3), np.zeros(2), np.zeros(4)])
     graph.add_edge(0, 2, np.ones((3, 4)) - np.eye(3, 4))
     assert solve_exhaustive(graph).choice == (0, 0, 0)
+
+
+def test_the_budget_counts_the_graph_and_resident_tables_throughout() -> None:
+    # The graph's tables stay alive (the graph holds them), so eliminating a vertex frees
+    # none of them; tables held elsewhere (`resident_bytes`) count too.
+    graph = uniform_graph([(0, 1), (1, 2)], 3, size=4)
+    result = solve_dp(graph)
+    held = sum(graph.buffers().values())
+    assert result.peak_table_bytes > held
+    assert solve_dp(graph, memory_budget=result.peak_table_bytes).cost == result.cost
+    with pytest.raises(SearchMemoryError):
+        solve_dp(graph, memory_budget=result.peak_table_bytes - 1)
+    with pytest.raises(SearchMemoryError):
+        solve_dp(graph, memory_budget=result.peak_table_bytes, resident_bytes=1)
