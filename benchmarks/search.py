@@ -225,15 +225,18 @@ def measure(args: argparse.Namespace) -> dict:
 
 def search(parse: Callable[[], ModuleOp], devices: int, args: argparse.Namespace) -> dict:
     from pase.passes.strategy import build_problem, solve
+    from pase.passes.strategy.problem import collector_paused
 
     start = time.perf_counter()
     module = parse()
     parsed = time.perf_counter()
-    problem = build_problem(module, devices, args.machine, args.min_shard)
-    problem.cost_graph()
-    tabled = time.perf_counter()
-    solution = solve(problem, "dp", args.order, int(args.memory_gib * (1 << 30)))
-    solved = time.perf_counter()
+    budget = int(args.memory_gib * (1 << 30))
+    with collector_paused():  # one pause for the whole search, as pase-search does
+        problem = build_problem(module, devices, args.machine, args.min_shard)
+        problem.cost_graph(budget)
+        tabled = time.perf_counter()
+        solution = solve(problem, "dp", args.order, budget)
+        solved = time.perf_counter()
     stats = solution.stats
     assert stats is not None
     data_parallel = problem.cost(problem.data_parallel())

@@ -36,7 +36,7 @@ from pase.frontend.files import read_line, write_atomically
 from pase.passes import PasePass
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.machines import MachineError
-from pase.passes.strategy.problem import PinError, build_problem, solve
+from pase.passes.strategy.problem import PinError, build_problem, collector_paused, solve
 from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.report import format_report
 from pase.passes.strategy.strategy_file import (
@@ -106,15 +106,18 @@ class PaseSearchPass(PasePass):
                     raise pins.error(f"no layer '{layer_name}' in graph @{name}", layer_name,
                                      "name")
         try:
-            problem = build_problem(graph, self.devices, self.machine, self.min_shard,
-                                    pins.configs if pins else None, self.compat)
-            progress = Progress("pase-search")
-            try:
-                solution = solve(problem, self.method, self.order,
-                                 int(float(self.memory_gib) * (1 << 30)), jit=self.jit,
-                                 progress=progress)
-            finally:
-                progress.done()
+            # One pause of the cyclic collector for the whole search: resumed in between,
+            # it would walk the heap once for all the objects the first step allocated.
+            with collector_paused():
+                problem = build_problem(graph, self.devices, self.machine, self.min_shard,
+                                        pins.configs if pins else None, self.compat)
+                progress = Progress("pase-search")
+                try:
+                    solution = solve(problem, self.method, self.order,
+                                     int(float(self.memory_gib) * (1 << 30)), jit=self.jit,
+                                     progress=progress)
+                finally:
+                    progress.done()
         except MachineError as error:
             raise machine_diagnostic(error) from None
         except PinError as error:
