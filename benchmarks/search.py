@@ -21,7 +21,9 @@ prints one markdown table. Times are wall-clock (`time.perf_counter`) inside the
 
 Peak RSS is the child's `ru_maxrss`, interpreter and libraries included; a footnote gives the
 floor every case pays, measured by searching a one-layer graph in a child of its own. "DP
-tables" is the DP's own `peak_table_bytes`: the cost and argmin tables live at once.
+tables" is the DP's own `peak_table_bytes`: the most table memory held at once, counting the
+cost tables (pruned and unpruned) and the DP's minimum and argmin tables, as the memory
+budget does.
 """
 
 from __future__ import annotations
