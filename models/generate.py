@@ -310,6 +310,32 @@ def _product(sizes: Iterable[int]) -> int:
     return result
 
 
+# --- the image classifiers' batch and head --------------------------------------------
+
+
+def image_batch(g: Graph, size: int) -> tuple[str, str, str, str]:
+    """An ImageNet batch of 128 (size x size, 3 channels, 1000 classes): the batch dim, the
+    image input, the class dim and the labels input."""
+    batch = g.dim("b", 128, BATCH)
+    image = g.input("image", [batch, g.channels(3), *g.spatial(size)])
+    classes = g.dim("k", 1000, CLASSES)
+    labels = g.input("labels", [batch], "i32")
+    return batch, image, classes, labels
+
+
+def classifier(g: Graph, x: str, batch: str, classes: str, labels: str) -> None:
+    """The CNNs' head: global average pool, fully connected, cross-entropy loss (returned)."""
+    g.blank()
+    g.comment("classifier: global average pool, fully connected")
+    _, channels, height, _ = g.shape(x)
+    x = g.pool2d("avgpool", "avg", x, g.size(height))
+    features = g.dim("f", g.size(channels), CLASSES)
+    x = g.reshape("flat", x, [batch, features])
+    w = g.param("fc_w", [features, classes])
+    logits = g.einsum("logits", [x, w], [batch, classes])
+    g.ret(g.cross_entropy("loss", logits, labels, classes))
+
+
 # --- InceptionV3 ----------------------------------------------------------------------
 
 
@@ -413,10 +439,7 @@ def inception_v3() -> Graph:
         "[co, ci, r1, s7] with padding [0, 3], a 7x1 filter [co, ci, r7, s1] with padding",
         "[3, 0], and likewise 1x3 and 3x1 with padding [0, 1] and [1, 0].",
     ])
-    batch = g.dim("b", 128, BATCH)
-    image = g.input("image", [batch, g.channels(3), *g.spatial(299)])
-    classes = g.dim("k", 1000, CLASSES)
-    labels = g.input("labels", [batch], "i32")
+    batch, image, classes, labels = image_batch(g, 299)
 
     g.blank()
     g.comment("stem: 299x299 -> 35x35")
@@ -442,15 +465,7 @@ def inception_v3() -> Graph:
         g.blank()
         x = inception_e(g, name, x)
 
-    g.blank()
-    g.comment("classifier: global average pool, fully connected")
-    _, channels, height, _ = g.shape(x)
-    x = g.pool2d("avgpool", "avg", x, g.size(height))
-    features = g.dim("f", g.size(channels), CLASSES)
-    x = g.reshape("flat", x, [batch, features])
-    w = g.param("fc_w", [features, classes])
-    logits = g.einsum("logits", [x, w], [batch, classes])
-    g.ret(g.cross_entropy("loss", logits, labels, classes))
+    classifier(g, x, batch, classes, labels)
     return g
 
 
@@ -496,10 +511,7 @@ def resnet101() -> Graph:
         "torchvision's modules, with the block index tagged b (layer3[5].conv2 is",
         "%layer3_b5_conv2), as a name may not end in _<number>.",
     ])
-    batch = g.dim("b", 128, BATCH)
-    image = g.input("image", [batch, g.channels(3), *g.spatial(224)])
-    classes = g.dim("k", 1000, CLASSES)
-    labels = g.input("labels", [batch], "i32")
+    batch, image, classes, labels = image_batch(g, 224)
 
     g.blank()
     g.comment("stem: 224x224 -> 56x56")
@@ -515,15 +527,7 @@ def resnet101() -> Graph:
                 g.comment(f"layer{stage}: {blocks} bottlenecks of width {width}")
             x = bottleneck(g, f"layer{stage}_b{block}", x, width, stride if block == 0 else 1)
 
-    g.blank()
-    g.comment("classifier: global average pool, fully connected")
-    _, channels, height, _ = g.shape(x)
-    x = g.pool2d("avgpool", "avg", x, g.size(height))
-    features = g.dim("f", g.size(channels), CLASSES)
-    x = g.reshape("flat", x, [batch, features])
-    w = g.param("fc_w", [features, classes])
-    logits = g.einsum("logits", [x, w], [batch, classes])
-    g.ret(g.cross_entropy("loss", logits, labels, classes))
+    classifier(g, x, batch, classes, labels)
     return g
 
 
