@@ -167,42 +167,39 @@ class ReturnOp(IRDLOperation):
             raise VerifyException("dnn.return needs at least one value")
 
 
+class _ValueOp(IRDLOperation):
+    """A value the graph starts from: one tensor result, no operands, no configuration of
+    its own (it is laid out as its first reader's configuration needs)."""
+
+    output = result_def(TensorType)
+
+    traits = traits_def(HasParent(GraphOp))
+    assembly_format = "attr-dict `:` type($output)"
+
+    def __init__(self, result_type: TensorType):
+        super().__init__(result_types=[result_type])
+
+    def verify_(self) -> None:
+        _no_config(self)
+
+
 @irdl_op_definition
-class InputOp(IRDLOperation):
+class InputOp(_ValueOp):
     """Training data: `%x = dnn.input : !dnn.tensor<[b = 64, d = 256], f32>`."""
 
     name = "dnn.input"
 
-    output = result_def(TensorType)
-
-    traits = traits_def(HasParent(GraphOp))
-    assembly_format = "attr-dict `:` type($output)"
-
-    def __init__(self, result_type: TensorType):
-        super().__init__(result_types=[result_type])
-
-    def verify_(self) -> None:
-        _no_config(self)
-
 
 @irdl_op_definition
-class ParamOp(IRDLOperation):
+class ParamOp(_ValueOp):
     """A trainable parameter: `%w = dnn.param : !dnn.tensor<[d = 256, h = 1024], f32>`."""
 
     name = "dnn.param"
 
-    output = result_def(TensorType)
-
-    traits = traits_def(HasParent(GraphOp))
-    assembly_format = "attr-dict `:` type($output)"
-
-    def __init__(self, result_type: TensorType):
-        super().__init__(result_types=[result_type])
-
     def verify_(self) -> None:
         if self.output.type.shape.element not in shapes.FLOAT_TYPES:
             raise VerifyException("dnn.param must be floating-point")
-        _no_config(self)
+        super().verify_()
 
 
 def _no_config(op: IRDLOperation) -> None:
