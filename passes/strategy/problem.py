@@ -134,12 +134,15 @@ class Problem:
         anonymous = [replace(layer, name="") for layer in self.layer_data]
         configs_key = [tuple(tuple(c.items()) for c in configs)
                        for configs in self.config_lists]
+        vertex_keys = list(zip(anonymous, configs_key, strict=True))
+        edge_keys = [(anonymous[e.producer], anonymous[e.consumer], configs_key[e.producer],
+                      configs_key[e.consumer], replace(e, producer=0, consumer=0, carried=""))
+                     for e in self.edges]
         if memory_budget is not None:
-            self._check_table_memory(anonymous, configs_key, memory_budget)
+            self._check_table_memory(vertex_keys, edge_keys, memory_budget)
         vertex_cache: dict[object, np.ndarray] = {}
         vertex = []
-        for i, configs in enumerate(self.config_lists):
-            key = (anonymous[i], configs_key[i])
+        for i, (key, configs) in enumerate(zip(vertex_keys, self.config_lists, strict=True)):
             if key not in vertex_cache:
                 vertex_cache[key] = np.array([self._vertex(i, c) for c in configs],
                                              dtype=np.float64)
@@ -149,41 +152,32 @@ class Problem:
         steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
                     * (len(e.held.sizes) + 1) for e in self.edges) * self.devices
         self._compiled = steps >= JIT_REDISTRIBUTION_STEPS
-        for edge in self.edges:
+        for edge, edge_key in zip(self.edges, edge_keys, strict=True):
             u, v = edge.producer, edge.consumer
-            edge_key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
-                        replace(edge, producer=0, consumer=0, carried=""))
             if edge_key not in edge_cache:
                 edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
                                                   self.config_lists[v])
             graph.add_edge(u, v, edge_cache[edge_key])
         return graph
 
-    def _check_table_memory(self, anonymous: list[Layer], configs_key: list[tuple],
+    def _check_table_memory(self, vertex_keys: list[tuple], edge_keys: list[tuple],
                             memory_budget: int) -> None:
         """Raise `SearchMemoryError` if the cost tables (float64, one per distinct layer and
         edge, twice: pruning makes a smaller copy) plus the largest edge's block layouts
         (int64, every configuration on every device) would exceed `memory_budget` bytes."""
         sizes = [len(configs) for configs in self.config_lists]
-        tables: dict[object, int] = {(anonymous[i], configs_key[i]): 8 * sizes[i]
-                                     for i in range(len(sizes))}
-        largest, layouts = None, 0
-        for edge in self.edges:
-            u, v = edge.producer, edge.consumer
-            key = (anonymous[u], anonymous[v], configs_key[u], configs_key[v],
-                   replace(edge, producer=0, consumer=0, carried=""))
-            tables[key] = 8 * sizes[u] * sizes[v]
-            edge_layouts = (16 * (sizes[u] + sizes[v]) * self.devices
-                            * (len(edge.held.sizes) + 1))
-            layouts = max(layouts, edge_layouts)
-            if largest is None or sizes[u] * sizes[v] > sizes[largest.producer] * sizes[
-                    largest.consumer]:
-                largest = edge
+        tables: dict[object, int] = {key: 8 * size
+                                     for key, size in zip(vertex_keys, sizes, strict=True)}
+        for edge, key in zip(self.edges, edge_keys, strict=True):
+            tables[key] = 8 * sizes[edge.producer] * sizes[edge.consumer]
+        layouts = max((16 * (sizes[e.producer] + sizes[e.consumer]) * self.devices
+                       * (len(e.held.sizes) + 1) for e in self.edges), default=0)
         needed = 2 * sum(tables.values()) + layouts
         if needed <= memory_budget:
             return
         detail = ""
-        if largest is not None:
+        if self.edges:
+            largest = max(self.edges, key=lambda e: sizes[e.producer] * sizes[e.consumer])
             u, v = largest.producer, largest.consumer
             detail = (f" (the largest, edge {self.layer_data[u].name} -> "
                       f"{self.layer_data[v].name}, is {sizes[u]:,} x {sizes[v]:,} "
