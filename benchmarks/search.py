@@ -155,7 +155,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--min-shard", type=positive_int, default=4,
                         help="PaSE's cutoff: the smallest shard a split may leave (default: 4)")
     parser.add_argument("--memory-gib", type=float, default=4.0,
-                        help="the DP's table memory budget in GiB (default: 4, as pase-search)")
+                        help="the search's table memory budget in GiB (default: 4, as pase-search)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds allowed per case, process start included (default: 300)")
     # Internal: run one case (or the baseline graph) in this process and print a JSON line.
