@@ -99,11 +99,10 @@ def write_atomically(path: str, text: str) -> None:
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     pending = _pending.get()
-    if pending is not None and not _is_stream(target) and any(
-            write.target == target for write in pending):
-        raise OSError(errno.EEXIST, "another output of this run goes to the same file", path)
     if _is_stream(target):
         write = _Write(target, None, text)
+    elif pending is not None and any(write.target == target for write in pending):
+        raise OSError(errno.EEXIST, "another output of this run goes to the same file", path)
     else:
         write = _Write(target, _write_temporary(target, text))
     if pending is None:
