@@ -4,7 +4,7 @@
     >>> module = parse_file("models/mlp.dnn")   # a verified builtin.module
 """
 
-from pase.frontend.diagnostics import Diagnostic
+from pase.core.diagnostics import Diagnostic
 from pase.frontend.lower import parse_file, parse_text
 
 __all__ = ["Diagnostic", "parse_file", "parse_text"]

@@ -3,7 +3,7 @@
 The lark grammar (`dnn.lark`) is deliberately uniform: every layer statement is
 `%v = op [kind] [dims] [operands] clauses* [-> dims] [: type] [config {...}]`. This
 module checks each statement against its op's row in `STATEMENTS`, infers the result
-type with the shape rules of `pase.dialect.shapes`, and builds the IR. Every error is a
+type with the shape rules of `pase.core.shapes`, and builds the IR. Every error is a
 `Diagnostic` pointing at the offending token.
 
 Example:
@@ -25,11 +25,11 @@ from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, ModuleOp, 
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.files import read_text
+from pase.core.shapes import ELEMENT_TYPES, MAX_ELEMENTS, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.dialect.shapes import ELEMENT_TYPES, MAX_ELEMENTS, NamedShape, ShapeError, shape_of
-from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
-from pase.frontend.files import read_text
 
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
 Node = Any
@@ -283,7 +283,7 @@ class _Scope:
             if str(token) in (str(t) for t in dim_tokens[:i]):
                 raise self.error(f"dimension '{token}' appears twice in one tensor", token)
         try:
-            return shape_of([str(t) for t in dim_tokens], self.dims, element)
+            return shape_over([str(t) for t in dim_tokens], self.dims, element)
         except ShapeError as error:  # too many elements
             raise self.error(str(error), dim_tokens[0]) from None
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
+from pase.core.diagnostics import Diagnostic
 from pase.dialect.dnn import LayerOp
 from pase.dialect.pase import NUM_CONFIGS_ATTR_NAME
-from pase.frontend.diagnostics import Diagnostic
 from pase.passes import PasePass
 from pase.passes.strategy.configs import enumerate_configs
 

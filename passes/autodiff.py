@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from pase.core.diagnostics import Diagnostic, at_op
 from pase.dialect import dnn
 from pase.dialect.pase import (
     CONFIG_ATTR_NAME,
@@ -41,9 +42,7 @@ from pase.dialect.pase import (
     LAYER_ATTR_NAME,
     LAYOUT_OF_ATTR_NAME,
 )
-from pase.frontend.diagnostics import Diagnostic
 from pase.passes import PasePass
-from pase.passes.strategy.layers import layer_names
 
 LAYER_ATTR = LAYER_ATTR_NAME
 GRID_ORDER_ATTR = GRID_ORDER_ATTR_NAME
@@ -70,7 +69,7 @@ class _Differentiator:
     def __init__(self, graph: dnn.GraphOp, lr: float):
         self.graph = graph
         self.lr = lr
-        self.names = layer_names(graph)
+        self.names = graph.layer_names()
         self.layers = graph.layers
         self.ret = graph.body.block.last_op
         assert isinstance(self.ret, dnn.ReturnOp)
@@ -88,8 +87,8 @@ class _Differentiator:
         if any(isinstance(op, dnn.VjpOp | dnn.SgdOp) for op in block.ops):
             raise self.error("the graph already has a backward pass")
         loss = self.ret.values[0]
-        if dnn.shape_of(loss).dims:
-            raise self.error("the first returned value must be the scalar loss")
+        if (problem := self.graph.loss_problem()) is not None:
+            raise at_op(self.ret, problem, prefix=f"pase-autodiff on @{self.graph.sym_name.data}: ")
         needs_grad = self.needs_grad()
         first_reader = self.first_readers()
         for layer in reversed(self.layers):

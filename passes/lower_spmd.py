@@ -34,46 +34,20 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
+from pase.core.diagnostics import Diagnostic
+from pase.core.placement import Placement, edge_tag
+from pase.core.space import IterationSpace
 from pase.dialect import dist, dnn
-from pase.dialect.interface import IterationSpace
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.frontend.diagnostics import Diagnostic
 from pase.passes import PasePass
 from pase.passes.autodiff import GRID_ORDER_ATTR, LAYER_ATTR, LAYOUT_OF_ATTR
-from pase.passes.strategy.layers import layer_names
 
 REDUCING_KINDS = ("dnn.einsum", "dnn.conv2d", "dnn.reduce", "dnn.embedding")
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where an op runs: its grid's split dims with factors, in grid-axis order."""
-
-    axes: tuple[tuple[str, int], ...]
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(f for _, f in self.axes) or (1,)
-
-    @property
-    def grid(self) -> str:
-        return "grid" + "x".join(str(f) for f in self.shape)
-
-    def axis(self, dim: str | None) -> int | None:
-        for index, (name, _) in enumerate(self.axes):
-            if name == dim:
-                return index
-        return None
-
-    def axes_of(self, dims: tuple[str, ...] | list[str]) -> list[int]:
-        return [a for a in (self.axis(d) for d in dims) if a is not None]
-
-
 def placement(space: IterationSpace, config: ConfigAttr | None,
               order: tuple[str, ...] | None = None) -> Placement:
-    splits = config.splits if config is not None else {}
-    names = order or space.names
-    return Placement(tuple((d, splits[d]) for d in names if splits.get(d, 1) > 1))
+    return Placement.of(order or space.names, config.splits if config is not None else {})
 
 
 @dataclass(frozen=True)
@@ -113,7 +87,7 @@ class _Lowering:
     def __init__(self, graph: dnn.GraphOp, devices: int):
         self.graph = graph
         self.devices = devices
-        self.names = layer_names(graph)
+        self.names = graph.layer_names()
         self.by_name = {name: op for op, name in self.names.items()}
         self.block = Block()
         self.grids: dict[str, tuple[int, ...]] = {}
@@ -176,8 +150,8 @@ class _Lowering:
         key = (value, needed, consumer)
         if key not in self.converted:
             producer = self.owner_layer[value]
-            tag = f"{consumer}<-{producer}" if backward else f"{producer}->{consumer}"
-            tag += f" %{carried}" if carried else ""
+            tag = (edge_tag(consumer, producer, True, carried) if backward
+                   else edge_tag(producer, consumer, False, carried))
             op = dist.RedistributeOp.create(operands=[current], result_types=[needed],
                                             properties={"tag": StringAttr(tag)})
             op.results[0].name_hint = value.name_hint

@@ -26,13 +26,13 @@ import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
+from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.files import read_line, write_atomically
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
-from pase.frontend.diagnostics import Diagnostic
-from pase.frontend.files import read_line, write_atomically
 from pase.passes import PasePass
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.machines import MachineError
@@ -99,7 +99,7 @@ class PaseSearchPass(PasePass):
         name = graph.sym_name.data
         pins = (load_strategy(self.strategy, name, self.devices, only_graph)
                 if self.strategy else None)
-        layers = {layer.layer_name: layer for layer in graph.layers}
+        layers = {name: layer for layer, name in graph.layer_names().items()}
         if pins:
             for layer_name in pins.configs:
                 if layer_name not in layers:
@@ -128,7 +128,7 @@ class PaseSearchPass(PasePass):
             raise Diagnostic(f"pase-search on @{name}: {error}") from None
         breakdown = problem.breakdown(solution.assignment)
         data_parallel = problem.cost(problem.data_parallel())
-        for layer, layer_name in zip(graph.layers, problem.layers, strict=True):
+        for layer_name, layer in layers.items():
             layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(solution.assignment[layer_name])
         graph.attributes[STRATEGY_ATTR_NAME] = StrategyAttr(
             self.devices, problem.machine.name, breakdown.total, breakdown.compute,
@@ -140,7 +140,7 @@ class PaseSearchPass(PasePass):
 
 
 def write_json(path: str, data: object) -> None:
-    """Write the strategy JSON atomically (`pase.frontend.files.write_atomically`; inside
+    """Write the strategy JSON atomically (`pase.core.files.write_atomically`; inside
     `deferred_writes()`, when the run succeeds)."""
     try:
         write_atomically(path, dump_strategy(data))  # type: ignore[arg-type]
@@ -149,14 +149,8 @@ def write_json(path: str, data: object) -> None:
 
 
 def op_diagnostic(op: Operation, message: str, graph: str) -> Diagnostic:
-    """`message` at the op's `file:line:col` with its source line; an op without a place
-    (IR built in Python) is named by its graph."""
-    location = op.location
-    if not isinstance(location, FileLineColLoc):
-        return Diagnostic(f"pase-search on @{graph}: {message}")
-    filename, line = location.filename.data, location.line.data
-    return Diagnostic(message, filename, line, location.column.data,
-                      source_line=read_line(filename, line))
+    """`message` at the op's `file:line:col`; an op without a place is named by its graph."""
+    return at_op(op, message, prefix=f"pase-search on @{graph}: ")
 
 
 def pin_diagnostic(pins: StrategyPins, error: PinError) -> Diagnostic:

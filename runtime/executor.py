@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pase.core.shapes import ELEMENTS
 from pase.runtime.communicator import DeviceComm
 from pase.runtime.kernels import conv, einsum, elementwise, embedding, lstm, normalization
 from pase.runtime.kernels import reduce as reduction
@@ -28,7 +29,7 @@ from pase.runtime.program import Box, Program, Sharded, Step, box, coordinates, 
 
 UNARY = ("dnn.relu", "dnn.gelu", "dnn.tanh", "dnn.sigmoid", "dnn.exp")
 BINARY = ("dnn.add", "dnn.sub", "dnn.mul")
-DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
+DTYPES = {name: np.dtype(element.numpy) for name, element in ELEMENTS.items()}
 
 
 @dataclass

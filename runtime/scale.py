@@ -19,9 +19,9 @@ from math import ceil, gcd, prod
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from pase.core.shapes import conv_output_size, reshape_groups
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.dialect.shapes import conv_output_size, reshape_groups
 
 
 class ScaleError(ValueError):
@@ -97,7 +97,7 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
                 size = conv_output_size(new[x.dims[2 + axis]], window[axis],
                                         op.stride.data, padding[axis])
                 if size < 1:
-                    raise ScaleError(f"{op.layer_name}: the input is too small")
+                    raise ScaleError(f"{_name(op)}: the input is too small")
                 assign(y.dims[2 + axis], size)
         elif isinstance(op, dnn.ConcatOp):
             y = op.result_shape
@@ -117,7 +117,7 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
                     free(tuple(y.dims[j] for j in outputs[:-1]))
                     rest = prod(new[y.dims[j]] for j in outputs[:-1])
                     if total % rest:
-                        raise ScaleError(f"{op.layer_name}: cannot split {total} evenly")
+                        raise ScaleError(f"{_name(op)}: cannot split {total} evenly")
                     assign(y.dims[outputs[-1]], total // rest)
         elif isinstance(op, dnn.LstmOp):
             x, w = op.input_shapes
@@ -186,3 +186,9 @@ def _retype(attr: Attribute, sizes: dict[str, int]) -> Attribute:
         return attr
     shape = attr.shape
     return dnn.TensorType(shape.dims, [sizes[d] for d in shape.dims], attr.element_type)
+
+
+def _name(op: dnn.LayerOp) -> str:
+    graph = op.parent_op()
+    assert isinstance(graph, dnn.GraphOp)
+    return graph.layer_names()[op]

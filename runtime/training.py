@@ -19,9 +19,10 @@ from math import prod
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import ModuleOp
 
+from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.placement import edge_tag
 from pase.dialect import dist, dnn
 from pase.dialect.pase import (
     CONFIG_ATTR_NAME,
@@ -29,11 +30,9 @@ from pase.dialect.pase import (
     LAYOUT_OF_ATTR_NAME,
     ConfigAttr,
 )
-from pase.frontend import Diagnostic
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.strategy.cost import blocks, layer_cost, redistribution_words
-from pase.passes.strategy.layers import layer_names
 from pase.passes.strategy.problem import Problem, build_problem
 from pase.runtime.communicator import DeviceComm
 from pase.runtime.executor import DTYPES, DeviceResult, run_device
@@ -110,9 +109,9 @@ def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:
     """
     programs = [op for op in module.walk() if isinstance(op, dist.ProgramOp)]
     if programs:
-        raise _located(f"pase-run takes a forward graph, but this is the dist.program "
-                       f"@{programs[0].sym_name.data} from pase-lower-spmd; give it the "
-                       "model before pase-autodiff", programs[0], filename)
+        raise at_op(programs[0], "pase-run takes a forward graph, but this is the "
+                    f"dist.program @{programs[0].sym_name.data} from pase-lower-spmd; give "
+                    "it the model before pase-autodiff", filename)
     graphs = [op for op in module.walk() if isinstance(op, dnn.GraphOp)]
     if len(graphs) != 1:
         raise Diagnostic(f"pase-run runs one dnn.graph, the file has {len(graphs)}",
@@ -124,45 +123,12 @@ def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:
     if gradient_ops:
         named = [op for op in gradient_ops if isinstance(op, dnn.VjpOp | dnn.SgdOp)]
         kinds = ", ".join(sorted({op.name for op in named or gradient_ops}, reverse=True))
-        raise _located(f"pase-run takes a forward graph, but @{graph.sym_name.data} already "
-                       f"has gradient ops ({kinds}) from pase-autodiff; give it the model "
-                       "before pase-autodiff", gradient_ops[0], filename)
-    ret = graph.body.block.last_op
-    assert isinstance(ret, dnn.ReturnOp)  # the graph verifier checks it
-    loss = ret.values[0]
-    name = f"%{loss.name_hint}" if loss.name_hint else "the first returned value"
-    shape = dnn.shape_of(loss)
-    where = f"the loss {name} (the first value @{graph.sym_name.data} returns)"
-    if shape.dims:
-        dims = ", ".join(shape.dims)
-        raise _located(f"{where} must be a scalar, but it is [{dims}]; reduce it in the "
-                       f"model, e.g. `%loss = reduce mean {name} over [{dims}]`, and return "
-                       "that", ret, filename)
-    if shape.element not in ("f32", "f64"):
-        raise _located(f"{where} must be f32 or f64, but it is {shape.element}", ret,
-                       filename)
-    if not isinstance(loss.owner, dnn.LayerOp):
-        kind = loss.owner.name.removeprefix("dnn.") if isinstance(loss.owner, Operation) \
-            else "a block argument"
-        raise _located(f"{where} must be computed by a layer, but it is the {kind} "
-                       "itself; nothing would be trained", ret, filename)
+        raise at_op(gradient_ops[0], f"pase-run takes a forward graph, but "
+                    f"@{graph.sym_name.data} already has gradient ops ({kinds}) from "
+                    "pase-autodiff; give it the model before pase-autodiff", filename)
+    if (problem := graph.loss_problem()) is not None:
+        raise at_op(graph.body.block.ops.last, problem, filename)  # type: ignore[arg-type]
     return graph
-
-
-def _located(message: str, op: Operation, filename: str) -> Diagnostic:
-    """A diagnostic at `op`'s `file:line:col`, with its source line, when it has one."""
-    location = op.location
-    if not isinstance(location, FileLineColLoc):
-        return Diagnostic(message, filename)
-    path, line = location.filename.data, location.line.data
-    source_line = None
-    try:
-        with open(path, encoding="utf-8") as stream:
-            source_line = next((text.rstrip("\n") for number, text in enumerate(stream, 1)
-                                if number == line), None)
-    except (OSError, UnicodeDecodeError):
-        pass
-    return Diagnostic(message, path, line, location.column.data, source_line=source_line)
 
 
 def make_data(graph: dnn.GraphOp, seed: int,
@@ -204,14 +170,14 @@ def make_data(graph: dnn.GraphOp, seed: int,
 def layer_configs(graph: dnn.GraphOp) -> dict[str, dict[str, int]]:
     """Each layer's configuration, by the names the search uses (`layer_names`)."""
     return {name: (layer.config.splits if layer.config else {})
-            for layer, name in layer_names(graph).items()}
+            for layer, name in graph.layer_names().items()}
 
 
 def with_configs(module: ModuleOp, configs: dict[str, dict[str, int]] | None) -> ModuleOp:
     """A copy whose layers carry `configs` (None: every layer unsplit)."""
     copy = module.clone()
     graph = _graph(copy)
-    for layer, name in layer_names(graph).items():
+    for layer, name in graph.layer_names().items():
         config = {} if configs is None else configs[name]
         layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(config)
     graph.attributes.pop("pase.strategy", None)
@@ -286,11 +252,10 @@ def predicted_words(problem: Problem, configs: dict[str, dict[str, int]]
         held = blocks(producer, configs[producer.name], edge.held, problem.devices)[None]
         needed = blocks(consumer, configs[consumer.name], edge.needed, problem.devices)[None]
         forward, backward = redistribution_words(held, needed)
-        carried = f" %{edge.carried}" if edge.carried else ""   # as pase-lower-spmd tags
-        words[("edge", f"{producer.name}->{consumer.name}{carried}")] = float(forward[0, 0])
+        tag = partial(edge_tag, producer.name, consumer.name, carried=edge.carried)
+        words[("edge", tag(backward=False))] = float(forward[0, 0])
         if edge.backward:
-            words[("edge", f"{producer.name}<-{consumer.name}{carried}")] = float(
-                backward[0, 0])
+            words[("edge", tag(backward=True))] = float(backward[0, 0])
     return words
 
 

@@ -26,10 +26,10 @@ from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from pase.core.diagnostics import at_op, offset_to_line_column
+from pase.core.files import deferred_writes, write_atomically
 from pase.dialect import get_all_dialects
 from pase.frontend import Diagnostic, parse_text
-from pase.frontend.diagnostics import offset_to_line_column
-from pase.frontend.files import deferred_writes, read_line, write_atomically
 from pase.passes import PASS_SUMMARIES, get_all_passes
 
 NOTHING_PARSED = "Could not parse entire input!"
@@ -207,13 +207,7 @@ def verify_located(module: ModuleOp) -> None:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as error:
             message = f"'{op.name}' op " + str(error).split("\n", 1)[0]
-            location = op.location
-            if not isinstance(location, FileLineColLoc):
-                raise DiagnosticException(f"error: {message}") from None
-            filename, line = location.filename.data, location.line.data
-            raise DiagnosticException(str(Diagnostic(
-                message, filename, line, location.column.data,
-                source_line=read_line(filename, line)))) from None
+            raise DiagnosticException(str(at_op(op, message))) from None
 
 
 def format_parse_error(error: ParseError) -> str:
@@ -262,7 +256,7 @@ def main(args: Sequence[str] | None = None) -> None:
 
 
 def write_output(text: str, path: str | None) -> None:
-    """Print, or write `path` atomically (`pase.frontend.files.write_atomically`)."""
+    """Print, or write `path` atomically (`pase.core.files.write_atomically`)."""
     if path is None:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -45,7 +45,7 @@ from xdsl.utils.exceptions import VerifyException
 from pase.dialect import dnn
 from pase.dialect.dist.types import KERNELS, TensorType
 from pase.dialect.dnn import LAYER_OPS
-from pase.dialect.shapes import ShapeError
+from pase.core.shapes import ShapeError
 
 
 def _grid_text(shape: Sequence[int]) -> str:

@@ -13,8 +13,8 @@ name means the same extent everywhere and transposes are free:
 
 Every layer op takes its tensors as operands, keeps its parameters (dims to reduce
 over, stride, ...) as properties, and implements the layer-op interface
-(`iteration_space()`, see `pase.dialect.interface`). Its verifier runs the same shape
-rule as the frontend (`pase.dialect.shapes`), so hand-written IR is held to the same
+(`iteration_space()`, see `pase.core.space`). Its verifier runs the same shape
+rule as the frontend (`pase.core.shapes`), so hand-written IR is held to the same
 invariants as `.dnn` source. A layer may carry a `pase.config` attribute; the verifier
 checks it against the iteration space. The custom syntax of the layer ops follows
 MLIR's shape: `%y = dnn.op <kind>? %operands <keyword value>* attr-dict : (types) -> type`.

@@ -23,7 +23,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from pase.dialect import shapes
+from pase.core import shapes
 from pase.dialect.dnn.types import TensorType
 from pase.dialect.pase import CONFIG_ATTR_NAME, LAYER_ATTR_NAME, LAYOUT_OF_ATTR_NAME
 
@@ -75,6 +75,46 @@ class GraphOp(IRDLOperation):
         return [op for op in self.body.block.ops if isinstance(op, Layer)
                 and LAYER_ATTR_NAME not in op.attributes
                 and LAYOUT_OF_ATTR_NAME not in op.attributes]
+
+    def layer_names(self) -> dict[LayerOp, str]:
+        """Each forward layer's name: its result's SSA name (`%h` -> `h`), made unique within
+        the graph (`h`, `h_1`); an unnamed result is named by its op and index (`relu3`).
+        The search, reports, strategy files, pase-autodiff and pase-lower-spmd all name
+        layers so."""
+        names: dict[LayerOp, str] = {}
+        used: set[str] = set()
+        for index, op in enumerate(self.layers):
+            base = op.output.name_hint or f"{op.name.removeprefix('dnn.')}{index}"
+            name, suffix = base, 1
+            while name in used:
+                name, suffix = f"{base}_{suffix}", suffix + 1
+            used.add(name)
+            names[op] = name
+        return names
+
+    def loss_problem(self) -> str | None:
+        """Why the graph cannot be trained, or None. The loss is the first value the graph
+        returns: a floating-point scalar that a layer computes (any layer:
+        `softmax_cross_entropy`, `reduce mean`, an einsum `-> []`, ...). A tensor is not
+        summed silently into a loss: PyTorch's `backward()` refuses a non-scalar output too.
+        pase-autodiff and pase-run both ask this; the message belongs at the return."""
+        ret = self.body.block.last_op
+        assert isinstance(ret, ReturnOp)  # the graph verifier checks it
+        loss = ret.values[0]
+        name = f"%{loss.name_hint}" if loss.name_hint else "the first returned value"
+        shape = loss.type.shape  # type: ignore[attr-defined]
+        where = f"the loss {name} (the first value @{self.sym_name.data} returns)"
+        if shape.dims:
+            dims = ", ".join(shape.dims)
+            return (f"{where} must be a scalar, but it is [{dims}]; reduce it in the model, "
+                    f"e.g. `%loss = reduce mean {name} over [{dims}]`, and return that")
+        if shape.element not in shapes.FLOAT_TYPES:
+            return f"{where} must be f32 or f64, but it is {shape.element}"
+        if isinstance(loss.owner, InputOp | ParamOp):
+            kind = loss.owner.name.removeprefix("dnn.")
+            return (f"{where} must be computed by a layer, but it is the {kind} itself; "
+                    "nothing would be trained")
+        return None
 
     @classmethod
     def parse(cls, parser: Parser) -> GraphOp:

@@ -15,11 +15,11 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
+from pase.core.shapes import NamedShape, ShapeError
+from pase.core.space import IterationSpace
 from pase.dialect.dnn.graph import GraphOp
 from pase.dialect.dnn.types import TensorType, shape_of
-from pase.dialect.interface import IterationSpace
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.dialect.shapes import NamedShape, ShapeError
 
 Kind = tuple[str, tuple[str, ...]] | None
 Clauses = tuple[tuple[str, str, str], ...]
@@ -51,11 +51,6 @@ class LayerOp(IRDLOperation):
 
     def iteration_space(self) -> IterationSpace:
         raise NotImplementedError
-
-    @property
-    def layer_name(self) -> str:
-        """The layer's name in reports: its result's SSA name (`%h` -> `h`)."""
-        return self.output.name_hint or f"{self.name.removeprefix('dnn.')}"
 
     @property
     def input_shapes(self) -> list[NamedShape]:

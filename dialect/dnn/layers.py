@@ -9,10 +9,10 @@ from typing import ClassVar
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.irdl import irdl_op_definition, prop_def
 
-from pase.dialect import shapes
+from pase.core import shapes
+from pase.core.shapes import NamedShape, ShapeError
+from pase.core.space import IterationSpace, IterDim
 from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
-from pase.dialect.interface import IterationSpace, IterDim
-from pase.dialect.shapes import NamedShape, ShapeError
 
 
 def _pair(values: tuple[int, ...]) -> tuple[int, int]:

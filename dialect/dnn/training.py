@@ -26,11 +26,11 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
+from pase.core.space import IterationSpace
 from pase.dialect.dnn.graph import GraphOp
 from pase.dialect.dnn.layer_op import LayerOp
 from pase.dialect.dnn.layers import LAYER_OPS
 from pase.dialect.dnn.types import TensorType, shape_of
-from pase.dialect.interface import IterationSpace
 from pase.dialect.pase import CONFIG_ATTR_NAME
 
 

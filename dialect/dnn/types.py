@@ -26,9 +26,10 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from pase.dialect.shapes import MAX_ELEMENTS, NamedShape
+from pase.core.shapes import ELEMENTS, MAX_ELEMENTS, NamedShape
 
-ELEMENT_TYPES: dict[str, Attribute] = {"f32": f32, "f64": f64, "i32": i32, "i64": i64}
+ELEMENT_TYPES: dict[str, Attribute] = dict(zip(ELEMENTS, (f32, f64, i32, i64), strict=True))
+"""The xDSL type of each element type of `pase.core.shapes.ELEMENTS`, in its order."""
 
 
 def element_name(element_type: Attribute) -> str:

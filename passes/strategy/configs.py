@@ -6,7 +6,7 @@ always allowed), and the factors multiply to at most `devices` (a layer may leav
 devices idle).
 
 Example:
-    >>> from pase.dialect.interface import IterationSpace, IterDim
+    >>> from pase.core.space import IterationSpace, IterDim
     >>> space = IterationSpace((IterDim("b", 8), IterDim("h", 8, reduction=True)),
     ...                        (("b", "h"),), ("b",), 2.0, 4.0)
     >>> enumerate_configs(space, devices=4, min_shard=4)
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from itertools import product
 
-from pase.dialect.interface import IterationSpace
+from pase.core.space import IterationSpace
 
 MAX_DEVICES = 1 << 13
 """The most devices a search may take. The cost tables hold each layout's block on every

@@ -26,6 +26,7 @@ from math import prod
 
 import numpy as np
 
+from pase.core.placement import grid_axes
 from pase.passes.strategy.layers import Edge, Layer, TensorUse
 from pase.passes.strategy.machines import Machine
 
@@ -41,12 +42,6 @@ class LayerCost:
     words: float
 
 
-def grid_axes(layer: Layer, config: Config) -> list[tuple[str, int]]:
-    """The split dims of a configuration, in iteration-space order, with their factors."""
-    return [(dim.name, config[dim.name]) for dim in layer.space.dims
-            if config.get(dim.name, 1) > 1]
-
-
 def device_coordinates(factors: Sequence[int], devices: int) -> np.ndarray:
     """Row-major grid coordinates of devices 0..q-1, shape (q, len(factors))."""
     count = prod(factors)
@@ -58,7 +53,7 @@ def device_coordinates(factors: Sequence[int], devices: int) -> np.ndarray:
 def blocks(layer: Layer, config: Config, use: TensorUse, devices: int) -> np.ndarray:
     """Each device's block of a tensor (see `_blocks`); a read-only array shared by
     every layer, configuration and tensor with the same grid and dims."""
-    axes = grid_axes(layer, config)
+    axes = grid_axes(layer.space.names, config)
     position = {name: i for i, (name, _) in enumerate(axes)}
     return _blocks(tuple(f for _, f in axes),
                    tuple(position.get(d, -1) if d is not None else -1 for d in use.dims),
@@ -115,7 +110,7 @@ class _Collectives:
         self.layer = layer
         self.config = config
         self.machine = machine
-        self.axes = grid_axes(layer, config)
+        self.axes = grid_axes(layer.space.names, config)
         self.words = 0.0
         self.seconds = 0.0
 

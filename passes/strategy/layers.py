@@ -20,10 +20,9 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
+from pase.core.shapes import ELEMENTS
+from pase.core.space import IterationSpace
 from pase.dialect import dnn
-from pase.dialect.interface import IterationSpace
-
-BYTES_PER_ELEMENT = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}
 
 
 @dataclass(frozen=True)
@@ -80,26 +79,12 @@ class Edge:
 
 def _use(dims: tuple[str | None, ...], value: SSAValue) -> TensorUse:
     shape = dnn.shape_of(value)
-    return TensorUse(dims, shape.sizes, BYTES_PER_ELEMENT[shape.element])
-
-
-def layer_names(graph: dnn.GraphOp) -> dict[dnn.LayerOp, str]:
-    """Each layer's name: its result's SSA name, made unique within the graph."""
-    names: dict[dnn.LayerOp, str] = {}
-    used: set[str] = set()
-    for index, op in enumerate(graph.layers):
-        base = op.output.name_hint or f"{op.name.removeprefix('dnn.')}{index}"
-        name, suffix = base, 1
-        while name in used:
-            name, suffix = f"{base}_{suffix}", suffix + 1
-        used.add(name)
-        names[op] = name
-    return names
+    return TensorUse(dims, shape.sizes, ELEMENTS[shape.element].bytes)
 
 
 def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str | None]:
     """The layers, edges and batch dim (the first input's first dim) of a graph."""
-    names = layer_names(graph)
+    names = graph.layer_names()
     index = {op: i for i, op in enumerate(graph.layers)}  # forward layers only
     needs_grad: dict[SSAValue, bool] = {}
     batch: str | None = None

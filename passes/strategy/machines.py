@@ -27,8 +27,8 @@ import sys
 import tomllib
 from dataclasses import asdict, dataclass
 
-from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
-from pase.frontend.files import read_text
+from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.files import read_text
 
 
 @dataclass(frozen=True)

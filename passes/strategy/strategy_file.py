@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
-from pase.frontend.files import read_text, shown_line
+from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.files import read_text, shown_line
 from pase.passes.strategy.problem import Assignment, Breakdown, Problem
 
 JsonPath = tuple[str | int, ...]

@@ -1,7 +1,7 @@
 """Elementwise ops: relu, gelu, tanh, sigmoid, exp; add, sub, mul broadcasting by name.
 
 Unary kernels are purely local. A binary op's result has the larger operand's dims
-(lhs's when both have the same set, as `pase.dialect.shapes.binary_shape`); the smaller
+(lhs's when both have the same set, as `pase.core.shapes.binary_shape`); the smaller
 operand is broadcast along the dims it lacks. Its gradient sums over those dims, so when
 one of them is split the gradient is a partial sum the caller all-reduces
 (docs/cost-model.md, rule 2).

@@ -47,7 +47,7 @@ def test_name_hints_survive():
     (graph,) = graphs(parse_text(MLP, "mlp.dnn"))
     names = [op.results[0].name_hint for op in graph.body.block.ops if op.results]
     assert names == ["x", "t", "w1", "h", "a", "w2", "z", "l"]
-    assert [layer.layer_name for layer in graph.layers] == ["h", "a", "z", "l"]
+    assert list(graph.layer_names().values()) == ["h", "a", "z", "l"]
     assert "%w1 = dnn.param" in str(graph)
 
 

@@ -7,7 +7,7 @@ from math import prod
 
 import pytest
 
-from pase.dialect.interface import IterationSpace, IterDim
+from pase.core.space import IterationSpace, IterDim
 from pase.passes.strategy import enumerate_configs, split_factors
 
 

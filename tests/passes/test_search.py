@@ -11,11 +11,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp, UnknownLoc
 from xdsl.parser import Parser
 
+from pase.core.files import deferred_writes
 from pase.dialect import get_all_dialects
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import ConfigAttr, StrategyAttr
 from pase.frontend import Diagnostic, parse_file
-from pase.frontend.files import deferred_writes
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, solve
 from pase.tools.pase_opt import main
@@ -75,10 +75,10 @@ def strategy_of(graph: GraphOp) -> StrategyAttr:
 
 def configs_of(graph: GraphOp) -> dict[str, dict[str, int]]:
     configs = {}
-    for layer in graph.layers:
+    for layer, name in graph.layer_names().items():
         attr = layer.attributes["pase.config"]
         assert isinstance(attr, ConfigAttr)
-        configs[layer.layer_name] = attr.splits
+        configs[name] = attr.splits
     return configs
 
 

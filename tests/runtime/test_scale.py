@@ -10,8 +10,8 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
+from pase.core.shapes import conv_output_size
 from pase.dialect import dnn
-from pase.dialect.shapes import conv_output_size
 from pase.frontend import parse_file, parse_text
 from pase.passes.search import PaseSearchPass
 from pase.runtime.scale import ScaleError, scale_module, scaled_size
@@ -59,8 +59,7 @@ def test_every_model_scales_to_a_valid_graph(name: str, scale: float) -> None:
     scaled_module.verify()
     scaled = graph_of(scaled_module)
     assert scaled.sym_name == original.sym_name
-    assert [layer.layer_name for layer in scaled.layers] == [
-        layer.layer_name for layer in original.layers]
+    assert list(scaled.layer_names().values()) == list(original.layer_names().values())
     assert scaled.dims.keys() == original.dims.keys()
     assert all(1 <= scaled.dims[d] <= size for d, size in original.dims.items())
     assert sum(scaled.dims.values()) < sum(original.dims.values())
@@ -153,8 +152,8 @@ graph @pinned(b = 16, d = 12, h = 32) {
 def test_configs_shrink_to_the_gcd_with_the_scaled_dim() -> None:
     scaled = graph_of(scale_module(parse_text(PINNED), 0.25))
     assert scaled.dims == {"b": 4, "d": 3, "h": 8}
-    configs = {layer.layer_name: layer.config.splits if layer.config else None
-               for layer in scaled.layers}
+    configs = {name: layer.config.splits if layer.config else None
+               for layer, name in scaled.layer_names().items()}
     # b: gcd(8, 4) and gcd(16, 4); d: gcd(2, 3) = 1 is no split; a layer without a
     # configuration gets none
     assert configs == {"y": {"b": 4, "h": 2}, "a": {"b": 4}, "z": None}

@@ -22,7 +22,7 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import NamedTuple
 
-from pase.frontend.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.diagnostics import Diagnostic, offset_to_line_column
 
 # A source line longer than this is not printed under a diagnostic (a minified file).
 LONGEST_SHOWN_LINE = 200

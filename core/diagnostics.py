@@ -13,11 +13,20 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.utils.exceptions import PassFailedException
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
 @dataclass
-class Diagnostic(Exception):
-    """An error at a place in an input file (line and column are 1-based; 0 = unknown)."""
+class Diagnostic(PassFailedException):
+    """An error at a place in an input file (line and column are 1-based; 0 = unknown).
+
+    It is xDSL's `PassFailedException`, so a pass that raises it is reported by
+    `xdsl-opt`'s own error paths too (`--verify-diagnostics` prints it)."""
 
     message: str
     filename: str = ""
@@ -50,3 +59,18 @@ def offset_to_line_column(source: str, offset: int) -> tuple[int, int]:
     line = source.count("\n", 0, offset) + 1
     column = offset - (source.rfind("\n", 0, offset) + 1) + 1
     return line, column
+
+
+def at_op(op: Operation, message: str, filename: str = "", prefix: str = "") -> Diagnostic:
+    """`message` at `op`'s `file:line:col`, with its source line. An op without a place
+    (IR built in Python) is reported as `prefix + message` in `filename` (or nowhere)."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    from pase.core.files import read_line
+
+    location = op.location
+    if not isinstance(location, FileLineColLoc):
+        return Diagnostic(prefix + message, filename)
+    filename, line = location.filename.data, location.line.data
+    return Diagnostic(message, filename, line, location.column.data,
+                      source_line=read_line(filename, line))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pase.core.space import IterationSpace, IterDim
 from pase.dialect import dnn
-from pase.dialect.interface import IterationSpace, IterDim
 from pase.frontend import parse_text
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pase.frontend import Diagnostic
-from pase.frontend.files import (
+from pase.core.diagnostics import Diagnostic
+from pase.core.files import (
     LONGEST_SHOWN_LINE,
     deferred_writes,
     read_line,
@@ -159,7 +159,7 @@ def test_a_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
 
 
 def test_two_outputs_of_one_run_to_one_file_are_an_error(tmp_path: Path) -> None:
-    from pase.frontend.files import deferred_writes
+    from pase.core.files import deferred_writes
 
     target = tmp_path / "out.mlir"
 

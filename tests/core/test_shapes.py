@@ -1,11 +1,11 @@
-"""Shape rules of the dnn layers, as pure functions (`pase.dialect.shapes`)."""
+"""Shape rules of the dnn layers, as pure functions (`pase.core.shapes`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pase.dialect import shapes
-from pase.dialect.shapes import NamedShape, ShapeError
+from pase.core import shapes
+from pase.core.shapes import NamedShape, ShapeError
 
 
 def s(spec: str, element: str = "f32") -> NamedShape:
@@ -25,15 +25,15 @@ def test_named_shape():
 
 
 def test_shape_of_takes_sizes_from_the_table():
-    assert shapes.shape_of(["d", "b"], {"b": 4, "d": 8}, "i64") == NamedShape(
+    assert shapes.shape_over(["d", "b"], {"b": 4, "d": 8}, "i64") == NamedShape(
         ("d", "b"), (8, 4), "i64")
     with pytest.raises(ShapeError, match="unknown dimension 'q'; declare it in the graph header"):
-        shapes.shape_of(["q"], {"b": 4})
+        shapes.shape_over(["q"], {"b": 4})
     with pytest.raises(ShapeError, match=r"dimension 'b' appears twice in \[b, b\]"):
-        shapes.shape_of(["b", "b"], {"b": 4})
+        shapes.shape_over(["b", "b"], {"b": 4})
     with pytest.raises(ShapeError, match="unknown element type 'f16'; expected one of "
                                          "f32, f64, i32, i64"):
-        shapes.shape_of(["b"], {"b": 4}, "f16")
+        shapes.shape_over(["b"], {"b": 4}, "f16")
 
 
 def test_einsum():

@@ -19,9 +19,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-FLOAT_TYPES = ("f32", "f64")
-INT_TYPES = ("i32", "i64")
-ELEMENT_TYPES = FLOAT_TYPES + INT_TYPES
+
+@dataclass(frozen=True)
+class Element:
+    """An element type: its name in `.dnn` and IR, its size, its numpy dtype."""
+
+    name: str
+    bytes: int
+    numpy: str
+    floating: bool
+
+
+ELEMENTS: dict[str, Element] = {e.name: e for e in (
+    Element("f32", 4, "float32", True), Element("f64", 8, "float64", True),
+    Element("i32", 4, "int32", False), Element("i64", 8, "int64", False))}
+"""Every element type pase knows: the one table the frontend, the dialects, the cost
+model and the runtime read."""
+FLOAT_TYPES = tuple(name for name, e in ELEMENTS.items() if e.floating)
+INT_TYPES = tuple(name for name, e in ELEMENTS.items() if not e.floating)
+ELEMENT_TYPES = tuple(ELEMENTS)
 
 
 class ShapeError(Exception):
@@ -68,7 +84,7 @@ def _fmt(dims: Sequence[str]) -> str:
     return "[" + ", ".join(dims) + "]"
 
 
-def shape_of(dims: Sequence[str], dim_sizes: dict[str, int], element: str = "f32") -> NamedShape:
+def shape_over(dims: Sequence[str], dim_sizes: dict[str, int], element: str = "f32") -> NamedShape:
     """The shape of a tensor over `dims`, sizes taken from a graph's dimension table."""
     seen: set[str] = set()
     for dim in dims:
