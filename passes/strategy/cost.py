@@ -27,8 +27,8 @@ from math import prod
 import numpy as np
 
 from pase.core.placement import grid_axes
-from pase.passes.strategy.layers import Edge, Layer, TensorUse
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 Config = dict[str, int]
 
