@@ -226,6 +226,7 @@ def measure(args: argparse.Namespace) -> dict:
 
 
 def search(parse: Callable[[], ModuleOp], devices: int, args: argparse.Namespace) -> dict:
+    from pase.formats.machine_toml import load_machine
     from pase.passes.strategy import build_problem, solve
     from pase.passes.strategy.problem import collector_paused
 
@@ -234,7 +235,7 @@ def search(parse: Callable[[], ModuleOp], devices: int, args: argparse.Namespace
     parsed = time.perf_counter()
     budget = int(args.memory_gib * (1 << 30))
     with collector_paused():  # one pause for the whole search, as pase-search does
-        problem = build_problem(module, devices, args.machine, args.min_shard)
+        problem = build_problem(module, devices, load_machine(args.machine), args.min_shard)
         problem.cost_graph(budget)
         tabled = time.perf_counter()
         solution = solve(problem, "dp", args.order, budget)

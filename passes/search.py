@@ -33,18 +33,14 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.files import read_line, write_atomically
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
+from pase.formats.machine_toml import MachineError, load_machine
+from pase.formats.report import format_report
+from pase.formats.strategy_json import StrategyPins, dump_strategy, load_strategy, strategy_json
 from pase.passes import PasePass
 from pase.passes.strategy.dp import SearchError
-from pase.passes.strategy.machines import MachineError
-from pase.passes.strategy.problem import PinError, build_problem, collector_paused, solve
+from pase.passes.strategy.from_ir import build_problem
+from pase.passes.strategy.problem import PinError, collector_paused, solve
 from pase.passes.strategy.progress import Progress
-from pase.passes.strategy.report import format_report
-from pase.passes.strategy.strategy_file import (
-    StrategyPins,
-    dump_strategy,
-    load_strategy,
-    strategy_json,
-)
 
 
 @dataclass(frozen=True)
@@ -109,7 +105,8 @@ class PaseSearchPass(PasePass):
             # One pause of the cyclic collector for the whole search: resumed in between,
             # it would walk the heap once for all the objects the first step allocated.
             with collector_paused():
-                problem = build_problem(graph, self.devices, self.machine, self.min_shard,
+                machine = load_machine(self.machine)
+                problem = build_problem(graph, self.devices, machine, self.min_shard,
                                         pins.configs if pins else None, self.compat)
                 progress = Progress("pase-search")
                 try:

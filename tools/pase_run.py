@@ -35,9 +35,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from pase.formats.machine_toml import MachineError, load_machine
 from pase.frontend import Diagnostic, parse_file
 from pase.passes.search import PaseSearchPass, machine_diagnostic
-from pase.passes.strategy.machines import PRESETS, MachineError
+from pase.passes.strategy.machines import PRESETS
 from pase.passes.strategy.problem import build_problem
 from pase.runtime.communicator import BACKENDS
 from pase.runtime.scale import ScaleError, scale_module
@@ -148,7 +149,7 @@ def _strategy(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
     """The module with a configuration on every layer: the batch split, or searched."""
     if args.data_parallel:
         return with_configs(module, build_problem(module, args.devices,
-                                                  args.machine).data_parallel())
+                                                  load_machine(args.machine)).data_parallel())
     PaseSearchPass(devices=args.devices, machine=args.machine,
                    strategy=args.strategy or "").apply(Context(), module)
     return module

@@ -1,20 +1,26 @@
 """The pure search engine behind `pase-search`: plain data in, plain data out.
 
-No IR inside (except `build_problem`, which reads a graph into plain data once):
+No IR inside except `from_ir.py`, which reads a graph into plain data once:
 iteration spaces, configurations, the cost model, machines, elimination orders, the
-exact DP and its JIT kernel. The stable API (DESIGN.md):
+exact DP and its JIT kernels. The stable API (DESIGN.md):
 
     build_problem(graph, devices, machine="pase-default") -> Problem
+    Problem.from_layers(layers, edges, devices, machine) -> Problem
     problem.layers, problem.configs(name), problem.cost(assignment)
+    problem.subproblem(layers, devices) -> Problem
     solve(problem, method="dp"|"exhaustive", order="genseq"|"bfs"|"minfill") -> Solution
+
+The files pase reads and writes around a search (strategy JSON, machine TOML, the
+report) are `pase.formats`'.
 """
 
 from pase.passes.strategy.configs import enumerate_configs, split_factors
 from pase.passes.strategy.dp import SearchError, SearchMemoryError
-from pase.passes.strategy.machines import PRESETS, Machine, load_machine
-from pase.passes.strategy.problem import Breakdown, Problem, Solution, build_problem, solve
+from pase.passes.strategy.from_ir import build_problem, read_graph
+from pase.passes.strategy.machines import PRESETS, Machine
+from pase.passes.strategy.problem import Breakdown, Problem, Solution, solve
 
 __all__ = [
     "PRESETS", "Breakdown", "Machine", "Problem", "SearchError", "SearchMemoryError", "Solution",
-    "build_problem", "enumerate_configs", "load_machine", "solve", "split_factors",
+    "build_problem", "enumerate_configs", "read_graph", "solve", "split_factors",
 ]

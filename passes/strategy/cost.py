@@ -27,8 +27,8 @@ from math import prod
 import numpy as np
 
 from pase.core.placement import grid_axes
-from pase.passes.strategy.layers import Edge, Layer, TensorUse
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 Config = dict[str, int]
 
@@ -265,7 +265,7 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
     `held` (A, devices, rank, 2) and `needed` (B, devices, rank, 2) are block layouts
     from `blocks`; returns (forward, backward) matrices (A, B): forward moves what the
     consumer needs into its layout, backward moves the gradient back into the holder's
-    layout. With `compiled`, the compiled loop of `jit_redistribution` finds the least
+    layout. With `compiled`, the compiled loop of `jit.overlap` finds the least
     overlaps (the same integers).
 
     Canonical placement makes this cheaper than a pass over every device: a layout works
@@ -278,10 +278,10 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
     needed_q = np.count_nonzero(needed[:, :, -1, 1] > needed[:, :, -1, 0], axis=1)
     least = None
     if compiled:
-        from pase.passes.strategy import jit
-        from pase.passes.strategy.jit_redistribution import least_overlap_jit
+        from pase.passes.strategy.jit.compiler import jit_available
+        from pase.passes.strategy.jit.overlap import least_overlap_jit
 
-        if jit.jit_available():
+        if jit_available():
             least = least_overlap_jit(held, needed, held_q, needed_q)
     if least is None:
         least = _least_overlap(held, needed, held_q, needed_q)

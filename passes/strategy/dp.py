@@ -25,12 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.factors import Axes, Eliminate, Factor, argmin_dtype
 from pase.passes.strategy.orders import elimination_order
 
-Axes = tuple[int, ...]
-Factor = tuple[Axes, np.ndarray]
 ChunkIndex = tuple[int | slice, ...]
-Eliminate = Callable[[Sequence[Factor], int], tuple[Axes, np.ndarray, np.ndarray]]
 
 CHUNK_ENTRIES = 1 << 17
 JIT_MODES = ("auto", "on", "off")
@@ -65,15 +63,6 @@ class DPResult:
     max_dependent_set: int
     table_entries: int
     peak_table_bytes: int
-
-
-def argmin_dtype(size: int) -> np.dtype:
-    """The smallest unsigned integer type that holds every index below `size`.
-
-    >>> argmin_dtype(256), argmin_dtype(257)
-    (dtype('uint8'), dtype('uint16'))
-    """
-    return np.min_scalar_type(max(size - 1, 0))
 
 
 def eliminate(
@@ -267,15 +256,16 @@ def _compiled_eliminate(required: bool) -> Eliminate:
 
     Raises `SearchError` instead of falling back when the kernel is `required`.
     """
-    # Imported here: the kernel module builds on this one, and llvmlite loads only when used.
-    from pase.passes.strategy import jit as kernel
+    # Imported here so that llvmlite loads only when a search asks for the kernel.
+    from pase.passes.strategy.jit import compiler
+    from pase.passes.strategy.jit.eliminate import eliminate as compiled
 
-    if kernel.jit_available():
-        return kernel.eliminate
+    if compiler.jit_available():
+        return compiled
     if required:
         raise SearchError(
-            f"jit='on' needs llvmlite, which cannot compile here ({kernel.unavailable_reason()});"
-            " use jit='auto' or jit='off' for the numpy DP"
+            "jit='on' needs llvmlite, which cannot compile here "
+            f"({compiler.unavailable_reason()}); use jit='auto' or jit='off' for the numpy DP"
         )
     return eliminate
 

@@ -8,27 +8,16 @@ bandwidth.
 
 Presets are fp32 peak rates and per-direction, per-device link bandwidths from vendor
 datasheets (sources beside each). `pase-default` reproduces the PaSE prototype's
-constants. A TOML file gives any other machine:
+constants. Any other machine is a `Machine(...)`, or a TOML file read by
+`pase.formats.machine_toml`.
 
-    name = "my-cluster"
-    flops = 19.5e12                  # FLOP/s per device
-    intra_node_bandwidth = 300e9     # bytes/s per device, within a node
-    inter_node_bandwidth = 25e9      # bytes/s per device, between nodes
-    devices_per_node = 8
-    source = "where the numbers come from"
+    >>> preset("v100-nvlink").devices_per_node
+    8
 """
 
 from __future__ import annotations
 
-import math
-import os
-import re
-import sys
-import tomllib
 from dataclasses import asdict, dataclass
-
-from pase.core.diagnostics import Diagnostic, offset_to_line_column
-from pase.core.files import read_text
 
 
 @dataclass(frozen=True)
@@ -83,107 +72,9 @@ PRESETS: dict[str, Machine] = {
 }
 
 
-class MachineError(ValueError):
-    """An unknown preset or a malformed machine file; `filename`, `line` and `column`
-    (1-based, 0 when unknown) say where, and `key` names the machine key at fault.
-
-    Its text is `m.toml:3:1: 'flops' must be a number of at least 1, got -1.0`."""
-
-    def __init__(self, message: str, filename: str = "", line: int = 0, column: int = 0,
-                 key: str | None = None):
-        super().__init__(message)
-        self.message, self.filename, self.line, self.column = message, filename, line, column
-        self.key = key
-
-    def __str__(self) -> str:
-        if not self.filename:
-            return self.message
-        where = f"{self.filename}:{self.line}:{self.column}" if self.line else self.filename
-        return f"{where}: {self.message}"
-
-
-def load_machine(name_or_path: str) -> Machine:
-    """A preset by name, or a machine described by a TOML file."""
-    if name_or_path in PRESETS:
-        return PRESETS[name_or_path]
-    if not name_or_path.endswith(".toml") and not os.path.exists(name_or_path):
-        raise MachineError(f"unknown machine '{name_or_path}'; presets are "
-                           + ", ".join(PRESETS) + ", or give a .toml file")
-    try:
-        text = read_text(name_or_path, "machine file")
-    except Diagnostic as error:
-        raise MachineError(error.message, name_or_path, error.line, error.column) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        message, line, column = _toml_error(str(error), text)
-        raise MachineError(f"not valid TOML: {message}", name_or_path, line,
-                           column) from None
-    except RecursionError:
-        raise MachineError("not a machine file: its arrays and tables nest too deeply",
-                           name_or_path) from None
-    except ValueError:  # the only other: an integer longer than Python converts
-        raise MachineError(f"not a machine file: an integer has more than "
-                           f"{sys.get_int_max_str_digits()} digits", name_or_path) from None
-    try:
-        return machine_from_dict(data, name_or_path)
-    except MachineError as error:
-        if error.key is None:
-            raise
-        line, column = _key_location(text, error.key)
-        raise MachineError(error.message, name_or_path, line, column, error.key) from None
-
-
-def _toml_error(text: str, document: str) -> tuple[str, int, int]:
-    """tomllib's `message (at line L, column C)` as (message, L, C); the end of the document
-    is its last character."""
-    match = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", text, re.DOTALL)
-    if match:
-        return match.group(1), int(match.group(2)), int(match.group(3))
-    match = re.fullmatch(r"(.*) \(at end of document\)", text, re.DOTALL)
-    if match:
-        line, column = offset_to_line_column(document, max(len(document) - 1, 0))
-        return match.group(1), line, column
-    return text, 0, 0
-
-
-def _key_location(document: str, key: str) -> tuple[int, int]:
-    """Line and column of the key `key = ...` (bare or quoted) or the table `[key]`; (0, 0)
-    if it is not written as either."""
-    names = "|".join(re.escape(name) for name in (key, f'"{key}"', f"'{key}'"))
-    pattern = rf"^[ \t]*(?:\[+[ \t]*)?({names})[ \t]*[=\]]"
-    match = re.search(pattern, document, re.MULTILINE)
-    return offset_to_line_column(document, match.start(1)) if match else (0, 0)
-
-
-def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machine:
-    """Build a Machine from a TOML table or a strategy file's "machine" object."""
-    required = {"flops": float, "intra_node_bandwidth": float, "inter_node_bandwidth": float}
-    values: dict[str, object] = {}
-    for key in data:
-        if key not in ("name", "source", "devices_per_node", *required):
-            raise MachineError(f"unknown key '{key}'; expected name, flops, "
-                               "intra_node_bandwidth, inter_node_bandwidth, "
-                               "devices_per_node, source", where, key=key)
-    for key in required:
-        value = data.get(key)
-        if value is None:
-            raise MachineError(f"missing '{key}' (a positive number)", where)
-        # At least 1 (FLOP/s, bytes/s): smaller positive values overflow costs to inf.
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value < 1:
-            raise MachineError(f"'{key}' must be a number of at least 1, got {value!r}", where,
-                               key=key)
-        values[key] = float(value)
-    for key in ("name", "source"):
-        if key in data and not isinstance(data[key], str):
-            raise MachineError(f"'{key}' must be a string, got {data[key]!r}", where, key=key)
-    per_node = data.get("devices_per_node", 1 << 30)
-    if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
-        raise MachineError(f"'devices_per_node' must be a positive integer, got {per_node!r}",
-                           where, key="devices_per_node")
-    return Machine(name=str(data.get("name", os.path.basename(where))),
-                   flops=values["flops"],  # type: ignore[arg-type]
-                   intra_node_bandwidth=values["intra_node_bandwidth"],  # type: ignore[arg-type]
-                   inter_node_bandwidth=values["inter_node_bandwidth"],  # type: ignore[arg-type]
-                   devices_per_node=per_node, source=str(data.get("source", "")))
+def preset(name: str) -> Machine:
+    """The preset called `name`; raises ValueError naming the presets if there is none."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown machine '{name}'; presets are " + ", ".join(PRESETS)
+                         + " (pase.formats.machine_toml.load_machine reads a TOML file)")
+    return PRESETS[name]

@@ -11,23 +11,25 @@ This is the stable Python API (DESIGN.md):
     >>> abs(problem.cost(solution.assignment) - solution.cost) < 1e-12 * solution.cost
     True
 
-`Problem` holds plain data only (layers, edges, configurations, a machine); it builds
-the DP's cost tables on demand and evaluates any assignment, including
-configurations outside the enumerated space (the data-parallel baseline).
+`Problem` holds plain data only (layers, edges, configurations, a machine): it is built
+from a graph by `build_problem` (`from_ir.py` reads the IR) or from plain data by
+`Problem.from_layers`. It builds the DP's cost tables on demand and evaluates any
+assignment, including configurations outside the enumerated space (the data-parallel
+baseline). `subproblem` restricts it to some of its layers on fewer devices, as a
+pipeline stage sees them.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from math import prod
+from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
-from pase.dialect import dnn
 from pase.passes.strategy.configs import check_devices, enumerate_configs, split_factors
 from pase.passes.strategy.cost import (
     JIT_REDISTRIBUTION_STEPS,
@@ -44,9 +46,9 @@ from pase.passes.strategy.dp import (
     solve_dp,
 )
 from pase.passes.strategy.exhaustive import solve_exhaustive
-from pase.passes.strategy.layers import Edge, Layer, layers_from_graph
-from pase.passes.strategy.machines import Machine, load_machine
+from pase.passes.strategy.machines import Machine, preset
 from pase.passes.strategy.prune import prune
+from pase.passes.strategy.vertices import Edge, Layer
 
 Assignment = dict[str, Config]
 
@@ -91,17 +93,121 @@ class Solution:
 
 @dataclass
 class Problem:
-    """One graph's configurations and cost model on `devices` devices."""
+    """One graph's configurations and cost model on `devices` devices.
+
+    Build it with `Problem.from_layers` (or `build_problem` from IR), which enumerates the
+    configurations; `config_lists[i]` holds those of `layer_data[i]`.
+    """
 
     graph: str
     devices: int
     machine: Machine
     layer_data: list[Layer]
+    """The layers (vertices), in program order; `layers` holds their names."""
     edges: list[Edge]
     config_lists: list[list[Config]]
     batch_dim: str | None = None
     compat: str = ""
+    pins: dict[str, Config] = field(default_factory=dict)
+    """The layers pinned to one configuration (their only entry in `config_lists`)."""
+    min_shard: int = 4
+    compiled_redistribution: bool = field(init=False, repr=False)
+    """Whether the edge tables are large enough to pay for compiling the redistribution
+    kernel (`jit/overlap.py`); either way the volumes are the same integers."""
     _cost_graph: CostGraph | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
+                    * (len(e.held.sizes) + 1) for e in self.edges) * self.devices
+        self.compiled_redistribution = steps >= JIT_REDISTRIBUTION_STEPS
+
+    @classmethod
+    def from_layers(cls, layers: Sequence[Layer], edges: Sequence[Edge], devices: int,
+                    machine: Machine | str, pins: Mapping[str, Mapping[str, int]] | None = None,
+                    batch: str | None = None, min_shard: int = 4, compat: str = "",
+                    graph: str = "graph") -> Problem:
+        """The problem of plain layers and edges (edges index `layers`) on `devices` devices
+        of `machine` (a `Machine` or a preset's name; `pase.formats.machine_toml` reads files).
+
+        A layer named in `pins` keeps that single configuration (factors of 1 dropped); the
+        others get PaSE's configuration space (`enumerate_configs` with `min_shard`) plus
+        the data-parallel configuration over `batch`. `graph` names the problem in
+        messages. Raises ValueError for a bad device count, compat mode or pinned layer
+        name, and `PinError` for a pin that does not fit its layer.
+
+            >>> from pase.frontend import parse_file
+            >>> from pase.passes.strategy.from_ir import read_graph
+            >>> from pase.passes.strategy.machines import PRESETS
+            >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+            >>> problem = Problem.from_layers(mlp.layers, mlp.edges, 8, PRESETS["pase-default"],
+            ...                               pins={"h": {"b": 4}}, batch=mlp.batch)
+            >>> problem.configs("h"), len(problem.configs("a")) > 1
+            ([{'b': 4}], True)
+        """
+        check_devices(devices)
+        if compat not in ("", "pase"):
+            raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
+        names = {layer.name for layer in layers}
+        for name in pins or {}:
+            if name not in names:
+                raise ValueError(f"no layer '{name}' in graph @{graph}")
+        fixed: dict[str, Config] = {}
+        config_lists: list[list[Config]] = []
+        with collector_paused():
+            for layer in layers:
+                pin = (pins or {}).get(layer.name)
+                if pin is not None:
+                    config = {d: f for d, f in pin.items() if f != 1}
+                    _check_pinned(layer, config, devices)
+                    fixed[layer.name] = config
+                    config_lists.append([config])
+                    continue
+                configs = enumerate_configs(layer.space, devices, min_shard)
+                # The data-parallel configuration is always a candidate, even where
+                # min-shard would rule it out, so the optimum is never slower than data
+                # parallelism.
+                data_parallel = _data_parallel(layer, batch, devices)
+                if data_parallel not in configs:
+                    configs.append(data_parallel)
+                config_lists.append(configs)
+        resolved = machine if isinstance(machine, Machine) else preset(machine)
+        return cls(graph, devices, resolved, list(layers), list(edges), config_lists, batch,
+                   compat, fixed, min_shard)
+
+    def subproblem(self, layers: Collection[str], devices: int) -> Problem:
+        """This problem restricted to `layers` (names; in practice a contiguous range in
+        program order, as a pipeline stage) on `devices` devices (for example P/S).
+
+        It keeps, in this problem's order: the named layers; the edges between two of
+        them (renumbered); their pins (checked again against `devices`); the machine,
+        batch dim, min-shard and compat mode, and the graph's name. It drops the edges
+        that cross the boundary (one end outside `layers`), whose transfers a pipeline
+        model charges as send/recv, and enumerates the configurations afresh for
+        `devices`. Raises ValueError for a name that is not a layer.
+
+            >>> from pase.frontend import parse_file
+            >>> from pase.passes.strategy import build_problem
+            >>> problem = build_problem(parse_file("models/mlp.dnn"), devices=8)
+            >>> stage = problem.subproblem(["h", "a"], devices=4)
+            >>> stage.layers, len(stage.edges), stage.devices
+            (['h', 'a'], 1, 4)
+        """
+        wanted = set(layers)
+        unknown = sorted(wanted - set(self.layers))
+        if unknown:
+            raise ValueError(f"no layer {', '.join(repr(name) for name in unknown)} in graph "
+                             f"@{self.graph}")
+        kept = [i for i, layer in enumerate(self.layer_data) if layer.name in wanted]
+        position = {old: new for new, old in enumerate(kept)}
+        edges = [replace(edge, producer=position[edge.producer],
+                         consumer=position[edge.consumer])
+                 for edge in self.edges
+                 if edge.producer in position and edge.consumer in position]
+        return Problem.from_layers(
+            [self.layer_data[i] for i in kept], edges, devices, self.machine,
+            pins={name: pin for name, pin in self.pins.items() if name in wanted},
+            batch=self.batch_dim, min_shard=self.min_shard, compat=self.compat,
+            graph=self.graph)
 
     @property
     def layers(self) -> list[str]:
@@ -149,9 +255,6 @@ class Problem:
             vertex.append(vertex_cache[key])
         graph = CostGraph(self.layers, vertex)
         edge_cache: dict[object, np.ndarray] = {}
-        steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
-                    * (len(e.held.sizes) + 1) for e in self.edges) * self.devices
-        self._compiled = steps >= JIT_REDISTRIBUTION_STEPS
         for edge, edge_key in zip(self.edges, edge_keys, strict=True):
             u, v = edge.producer, edge.consumer
             if edge_key not in edge_cache:
@@ -196,7 +299,7 @@ class Problem:
               consumer_configs: list[Config]) -> np.ndarray:
         return edge_costs(edge, self.layer_data[edge.producer], producer_configs,
                           self.layer_data[edge.consumer], consumer_configs, self.devices,
-                          self.machine, self.compat, getattr(self, "_compiled", False))
+                          self.machine, self.compat, self.compiled_redistribution)
 
     def _complete(self, assignment: Mapping[str, Mapping[str, int]]) -> list[Config]:
         configs = []
@@ -231,77 +334,30 @@ class Problem:
     def data_parallel(self) -> Assignment:
         """Every layer splits the batch dim as far as it divides (up to all devices),
         whatever the min-shard rule allows: PaSE's baseline."""
-        assignment: Assignment = {}
-        for layer in self.layer_data:
-            config: Config = {}
-            if self.batch_dim is not None and self.batch_dim in layer.space.names:
-                dim = layer.space.dim(self.batch_dim)
-                if dim.splittable:
-                    factor = max(split_factors(dim.size, self.devices, 1))
-                    if factor > 1:
-                        config[self.batch_dim] = factor
-            assignment[layer.name] = config
-        return assignment
+        return {layer.name: _data_parallel(layer, self.batch_dim, self.devices)
+                for layer in self.layer_data}
 
 
-def _graph_of(graph: dnn.GraphOp | ModuleOp) -> dnn.GraphOp:
-    if isinstance(graph, dnn.GraphOp):
-        return graph
-    graphs = [op for op in graph.walk() if isinstance(op, dnn.GraphOp)]
-    if len(graphs) != 1:
-        raise ValueError(f"expected one dnn.graph, found {len(graphs)}; pass the graph op")
-    return graphs[0]
+def _data_parallel(layer: Layer, batch: str | None, devices: int) -> Config:
+    """The layer's configuration under data parallelism: the batch dim split as far as it
+    divides, up to all devices."""
+    if batch is None or batch not in layer.space.names:
+        return {}
+    dim = layer.space.dim(batch)
+    if not dim.splittable:
+        return {}
+    factor = max(split_factors(dim.size, devices, 1))
+    return {batch: factor} if factor > 1 else {}
 
 
-def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
-                  machine: str | Machine = "pase-default", min_shard: int = 4,
-                  pinned: Mapping[str, Mapping[str, int]] | None = None,
-                  compat: str = "") -> Problem:
-    """The search problem of a graph on `devices` devices.
+def __getattr__(name: str) -> Any:
+    # `from pase.passes.strategy.problem import build_problem` keeps working; the function
+    # lives in from_ir.py, the engine's only IR reader, which builds on this module.
+    if name == "build_problem":
+        from pase.passes.strategy.from_ir import build_problem
 
-    A layer that carries `pase.config`, or is named in `pinned`, keeps that single
-    configuration; the others get PaSE's configuration space.
-    """
-    check_devices(devices)
-    if compat not in ("", "pase"):
-        raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
-    with collector_paused():
-        return _build_problem(_graph_of(graph), devices, machine, min_shard, pinned or {},
-                              compat)
-
-
-def _build_problem(graph_op: dnn.GraphOp, devices: int, machine: str | Machine,
-                   min_shard: int, pinned: Mapping[str, Mapping[str, int]],
-                   compat: str) -> Problem:
-    layers, edges, batch = layers_from_graph(graph_op)
-    names = {layer.name for layer in layers}
-    for name in pinned:
-        if name not in names:
-            raise ValueError(f"no layer '{name}' in graph @{graph_op.sym_name.data}")
-    config_lists: list[list[Config]] = []
-    fixed_layers: set[int] = set()
-    for op, layer in zip(graph_op.layers, layers, strict=True):
-        fixed = pinned.get(layer.name)
-        if fixed is None and op.config is not None:
-            fixed = op.config.splits
-        if fixed is not None:
-            config = {d: f for d, f in fixed.items() if f != 1}
-            _check_pinned(layer, config, devices)
-            fixed_layers.add(len(config_lists))
-            config_lists.append([config])
-        else:
-            config_lists.append(enumerate_configs(layer.space, devices, min_shard))
-    resolved = machine if isinstance(machine, Machine) else load_machine(machine)
-    problem = Problem(graph_op.sym_name.data, devices, resolved, layers, edges, config_lists,
-                      batch, compat)
-    # The data-parallel configuration is always a candidate, even where min-shard would
-    # rule it out, so the optimum is never slower than data parallelism.
-    for index, (configs, config) in enumerate(zip(config_lists,
-                                                  problem.data_parallel().values(),
-                                                  strict=True)):
-        if index not in fixed_layers and config not in configs:
-            configs.append(config)
-    return problem
+        return build_problem
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class PinError(ValueError):

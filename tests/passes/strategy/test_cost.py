@@ -17,7 +17,7 @@ from pase.frontend import parse_text
 from pase.passes.strategy import Machine, build_problem
 from pase.passes.strategy.configs import enumerate_configs
 from pase.passes.strategy.cost import _blocks, blocks, group_spans_nodes, redistribution_words
-from pase.passes.strategy.layers import layers_from_graph
+from pase.passes.strategy.from_ir import read_graph
 
 FLOPS = 1e12
 BANDWIDTH = 1e9
@@ -411,7 +411,7 @@ def naive_redistribution(held: np.ndarray, needed: np.ndarray) -> tuple[np.ndarr
 def test_redistribution_words_matches_naive_overlaps(seed: int) -> None:
     rng = np.random.default_rng(seed)
     devices = (4, 6, 8, 12)[seed % 4]
-    producer, consumer = layers_from_graph(parse_text(LAYOUTS).ops.first)[0]
+    producer, consumer = read_graph(parse_text(LAYOUTS)).layers
     producer_configs = enumerate_configs(producer.space, devices, min_shard=1)
     consumer_configs = enumerate_configs(consumer.space, devices, min_shard=1)
     chosen_held = rng.choice(len(producer_configs), size=min(12, len(producer_configs)),
@@ -479,7 +479,7 @@ def test_blocks_are_row_major_slices() -> None:
       return %y
     }
     """
-    (layer,), _, _ = layers_from_graph(parse_text(source).ops.first)
+    (layer,) = read_graph(parse_text(source)).layers
     config = {"b": 2, "h": 4}
     x_blocks = blocks(layer, config, layer.operands[0], 10)
     w_blocks = blocks(layer, config, layer.operands[1], 10)

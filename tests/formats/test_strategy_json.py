@@ -7,16 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from pase.formats.strategy_json import dump_strategy, load_strategy, locate, strategy_json
 from pase.frontend import Diagnostic, parse_file, parse_text
 from pase.passes.strategy import build_problem, solve
-from pase.passes.strategy.strategy_file import (
-    dump_strategy,
-    load_strategy,
-    locate,
-    strategy_json,
-)
 
-MLP = Path(__file__).resolve().parents[3] / "models" / "mlp.dnn"
+MLP = Path(__file__).resolve().parents[2] / "models" / "mlp.dnn"
 
 
 def exported(devices: int = 8) -> dict:

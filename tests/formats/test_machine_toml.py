@@ -1,4 +1,4 @@
-"""Machines: presets by name, TOML files, and errors a user can act on."""
+"""Machine files: presets by name, TOML files, and errors a user can act on."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pase.passes.strategy import PRESETS, Machine, load_machine
-from pase.passes.strategy.machines import MachineError, machine_from_dict
+from pase.formats.machine_toml import MachineError, load_machine, machine_from_dict
+from pase.passes.strategy import PRESETS, Machine
 
 VALID = """\
 name = "my-cluster"

@@ -9,15 +9,19 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import build_problem, jit
+from pase.passes.strategy import build_problem
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.dp import Factor, SearchError, eliminate, solve_dp
+from pase.passes.strategy.dp import SearchError, eliminate, solve_dp
+from pase.passes.strategy.factors import Factor
+from pase.passes.strategy.jit import compiler
+from pase.passes.strategy.jit.eliminate import eliminate as compiled_eliminate
 
-MODELS = sorted(Path(__file__).parents[3].joinpath("models").glob("*.dnn"))
+MODELS = sorted(Path(__file__).parents[4].joinpath("models").glob("*.dnn"))
 # The largest dependent-set table of each random case, so that every case runs in milliseconds.
 DEPENDENT_ENTRIES = 4096
 
-requires_jit = pytest.mark.skipif(not jit.jit_available(), reason=jit.unavailable_reason())
+requires_jit = pytest.mark.skipif(not compiler.jit_available(),
+                                  reason=compiler.unavailable_reason())
 
 
 def random_view(rng: np.random.Generator, values: np.ndarray) -> np.ndarray:
@@ -73,7 +77,7 @@ def random_factors(seed: int) -> tuple[list[Factor], int]:
 
 def assert_same_elimination(factors: list[Factor], vertex: int) -> None:
     expected_axes, expected_minimum, expected_argmin = eliminate(factors, vertex)
-    axes, minimum, argmin = jit.eliminate(factors, vertex)
+    axes, minimum, argmin = compiled_eliminate(factors, vertex)
     assert axes == expected_axes
     assert minimum.dtype == np.float64
     assert minimum.shape == expected_minimum.shape
@@ -125,7 +129,7 @@ def test_eliminate_every_row_length(extent: int) -> None:
 @requires_jit
 def test_eliminate_lowest_index_wins_ties() -> None:
     factors: list[Factor] = [((0, 1), np.array([[3.0, 1.0], [1.0, 1.0], [1.0, 0.0]]))]
-    _, minimum, argmin = jit.eliminate(factors, 0)
+    _, minimum, argmin = compiled_eliminate(factors, 0)
     assert minimum.tolist() == [1.0, 0.0]
     assert argmin.tolist() == [1, 2]
 
@@ -153,8 +157,8 @@ def test_solve_dp_matches_numpy_on_models(model: Path, devices: int) -> None:
 
 
 def test_jit_on_without_llvm_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jit, "jit_available", lambda: False)
-    monkeypatch.setattr(jit, "unavailable_reason", lambda: "no target for this host")
+    monkeypatch.setattr(compiler, "jit_available", lambda: False)
+    monkeypatch.setattr(compiler, "unavailable_reason", lambda: "no target for this host")
     graph = random_graph(0)
     with pytest.raises(SearchError, match="no target for this host"):
         solve_dp(graph, jit="on")

@@ -13,7 +13,7 @@ from pase.passes.strategy.cost import blocks, redistribution_words
 
 
 def test_model_edges() -> None:
-    model = Path(__file__).resolve().parents[3] / "models" / "inception_v3.dnn"
+    model = Path(__file__).resolve().parents[4] / "models" / "inception_v3.dnn"
     problem = build_problem(parse_file(str(model)), 8)
     for edge in problem.edges[:40]:
         producer = problem.layer_data[edge.producer]

@@ -26,17 +26,16 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import functools
 import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from llvmlite import ir
 
-from pase.passes.strategy.dp import Axes, Factor, argmin_dtype
+from pase.passes.strategy.factors import Axes, Factor, argmin_dtype
+from pase.passes.strategy.jit.compiler import compile_function
 
 LANES = 8
 UNROLL = 4
@@ -80,7 +79,7 @@ class Signature:
 def eliminate(factors: Sequence[Factor], vertex: int) -> tuple[Axes, np.ndarray, np.ndarray]:
     """`dp.eliminate(factors, vertex)`, computed by a compiled kernel.
 
-    Raises `RuntimeError` if llvmlite cannot compile here (see `jit_available`).
+    Raises `RuntimeError` if llvmlite cannot compile here (see `compiler.jit_available`).
     """
     sizes: dict[int, int] = {}
     for axes, table in factors:
@@ -179,76 +178,16 @@ _lock = threading.Lock()
 _kernels: dict[Signature, Kernel] = {}
 
 
-def jit_available() -> bool:
-    """Whether llvmlite can compile kernels here; tried once per process.
-
-    >>> jit_available()
-    True
-    """
-    return not isinstance(_locked_compiler(), str)
-
-
-def unavailable_reason() -> str:
-    """Why `jit_available()` is false, or "" when it is true."""
-    compiler = _locked_compiler()
-    return compiler if isinstance(compiler, str) else ""
-
-
 def compile_kernel(signature: Signature) -> Kernel:
     """The kernel for `signature`, compiled on first use and kept for the process."""
     kernel = _kernels.get(signature)
     if kernel is not None:
         return kernel
     with _lock:
-        compiler = _compiler()
-        if isinstance(compiler, str):
-            raise RuntimeError(f"llvmlite cannot compile the DP kernel here ({compiler})")
         if signature not in _kernels:
-            _kernels[signature] = compiler.compile(signature)
+            address = compile_function(build_module(signature), signature.name, "the DP kernel")
+            _kernels[signature] = _KERNEL_TYPE(address)
         return _kernels[signature]
-
-
-def _locked_compiler() -> _Compiler | str:
-    with _lock:
-        return _compiler()
-
-
-@functools.cache
-def _compiler() -> _Compiler | str:
-    """The process's compiler, or why there is none. Call with `_lock` held."""
-    try:
-        return _Compiler()
-    except Exception as error:
-        return f"{type(error).__name__}: {error}"
-
-
-class _Compiler:
-    """One MCJIT engine for the host CPU; each signature's module is added to it."""
-
-    def __init__(self) -> None:
-        import llvmlite.binding as llvm
-
-        # No `llvm.initialize()`: llvmlite 0.50 initializes itself, and the call raises.
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        self.llvm: Any = llvm
-        self.target_machine = llvm.Target.from_default_triple().create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3
-        )
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
-        self.tuning = llvm.create_pipeline_tuning_options(speed_level=3)
-
-    def compile(self, signature: Signature) -> Kernel:
-        module = self.llvm.parse_assembly(str(build_module(signature)))
-        module.triple = self.target_machine.triple
-        module.data_layout = str(self.target_machine.target_data)
-        module.verify()
-        pass_builder = self.llvm.create_pass_builder(self.target_machine, self.tuning)
-        pass_builder.getModulePassManager().run(module, pass_builder)
-        self.engine.add_module(module)
-        self.engine.finalize_object()
-        kernel: Kernel = _KERNEL_TYPE(self.engine.get_function_address(signature.name))
-        return kernel
 
 
 # --- code generation -----------------------------------------------------------------------

@@ -4,8 +4,8 @@
 least overlap (in elements) between a's and b's blocks over the devices both work on,
 0..min(q_a, q_b)-1. numpy forms it with a dozen passes over (A, B, devices) arrays per dim;
 this kernel walks each pair once, in integer arithmetic, and stops at the first device
-with no overlap, so its results are exactly numpy's. It shares the DP kernel's LLVM setup
-(`jit.py`).
+with no overlap, so its results are exactly numpy's. It is compiled by the engine the DP
+kernel uses (`jit/compiler.py`).
 
     least = least_overlap_jit(held, needed, held_q, needed_q)   # (A, P, R, 2), (B, P, R, 2)
 """
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
-from pase.passes.strategy import jit
+from pase.passes.strategy.jit.compiler import compile_function
 
 I64 = ir.IntType(64)
 F64 = ir.DoubleType()
@@ -121,19 +121,8 @@ def build_module() -> ir.Module:
 def _compiled() -> Any:
     with _lock:
         if not _kernel:
-            compiler = jit._compiler()
-            if isinstance(compiler, str):
-                raise RuntimeError(f"llvmlite cannot compile here ({compiler})")
-            llvm = compiler.llvm
-            module = llvm.parse_assembly(str(build_module()))
-            module.triple = compiler.target_machine.triple
-            module.data_layout = str(compiler.target_machine.target_data)
-            module.verify()
-            passes = llvm.create_pass_builder(compiler.target_machine, compiler.tuning)
-            passes.getModulePassManager().run(module, passes)
-            compiler.engine.add_module(module)
-            compiler.engine.finalize_object()
-            _kernel.append(_SIGNATURE(compiler.engine.get_function_address(NAME)))
+            address = compile_function(build_module(), NAME, "the overlap kernel")
+            _kernel.append(_SIGNATURE(address))
         return _kernel[0]
 
 

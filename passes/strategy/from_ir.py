@@ -1,80 +1,82 @@
-"""The plain data the cost model reads: layers, the tensors they touch, and edges.
+"""The engine's one door to IR: a `dnn.graph` read into plain layers, edges and pins.
 
-`layers_from_graph` turns a `dnn.graph` into `Layer`s and `Edge`s; nothing after it
-touches IR. Vertices are the layers; `input` and `param` are not vertices (PaSE): a
-parameter lives in the layout its consumer gives it, and input data arrives laid out
-as its first consumer needs. A tensor read by several layers without being produced by
-one (tied parameters, shared inputs) is held in its first reader's layout and every
-other reader pays the redistribution from there.
+`read_graph` returns everything `Problem.from_layers` needs: the graph's name, its layers
+(`vertices.Layer`) and edges in program order, the batch dim (the first input's first
+dim) and the pins (the `pase.config` a layer carries in the source). `build_problem`, the
+stable API (DESIGN.md), is the composition of the two. No other engine module imports
+the dialect.
 
     >>> from pase.frontend import parse_file
-    >>> layers, edges, batch = layers_from_graph(parse_file("models/mlp.dnn").ops.first)
-    >>> [layer.name for layer in layers]
-    ['h', 'a', 'z', 'l']
+    >>> graph = read_graph(parse_file("models/mlp.dnn"))
+    >>> [layer.name for layer in graph.layers], graph.batch, graph.pins
+    (['h', 'a', 'z', 'l'], 'b', {})
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from math import prod
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from pase.core.shapes import ELEMENTS
-from pase.core.space import IterationSpace
 from pase.dialect import dnn
+from pase.passes.strategy.cost import Config
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.problem import Problem, collector_paused
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 
 @dataclass(frozen=True)
-class TensorUse:
-    """How a layer indexes one tensor: the iteration dim of each tensor dim (or None)."""
-
-    dims: tuple[str | None, ...]
-    sizes: tuple[int, ...]
-    element_bytes: int = 4
-
-    @property
-    def elements(self) -> int:
-        return prod(self.sizes)
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One vertex: a layer's iteration space and the tensors it reads and writes."""
+class GraphData:
+    """One graph as plain data: what `Problem.from_layers` takes."""
 
     name: str
-    kind: str
-    """The op name without `dnn.`: "einsum", "softmax", ..."""
-    space: IterationSpace
-    operands: tuple[TensorUse, ...]
-    result: TensorUse
-    grads: tuple[bool, ...]
-    """Whether each operand needs a gradient: it depends on a parameter, and the layer's
-    output reaches the loss."""
-    over: tuple[str, ...] = ()
-    """The dims a softmax, norm or cross-entropy normalizes over."""
-    backward: bool = True
-    """Whether the layer has a backward pass: its output reaches the loss (the first value
-    the graph returns). pase-autodiff differentiates only such layers."""
+    layers: list[Layer]
+    edges: list[Edge]
+    batch: str | None
+    """The first input's first dim, which data parallelism splits (None without inputs)."""
+    pins: dict[str, Config]
+    """`{layer: {dim: factor}}` of the layers that carry `pase.config`."""
 
 
-@dataclass(frozen=True)
-class Edge:
-    """A tensor moving from `producer`'s layout to what `consumer` needs.
+def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
+                  machine: str | Machine = "pase-default", min_shard: int = 4,
+                  pinned: Mapping[str, Mapping[str, int]] | None = None,
+                  compat: str = "") -> Problem:
+    """The search problem of a graph (or of a module's only graph) on `devices` devices.
 
-    For a tensor no layer produces (a shared parameter or input), `producer` is its
-    first reader and `held` is that reader's use of it.
+    `machine` is a `Machine` or a preset's name (`pase.formats.machine_toml.load_machine`
+    reads a TOML file into a `Machine`). A layer named in `pinned`, or else carrying
+    `pase.config`, keeps that single configuration; the others get PaSE's configuration
+    space.
     """
+    with collector_paused():
+        data = read_graph(graph)
+        return Problem.from_layers(
+            data.layers, data.edges, devices, machine,
+            pins={**data.pins, **(pinned or {})}, batch=data.batch, min_shard=min_shard,
+            compat=compat, graph=data.name)
 
-    producer: int
-    consumer: int
-    held: TensorUse
-    needed: TensorUse
-    backward: bool
-    """A gradient flows back along the edge (the tensor depends on a parameter)."""
-    carried: str = ""
-    """The input or param the edge carries from its first reader (its name), or "" for a
-    layer's result."""
+
+def read_graph(graph: dnn.GraphOp | ModuleOp) -> GraphData:
+    """The layers, edges, batch dim and pins of a graph, or of a module's only graph."""
+    graph_op = _graph_of(graph)
+    layers, edges, batch = _layers_and_edges(graph_op)
+    pins = {layer.name: dict(op.config.splits)
+            for op, layer in zip(graph_op.layers, layers, strict=True)
+            if op.config is not None}
+    return GraphData(graph_op.sym_name.data, layers, edges, batch, pins)
+
+
+def _graph_of(graph: dnn.GraphOp | ModuleOp) -> dnn.GraphOp:
+    if isinstance(graph, dnn.GraphOp):
+        return graph
+    graphs = [op for op in graph.walk() if isinstance(op, dnn.GraphOp)]
+    if len(graphs) != 1:
+        raise ValueError(f"expected one dnn.graph, found {len(graphs)}; pass the graph op")
+    return graphs[0]
 
 
 def _use(dims: tuple[str | None, ...], value: SSAValue) -> TensorUse:
@@ -82,8 +84,8 @@ def _use(dims: tuple[str | None, ...], value: SSAValue) -> TensorUse:
     return TensorUse(dims, shape.sizes, ELEMENTS[shape.element].bytes)
 
 
-def layers_from_graph(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str | None]:
-    """The layers, edges and batch dim (the first input's first dim) of a graph."""
+def _layers_and_edges(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str | None]:
+    """The layers, edges and batch dim of a graph."""
     names = graph.layer_names()
     index = {op: i for i, op in enumerate(graph.layers)}  # forward layers only
     needs_grad: dict[SSAValue, bool] = {}

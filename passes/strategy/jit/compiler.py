@@ -1,0 +1,91 @@
+"""The one MCJIT engine the engine's kernels share, for the host CPU.
+
+A kernel module builds its LLVM module with `llvmlite.ir`, hands it to `compile_function`
+and calls the address it gets back through ctypes. The engine is created on first use,
+once per process; where llvmlite cannot create it, `jit_available()` is false and
+`unavailable_reason()` says why, so callers fall back to numpy.
+
+    >>> jit_available()
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+from llvmlite import ir
+
+_lock = threading.Lock()
+
+
+def jit_available() -> bool:
+    """Whether llvmlite can compile kernels here; tried once per process.
+
+    >>> jit_available()
+    True
+    """
+    return not isinstance(_locked_compiler(), str)
+
+
+def unavailable_reason() -> str:
+    """Why `jit_available()` is false, or "" when it is true."""
+    compiler = _locked_compiler()
+    return compiler if isinstance(compiler, str) else ""
+
+
+def compile_function(module: ir.Module, name: str, what: str = "the kernel") -> int:
+    """Optimize `module` (O3, host CPU), add it to the engine and return the address of its
+    function `name`; raises RuntimeError naming `what` when llvmlite cannot compile here.
+
+    Call once per module: the caller keeps the address (the engine keeps the code).
+    """
+    with _lock:
+        compiler = _compiler()
+        if isinstance(compiler, str):
+            raise RuntimeError(f"llvmlite cannot compile {what} here ({compiler})")
+        return compiler.compile(module, name)
+
+
+def _locked_compiler() -> _Compiler | str:
+    with _lock:
+        return _compiler()
+
+
+@functools.cache
+def _compiler() -> _Compiler | str:
+    """The process's compiler, or why there is none. Call with `_lock` held."""
+    try:
+        return _Compiler()
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+
+
+class _Compiler:
+    """One MCJIT engine for the host CPU; each kernel's module is added to it."""
+
+    def __init__(self) -> None:
+        import llvmlite.binding as llvm
+
+        # No `llvm.initialize()`: llvmlite 0.50 initializes itself, and the call raises.
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.llvm: Any = llvm
+        self.target_machine = llvm.Target.from_default_triple().create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3
+        )
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
+        self.tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+
+    def compile(self, module: ir.Module, name: str) -> int:
+        parsed = self.llvm.parse_assembly(str(module))
+        parsed.triple = self.target_machine.triple
+        parsed.data_layout = str(self.target_machine.target_data)
+        parsed.verify()
+        pass_builder = self.llvm.create_pass_builder(self.target_machine, self.tuning)
+        pass_builder.getModulePassManager().run(parsed, pass_builder)
+        self.engine.add_module(parsed)
+        self.engine.finalize_object()
+        address: int = self.engine.get_function_address(name)
+        return address

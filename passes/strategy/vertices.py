@@ -1,0 +1,73 @@
+"""The plain data the cost model reads: layers (the vertices), the tensors they touch,
+and the edges between them.
+
+`from_ir.read_graph` builds them from a `dnn.graph`; nothing after it touches IR, and a
+problem can as well be built from these by hand (`Problem.from_layers`). Vertices are the
+layers; `input` and `param` are not vertices (PaSE): a parameter lives in the layout its
+consumer gives it, and input data arrives laid out as its first consumer needs. A tensor
+read by several layers without being produced by one (tied parameters, shared inputs) is
+held in its first reader's layout and every other reader pays the redistribution from there.
+
+    >>> weight = TensorUse(("k", "n"), (512, 256))
+    >>> weight.elements, weight.element_bytes
+    (131072, 4)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from pase.core.space import IterationSpace
+
+
+@dataclass(frozen=True)
+class TensorUse:
+    """How a layer indexes one tensor: the iteration dim of each tensor dim (or None)."""
+
+    dims: tuple[str | None, ...]
+    sizes: tuple[int, ...]
+    element_bytes: int = 4
+
+    @property
+    def elements(self) -> int:
+        return prod(self.sizes)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One vertex: a layer's iteration space and the tensors it reads and writes."""
+
+    name: str
+    kind: str
+    """The op name without `dnn.`: "einsum", "softmax", ..."""
+    space: IterationSpace
+    operands: tuple[TensorUse, ...]
+    result: TensorUse
+    grads: tuple[bool, ...]
+    """Whether each operand needs a gradient: it depends on a parameter, and the layer's
+    output reaches the loss."""
+    over: tuple[str, ...] = ()
+    """The dims a softmax, norm or cross-entropy normalizes over."""
+    backward: bool = True
+    """Whether the layer has a backward pass: its output reaches the loss (the first value
+    the graph returns). pase-autodiff differentiates only such layers."""
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A tensor moving from `producer`'s layout to what `consumer` needs.
+
+    For a tensor no layer produces (a shared parameter or input), `producer` is its
+    first reader and `held` is that reader's use of it.
+    """
+
+    producer: int
+    consumer: int
+    held: TensorUse
+    needed: TensorUse
+    backward: bool
+    """A gradient flows back along the edge (the tensor depends on a parameter)."""
+    carried: str = ""
+    """The input or param the edge carries from its first reader (its name), or "" for a
+    layer's result."""
