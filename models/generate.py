@@ -13,9 +13,10 @@ prints each graph's layer count (every statement except input, param and return)
 `mlp.dnn`, `alexnet.dnn` and `rnnlm.dnn` are short and written by hand.
 
 No size is typed twice: every conv and pool computes its output size with
-out = (in + 2*padding - kernel) // stride + 1, the builder checks each statement's
-operand shapes, and the graph header declares exactly the dimensions the statements
-use, so the files are consistent by construction.
+`pase.core.shapes.conv_output_size`, each statement's shape comes from the compiler's own
+shape rule in `pase.core.shapes` (so a statement the compiler would reject raises here),
+and the graph header declares exactly the dimensions the statements use, so the files
+are consistent by construction. Run it with the project's Python (pase installed).
 
 Value names follow torchvision's module paths, but no `_`-separated part of a name is a
 bare number: xDSL (like MLIR) takes a trailing `_<number>` of a name hint as its own
@@ -31,8 +32,11 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+
+from pase.core import shapes
+from pase.core.shapes import NamedShape
 
 MODELS = Path(__file__).resolve().parent
 
@@ -57,15 +61,6 @@ def check_value_name(name: str) -> None:
         raise ValueError(f"%{name}: part '{bare[0]}' is a bare number; tag the index with "
                          f"a letter (block b<n>, conv c<n>), since xDSL drops a trailing "
                          f"'_<number>' from a name when printing")
-
-
-def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
-    """Output height (or width) of a convolution or pooling window."""
-    out = (size + 2 * padding - kernel) // stride + 1
-    if out < 1:
-        raise ValueError(f"window {kernel} does not fit an input of {size} "
-                         f"with padding {padding}")
-    return out
 
 
 class Graph:
@@ -123,6 +118,15 @@ class Graph:
     def shape(self, value: str) -> tuple[str, ...]:
         return self.shapes[value]
 
+    def named(self, value: str) -> NamedShape:
+        """The value's shape as the compiler's shape rules take it."""
+        dims = self.shape(value)
+        element = "i32" if value in self.integer else "f32"
+        return NamedShape(dims, tuple(self.size(d) for d in dims), element)
+
+    def named_dims(self, dims: Sequence[str]) -> NamedShape:
+        return NamedShape(tuple(dims), tuple(self.size(d) for d in dims))
+
     # -- statements --
 
     def comment(self, text: str) -> None:
@@ -159,38 +163,38 @@ class Graph:
         return self._define(value, text, dims, layer=True)
 
     def einsum(self, value: str, operands: Sequence[str], result: Sequence[str]) -> str:
-        available = {d for operand in operands for d in self.shape(operand)}
-        missing = [d for d in result if d not in available]
-        if missing:
-            raise ValueError(f"%{value}: result dims {missing} appear in no operand")
-        return self.layer(value, f"einsum {_values(operands)} -> {_dims(result)}", result)
+        shape = shapes.einsum_shape([self.named(o) for o in operands], result)
+        return self.layer(value, f"einsum {_values(operands)} -> {_dims(result)}",
+                          shape.dims)
 
     def conv2d(self, value: str, x: str, w: str, stride: int = 1,
                padding: Padding = 0) -> str:
-        batch, in_channels, height, width = self.shape(x)
-        out_channels, filter_in, r, s = self.shape(w)
-        if filter_in != in_channels:
-            raise ValueError(f"%{value}: filter channels {filter_in} != input {in_channels}")
+        batch, _, height, width = self.shape(x)
+        out_channels, _, r, s = self.shape(w)
         pad_h, pad_w = _pair(padding)
-        out_h = conv_output_size(self.size(height), self.size(r), stride, pad_h)
-        out_w = conv_output_size(self.size(width), self.size(s), stride, pad_w)
-        result = [batch, out_channels, *self.spatial(out_h)]
+        out_h = shapes.conv_output_size(self.size(height), self.size(r), stride, pad_h)
+        out_w = shapes.conv_output_size(self.size(width), self.size(s), stride, pad_w)
         if out_w != out_h:
             raise ValueError(f"%{value}: only square feature maps are generated")
+        result = shapes.conv2d_shape(
+            self.named(x), self.named(w), stride, (pad_h, pad_w),
+            self.named_dims([batch, out_channels, *self.spatial(out_h)])).dims
         text = f"conv2d %{x}, %{w}{_window_clauses(stride, padding)} -> {_dims(result)}"
         return self.layer(value, text, result)
 
     def pool2d(self, value: str, kind: str, x: str, window: int, stride: int = 1,
                padding: int = 0) -> str:
         batch, channels, height, _ = self.shape(x)
-        out = conv_output_size(self.size(height), window, stride, padding)
-        result = [batch, channels, *self.spatial(out)]
+        out = shapes.conv_output_size(self.size(height), window, stride, padding)
+        result = shapes.pool2d_shape(self.named(x), (window, window), stride,
+                                     (padding, padding),
+                                     self.named_dims([batch, channels, *self.spatial(out)])).dims
         text = (f"pool2d {kind} %{x} window [{window}, {window}]"
                 f"{_window_clauses(stride, padding)} -> {_dims(result)}")
         return self.layer(value, text, result)
 
     def unary(self, value: str, op: str, x: str) -> str:
-        return self.layer(value, f"{op} %{x}", self.shape(x))
+        return self.layer(value, f"{op} %{x}", shapes.unary_shape(op, self.named(x)).dims)
 
     def relu(self, value: str, x: str) -> str:
         return self.unary(value, "relu", x)
@@ -198,31 +202,24 @@ class Graph:
     def add(self, value: str, lhs: str, rhs: str) -> str:
         """Elementwise add; as in the language, the dims of one operand must all be dims
         of the other, and the result has the larger operand's dims."""
-        left, right = self.shape(lhs), self.shape(rhs)
-        if set(right) <= set(left):
-            dims = left
-        elif set(left) <= set(right):
-            dims = right
-        else:
-            raise ValueError(f"%{value}: neither %{lhs} {list(left)} nor %{rhs} "
-                             f"{list(right)} has all the other's dims")
+        dims = shapes.binary_shape("add", self.named(lhs), self.named(rhs)).dims
         return self.layer(value, f"add %{lhs}, %{rhs}", dims)
 
     def softmax(self, value: str, x: str, over: str) -> str:
-        return self.layer(value, f"softmax %{x} over {over}", self.shape(x))
+        dims = shapes.softmax_shape(self.named(x), [over]).dims
+        return self.layer(value, f"softmax %{x} over {over}", dims)
 
     def norm(self, value: str, op: str, x: str, over: Sequence[str],
              affine: tuple[str, str] | None = None) -> str:
         operands = [x, *affine] if affine else [x]
         over_text = over[0] if len(over) == 1 else _dims(over)
-        return self.layer(value, f"{op} {_values(operands)} over {over_text}", self.shape(x))
+        dims = shapes.norm_shape(op, self.named(x), [self.named(a) for a in affine or ()],
+                                 over).dims
+        return self.layer(value, f"{op} {_values(operands)} over {over_text}", dims)
 
     def reshape(self, value: str, x: str, result: Sequence[str]) -> str:
-        before = _product(self.size(d) for d in self.shape(x))
-        after = _product(self.size(d) for d in result)
-        if before != after:
-            raise ValueError(f"%{value}: reshape changes {before} elements into {after}")
-        return self.layer(value, f"reshape %{x} -> {_dims(result)}", result)
+        dims = shapes.reshape_shape(self.named(x), self.named_dims(result)).dims
+        return self.layer(value, f"reshape %{x} -> {_dims(result)}", dims)
 
     def concat(self, value: str, operands: Sequence[str], axis: int) -> str:
         """Concatenate along dim position `axis`; the result's dim there is
@@ -230,22 +227,16 @@ class Graph:
         first = self.shape(operands[0])
         total = sum(self.size(self.shape(operand)[axis]) for operand in operands)
         joined = self.channels(total)
-        result = [*first[:axis], joined, *first[axis + 1:]]
-        for operand in operands:
-            dims = self.shape(operand)
-            if dims[:axis] + dims[axis + 1:] != first[:axis] + first[axis + 1:]:
-                raise ValueError(f"%{value}: %{operand} {list(dims)} does not line up")
+        result = shapes.concat_shape([self.named(o) for o in operands], self.named_dims(
+            [*first[:axis], joined, *first[axis + 1:]])).dims
         return self.layer(value, f"concat {_values(operands)} -> {_dims(result)}", result)
 
     def embedding(self, value: str, ids: str, table: str) -> str:
-        if ids not in self.integer:
-            raise ValueError(f"%{value}: ids %{ids} must be integers")
-        dims = self.shape(ids) + self.shape(table)[1:]
+        dims = shapes.embedding_shape(self.named(ids), self.named(table)).dims
         return self.layer(value, f"embedding %{ids}, %{table}", dims)
 
     def cross_entropy(self, value: str, logits: str, labels: str, over: str) -> str:
-        if tuple(d for d in self.shape(logits) if d != over) != self.shape(labels):
-            raise ValueError(f"%{value}: labels %{labels} do not match logits %{logits}")
+        shapes.cross_entropy_shape(self.named(logits), self.named(labels), over)
         text = f"softmax_cross_entropy %{logits}, %{labels} over {over}"
         return self.layer(value, text, ())
 
@@ -301,13 +292,6 @@ def _window_clauses(stride: int, padding: Padding) -> str:
     else:
         pad = f" padding [{pad_h}, {pad_w}]"
     return (f" stride {stride}" if stride != 1 else "") + pad
-
-
-def _product(sizes: Iterable[int]) -> int:
-    result = 1
-    for size in sizes:
-        result *= size
-    return result
 
 
 # --- the image classifiers' batch and head --------------------------------------------

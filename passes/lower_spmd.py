@@ -42,8 +42,6 @@ from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.passes import PasePass
 from pase.passes.autodiff import GRID_ORDER_ATTR, LAYER_ATTR, LAYOUT_OF_ATTR
 
-REDUCING_KINDS = ("dnn.einsum", "dnn.conv2d", "dnn.reduce", "dnn.embedding")
-
 
 def placement(space: IterationSpace, config: ConfigAttr | None,
               order: tuple[str, ...] | None = None) -> Placement:
@@ -208,13 +206,9 @@ class _Lowering:
         return op.name
 
     @staticmethod
-    def stats_dims(kind: str, properties: dict, space: IterationSpace) -> list[str]:
-        if kind in ("dnn.softmax", "dnn.layernorm", "dnn.batchnorm",
-                    "dnn.softmax_cross_entropy"):
-            return [d.data for d in properties["over"].data]
-        if kind == "dnn.lstm":
-            return [space.dims[3].name]
-        return []
+    def stats_dims(space: IterationSpace) -> list[str]:
+        """The dims whose split devices run the kernel's own collectives together."""
+        return list(space.stats_dims)
 
     def layer_op(self, kernel: str, operands: list[SSAValue], properties: dict,
                  where: Placement, stats: list[str], tag: str,
@@ -255,16 +249,11 @@ class _Lowering:
         tag = self.layer_of(op)
         operands = [self.operand(v, self.tensor_type(v, dims, where), tag, backward)
                     for v, dims in zip(op.inputs, space.operands, strict=True)]
-        partial: list[int] = []
-        if op.name in REDUCING_KINDS:
-            partial = where.axes_of([d.name for d in space.dims if d.reduction])
-        elif op.name == "dnn.softmax_cross_entropy":
-            over = op.dims_prop("over")
-            partial = where.axes_of([d for d in space.names if d not in over])
-        result_type = self.tensor_type(op.output, space.result, where, partial)
+        result_type = self.tensor_type(op.output, space.result, where,
+                                       where.axes_of(space.partial))
         properties = dict(op.properties)
-        layer = self.layer_op(op.name, operands, properties, where,
-                              self.stats_dims(op.name, properties, space), tag, [result_type])
+        layer = self.layer_op(op.name, operands, properties, where, self.stats_dims(space),
+                              tag, [result_type])
         layer.results[0].name_hint = op.output.name_hint
         self.held[op.output] = self.complete(layer.results[0], tag)
         self.owner_layer[op.output] = tag
@@ -283,17 +272,15 @@ class _Lowering:
         result_types = []
         for index in op.indices:
             dims = space.operands[index]
-            missing = [d.name for d in space.dims if d.name not in dims]
-            if op.forward.data == "dnn.lstm" and index == 0:
-                missing = []  # the kernel all-reduces the input gradient every step
+            missing = [d.name for d in space.dims if d.name not in dims
+                       and index not in space.kernel_reduced_grads]
             result_types.append(self.tensor_type(op.inputs[index], dims, where,
                                                  where.axes_of(missing)))
         properties = {"wrt": op.wrt, "forward": op.forward,
                       "cotangent": StringAttr("yes" if op.cotangent is not None else "no"),
                       **op.forward_properties()}
-        layer = self.layer_op("dnn.vjp", operands, properties, where,
-                              self.stats_dims(op.forward.data, properties, space), tag,
-                              result_types)
+        layer = self.layer_op("dnn.vjp", operands, properties, where, self.stats_dims(space),
+                              tag, result_types)
         for gradient, result in zip(op.gradients, layer.results, strict=True):
             result.name_hint = gradient.name_hint
             self.held[gradient] = self.complete(result, tag)

@@ -22,13 +22,9 @@ import numpy as np
 
 from pase.core.shapes import ELEMENTS
 from pase.runtime.communicator import DeviceComm
-from pase.runtime.kernels import conv, einsum, elementwise, embedding, lstm, normalization
-from pase.runtime.kernels import reduce as reduction
-from pase.runtime.kernels import shape as shaping
+from pase.runtime.kernels import KERNELS, KernelContext
 from pase.runtime.program import Box, Program, Sharded, Step, box, coordinates, group
 
-UNARY = ("dnn.relu", "dnn.gelu", "dnn.tanh", "dnn.sigmoid", "dnn.exp")
-BINARY = ("dnn.add", "dnn.sub", "dnn.mul")
 DTYPES = {name: np.dtype(element.numpy) for name, element in ELEMENTS.items()}
 
 
@@ -164,8 +160,12 @@ class _Device:
 
     # -- layers --
 
-    def callbacks(self, step: Step, tensor: Sharded) -> tuple[Any, Any]:
-        members = group(self.rank, self.grid(tensor), step.axes)
+    def context(self, step: Step, operands: tuple[Sharded, ...],
+                result: Sharded) -> KernelContext:
+        """What the kernel of `step` needs: its properties, the forward op's operand and
+        result layouts, this device's block offsets, and the collectives over the
+        devices that share the layer's statistics (`step.axes`)."""
+        members = group(self.rank, self.grid(operands[0] if operands else result), step.axes)
 
         def reduce(array: np.ndarray, op: str) -> np.ndarray:
             return self.comm.all_reduce(array, members, op, step.tag)
@@ -173,7 +173,10 @@ class _Device:
         def gather(array: np.ndarray) -> np.ndarray:
             return self.comm.all_gather(array, members, axis=array.ndim - 1, tag=step.tag)
 
-        return reduce, gather
+        def offset(operand: int, dim: int) -> int:
+            return self.offset(operands[operand], dim)
+
+        return KernelContext(step.props, operands, result, reduce, gather, offset)
 
     def layer(self, step: Step) -> list[np.ndarray | None]:
         tensor = (step.result_types or step.operand_types)[0]
@@ -182,65 +185,14 @@ class _Device:
         inputs = [self.values[v] for v in step.operands]
         if step.kernel == "dnn.vjp":
             return self.backward(step, inputs)
-        output, saved = self.forward(step.kernel, step, inputs, step.operand_types,
-                                     step.result_types[0])
+        if step.kernel not in KERNELS:
+            raise ValueError(f"no kernel for {step.kernel}")
+        forward, _ = KERNELS[step.kernel]
+        output, saved = forward(self.context(step, step.operand_types, step.result_types[0]),
+                                inputs)
         if saved is not None:
             self.saved[step.results[0]] = saved
         return [output]
-
-    def forward(self, kernel: str, step: Step, inputs: list[Any], types: tuple[Sharded, ...],
-                result: Sharded) -> tuple[np.ndarray, Any]:
-        props = step.props
-        dims = [t.dims for t in types]
-        reduce, gather = self.callbacks(step, types[0] if types else result)
-        x = inputs[0]
-        match kernel:
-            case "dnn.einsum":
-                return einsum.einsum_forward(inputs, dims, result.dims), None
-            case "dnn.conv2d":
-                return conv.conv2d_forward(x, inputs[1], props["stride"], props["padding"]), None
-            case "dnn.pool2d":
-                return conv.pool2d_forward(props["kind"], x, props["window"], props["stride"],
-                                           props["padding"]), None
-            case _ if kernel in UNARY:
-                y = elementwise.unary_forward(kernel[4:], x)
-                return y, None
-            case _ if kernel in BINARY:
-                return elementwise.binary_forward(kernel[4:], x, dims[0], inputs[1],
-                                                  dims[1]), None
-            case "dnn.softmax":
-                return normalization.softmax_forward(x, dims[0], props["over"], reduce), None
-            case "dnn.layernorm" | "dnn.batchnorm":
-                function = getattr(normalization, f"{kernel[4:]}_forward")
-                scale, bias = (inputs[1], inputs[2]) if len(inputs) == 3 else (None, None)
-                y, stats = function(x, dims[0], props["over"], scale, bias,
-                                    param_dims=dims[1] if len(inputs) == 3 else None,
-                                    count=_count(types[0], props["over"]),
-                                    reduce=reduce)
-                return y, stats
-            case "dnn.reduce":
-                return reduction.reduce_forward(props["kind"], x, dims[0], props["over"],
-                                                count=_count(types[0], props["over"])), None
-            case "dnn.embedding":
-                return embedding.embedding_forward(x, inputs[1], self.offset(types[1], 0)), None
-            case "dnn.lstm":
-                return lstm.lstm_forward(x, inputs[1], all_gather=gather)
-            case "dnn.concat":
-                return shaping.concat_forward(inputs, dims, result.dims), None
-            case "dnn.reshape":
-                return shaping.reshape_forward(x, result.local), None
-            case "dnn.softmax_cross_entropy":
-                (over,) = props["over"]
-                axis = types[0].dims.index(over)
-                loss, stats = normalization.softmax_cross_entropy_forward(
-                    x, dims[0], inputs[1], over, self.offset(types[0], axis), reduce)
-                count = prod(s for d, s in zip(types[0].dims, types[0].sizes, strict=True)
-                             if d != over)
-                return np.asarray(loss / count, dtype=x.dtype), stats
-            case "dnn.sgd":
-                step_size = np.asarray(props["lr"], dtype=x.dtype)
-                return (x - step_size * inputs[1]).astype(x.dtype), None
-        raise ValueError(f"no kernel for {kernel}")
 
     def backward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
         props, forward = step.props, step.props["forward"]
@@ -248,74 +200,17 @@ class _Device:
         seeded = props["cotangent"] == "no"
         arity = len(inputs) - (1 if seeded else 2)
         operands, result = inputs[:arity], inputs[arity]
-        types = step.operand_types[:arity]
-        result_value = step.operands[arity]
         # The loss's own layer has no incoming gradient: d loss / d loss is 1, whatever
         # op produces the loss (a partial sum's blocks add up to it, so 1 on each).
         dy = np.ones_like(result) if seeded else inputs[arity + 1]
-        dims = [t.dims for t in types]
+        backward = KERNELS.get(forward, (None, None))[1]
+        if backward is None:
+            raise ValueError(f"no backward kernel for {forward}")
+        ctx = self.context(step, step.operand_types[:arity], step.operand_types[arity])
         needs = [i in wrt for i in range(arity)]
-        reduce, _ = self.callbacks(step, types[0])
-        saved = self.saved.get(result_value)
-        grads: list[Any]
-        x = operands[0]
-        match forward:
-            case "dnn.einsum":
-                grads = einsum.einsum_backward(dy, operands, dims,
-                                               step.operand_types[arity].dims, needs)
-            case "dnn.conv2d":
-                grads = list(conv.conv2d_backward(dy, x, operands[1], props["stride"],
-                                                  props["padding"], needs))
-            case "dnn.pool2d":
-                grads = [conv.pool2d_backward(props["kind"], dy, x, props["window"],
-                                              props["stride"], props["padding"])]
-            case _ if forward in UNARY:
-                grads = [elementwise.unary_backward(forward[4:], dy, x, result)]
-            case _ if forward in BINARY:
-                grads = list(elementwise.binary_backward(forward[4:], dy, x, dims[0],
-                                                         operands[1], dims[1], needs))
-            case "dnn.softmax":
-                grads = [normalization.softmax_backward(dy, result, dims[0], props["over"],
-                                                        reduce)]
-            case "dnn.layernorm" | "dnn.batchnorm":
-                function = getattr(normalization, f"{forward[4:]}_backward")
-                scale = operands[1] if arity == 3 else None
-                grads = list(function(dy, x, dims[0], props["over"], saved, scale,
-                                      param_dims=dims[1] if arity == 3 else None,
-                                      count=_count(types[0], props["over"]),
-                                      reduce=reduce))
-            case "dnn.reduce":
-                grads = [reduction.reduce_backward(props["kind"], dy, dims[0], props["over"],
-                                                   x.shape,
-                                                   count=_count(types[0], props["over"]))]
-            case "dnn.embedding":
-                grads = [None, embedding.embedding_backward(dy, x, operands[1].shape,
-                                                            self.offset(types[1], 0))]
-            case "dnn.lstm":
-                unit_offset = self.offset(types[1], 2) // 4
-                grads = list(lstm.lstm_backward(dy, operands[1], saved, unit_offset, reduce))
-            case "dnn.concat":
-                sizes = [t.local[shaping.concat_axis(dims, step.operand_types[arity].dims)]
-                         for t in types]
-                grads = shaping.concat_backward(dy, dims, step.operand_types[arity].dims, sizes)
-            case "dnn.reshape":
-                grads = [shaping.reshape_backward(dy, x.shape)]
-            case "dnn.softmax_cross_entropy":
-                (over,) = props["over"]
-                axis = types[0].dims.index(over)
-                count = prod(s for d, s in zip(types[0].dims, types[0].sizes, strict=True)
-                             if d != over)
-                grads = [normalization.softmax_cross_entropy_backward(
-                    dy, x, dims[0], operands[1], over, saved, count,
-                    self.offset(types[0], axis))]
-            case _:
-                raise ValueError(f"no backward kernel for {forward}")
+        grads = backward(ctx, operands, result, dy, self.saved.get(step.operands[arity]),
+                         needs)
         return [grads[i] for i in wrt]
-
-
-def _count(tensor: Sharded, over: list[str]) -> int:
-    """Global number of elements a norm or mean divides by: the size of the `over` dims."""
-    return prod(s for d, s in zip(tensor.dims, tensor.sizes, strict=True) if d in over)
 
 
 def _intersect(a: Box, b: Box) -> Box | None:

@@ -1,4 +1,9 @@
 """The layer ops of the `dnn` dialect, one per layer kind of the `.dnn` language.
+
+Each op answers `infer()` (its shape rule, from `pase.core.shapes`) and
+`iteration_space()`: its iteration dims, FLOPs, and distribution facts (partial-sum
+dims, the statistics its kernel exchanges, gradients its kernel completes), which the
+cost model, `pase-lower-spmd` and the runtime read instead of the op's name.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from xdsl.irdl import irdl_op_definition, prop_def
 
 from pase.core import shapes
 from pase.core.shapes import NamedShape, ShapeError
-from pase.core.space import IterationSpace, IterDim
+from pase.core.space import Collective, IterationSpace, IterDim, Statistics
 from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
 
 
@@ -23,8 +28,10 @@ def _pair(values: tuple[int, ...]) -> tuple[int, int]:
 
 def _identity_space(shape: NamedShape, operands: Sequence[NamedShape], forward: float,
                     backward: float, reduced: Sequence[str] = (),
-                    fixed: Sequence[str] = ()) -> IterationSpace:
-    """The space of a layer that iterates over its input's dims (elementwise-like)."""
+                    fixed: Sequence[str] = (),
+                    statistics: Statistics | None = None) -> IterationSpace:
+    """The space of a layer that iterates over its input's dims (elementwise-like); a
+    split `reduced` dim leaves the result a partial sum."""
     dims = tuple(IterDim(d, s, splittable=d not in fixed, reduction=d in reduced)
                  for d, s in zip(shape.dims, shape.sizes, strict=True))
     names = {d.name for d in dims}
@@ -32,7 +39,14 @@ def _identity_space(shape: NamedShape, operands: Sequence[NamedShape], forward: 
         dims=dims,
         operands=tuple(tuple(d if d in names else None for d in o.dims) for o in operands),
         result=tuple(d for d in shape.dims if d not in reduced),
-        flops_forward=forward, flops_backward=backward)
+        flops_forward=forward, flops_backward=backward,
+        partial=tuple(d for d in shape.dims if d in reduced), statistics=statistics)
+
+
+def _row_statistics(x: NamedShape, over: Sequence[str],
+                    *collectives: Collective) -> Statistics:
+    """Statistics over `over` per row of x (the rows: x's other dims)."""
+    return Statistics(tuple(over), tuple(d for d in x.dims if d not in over), collectives)
 
 
 @irdl_op_definition
@@ -57,7 +71,8 @@ class EinsumOp(LayerOp):
         dims = tuple(IterDim(d, s, reduction=d not in result.dims) for d, s in sizes.items())
         # One multiply-add per point forward; two backward (one per operand gradient).
         return IterationSpace(dims, tuple(s.dims for s in self.input_shapes), result.dims,
-                              flops_forward=2.0, flops_backward=4.0)
+                              flops_forward=2.0, flops_backward=4.0,
+                              partial=tuple(d.name for d in dims if d.reduction))
 
 
 @irdl_op_definition
@@ -94,7 +109,8 @@ class Conv2dOp(LayerOp):
                 IterDim(w.dims[2], w.sizes[2], splittable=False, reduction=True),
                 IterDim(w.dims[3], w.sizes[3], splittable=False, reduction=True))
         return IterationSpace(dims, ((x.dims[0], x.dims[1], None, None), w.dims), y.dims,
-                              flops_forward=2.0, flops_backward=4.0)
+                              flops_forward=2.0, flops_backward=4.0,
+                              partial=tuple(d.name for d in dims if d.reduction))
 
 
 @irdl_op_definition
@@ -243,7 +259,13 @@ class SoftmaxOp(LayerOp):
         return shapes.softmax_shape(inputs[0], self.dims_prop("over"))
 
     def iteration_space(self) -> IterationSpace:
-        return _identity_space(self.result_shape, self.input_shapes, 5.0, 4.0)
+        # The row maximum and Σ exp forward, Σ dy·y backward (docs/cost-model.md, rule 3).
+        over = self.dims_prop("over")
+        statistics = _row_statistics(self.input_shapes[0], over,
+                                     Collective("all_reduce", 1, count=2),
+                                     Collective("all_reduce", 1, backward=True))
+        return _identity_space(self.result_shape, self.input_shapes, 5.0, 4.0,
+                               statistics=statistics)
 
 
 class NormOp(LayerOp):
@@ -261,8 +283,13 @@ class NormOp(LayerOp):
         return shapes.norm_shape(op, inputs[0], inputs[1:], self.dims_prop("over"))
 
     def iteration_space(self) -> IterationSpace:
+        # [Σ x, Σ x²] forward, [Σ g, Σ g·x̂] backward, in one all-reduce each.
+        statistics = _row_statistics(self.input_shapes[0], self.dims_prop("over"),
+                                     Collective("all_reduce", 2),
+                                     Collective("all_reduce", 2, backward=True))
         # PaSE: 16 FLOPs per element, forward and backward together.
-        return _identity_space(self.result_shape, self.input_shapes, 8.0, 8.0)
+        return _identity_space(self.result_shape, self.input_shapes, 8.0, 8.0,
+                               statistics=statistics)
 
 
 @irdl_op_definition
@@ -328,7 +355,8 @@ class EmbeddingOp(LayerOp):
                                                    strict=True))
         # A gather copies one row per id: ids·features FLOPs over ids·vocab·features points.
         return IterationSpace(dims, (ids.dims, table.dims), y.dims,
-                              flops_forward=1.0 / vocab, flops_backward=1.0 / vocab)
+                              flops_forward=1.0 / vocab, flops_backward=1.0 / vocab,
+                              partial=(table.dims[0],))
 
 
 @irdl_op_definition
@@ -359,10 +387,18 @@ class LstmOp(LayerOp):
                 IterDim(x.dims[0], x.sizes[0]),
                 IterDim(w.dims[2], x.sizes[2]),
                 IterDim(w.dims[1], w.sizes[1], splittable=False, reduction=True))
+        # Every step gathers the hidden state (e words per batch row) over the unit
+        # split, and backward all-reduces the gradient of [input, hidden] over it; that
+        # completes the input gradient, so the caller must not all-reduce it again.
+        steps = w.sizes[0] * x.sizes[1]
+        statistics = Statistics((w.dims[2],), (x.dims[0],), (
+            Collective("all_gather", x.sizes[2], count=steps),
+            Collective("all_reduce", 2 * x.sizes[2], count=steps, backward=True)))
         # Per point of (l, s, b, units, k): four multiply-adds, one per gate.
         return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims),
                               (x.dims[0], x.dims[1], None),
-                              flops_forward=8.0, flops_backward=16.0)
+                              flops_forward=8.0, flops_backward=16.0,
+                              statistics=statistics, kernel_reduced_grads=(0,))
 
 
 @irdl_op_definition
@@ -434,10 +470,16 @@ class SoftmaxCrossEntropyOp(LayerOp):
 
     def iteration_space(self) -> IterationSpace:
         logits, labels = self.input_shapes
+        over = self.dims_prop("over")
+        # The row maximum, then [Σ exp(z − max), target logit]; the backward reuses them.
+        # Each device sums the loss of its rows: a partial sum over the row dims.
+        statistics = _row_statistics(logits, over, Collective("all_reduce", 1),
+                                     Collective("all_reduce", 2))
         return IterationSpace(
             tuple(IterDim(d, s, reduction=True)
                   for d, s in zip(logits.dims, logits.sizes, strict=True)),
-            (logits.dims, labels.dims), (), flops_forward=5.0, flops_backward=2.0)
+            (logits.dims, labels.dims), (), flops_forward=5.0, flops_backward=2.0,
+            partial=tuple(d for d in logits.dims if d not in over), statistics=statistics)
 
 
 LAYER_OPS: tuple[type[LayerOp], ...] = (

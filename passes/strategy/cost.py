@@ -140,6 +140,25 @@ class _Collectives:
             moved = count * (group - 1) / group * total_words
             self._charge(moved, dims, element_bytes)
 
+    def statistics(self, backward: bool) -> None:
+        """The collectives the layer's kernel runs itself, forward or backward ones, per
+        row of the first operand's block (`Statistics.rows`)."""
+        statistics = self.layer.space.statistics
+        if statistics is None:
+            return
+        x = self.layer.operands[0]
+        rows = x.elements / prod(s for d, s in zip(x.dims, x.sizes, strict=True)
+                                 if d not in statistics.rows)
+        rows /= self.factor([d for d in x.dims if d is not None and d in statistics.rows])
+        for collective in statistics.collectives:
+            if collective.backward != backward:
+                continue
+            words = rows * collective.words_per_row
+            if collective.kind == "all_reduce":
+                self.all_reduce(words, statistics.over, x.element_bytes, collective.count)
+            else:
+                self.all_gather(words, statistics.over, x.element_bytes, collective.count)
+
     def _charge(self, words: float, dims: Sequence[str], element_bytes: int) -> None:
         self.words += words
         self.seconds += words * element_bytes / self.machine.bandwidth(self._spans(dims))
@@ -151,60 +170,29 @@ def local_elements(use: TensorUse, config: Config) -> float:
 
 
 def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
-    """Compute and intra-layer collective cost of one layer under one configuration."""
+    """Compute and intra-layer collective cost of one layer under one configuration.
+
+    The collectives come from the layer's iteration space: the kernel's forward
+    statistics, the result's partial sums, the kernel's backward statistics, then the
+    operand gradients' partial sums (in that order, which fixes the float sums).
+    """
     space = layer.space
     devices_used = prod(config.values()) if config else 1
     flops_per_point = space.flops_forward + (space.flops_backward if layer.backward else 0.0)
     flops = flops_per_point * space.points / devices_used
     comm = _Collectives(layer, config, machine)
     result = layer.result
-    reduced = [d.name for d in space.dims if d.reduction]
-    kind = layer.kind
-
-    if kind == "softmax_cross_entropy":
-        (logits, _labels) = layer.operands
-        classes = layer.over
-        rows = logits.elements / prod(s for d, s in zip(logits.dims, logits.sizes, strict=True)
-                                      if d in classes)
-        rows /= comm.factor([d for d in logits.dims if d is not None and d not in classes])
-        comm.all_reduce(rows, classes, logits.element_bytes)          # row maximum
-        comm.all_reduce(2 * rows, classes, logits.element_bytes)      # sum of exp, target logit
-        others = [d for d in space.names if d not in classes]
-        comm.all_reduce(1, others, logits.element_bytes)              # the mean loss
-    elif reduced:
-        # Partial sums of the output over split reduction dims.
-        comm.all_reduce(local_elements(result, config), reduced, result.element_bytes)
-
     # Backward statistics and sums run only where some operand needs a gradient.
     backward = any(layer.grads)
-    if kind in ("softmax", "layernorm", "batchnorm"):
-        x = layer.operands[0]
-        stats = x.elements / prod(s for d, s in zip(x.dims, x.sizes, strict=True)
-                                  if d in layer.over)
-        stats /= comm.factor([d for d in x.dims if d is not None and d not in layer.over])
-        if kind == "softmax":
-            comm.all_reduce(stats, layer.over, x.element_bytes, count=2)   # max, sum
-            if backward:
-                comm.all_reduce(stats, layer.over, x.element_bytes)        # backward sum
-        else:
-            comm.all_reduce(2 * stats, layer.over, x.element_bytes)        # mean, mean square
-            if backward:
-                comm.all_reduce(2 * stats, layer.over, x.element_bytes)    # backward sums
 
-    if kind == "lstm":
-        x = layer.operands[0]
-        layers, steps = x.sizes and (space.dims[0].size, space.dims[1].size)
-        units = space.dims[3]
-        rows = x.sizes[0] / config.get(x.dims[0] or "", 1)
-        # Every step gathers the hidden state over the unit split, and backward
-        # all-reduces the gradient of [input, hidden] over it.
-        comm.all_gather(rows * x.sizes[2], [units.name], x.element_bytes, layers * steps)
-        if backward:
-            comm.all_reduce(rows * 2 * x.sizes[2], [units.name], x.element_bytes,
-                            layers * steps)
+    comm.statistics(backward=False)
+    if space.partial:
+        comm.all_reduce(local_elements(result, config), space.partial, result.element_bytes)
+    if backward:
+        comm.statistics(backward=True)
 
     for index, (use, grad) in enumerate(zip(layer.operands, layer.grads, strict=True)):
-        if not grad or (kind == "lstm" and index == 0):
+        if not grad or index in space.kernel_reduced_grads:
             continue
         # The operand's gradient is a partial sum over split dims it does not range over.
         missing = [d.name for d in space.dims if d.name not in use.dims]

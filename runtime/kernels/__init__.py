@@ -10,6 +10,13 @@
 | `embedding` | embedding |
 | `lstm` | lstm |
 | `shape` | concat, reshape |
+| `optimizer` | sgd |
+
+Each module exports `KERNELS = {op name: (forward, backward)}` of functions with one
+signature (`pase.runtime.kernels.context`); this package merges them into `KERNELS`,
+and the executor runs a step with one lookup: `KERNELS["dnn.einsum"][0](ctx, inputs)`.
+Adding an op means its op class and iteration space (`pase.dialect.dnn.layers`), its
+kernels and their table entry here, and tests.
 
 A tensor is a numpy array whose axes follow a list of dim names (the tensor's dims in
 order); kernels that depend on names take them (`einsum_forward([x, w], [["b", "d"],
@@ -35,32 +42,32 @@ Communication follows docs/cost-model.md, "Intra-layer collectives", exactly:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from pase.runtime.kernels.context import (
+    AllGather,
+    Backward,
+    Forward,
+    KernelContext,
+    Kernels,
+    Layout,
+    Reduce,
+    Tensor,
+    axes_of,
+    local_gather,
+    local_reduce,
+)
+from pase.runtime.kernels.conv import KERNELS as CONV
+from pase.runtime.kernels.einsum import KERNELS as EINSUM
+from pase.runtime.kernels.elementwise import KERNELS as ELEMENTWISE
+from pase.runtime.kernels.embedding import KERNELS as EMBEDDING
+from pase.runtime.kernels.lstm import KERNELS as LSTM
+from pase.runtime.kernels.normalization import KERNELS as NORMALIZATION
+from pase.runtime.kernels.optimizer import KERNELS as OPTIMIZER
+from pase.runtime.kernels.reduce import KERNELS as REDUCE
+from pase.runtime.kernels.shape import KERNELS as SHAPE
 
-import numpy as np
+KERNELS: Kernels = {**EINSUM, **CONV, **ELEMENTWISE, **NORMALIZATION, **REDUCE, **EMBEDDING,
+                    **LSTM, **SHAPE, **OPTIMIZER}
+"""Every op's (forward, backward), by op name ("dnn.einsum")."""
 
-Reduce = Callable[[np.ndarray, str], np.ndarray]
-"""`reduce(array, op)`: all-reduce `array` elementwise ("sum" or "max") over a device group."""
-
-AllGather = Callable[[np.ndarray], np.ndarray]
-"""`all_gather(block)`: concatenate the group's blocks along the last axis, in order."""
-
-
-def local_reduce(array: np.ndarray, op: str) -> np.ndarray:
-    """The reduction over a group of one device: the identity."""
-    if op not in ("sum", "max"):
-        raise ValueError(f"reduce op must be 'sum' or 'max', got '{op}'")
-    return array
-
-
-def local_gather(array: np.ndarray) -> np.ndarray:
-    """The all-gather over a group of one device: the identity."""
-    return array
-
-
-def axes_of(dims: Sequence[str], names: Sequence[str]) -> tuple[int, ...]:
-    """Positions of `names` in `dims`: `axes_of(["b", "s", "d"], ["d", "b"]) == (2, 0)`."""
-    missing = [name for name in names if name not in dims]
-    if missing:
-        raise ValueError(f"dimension(s) {', '.join(missing)} not in [{', '.join(dims)}]")
-    return tuple(list(dims).index(name) for name in names)
+__all__ = ["KERNELS", "AllGather", "Backward", "Forward", "KernelContext", "Kernels", "Layout",
+           "Reduce", "Tensor", "axes_of", "local_gather", "local_reduce"]

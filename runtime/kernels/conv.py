@@ -17,9 +17,12 @@ counts padded zeros (count_include_pad=True): every window divides by `kh·kw`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+
+from pase.runtime.kernels.context import KernelContext, Kernels
 
 Pair = tuple[int, int]
 
@@ -120,3 +123,35 @@ def pool2d_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, window: S
     else:
         raise ValueError(f"pool2d kind must be 'max' or 'avg', got '{kind}'")
     return np.ascontiguousarray(_crop(dpadded, pad))
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _conv2d(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    x, w = inputs
+    return conv2d_forward(x, w, ctx.props["stride"], ctx.props["padding"]), None
+
+
+def _conv2d_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                     saved: Any, needs: list[bool]) -> list[Any]:
+    x, w = inputs
+    return list(conv2d_backward(grad_output, x, w, ctx.props["stride"], ctx.props["padding"],
+                                needs))
+
+
+def _pool2d(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    props = ctx.props
+    return pool2d_forward(props["kind"], inputs[0], props["window"], props["stride"],
+                          props["padding"]), None
+
+
+def _pool2d_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                     saved: Any, needs: list[bool]) -> list[Any]:
+    props = ctx.props
+    return [pool2d_backward(props["kind"], grad_output, inputs[0], props["window"],
+                            props["stride"], props["padding"])]
+
+
+KERNELS: Kernels = {"dnn.conv2d": (_conv2d, _conv2d_backward),
+                    "dnn.pool2d": (_pool2d, _pool2d_backward)}

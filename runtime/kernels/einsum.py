@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from pase.runtime.kernels.context import KernelContext, Kernels
 
 LETTERS = string.ascii_letters
 
@@ -79,3 +82,18 @@ def einsum_backward(grad_output: np.ndarray, inputs: Sequence[np.ndarray],
             grad = np.broadcast_to(grad.reshape(expanded), operand.shape).copy()
         grads.append(grad)
     return grads
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    return einsum_forward(inputs, ctx.dims, ctx.result.dims), None
+
+
+def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+              saved: Any, needs: list[bool]) -> list[Any]:
+    return einsum_backward(grad_output, inputs, ctx.dims, ctx.result.dims, needs)
+
+
+KERNELS: Kernels = {"dnn.einsum": (_forward, _backward)}

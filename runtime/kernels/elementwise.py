@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from pase.runtime.kernels.context import Backward, Forward, KernelContext, Kernels
 
 UNARY_KINDS = ("relu", "gelu", "tanh", "sigmoid", "exp")
 BINARY_KINDS = ("add", "sub", "mul")
@@ -138,3 +141,37 @@ def binary_backward(kind: str, grad_output: np.ndarray, lhs: np.ndarray,
     dlhs = unbroadcast(grads[0], lhs_dims, result_dims) if needs_grad[0] else None
     drhs = unbroadcast(grads[1], rhs_dims, result_dims) if needs_grad[1] else None
     return dlhs, drhs
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _unary(kind: str) -> tuple[Forward, Backward]:
+    def forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+        return unary_forward(kind, inputs[0]), None
+
+    def backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                 saved: Any, needs: list[bool]) -> list[Any]:
+        return [unary_backward(kind, grad_output, inputs[0], output)]
+
+    return forward, backward
+
+
+def _binary(kind: str) -> tuple[Forward, Backward]:
+    def forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+        lhs_dims, rhs_dims = ctx.dims
+        return binary_forward(kind, inputs[0], lhs_dims, inputs[1], rhs_dims), None
+
+    def backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                 saved: Any, needs: list[bool]) -> list[Any]:
+        lhs_dims, rhs_dims = ctx.dims
+        return list(binary_backward(kind, grad_output, inputs[0], lhs_dims, inputs[1],
+                                    rhs_dims, needs))
+
+    return forward, backward
+
+
+KERNELS: Kernels = {
+    **{f"dnn.{kind}": _unary(kind) for kind in ("relu", "gelu", "tanh", "sigmoid", "exp")},
+    **{f"dnn.{kind}": _binary(kind) for kind in ("add", "sub", "mul")},
+}

@@ -12,8 +12,11 @@ locally. No callbacks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from pase.runtime.kernels.context import KernelContext, Kernels
 
 
 def _local_rows(ids: np.ndarray, vocab_offset: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,3 +43,20 @@ def embedding_backward(grad_output: np.ndarray, ids: np.ndarray, table_shape: Se
     grad = np.zeros((rows, int(np.prod(table_shape[1:]))), dtype=grad_output.dtype)
     np.add.at(grad, index[inside], grad_output.reshape(index.size, -1)[inside])
     return grad.reshape(tuple(table_shape))
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    ids, table = inputs
+    return embedding_forward(ids, table, ctx.offset(1, 0)), None
+
+
+def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+              saved: Any, needs: list[bool]) -> list[Any]:
+    ids, table = inputs
+    return [None, embedding_backward(grad_output, ids, table.shape, ctx.offset(1, 0))]
+
+
+KERNELS: Kernels = {"dnn.embedding": (_forward, _backward)}

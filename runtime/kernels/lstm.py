@@ -26,10 +26,18 @@ which the caller all-reduces (rule 2). The input gradient is complete on every d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from pase.runtime.kernels import AllGather, Reduce, local_gather, local_reduce
+from pase.runtime.kernels.context import (
+    AllGather,
+    KernelContext,
+    Kernels,
+    Reduce,
+    local_gather,
+    local_reduce,
+)
 
 
 @dataclass(frozen=True)
@@ -105,3 +113,21 @@ def lstm_backward(grad_output: np.ndarray, w: np.ndarray, cache: LstmCache,
             dh_next = dz[:, hidden:]
         grad_sequence = grad_inputs
     return grad_sequence, dw
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, LstmCache]:
+    x, w = inputs
+    return lstm_forward(x, w, all_gather=ctx.gather)
+
+
+def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+              saved: Any, needs: list[bool]) -> list[Any]:
+    # The weight's columns are unit-major (4 gates per unit): the device's first unit.
+    unit_offset = ctx.offset(1, 2) // 4
+    return list(lstm_backward(grad_output, inputs[1], saved, unit_offset, ctx.reduce))
+
+
+KERNELS: Kernels = {"dnn.lstm": (_forward, _backward)}

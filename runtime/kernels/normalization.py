@@ -27,7 +27,9 @@ f64 whatever the input type: in f32 the cancellation in E[x²] − E[x]² would 
 and unsharded results differ by far more than f32 rounding.
 
 Parameter gradients (scale, bias) sum over the dims the parameter does not range over;
-when one of those is split they are partial sums the caller all-reduces (rule 2).
+when one of those is split they are partial sums the caller all-reduces (rule 2). Scale
+and bias each come with their own dims (`scale_dims`, `bias_dims`), in their own order:
+`%g = param [h, w]` and `%beta = param [w, h]` may normalize the same tensor.
 """
 
 from __future__ import annotations
@@ -35,10 +37,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 import numpy as np
 
-from pase.runtime.kernels import Reduce, axes_of, local_reduce
+from pase.runtime.kernels.context import (
+    Backward,
+    Forward,
+    KernelContext,
+    Kernels,
+    Reduce,
+    axes_of,
+    local_reduce,
+)
 from pase.runtime.kernels.elementwise import align, unbroadcast
 
 # --- softmax -----------------------------------------------------------------------
@@ -75,6 +86,8 @@ class NormStatistics:
 
 def _param_dims(kind: str, dims: Sequence[str], over: Sequence[str],
                 param_dims: Sequence[str] | None) -> Sequence[str]:
+    """A scale's or bias's dims: as given, or by default the dims it ranges over in x's
+    order."""
     if param_dims is not None:
         return param_dims
     if kind == "layernorm":
@@ -84,7 +97,8 @@ def _param_dims(kind: str, dims: Sequence[str], over: Sequence[str],
 
 def _norm_forward(kind: str, x: np.ndarray, dims: Sequence[str], over: Sequence[str],
                   scale: np.ndarray | None, bias: np.ndarray | None,
-                  param_dims: Sequence[str] | None, count: int | None, eps: float,
+                  scale_dims: Sequence[str] | None, bias_dims: Sequence[str] | None,
+                  count: int | None, eps: float,
                   reduce: Reduce) -> tuple[np.ndarray, NormStatistics]:
     axes = axes_of(dims, over)
     count = int(count) if count is not None else prod(x.shape[a] for a in axes)
@@ -99,21 +113,21 @@ def _norm_forward(kind: str, x: np.ndarray, dims: Sequence[str], over: Sequence[
     rstd = (1.0 / np.sqrt(variance + eps)).astype(x.dtype)
     mean = mean64.astype(x.dtype)
     y = (x - mean) * rstd
-    names = _param_dims(kind, dims, over, param_dims)
     if scale is not None:
-        y = y * align(scale, names, dims)
+        y = y * align(scale, _param_dims(kind, dims, over, scale_dims), dims)
     if bias is not None:
-        y = y + align(bias, names, dims)
+        y = y + align(bias, _param_dims(kind, dims, over, bias_dims), dims)
     return y, NormStatistics(mean, rstd)
 
 
 def _norm_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str],
                    over: Sequence[str], stats: NormStatistics, scale: np.ndarray | None,
-                   param_dims: Sequence[str] | None, count: int | None, reduce: Reduce
+                   scale_dims: Sequence[str] | None, bias_dims: Sequence[str] | None,
+                   count: int | None, reduce: Reduce
                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     axes = axes_of(dims, over)
     count = int(count) if count is not None else prod(x.shape[a] for a in axes)
-    names = _param_dims(kind, dims, over, param_dims)
+    names = _param_dims(kind, dims, over, scale_dims)
     normalized = (x - stats.mean) * stats.rstd
     scaled = grad_output * align(scale, names, dims) if scale is not None else grad_output
     wide, wide_normalized = scaled.astype(np.float64), normalized.astype(np.float64)
@@ -124,53 +138,59 @@ def _norm_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, dims: Sequ
     if scale is None:
         return dx, None, None
     return (dx, unbroadcast(grad_output * normalized, names, dims),
-            unbroadcast(grad_output, names, dims))
+            unbroadcast(grad_output, _param_dims(kind, dims, over, bias_dims), dims))
 
 
 def layernorm_forward(x: np.ndarray, dims: Sequence[str], over: Sequence[str],
                       scale: np.ndarray | None = None, bias: np.ndarray | None = None, *,
-                      param_dims: Sequence[str] | None = None, count: int | None = None,
+                      scale_dims: Sequence[str] | None = None,
+                      bias_dims: Sequence[str] | None = None, count: int | None = None,
                       eps: float = 1e-5, reduce: Reduce = local_reduce
                       ) -> tuple[np.ndarray, NormStatistics]:
     """`(x − mean) / √(var + eps) · scale + bias`, statistics over `over`; scale and bias
-    range over the normalized dims (`param_dims`, default: `over` in x's order)."""
-    return _norm_forward("layernorm", x, dims, over, scale, bias, param_dims, count, eps,
-                         reduce)
+    range over the normalized dims (`scale_dims`, `bias_dims`, default: `over` in x's
+    order)."""
+    return _norm_forward("layernorm", x, dims, over, scale, bias, scale_dims, bias_dims,
+                         count, eps, reduce)
 
 
 def layernorm_backward(grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str],
                        over: Sequence[str], stats: NormStatistics,
                        scale: np.ndarray | None = None, *,
-                       param_dims: Sequence[str] | None = None, count: int | None = None,
+                       scale_dims: Sequence[str] | None = None,
+                       bias_dims: Sequence[str] | None = None, count: int | None = None,
                        reduce: Reduce = local_reduce
                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(dx, dscale, dbias); dscale and dbias are None without a scale, and local partial
     sums over the split non-normalized dims otherwise."""
-    return _norm_backward("layernorm", grad_output, x, dims, over, stats, scale, param_dims,
-                          count, reduce)
+    return _norm_backward("layernorm", grad_output, x, dims, over, stats, scale, scale_dims,
+                          bias_dims, count, reduce)
 
 
 def batchnorm_forward(x: np.ndarray, dims: Sequence[str], over: Sequence[str],
                       scale: np.ndarray | None = None, bias: np.ndarray | None = None, *,
-                      param_dims: Sequence[str] | None = None, count: int | None = None,
+                      scale_dims: Sequence[str] | None = None,
+                      bias_dims: Sequence[str] | None = None, count: int | None = None,
                       eps: float = 1e-5, reduce: Reduce = local_reduce
                       ) -> tuple[np.ndarray, NormStatistics]:
     """Training-mode batch norm with batch statistics over `over` (e.g. [b, h, w]); scale
-    and bias range over the other dims (`param_dims`, default: those in x's order)."""
-    return _norm_forward("batchnorm", x, dims, over, scale, bias, param_dims, count, eps,
-                         reduce)
+    and bias range over the other dims (`scale_dims`, `bias_dims`, default: those in x's
+    order)."""
+    return _norm_forward("batchnorm", x, dims, over, scale, bias, scale_dims, bias_dims,
+                         count, eps, reduce)
 
 
 def batchnorm_backward(grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str],
                        over: Sequence[str], stats: NormStatistics,
                        scale: np.ndarray | None = None, *,
-                       param_dims: Sequence[str] | None = None, count: int | None = None,
+                       scale_dims: Sequence[str] | None = None,
+                       bias_dims: Sequence[str] | None = None, count: int | None = None,
                        reduce: Reduce = local_reduce
                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(dx, dscale, dbias); dscale and dbias are local partial sums over the split
     normalized dims (the batch), None without a scale."""
-    return _norm_backward("batchnorm", grad_output, x, dims, over, stats, scale, param_dims,
-                          count, reduce)
+    return _norm_backward("batchnorm", grad_output, x, dims, over, stats, scale, scale_dims,
+                          bias_dims, count, reduce)
 
 
 # --- softmax_cross_entropy ---------------------------------------------------------
@@ -239,3 +259,73 @@ def softmax_cross_entropy_backward(grad_loss: float | np.ndarray, logits: np.nda
     np.put_along_axis(probabilities, index, at_label - inside[..., None], axis=-1)
     grad = probabilities * (float(grad_loss) / count)
     return np.ascontiguousarray(np.moveaxis(grad, -1, axes_of(dims, [over])[0]))
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _softmax(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    return softmax_forward(inputs[0], ctx.dims[0], ctx.props["over"], ctx.reduce), None
+
+
+def _softmax_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                      saved: Any, needs: list[bool]) -> list[Any]:
+    return [softmax_backward(grad_output, output, ctx.dims[0], ctx.props["over"], ctx.reduce)]
+
+
+def _affine_dims(ctx: KernelContext) -> dict[str, Any]:
+    """Each of scale and bias with its own dims (their orders may differ)."""
+    if len(ctx.operands) != 3:
+        return {}
+    return {"scale_dims": ctx.dims[1], "bias_dims": ctx.dims[2]}
+
+
+def _norm(kind: str) -> tuple[Forward, Backward]:
+    forward_kernel = {"layernorm": layernorm_forward, "batchnorm": batchnorm_forward}[kind]
+    backward_kernel = {"layernorm": layernorm_backward, "batchnorm": batchnorm_backward}[kind]
+
+    def forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, NormStatistics]:
+        over = ctx.props["over"]
+        scale, bias = (inputs[1], inputs[2]) if len(inputs) == 3 else (None, None)
+        return forward_kernel(inputs[0], ctx.dims[0], over, scale, bias, **_affine_dims(ctx),
+                              count=ctx.count(0, over), reduce=ctx.reduce)
+
+    def backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                 saved: Any, needs: list[bool]) -> list[Any]:
+        over = ctx.props["over"]
+        scale = inputs[1] if len(inputs) == 3 else None
+        return list(backward_kernel(grad_output, inputs[0], ctx.dims[0], over, saved, scale,
+                                    **_affine_dims(ctx), count=ctx.count(0, over),
+                                    reduce=ctx.reduce))
+
+    return forward, backward
+
+
+def _cross_entropy(ctx: KernelContext, inputs: list[Any]
+                   ) -> tuple[np.ndarray, CrossEntropyStatistics]:
+    logits, labels = inputs
+    (over,) = ctx.props["over"]
+    class_offset = ctx.offset(0, ctx.dims[0].index(over))
+    loss, stats = softmax_cross_entropy_forward(logits, ctx.dims[0], labels, over,
+                                                class_offset, ctx.reduce)
+    # The mean over the GLOBAL rows (the caller all-reduces the partial sums).
+    rows = ctx.count(0, [over], inside=False)
+    return np.asarray(loss / rows, dtype=logits.dtype), stats
+
+
+def _cross_entropy_backward(ctx: KernelContext, inputs: list[Any], output: Any,
+                            grad_output: Any, saved: Any, needs: list[bool]) -> list[Any]:
+    logits, labels = inputs
+    (over,) = ctx.props["over"]
+    class_offset = ctx.offset(0, ctx.dims[0].index(over))
+    rows = ctx.count(0, [over], inside=False)
+    return [softmax_cross_entropy_backward(grad_output, logits, ctx.dims[0], labels, over,
+                                           saved, rows, class_offset), None]
+
+
+KERNELS: Kernels = {
+    "dnn.softmax": (_softmax, _softmax_backward),
+    "dnn.layernorm": _norm("layernorm"),
+    "dnn.batchnorm": _norm("batchnorm"),
+    "dnn.softmax_cross_entropy": (_cross_entropy, _cross_entropy_backward),
+}

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import Any
 
 import numpy as np
 
-from pase.runtime.kernels import axes_of
+from pase.runtime.kernels.context import KernelContext, Kernels, axes_of
 
 REDUCE_KINDS = ("sum", "mean")
 
@@ -49,3 +50,22 @@ def reduce_backward(kind: str, grad_output: np.ndarray, dims: Sequence[str],
     expanded = [1 if k in axes else size for k, size in enumerate(input_shape)]
     grad = np.broadcast_to(grad_output.reshape(expanded), tuple(input_shape))
     return grad / count if kind == "mean" else grad.copy()
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    over = ctx.props["over"]
+    return reduce_forward(ctx.props["kind"], inputs[0], ctx.dims[0], over,
+                          count=ctx.count(0, over)), None
+
+
+def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+              saved: Any, needs: list[bool]) -> list[Any]:
+    over = ctx.props["over"]
+    return [reduce_backward(ctx.props["kind"], grad_output, ctx.dims[0], over, inputs[0].shape,
+                            count=ctx.count(0, over))]
+
+
+KERNELS: Kernels = {"dnn.reduce": (_forward, _backward)}

@@ -18,8 +18,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from pase.runtime.kernels.context import KernelContext, Kernels
 
 
 def concat_axis(input_dims: Sequence[Sequence[str]], output_dims: Sequence[str]) -> int:
@@ -53,3 +56,30 @@ def reshape_forward(x: np.ndarray, output_shape: Sequence[int]) -> np.ndarray:
 def reshape_backward(grad_output: np.ndarray, input_shape: Sequence[int]) -> np.ndarray:
     """grad_output reshaped into x's local shape."""
     return grad_output.reshape(tuple(input_shape)).copy()
+
+
+# --- the kernel table (pase.runtime.kernels.context) ---------------------------------
+
+
+def _concat(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    return concat_forward(inputs, ctx.dims, ctx.result.dims), None
+
+
+def _concat_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                     saved: Any, needs: list[bool]) -> list[Any]:
+    axis = concat_axis(ctx.dims, ctx.result.dims)
+    sizes = [t.local[axis] for t in ctx.operands]
+    return list(concat_backward(grad_output, ctx.dims, ctx.result.dims, sizes))
+
+
+def _reshape(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    return reshape_forward(inputs[0], ctx.result.local), None
+
+
+def _reshape_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                      saved: Any, needs: list[bool]) -> list[Any]:
+    return [reshape_backward(grad_output, inputs[0].shape)]
+
+
+KERNELS: Kernels = {"dnn.concat": (_concat, _concat_backward),
+                    "dnn.reshape": (_reshape, _reshape_backward)}

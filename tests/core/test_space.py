@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from xdsl.context import Context
 
-from pase.core.space import IterationSpace, IterDim
+from pase.core.space import Collective, IterationSpace, IterDim, Statistics
 from pase.dialect import dnn
 from pase.frontend import parse_text
+from pase.passes.autodiff import AutodiffPass
 
 
 def layer(header: str, body: str) -> dnn.LayerOp:
@@ -191,5 +193,127 @@ def test_iteration_space_helpers():
     assert space.dim("h") == IterDim("h", 4, splittable=False)
     assert [d.name for d in space.splittable] == ["b", "d"]
     assert space.points == 64
+    assert (space.partial, space.statistics, space.kernel_reduced_grads) == ((), None, ())
+    assert space.stats_dims == ()
     with pytest.raises(KeyError):
         space.dim("q")
+
+
+# -- distribution facts: each op's record -------------------------------------------
+
+
+def test_contractions_leave_partial_sums_over_their_reduction_dims():
+    einsum = layer("b = 2, s = 3, d = 4, h = 5", """
+  %x = input [b, s, d]
+  %w = param [d, h]
+  %y = einsum %x, %w -> [b, h]
+  return %y""").iteration_space()
+    assert einsum.partial == ("s", "d")
+    conv = layer("b = 8, ci = 3, co = 4, h = 10, w = 10, r = 3, s = 3, ho = 8, wo = 8", """
+  %x = input [b, ci, h, w]
+  %f = param [co, ci, r, s]
+  %y = conv2d %x, %f -> [b, co, ho, wo]
+  return %y""").iteration_space()
+    assert conv.partial == ("ci", "r", "s")
+    reduce = layer("b = 4, s = 3, d = 8", """
+  %x = input [b, s, d]
+  %y = reduce sum %x over [d, s]
+  return %y""").iteration_space()
+    assert reduce.partial == ("s", "d")  # in the operand's order
+    embedding = layer("b = 8, s = 6, v = 100, e = 16", """
+  %ids = input [b, s] : i32
+  %table = param [v, e]
+  %y = embedding %ids, %table
+  return %y""").iteration_space()
+    assert embedding.partial == ("v",)
+    for space in (einsum, conv, reduce, embedding):
+        assert space.statistics is None
+        assert space.stats_dims == ()
+        assert space.kernel_reduced_grads == ()
+
+
+def test_elementwise_and_shape_ops_have_no_distribution_facts():
+    for body in ("relu %x", "add %x, %x", "reshape %x -> [b, e]", "concat %x, %x -> [m, d]"):
+        space = layer("b = 2, d = 4, e = 4, m = 4", f"""
+  %x = input [b, d]
+  %y = {body}
+  return %y""").iteration_space()
+        assert (space.partial, space.statistics, space.kernel_reduced_grads) == ((), None, ())
+
+
+def test_softmax_exchanges_two_statistics_forward_and_one_backward():
+    space = layer("b = 4, s = 3, t = 8", """
+  %x = input [b, s, t]
+  %y = softmax %x over [t]
+  return %y""").iteration_space()
+    assert space.partial == ()
+    assert space.statistics == Statistics(("t",), ("b", "s"), (
+        Collective("all_reduce", 1, count=2), Collective("all_reduce", 1, backward=True)))
+    assert space.stats_dims == ("t",)
+
+
+@pytest.mark.parametrize(("op", "over", "rows"), [
+    ("layernorm", "[h, w]", ("b",)), ("batchnorm", "[b]", ("h", "w"))])
+def test_norms_exchange_two_sums_each_way(op: str, over: str, rows: tuple[str, ...]):
+    space = layer("b = 4, h = 3, w = 5", f"""
+  %x = input [b, h, w]
+  %y = {op} %x over {over}
+  return %y""").iteration_space()
+    assert space.statistics == Statistics(
+        tuple(over.strip("[]").split(", ")), rows,
+        (Collective("all_reduce", 2), Collective("all_reduce", 2, backward=True)))
+    assert space.partial == ()
+
+
+def test_norm_operands_keep_their_own_dim_order():
+    space = layer("b = 4, h = 3, w = 5", """
+  %x = input [b, h, w]
+  %g = param [h, w]
+  %beta = param [w, h]
+  %y = layernorm %x, %g, %beta over [h, w]
+  return %y""").iteration_space()
+    assert space.operands == (("b", "h", "w"), ("h", "w"), ("w", "h"))
+
+
+def test_cross_entropy_row_dims_are_partial_and_three_sums_are_exchanged():
+    space = layer("b = 4, s = 2, c = 10", """
+  %z = input [b, s, c]
+  %t = input [b, s] : i32
+  %l = softmax_cross_entropy %z, %t over c
+  return %l""").iteration_space()
+    assert space.partial == ("b", "s")
+    # The row maximum, then [sum of exp, target logit]; nothing backward.
+    assert space.statistics == Statistics(("c",), ("b", "s"), (
+        Collective("all_reduce", 1), Collective("all_reduce", 2)))
+
+
+def test_lstm_gathers_every_step_and_reduces_its_input_gradient_itself():
+    space = layer("b = 8, s = 6, e = 16, l = 2, k = 32, n = 64", """
+  %x = input [b, s, e]
+  %w = param [l, k, n]
+  %y = lstm %x, %w
+  return %y""").iteration_space()
+    assert space.partial == ()
+    # The hidden state (e words per batch row) once per layer and step, and the
+    # gradient of [input, hidden] (2e words) once per layer and step backward.
+    assert space.statistics == Statistics(("n",), ("b",), (
+        Collective("all_gather", 16, count=12),
+        Collective("all_reduce", 32, count=12, backward=True)))
+    assert space.kernel_reduced_grads == (0,)
+
+
+def test_vjp_carries_its_forward_record():
+    module = parse_text("""graph @g(b = 4, t = 8) {
+  %x = input [b, t]
+  %w = param [b, t]
+  %y = mul %x, %w
+  %p = softmax %y over [t]
+  %l = reduce sum %p over [b, t]
+  return %l
+}""", "vjp.dnn")
+    AutodiffPass().apply(Context(), module)
+    vjps = [op for op in module.walk() if isinstance(op, dnn.VjpOp)]
+    softmax = next(op for op in vjps if op.forward.data == "dnn.softmax")
+    assert softmax.iteration_space().stats_dims == ("t",)
+    reduce = next(op for op in vjps if op.forward.data == "dnn.reduce")
+    assert reduce.iteration_space().partial == ("b", "t")

@@ -91,6 +91,11 @@ FORWARD = {"layernorm": layernorm_forward, "batchnorm": batchnorm_forward}
 BACKWARD = {"layernorm": layernorm_backward, "batchnorm": batchnorm_backward}
 
 
+def both_dims(param_dims: list[str]) -> dict[str, list[str]]:
+    """Scale and bias over the same dims (tests of other orders: test_norm_param_orders)."""
+    return {"scale_dims": param_dims, "bias_dims": param_dims}
+
+
 def norm_inputs(dims: list[str], param_dims: list[str], rng: np.random.Generator,
                 dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = (random(dims, rng) * 2 + 0.5).astype(dtype)
@@ -107,7 +112,7 @@ def test_norm_backward_matches_finite_differences(kind: str, dims: list[str], ov
     forward, backward = FORWARD[kind], BACKWARD[kind]
 
     def loss(x: np.ndarray, scale: np.ndarray | None, bias: np.ndarray | None) -> float:
-        y, _ = forward(x, dims, over, scale, bias, param_dims=param_dims)
+        y, _ = forward(x, dims, over, scale, bias, **both_dims(param_dims))
         return float(np.sum(weights * y))
 
     if not affine:
@@ -117,8 +122,8 @@ def test_norm_backward_matches_finite_differences(kind: str, dims: list[str], ov
         assert dbias is None
         kit.assert_gradient(dx, kit.numeric_gradient(lambda v: loss(v, None, None), x.copy()))
         return
-    y, stats = forward(x, dims, over, scale, bias, param_dims=param_dims)
-    dx, dscale, dbias = backward(weights, x, dims, over, stats, scale, param_dims=param_dims)
+    y, stats = forward(x, dims, over, scale, bias, **both_dims(param_dims))
+    dx, dscale, dbias = backward(weights, x, dims, over, stats, scale, **both_dims(param_dims))
     assert dscale is not None
     assert dbias is not None
     kit.assert_gradient(dx, kit.numeric_gradient(lambda v: loss(v, scale, bias), x.copy()))
@@ -150,7 +155,7 @@ def test_norm_sharded_equals_unsharded(kind: str, dims: list[str], over: list[st
     scale_blocks, bias_blocks = blocks(scale, param_axis), blocks(bias, param_axis)
 
     def run(device: int, reduce, all_gather) -> tuple[np.ndarray, ...]:
-        options = {"param_dims": param_dims, "count": count}
+        options = {**both_dims(param_dims), "count": count}
         if dim in over:
             options["reduce"] = reduce
         y, stats = forward(x_blocks[device], dims, over, scale_blocks[device],
@@ -159,8 +164,8 @@ def test_norm_sharded_equals_unsharded(kind: str, dims: list[str], over: list[st
                             scale_blocks[device], **options)
 
     results, calls = kit.run_devices(parts, run)
-    y, stats = forward(x, dims, over, scale, bias, param_dims=param_dims)
-    expected = backward(grad_output, x, dims, over, stats, scale, param_dims=param_dims)
+    y, stats = forward(x, dims, over, scale, bias, **both_dims(param_dims))
+    expected = backward(grad_output, x, dims, over, stats, scale, **both_dims(param_dims))
     kit.assert_exact(kit.assemble([r[0] for r in results], axis), y)
     kit.assert_exact(kit.assemble([r[1] for r in results], axis), expected[0])
     kit.assert_exact(kit.assemble([r[2] for r in results], param_axis), expected[1])
@@ -175,12 +180,12 @@ def test_norm_sharded_equals_unsharded(kind: str, dims: list[str], over: list[st
 def test_norm_float32(kind: str, dims: list[str], over: list[str], param_dims: list[str],
                       rng: np.random.Generator) -> None:
     x, scale, bias = norm_inputs(dims, param_dims, rng, np.float32)
-    y, stats = FORWARD[kind](x, dims, over, scale, bias, param_dims=param_dims)
-    grads = BACKWARD[kind](np.ones_like(y), x, dims, over, stats, scale, param_dims=param_dims)
+    y, stats = FORWARD[kind](x, dims, over, scale, bias, **both_dims(param_dims))
+    grads = BACKWARD[kind](np.ones_like(y), x, dims, over, stats, scale, **both_dims(param_dims))
     assert y.dtype == np.float32
     assert all(g is not None and g.dtype == np.float32 for g in grads)
     reference, _ = FORWARD[kind](x.astype(np.float64), dims, over, scale.astype(np.float64),
-                                 bias.astype(np.float64), param_dims=param_dims)
+                                 bias.astype(np.float64), **both_dims(param_dims))
     np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-4)
 
 
