@@ -245,7 +245,7 @@ class _Device:
     def backward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
         props, forward = step.props, step.props["forward"]
         wrt = props["wrt"]
-        seeded = props["cotangent"] == "no"
+        seeded = step.seeded
         arity = len(inputs) - (1 if seeded else 2)
         operands, result = inputs[:arity], inputs[arity]
         types = step.operand_types[:arity]
