@@ -226,7 +226,11 @@ class LayoutAttr(ParametrizedAttribute):
             operand: IntAttr | NoneAttr = NoneAttr()
             if parser.parse_optional_punctuation(",") is not None:
                 parser.parse_keyword("operand")
-                operand = IntAttr(parser.parse_integer(allow_boolean=False))
+                start = parser.pos
+                index = parser.parse_integer(allow_boolean=False)
+                if index < 0:  # said here too, where the parser knows the location
+                    parser.raise_error(_negative_operand(layer, index), start, parser.pos)
+                operand = IntAttr(index)
         return (StringAttr(layer), operand)
 
     def print_parameters(self, printer: Printer) -> None:
@@ -237,8 +241,11 @@ class LayoutAttr(ParametrizedAttribute):
 
     def verify(self) -> None:
         if (index := self.operand_index) is not None and index < 0:
-            raise VerifyException(f"#pase.layout names operand {index} of layer "
-                                  f"'{self.layer.data}'; operand indices are at least 0")
+            raise VerifyException(_negative_operand(self.layer.data, index))
+
+
+def _negative_operand(layer: str, index: int) -> str:
+    return f"#pase.layout names operand {index} of layer '{layer}'; operands count from 0"
 
 
 def _typed(op: Operation, name: str, kind: type[Attribute], what: str) -> Attribute | None:

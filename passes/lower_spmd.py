@@ -299,8 +299,9 @@ class _Lowering:
         if layer is None:
             raise self.error(f"pase.layout_of names no layer: {layout}")
         if index is not None and index >= len(layer.inputs):
+            count = len(layer.inputs)
             raise self.error(f"pase.layout_of names operand {index} of layer '{layer_name}', "
-                             f"which has {len(layer.inputs)}")
+                             f"which has {count} operand{'s' if count != 1 else ''}")
         space = layer.iteration_space()
         where = placement(space, self.config(layer))
         dims = space.operands[index] if index is not None else space.result

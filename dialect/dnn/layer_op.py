@@ -140,7 +140,8 @@ class LayerOp(IRDLOperation):
         if (order := grid_order(self)) is not None:
             names = self.iteration_space().names
             if sorted(order) != sorted(names):
-                raise VerifyException(f"pase.grid_order {list(order)} must order the iteration "
+                quoted = ", ".join(f'"{name}"' for name in order)
+                raise VerifyException(f"pase.grid_order [{quoted}] must order the iteration "
                                       f"dimensions of {self.name} ({', '.join(names)})")
 
     def verify_config(self, config: Attribute) -> None:
