@@ -1,15 +1,21 @@
 """The `pase` dialect: parallelization-strategy attributes.
 
 Attributes only, in the spirit of MLIR's discardable attributes: passes attach them to
-`dnn` layers and graphs under the names `pase.config`, `pase.num_configs` and
-`pase.strategy`.
+`dnn` layers and graphs under the names below, and read them back through the accessors
+here (`strategy_of`, `forward_layer`, `grid_order`, `layout_of`), which also serve the
+`dnn` verifiers, so a wrongly typed value is a located verifier error, not a pass crash.
 
-- `#pase.config<b = 4, h = 2>`: how many equal parts each iteration-space dimension of
-  a layer is split into (PaSE's configuration). Factors of 1 are omitted, so
-  `#pase.config<>` is the unsplit layer; the layer runs on the product of the factors
-  devices.
-- `#pase.strategy<...>`: the result of a search on a whole graph (devices, machine,
-  total cost and its parts, the data-parallel cost).
+- `pase.config = #pase.config<b = 4, h = 2>` on a layer: how many equal parts each
+  iteration-space dimension is split into (PaSE's configuration). Factors of 1 are
+  omitted, so `#pase.config<>` is the unsplit layer; the layer runs on the product of the
+  factors devices.
+- `pase.strategy = #pase.strategy<...>` on a graph: the result of a search on it
+  (devices, machine, total cost and its parts, the data-parallel cost).
+- `pase.layer = "h"` on a gradient op pase-autodiff writes: the forward layer it belongs
+  to; `pase.grid_order = ["b", "h", "d"]` on an einsum gradient: its forward layer's
+  device-grid order.
+- `pase.layout_of = #pase.layout<"z", operand 1>` on a sum of gradients or an SGD step:
+  it runs in the layout of operand 1 of layer z (`#pase.layout<"h">`: of h's result).
 """
 
 from __future__ import annotations
@@ -17,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from math import prod
 
-from xdsl.dialects.builtin import ArrayAttr, FloatData, IntAttr, StringAttr
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
+from xdsl.dialects.builtin import ArrayAttr, FloatData, IntAttr, NoneAttr, StringAttr
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -32,8 +38,7 @@ LAYER_ATTR_NAME = "pase.layer"
 GRID_ORDER_ATTR_NAME = "pase.grid_order"
 """On an einsum gradient: its forward layer's grid-axis order."""
 LAYOUT_OF_ATTR_NAME = "pase.layout_of"
-"""On a gradient sum or SGD step: runs in the layout of layer "h"'s result or of
-operand i of layer "z" ("z:i")."""
+"""On a gradient sum or SGD step: the #pase.layout it runs in."""
 
 
 @irdl_attr_definition
@@ -187,4 +192,110 @@ class StrategyAttr(ParametrizedAttribute):
         printer.print_string("<" + ", ".join(parts) + ">")
 
 
-Pase = Dialect("pase", [], [ConfigAttr, StrategyAttr])
+@irdl_attr_definition
+class LayoutAttr(ParametrizedAttribute):
+    """Where a gradient op runs: in the layout of operand `operand` of layer `layer`, or,
+    without an operand, of that layer's result.
+
+    Example: `#pase.layout<"z", operand 1>` (the layout layer z reads its operand 1 in,
+    for a parameter's SGD step) and `#pase.layout<"h">` (the layout of h's result, for a
+    sum of gradient contributions to h).
+    """
+
+    name = "pase.layout"
+
+    layer: StringAttr
+    operand: IntAttr | NoneAttr
+
+    def __init__(self, layer: str, operand: int | None = None):
+        super().__init__(StringAttr(layer), NoneAttr() if operand is None else IntAttr(operand))
+
+    @property
+    def layer_name(self) -> str:
+        return self.layer.data
+
+    @property
+    def operand_index(self) -> int | None:
+        """The operand whose layout this is, or None for the layer's result."""
+        return self.operand.data if isinstance(self.operand, IntAttr) else None
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            layer = parser.parse_str_literal(" (a layer name)")
+            operand: IntAttr | NoneAttr = NoneAttr()
+            if parser.parse_optional_punctuation(",") is not None:
+                parser.parse_keyword("operand")
+                start = parser.pos
+                index = parser.parse_integer(allow_boolean=False)
+                if index < 0:  # said here too, where the parser knows the location
+                    parser.raise_error(_negative_operand(layer, index), start, parser.pos)
+                operand = IntAttr(index)
+        return (StringAttr(layer), operand)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.layer.data)
+            if (index := self.operand_index) is not None:
+                printer.print_string(f", operand {index}")
+
+    def verify(self) -> None:
+        if (index := self.operand_index) is not None and index < 0:
+            raise VerifyException(_negative_operand(self.layer.data, index))
+
+
+def _negative_operand(layer: str, index: int) -> str:
+    return f"#pase.layout names operand {index} of layer '{layer}'; operands count from 0"
+
+
+def _typed(op: Operation, name: str, kind: type[Attribute], what: str) -> Attribute | None:
+    """`op`'s attribute `name`, None if absent; a VerifyException if it is not a `kind`."""
+    attr = op.attributes.get(name)
+    if attr is not None and not isinstance(attr, kind):
+        raise VerifyException(f"{name} must be {what}, got {attr}")
+    return attr
+
+
+def strategy_of(op: Operation) -> StrategyAttr | None:
+    """The `pase.strategy` pase-search left on a graph, or None before the search."""
+    attr = _typed(op, STRATEGY_ATTR_NAME, StrategyAttr, "a #pase.strategy")
+    assert attr is None or isinstance(attr, StrategyAttr)
+    return attr
+
+
+def forward_layer(op: Operation) -> str | None:
+    """The forward layer a gradient op belongs to (`pase.layer = "h"` -> "h"), or None."""
+    attr = _typed(op, LAYER_ATTR_NAME, StringAttr, "the name of a forward layer (a string)")
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def grid_order(op: Operation) -> tuple[str, ...] | None:
+    """An einsum gradient's device-grid order (`pase.grid_order = ["b", "h"]`), or None."""
+    attr = _typed(op, GRID_ORDER_ATTR_NAME, ArrayAttr,
+                  'an array of dimension names (e.g. ["b", "h"])')
+    if attr is None:
+        return None
+    assert isinstance(attr, ArrayAttr)
+    if not all(isinstance(name, StringAttr) for name in attr.data):
+        raise VerifyException(f'{GRID_ORDER_ATTR_NAME} must be an array of dimension names '
+                              f'(e.g. ["b", "h"]), got {attr}')
+    return tuple(name.data for name in attr.data)
+
+
+def layout_of(op: Operation) -> LayoutAttr | None:
+    """The layout a gradient sum or SGD step runs in (`pase.layout_of`), or None."""
+    attr = _typed(op, LAYOUT_OF_ATTR_NAME, LayoutAttr,
+                  'a #pase.layout (e.g. #pase.layout<"z", operand 1>)')
+    assert attr is None or isinstance(attr, LayoutAttr)
+    return attr
+
+
+def verify_gradient_attributes(op: Operation) -> None:
+    """Check the types of the attributes pase-autodiff writes on `op` (the dnn verifiers
+    call this)."""
+    forward_layer(op)
+    grid_order(op)
+    layout_of(op)
+
+
+Pase = Dialect("pase", [], [ConfigAttr, StrategyAttr, LayoutAttr])

@@ -15,13 +15,14 @@ Backward ops inherit their forward layer's `pase.config`, as PaSE's cost model a
 and record the layer in `pase.layer`; einsum gradients also keep the forward layer's
 device-grid order in `pase.grid_order`, so they run on the same devices. A sum of
 gradient contributions and an SGD step run where the gradient's value lives:
-`pase.layout_of = "h"` (layer h's result) or `"z:1"` (operand 1 of layer z, for a
-parameter, which lives where its first reader needs it, and for the sum of one layer's
-contributions).
+`pase.layout_of = #pase.layout<"h">` (layer h's result) or `#pase.layout<"z", operand 1>`
+(operand 1 of layer z, for a parameter, which lives where its first reader needs it, and
+for the sum of one layer's contributions). The attributes are the `pase` dialect's.
 
     %dh = dnn.vjp "dnn.relu" [0] (%h) -> %a grad %da {pase.layer = "a", ...} : ...
     %dw1 = dnn.einsum %x, %dh {pase.layer = "h", ...} : (...) -> !dnn.tensor<[d, h]...>
-    %w1_next = dnn.sgd %w1, %dw1 lr 1.000000e-02 {pase.layout_of = "h:1"} : ...
+    %w1_next = dnn.sgd %w1, %dw1 lr 1.000000e-02
+        {pase.layout_of = #pase.layout<"h", operand 1>} : ...
 """
 
 from __future__ import annotations
@@ -41,12 +42,9 @@ from pase.dialect.pase import (
     GRID_ORDER_ATTR_NAME,
     LAYER_ATTR_NAME,
     LAYOUT_OF_ATTR_NAME,
+    LayoutAttr,
 )
 from pase.passes import PasePass
-
-LAYER_ATTR = LAYER_ATTR_NAME
-GRID_ORDER_ATTR = GRID_ORDER_ATTR_NAME
-LAYOUT_OF_ATTR = LAYOUT_OF_ATTR_NAME
 
 
 @dataclass(frozen=True)
@@ -97,7 +95,8 @@ class _Differentiator:
                 parts = self.contributions.pop(layer.output, [])
                 if not parts:
                     continue
-                cotangent = self.accumulate(layer.output, parts, self.names[layer])
+                cotangent = self.accumulate(layer.output, parts,
+                                            LayoutAttr(self.names[layer]))
             wrt = [i for i, v in enumerate(layer.inputs) if needs_grad[v]]
             if wrt:
                 self.backward(layer, cotangent, wrt)
@@ -111,7 +110,7 @@ class _Differentiator:
             layout = first_reader[op.output]
             gradient = self.accumulate(op.output, parts, layout)
             step = dnn.SgdOp(op.output, gradient, self.lr)
-            step.attributes[LAYOUT_OF_ATTR] = StringAttr(layout)
+            step.attributes[LAYOUT_OF_ATTR_NAME] = layout
             step.output.name_hint = f"{op.output.name_hint or 'param'}_next"
             updated.append(self.insert(step).results[0])
         self.ret.operands = [loss, *updated]
@@ -127,20 +126,20 @@ class _Differentiator:
                 needs[op.output] = any(needs[v] for v in op.inputs)
         return needs
 
-    def first_readers(self) -> dict[SSAValue, str]:
-        readers: dict[SSAValue, str] = {}
+    def first_readers(self) -> dict[SSAValue, LayoutAttr]:
+        readers: dict[SSAValue, LayoutAttr] = {}
         for layer in self.layers:
             for index, value in enumerate(layer.inputs):
-                readers.setdefault(value, f"{self.names[layer]}:{index}")
+                readers.setdefault(value, LayoutAttr(self.names[layer], index))
         return readers
 
     def accumulate(self, value: SSAValue, parts: list[tuple[SSAValue, str]],
-                   layout: str) -> SSAValue:
+                   layout: LayoutAttr) -> SSAValue:
         """The total gradient of `value`: its one contribution, or their sum."""
         total = parts[0][0]
         for gradient, _ in parts[1:]:
             add = dnn.AddOp.create(operands=[total, gradient], result_types=[value.type])
-            add.attributes[LAYOUT_OF_ATTR] = StringAttr(layout)
+            add.attributes[LAYOUT_OF_ATTR_NAME] = layout
             self.insert(add)
             total = add.results[0]
         total.name_hint = f"d{value.name_hint or 'v'}"
@@ -148,7 +147,7 @@ class _Differentiator:
 
     def backward(self, layer: dnn.LayerOp, cotangent: SSAValue | None, wrt: list[int]) -> None:
         name = self.names[layer]
-        attributes: dict[str, Attribute] = {LAYER_ATTR: StringAttr(name)}
+        attributes: dict[str, Attribute] = {LAYER_ATTR_NAME: StringAttr(name)}
         if (config := layer.attributes.get(CONFIG_ATTR_NAME)) is not None:
             attributes[CONFIG_ATTR_NAME] = config
         space = layer.iteration_space()
@@ -161,7 +160,8 @@ class _Differentiator:
             gradient = dnn.EinsumOp.create(operands=[cotangent, *others],
                                            result_types=[layer.inputs[index].type])
             gradient.attributes |= attributes
-            gradient.attributes[GRID_ORDER_ATTR] = ArrayAttr(StringAttr(d) for d in space.names)
+            gradient.attributes[GRID_ORDER_ATTR_NAME] = ArrayAttr(StringAttr(d)
+                                                                  for d in space.names)
             self.insert(gradient)
             self.contribute(layer.inputs[index], gradient.results[0], name, index)
         rest = [i for i in wrt if i not in by_einsum]
@@ -200,7 +200,7 @@ class _Differentiator:
         gradient.name_hint = f"d{value.name_hint or 'v'}_{layer}"
         if parts and parts[-1][1] == layer:
             add = dnn.AddOp.create(operands=[parts[-1][0], gradient], result_types=[value.type])
-            add.attributes[LAYOUT_OF_ATTR] = StringAttr(f"{layer}:{index}")
+            add.attributes[LAYOUT_OF_ATTR_NAME] = LayoutAttr(layer, index)
             self.insert(add)
             add.results[0].name_hint = gradient.name_hint
             parts[-1] = (add.results[0], layer)

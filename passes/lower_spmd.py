@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     ModuleOp,
     StringAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -38,9 +39,8 @@ from pase.core.diagnostics import Diagnostic
 from pase.core.placement import Placement, edge_tag
 from pase.core.space import IterationSpace
 from pase.dialect import dist, dnn
-from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr, forward_layer, grid_order, layout_of
 from pase.passes import PasePass
-from pase.passes.autodiff import GRID_ORDER_ATTR, LAYER_ATTR, LAYOUT_OF_ATTR
 
 
 def placement(space: IterationSpace, config: ConfigAttr | None,
@@ -74,11 +74,11 @@ class LowerSpmdPass(PasePass):
     def _devices(self, graph: dnn.GraphOp) -> int:
         if self.devices is not None:
             return self.devices
-        strategy = graph.attributes.get("pase.strategy")
+        strategy = graph.strategy
         if strategy is None:
             raise Diagnostic(f"pase-lower-spmd on @{graph.sym_name.data}: give devices=P or "
                              "run pase-search first")
-        return strategy.devices.data  # type: ignore[attr-defined]
+        return strategy.devices.data
 
 
 class _Lowering:
@@ -168,7 +168,7 @@ class _Lowering:
                 self.emit(dist.ReturnOp.create(operands=values))
             elif isinstance(op, dnn.VjpOp):
                 self.lower_vjp(op)
-            elif isinstance(op, dnn.SgdOp | dnn.AddOp) and LAYOUT_OF_ATTR in op.attributes:
+            elif isinstance(op, dnn.SgdOp | dnn.AddOp) and layout_of(op) is not None:
                 self.lower_in_layout(op)
             elif isinstance(op, dnn.LayerOp):
                 self.lower_layer(op)
@@ -199,10 +199,10 @@ class _Lowering:
     def layer_of(self, op: Operation) -> str:
         if isinstance(op, dnn.LayerOp) and op in self.names:
             return self.names[op]
-        if (layer := op.attributes.get(LAYER_ATTR)) is not None:
-            return layer.data  # type: ignore[attr-defined]
-        if (layout := op.attributes.get(LAYOUT_OF_ATTR)) is not None:
-            return layout.data.split(":")[0]  # type: ignore[attr-defined]
+        if (layer := forward_layer(op)) is not None:
+            return layer
+        if (layout := layout_of(op)) is not None:
+            return layout.layer_name
         return op.name
 
     @staticmethod
@@ -219,12 +219,6 @@ class _Lowering:
                         "op_properties": DictionaryAttr(properties),
                         "stats_axes": dist.axes_attr(where.axes_of(stats)),
                         "tag": StringAttr(tag)})
-        used = prod(where.shape)
-        if used < self.devices:
-            # Say which devices sit this layer out (its grid covers devices 0..used-1).
-            last = self.devices - 1
-            op.attributes["dist.idle"] = StringAttr(f"{used}" if used == last
-                                                    else f"{used}-{last}")
         return self.emit(op)
 
     def complete(self, value: SSAValue, tag: str) -> SSAValue:
@@ -242,10 +236,8 @@ class _Lowering:
 
     def lower_layer(self, op: dnn.LayerOp) -> None:
         space = op.iteration_space()
-        order_attr = op.attributes.get(GRID_ORDER_ATTR)
-        order = tuple(s.data for s in order_attr.data) if order_attr else None  # type: ignore[attr-defined]
-        where = placement(space, self.config(op), order)
-        backward = LAYER_ATTR in op.attributes
+        where = placement(space, self.config(op), grid_order(op))
+        backward = op.is_gradient
         tag = self.layer_of(op)
         operands = [self.operand(v, self.tensor_type(v, dims, where), tag, backward)
                     for v, dims in zip(op.inputs, space.operands, strict=True)]
@@ -276,26 +268,31 @@ class _Lowering:
                        and index not in space.kernel_reduced_grads]
             result_types.append(self.tensor_type(op.inputs[index], dims, where,
                                                  where.axes_of(missing)))
-        properties = {"wrt": op.wrt, "forward": op.forward,
-                      "cotangent": StringAttr("yes" if op.cotangent is not None else "no"),
-                      **op.forward_properties()}
+        properties = {"wrt": op.wrt, "forward": op.forward, **op.forward_properties()}
         layer = self.layer_op("dnn.vjp", operands, properties, where, self.stats_dims(space),
                               tag, result_types)
+        if op.cotangent is None:
+            layer.properties["seeded"] = UnitAttr()
         for gradient, result in zip(op.gradients, layer.results, strict=True):
             result.name_hint = gradient.name_hint
             self.held[gradient] = self.complete(result, tag)
             self.owner_layer[gradient] = tag
 
     def lower_in_layout(self, op: dnn.SgdOp | dnn.AddOp) -> None:
-        layout = op.attributes[LAYOUT_OF_ATTR].data  # type: ignore[attr-defined]
-        layer_name, _, index = layout.partition(":")
+        layout = layout_of(op)
+        assert layout is not None  # run() sends only such ops here
+        layer_name, index = layout.layer_name, layout.operand_index
         layer = self.by_name.get(layer_name)
         if layer is None:
-            raise self.error(f"pase.layout_of names no layer: '{layout}'")
+            raise self.error(f"pase.layout_of names no layer: {layout}")
+        if index is not None and index >= len(layer.inputs):
+            count = len(layer.inputs)
+            raise self.error(f"pase.layout_of names operand {index} of layer '{layer_name}', "
+                             f"which has {count} operand{'s' if count != 1 else ''}")
         space = layer.iteration_space()
         where = placement(space, self.config(layer))
-        dims = space.operands[int(index)] if index else space.result
-        read = layer.inputs[int(index)] if index else None
+        dims = space.operands[index] if index is not None else space.result
+        read = layer.inputs[index] if index is not None else None
         carried = (read.name_hint or "v") if read is not None and isinstance(
             read.owner, dnn.InputOp | dnn.ParamOp) else ""
         operands = [self.operand(v, self.tensor_type(v, dims, where), layer_name, True,

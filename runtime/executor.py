@@ -197,7 +197,7 @@ class _Device:
     def backward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
         props, forward = step.props, step.props["forward"]
         wrt = props["wrt"]
-        seeded = props["cotangent"] == "no"
+        seeded = step.seeded
         arity = len(inputs) - (1 if seeded else 2)
         operands, result = inputs[:arity], inputs[arity]
         # The loss's own layer has no incoming gradient: d loss / d loss is 1, whatever

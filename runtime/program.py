@@ -65,6 +65,8 @@ class Step:
     """stats axes of a layer, grid axes of an all-reduce"""
     tag: str = ""
     name: str = ""
+    seeded: bool = False
+    """a loss's vjp: its incoming gradient is 1, not an operand (`dist.layer ... seeded`)"""
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def program_from_ir(module: ModuleOp) -> Program:
             case dist.LayerOp():
                 steps.append(step("layer", kernel=op.kernel.data,
                                   props=plain(op.op_properties),
-                                  axes=tuple(op.stats_axes.get_values()), tag=op.tag.data))
+                                  axes=tuple(op.stats_axes.get_values()), tag=op.tag.data,
+                                  seeded=op.is_seeded))
             case dist.AllReduceOp():
                 steps.append(step("all_reduce", axes=tuple(op.grid_axes.get_values()),
                                   tag=op.tag.data))

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttr,
     IntAttr,
     StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import (
     Block,
@@ -24,6 +25,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -194,8 +196,15 @@ class LayerOp(IRDLOperation):
     blocks each device of the grid holds; `stats_axes` are the grid axes the kernel's
     own reductions (softmax and norm statistics) or gathers (LSTM state) run over.
 
-    `%h = dist.layer "dnn.einsum" (%x, %w) {tag = "h"} : (...) -> !dist.tensor<...>`;
-    the dnn op's properties are in `op_properties`.
+    `%h = dist.layer "dnn.einsum"(%x, %w) stats [] props {} tag "h" : (...) -> ...`;
+    the dnn op's properties are in `op_properties`. A `dnn.vjp` kernel reads the forward
+    operands, the forward result and the incoming gradient, unless it is `seeded`: the
+    vjp of the loss, whose incoming gradient is the seed 1 and not an operand:
+
+        %dz = dist.layer "dnn.vjp"(%z, %t, %l) seeded stats [] props {...} tag "l" : ...
+
+    A layer on a grid smaller than the program runs on devices 0..q-1 of its grid; the
+    others skip it (the grid's size and the program's `devices` say which).
     """
 
     name = "dist.layer"
@@ -204,12 +213,19 @@ class LayerOp(IRDLOperation):
     op_properties = prop_def(DictionaryAttr)
     stats_axes = prop_def(DenseArrayBase[I16])
     tag = prop_def(StringAttr)
+    seeded = opt_prop_def(UnitAttr)
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
 
     traits = traits_def(HasParent(ProgramOp))
-    assembly_format = ("$kernel `(` $inputs `)` `stats` $stats_axes `props` $op_properties "
-                       "`tag` $tag attr-dict `:` functional-type($inputs, $outputs)")
+    assembly_format = ("$kernel `(` $inputs `)` (`seeded` $seeded^)? `stats` $stats_axes "
+                       "`props` $op_properties `tag` $tag attr-dict `:` "
+                       "functional-type($inputs, $outputs)")
+
+    @property
+    def is_seeded(self) -> bool:
+        """Whether this is the loss's vjp, whose incoming gradient is 1 (no operand)."""
+        return self.seeded is not None
 
     def verify_(self) -> None:
         if self.kernel.data not in KERNELS:
@@ -217,6 +233,8 @@ class LayerOp(IRDLOperation):
                                   "dnn layer op, dnn.vjp or dnn.sgd")
         if not self.outputs:
             raise VerifyException("a dist.layer produces at least one value")
+        if self.is_seeded:
+            self._verify_seeded()
         verify_values(self)
         types = [t for t in (*self.inputs.types, *self.outputs.types)
                  if isinstance(t, TensorType)]
@@ -240,6 +258,14 @@ class LayerOp(IRDLOperation):
                                       f"@{types[0].grid_name}, which has {len(shape)} "
                                       f"{'axis' if len(shape) == 1 else 'axes'}")
 
+
+    def _verify_seeded(self) -> None:
+        if self.kernel.data != "dnn.vjp":
+            raise VerifyException(f"only a dnn.vjp kernel is seeded, not {self.kernel.data}")
+        result = self.inputs[-1].type if self.inputs else None
+        if not isinstance(result, TensorType) or result.dim_names:
+            raise VerifyException("a seeded dnn.vjp differentiates the loss: its last operand "
+                                  "(the forward result) must be a scalar")
 
     def _verify_shape_rule(self) -> None:
         """A forward kernel's global shapes follow its dnn op's shape rule, as they would

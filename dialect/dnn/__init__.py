@@ -28,7 +28,7 @@ re-exported here, so `dnn.EinsumOp` and `from pase.dialect.dnn import GraphOp` w
 from xdsl.ir import Dialect
 
 from pase.dialect.dnn.graph import GraphOp, InputOp, ParamOp, ReturnOp
-from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
+from pase.dialect.dnn.layer_op import Clauses, Flops, HoldsLayers, Kind, LayerOp
 from pase.dialect.dnn.layers import (
     LAYER_OPS,
     AddOp,
@@ -55,7 +55,7 @@ from pase.dialect.dnn.layers import (
     TanhOp,
     UnaryOp,
 )
-from pase.dialect.dnn.training import SgdOp, VjpOp, layer_class
+from pase.dialect.dnn.training import SgdOp, VjpOp, is_gradient, layer_class
 from pase.dialect.dnn.types import ELEMENT_TYPES, TensorType, element_name, shape_of
 
 Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, SgdOp],
@@ -64,8 +64,8 @@ Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, Sg
 __all__ = [
     "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "Clauses", "ConcatOp",
     "Conv2dOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
-    "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MulOp", "NormOp", "ParamOp",
-    "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "SgdOp", "SigmoidOp",
+    "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MulOp", "NormOp",
+    "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "SgdOp", "SigmoidOp",
     "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
-    "VjpOp", "element_name", "layer_class", "shape_of",
+    "VjpOp", "element_name", "is_gradient", "layer_class", "shape_of",
 ]

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import SSAValue
@@ -24,11 +23,9 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInte
 from xdsl.utils.exceptions import VerifyException
 
 from pase.core import shapes
+from pase.dialect.dnn.layer_op import HoldsLayers, LayerOp
 from pase.dialect.dnn.types import TensorType
-from pase.dialect.pase import CONFIG_ATTR_NAME, LAYER_ATTR_NAME, LAYOUT_OF_ATTR_NAME
-
-if TYPE_CHECKING:
-    from pase.dialect.dnn.layer_op import LayerOp
+from pase.dialect.pase import CONFIG_ATTR_NAME, StrategyAttr, strategy_of
 
 
 @irdl_op_definition
@@ -48,7 +45,7 @@ class GraphOp(IRDLOperation):
 
     # Isolated like func.func: a graph reads only its own inputs and params, and the
     # printer restarts SSA names per graph, so %x stays %x in every graph of a file.
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HoldsLayers())
 
     def __init__(self, name: str, dims: dict[str, int], body: Sequence[IRDLOperation] = ()):
         from xdsl.ir import Block, Region
@@ -70,11 +67,13 @@ class GraphOp(IRDLOperation):
     @property
     def layers(self) -> list[LayerOp]:
         """The forward layers (not the gradient ops pase-autodiff adds)."""
-        from pase.dialect.dnn.layer_op import LayerOp as Layer  # it imports this module
+        return [op for op in self.body.block.ops
+                if isinstance(op, LayerOp) and not op.is_gradient]
 
-        return [op for op in self.body.block.ops if isinstance(op, Layer)
-                and LAYER_ATTR_NAME not in op.attributes
-                and LAYOUT_OF_ATTR_NAME not in op.attributes]
+    @property
+    def strategy(self) -> StrategyAttr | None:
+        """The `#pase.strategy` pase-search found for this graph, or None before a search."""
+        return strategy_of(self)
 
     def layer_names(self) -> dict[LayerOp, str]:
         """Each forward layer's name: its result's SSA name (`%h` -> `h`), made unique within
@@ -150,6 +149,7 @@ class GraphOp(IRDLOperation):
         printer.print_region(self.body)
 
     def verify_(self) -> None:
+        strategy_of(self)
         if len(self.dim_names.data) != len(self.dim_sizes.data):
             raise VerifyException(f"@{self.sym_name.data} needs one size per dimension, got "
                                   f"{len(self.dim_names.data)} names and "

@@ -1,29 +1,55 @@
 """`LayerOp`, the base of every `dnn` layer op: its generic syntax
 (`%y = dnn.op <kind>? %operands <keyword value>* attr-dict : (types) -> type`), its
 shape rule and its iteration space.
+
+This module does not import `graph`: `GraphOp` imports it (for `GraphOp.layers`), and a
+layer finds its graph by the `HoldsLayers` trait `dnn.graph` carries, so the two modules
+form no import circle.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.irdl import IRDLOperation, result_def, traits_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent
+from xdsl.traits import OpTrait
 from xdsl.utils.exceptions import VerifyException
 
 from pase.core.shapes import NamedShape, ShapeError
 from pase.core.space import IterationSpace
-from pase.dialect.dnn.graph import GraphOp
 from pase.dialect.dnn.types import TensorType, shape_of
-from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    LAYER_ATTR_NAME,
+    LAYOUT_OF_ATTR_NAME,
+    ConfigAttr,
+    grid_order,
+    verify_gradient_attributes,
+)
 
 Kind = tuple[str, tuple[str, ...]] | None
 Clauses = tuple[tuple[str, str, str], ...]
 Flops = tuple[float, float]
+
+
+class HoldsLayers(OpTrait):
+    """Marks the op whose block holds layers: `dnn.graph`."""
+
+
+@dataclass(frozen=True)
+class InLayerHolder(OpTrait):
+    """`HasParent(GraphOp)` for layers, by `GraphOp`'s `HoldsLayers` trait instead of its
+    class (which imports this module)."""
+
+    def verify(self, op: Operation) -> None:
+        parent = op.parent_op()
+        if parent is not None and not parent.has_trait(HoldsLayers):
+            raise VerifyException(f"'{op.name}' expects parent op 'dnn.graph'")
 
 
 class LayerOp(IRDLOperation):
@@ -38,7 +64,7 @@ class LayerOp(IRDLOperation):
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
 
-    traits = traits_def(HasParent(GraphOp))
+    traits = traits_def(InLayerHolder())
 
     KIND: ClassVar[Kind] = None
     CLAUSES: ClassVar[Clauses] = ()
@@ -86,6 +112,13 @@ class LayerOp(IRDLOperation):
         attr = self.attributes.get(CONFIG_ATTR_NAME)
         return attr if isinstance(attr, ConfigAttr) else None
 
+    @property
+    def is_gradient(self) -> bool:
+        """Whether pase-autodiff wrote this layer for the backward pass: an einsum gradient
+        names its forward layer (`pase.layer`), a sum of gradient contributions its layout
+        (`pase.layout_of`). `GraphOp.layers` are the layers that are not."""
+        return LAYER_ATTR_NAME in self.attributes or LAYOUT_OF_ATTR_NAME in self.attributes
+
     # -- verification --
 
     def verify_(self) -> None:
@@ -103,6 +136,13 @@ class LayerOp(IRDLOperation):
         config = self.attributes.get(CONFIG_ATTR_NAME)
         if config is not None:
             self.verify_config(config)
+        verify_gradient_attributes(self)
+        if (order := grid_order(self)) is not None:
+            names = self.iteration_space().names
+            if sorted(order) != sorted(names):
+                quoted = ", ".join(f'"{name}"' for name in order)
+                raise VerifyException(f"pase.grid_order [{quoted}] must order the iteration "
+                                      f"dimensions of {self.name} ({', '.join(names)})")
 
     def verify_config(self, config: Attribute) -> None:
         if not isinstance(config, ConfigAttr):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr, f64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -31,7 +31,7 @@ from pase.dialect.dnn.graph import GraphOp
 from pase.dialect.dnn.layer_op import LayerOp
 from pase.dialect.dnn.layers import LAYER_OPS
 from pase.dialect.dnn.types import TensorType, shape_of
-from pase.dialect.pase import CONFIG_ATTR_NAME
+from pase.dialect.pase import CONFIG_ATTR_NAME, verify_gradient_attributes
 
 
 def layer_class(name: str) -> type[LayerOp]:
@@ -78,6 +78,11 @@ class VjpOp(IRDLOperation):
                                                       "padding")
 
     @property
+    def is_gradient(self) -> bool:
+        """A vjp always belongs to the backward pass."""
+        return True
+
+    @property
     def indices(self) -> tuple[int, ...]:
         return tuple(i.data for i in self.wrt.data)
 
@@ -118,6 +123,7 @@ class VjpOp(IRDLOperation):
             raise VerifyException("the incoming gradient must have the forward result's type")
         if self.cotangent is None and shape_of(self.result).dims:
             raise VerifyException("only a scalar loss may leave out its incoming gradient")
+        verify_gradient_attributes(self)
         probe = self.probe()
         try:
             probe.verify_()
@@ -208,7 +214,22 @@ class SgdOp(IRDLOperation):
         super().__init__(operands=[param, gradient], result_types=[param.type],
                          properties={"lr": FloatAttr(lr, f64)})
 
+    @property
+    def is_gradient(self) -> bool:
+        """An update step always belongs to the backward pass."""
+        return True
+
     def verify_(self) -> None:
         if not self.param.type == self.gradient.type == self.output.type:
             raise VerifyException("dnn.sgd needs the parameter, its gradient and the result "
                                   "to have one type")
+        verify_gradient_attributes(self)
+
+
+def is_gradient(op: Operation) -> bool:
+    """Whether `op` belongs to the backward pass pase-autodiff writes: a `dnn.vjp`, a
+    `dnn.sgd`, or a layer it marked as a gradient (`LayerOp.is_gradient`). True for
+    `%dw = dnn.einsum %dh, %x {pase.layer = "h", ...}`, False for the forward
+    `%h = dnn.einsum %x, %w`; false for ops outside the dnn dialect's layers and updates.
+    """
+    return isinstance(op, LayerOp | VjpOp | SgdOp) and op.is_gradient

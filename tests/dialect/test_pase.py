@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects import test
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, NoneAttr, StringAttr
+from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
-from pase.dialect.pase import ConfigAttr, StrategyAttr, float_text
+from pase.dialect.pase import (
+    ConfigAttr,
+    LayoutAttr,
+    StrategyAttr,
+    float_text,
+    forward_layer,
+    grid_order,
+    layout_of,
+    strategy_of,
+)
 
 
 def raw_config(dims: list[str], factors: list[int]) -> ConfigAttr:
@@ -54,3 +65,51 @@ def test_strategy():
 def test_float_text(value: float, text: str):
     assert float_text(value) == text
     assert float(text) == value
+
+
+def test_layout_of_an_operand_and_of_the_result():
+    operand, result = LayoutAttr("z", 1), LayoutAttr("h")
+    assert (operand.layer_name, operand.operand_index) == ("z", 1)
+    assert (result.layer_name, result.operand_index) == ("h", None)
+    assert str(operand) == '#pase.layout<"z", operand 1>'
+    assert str(result) == '#pase.layout<"h">'
+    assert LayoutAttr("z", 0) == LayoutAttr.new((StringAttr("z"), IntAttr(0)))
+    assert result == LayoutAttr.new((StringAttr("h"), NoneAttr()))
+
+
+def test_layout_verifier_rejects_a_negative_operand():
+    with pytest.raises(VerifyException, match="#pase.layout names operand -1 of layer 'z'; "
+                       "operands count from 0"):
+        LayoutAttr("z", -1)
+
+
+def op_with(attributes: dict[str, Attribute]) -> test.TestOp:
+    return test.TestOp.create(attributes=attributes)
+
+
+def test_accessors_read_typed_values_and_none_when_absent():
+    strategy = StrategyAttr(8, "m", 1.0, 0.5, 0.25, 0.25, 2.0)
+    op = op_with({"pase.strategy": strategy, "pase.layer": StringAttr("h"),
+                  "pase.grid_order": ArrayAttr([StringAttr("b"), StringAttr("h")]),
+                  "pase.layout_of": LayoutAttr("z", 1)})
+    assert strategy_of(op) is strategy
+    assert forward_layer(op) == "h"
+    assert grid_order(op) == ("b", "h")
+    assert layout_of(op) == LayoutAttr("z", 1)
+    bare = op_with({})
+    assert (strategy_of(bare), forward_layer(bare), grid_order(bare), layout_of(bare)) == (
+        None, None, None, None)
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("pase.layer", IntAttr(3), "pase.layer must be the name of a forward layer"),
+    ("pase.grid_order", ArrayAttr([IntAttr(1)]), "pase.grid_order must be an array of "
+     "dimension names"),
+    ("pase.layout_of", StringAttr("z:1"), "pase.layout_of must be a #pase.layout"),
+    ("pase.strategy", IntAttr(8), "pase.strategy must be a #pase.strategy"),
+])
+def test_accessors_reject_wrongly_typed_values(name: str, value: Attribute, message: str):
+    accessor = {"pase.layer": forward_layer, "pase.grid_order": grid_order,
+                "pase.layout_of": layout_of, "pase.strategy": strategy_of}[name]
+    with pytest.raises(VerifyException, match=message):
+        accessor(op_with({name: value}))

@@ -418,3 +418,30 @@ dist.program @p(devices = 1) {
 }
 
 // CHECK: {{.*}}dist-invalid.mlir:416:3: error: 'dist.layer' op dnn.relu of these operands gives !dnn.tensor<[b = 8, d = 4], f32>, not the result's !dnn.tensor<[d = 4, b = 8], f32>
+
+// -----
+
+/// dist.layer: only a dnn.vjp kernel is seeded
+
+dist.program @p(devices = 2) {
+  shard.grid @grid2(shape = 2)
+  %x = dist.param "x" : !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  %r = dist.layer "dnn.relu"(%x) seeded stats [] props {} tag "r" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  dist.return %r : !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+}
+
+// CHECK: {{.*}}dist-invalid.mlir:429:3: error: 'dist.layer' op only a dnn.vjp kernel is seeded, not dnn.relu
+
+// -----
+
+/// dist.layer: a seeded dnn.vjp differentiates a scalar loss
+
+dist.program @p(devices = 2) {
+  shard.grid @grid2(shape = 2)
+  %x = dist.param "x" : !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  %r = dist.layer "dnn.relu"(%x) stats [] props {} tag "r" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  %dx = dist.layer "dnn.vjp"(%x, %r) seeded stats [] props {wrt = [#builtin.int<0>], forward = "dnn.relu"} tag "r" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>, !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  dist.return %dx : !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+}
+
+// CHECK: {{.*}}dist-invalid.mlir:443:3: error: 'dist.layer' op a seeded dnn.vjp differentiates the loss: its last operand (the forward result) must be a scalar

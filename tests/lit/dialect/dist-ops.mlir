@@ -65,3 +65,26 @@ dist.program @two_axes(devices = 8) attributes {pase.note = "hand-written"} {
 // GENERIC:      "dist.program"() <{sym_name = "two_axes", devices = #builtin.int<8>}> ({
 // GENERIC:      %y_1 = "dist.all_reduce"(%y) <{grid = @grid2x4, grid_axes = array<i16: 0, 1>, tag = "y"}>
 // GENERIC:      }) {pase.note = "hand-written"} : () -> ()
+
+// -----
+
+/// the vjp of the loss is `seeded` (its incoming gradient is 1, not an operand); the
+/// vjp of another layer reads the incoming gradient as its last operand
+
+dist.program @seeded(devices = 2) {
+  shard.grid @grid2(shape = 2)
+  %x = dist.param "x" : !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  %r = dist.layer "dnn.relu"(%x) stats [] props {} tag "r" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  %l = dist.layer "dnn.reduce"(%r) stats [] props {kind = "sum", over = ["b"]} tag "l" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>) -> !dist.tensor<[] local [], f32 on @grid2 split [] partial [0]>
+  %l_1 = dist.all_reduce %l on @grid2 grid_axes = [0] tag "l" : !dist.tensor<[] local [], f32 on @grid2 split [] partial [0]> -> !dist.tensor<[] local [], f32 on @grid2 split []>
+  %dr = dist.layer "dnn.vjp"(%r, %l_1) seeded stats [] props {wrt = [#builtin.int<0>], forward = "dnn.reduce", kind = "sum", over = ["b"]} tag "l" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>, !dist.tensor<[] local [], f32 on @grid2 split []>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  %dx = dist.layer "dnn.vjp"(%x, %r, %dr) stats [] props {wrt = [#builtin.int<0>], forward = "dnn.relu"} tag "r" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>, !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>, !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+  dist.return %l_1, %dx : !dist.tensor<[] local [], f32 on @grid2 split []>, !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+}
+
+// CHECK-LABEL: dist.program @seeded(devices = 2) {
+// CHECK:         %dr = dist.layer "dnn.vjp"(%r, %l_1) seeded stats [] props {wrt = [#builtin.int<0>], forward = "dnn.reduce", kind = "sum", over = ["b"]} tag "l" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>, !dist.tensor<[] local [], f32 on @grid2 split []>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+// CHECK-NEXT:    %dx = dist.layer "dnn.vjp"(%x, %r, %dr) stats [] props {wrt = [#builtin.int<0>], forward = "dnn.relu"} tag "r" : (!dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>, !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>, !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>) -> !dist.tensor<[b = 4] local [2], f32 on @grid2 split [[0]]>
+
+// GENERIC:      %dr = "dist.layer"(%r, %l_1) <{kernel = "dnn.vjp", seeded, stats_axes = array<i16>, op_properties = {wrt = [#builtin.int<0>], forward = "dnn.reduce", kind = "sum", over = ["b"]}, tag = "l"}>
+// GENERIC-NEXT: %dx = "dist.layer"(%x, %r, %dr) <{kernel = "dnn.vjp", stats_axes = array<i16>, op_properties = {wrt = [#builtin.int<0>], forward = "dnn.relu"}, tag = "r"}>

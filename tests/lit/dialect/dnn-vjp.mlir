@@ -15,7 +15,7 @@ dnn.graph @mlp(b = 8, h = 16, c = 4) {
   %da = dnn.einsum %dz, %w {pase.layer = "z", pase.grid_order = ["b", "c", "h"]} : (!dnn.tensor<[b = 8, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[b = 8, h = 16], f32>
   %dw = dnn.einsum %dz, %a {pase.layer = "z", pase.grid_order = ["b", "c", "h"]} : (!dnn.tensor<[b = 8, c = 4], f32>, !dnn.tensor<[b = 8, h = 16], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
   %dh = dnn.vjp "dnn.relu" [0] (%h) -> %a grad %da {pase.layer = "a"} : (!dnn.tensor<[b = 8, h = 16], f32>), !dnn.tensor<[b = 8, h = 16], f32> -> (!dnn.tensor<[b = 8, h = 16], f32>)
-  %w_next = dnn.sgd %w, %dw lr 5.000000e-01 : f64 {pase.layout_of = "z:1"} : (!dnn.tensor<[h = 16, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
+  %w_next = dnn.sgd %w, %dw lr 5.000000e-01 : f64 {pase.layout_of = #pase.layout<"z", operand 1>} : (!dnn.tensor<[h = 16, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
   dnn.return %l, %w_next : !dnn.tensor<[], f32>, !dnn.tensor<[h = 16, c = 4], f32>
 }
 
@@ -30,12 +30,12 @@ dnn.graph @mlp(b = 8, h = 16, c = 4) {
 // CHECK-NEXT:    %da = dnn.einsum %dz, %w {pase.layer = "z", pase.grid_order = ["b", "c", "h"]} : (!dnn.tensor<[b = 8, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[b = 8, h = 16], f32>
 // CHECK-NEXT:    %dw = dnn.einsum %dz, %a {pase.layer = "z", pase.grid_order = ["b", "c", "h"]} : (!dnn.tensor<[b = 8, c = 4], f32>, !dnn.tensor<[b = 8, h = 16], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
 // CHECK-NEXT:    %dh = dnn.vjp "dnn.relu" [0] (%h) -> %a grad %da {pase.layer = "a"} : (!dnn.tensor<[b = 8, h = 16], f32>), !dnn.tensor<[b = 8, h = 16], f32> -> (!dnn.tensor<[b = 8, h = 16], f32>)
-// CHECK-NEXT:    %w_next = dnn.sgd %w, %dw lr 5.000000e-01 : f64 {pase.layout_of = "z:1"} : (!dnn.tensor<[h = 16, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
+// CHECK-NEXT:    %w_next = dnn.sgd %w, %dw lr 5.000000e-01 : f64 {pase.layout_of = #pase.layout<"z", operand 1>} : (!dnn.tensor<[h = 16, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
 // CHECK-NEXT:    dnn.return %l, %w_next : !dnn.tensor<[], f32>, !dnn.tensor<[h = 16, c = 4], f32>
 // CHECK-NEXT:  }
 // GENERIC:      %dz = "dnn.vjp"(%z, %t, %l) <{over = ["c"], forward = "dnn.softmax_cross_entropy", wrt = [#builtin.int<0>], operandSegmentSizes = array<i32: 2, 1, 0>}> {pase.layer = "l"} : (!dnn.tensor<[b = 8, c = 4], f32>, !dnn.tensor<[b = 8], i32>, !dnn.tensor<[], f32>) -> !dnn.tensor<[b = 8, c = 4], f32>
 // GENERIC:      %dh = "dnn.vjp"(%h, %a, %da) <{forward = "dnn.relu", wrt = [#builtin.int<0>], operandSegmentSizes = array<i32: 1, 1, 1>}> {pase.layer = "a"} : (!dnn.tensor<[b = 8, h = 16], f32>, !dnn.tensor<[b = 8, h = 16], f32>, !dnn.tensor<[b = 8, h = 16], f32>) -> !dnn.tensor<[b = 8, h = 16], f32>
-// GENERIC-NEXT: %w_next = "dnn.sgd"(%w, %dw) <{lr = 5.000000e-01 : f64}> {pase.layout_of = "z:1"} : (!dnn.tensor<[h = 16, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
+// GENERIC-NEXT: %w_next = "dnn.sgd"(%w, %dw) <{lr = 5.000000e-01 : f64}> {pase.layout_of = #pase.layout<"z", operand 1>} : (!dnn.tensor<[h = 16, c = 4], f32>, !dnn.tensor<[h = 16, c = 4], f32>) -> !dnn.tensor<[h = 16, c = 4], f32>
 
 // -----
 
@@ -85,7 +85,7 @@ dnn.graph @norm(b = 2, s = 3, t = 3, d = 8) {
   %n = dnn.layernorm %m, %g, %beta over [d] : (!dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[b = 2, d = 8], f32>
   %dn = dnn.input : !dnn.tensor<[b = 2, d = 8], f32>
   %dm, %dg, %dbeta = dnn.vjp "dnn.layernorm" [0, 1, 2] (%m, %g, %beta) -> %n grad %dn over [d] {pase.config = #pase.config<b = 2>, pase.layer = "n"} : (!dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>), !dnn.tensor<[b = 2, d = 8], f32> -> (!dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>)
-  %g_next = dnn.sgd %g, %dg lr 1.000000e-02 : f64 {pase.layout_of = "n:1"} : (!dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[d = 8], f32>
+  %g_next = dnn.sgd %g, %dg lr 1.000000e-02 : f64 {pase.layout_of = #pase.layout<"n", operand 1>} : (!dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[d = 8], f32>
   dnn.return %dx, %dm, %g_next, %dbeta : !dnn.tensor<[b = 2, s = 3, t = 3], f32>, !dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>
 }
 
@@ -100,9 +100,9 @@ dnn.graph @norm(b = 2, s = 3, t = 3, d = 8) {
 // CHECK-NEXT:    %n = dnn.layernorm %m, %g, %beta over [d] : (!dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[b = 2, d = 8], f32>
 // CHECK-NEXT:    %dn = dnn.input : !dnn.tensor<[b = 2, d = 8], f32>
 // CHECK-NEXT:    %dm, %dg, %dbeta = dnn.vjp "dnn.layernorm" [0, 1, 2] (%m, %g, %beta) -> %n grad %dn over [d] {pase.config = #pase.config<b = 2>, pase.layer = "n"} : (!dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>), !dnn.tensor<[b = 2, d = 8], f32> -> (!dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>)
-// CHECK-NEXT:    %g_next = dnn.sgd %g, %dg lr 1.000000e-02 : f64 {pase.layout_of = "n:1"} : (!dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[d = 8], f32>
+// CHECK-NEXT:    %g_next = dnn.sgd %g, %dg lr 1.000000e-02 : f64 {pase.layout_of = #pase.layout<"n", operand 1>} : (!dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[d = 8], f32>
 // CHECK-NEXT:    dnn.return %dx, %dm, %g_next, %dbeta : !dnn.tensor<[b = 2, s = 3, t = 3], f32>, !dnn.tensor<[b = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>, !dnn.tensor<[d = 8], f32>
 // CHECK-NEXT:  }
 // GENERIC:      %dx = "dnn.vjp"(%x, %p, %dp) <{over = ["s", "t"], forward = "dnn.softmax", wrt = [#builtin.int<0>], operandSegmentSizes = array<i32: 1, 1, 1>}> {pase.layer = "p"}
 // GENERIC:      %dm, %dg, %dbeta = "dnn.vjp"(%m, %g, %beta, %n, %dn) <{over = ["d"], forward = "dnn.layernorm", wrt = [#builtin.int<0>, #builtin.int<1>, #builtin.int<2>], operandSegmentSizes = array<i32: 3, 1, 1>}> {pase.config = #pase.config<b = 2>, pase.layer = "n"}
-// GENERIC-NEXT: %g_next = "dnn.sgd"(%g, %dg) <{lr = 1.000000e-02 : f64}> {pase.layout_of = "n:1"}
+// GENERIC-NEXT: %g_next = "dnn.sgd"(%g, %dg) <{lr = 1.000000e-02 : f64}> {pase.layout_of = #pase.layout<"n", operand 1>}

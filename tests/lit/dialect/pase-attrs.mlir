@@ -69,3 +69,28 @@ dnn.graph @tiny(b = 8) attributes {pase.strategy = #pase.strategy<devices = 1, m
 
 // GENERIC:      }) {pase.strategy = #pase.strategy<devices = 8, machine = "pase-default", total = 0.015, compute = 0.01, communication = 0.003, redistribution = 0.0, data_parallel = 0.021, speedup = {{[0-9.]+}}>} : () -> ()
 // GENERIC:      }) {pase.strategy = #pase.strategy<devices = 1, machine = "v100-nvlink", total = 1.0e-05, compute = 1.0e-05, communication = 0.0, redistribution = 0.0, data_parallel = 1250.0, speedup = {{[0-9.]+}}>, note = "kept"} : () -> ()
+
+// -----
+
+/// The attributes pase-autodiff writes: pase.layer (the forward layer), pase.grid_order
+/// (an einsum gradient's grid order) and pase.layout_of, a #pase.layout of a layer's
+/// result or of one of its operands
+
+dnn.graph @gradients(b = 8, d = 16, h = 4) {
+  %x = dnn.input : !dnn.tensor<[b = 8, d = 16], f32>
+  %w = dnn.param : !dnn.tensor<[d = 16, h = 4], f32>
+  %y = dnn.einsum %x, %w : (!dnn.tensor<[b = 8, d = 16], f32>, !dnn.tensor<[d = 16, h = 4], f32>) -> !dnn.tensor<[b = 8, h = 4], f32>
+  %dw = dnn.einsum %y, %x {pase.layer = "y", pase.grid_order = ["b", "h", "d"]} : (!dnn.tensor<[b = 8, h = 4], f32>, !dnn.tensor<[b = 8, d = 16], f32>) -> !dnn.tensor<[d = 16, h = 4], f32>
+  %s = dnn.add %y, %y {pase.layout_of = #pase.layout<"y">} : (!dnn.tensor<[b = 8, h = 4], f32>, !dnn.tensor<[b = 8, h = 4], f32>) -> !dnn.tensor<[b = 8, h = 4], f32>
+  %w_next = dnn.sgd %w, %dw lr 1.000000e-02 : f64 {pase.layout_of = #pase.layout<"y", operand 1>} : (!dnn.tensor<[d = 16, h = 4], f32>, !dnn.tensor<[d = 16, h = 4], f32>) -> !dnn.tensor<[d = 16, h = 4], f32>
+  dnn.return %s, %w_next : !dnn.tensor<[b = 8, h = 4], f32>, !dnn.tensor<[d = 16, h = 4], f32>
+}
+
+// CHECK-LABEL: dnn.graph @gradients(b = 8, d = 16, h = 4) {
+// CHECK:         %dw = dnn.einsum %y, %x {pase.layer = "y", pase.grid_order = ["b", "h", "d"]} : (!dnn.tensor<[b = 8, h = 4], f32>, !dnn.tensor<[b = 8, d = 16], f32>) -> !dnn.tensor<[d = 16, h = 4], f32>
+// CHECK-NEXT:    %s = dnn.add %y, %y {pase.layout_of = #pase.layout<"y">} : (!dnn.tensor<[b = 8, h = 4], f32>, !dnn.tensor<[b = 8, h = 4], f32>) -> !dnn.tensor<[b = 8, h = 4], f32>
+// CHECK-NEXT:    %w_next = dnn.sgd %w, %dw lr 1.000000e-02 : f64 {pase.layout_of = #pase.layout<"y", operand 1>} : (!dnn.tensor<[d = 16, h = 4], f32>, !dnn.tensor<[d = 16, h = 4], f32>) -> !dnn.tensor<[d = 16, h = 4], f32>
+
+// GENERIC:      %dw = "dnn.einsum"(%y, %x) {pase.layer = "y", pase.grid_order = ["b", "h", "d"]}
+// GENERIC-NEXT: %s = "dnn.add"(%y, %y) {pase.layout_of = #pase.layout<"y">}
+// GENERIC-NEXT: %w_next = "dnn.sgd"(%w, %dw) <{lr = 1.000000e-02 : f64}> {pase.layout_of = #pase.layout<"y", operand 1>}

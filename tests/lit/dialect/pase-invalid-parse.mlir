@@ -98,3 +98,42 @@ dnn.graph @g(b = 8) attributes {pase.strategy = #pase.strategy<devices = 8, mach
 
 // CHECK: {{.*}}pase-invalid-parse.mlir:94:87{{$}}
 // CHECK: string literal expected
+
+// -----
+
+/// #pase.layout: operands count from 0
+
+dnn.graph @g(b = 8) {
+  %x = dnn.param : !dnn.tensor<[b = 8], f32>
+  %y = dnn.add %x, %x {pase.layout_of = #pase.layout<"y", operand -1>} : (!dnn.tensor<[b = 8], f32>, !dnn.tensor<[b = 8], f32>) -> !dnn.tensor<[b = 8], f32>
+  dnn.return %y : !dnn.tensor<[b = 8], f32>
+}
+
+// CHECK: {{.*}}pase-invalid-parse.mlir:108:67{{$}}
+// CHECK: #pase.layout names operand -1 of layer 'y'; operands count from 0
+
+// -----
+
+/// #pase.layout: the operand index follows the keyword `operand`
+
+dnn.graph @g(b = 8) {
+  %x = dnn.param : !dnn.tensor<[b = 8], f32>
+  %y = dnn.add %x, %x {pase.layout_of = #pase.layout<"y", 1>} : (!dnn.tensor<[b = 8], f32>, !dnn.tensor<[b = 8], f32>) -> !dnn.tensor<[b = 8], f32>
+  dnn.return %y : !dnn.tensor<[b = 8], f32>
+}
+
+// CHECK: {{.*}}pase-invalid-parse.mlir:121:59{{$}}
+// CHECK: Expected 'operand'
+
+// -----
+
+/// #pase.layout: the layer is named by a string
+
+dnn.graph @g(b = 8) {
+  %x = dnn.param : !dnn.tensor<[b = 8], f32>
+  %y = dnn.add %x, %x {pase.layout_of = #pase.layout<y>} : (!dnn.tensor<[b = 8], f32>, !dnn.tensor<[b = 8], f32>) -> !dnn.tensor<[b = 8], f32>
+  dnn.return %y : !dnn.tensor<[b = 8], f32>
+}
+
+// CHECK: {{.*}}pase-invalid-parse.mlir:134:54{{$}}
+// CHECK: string literal expected (a layer name)

@@ -121,3 +121,91 @@ dnn.graph @g(b = 2, s = 4, k = 4, d = 16) {
 }
 
 // CHECK: {{.*}}pase-invalid.mlir:119:3: error: 'dnn.reshape' op dimension 'd' of dnn.reshape cannot be split
+
+// -----
+
+/// pase.layer names the forward layer with a string, not an integer
+
+dnn.graph @g(b = 4) {
+  %x = dnn.param : !dnn.tensor<[b = 4], f32>
+  %y = dnn.relu %x {pase.layer = 3} : (!dnn.tensor<[b = 4], f32>) -> !dnn.tensor<[b = 4], f32>
+  dnn.return %y : !dnn.tensor<[b = 4], f32>
+}
+
+// CHECK: {{.*}}pase-invalid.mlir:131:3: error: 'dnn.relu' op pase.layer must be the name of a forward layer (a string), got 3 : i64
+
+// -----
+
+/// pase.layer names the forward layer with a string, not an array
+
+dnn.graph @g(b = 4) {
+  %x = dnn.param : !dnn.tensor<[b = 4], f32>
+  %y = dnn.relu %x : (!dnn.tensor<[b = 4], f32>) -> !dnn.tensor<[b = 4], f32>
+  %dx = dnn.vjp "dnn.relu" [0] (%x) -> %y grad %y {pase.layer = [1]} : (!dnn.tensor<[b = 4], f32>), !dnn.tensor<[b = 4], f32> -> (!dnn.tensor<[b = 4], f32>)
+  dnn.return %y : !dnn.tensor<[b = 4], f32>
+}
+
+// CHECK: {{.*}}pase-invalid.mlir:144:3: error: 'dnn.vjp' op pase.layer must be the name of a forward layer (a string), got [1 : i64]
+
+// -----
+
+/// pase.grid_order holds dimension names, not integers
+
+dnn.graph @g(b = 4, d = 8, h = 2) {
+  %x = dnn.input : !dnn.tensor<[b = 4, d = 8], f32>
+  %w = dnn.param : !dnn.tensor<[d = 8, h = 2], f32>
+  %y = dnn.einsum %x, %w {pase.layer = "y", pase.grid_order = ["b", 1, "d"]} : (!dnn.tensor<[b = 4, d = 8], f32>, !dnn.tensor<[d = 8, h = 2], f32>) -> !dnn.tensor<[b = 4, h = 2], f32>
+  dnn.return %y : !dnn.tensor<[b = 4, h = 2], f32>
+}
+
+// CHECK: {{.*}}pase-invalid.mlir:157:3: error: 'dnn.einsum' op pase.grid_order must be an array of dimension names (e.g. ["b", "h"]), got ["b", 1 : i64, "d"]
+
+// -----
+
+/// pase.grid_order is an array
+
+dnn.graph @g(b = 4, d = 8, h = 2) {
+  %x = dnn.input : !dnn.tensor<[b = 4, d = 8], f32>
+  %w = dnn.param : !dnn.tensor<[d = 8, h = 2], f32>
+  %y = dnn.einsum %x, %w {pase.grid_order = "b"} : (!dnn.tensor<[b = 4, d = 8], f32>, !dnn.tensor<[d = 8, h = 2], f32>) -> !dnn.tensor<[b = 4, h = 2], f32>
+  dnn.return %y : !dnn.tensor<[b = 4, h = 2], f32>
+}
+
+// CHECK: {{.*}}pase-invalid.mlir:170:3: error: 'dnn.einsum' op pase.grid_order must be an array of dimension names (e.g. ["b", "h"]), got "b"
+
+// -----
+
+/// pase.grid_order orders exactly the op's iteration dimensions
+
+dnn.graph @g(b = 4, d = 8, h = 2) {
+  %x = dnn.input : !dnn.tensor<[b = 4, d = 8], f32>
+  %w = dnn.param : !dnn.tensor<[d = 8, h = 2], f32>
+  %y = dnn.einsum %x, %w {pase.grid_order = ["b", "h"]} : (!dnn.tensor<[b = 4, d = 8], f32>, !dnn.tensor<[d = 8, h = 2], f32>) -> !dnn.tensor<[b = 4, h = 2], f32>
+  dnn.return %y : !dnn.tensor<[b = 4, h = 2], f32>
+}
+
+// CHECK: {{.*}}pase-invalid.mlir:183:3: error: 'dnn.einsum' op pase.grid_order ["b", "h"] must order the iteration dimensions of dnn.einsum (b, h, d)
+
+// -----
+
+/// pase.layout_of holds a #pase.layout, not the old "layer:operand" string
+
+dnn.graph @g(b = 4) {
+  %w = dnn.param : !dnn.tensor<[b = 4], f32>
+  %y = dnn.relu %w : (!dnn.tensor<[b = 4], f32>) -> !dnn.tensor<[b = 4], f32>
+  %w_next = dnn.sgd %w, %y lr 1.000000e-02 : f64 {pase.layout_of = "y:0"} : (!dnn.tensor<[b = 4], f32>, !dnn.tensor<[b = 4], f32>) -> !dnn.tensor<[b = 4], f32>
+  dnn.return %w_next : !dnn.tensor<[b = 4], f32>
+}
+
+// CHECK: {{.*}}pase-invalid.mlir:196:3: error: 'dnn.sgd' op pase.layout_of must be a #pase.layout (e.g. #pase.layout<"z", operand 1>), got "y:0"
+
+// -----
+
+/// pase.strategy on a graph holds a #pase.strategy
+
+dnn.graph @g(b = 4) attributes {pase.strategy = 8} {
+  %x = dnn.input : !dnn.tensor<[b = 4], f32>
+  dnn.return %x : !dnn.tensor<[b = 4], f32>
+}
+
+// CHECK: {{.*}}pase-invalid.mlir:206:1: error: 'dnn.graph' op pase.strategy must be a #pase.strategy, got 8 : i64
