@@ -149,7 +149,7 @@ class GraphOp(IRDLOperation):
         printer.print_region(self.body)
 
     def verify_(self) -> None:
-        strategy_of(self)
+        strategy_of(self)  # a pase.strategy that is not a #pase.strategy is an error here
         if len(self.dim_names.data) != len(self.dim_sizes.data):
             raise VerifyException(f"@{self.sym_name.data} needs one size per dimension, got "
                                   f"{len(self.dim_names.data)} names and "
