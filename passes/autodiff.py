@@ -42,7 +42,7 @@ from pase.dialect.pase import (
     LAYER_ATTR_NAME,
     LAYOUT_OF_ATTR_NAME,
 )
-from pase.passes import PasePass
+from pase.passes.options import PasePass
 
 LAYER_ATTR = LAYER_ATTR_NAME
 GRID_ORDER_ATTR = GRID_ORDER_ATTR_NAME

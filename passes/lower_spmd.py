@@ -39,8 +39,8 @@ from pase.core.placement import Placement, edge_tag
 from pase.core.space import IterationSpace
 from pase.dialect import dist, dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.passes import PasePass
 from pase.passes.autodiff import GRID_ORDER_ATTR, LAYER_ATTR, LAYOUT_OF_ATTR
+from pase.passes.options import PasePass
 
 REDUCING_KINDS = ("dnn.einsum", "dnn.conv2d", "dnn.reduce", "dnn.embedding")
 

@@ -33,7 +33,7 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.files import read_line, write_atomically
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
-from pase.passes import PasePass
+from pase.passes.options import PasePass
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.machines import MachineError
 from pase.passes.strategy.problem import PinError, build_problem, collector_paused, solve
