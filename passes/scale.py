@@ -47,8 +47,8 @@ class ScalePass(PasePass):
             try:
                 scaled = _scale_graph(graph, self.factor)
             except ScaleError as error:
-                raise at_op(graph, f"pase-scale{{factor={self.factor}}} cannot scale "
-                            f"@{graph.sym_name.data}: {error}", prefix="") from None
+                raise at_op(graph, f"pase-scale cannot scale @{graph.sym_name.data} by "
+                            f"{self.factor}: {error}") from None
             Rewriter.replace_op(graph, scaled)
 
 

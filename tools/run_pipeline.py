@@ -15,12 +15,14 @@ run the same numpy kernels on the same seeded data (`run_check`), which compares
 
 from __future__ import annotations
 
+import re
 from functools import partial
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.arg_spec import ArgSpec
 
 from pase.core.diagnostics import Diagnostic, at_op
 from pase.dialect import dist, dnn
@@ -84,7 +86,15 @@ def lowering_spec(devices: int, lr: float = 0.01) -> str:
 
 
 def _spec(passes: list[ModulePass]) -> str:
-    return ",".join(str(p.pipeline_pass_spec()) for p in passes)
+    return ",".join(str(_spellable(p.pipeline_pass_spec())) for p in passes)
+
+
+def _spellable(spec: ArgSpec) -> ArgSpec:
+    """`spec` with each float the spec syntax cannot read (it has no exponents: 1e+30)
+    as a string, which `PasePass` reads back as that float."""
+    return ArgSpec(spec.name, {key: tuple(
+        str(value) if isinstance(value, float) and not re.fullmatch(r"-?\d+\.\d+", str(value))
+        else value for value in values) for key, values in spec.parameters.items()})
 
 
 def run_passes(module: ModuleOp, spec: str) -> None:
