@@ -130,7 +130,7 @@ def strategy(module: ModuleOp, devices: int, args: argparse.Namespace) -> Module
 
     from pase.passes.search import PaseSearchPass
     from pase.passes.strategy.problem import build_problem
-    from pase.runtime.training import with_configs
+    from pase.tools.run_pipeline import with_configs
 
     if args.data_parallel:
         return with_configs(module, build_problem(module, devices, args.machine).data_parallel())
@@ -150,8 +150,9 @@ def prepare(path: Path, devices: int, args: argparse.Namespace
     """(sharded program, one-device program, seeded data), as `train` makes them; the
     search runs on the full-size model."""
     from pase.frontend import parse_file
-    from pase.runtime.scale import scale_module
-    from pase.runtime.training import layer_configs, lower, make_data, with_configs
+    from pase.passes.scale import scale_module
+    from pase.tools.run_check import make_data
+    from pase.tools.run_pipeline import layer_configs, lower, with_configs
 
     module = scale_module(strategy(parse_file(str(path)), devices, args), args.scale)
     configs = layer_configs(graph_of(module))
@@ -164,7 +165,7 @@ def prepare(path: Path, devices: int, args: argparse.Namespace
 def best_of(program: Program, data: dict[str, np.ndarray], args: argparse.Namespace
             ) -> tuple[float, dict[int, dict[str, dict[str, int]]]]:
     """The best wall-clock seconds per training step of `execute`, and its counters."""
-    from pase.runtime.training import execute
+    from pase.tools.run_pipeline import execute
 
     float_type = "f64" if args.f64 else None
     best = float("inf")
@@ -199,7 +200,8 @@ def interpreter_microseconds(devices: int, args: argparse.Namespace) -> float:
     over the devices (as far as it divides), so every device runs every layer."""
     from pase.frontend import parse_text
     from pase.passes.strategy.problem import build_problem
-    from pase.runtime.training import execute, lower, make_data, with_configs
+    from pase.tools.run_check import make_data
+    from pase.tools.run_pipeline import execute, lower, with_configs
 
     module = parse_text(tiny_source(TINY_LAYERS))
     module = with_configs(module, build_problem(module, devices).data_parallel())

@@ -1,73 +1,15 @@
 """The passes of pase, one per file, named after the pass.
 
 `get_all_passes()` maps each public pass name to a closure that imports its class on
-demand; `pase-opt` registers them all. Every pass derives from `PasePass`, which checks
-the options of a `-p` spec and names the one at fault.
+demand, as `xdsl.transforms.get_all_passes` does; `pase.universe.PASE` publishes them to
+`pase-opt` and to plain `xdsl-opt`. Their options are checked by `pase.passes.options`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from types import NoneType, UnionType
-from typing import Any, Self, Union, get_args, get_origin, get_type_hints
 
 from xdsl.passes import ModulePass
-from xdsl.utils.arg_spec import ArgSpec
-
-
-class PasePass(ModulePass):
-    """A module pass whose `-p` options are checked one by one, with messages such as
-    `pase-search: option 'devices' takes an integer, got "abc"`. A float option also
-    takes an integer (`lr=1`)."""
-
-    @classmethod
-    def from_spec(cls, spec: ArgSpec) -> Self:
-        hints = get_type_hints(cls)
-        fields = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
-        parameters: dict[str, tuple[str | int | bool | float, ...]] = {}
-        for key, values in spec.parameters.items():
-            field = key.replace("-", "_")
-            if field not in fields:
-                known = ", ".join(f.replace("_", "-") for f in fields)
-                raise ValueError(f"{cls.name}: unknown option '{key}'; its options are {known}")
-            if len(values) != 1:
-                raise ValueError(f"{cls.name}: option '{key}' takes one value, got "
-                                 f"{len(values)}")
-            parameters[key] = (_option_value(cls.name, key, values[0], hints[field]),)
-        return super().from_spec(ArgSpec(spec.name, parameters))
-
-
-def _option_value(pass_name: str, key: str, value: Any, hint: Any) -> Any:
-    """`value` as the option's type, or ValueError naming the option."""
-    kinds = set(get_args(hint)) - {NoneType} if get_origin(hint) in (Union, UnionType) \
-        else {hint}
-    if isinstance(value, bool):
-        if bool in kinds:
-            return value
-    elif isinstance(value, int):
-        if int in kinds:
-            return value
-        if float in kinds:
-            return float(value)
-    elif isinstance(value, float):
-        if float in kinds:
-            return value
-    elif isinstance(value, str):
-        if str in kinds:
-            return value
-        if float in kinds:  # the spec syntax has no exponents: memory-gib=1e-3 is a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-    wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-    if float in kinds:
-        kinds.discard(int)
-    described = " or ".join(wanted[kind] for kind in sorted(kinds, key=list(wanted).index)
-                            if kind in wanted)
-    given = f'"{value}"' if isinstance(value, str) else str(value).lower()
-    raise ValueError(f"{pass_name}: option '{key}' takes {described}, got {given}")
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -81,6 +23,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PaseSearchPass
 
+    def get_scale() -> type[ModulePass]:
+        from pase.passes.scale import ScalePass
+
+        return ScalePass
+
     def get_autodiff() -> type[ModulePass]:
         from pase.passes.autodiff import AutodiffPass
 
@@ -92,18 +39,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return LowerSpmdPass
 
     return {"pase-annotate-configs": get_annotate_configs, "pase-search": get_search,
-            "pase-autodiff": get_autodiff, "pase-lower-spmd": get_lower_spmd}
-
-
-PASS_SUMMARIES: dict[str, str] = {
-    "pase-annotate-configs{devices=P min-shard=4}":
-        "attach pase.num_configs, the number of valid PaSE configurations, to every layer",
-    "pase-search{devices=P machine=pase-default order=genseq method=dp min-shard=4\n"
-    "            compat=pase strategy=\"FILE\" export=\"FILE\" report=true memory-gib=4\n"
-    "            jit=auto}":
-        "the optimal strategy: #pase.config on every layer, #pase.strategy on the graph",
-    "pase-autodiff{lr=0.01}":
-        "append the backward pass (einsums and dnn.vjp) and an SGD step (dnn.sgd)",
-    "pase-lower-spmd{devices=P}":
-        "one SPMD dist.program: per-device blocks, all-reduces and redistributions",
-}
+            "pase-scale": get_scale, "pase-autodiff": get_autodiff,
+            "pase-lower-spmd": get_lower_spmd}

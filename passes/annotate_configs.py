@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from pase.core.diagnostics import Diagnostic
 from pase.dialect.dnn import LayerOp
 from pase.dialect.pase import NUM_CONFIGS_ATTR_NAME
-from pase.passes import PasePass
+from pase.passes.options import PasePass
 from pase.passes.strategy.configs import enumerate_configs
 
 

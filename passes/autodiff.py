@@ -44,7 +44,7 @@ from pase.dialect.pase import (
     LAYOUT_OF_ATTR_NAME,
     LayoutAttr,
 )
-from pase.passes import PasePass
+from pase.passes.options import PasePass
 
 
 @dataclass(frozen=True)

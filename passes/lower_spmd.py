@@ -40,7 +40,7 @@ from pase.core.placement import Placement, edge_tag
 from pase.core.space import IterationSpace
 from pase.dialect import dist, dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr, forward_layer, grid_order, layout_of
-from pase.passes import PasePass
+from pase.passes.options import PasePass
 
 
 def placement(space: IterationSpace, config: ConfigAttr | None,

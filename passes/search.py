@@ -36,7 +36,7 @@ from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, 
 from pase.formats.machine_toml import MachineError, load_machine
 from pase.formats.report import format_report
 from pase.formats.strategy_json import StrategyPins, dump_strategy, load_strategy, strategy_json
-from pase.passes import PasePass
+from pase.passes.options import PasePass
 from pase.passes.strategy.dp import SearchError
 from pase.passes.strategy.from_ir import build_problem
 from pase.passes.strategy.problem import PinError, collector_paused, solve

@@ -25,24 +25,16 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError
-
-from pase.formats.machine_toml import MachineError, load_machine
-from pase.frontend import Diagnostic, parse_file
-from pase.passes.search import PaseSearchPass, machine_diagnostic
 from pase.passes.strategy.machines import PRESETS
-from pase.passes.strategy.problem import build_problem
 from pase.runtime.communicator import BACKENDS
-from pase.runtime.scale import ScaleError, scale_module
-from pase.runtime.training import TrainingReport, forward_graph, train, with_configs
+from pase.tools.errors import fail, report_errors
+from pase.tools.run_check import DIVERGED, TrainingReport, check_problems
+from pase.tools.run_pipeline import load_model, pipeline_spec, strategy_and_scale, train
 
 # Each device is a thread (or a Python process) of this machine: past these counts a run
 # spends its time starting workers and its memory on their interpreters.
@@ -53,8 +45,8 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors are one line and exit status 1, like every other pase error."""
 
     def error(self, message: str) -> NoReturn:
-        _fail(f"{self.prog}: error: {message}")
-        raise AssertionError("unreachable")
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(1)
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -89,12 +81,16 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="run in double precision (tolerance 1e-9 instead of 1e-4)")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless results match and words equal the prediction")
+    parser.add_argument("--print-pipeline", action="store_true",
+                        help="print the pass pipeline (pase-opt's -p spec) and exit")
     args = parser.parse_args(argv)
     if args.devices < 1:
         parser.error("--devices must be at least 1")
     if args.devices > MAX_WORKERS[args.backend]:
         parser.error(f"--devices {args.devices} is more than the {args.backend} backend runs "
                      f"on one machine (at most {MAX_WORKERS[args.backend]})")
+    if not 0 < args.scale <= 1:
+        parser.error(f"--scale must be in (0, 1], got {args.scale}")
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     if args.seed < 0:
@@ -105,54 +101,6 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--timeout must be a finite number of seconds above 0, got "
                      f"{args.timeout}")
     return args
-
-
-def _load(path: str) -> ModuleOp:
-    """The model's forward graph, parsed and verified like pase-opt does (`.mlir` errors
-    are located diagnostics too)."""
-    if path.endswith(".dnn"):
-        module = parse_file(path)
-    else:
-        module = _load_ir(path)
-    forward_graph(module, path)
-    return module
-
-
-def _load_ir(path: str) -> ModuleOp:
-    from pase.tools.pase_opt import PaseOptMain, format_parse_error, verify_located
-
-    driver = PaseOptMain(["--", path])
-    try:
-        chunks, extension = driver.prepare_input()
-    except OSError as error:
-        raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
-    try:
-        module = driver.parse_chunk(chunks[0][0], extension)
-        assert module is not None
-        verify_located(module)
-    except ParseError as error:
-        raise _Reported(format_parse_error(error)) from None
-    except DiagnosticException as error:
-        message = str(error)
-        raise _Reported(message if "error: " in message.split("\n", 1)[0]
-                        else f"error: {message}") from None
-    finally:
-        chunks[0][0].close()
-    return module
-
-
-class _Reported(Exception):
-    """An error already formatted as pase-opt formats it."""
-
-
-def _strategy(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
-    """The module with a configuration on every layer: the batch split, or searched."""
-    if args.data_parallel:
-        return with_configs(module, build_problem(module, args.devices,
-                                                  load_machine(args.machine)).data_parallel())
-    PaseSearchPass(devices=args.devices, machine=args.machine,
-                   strategy=args.strategy or "").apply(Context(), module)
-    return module
 
 
 def print_report(report: TrainingReport, seconds: float) -> None:
@@ -166,7 +114,7 @@ def print_report(report: TrainingReport, seconds: float) -> None:
           f"updated parameters {report.parameter_error:.2e} "
           f"(tolerance {report.tolerance():.1e})")
     if report.diverged:
-        print(_DIVERGED)
+        print(DIVERGED)
     if report.noise:
         print(f"f32 rounding alone moves the 1-device result by {report.noise:.2e} "
               "(its error against an f64 run), so the tolerance is twice that")
@@ -181,48 +129,21 @@ def print_report(report: TrainingReport, seconds: float) -> None:
     print(f"  {'total':<{width}}  {total[0]:>12.0f}  {total[1]:>12.1f}")
 
 
-_DIVERGED = ("the training diverged: the 1-device run's losses, gradients or parameters "
-             "are not finite (inf or nan); try a smaller --lr")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
-    try:
-        module = _strategy(_load(args.model), args)
-        if args.scale != 1.0:
-            module = scale_module(module, args.scale)
+    spec = pipeline_spec(args.devices, args.scale, args.lr, args.machine, args.strategy or "",
+                         args.data_parallel)
+    if args.print_pipeline:
+        print(spec)
+        return
+    with report_errors("pase-run"):
+        module = strategy_and_scale(load_model(args.model), args.devices, args.scale,
+                                    args.machine, args.strategy or "", args.data_parallel)
         start = time.perf_counter()
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
                        args.timeout, "f64" if args.f64 else None)
         print_report(report, time.perf_counter() - start)
-    except (Diagnostic, _Reported) as error:
-        _fail(str(error))
-    except MachineError as error:
-        _fail(str(machine_diagnostic(error)))
-    except (ScaleError, ValueError, OSError) as error:
-        _fail(f"pase-run: error: {error}")
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as error:
-        if os.environ.get("PASE_DEBUG"):
-            raise
-        notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", [])[:1])
-        _fail(f"pase-run: error: {type(error).__name__}: {error}{notes}")
     if args.check:
-        problems = []
-        if report.diverged:
-            problems.append(_DIVERGED)
-        elif not report.passed():
-            problems.append(f"relative error {report.max_error():.2e} exceeds "
-                            f"{report.tolerance():.0e}")
-        for row in report.words_mismatches():
-            problems.append(f"{row.name}: measured {row.measured:.0f} words, predicted "
-                            f"{row.predicted:.1f}")
-        if problems:
-            _fail("check failed: " + "; ".join(problems))
+        if problems := check_problems(report):
+            fail("check failed: " + "; ".join(problems))
         print("check passed")
-
-
-def _fail(message: str) -> NoReturn:
-    print(message, file=sys.stderr)
-    sys.exit(1)

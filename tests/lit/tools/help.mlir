@@ -1,4 +1,5 @@
-// `--help` lists pase's passes with their options after xdsl-opt's flags.
+// `--help` lists pase's passes with their options (from the pass classes' fields and
+// docstrings) after xdsl-opt's flags.
 // RUN: pase-opt --help | filecheck %s
 // RUN: pase-opt -h | filecheck %s
 
@@ -6,5 +7,14 @@
 // CHECK:      --split-input-file
 // CHECK:      --verify-diagnostics
 // CHECK:      pase passes:
-// CHECK-NEXT:   pase-annotate-configs{devices=P min-shard=4}
-// CHECK-NEXT:       attach pase.num_configs, the number of valid PaSE configurations, to every layer
+// CHECK-NEXT:   pase-annotate-configs{devices=1 min-shard=4}
+// CHECK-NEXT:       Attach the number of valid configurations to every layer.
+// CHECK-NEXT:   pase-search{devices=0 machine=pase-default order=genseq method=dp min-shard=4
+// CHECK-NEXT:               compat="" memory-gib=4.0 jit=auto strategy="" export="" report=false}
+// CHECK-NEXT:       Find the optimal strategy of each graph and attach it.
+// CHECK-NEXT:   pase-scale{factor=1.0}
+// CHECK-NEXT:       Scale every dimension of every graph by `factor` (0 < factor <= 1).
+// CHECK-NEXT:   pase-autodiff{lr=0.01}
+// CHECK-NEXT:       Append the backward pass and an SGD update to every graph.
+// CHECK-NEXT:   pase-lower-spmd{devices=none}
+// CHECK-NEXT:       Lower every `dnn.graph` to a `dist.program` on `devices` devices.

@@ -1,4 +1,4 @@
-"""Shrink a model so it runs here in seconds: `pase-run --scale F`.
+"""`pase-scale`: shrink a model so it runs here in seconds (`pase-run --scale F`).
 
 Every dimension is scaled by F: exactly where the result is whole (batch 128 at F = 1/8
 is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
@@ -9,19 +9,47 @@ conv and pool stays valid, and a global pool's window follows its input. A layer
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
 divides it.
 
+    pase-opt models/alexnet.dnn -p 'pase-scale{factor=0.125}'
     small = scale_module(parse_file("models/alexnet.dnn"), 0.125)
 """
 
 from __future__ import annotations
 
-from math import ceil, gcd, prod
+from dataclasses import dataclass
+from math import ceil, gcd, isfinite, prod
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import Rewriter
 
+from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.shapes import conv_output_size, reshape_groups
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.passes.options import PasePass
+
+
+@dataclass(frozen=True)
+class ScalePass(PasePass):
+    """Scale every dimension of every graph by `factor` (0 < factor <= 1)."""
+
+    name = "pase-scale"
+
+    factor: float = 1.0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not (isfinite(self.factor) and 0 < self.factor <= 1):
+            raise Diagnostic(f"pase-scale: factor must be in (0, 1], got {self.factor}")
+        if self.factor == 1:
+            return
+        for graph in [g for g in op.ops if isinstance(g, dnn.GraphOp)]:
+            try:
+                scaled = _scale_graph(graph, self.factor)
+            except ScaleError as error:
+                raise at_op(graph, f"pase-scale cannot scale @{graph.sym_name.data} by "
+                            f"{self.factor}: {error}") from None
+            Rewriter.replace_op(graph, scaled)
 
 
 class ScaleError(ValueError):
@@ -163,6 +191,7 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
         new_op: Operation = type(op).create(
             operands=[mapping[v] for v in op.operands], result_types=results,
             properties=properties, attributes=dict(op.attributes))
+        new_op.location = op.location  # errors in later passes point at the source
         for old_result, new_result in zip(op.results, new_op.results, strict=True):
             new_result.name_hint = old_result.name_hint
             mapping[old_result] = new_result
@@ -177,6 +206,7 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
         properties={**graph.properties, "dim_sizes": ArrayAttr(
             IntAttr(sizes[d]) for d in old)},
         attributes=dict(graph.attributes), regions=[Region(block)])
+    scaled.location = graph.location
     scaled.verify()
     return scaled
 

@@ -1,4 +1,7 @@
-"""`scale_module`: every model shrinks to a valid graph, shape rules recomputed, strategy kept."""
+"""`pase-scale` on every bundled model: a valid graph, shape rules recomputed, strategy kept.
+
+The scaled IR of a small graph and the pass's errors are lit tests
+(`tests/lit/passes/pase-scale.dnn`); these are the properties over all models."""
 
 from __future__ import annotations
 
@@ -12,9 +15,9 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.shapes import conv_output_size
 from pase.dialect import dnn
-from pase.frontend import parse_file, parse_text
+from pase.frontend import parse_file
+from pase.passes.scale import ScalePass, scale_module, scaled_size
 from pase.passes.search import PaseSearchPass
-from pase.runtime.scale import ScaleError, scale_module, scaled_size
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 MODEL_NAMES = sorted(path.stem for path in MODELS.glob("*.dnn"))
@@ -55,7 +58,8 @@ def windowed(module: ModuleOp) -> list[Windowed]:
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_every_model_scales_to_a_valid_graph(name: str, scale: float) -> None:
     original = graph_of(model(name))
-    scaled_module = scale_module(model(name), scale)
+    scaled_module = model(name)
+    ScalePass(factor=scale).apply(Context(), scaled_module)
     scaled_module.verify()
     scaled = graph_of(scaled_module)
     assert scaled.sym_name == original.sym_name
@@ -137,28 +141,6 @@ def test_lstm_weight_follows_its_input() -> None:
     assert w.sizes[1:] == (2 * x.sizes[2], 4 * x.sizes[2])
 
 
-PINNED = """
-graph @pinned(b = 16, d = 12, h = 32) {
-  %x = input [b, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h] config {b = 8, d = 2, h = 2}
-  %a = relu %y config {b = 16}
-  %z = relu %a
-  return %z
-}
-"""
-
-
-def test_configs_shrink_to_the_gcd_with_the_scaled_dim() -> None:
-    scaled = graph_of(scale_module(parse_text(PINNED), 0.25))
-    assert scaled.dims == {"b": 4, "d": 3, "h": 8}
-    configs = {name: layer.config.splits if layer.config else None
-               for layer, name in scaled.layer_names().items()}
-    # b: gcd(8, 4) and gcd(16, 4); d: gcd(2, 3) = 1 is no split; a layer without a
-    # configuration gets none
-    assert configs == {"y": {"b": 4, "h": 2}, "a": {"b": 4}, "z": None}
-
-
 @pytest.mark.parametrize("name", ["alexnet", "transformer"])
 def test_searched_strategy_is_kept_and_shrunk(name: str) -> None:
     module = model(name)
@@ -172,16 +154,3 @@ def test_searched_strategy_is_kept_and_shrunk(name: str) -> None:
         assert new.config.splits == {dim: f for dim, f in expected.items() if f > 1}
         for dim, factor in new.config.splits.items():
             assert sizes[dim] % factor == 0
-
-
-@pytest.mark.parametrize("factor", [0.0, -0.5, 1.5, 2.0, float("nan")])
-def test_factor_outside_zero_one_is_an_error(factor: float) -> None:
-    with pytest.raises(ScaleError, match=r"--scale must be in \(0, 1\], got"):
-        scale_module(parse_text(PINNED), factor)
-
-
-def test_factor_one_is_a_copy() -> None:
-    module = parse_text(PINNED)
-    copy = scale_module(module, 1.0)
-    assert copy is not module
-    assert str(copy) == str(module)

@@ -20,15 +20,8 @@ from pase.frontend import Diagnostic, parse_file, parse_text
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy.problem import build_problem
-from pase.runtime.training import (
-    execute,
-    forward_graph,
-    lower,
-    make_data,
-    normwise_error,
-    train,
-    with_configs,
-)
+from pase.tools.run_check import make_data, normwise_error
+from pase.tools.run_pipeline import execute, forward_graph, lower, train, with_configs
 
 MLP = Path(__file__).resolve().parents[2] / "models" / "mlp.dnn"
 SCE = "  %l  = softmax_cross_entropy %z, %t over c"

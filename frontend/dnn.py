@@ -1,10 +1,13 @@
-"""From `.dnn` source to the `dnn` dialect.
+"""The `.dnn` frontend: from `.dnn` source to the `dnn` dialect (IR generation).
 
 The lark grammar (`dnn.lark`) is deliberately uniform: every layer statement is
 `%v = op [kind] [dims] [operands] clauses* [-> dims] [: type] [config {...}]`. This
 module checks each statement against its op's row in `STATEMENTS`, infers the result
 type with the shape rules of `pase.core.shapes`, and builds the IR. Every error is a
 `Diagnostic` pointing at the offending token.
+
+`DnnFrontend` is this module as an xDSL `Frontend`, so `pase-opt model.dnn` and plain
+`xdsl-opt model.dnn` (through `pase.universe`) read `.dnn` files.
 
 Example:
     >>> module = parse_text("graph @g(b = 2, d = 3) { %x = input [b, d]\\n"
@@ -17,13 +20,15 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.frontend import Frontend
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text
@@ -107,6 +112,32 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
         except VerifyException as error:
             raise builder.error_at_op(op, str(error)) from None
     return module
+
+
+@dataclass(frozen=True)
+class DnnFrontend(Frontend):
+    """`.dnn` source as an xDSL frontend (`-f dnn`, or any `*.dnn` input).
+
+        >>> from io import BytesIO
+        >>> DnnFrontend().parse(Context(), BytesIO(b"graph @g(b = 2) { %x = input [b]\\n"
+        ...                                        b"return %x }"), "g.dnn").ops.first.name
+        'dnn.graph'
+
+    The ops are built directly, so `ctx` needs no dialect registered."""
+
+    name = "dnn"
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
+        return parse_text(decode_source(input.read(), input_name), input_name)
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """`data` as UTF-8 text, or a `Diagnostic` naming the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Diagnostic(f"the input is not UTF-8 text ({error.reason} at byte "
+                         f"{error.start})", filename) from None
 
 
 _TOKEN_NAMES = {

@@ -13,7 +13,6 @@ of elements); the LSTM of rnnlm loops over time steps in Python.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from functools import cache
 from math import prod
@@ -27,11 +26,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
 from pase.frontend import parse_file, parse_text
+from pase.passes.scale import scale_module
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy.problem import build_problem
 from pase.runtime import executor
-from pase.runtime.scale import scale_module
-from pase.runtime.training import TrainingReport, train, with_configs
+from pase.tools.run_check import TrainingReport
+from pase.tools.run_pipeline import train, with_configs
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 MODEL_NAMES = sorted(path.stem for path in MODELS.glob("*.dnn"))
@@ -108,7 +108,6 @@ def test_models_train_sharded_as_on_one_device(model: str, devices: int, strateg
     assert len(report.losses) == 1
     assert np.isfinite(report.losses[0])
     assert_matches(report)
-    assert report.noise == 0.0  # f32 models pass at 1e-4, without a widened tolerance
 
 
 def test_two_steps_apply_the_first_update() -> None:
@@ -130,15 +129,6 @@ def test_f64_agrees_to_1e_9() -> None:
     assert report.tolerance() == 1e-9
     assert report.max_error() < 1e-9
     assert report.words_mismatches() == []
-
-
-def test_f32_tolerance_follows_the_reference_own_rounding() -> None:
-    # ResNet-101 at 1/8 loses more than 1e-4 to f32 alone, sharded or not.
-    report = train(searched("resnet101", 2, 0.125), 2)
-    assert report.element == "f32"
-    assert report.noise > 1e-4
-    assert report.tolerance() == pytest.approx(2 * report.noise)
-    assert_matches(report)
 
 
 # --- random graphs with random configurations ---------------------------------------------
@@ -252,10 +242,10 @@ def test_a_failing_device_stops_the_run_with_its_error(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(executor._Device, "layer", failing)
     module = data_parallel("mlp", 4, 0.125)
-    started = time.monotonic()
+    # No clock here (no timed tests): the other devices, blocked in a collective, would
+    # report their own timeout after 30 s; the error raised is the failing device's.
     with pytest.raises(RuntimeError, match="injected failure") as caught:
         train(module, 4, steps=2, timeout=30)
-    assert time.monotonic() - started < 10
     assert calls == {1: 2}
     assert "device 1 failed: RuntimeError: injected failure" in caught.value.__notes__
 

@@ -1,0 +1,62 @@
+"""`run_check`: the tolerance pase-run --check applies, from errors given here.
+
+Whether a real model loses more than 1e-4 to f32 rounding depends on the host's BLAS, so
+these tests pick the errors themselves instead of running a model."""
+
+from __future__ import annotations
+
+import pytest
+
+from pase.tools.run_check import (
+    DIVERGED,
+    TrainingReport,
+    WordsRow,
+    check_problems,
+    needs_rounding_reference,
+    tolerance,
+)
+
+
+def report(element: str = "f32", error: float = 0.0, noise: float = 0.0,
+           words: list[WordsRow] | None = None, diverged: bool = False) -> TrainingReport:
+    return TrainingReport("g", 4, element, [1.0], [1.0], [error], error, error,
+                          words or [], noise, diverged)
+
+
+def test_f64_tolerance_is_1e_9_whatever_the_noise() -> None:
+    assert tolerance("f64") == tolerance("f64", noise=1e-3) == 1e-9
+
+
+@pytest.mark.parametrize(("noise", "expected"), [
+    (0.0, 1e-4), (2e-5, 1e-4), (5e-5, 1e-4), (3e-4, 6e-4), (0.25, 0.5)])
+def test_f32_tolerance_is_twice_the_reference_own_rounding_when_that_is_larger(
+        noise: float, expected: float) -> None:
+    assert tolerance("f32", noise) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("element", "errors", "diverged", "expected"), [
+    ("f32", [5e-5, 1e-6], False, False),     # within 1e-4: no extra f64 run
+    ("f32", [1e-4], False, False),           # the bound itself passes
+    ("f32", [1e-6, 2e-4], False, True),      # any error above 1e-4
+    ("f32", [float("nan")], False, True),    # a NaN error is not within the bound
+    ("f32", [2e-4], True, False),            # diverged: rounding is not the question
+    ("f64", [2e-4], False, False),           # f64 is its own reference
+])
+def test_the_rounding_reference_runs_only_when_f32_errors_exceed_1e_4(
+        element: str, errors: list[float], diverged: bool, expected: bool) -> None:
+    assert needs_rounding_reference(element, errors, diverged) is expected
+
+
+def test_a_deep_model_passes_within_twice_its_own_rounding() -> None:
+    # 3e-4 off the 1-device run, which f32 rounding alone moves by 2e-4: within 4e-4.
+    assert report(error=3e-4, noise=2e-4).passed()
+    assert not report(error=3e-4).passed()
+    assert not report(error=5e-4, noise=2e-4).passed()
+
+
+def test_check_problems_name_the_error_and_each_words_mismatch() -> None:
+    rows = [WordsRow("y", "layer", 100.0, 100.0), WordsRow("x->y", "edge", 50.0, 10.0)]
+    assert check_problems(report(error=5e-4, words=rows)) == [
+        "relative error 5.00e-04 exceeds 1e-04", "x->y: measured 50 words, predicted 10.0"]
+    assert check_problems(report(error=float("nan"), diverged=True)) == [DIVERGED]
+    assert check_problems(report(error=5e-5)) == []

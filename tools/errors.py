@@ -1,0 +1,94 @@
+"""`report_errors`: how pase-opt and pase-run turn any exception into one diagnostic.
+
+    with report_errors("pase-opt"):
+        PaseOptMain(args).run()
+
+An error is one diagnostic on stderr, `file:line:col: error: message` where the input
+has a place (then the source line and a caret), else `pase-opt: error: message`, and
+exit status 1. Ctrl-C exits 130. An exception no rule below expects is a bug in pase:
+still one line, naming `PASE_DEBUG=1` for the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+from pase.core.diagnostics import Diagnostic, offset_to_line_column
+
+
+class ToolError(Exception):
+    """An error already worded for the user, printed as `TOOL: error: message`."""
+
+
+@contextmanager
+def report_errors(tool: str) -> Iterator[None]:
+    """Run the body; print any error as `describe` words it and exit 1 (130 on Ctrl-C)."""
+    try:
+        yield
+    except SystemExit as exit_:
+        # argparse exits 2 on a bad flag; pase reports every usage error as status 1.
+        sys.exit(1 if exit_.code == 2 else exit_.code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except ArgSpecParseError as error:  # a BaseException in xDSL, not an Exception
+        fail(f"{tool}: error: {error}")
+    except Exception as error:
+        message = describe(error, tool)
+        if message is None:
+            if os.environ.get("PASE_DEBUG"):
+                raise
+            message = (f"{tool}: internal error: {type(error).__name__}: {error} "
+                       "(rerun with PASE_DEBUG=1 for the traceback, and please report it)")
+        fail(message)
+
+
+def describe(error: Exception, tool: str) -> str | None:
+    """The diagnostic for `error`, or None for an exception that is a bug in pase."""
+    from pase.formats.machine_toml import MachineError
+    from pase.passes.search import machine_diagnostic
+
+    match error:
+        case Diagnostic():
+            return str(error)
+        case ParseError():
+            return format_parse_error(error)
+        case DiagnosticException():
+            message = str(error)
+            return message if "error: " in message.split("\n", 1)[0] else f"error: {message}"
+        case MachineError():
+            return str(machine_diagnostic(error))
+        case ToolError():
+            return f"{tool}: error: {error}"
+        case OSError():
+            return f"{tool}: error: cannot open {error.filename}: {error.strerror}"
+        case ValueError():
+            return f"{tool}: error: {error}"
+    notes = getattr(error, "__notes__", [])
+    if notes:  # a device of pase-run's workers failed: the notes say which, and how
+        return f"{tool}: error: {type(error).__name__}: {error}\n{notes[0]}"
+    return None
+
+
+def format_parse_error(error: ParseError) -> str:
+    """An xDSL parse error as a pase diagnostic: file, line and column, source line, caret."""
+    span = error.span
+    content = span.input.content
+    text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+    line, column = offset_to_line_column(text, span.start)
+    line_text = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
+    length = max(min(span.end, len(text)) - span.start, 1)
+    return str(Diagnostic(error.msg, span.input.name, line + span.line_offset, column,
+                          length=min(length, max(len(line_text) - column + 1, 1)),
+                          source_line=line_text))
+
+
+def fail(message: str) -> NoReturn:
+    """Print `message` on stderr and exit with status 1."""
+    print(message, file=sys.stderr)
+    sys.exit(1)

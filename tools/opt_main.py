@@ -1,0 +1,250 @@
+"""`PaseOptMain`: xDSL's `xDSLOptMain` with pase's universe and located diagnostics.
+
+    PaseOptMain(["models/mlp.dnn", "-p", "pase-search{devices=8}"]).run()
+
+Dialects, passes and the `.dnn` frontend come from `pase.universe.PASE` (the registry
+plain `xdsl-opt` reads too). What xDSL's driver does not do, and this class adds:
+MLIR ops get their `file:line:col` as location (so verifier and pass errors point at
+the source), an undefined value is reported at its first use, `--split-input-file`
+chunks count lines of the file, an option given twice is an error, the output is held
+until the run succeeded, and `--help` lists pase's passes with their options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Sequence
+from io import BytesIO, StringIO
+from typing import IO, Any, NoReturn
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import AttributeInvT, Operation, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.passes import ModulePass, get_pass_option_infos
+from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column
+from pase.core.files import write_atomically
+from pase.frontend.dnn import decode_source
+from pase.tools.errors import ToolError
+from pase.universe import PASE
+
+NOTHING_PARSED = "Could not parse entire input!"
+
+
+class LocatedParser(Parser):
+    """The MLIR parser, recording each op's `file:line:col` as its location, and reporting
+    an undefined value at its first use (xDSL reports it at the end of the input)."""
+
+    def __init__(self, *args: Any, line_offset: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.line_offset = line_offset
+        self.first_uses: dict[str, Span] = {}
+
+    def resolve_operand(self, operand: UnresolvedOperand,
+                        type: AttributeInvT) -> SSAValue[AttributeInvT]:
+        name = operand.operand_name
+        if name not in self.ssa_values:
+            self.first_uses.setdefault(name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            if self._current_token.kind == TokenKind.EOF and error.msg == NOTHING_PARSED:
+                return ModuleOp([])  # as mlir-opt: no ops (only comments) is an empty module
+            undefined = [name for name in self.forward_ssa_references
+                         if name in self.first_uses]
+            if not error.msg.startswith("values used but not defined") or not undefined:
+                raise
+            more = f" (and {len(undefined) - 1} more)" if len(undefined) > 1 else ""
+            raise ParseError(self.first_uses[undefined[0]],
+                             f"use of undefined value %{undefined[0]}{more}") from None
+
+    def parse_operation(self) -> Operation:
+        span = self._current_token.span
+        op = super().parse_operation()
+        if not isinstance(op.location, FileLineColLoc):
+            content = span.input.content
+            text = content if isinstance(content, str) else content.decode("utf-8", "replace")
+            line, column = offset_to_line_column(text, span.start)
+            op.location = FileLineColLoc(StringAttr(span.input.name),
+                                         IntAttr(line + self.line_offset), IntAttr(column))
+        return op
+
+
+class _Output(StringIO):
+    """Holds the output until the run succeeded (xdsl-opt closes it when done)."""
+
+    def close(self) -> None:
+        pass
+
+
+class PaseOptMain(xDSLOptMain):
+    version_format = "pase-opt (xdsl {xdsl_version})"
+
+    def __init__(self, args: Sequence[str] | None = None):
+        super().__init__(description="pase optimizer driver: parallelization strategies "
+                         "for DNN training, on the dnn dialect", args=args)
+
+    # The multiverse holds PASE once pase is installed (its `xdsl.universe` entry point);
+    # these hooks add what it lacks, so pase-opt also runs from an uninstalled checkout.
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        for name, factory in PASE.all_dialects.items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in PASE.all_passes.items():
+            self.available_passes.setdefault(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        for name, factory in PASE.all_frontends.items():
+            self.available_frontends.setdefault(name, factory)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.error = _usage_error  # type: ignore[method-assign]
+        for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = ("comma-separated pass pipeline, e.g. "
+                               "'pase-annotate-configs{devices=8}'; the pase passes are "
+                               "listed below, and xDSL's own (canonicalize, cse, ...) work too")
+        original_format_help = arg_parser.format_help
+
+        def format_help() -> str:  # imports every pass: only when --help asks for them
+            arg_parser.epilog = "pase passes:\n" + "\n".join(
+                pass_summary(factory()) for factory in PASE.all_passes.values())
+            return original_format_help()
+
+        arg_parser.format_help = format_help  # type: ignore[method-assign]
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str,
+                    start_offset: int = 0) -> ModuleOp | None:
+        """Parse one chunk; `start_offset` is the number of file lines before it.
+
+        xDSL passes `start_offset` to this hook only, not to a `Frontend`, and shifts
+        only the lines of MLIR parse errors. So MLIR goes through `LocatedParser` (which
+        also gives ops their locations), and for any other frontend (`.dnn`) the
+        locations and the diagnostic are moved to file lines here."""
+        name = self.get_input_name()
+        text = decode_source(chunk.read(), name)
+        if parse_spec(self.args.frontend or file_extension).name == "mlir":
+            return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
+                not self.args.no_implicit_module)
+        if self.args.split_input_file and all(
+                not line.strip() or line.lstrip().startswith("//")
+                for line in text.splitlines()):
+            return ModuleOp([])  # an empty chunk (after a trailing marker), as for MLIR
+        try:
+            module = super().parse_chunk(BytesIO(text.encode()), file_extension)
+        except Diagnostic as error:
+            if error.line:
+                # Keep the chunk's own line for the caret before moving to file lines.
+                lines = (error.source or "").splitlines()
+                if error.source_line is None and error.line <= len(lines):
+                    error.source_line = lines[error.line - 1]
+                error.line += start_offset
+            if self.args.parsing_diagnostics:  # as xdsl-opt does for MLIR parse errors
+                print(error)
+                return None
+            raise
+        if start_offset and module is not None:
+            for op in module.walk():
+                if isinstance(op.location, FileLineColLoc):
+                    op.location = FileLineColLoc(
+                        op.location.filename, IntAttr(op.location.line.data + start_offset),
+                        op.location.column)
+        return module
+
+    def prepare_output(self) -> IO[str]:
+        self.output = _Output()
+        return self.output
+
+    def setup_pipeline(self) -> None:
+        check_unique_options(self.args.passes)
+        super().setup_pipeline()
+        verify = not self.args.disable_verify
+        callback = self.pipeline.callback
+
+        def located_callback(previous, module, next_pass) -> None:  # type: ignore[no-untyped-def]
+            if verify:
+                verify_located(module)
+            if callback is not None:
+                callback(previous, module, next_pass)
+
+        object.__setattr__(self.pipeline, "callback", located_callback)
+
+    def write_output(self) -> None:
+        """Print the held output, or write `-o FILE` atomically."""
+        text, path = self.output.getvalue(), self.args.output_file
+        if path is None:
+            print(text, end="", flush=True)
+            return
+        try:
+            write_atomically(path, text)
+        except OSError as error:
+            raise ToolError(f"cannot write {path}: {error.strerror}") from None
+
+
+def pass_summary(pass_class: type[ModulePass]) -> str:
+    """`--help`'s entry for a pass, from its fields and its docstring's first line:
+
+        pase-autodiff{lr=0.01}
+            Append the backward pass and an SGD update to every graph.
+    """
+    options = " ".join(f"{info.name.replace('_', '-')}={info.default_value or chr(34) * 2}"
+                       for info in get_pass_option_infos(pass_class))
+    spec = f"{pass_class.name}{{{options}}}" if options else pass_class.name
+    summary = (pass_class.__doc__ or "").strip().split("\n", 1)[0]
+    return "\n".join([*textwrap.wrap(spec, 88, initial_indent="  ",
+                                     subsequent_indent=" " * (len(pass_class.name) + 3)),
+                      f"      {summary}"])
+
+
+def check_unique_options(pipeline: str) -> None:
+    """Raise `ArgSpecParseError` at an option given twice in one pass's `{...}`: xDSL keeps
+    the last silently, so `pase-search{devices=8 devices=4}` would search 4 devices."""
+    if not pipeline:
+        return
+    seen: set[str] | None = None
+    previous = None
+    for token in PipelineLexer._generator(pipeline):
+        if token.kind is SpecTokenKind.L_BRACE:
+            seen = set()
+        elif token.kind is SpecTokenKind.R_BRACE:
+            seen = None
+        elif (seen is not None and token.kind is SpecTokenKind.IDENT and previous in (
+                SpecTokenKind.L_BRACE, SpecTokenKind.SPACE)):
+            key = token.span.text.replace("-", "_")
+            if key in seen:
+                raise ArgSpecParseError(token, f"option '{token.span.text}' is given twice")
+            seen.add(key)
+        previous = token.kind
+
+
+def verify_located(module: ModuleOp) -> None:
+    """Verify op by op, so a failure names the op's source location."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as error:
+            message = f"'{op.name}' op " + str(error).split("\n", 1)[0]
+            raise DiagnosticException(str(at_op(op, message))) from None
+
+
+def _usage_error(message: str) -> NoReturn:
+    """A bad command line: one line, exit status 1 (argparse would print its usage)."""
+    print(f"pase-opt: error: {message} (see pase-opt --help)", file=sys.stderr)
+    sys.exit(1)

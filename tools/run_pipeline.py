@@ -1,0 +1,265 @@
+"""pase-run's pipeline, one pass per line: strategy, scale, autodiff, SPMD; then it runs.
+
+    module = load_model("models/mlp.dnn")
+    pipeline_spec(devices=4, factor=0.125)  # what pase-run --print-pipeline prints:
+    # 'pase-search{devices=4},pase-scale{factor=0.125},pase-autodiff,pase-lower-spmd{devices=4}'
+    report = train(strategy_and_scale(module, devices=4, factor=0.125), devices=4)
+
+As in Toy's `compiler.transform`, each stage is a pass pipeline spec that
+`PassPipeline.parse_spec` turns into passes, so `pase-run --print-pipeline` prints a
+spec that `pase-opt model.dnn -p SPEC` replays. The graph with `#pase.config` on every
+layer then goes through `pase-autodiff` and `pase-lower-spmd` twice: as it is, on
+`devices` workers, and with every layer unsplit, on one worker (the reference). Both
+run the same numpy kernels on the same seeded data (`run_check`), which compares them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.arg_spec import ArgSpec
+
+from pase.core.diagnostics import Diagnostic, at_op
+from pase.dialect import dist, dnn
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    STRATEGY_ATTR_NAME,
+    ConfigAttr,
+)
+from pase.formats.machine_toml import load_machine
+from pase.frontend import parse_file
+from pase.passes.autodiff import AutodiffPass
+from pase.passes.lower_spmd import LowerSpmdPass
+from pase.passes.scale import ScalePass
+from pase.passes.search import PaseSearchPass
+from pase.passes.strategy.problem import build_problem
+from pase.runtime.communicator import DeviceComm
+from pase.runtime.executor import DeviceResult, run_device
+from pase.runtime.program import Program, program_from_ir
+from pase.runtime.workers import run_workers
+from pase.tools.run_check import (
+    TrainingReport,
+    assemble,
+    make_data,
+    needs_rounding_reference,
+    normwise_error,
+    predicted_words,
+    relative_error,
+    words_rows,
+)
+from pase.universe import PASE
+
+
+def pipeline_spec(devices: int, factor: float = 1.0, lr: float = 0.01,
+                  machine: str = "pase-default", strategy: str = "",
+                  data_parallel: bool = False) -> str:
+    """The `-p` spec of pase-run's passes, from the model to the sharded `dist.program`.
+
+        >>> pipeline_spec(8, factor=0.125, strategy="s.json").split(",")
+        ['pase-search{devices=8 strategy="s.json"}', 'pase-scale{factor=0.125}', \
+'pase-autodiff', 'pase-lower-spmd{devices=8}']
+
+    With `data_parallel` the strategy (every batch dim split over the devices) is not a
+    pass, so the spec starts at pase-scale and needs a model that has its
+    configurations already."""
+    return ",".join([strategy_spec(devices, factor, machine, strategy, data_parallel),
+                     lowering_spec(devices, lr)]).lstrip(",")
+
+
+def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-default",
+                  strategy: str = "", data_parallel: bool = False) -> str:
+    """The passes that give every layer its configuration, then scale the model."""
+    passes: list[ModulePass] = [] if data_parallel else [
+        PaseSearchPass(devices=devices, machine=machine, strategy=strategy)]
+    return _spec([*passes, ScalePass(factor=factor)])
+
+
+def lowering_spec(devices: int, lr: float = 0.01) -> str:
+    """The passes from a graph with configurations to its `dist.program`."""
+    return _spec([AutodiffPass(lr=lr), LowerSpmdPass(devices=devices)])
+
+
+def _spec(passes: list[ModulePass]) -> str:
+    return ",".join(str(_spellable(p.pipeline_pass_spec())) for p in passes)
+
+
+def _spellable(spec: ArgSpec) -> ArgSpec:
+    """`spec` with each float the spec syntax cannot read (it has no exponents: 1e+30)
+    as a string, which `PasePass` reads back as that float."""
+    return ArgSpec(spec.name, {key: tuple(
+        str(value) if isinstance(value, float) and not re.fullmatch(r"-?\d+\.\d+", str(value))
+        else value for value in values) for key, values in spec.parameters.items()})
+
+
+def run_passes(module: ModuleOp, spec: str) -> None:
+    """Apply the pass pipeline `spec` (pase-opt's `-p` syntax) to `module`."""
+    PassPipeline.parse_spec(PASE.all_passes, spec).apply(Context(), module)
+
+
+def load_model(path: str) -> ModuleOp:
+    """The model's forward graph, parsed and verified like pase-opt does (`.mlir` errors
+    are located diagnostics too)."""
+    if path.endswith(".dnn"):
+        module = parse_file(path)
+    else:
+        from pase.tools.opt_main import PaseOptMain, verify_located
+
+        driver = PaseOptMain(["--", path])
+        try:
+            chunks, extension = driver.prepare_input()
+        except OSError as error:
+            raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
+        try:
+            parsed = driver.parse_chunk(chunks[0][0], extension)
+        finally:
+            chunks[0][0].close()
+        assert parsed is not None
+        module = parsed
+        verify_located(module)
+    forward_graph(module, path)
+    return module
+
+
+def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
+                       machine: str = "pase-default", strategy: str = "",
+                       data_parallel: bool = False) -> ModuleOp:
+    """The model with a configuration on every layer, searched (or loaded from
+    `strategy`, or the batch split with `data_parallel`) at full size, then scaled."""
+    if data_parallel:
+        module = with_configs(module, build_problem(module, devices,
+                                                    load_machine(machine)).data_parallel())
+    run_passes(module, strategy_spec(devices, factor, machine, strategy, data_parallel))
+    return module
+
+
+def _graph(module: ModuleOp) -> dnn.GraphOp:
+    graphs = [op for op in module.walk() if isinstance(op, dnn.GraphOp)]
+    if len(graphs) != 1:
+        raise ValueError(f"pase-run runs one graph, the file has {len(graphs)}")
+    return graphs[0]
+
+
+def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:
+    """The one forward graph of `module` that pase-run can train, or a `Diagnostic` (at
+    the offending op where it has a location, else naming `filename`) saying why not.
+
+    pase-run runs pase-autodiff and pase-lower-spmd itself, so it takes the model before
+    them. The loss is the first value the graph returns: a floating-point scalar that a
+    layer computes (any layer: `softmax_cross_entropy`, `reduce mean ... over [b, c]`,
+    an einsum `-> []`, ...). A tensor is not summed silently into a loss: PyTorch's
+    `backward()` and pase-autodiff refuse a non-scalar output too, so pase-run asks for
+    the reduction to be written in the model.
+    """
+    programs = [op for op in module.walk() if isinstance(op, dist.ProgramOp)]
+    if programs:
+        raise at_op(programs[0], "pase-run takes a forward graph, but this is the "
+                    f"dist.program @{programs[0].sym_name.data} from pase-lower-spmd; give "
+                    "it the model before pase-autodiff", filename)
+    graphs = [op for op in module.walk() if isinstance(op, dnn.GraphOp)]
+    if len(graphs) != 1:
+        raise Diagnostic(f"pase-run runs one dnn.graph, the file has {len(graphs)}",
+                         filename)
+    graph = graphs[0]
+    gradient_ops = [op for op in graph.body.block.ops if dnn.is_gradient(op)]
+    if gradient_ops:
+        named = [op for op in gradient_ops if isinstance(op, dnn.VjpOp | dnn.SgdOp)]
+        kinds = ", ".join(sorted({op.name for op in named or gradient_ops}, reverse=True))
+        raise at_op(gradient_ops[0], f"pase-run takes a forward graph, but "
+                    f"@{graph.sym_name.data} already has gradient ops ({kinds}) from "
+                    "pase-autodiff; give it the model before pase-autodiff", filename)
+    if (problem := graph.loss_problem()) is not None:
+        raise at_op(graph.body.block.ops.last, problem, filename)  # type: ignore[arg-type]
+    return graph
+
+
+def layer_configs(graph: dnn.GraphOp) -> dict[str, dict[str, int]]:
+    """Each layer's configuration, by the names the search uses (`layer_names`)."""
+    return {name: (layer.config.splits if layer.config else {})
+            for layer, name in graph.layer_names().items()}
+
+
+def with_configs(module: ModuleOp, configs: dict[str, dict[str, int]] | None) -> ModuleOp:
+    """A copy whose layers carry `configs` (None: every layer unsplit)."""
+    copy = module.clone()
+    graph = _graph(copy)
+    for layer, name in graph.layer_names().items():
+        config = {} if configs is None else configs[name]
+        layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(config)
+    graph.attributes.pop(STRATEGY_ATTR_NAME, None)
+    return copy
+
+
+def lower(module: ModuleOp, devices: int, lr: float) -> Program:
+    """`module` through pase-autodiff and pase-lower-spmd, as a runtime `Program`."""
+    lowered = module.clone()
+    run_passes(lowered, lowering_spec(devices, lr))
+    lowered.verify()
+    return program_from_ir(lowered)
+
+
+def _worker(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
+            steps: int, float_type: str | None) -> DeviceResult:
+    return run_device(comm, program, data, steps, float_type)
+
+
+def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
+            timeout: float, float_type: str | None = None
+            ) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
+    results = run_workers(partial(_worker, program=program, data=data, steps=steps,
+                                  float_type=float_type),
+                          program.devices, backend=backend, timeout=timeout)
+    return list(results), results.counters()
+
+
+def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = 0.01,
+          backend: str = "threads", timeout: float = 120.0,
+          float_type: str | None = None) -> TrainingReport:
+    """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded;
+    `float_type="f64"` runs an f32 model in double precision. Training that overflows
+    (too large an `lr`) shows as losses and errors that are not finite, and
+    `report.diverged`; it raises no numpy warnings."""
+    graph = forward_graph(module)
+    # Workers silence floating-point warnings themselves (run_device); inf and nan
+    # reach the report, which says the training diverged.
+    with np.errstate(all="ignore"):
+        return _train(module, graph, devices, steps, seed, lr, backend, timeout, float_type)
+
+
+def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed: int,
+           lr: float, backend: str, timeout: float, float_type: str | None) -> TrainingReport:
+    configs = layer_configs(graph)
+    element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
+                                  if isinstance(op, dnn.ParamOp)), "f32")
+    data = make_data(graph, seed, float_type)
+    sharded = lower(with_configs(module, configs), devices, lr)
+    reference = lower(with_configs(module, None), 1, lr)
+    results, counters = execute(sharded, data, steps, backend, timeout, float_type)
+    expected, _ = execute(reference, data, steps, backend, timeout, float_type)
+    losses, reference_losses = results[0].losses, expected[0].losses
+    loss_errors = [relative_error(np.asarray(a), np.asarray(b))
+                   for a, b in zip(losses, reference_losses, strict=True)]
+    params, reference_params = (assemble(results, "params", data),
+                                assemble(expected, "params", data))
+    grads, reference_grads = assemble(results, "grads", data), assemble(expected, "grads", data)
+    parameter_error = normwise_error(params, reference_params)
+    gradient_error = normwise_error(grads, reference_grads)
+    diverged = not all(np.all(np.isfinite(array)) for array in [
+        np.asarray(reference_losses), *reference_grads.values(), *reference_params.values()])
+    noise = 0.0
+    errors = [*loss_errors, gradient_error, parameter_error]
+    if needs_rounding_reference(element, errors, diverged):
+        exact_data = make_data(graph, seed, "f64")
+        exact, _ = execute(reference, exact_data, steps, backend, timeout, "f64")
+        noise = max(max(relative_error(np.asarray(a), np.asarray(b))
+                        for a, b in zip(reference_losses, exact[0].losses, strict=True)),
+                    normwise_error(reference_grads, assemble(exact, "grads", exact_data)),
+                    normwise_error(reference_params, assemble(exact, "params", exact_data)))
+    problem = build_problem(graph, devices, pinned=configs)
+    rows = words_rows(predicted_words(problem, configs), counters, steps)
+    return TrainingReport(graph.sym_name.data, devices, element, losses, reference_losses,
+                          loss_errors, gradient_error, parameter_error, rows, noise, diverged)

@@ -1,0 +1,29 @@
+"""pase as an xDSL plugin: its dialects, passes and the `.dnn` frontend in one `Universe`.
+
+pyproject.toml names `PASE` under the `xdsl.universe` entry point, so once pase is
+installed plain `xdsl-opt` finds it, as `pase-opt` does:
+
+    xdsl-opt models/mlp.dnn -p 'pase-search{devices=8}'
+"""
+
+from __future__ import annotations
+
+from xdsl.universe import Universe
+from xdsl.utils.frontend import Frontend
+
+from pase.dialect import get_all_dialects
+from pase.passes import get_all_passes
+
+
+def get_dnn_frontend() -> type[Frontend]:
+    from pase.frontend.dnn import DnnFrontend
+
+    return DnnFrontend
+
+
+PASE = Universe(
+    all_dialects=get_all_dialects(),
+    all_passes=get_all_passes(),
+    # A frontend's name is also the file extension it reads (`xdsl-opt m.dnn`).
+    all_frontends={"dnn": get_dnn_frontend},
+)
