@@ -15,33 +15,17 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.frontend.dnn import DnnFrontend
 from pase.tools.pase_opt import main
 
-MLP = """\
-graph @mlp(b = 8, d = 16, h = 32) {
-  %x = input [b, d]
-  %w = param [d, h]
-  %h = einsum %x, %w -> [b, h]
-  %a = relu %h
-  return %a
-}
-"""
+TINY = str(Path(__file__).resolve().parents[1] / "lit" / "tools" / "Inputs" / "tiny.dnn")
 
 
-@pytest.fixture
-def mlp(tmp_path: Path) -> Path:
-    path = tmp_path / "mlp.dnn"
-    path.write_text(MLP)
-    return path
-
-
-def test_output_file_leaves_no_temporary_file(mlp: Path, tmp_path: Path,
+def test_output_file_leaves_no_temporary_file(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    target = tmp_path / "out.mlir"
-    status, out, err = run_tool(main, [str(mlp), "-o", str(target)], capsys)
+    status, out, err = run_tool(main, [TINY, "-o", str(tmp_path / "out.mlir")], capsys)
     assert (status, out, err) == (0, "", "")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.dnn", "out.mlir"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.mlir"]
 
 
-def test_internal_errors_are_one_line(mlp: Path, monkeypatch: pytest.MonkeyPatch,
+def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     def broken(self: DnnFrontend, ctx: Context, input: IO[bytes],
                input_name: str = "") -> ModuleOp:
@@ -49,10 +33,10 @@ def test_internal_errors_are_one_line(mlp: Path, monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(DnnFrontend, "parse", broken)
     monkeypatch.delenv("PASE_DEBUG", raising=False)
-    status, out, err = run_tool(main, [str(mlp)], capsys)
+    status, out, err = run_tool(main, [TINY], capsys)
     assert (status, out) == (1, "")
     assert lines(err) == ["pase-opt: internal error: RuntimeError: boom (rerun with "
                           "PASE_DEBUG=1 for the traceback, and please report it)"]
     monkeypatch.setenv("PASE_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
-        main([str(mlp)])
+        main([TINY])
