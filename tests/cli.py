@@ -18,7 +18,3 @@ def run_tool(main: Callable[[list[str]], None], args: list[str],
     out, err = capsys.readouterr()
     return status, out, err
 
-
-def lines(text: str) -> list[str]:
-    """The lines of a tool's output, none for no output."""
-    return text.rstrip("\n").split("\n") if text else []

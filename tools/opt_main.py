@@ -2,8 +2,9 @@
 
     PaseOptMain(["models/mlp.dnn", "-p", "pase-search{devices=8}"]).run()
 
-Dialects, passes and the `.dnn` frontend come from `pase.universe.PASE` (the registry
-plain `xdsl-opt` reads too). What xDSL's driver does not do, and this class adds:
+Dialects, passes and the `.dnn` frontend come from `pase.universe.PASE`, which xDSL's
+multiverse (the registry plain `xdsl-opt` reads too) loads through pase's `xdsl.universe`
+entry point. What xDSL's driver does not do, and this class adds:
 MLIR ops get their `file:line:col` as location (so verifier and pass errors point at
 the source), an undefined value is reported at its first use, `--split-input-file`
 chunks count lines of the file, an option given twice is an error, the output is held
@@ -93,24 +94,6 @@ class PaseOptMain(xDSLOptMain):
     def __init__(self, args: Sequence[str] | None = None):
         super().__init__(description="pase optimizer driver: parallelization strategies "
                          "for DNN training, on the dnn dialect", args=args)
-
-    # The multiverse holds PASE once pase is installed (its `xdsl.universe` entry point);
-    # these hooks add what it lacks, so pase-opt also runs from an uninstalled checkout.
-    def register_all_dialects(self) -> None:
-        super().register_all_dialects()
-        for name, factory in PASE.all_dialects.items():
-            if name not in self.ctx.registered_dialect_names:
-                self.ctx.register_dialect(name, factory)
-
-    def register_all_passes(self) -> None:
-        super().register_all_passes()
-        for name, factory in PASE.all_passes.items():
-            self.available_passes.setdefault(name, factory)
-
-    def register_all_frontends(self) -> None:
-        super().register_all_frontends()
-        for name, factory in PASE.all_frontends.items():
-            self.available_frontends.setdefault(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)

@@ -84,22 +84,20 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--print-pipeline", action="store_true",
                         help="print the pass pipeline (pase-opt's -p spec) and exit")
     args = parser.parse_args(argv)
-    if args.devices < 1:
-        parser.error("--devices must be at least 1")
-    if args.devices > MAX_WORKERS[args.backend]:
-        parser.error(f"--devices {args.devices} is more than the {args.backend} backend runs "
-                     f"on one machine (at most {MAX_WORKERS[args.backend]})")
-    if not 0 < args.scale <= 1:
-        parser.error(f"--scale must be in (0, 1], got {args.scale}")
-    if args.steps < 1:
-        parser.error("--steps must be at least 1")
-    if args.seed < 0:
-        parser.error(f"--seed must be at least 0, got {args.seed}")
-    if not (math.isfinite(args.lr) and args.lr >= 0):
-        parser.error(f"--lr must be a finite number at least 0, got {args.lr}")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        parser.error(f"--timeout must be a finite number of seconds above 0, got "
-                     f"{args.timeout}")
+    workers = MAX_WORKERS[args.backend]
+    for bad, message in [
+            (args.devices < 1, "--devices must be at least 1"),
+            (args.devices > workers, f"--devices {args.devices} is more than the "
+             f"{args.backend} backend runs on one machine (at most {workers})"),
+            (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
+            (args.steps < 1, "--steps must be at least 1"),
+            (args.seed < 0, f"--seed must be at least 0, got {args.seed}"),
+            (not (math.isfinite(args.lr) and args.lr >= 0),
+             f"--lr must be a finite number at least 0, got {args.lr}"),
+            (not (math.isfinite(args.timeout) and args.timeout > 0),
+             f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
+        if bad:
+            parser.error(message)
     return args
 
 

@@ -167,10 +167,7 @@ def assemble(results: list[DeviceResult], which: str, data: dict[str, np.ndarray
 def relative_error(measured: np.ndarray, reference: np.ndarray) -> float:
     """max |measured − reference| relative to max |reference| (the difference itself
     when the reference is all zeros)."""
-    scale = float(np.max(np.abs(reference))) if reference.size else 0.0
-    difference = float(np.max(np.abs(measured.astype(np.float64) - reference))) \
-        if reference.size else 0.0
-    return difference / scale if scale > 0 else difference
+    return normwise_error({"": measured}, {"": reference})
 
 
 def normwise_error(measured: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> float:
@@ -208,7 +205,6 @@ def predicted_words(problem: Problem, configs: dict[str, dict[str, int]]
     return words
 
 
-
 def words_rows(predicted: dict[tuple[str, str], float],
                counters: dict[int, dict[str, dict[str, int]]], steps: int) -> list[WordsRow]:
     """Per layer and edge, the most words any device received per step next to the
@@ -217,9 +213,7 @@ def words_rows(predicted: dict[tuple[str, str], float],
     for tags in counters.values():
         for tag, count in tags.items():
             measured[tag] = max(measured.get(tag, 0.0), float(count["received"]))
-    rows = []
-    for (kind, name), words in predicted.items():
-        rows.append(WordsRow(name, kind, measured.pop(name, 0.0) / steps, words))
-    for tag, words in sorted(measured.items()):
-        rows.append(WordsRow(tag, "unexpected", words / steps, 0.0))
-    return rows
+    rows = [WordsRow(name, kind, measured.pop(name, 0.0) / steps, words)
+            for (kind, name), words in predicted.items()]
+    return rows + [WordsRow(tag, "unexpected", words / steps, 0.0)
+                   for tag, words in sorted(measured.items())]

@@ -38,7 +38,6 @@ from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.scale import ScalePass
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy.problem import build_problem
-from pase.runtime.communicator import DeviceComm
 from pase.runtime.executor import DeviceResult, run_device
 from pase.runtime.program import Program, program_from_ir
 from pase.runtime.workers import run_workers
@@ -137,13 +136,6 @@ def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
     return module
 
 
-def _graph(module: ModuleOp) -> dnn.GraphOp:
-    graphs = [op for op in module.walk() if isinstance(op, dnn.GraphOp)]
-    if len(graphs) != 1:
-        raise ValueError(f"pase-run runs one graph, the file has {len(graphs)}")
-    return graphs[0]
-
-
 def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:
     """The one forward graph of `module` that pase-run can train, or a `Diagnostic` (at
     the offending op where it has a location, else naming `filename`) saying why not.
@@ -186,7 +178,7 @@ def layer_configs(graph: dnn.GraphOp) -> dict[str, dict[str, int]]:
 def with_configs(module: ModuleOp, configs: dict[str, dict[str, int]] | None) -> ModuleOp:
     """A copy whose layers carry `configs` (None: every layer unsplit)."""
     copy = module.clone()
-    graph = _graph(copy)
+    [graph] = [op for op in copy.walk() if isinstance(op, dnn.GraphOp)]
     for layer, name in graph.layer_names().items():
         config = {} if configs is None else configs[name]
         layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(config)
@@ -202,15 +194,10 @@ def lower(module: ModuleOp, devices: int, lr: float) -> Program:
     return program_from_ir(lowered)
 
 
-def _worker(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
-            steps: int, float_type: str | None) -> DeviceResult:
-    return run_device(comm, program, data, steps, float_type)
-
-
 def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
             timeout: float, float_type: str | None = None
             ) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
-    results = run_workers(partial(_worker, program=program, data=data, steps=steps,
+    results = run_workers(partial(run_device, program=program, data=data, steps=steps,
                                   float_type=float_type),
                           program.devices, backend=backend, timeout=timeout)
     return list(results), results.counters()
@@ -240,26 +227,30 @@ def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed:
     reference = lower(with_configs(module, None), 1, lr)
     results, counters = execute(sharded, data, steps, backend, timeout, float_type)
     expected, _ = execute(reference, data, steps, backend, timeout, float_type)
-    losses, reference_losses = results[0].losses, expected[0].losses
-    loss_errors = [relative_error(np.asarray(a), np.asarray(b))
-                   for a, b in zip(losses, reference_losses, strict=True)]
-    params, reference_params = (assemble(results, "params", data),
-                                assemble(expected, "params", data))
-    grads, reference_grads = assemble(results, "grads", data), assemble(expected, "grads", data)
-    parameter_error = normwise_error(params, reference_params)
-    gradient_error = normwise_error(grads, reference_grads)
+    errors = _errors(results, data, expected, data)
     diverged = not all(np.all(np.isfinite(array)) for array in [
-        np.asarray(reference_losses), *reference_grads.values(), *reference_params.values()])
+        np.asarray(expected[0].losses), *assemble(expected, "grads", data).values(),
+        *assemble(expected, "params", data).values()])
     noise = 0.0
-    errors = [*loss_errors, gradient_error, parameter_error]
     if needs_rounding_reference(element, errors, diverged):
         exact_data = make_data(graph, seed, "f64")
         exact, _ = execute(reference, exact_data, steps, backend, timeout, "f64")
-        noise = max(max(relative_error(np.asarray(a), np.asarray(b))
-                        for a, b in zip(reference_losses, exact[0].losses, strict=True)),
-                    normwise_error(reference_grads, assemble(exact, "grads", exact_data)),
-                    normwise_error(reference_params, assemble(exact, "params", exact_data)))
+        noise = max(_errors(expected, data, exact, exact_data))
     problem = build_problem(graph, devices, pinned=configs)
     rows = words_rows(predicted_words(problem, configs), counters, steps)
-    return TrainingReport(graph.sym_name.data, devices, element, losses, reference_losses,
-                          loss_errors, gradient_error, parameter_error, rows, noise, diverged)
+    *loss_errors, gradient_error, parameter_error = errors
+    return TrainingReport(graph.sym_name.data, devices, element, results[0].losses,
+                          expected[0].losses, loss_errors, gradient_error, parameter_error,
+                          rows, noise, diverged)
+
+
+def _errors(measured: list[DeviceResult], measured_data: dict[str, np.ndarray],
+            reference: list[DeviceResult], reference_data: dict[str, np.ndarray]
+            ) -> list[float]:
+    """`measured` against `reference`: per step the loss's relative error, then the
+    normwise errors of the gradients and of the updated parameters."""
+    losses = [relative_error(np.asarray(a), np.asarray(b))
+              for a, b in zip(measured[0].losses, reference[0].losses, strict=True)]
+    return [*losses, *(normwise_error(assemble(measured, which, measured_data),
+                                      assemble(reference, which, reference_data))
+                       for which in ("grads", "params"))]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from cli import lines, run_tool
+from cli import run_tool
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
@@ -35,8 +35,8 @@ def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv("PASE_DEBUG", raising=False)
     status, out, err = run_tool(main, [TINY], capsys)
     assert (status, out) == (1, "")
-    assert lines(err) == ["pase-opt: internal error: RuntimeError: boom (rerun with "
-                          "PASE_DEBUG=1 for the traceback, and please report it)"]
+    assert err.splitlines() == ["pase-opt: internal error: RuntimeError: boom (rerun with "
+                                "PASE_DEBUG=1 for the traceback, and please report it)"]
     monkeypatch.setenv("PASE_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
         main([TINY])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli import lines, run_tool
+from cli import run_tool
 
 import pase.tools.pase_run as pase_run
 from pase.runtime import executor
@@ -30,22 +30,28 @@ def test_check_fails_when_the_errors_are_too_large(monkeypatch: pytest.MonkeyPat
     status, out, err = run_tool(main, [MLP, "--devices", "2", "--check"], capsys)
     assert status == 1
     assert "check passed" not in out
-    assert lines(err) == ["check failed: relative error 5.00e-01 exceeds 1e-04"]
+    assert err.splitlines() == ["check failed: relative error 5.00e-01 exceeds 1e-04"]
 
 
-def test_a_failing_device_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failing_device_stops_the_run_with_one_error_naming_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     layer = executor._Device.layer
+    calls: dict[int, int] = {}
 
     def failing(self: executor._Device, step: executor.Step) -> list[np.ndarray | None]:
         if self.rank == 1 and step.kernel == "dnn.relu":
-            raise RuntimeError("injected failure")
+            calls[self.rank] = calls.get(self.rank, 0) + 1
+            if calls[self.rank] == 2:  # the relu of the second training step
+                raise RuntimeError("injected failure")
         return layer(self, step)
 
     monkeypatch.setattr(executor._Device, "layer", failing)
     monkeypatch.delenv("PASE_DEBUG", raising=False)
-    status, out, err = run_tool(main, [MLP, "--devices", "2", "--data-parallel", "--timeout",
-                                       "30"], capsys)
+    # No clock here (no timed tests): the other devices, blocked in a collective, would
+    # report their own timeout after 30 s; the error reported is the failing device's.
+    status, out, err = run_tool(main, [MLP, "--devices", "4", "--data-parallel", "--steps",
+                                       "2", "--timeout", "30"], capsys)
+    assert calls == {1: 2}
     assert (status, out) == (1, "")
-    assert lines(err) == ["pase-run: error: RuntimeError: injected failure",
-                          "device 1 failed: RuntimeError: injected failure"]
+    assert err.splitlines() == ["pase-run: error: RuntimeError: injected failure",
+                                "device 1 failed: RuntimeError: injected failure"]

@@ -5,6 +5,7 @@ these tests pick the errors themselves instead of running a model."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pase.tools.run_check import (
@@ -13,6 +14,7 @@ from pase.tools.run_check import (
     WordsRow,
     check_problems,
     needs_rounding_reference,
+    normwise_error,
     tolerance,
 )
 
@@ -60,3 +62,13 @@ def test_check_problems_name_the_error_and_each_words_mismatch() -> None:
         "relative error 5.00e-04 exceeds 1e-04", "x->y: measured 50 words, predicted 10.0"]
     assert check_problems(report(error=float("nan"), diverged=True)) == [DIVERGED]
     assert check_problems(report(error=5e-5)) == []
+
+
+def test_a_nan_in_any_tensor_makes_the_normwise_error_nan() -> None:
+    finite = np.ones(3)
+    broken = np.array([1.0, np.nan, 1.0])
+    for order in (["a", "b"], ["b", "a"]):
+        measured = dict(zip(order, [finite, broken], strict=True))
+        reference = dict(zip(order, [finite, finite], strict=True))
+        assert np.isnan(normwise_error(measured, reference))
+        assert np.isnan(normwise_error(reference, measured))
