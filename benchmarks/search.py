@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from common import MODELS_DIR, cpus, markdown_table, model_path, positive_int, versions
+from common import add_model_arguments, cpus, markdown_table, positive_int, versions
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -49,28 +49,11 @@ if TYPE_CHECKING:
 BFS_ENTRIES = 2 * 10**10
 DEFAULT_DEVICES = (4, 8, 16, 32, 64)
 
-COLUMNS = (
-    ("model", "<"),
-    ("P", ">"),
-    ("layers", ">"),
-    ("max configs/layer", ">"),
-    ("largest dep. set", ">"),
-    ("DP table entries", ">"),
-    ("tables (s)", ">"),
-    ("DP (s)", ">"),
-    ("total (s)", ">"),
-    ("peak RSS (MiB)", ">"),
-    ("DP tables (MiB)", ">"),
-    ("DP numpy (s)", ">"),
-    ("DP JIT (s)", ">"),
-    ("JIT compile (s)", ">"),
-    ("numpy/JIT", ">"),
-    ("JIT entries/s", ">"),
-    ("bfs DP (s)", ">"),
-    ("optimal cost (s)", ">"),
-    ("data-parallel cost (s)", ">"),
-    ("speedup", ">"),
-)
+COLUMNS = (("model", "<"), *((title, ">") for title in (
+    "P", "layers", "max configs/layer", "largest dep. set", "DP table entries", "tables (s)",
+    "DP (s)", "total (s)", "peak RSS (MiB)", "DP tables (MiB)", "DP numpy (s)", "DP JIT (s)",
+    "JIT compile (s)", "numpy/JIT", "JIT entries/s", "bfs DP (s)", "optimal cost (s)",
+    "data-parallel cost (s)", "speedup")))
 
 REFERENCE = """\
 For comparison (PAPERS.md §1):
@@ -141,13 +124,9 @@ def parse_arguments() -> argparse.Namespace:
         "costs and the predicted speedup. A case over the DP memory budget shows 'out of "
         "budget', one past --timeout shows 'timeout'.",
     )
-    parser.add_argument("--models", nargs="+", metavar="MODEL", type=model_path,
-                        default=sorted(MODELS_DIR.glob("*.dnn")),
-                        help="model names in models/ (e.g. alexnet) or .dnn paths "
-                        "(default: every models/*.dnn, sorted)")
-    parser.add_argument("--devices", nargs="+", metavar="P", type=positive_int,
-                        default=list(DEFAULT_DEVICES),
-                        help="device counts (default: 4 8 16 32 64)")
+    add_model_arguments(parser, "model names in models/ (e.g. alexnet) or .dnn paths "
+                        "(default: every models/*.dnn, sorted)", list(DEFAULT_DEVICES),
+                        "device counts (default: 4 8 16 32 64)")
     parser.add_argument("--order", default="genseq", choices=("genseq", "bfs", "minfill"),
                         help="elimination order of the DP (default: genseq)")
     parser.add_argument("--machine", default="pase-default",
