@@ -274,12 +274,10 @@ def _memory_message(graph: CostGraph, vertex: int, dependent_set: Sequence[int],
     dependent_names = ", ".join(f"'{graph.names[axis]}'" for axis in dependent_set)
     remedy = ("a smaller configuration space" if isinstance(order, str) and order == "genseq"
               else "order=genseq or a smaller configuration space")
-    return (
-        f"the DP table of layer '{graph.names[vertex]}' with dependent set {{{dependent_names}}} "
-        f"spans {entries:,} entries and would bring the live tables to "
-        f"{format_bytes(table_bytes)}, over the memory budget of "
-        f"{format_bytes(budget)}; use {remedy} (for example a larger min-shard)"
-    )
+    return (f"the DP table of layer '{graph.names[vertex]}' with dependent set "
+            f"{{{dependent_names}}} spans {entries:,} entries and would bring the live tables "
+            f"to {format_bytes(table_bytes)}, over the memory budget of "
+            f"{format_bytes(budget)}; use {remedy} (for example a larger min-shard)")
 
 
 def format_bytes(count: int) -> str:
