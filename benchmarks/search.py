@@ -328,24 +328,16 @@ def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:
         row[17] = f"{result['status']} [{len(footnotes)}]"
         return row
     cost, data_parallel = result["optimal_cost"], result["data_parallel_cost"]
+    seconds = [f"{result[key]:.3f}" for key in ("tables_seconds", "dp_seconds", "total_seconds")]
     row[2:] = [
-        str(result["layers"]),
-        str(result["max_configs"]),
-        str(result["max_dependent_set"]),
-        f"{result['table_entries']:,}",
-        f"{result['tables_seconds']:.3f}",
-        f"{result['dp_seconds']:.3f}",
-        f"{result['total_seconds']:.3f}",
-        row[9],
+        str(result["layers"]), str(result["max_configs"]), str(result["max_dependent_set"]),
+        f"{result['table_entries']:,}", *seconds, row[9],
         f"{result['peak_table_bytes'] / (1 << 20):.1f}",
-        f"{result['numpy_seconds']:.3f}",
-        f"{result['jit_seconds']:.3f}",
-        f"{result['jit_compile_seconds']:.3f}",
+        *(f"{result[key]:.3f}" for key in ("numpy_seconds", "jit_seconds",
+                                            "jit_compile_seconds")),
         f"{result['numpy_seconds'] / result['jit_seconds']:.1f}",
-        f"{result['pruned_entries'] / result['jit_seconds']:.2e}",
-        result["bfs"],
-        f"{cost:.4e}",
-        f"{data_parallel:.4e}",
+        f"{result['pruned_entries'] / result['jit_seconds']:.2e}", result["bfs"],
+        f"{cost:.4e}", f"{data_parallel:.4e}",
         f"{data_parallel / cost:.2f}" if cost > 0 else "—",
     ]
     if abs(cost - result["dp_cost"]) > 1e-9 * max(cost, 1e-30):

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli import run_tool
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp, UnknownLoc
 from xdsl.parser import Parser
@@ -40,13 +41,7 @@ graph @second(b = 8, d = 16) {
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """Run pase-opt; its exit status, stdout and stderr."""
-    try:
-        main(list(args))
-        status = 0
-    except SystemExit as exit_:
-        status = exit_.code if isinstance(exit_.code, int) else 1
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_tool(main, list(args), capsys)
 
 
 def search(capsys: pytest.CaptureFixture[str], options: str, path: str = MLP) -> str:
