@@ -563,6 +563,14 @@ def feed_forward(g: Graph, name: str, x: str, activation: str) -> str:
     return g.einsum(f"{name}_down", [y, w2], [batch, seq, model])
 
 
+def model_dims(g: Graph, sizes: dict[str, int]) -> str:
+    """Declare d (model), h (heads), k (head features), f (feed-forward) and v (vocabulary)
+    as one header group; returns d."""
+    for dim, size in sizes.items():
+        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+    return "d"
+
+
 def transformer_stack(g: Graph, kind: str, side: str, ids: str, positions: str,
                       sublayers: Sequence[Callable[[str, str], str]]) -> str:
     """The Transformer's 6-layer encoder or decoder over embedded `ids` plus `positions`:
@@ -600,9 +608,7 @@ def transformer() -> Graph:
     g.dim("t", g.size(source), "sequence")
     target = g.dim("u", 256, "sequence")
     g.dim("r", g.size(target), "sequence")
-    model = g.dim("d", 512, "model, heads, head features, feed-forward, vocabulary")
-    for dim, size in (("h", 8), ("k", 64), ("f", 2048), ("v", 50000)):
-        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+    model = model_dims(g, {"d": 512, "h": 8, "k": 64, "f": 2048, "v": 50000})
 
     source_ids = g.input("source_ids", [batch, source], "i32")
     source_positions = g.input("source_positions", [source, model])
@@ -640,9 +646,7 @@ def gpt2_small() -> Graph:
     seq = g.dim("s", 1024, "sequence")
     g.dim("t", g.size(seq), "sequence")
     positions_dim = g.dim("p", 1024, "sequence")
-    model = g.dim("d", 768, "model, heads, head features, feed-forward, vocabulary")
-    for dim, size in (("h", 12), ("k", 64), ("f", 3072), ("v", 50257)):
-        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+    model = model_dims(g, {"d": 768, "h": 12, "k": 64, "f": 3072, "v": 50257})
 
     ids = g.input("ids", [batch, seq], "i32")
     positions = g.input("positions", [seq], "i32")
