@@ -22,6 +22,15 @@ def model_path(name: str) -> Path:
     return path
 
 
+def add_model_arguments(parser: argparse.ArgumentParser, models_help: str,
+                        devices: list[int], devices_help: str) -> None:
+    """The `--models` and `--devices` arguments of every benchmark."""
+    parser.add_argument("--models", nargs="+", metavar="MODEL", type=model_path,
+                        default=sorted(MODELS_DIR.glob("*.dnn")), help=models_help)
+    parser.add_argument("--devices", nargs="+", metavar="P", type=positive_int,
+                        default=devices, help=devices_help)
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

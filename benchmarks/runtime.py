@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from common import MODELS_DIR, cpus, markdown_table, model_path, positive_int, versions
+from common import add_model_arguments, cpus, markdown_table, positive_int, versions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,15 +42,9 @@ if TYPE_CHECKING:
     from pase.runtime.program import Program
 
 TINY_LAYERS = 100
-COLUMNS = (
-    ("model", "<"),
-    ("P", ">"),
-    ("sharded step (s)", ">"),
-    ("unsharded step (s)", ">"),
-    ("ratio", ">"),
-    ("interpreter (µs/op)", ">"),
-    ("words/device/step", ">"),
-)
+COLUMNS = (("model", "<"), *((title, ">") for title in (
+    "P", "sharded step (s)", "unsharded step (s)", "ratio", "interpreter (µs/op)",
+    "words/device/step")))
 
 
 @dataclass(frozen=True)
@@ -98,11 +92,8 @@ def parse_arguments() -> argparse.Namespace:
         description="Time one training step of each model sharded on P workers and on one "
         "device, and print one markdown table.",
         epilog="example: benchmarks/runtime.py --models mlp transformer --devices 4 8")
-    parser.add_argument("--models", nargs="+", metavar="MODEL", type=model_path,
-                        default=sorted(MODELS_DIR.glob("*.dnn")),
-                        help="model names in models/ or .dnn paths (default: all)")
-    parser.add_argument("--devices", nargs="+", metavar="P", type=positive_int, default=[4, 8],
-                        help="device counts (default: 4 8)")
+    add_model_arguments(parser, "model names in models/ or .dnn paths (default: all)", [4, 8],
+                        "device counts (default: 4 8)")
     parser.add_argument("--scale", type=float, default=0.125,
                         help="shrink every model by this factor (default 0.125)")
     parser.add_argument("--steps", type=positive_int, default=1,

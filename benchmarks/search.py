@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from common import MODELS_DIR, cpus, markdown_table, model_path, positive_int, versions
+from common import add_model_arguments, cpus, markdown_table, positive_int, versions
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -49,28 +49,11 @@ if TYPE_CHECKING:
 BFS_ENTRIES = 2 * 10**10
 DEFAULT_DEVICES = (4, 8, 16, 32, 64)
 
-COLUMNS = (
-    ("model", "<"),
-    ("P", ">"),
-    ("layers", ">"),
-    ("max configs/layer", ">"),
-    ("largest dep. set", ">"),
-    ("DP table entries", ">"),
-    ("tables (s)", ">"),
-    ("DP (s)", ">"),
-    ("total (s)", ">"),
-    ("peak RSS (MiB)", ">"),
-    ("DP tables (MiB)", ">"),
-    ("DP numpy (s)", ">"),
-    ("DP JIT (s)", ">"),
-    ("JIT compile (s)", ">"),
-    ("numpy/JIT", ">"),
-    ("JIT entries/s", ">"),
-    ("bfs DP (s)", ">"),
-    ("optimal cost (s)", ">"),
-    ("data-parallel cost (s)", ">"),
-    ("speedup", ">"),
-)
+COLUMNS = (("model", "<"), *((title, ">") for title in (
+    "P", "layers", "max configs/layer", "largest dep. set", "DP table entries", "tables (s)",
+    "DP (s)", "total (s)", "peak RSS (MiB)", "DP tables (MiB)", "DP numpy (s)", "DP JIT (s)",
+    "JIT compile (s)", "numpy/JIT", "JIT entries/s", "bfs DP (s)", "optimal cost (s)",
+    "data-parallel cost (s)", "speedup")))
 
 REFERENCE = """\
 For comparison (PAPERS.md §1):
@@ -141,13 +124,9 @@ def parse_arguments() -> argparse.Namespace:
         "costs and the predicted speedup. A case over the DP memory budget shows 'out of "
         "budget', one past --timeout shows 'timeout'.",
     )
-    parser.add_argument("--models", nargs="+", metavar="MODEL", type=model_path,
-                        default=sorted(MODELS_DIR.glob("*.dnn")),
-                        help="model names in models/ (e.g. alexnet) or .dnn paths "
-                        "(default: every models/*.dnn, sorted)")
-    parser.add_argument("--devices", nargs="+", metavar="P", type=positive_int,
-                        default=list(DEFAULT_DEVICES),
-                        help="device counts (default: 4 8 16 32 64)")
+    add_model_arguments(parser, "model names in models/ (e.g. alexnet) or .dnn paths "
+                        "(default: every models/*.dnn, sorted)", list(DEFAULT_DEVICES),
+                        "device counts (default: 4 8 16 32 64)")
     parser.add_argument("--order", default="genseq", choices=("genseq", "bfs", "minfill"),
                         help="elimination order of the DP (default: genseq)")
     parser.add_argument("--machine", default="pase-default",
@@ -349,24 +328,16 @@ def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:
         row[17] = f"{result['status']} [{len(footnotes)}]"
         return row
     cost, data_parallel = result["optimal_cost"], result["data_parallel_cost"]
+    seconds = [f"{result[key]:.3f}" for key in ("tables_seconds", "dp_seconds", "total_seconds")]
     row[2:] = [
-        str(result["layers"]),
-        str(result["max_configs"]),
-        str(result["max_dependent_set"]),
-        f"{result['table_entries']:,}",
-        f"{result['tables_seconds']:.3f}",
-        f"{result['dp_seconds']:.3f}",
-        f"{result['total_seconds']:.3f}",
-        row[9],
+        str(result["layers"]), str(result["max_configs"]), str(result["max_dependent_set"]),
+        f"{result['table_entries']:,}", *seconds, row[9],
         f"{result['peak_table_bytes'] / (1 << 20):.1f}",
-        f"{result['numpy_seconds']:.3f}",
-        f"{result['jit_seconds']:.3f}",
-        f"{result['jit_compile_seconds']:.3f}",
+        *(f"{result[key]:.3f}" for key in ("numpy_seconds", "jit_seconds",
+                                            "jit_compile_seconds")),
         f"{result['numpy_seconds'] / result['jit_seconds']:.1f}",
-        f"{result['pruned_entries'] / result['jit_seconds']:.2e}",
-        result["bfs"],
-        f"{cost:.4e}",
-        f"{data_parallel:.4e}",
+        f"{result['pruned_entries'] / result['jit_seconds']:.2e}", result["bfs"],
+        f"{cost:.4e}", f"{data_parallel:.4e}",
         f"{data_parallel / cost:.2f}" if cost > 0 else "—",
     ]
     if abs(cost - result["dp_cost"]) > 1e-9 * max(cost, 1e-30):

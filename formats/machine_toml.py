@@ -106,8 +106,8 @@ def _key_location(document: str, key: str) -> tuple[int, int]:
 
 def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machine:
     """Build a Machine from a TOML table or a strategy file's "machine" object."""
-    required = {"flops": float, "intra_node_bandwidth": float, "inter_node_bandwidth": float}
-    values: dict[str, object] = {}
+    required = ("flops", "intra_node_bandwidth", "inter_node_bandwidth")
+    values: dict[str, float] = {}
     for key in data:
         if key not in ("name", "source", "devices_per_node", *required):
             raise MachineError(f"unknown key '{key}'; expected name, flops, "
@@ -130,8 +130,6 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
     if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
         raise MachineError(f"'devices_per_node' must be a positive integer, got {per_node!r}",
                            where, key="devices_per_node")
-    return Machine(name=str(data.get("name", os.path.basename(where))),
-                   flops=values["flops"],  # type: ignore[arg-type]
-                   intra_node_bandwidth=values["intra_node_bandwidth"],  # type: ignore[arg-type]
-                   inter_node_bandwidth=values["inter_node_bandwidth"],  # type: ignore[arg-type]
-                   devices_per_node=per_node, source=str(data.get("source", "")))
+    return Machine(str(data.get("name", os.path.basename(where))), values["flops"],
+                   values["intra_node_bandwidth"], values["inter_node_bandwidth"], per_node,
+                   str(data.get("source", "")))

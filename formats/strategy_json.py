@@ -154,13 +154,8 @@ class _Object(dict[str, Any]):
     def of(cls, pairs: list[tuple[str, Any]]) -> _Object:
         obj = cls(pairs)
         if len(obj) < len(pairs):
-            seen: set[str] = set()
-            repeated = []
-            for key, _ in pairs:
-                if key in seen:
-                    repeated.append(key)
-                seen.add(key)
-            obj.repeated = tuple(repeated)
+            keys = [key for key, _ in pairs]
+            obj.repeated = tuple(key for index, key in enumerate(keys) if key in keys[:index])
         return obj
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pase.core import shapes
@@ -563,8 +563,35 @@ def feed_forward(g: Graph, name: str, x: str, activation: str) -> str:
     return g.einsum(f"{name}_down", [y, w2], [batch, seq, model])
 
 
+def model_dims(g: Graph, sizes: dict[str, int]) -> str:
+    """Declare d (model), h (heads), k (head features), f (feed-forward) and v (vocabulary)
+    as one header group; returns d."""
+    for dim, size in sizes.items():
+        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+    return "d"
+
+
+def transformer_stack(g: Graph, kind: str, side: str, ids: str, positions: str,
+                      sublayers: Sequence[Callable[[str, str], str]]) -> str:
+    """The Transformer's 6-layer encoder or decoder over embedded `ids` plus `positions`:
+    each layer applies its `sublayers` (name, input -> output) as post-layernorm residual
+    blocks."""
+    g.blank()
+    g.comment(kind)
+    table = g.param(f"{side}_embedding", ["v", g.shape(positions)[1]])
+    x = g.embedding(f"{side}_embedded", ids, table)
+    x = g.add(f"{kind}_input", x, positions)
+    for layer in range(6):
+        name = f"{kind[:3]}{layer}"
+        g.blank()
+        g.comment(f"{kind} layer {layer}")
+        for number, sublayer in enumerate(sublayers, start=1):
+            x = layernorm(g, f"{name}_ln{number}",
+                          g.add(f"{name}_res{number}", x, sublayer(name, x)))
+    return x
+
+
 def transformer() -> Graph:
-    layers = 6
     g = Graph("transformer", [
         "The Transformer base model (Vaswani et al. 2017), a PaSE benchmark: 6 encoder and",
         "6 decoder layers, d_model 512, 8 heads of 64, feed-forward 2048, a 50000-token",
@@ -581,9 +608,7 @@ def transformer() -> Graph:
     g.dim("t", g.size(source), "sequence")
     target = g.dim("u", 256, "sequence")
     g.dim("r", g.size(target), "sequence")
-    model = g.dim("d", 512, "model, heads, head features, feed-forward, vocabulary")
-    for dim, size in (("h", 8), ("k", 64), ("f", 2048), ("v", 50000)):
-        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+    model = model_dims(g, {"d": 512, "h": 8, "k": 64, "f": 2048, "v": 50000})
 
     source_ids = g.input("source_ids", [batch, source], "i32")
     source_positions = g.input("source_positions", [source, model])
@@ -591,36 +616,13 @@ def transformer() -> Graph:
     target_positions = g.input("target_positions", [target, model])
     labels = g.input("labels", [batch, target], "i32")
 
-    g.blank()
-    g.comment("encoder")
-    table = g.param("source_embedding", ["v", model])
-    x = g.embedding("source_embedded", source_ids, table)
-    x = g.add("encoder_input", x, source_positions)
-    for layer in range(layers):
-        name = f"enc{layer}"
-        g.blank()
-        g.comment(f"encoder layer {layer}")
-        x = layernorm(g, f"{name}_ln1",
-                      g.add(f"{name}_res1", x, self_attention(g, f"{name}_self", x, "t")))
-        x = layernorm(g, f"{name}_ln2",
-                      g.add(f"{name}_res2", x, feed_forward(g, f"{name}_ff", x, "relu")))
-    memory = x
-
-    g.blank()
-    g.comment("decoder")
-    table = g.param("target_embedding", ["v", model])
-    y = g.embedding("target_embedded", target_ids, table)
-    y = g.add("decoder_input", y, target_positions)
-    for layer in range(layers):
-        name = f"dec{layer}"
-        g.blank()
-        g.comment(f"decoder layer {layer}")
-        y = layernorm(g, f"{name}_ln1",
-                      g.add(f"{name}_res1", y, self_attention(g, f"{name}_self", y, "r")))
-        y = layernorm(g, f"{name}_ln2",
-                      g.add(f"{name}_res2", y, attention(g, f"{name}_cross", y, memory)))
-        y = layernorm(g, f"{name}_ln3",
-                      g.add(f"{name}_res3", y, feed_forward(g, f"{name}_ff", y, "relu")))
+    memory = transformer_stack(g, "encoder", "source", source_ids, source_positions, [
+        lambda name, x: self_attention(g, f"{name}_self", x, "t"),
+        lambda name, x: feed_forward(g, f"{name}_ff", x, "relu")])
+    y = transformer_stack(g, "decoder", "target", target_ids, target_positions, [
+        lambda name, x: self_attention(g, f"{name}_self", x, "r"),
+        lambda name, x: attention(g, f"{name}_cross", x, memory),
+        lambda name, x: feed_forward(g, f"{name}_ff", x, "relu")])
 
     g.blank()
     g.comment("output projection to the vocabulary")
@@ -644,9 +646,7 @@ def gpt2_small() -> Graph:
     seq = g.dim("s", 1024, "sequence")
     g.dim("t", g.size(seq), "sequence")
     positions_dim = g.dim("p", 1024, "sequence")
-    model = g.dim("d", 768, "model, heads, head features, feed-forward, vocabulary")
-    for dim, size in (("h", 12), ("k", 64), ("f", 3072), ("v", 50257)):
-        g.dim(dim, size, "model, heads, head features, feed-forward, vocabulary")
+    model = model_dims(g, {"d": 768, "h": 12, "k": 64, "f": 3072, "v": 50257})
 
     ids = g.input("ids", [batch, seq], "i32")
     positions = g.input("positions", [seq], "i32")

@@ -101,9 +101,7 @@ class _Differentiator:
             if wrt:
                 self.backward(layer, cotangent, wrt)
         updated = []
-        for op in list(block.ops):
-            if not isinstance(op, dnn.ParamOp):
-                continue
+        for op in [op for op in block.ops if isinstance(op, dnn.ParamOp)]:
             parts = self.contributions.pop(op.output, [])
             if not parts:
                 continue
@@ -151,10 +149,8 @@ class _Differentiator:
         if (config := layer.attributes.get(CONFIG_ATTR_NAME)) is not None:
             attributes[CONFIG_ATTR_NAME] = config
         space = layer.iteration_space()
-        if isinstance(layer, dnn.EinsumOp) and cotangent is not None:
-            by_einsum = [i for i in wrt if self.einsum_gradient_fits(layer, i)]
-        else:
-            by_einsum = []
+        by_einsum = ([i for i in wrt if self.einsum_gradient_fits(layer, i)]
+                     if isinstance(layer, dnn.EinsumOp) and cotangent is not None else [])
         for index in by_einsum:
             others = [v for j, v in enumerate(layer.inputs) if j != index]
             gradient = dnn.EinsumOp.create(operands=[cotangent, *others],

@@ -205,11 +205,6 @@ class _Lowering:
             return layout.layer_name
         return op.name
 
-    @staticmethod
-    def stats_dims(space: IterationSpace) -> list[str]:
-        """The dims whose split devices run the kernel's own collectives together."""
-        return list(space.stats_dims)
-
     def layer_op(self, kernel: str, operands: list[SSAValue], properties: dict,
                  where: Placement, stats: list[str], tag: str,
                  result_types: list[dist.TensorType]) -> Operation:
@@ -243,9 +238,8 @@ class _Lowering:
                     for v, dims in zip(op.inputs, space.operands, strict=True)]
         result_type = self.tensor_type(op.output, space.result, where,
                                        where.axes_of(space.partial))
-        properties = dict(op.properties)
-        layer = self.layer_op(op.name, operands, properties, where, self.stats_dims(space),
-                              tag, [result_type])
+        layer = self.layer_op(op.name, operands, dict(op.properties), where,
+                              list(space.stats_dims), tag, [result_type])
         layer.results[0].name_hint = op.output.name_hint
         self.held[op.output] = self.complete(layer.results[0], tag)
         self.owner_layer[op.output] = tag
@@ -269,7 +263,7 @@ class _Lowering:
             result_types.append(self.tensor_type(op.inputs[index], dims, where,
                                                  where.axes_of(missing)))
         properties = {"wrt": op.wrt, "forward": op.forward, **op.forward_properties()}
-        layer = self.layer_op("dnn.vjp", operands, properties, where, self.stats_dims(space),
+        layer = self.layer_op("dnn.vjp", operands, properties, where, list(space.stats_dims),
                               tag, result_types)
         if op.cotangent is None:
             layer.properties["seeded"] = UnitAttr()
@@ -298,9 +292,8 @@ class _Lowering:
         operands = [self.operand(v, self.tensor_type(v, dims, where), layer_name, True,
                                  carried) for v in op.operands]
         result_type = self.tensor_type(op.results[0], dims, where)
-        properties = dict(op.properties)
         kernel = "dnn.sgd" if isinstance(op, dnn.SgdOp) else "dnn.add"
-        result = self.layer_op(kernel, operands, properties, where, [], layer_name,
+        result = self.layer_op(kernel, operands, dict(op.properties), where, [], layer_name,
                                [result_type]).results[0]
         result.name_hint = op.results[0].name_hint
         self.held[op.results[0]] = result

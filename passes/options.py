@@ -43,23 +43,13 @@ def _option_value(pass_name: str, key: str, value: Any, hint: Any) -> Any:
     """`value` as the option's type, or ValueError naming the option."""
     kinds = set(get_args(hint)) - {NoneType} if get_origin(hint) in (Union, UnionType) \
         else {hint}
-    if isinstance(value, bool):
-        if bool in kinds:
-            return value
-    elif isinstance(value, int):
-        if int in kinds:
-            return value
-        if float in kinds:
-            return float(value)
-    elif isinstance(value, float):
-        if float in kinds:
-            return value
-    elif isinstance(value, str):
-        if str in kinds:
-            return value
-        if float in kinds:  # the spec syntax has no exponents: memory-gib=1e-3 is a string
+    # What each spec value may become, in order of preference; the spec syntax has no
+    # exponents, so memory-gib=1e-3 arrives as a string.
+    for kind in {bool: (bool,), int: (int, float), float: (float,),
+                 str: (str, float)}.get(type(value), ()):
+        if kind in kinds:
             try:
-                return float(value)
+                return kind(value)
             except ValueError:
                 pass
     wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}

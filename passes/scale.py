@@ -131,10 +131,8 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
             y = op.result_shape
             axis = [i for i in range(y.rank) if op.input_shapes[0].dims[i] != y.dims[i]][0]
             for index, dim in enumerate(y.dims):
-                if index == axis:
-                    assign(dim, sum(new[s.dims[axis]] for s in op.input_shapes))
-                else:
-                    assign(dim, new[dim])
+                assign(dim, sum(new[s.dims[axis]] for s in op.input_shapes) if index == axis
+                       else new[dim])
         elif isinstance(op, dnn.ReshapeOp):
             x, y = op.input_shapes[0], op.result_shape
             for inputs, outputs in reshape_groups(x, y):

@@ -64,9 +64,7 @@ class PaseSearchPass(PasePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
         graphs = [g for g in op.walk() if isinstance(g, GraphOp)]
-        exports = []
-        for graph in graphs:
-            exports.append(self._search(graph, only_graph=len(graphs) == 1))
+        exports = [self._search(graph, only_graph=len(graphs) == 1) for graph in graphs]
         if self.export:
             write_json(self.export, exports[0] if len(exports) == 1 else exports)
 
@@ -153,9 +151,8 @@ def op_diagnostic(op: Operation, message: str, graph: str) -> Diagnostic:
 def pin_diagnostic(pins: StrategyPins, error: PinError) -> Diagnostic:
     """A pin that does not fit its layer, at its entry in the strategy file (at the
     dimension's key when one dimension is at fault)."""
-    if error.dim is None:
-        return pins.error(str(error), error.layer, "config")
-    return pins.error(str(error), error.layer, "config", error.dim, key=True)
+    within = ("config",) if error.dim is None else ("config", error.dim)
+    return pins.error(str(error), error.layer, *within, key=error.dim is not None)
 
 
 def machine_diagnostic(error: MachineError) -> Diagnostic:

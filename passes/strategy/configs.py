@@ -27,16 +27,12 @@ device, so their size grows with P; past this, even a small graph needs gigabyte
 def split_factors(size: int, devices: int, min_shard: int) -> list[int]:
     """Factors PaSE allows for one dim: divisors of `size`, at most `devices`, leaving
     shards of at least `min_shard` elements (factor 1 always)."""
-    return [
-        f
-        for f in range(1, min(size, devices) + 1)
-        if size % f == 0 and (f == 1 or size // f >= min_shard)
-    ]
+    return [f for f in range(1, min(size, devices) + 1)
+            if size % f == 0 and (f == 1 or size // f >= min_shard)]
 
 
-def enumerate_configs(
-    space: IterationSpace, devices: int, min_shard: int = 4
-) -> list[dict[str, int]]:
+def enumerate_configs(space: IterationSpace, devices: int, min_shard: int = 4
+                      ) -> list[dict[str, int]]:
     """Every valid configuration, `{dim: factor}` with factors of 1 omitted.
 
     The order is deterministic: the lexicographic order of the factor tuples over the

@@ -201,12 +201,6 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
     return LayerCost(flops / machine.flops, comm.seconds, comm.words)
 
 
-def layer_costs(layer: Layer, configs: Sequence[Config], machine: Machine) -> np.ndarray:
-    """Vertex cost vector: compute + collectives (seconds) per configuration."""
-    costs = [layer_cost(layer, config, machine) for config in configs]
-    return np.array([c.compute + c.communication for c in costs], dtype=np.float64)
-
-
 def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
                    devices: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct block layouts of a tensor over `configs` (each as `blocks` gives it),

@@ -36,15 +36,13 @@ class CostGraph:
 
     def __post_init__(self) -> None:
         if len(self.names) != len(self.vertex_costs):
-            raise ValueError(
-                f"{len(self.names)} names but {len(self.vertex_costs)} vertex cost vectors"
-            )
+            raise ValueError(f"{len(self.names)} names but {len(self.vertex_costs)} vertex "
+                             "cost vectors")
         self.vertex_costs = [np.asarray(cost, dtype=np.float64) for cost in self.vertex_costs]
         for name, cost in zip(self.names, self.vertex_costs, strict=True):
             if cost.ndim != 1 or cost.size == 0:
-                raise ValueError(
-                    f"vertex '{name}' needs a non-empty cost vector, got shape {cost.shape}"
-                )
+                raise ValueError(f"vertex '{name}' needs a non-empty cost vector, got shape "
+                                 f"{cost.shape}")
         edges, self.edge_costs = self.edge_costs, {}
         for (u, v), matrix in edges.items():
             self.add_edge(u, v, matrix)
@@ -74,10 +72,8 @@ class CostGraph:
             u, v, edge_cost = v, u, edge_cost.T
         expected = (self.vertex_costs[u].size, self.vertex_costs[v].size)
         if edge_cost.shape != expected:
-            raise ValueError(
-                f"edge '{self.names[u]}' -> '{self.names[v]}' has a cost matrix of shape "
-                f"{edge_cost.shape}, expected {expected}"
-            )
+            raise ValueError(f"edge '{self.names[u]}' -> '{self.names[v]}' has a cost matrix of "
+                             f"shape {edge_cost.shape}, expected {expected}")
         if (u, v) in self.edge_costs:
             self.edge_costs[(u, v)] = self.edge_costs[(u, v)] + edge_cost
         else:
@@ -115,10 +111,8 @@ class CostGraph:
         """
         if len(choice) != len(self.names):
             raise ValueError(f"a strategy needs {len(self.names)} choices, got {len(choice)}")
-        vertex_total = sum(
-            float(cost[index]) for cost, index in zip(self.vertex_costs, choice, strict=True)
-        )
-        edge_total = sum(
-            float(edge_cost[choice[u], choice[v]]) for (u, v), edge_cost in self.edge_costs.items()
-        )
+        vertex_total = sum(float(cost[index])
+                           for cost, index in zip(self.vertex_costs, choice, strict=True))
+        edge_total = sum(float(edge_cost[choice[u], choice[v]])
+                         for (u, v), edge_cost in self.edge_costs.items())
         return vertex_total + edge_total

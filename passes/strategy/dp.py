@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.factors import Axes, Eliminate, Factor, argmin_dtype
+from pase.passes.strategy.factors import Axes, Eliminate, Factor, argmin_dtype, axis_sizes
 from pase.passes.strategy.orders import elimination_order
 
 ChunkIndex = tuple[int | slice, ...]
@@ -65,9 +65,8 @@ class DPResult:
     peak_table_bytes: int
 
 
-def eliminate(
-    factors: Sequence[Factor], vertex: int, chunk_entries: int = CHUNK_ENTRIES
-) -> tuple[Axes, np.ndarray, np.ndarray]:
+def eliminate(factors: Sequence[Factor], vertex: int, chunk_entries: int = CHUNK_ENTRIES
+              ) -> tuple[Axes, np.ndarray, np.ndarray]:
     """Sum `factors` (all mentioning `vertex`) and minimize over `vertex`.
 
     Each factor's axes are sorted vertex ids. Returns the sorted axes of the result (the
@@ -80,10 +79,7 @@ def eliminate(
     >>> axes, minimum.tolist(), argmin.tolist()
     ((1,), [1.0, 0.0, 1.0], [0, 1, 0])
     """
-    sizes: dict[int, int] = {}
-    for axes, table in factors:
-        sizes.update(zip(axes, table.shape, strict=True))
-    dependent_set = tuple(sorted(set(sizes) - {vertex}))
+    sizes, dependent_set = axis_sizes(factors, vertex)
     # v's axis goes last so that the min and argmin run over contiguous memory.
     layout = (*dependent_set, vertex)
     shape = tuple(sizes[axis] for axis in layout)
@@ -142,20 +138,15 @@ def _buffer_entries(shape: tuple[int, ...], chunk_entries: int) -> int:
 
 def _broadcast_index(view: np.ndarray, index: ChunkIndex) -> ChunkIndex:
     """`index` adapted to a view whose length-1 axes broadcast."""
-    return tuple(
-        position if view.shape[axis] > 1 else (0 if isinstance(position, int) else slice(None))
-        for axis, position in enumerate(index)
-    )
+    return tuple(position if view.shape[axis] > 1
+                 else (0 if isinstance(position, int) else slice(None))
+                 for axis, position in enumerate(index))
 
 
-def solve_dp(
-    graph: CostGraph,
-    order: str | Sequence[int] = "genseq",
-    memory_budget: int = 4 << 30,
-    jit: str = "auto",
-    progress: Callable[[int, int, int], None] | None = None,
-    resident_bytes: int = 0,
-) -> DPResult:
+def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
+             memory_budget: int = 4 << 30, jit: str = "auto",
+             progress: Callable[[int, int, int], None] | None = None,
+             resident_bytes: int = 0) -> DPResult:
     """An optimal strategy by variable elimination in `order` (a method name or a permutation).
 
     Raises `SearchMemoryError` before the tables would take more than `memory_budget` bytes:
@@ -214,11 +205,8 @@ def solve_dp(
         # its minimum and argmin tables and one chunk of sums (never the full table).
         needed_bytes = live_bytes + _working_bytes(entries, sizes[vertex])
         if needed_bytes > memory_budget:
-            raise SearchMemoryError(
-                _memory_message(
-                    graph, vertex, dependent_set, entries, needed_bytes, memory_budget, order
-                )
-            )
+            raise SearchMemoryError(_memory_message(graph, vertex, dependent_set, entries,
+                                                    needed_bytes, memory_budget, order))
         peak_bytes = max(peak_bytes, needed_bytes)
         if progress is not None:
             progress(step, len(sequence), entries)
@@ -241,14 +229,9 @@ def solve_dp(
     choice = [0] * len(sizes)
     for vertex, (axes, argmin) in zip(reversed(sequence), reversed(argmin_tables), strict=True):
         choice[vertex] = int(argmin[tuple(choice[axis] for axis in axes)])
-    return DPResult(
-        choice=tuple(choice),
-        cost=math.fsum(scalars),
-        order=tuple(sequence),
-        max_dependent_set=max_dependent_set,
-        table_entries=table_entries,
-        peak_table_bytes=peak_bytes,
-    )
+    return DPResult(choice=tuple(choice), cost=math.fsum(scalars), order=tuple(sequence),
+                    max_dependent_set=max_dependent_set, table_entries=table_entries,
+                    peak_table_bytes=peak_bytes)
 
 
 def _compiled_eliminate(required: bool) -> Eliminate:
@@ -263,10 +246,9 @@ def _compiled_eliminate(required: bool) -> Eliminate:
     if compiler.jit_available():
         return compiled
     if required:
-        raise SearchError(
-            "jit='on' needs llvmlite, which cannot compile here "
-            f"({compiler.unavailable_reason()}); use jit='auto' or jit='off' for the numpy DP"
-        )
+        raise SearchError("jit='on' needs llvmlite, which cannot compile here "
+                          f"({compiler.unavailable_reason()}); use jit='auto' or jit='off' "
+                          "for the numpy DP")
     return eliminate
 
 
@@ -275,10 +257,8 @@ def _resolve_order(graph: CostGraph, order: str | Sequence[int]) -> list[int]:
         return elimination_order(graph.neighbours(), order)
     sequence = [int(vertex) for vertex in order]
     if sorted(sequence) != list(range(len(graph.names))):
-        raise ValueError(
-            f"an explicit elimination order must list each of the {len(graph.names)} vertices "
-            f"exactly once, got {sequence}"
-        )
+        raise ValueError(f"an explicit elimination order must list each of the "
+                         f"{len(graph.names)} vertices exactly once, got {sequence}")
     return sequence
 
 
@@ -289,27 +269,15 @@ def _working_bytes(entries: int, vertex_size: int) -> int:
     return remaining * (8 + argmin_dtype(vertex_size).itemsize) + chunk * 8
 
 
-def _memory_message(
-    graph: CostGraph,
-    vertex: int,
-    dependent_set: Sequence[int],
-    entries: int,
-    table_bytes: int,
-    budget: int,
-    order: str | Sequence[int],
-) -> str:
+def _memory_message(graph: CostGraph, vertex: int, dependent_set: Sequence[int], entries: int,
+                    table_bytes: int, budget: int, order: str | Sequence[int]) -> str:
     dependent_names = ", ".join(f"'{graph.names[axis]}'" for axis in dependent_set)
-    remedy = (
-        "a smaller configuration space"
-        if isinstance(order, str) and order == "genseq"
-        else "order=genseq or a smaller configuration space"
-    )
-    return (
-        f"the DP table of layer '{graph.names[vertex]}' with dependent set {{{dependent_names}}} "
-        f"spans {entries:,} entries and would bring the live tables to "
-        f"{format_bytes(table_bytes)}, over the memory budget of "
-        f"{format_bytes(budget)}; use {remedy} (for example a larger min-shard)"
-    )
+    remedy = ("a smaller configuration space" if isinstance(order, str) and order == "genseq"
+              else "order=genseq or a smaller configuration space")
+    return (f"the DP table of layer '{graph.names[vertex]}' with dependent set "
+            f"{{{dependent_names}}} spans {entries:,} entries and would bring the live tables "
+            f"to {format_bytes(table_bytes)}, over the memory budget of "
+            f"{format_bytes(budget)}; use {remedy} (for example a larger min-shard)")
 
 
 def format_bytes(count: int) -> str:

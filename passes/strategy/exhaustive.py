@@ -36,17 +36,14 @@ def solve_exhaustive(graph: CostGraph, limit: int = 10**7) -> DPResult:
     sizes = graph.sizes
     strategies = math.prod(sizes)
     if strategies > limit:
-        raise SearchError(
-            f"exhaustive search would try {strategies:,} strategies, over the limit of "
-            f"{limit:,}; use method=dp"
-        )
+        raise SearchError(f"exhaustive search would try {strategies:,} strategies, over the "
+                          f"limit of {limit:,}; use method=dp")
     split = _head_size(sizes)
     head, tail = range(split), range(split, len(sizes))
     tail_shape = tuple(sizes[vertex] for vertex in tail)
     tail_table = _tail_costs(graph, split, tail_shape)
-    head_to_tail = [
-        (u, v, edge_cost) for (u, v), edge_cost in graph.edge_costs.items() if u < split <= v
-    ]
+    head_to_tail = [(u, v, edge_cost) for (u, v), edge_cost in graph.edge_costs.items()
+                    if u < split <= v]
     within_head = [(u, v, edge_cost) for (u, v), edge_cost in graph.edge_costs.items() if v < split]
 
     best_cost = math.inf
@@ -63,17 +60,11 @@ def solve_exhaustive(graph: CostGraph, limit: int = 10**7) -> DPResult:
         cost = float(candidate.flat[position])
         if cost < best_cost:
             best_cost = cost
-            best_choice = head_choice + tuple(
-                int(index) for index in np.unravel_index(position, tail_shape)
-            )
-    return DPResult(
-        choice=best_choice,
-        cost=best_cost,
-        order=(),
-        max_dependent_set=0,
-        table_entries=strategies,
-        peak_table_bytes=tail_table.nbytes + candidate.nbytes,
-    )
+            best_choice = head_choice + tuple(int(index) for index
+                                              in np.unravel_index(position, tail_shape))
+    return DPResult(choice=best_choice, cost=best_cost, order=(), max_dependent_set=0,
+                    table_entries=strategies,
+                    peak_table_bytes=tail_table.nbytes + candidate.nbytes)
 
 
 def _head_size(sizes: list[int]) -> int:

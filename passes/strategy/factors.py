@@ -30,3 +30,12 @@ def argmin_dtype(size: int) -> np.dtype:
     (dtype('uint8'), dtype('uint16'))
     """
     return np.min_scalar_type(max(size - 1, 0))
+
+
+def axis_sizes(factors: Sequence[Factor], vertex: int) -> tuple[dict[int, int], Axes]:
+    """Each vertex's number of configurations in `factors`, and the sorted dependent set:
+    the vertices other than `vertex` they mention."""
+    sizes: dict[int, int] = {}
+    for axes, table in factors:
+        sizes.update(zip(axes, table.shape, strict=True))
+    return sizes, tuple(sorted(set(sizes) - {vertex}))

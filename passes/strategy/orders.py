@@ -36,9 +36,8 @@ def elimination_order(neighbours: Sequence[set[int]], method: str) -> list[int]:
         return _greedy_order(neighbours, _degree_key)
     if method == "minfill":
         return _greedy_order(neighbours, _fill_key)
-    raise ValueError(
-        f"unknown elimination order '{method}'; valid orders are {', '.join(ORDER_METHODS)}"
-    )
+    raise ValueError(f"unknown elimination order '{method}'; valid orders are "
+                     f"{', '.join(ORDER_METHODS)}")
 
 
 def dependent_sets(neighbours: Sequence[set[int]], order: Sequence[int]) -> list[frozenset[int]]:
@@ -75,10 +74,8 @@ def _fill_key(current: list[set[int]], vertex: int) -> tuple[int, ...]:
     return (missing_pairs, len(adjacent), vertex)
 
 
-def _greedy_order(
-    neighbours: Sequence[set[int]],
-    key: Callable[[list[set[int]], int], tuple[int, ...]],
-) -> list[int]:
+def _greedy_order(neighbours: Sequence[set[int]],
+                  key: Callable[[list[set[int]], int], tuple[int, ...]]) -> list[int]:
     """Repeatedly eliminate the remaining vertex with the smallest `key`."""
     current = [set(adjacent) for adjacent in neighbours]
     remaining = set(range(len(current)))

@@ -36,11 +36,6 @@ def test_presets_load_by_name(name: str) -> None:
     assert machine.source
 
 
-def test_the_expected_presets_exist() -> None:
-    assert {"pase-default", "v100-nvlink", "a100-nvlink", "h100-nvlink", "1080ti-pcie",
-            "2080ti-pcie"} <= set(PRESETS)
-
-
 def test_pase_default_is_the_prototypes_constants() -> None:
     machine = load_machine("pase-default")
     # one f32 word costs 5,000 of the prototype's FLOPs (a multiply-add counted once)
@@ -68,16 +63,6 @@ def test_optional_keys_default(tmp_path: Path) -> None:
     assert machine.flops == 1000.0
 
 
-def test_unknown_preset_lists_the_presets() -> None:
-    with pytest.raises(MachineError) as error:
-        load_machine("tpu-v9")
-    message = str(error.value)
-    assert "unknown machine 'tpu-v9'" in message
-    for name in PRESETS:
-        assert name in message
-    assert ".toml" in message
-
-
 def test_missing_file(tmp_path: Path) -> None:
     path = str(tmp_path / "nowhere.toml")
     with pytest.raises(MachineError) as error:
@@ -93,25 +78,9 @@ def malformed(path: str) -> MachineError:
     return error.value
 
 
-def test_malformed_toml_names_the_file_and_the_place(tmp_path: Path) -> None:
-    path = write(tmp_path, "flops = 1e12\nintra_node_bandwidth = = 3\n")
-    error = malformed(path)
-    # tomllib's "(at line 2, column 24)" becomes the place, said once
-    assert str(error) == f"{path}:2:24: not valid TOML: Invalid value"
-    assert (error.line, error.column) == (2, 24)
-
-
 def test_a_toml_error_at_the_end_is_at_the_last_character(tmp_path: Path) -> None:
     error = malformed(write(tmp_path, "flops = 1e12\nsource = [1,\n"))
     assert (error.message, error.line, error.column) == ("not valid TOML: Invalid value", 2, 13)
-
-
-def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:
-    path = tmp_path / "binary.toml"
-    path.write_bytes(b"name = 'x'\nsource = '\xff\xfe'\n")
-    error = malformed(str(path))
-    assert error.message == "the machine file is not UTF-8 text (invalid start byte at byte 21)"
-    assert (error.line, error.column) == (2, 11)
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -148,6 +117,7 @@ def test_missing_key(tmp_path: Path, missing: str) -> None:
                                        "got 'fast'"),
     ("flops", "true", "'flops' must be a number of at least 1, got True"),
     ("flops", "1e-320", "'flops' must be a number of at least 1, got 1e-320"),
+    ("flops", "nan", "'flops' must be a number of at least 1, got nan"),
     ("name", "3", "'name' must be a string, got 3"),
     ("source", "5", "'source' must be a string, got 5"),
     ("devices_per_node", "0", "'devices_per_node' must be a positive integer, got 0"),
@@ -159,12 +129,6 @@ def test_invalid_values(tmp_path: Path, key: str, value: str, expected: str) -> 
              for line in VALID.splitlines()]
     with pytest.raises(MachineError, match=expected):
         load_machine(write(tmp_path, "\n".join(lines) + "\n"))
-
-
-def test_nan_is_not_a_positive_number(tmp_path: Path) -> None:
-    path = write(tmp_path, VALID.replace("flops = 19.5e12", "flops = nan"))
-    with pytest.raises(MachineError, match="'flops' must be a number of at least 1"):
-        load_machine(path)
 
 
 def test_unknown_key(tmp_path: Path) -> None:

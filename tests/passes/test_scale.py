@@ -46,11 +46,9 @@ def windowed(module: ModuleOp) -> list[Windowed]:
     layers: list[Windowed] = []
     for layer in graph_of(module).layers:
         if isinstance(layer, dnn.Conv2dOp):
-            height, width = layer.input_shapes[1].sizes[2:]
-            layers.append((layer, (height, width)))
+            layers.append((layer, tuple(layer.input_shapes[1].sizes[2:])))
         elif isinstance(layer, dnn.Pool2dOp):
-            height, width = layer.ints_prop("window")
-            layers.append((layer, (height, width)))
+            layers.append((layer, tuple(layer.ints_prop("window"))))
     return layers
 
 

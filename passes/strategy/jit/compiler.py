@@ -73,8 +73,7 @@ class _Compiler:
         llvm.initialize_native_asmprinter()
         self.llvm: Any = llvm
         self.target_machine = llvm.Target.from_default_triple().create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3
-        )
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
         self.tuning = llvm.create_pipeline_tuning_options(speed_level=3)
 

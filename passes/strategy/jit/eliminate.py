@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from pase.passes.strategy.factors import Axes, Factor, argmin_dtype
+from pase.passes.strategy.factors import Axes, Factor, argmin_dtype, axis_sizes
 from pase.passes.strategy.jit.compiler import compile_function
 
 LANES = 8
@@ -81,27 +81,21 @@ def eliminate(factors: Sequence[Factor], vertex: int) -> tuple[Axes, np.ndarray,
 
     Raises `RuntimeError` if llvmlite cannot compile here (see `compiler.jit_available`).
     """
-    sizes: dict[int, int] = {}
-    for axes, table in factors:
-        sizes.update(zip(axes, table.shape, strict=True))
-    dependent_set = tuple(sorted(set(sizes) - {vertex}))
+    sizes, dependent_set = axis_sizes(factors, vertex)
     if sizes[vertex] > np.iinfo(np.int32).max:
         raise ValueError(f"vertex {vertex} has {sizes[vertex]} configurations, over 2**31 - 1")
     minimum = np.empty(tuple(sizes[axis] for axis in dependent_set), dtype=np.float64)
     argmin = np.empty(minimum.shape, dtype=argmin_dtype(sizes[vertex]))
     tables = [_readable(table) for _, table in factors]
-    factor_strides = [
-        _element_strides(axes, table) for (axes, _), table in zip(factors, tables, strict=True)
-    ]
+    factor_strides = [_element_strides(axes, table)
+                      for (axes, _), table in zip(factors, tables, strict=True)]
     output_strides = _element_strides(dependent_set, minimum)
     loop_axes = _loop_order(dependent_set, sizes, factor_strides, [t.nbytes for t in tables])
     # Loops of extent 1 in front make small dependent sets share kernels.
     padding = [0] * max(0, MIN_LOOPS - len(loop_axes))
     shape = np.array([1] * len(padding) + [sizes[axis] for axis in (*loop_axes, vertex)])
-    strides = np.array(
-        [padding + [strides.get(axis, 0) for axis in (*loop_axes, vertex)]
-         for strides in factor_strides]
-    )
+    strides = np.array([padding + [strides.get(axis, 0) for axis in (*loop_axes, vertex)]
+                        for strides in factor_strides])
     output_lane_stride = output_strides.get(loop_axes[-1], 0) if loop_axes else 0
     signature = Signature(
         loops=len(shape) - 1,
@@ -133,18 +127,12 @@ def _readable(table: np.ndarray) -> np.ndarray:
 
 def _element_strides(axes: Axes, table: np.ndarray) -> dict[int, int]:
     """The stride of each axis in elements; 0 for an axis of length 1, which only reads index 0."""
-    return {
-        axis: stride // table.itemsize if size > 1 else 0
-        for axis, size, stride in zip(axes, table.shape, table.strides, strict=True)
-    }
+    return {axis: stride // table.itemsize if size > 1 else 0
+            for axis, size, stride in zip(axes, table.shape, table.strides, strict=True)}
 
 
-def _loop_order(
-    dependent_set: Axes,
-    sizes: dict[int, int],
-    factor_strides: Sequence[dict[int, int]],
-    factor_bytes: Sequence[int],
-) -> Axes:
+def _loop_order(dependent_set: Axes, sizes: dict[int, int],
+                factor_strides: Sequence[dict[int, int]], factor_bytes: Sequence[int]) -> Axes:
     """The dependent axes in the order the kernel nests its loops, the lane axis last.
 
     The lane axis is the one the fewest factors must gather along, then one that fills a
@@ -161,11 +149,8 @@ def _loop_order(
         return gathers, sizes[axis] < LANES, axis != dependent_set[-1]
 
     def reused_bytes(axis: int) -> int:
-        return sum(
-            size
-            for strides, size in zip(factor_strides, factor_bytes, strict=True)
-            if strides.get(axis, 0) == 0
-        )
+        return sum(size for strides, size in zip(factor_strides, factor_bytes, strict=True)
+                   if strides.get(axis, 0) == 0)
 
     lane_axis = min(dependent_set, key=lane_cost)
     others = sorted((axis for axis in dependent_set if axis != lane_axis), key=reused_bytes)
@@ -239,9 +224,8 @@ class _KernelBuilder:
 
     def build(self) -> None:
         builder, loops, factors = self.builder, self.signature.loops, len(self.signature.factors)
-        tables, factor_strides, shape, output_strides, self.minimum, self.argmin = (
-            self.function.args
-        )
+        (tables, factor_strides, shape, output_strides, self.minimum,
+         self.argmin) = self.function.args
         body = self.function.append_basic_block("body")
         builder.branch(body)
         builder.position_at_end(body)
@@ -251,10 +235,8 @@ class _KernelBuilder:
 
         self.shape = [element(shape, axis) for axis in range(loops + 1)]
         self.tables = [element(tables, factor) for factor in range(factors)]
-        self.strides = [
-            [element(factor_strides, factor * (loops + 1) + axis) for axis in range(loops + 1)]
-            for factor in range(factors)
-        ]
+        self.strides = [[element(factor_strides, factor * (loops + 1) + axis)
+                         for axis in range(loops + 1)] for factor in range(factors)]
         self.output_strides = [element(output_strides, axis) for axis in range(loops)]
         self._loops(0, [])
         builder.ret_void()
@@ -270,9 +252,8 @@ class _KernelBuilder:
         """`for (i = start; i + step <= stop; i += step) body(i);` returns the final `i`."""
         builder = self.builder
         counter = self._local(start)
-        condition, loop_body, done = (
-            self.function.append_basic_block(f"loop.{part}") for part in ("test", "body", "done")
-        )
+        condition, loop_body, done = (self.function.append_basic_block(f"loop.{part}")
+                                      for part in ("test", "body", "done"))
         builder.branch(condition)
         builder.position_at_end(condition)
         fits = builder.icmp_signed("<=", builder.add(builder.load(counter), _i64(step)), stop)
@@ -288,9 +269,8 @@ class _KernelBuilder:
         if axis == self.lane_axis:
             self._row(indices)
             return
-        self._loop(
-            _i64(0), self.shape[axis], 1, lambda index: self._loops(axis + 1, [*indices, index])
-        )
+        self._loop(_i64(0), self.shape[axis], 1,
+                   lambda index: self._loops(axis + 1, [*indices, index]))
 
     def _row(self, indices: list[ir.Value]) -> None:
         """One row of the lane axis: groups of vectors, then single vectors.
@@ -306,18 +286,13 @@ class _KernelBuilder:
             with short:
                 self._block(_i64(0), 1, short_row=extent)
             with long:
-                grouped = self._loop(
-                    _i64(0), extent, LANES * UNROLL, lambda lane: self._block(lane, UNROLL)
-                )
+                grouped = self._loop(_i64(0), extent, LANES * UNROLL,
+                                     lambda lane: self._block(lane, UNROLL))
                 last = builder.sub(extent, _i64(LANES))
-                self._loop(
-                    grouped,
-                    builder.add(extent, _i64(LANES - 1)),
-                    LANES,
-                    lambda lane: self._block(
-                        builder.select(builder.icmp_signed("<", lane, last), lane, last), 1
-                    ),
-                )
+                self._loop(grouped, builder.add(extent, _i64(LANES - 1)), LANES,
+                           lambda lane: self._block(
+                               builder.select(builder.icmp_signed("<", lane, last), lane, last),
+                               1))
 
     def _dot(self, indices: list[ir.Value], strides: list[ir.Value]) -> ir.Value:
         total: ir.Value = _i64(0)
@@ -335,18 +310,15 @@ class _KernelBuilder:
         lanes = [builder.add(lane, _i64(position)) for position in range(vectors * LANES)]
         if short_row is not None:
             last = builder.sub(short_row, _i64(1))
-            lanes = [
-                builder.select(builder.icmp_signed("<", index, last), index, last)
-                for index in lanes
-            ]
+            lanes = [builder.select(builder.icmp_signed("<", index, last), index, last)
+                     for index in lanes]
         # Per factor: the row's start, and for gathered reads each lane's offset from it.
         starts: list[ir.Value] = []
         gathers: list[list[ir.Value] | None] = []
         for factor, access in enumerate(signature.factors):
             start = builder.gep(self.tables[factor], [self.row_offsets[factor]])
-            gathered = access is Access.STRIDED or (
-                access is Access.CONTIGUOUS and short_row is not None
-            )
+            gathered = access is Access.STRIDED or (access is Access.CONTIGUOUS
+                                                    and short_row is not None)
             if access is Access.CONTIGUOUS and not gathered:
                 start = builder.gep(start, [lane])
             starts.append(start)
@@ -356,15 +328,11 @@ class _KernelBuilder:
         best_at = [self._local(ir.Constant(I32_VECTOR, [0] * LANES)) for _ in range(vectors)]
 
         def scan(vertex: ir.Value) -> None:
-            at_vertex = [
-                builder.gep(start, [builder.mul(vertex, strides[-1])])
-                for start, strides in zip(starts, self.strides, strict=True)
-            ]
-            broadcasts = {
-                factor: self._splat(builder.load(at_vertex[factor]), F64_VECTOR)
-                for factor, access in enumerate(signature.factors)
-                if access is Access.BROADCAST
-            }
+            at_vertex = [builder.gep(start, [builder.mul(vertex, strides[-1])])
+                         for start, strides in zip(starts, self.strides, strict=True)]
+            broadcasts = {factor: self._splat(builder.load(at_vertex[factor]), F64_VECTOR)
+                          for factor, access in enumerate(signature.factors)
+                          if access is Access.BROADCAST}
             vertex_lanes = self._splat(builder.trunc(vertex, I32), I32_VECTOR)
             for vector in range(vectors):
                 total = None
@@ -391,12 +359,9 @@ class _KernelBuilder:
 
         self._loop(_i64(0), self.shape[-1], 1, scan)
         for vector in range(vectors):
-            self._store(
-                builder.load(best[vector]),
-                builder.load(best_at[vector]),
-                lanes[vector * LANES:(vector + 1) * LANES],
-                contiguous=signature.output is Access.CONTIGUOUS and short_row is None,
-            )
+            self._store(builder.load(best[vector]), builder.load(best_at[vector]),
+                        lanes[vector * LANES:(vector + 1) * LANES],
+                        contiguous=signature.output is Access.CONTIGUOUS and short_row is None)
 
     def _store(self, values: ir.Value, argmins: ir.Value, lanes: list[ir.Value],
                contiguous: bool) -> None:
@@ -409,9 +374,8 @@ class _KernelBuilder:
         if contiguous:
             offset = builder.add(self.output_offset, lanes[0])
             # Aligned to an element only: rows start anywhere.
-            for table, data, align in (
-                (self.minimum, values, 8), (self.argmin, argmins, bits // 8)
-            ):
+            for table, data, align in ((self.minimum, values, 8),
+                                       (self.argmin, argmins, bits // 8)):
                 at = builder.bitcast(builder.gep(table, [offset]), data.type.as_pointer())
                 builder.store(data, at, align=align)
             return
@@ -419,9 +383,8 @@ class _KernelBuilder:
         for position, index in enumerate(lanes):
             offset = builder.add(self.output_offset, builder.mul(index, stride))
             for table, data in ((self.minimum, values), (self.argmin, argmins)):
-                builder.store(
-                    builder.extract_element(data, _i32(position)), builder.gep(table, [offset])
-                )
+                builder.store(builder.extract_element(data, _i32(position)),
+                              builder.gep(table, [offset]))
 
     def _splat(self, scalar: ir.Value, vector_type: ir.VectorType) -> ir.Value:
         undefined = ir.Constant(vector_type, ir.Undefined)

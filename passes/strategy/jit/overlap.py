@@ -129,10 +129,8 @@ def _compiled() -> Any:
 def least_overlap_jit(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
                       needed_q: np.ndarray) -> np.ndarray:
     """Exactly `cost._least_overlap(held, needed, held_q, needed_q)`, compiled."""
-    held = np.ascontiguousarray(held, dtype=np.int64)
-    needed = np.ascontiguousarray(needed, dtype=np.int64)
-    held_q = np.ascontiguousarray(held_q, dtype=np.int64)
-    needed_q = np.ascontiguousarray(needed_q, dtype=np.int64)
+    held, needed, held_q, needed_q = (np.ascontiguousarray(array, dtype=np.int64)
+                                      for array in (held, needed, held_q, needed_q))
     count_a, devices, rank, _ = held.shape
     count_b = needed.shape[0]
     least = np.empty((count_a, count_b), dtype=np.float64)

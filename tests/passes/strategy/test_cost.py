@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import itertools
 from math import prod
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pase.frontend import parse_text
+from pase.frontend import parse_file, parse_text
 from pase.passes.strategy import Machine, build_problem
 from pase.passes.strategy.configs import enumerate_configs
 from pase.passes.strategy.cost import _blocks, blocks, group_spans_nodes, redistribution_words
 from pase.passes.strategy.from_ir import read_graph
 
+MODELS = Path(__file__).resolve().parents[3] / "models"
 FLOPS = 1e12
 BANDWIDTH = 1e9
 FLAT = Machine("test", FLOPS, BANDWIDTH, BANDWIDTH, 1 << 30)
@@ -66,34 +68,26 @@ graph @linear(b = 8, d = 16, h = 32) {{
 LINEAR_FLOPS = 6 * 8 * 32 * 16
 
 
-@pytest.mark.parametrize(("config", "devices", "words"), [
+@pytest.mark.parametrize(("x", "config", "devices", "words"), [
     # unsplit: nothing to communicate
-    ({}, 1, 0.0),
+    ("input", {}, 1, 0.0),
     # data parallel: the weight gradient (16·32 = 512 words) is a partial sum over b
-    ({"b": 4}, 4, ring(16 * 32, 4)),
+    ("input", {"b": 4}, 4, ring(16 * 32, 4)),
     # a split reduction dim: the output block (8·32 = 256 words) is a partial sum over d
-    ({"d": 2}, 2, ring(8 * 32, 2)),
+    ("input", {"d": 2}, 2, ring(8 * 32, 2)),
     # an output dim: x is input data, so no input gradient; w ranges over h: nothing
-    ({"h": 4}, 4, 0.0),
+    ("input", {"h": 4}, 4, 0.0),
     # all three: output block 4·16 over d, weight block 8·16 over b
-    ({"b": 2, "h": 2, "d": 2}, 8, ring(4 * 16, 2) + ring(8 * 16, 2)),
-])
-def test_einsum_with_input_data(config: dict[str, int], devices: int, words: float) -> None:
-    problem = build_problem(parse_text(LINEAR.format(x="input")), devices, machine=FLAT)
-    check(problem, {"y": config}, LINEAR_FLOPS / prod(config.values()), words)
-
-
-@pytest.mark.parametrize(("config", "devices", "words"), [
-    # x needs a gradient now; with b split it ranges over every split dim
-    ({"b": 4}, 4, ring(16 * 32, 4)),
+    ("input", {"b": 2, "h": 2, "d": 2}, 8, ring(4 * 16, 2) + ring(8 * 16, 2)),
+    # a trained x needs a gradient; with b split it ranges over every split dim
+    ("param", {"b": 4}, 4, ring(16 * 32, 4)),
     # a split output dim: the input gradient (8·16 = 128 words) is a partial sum over h
-    ({"h": 4}, 4, ring(8 * 16, 4)),
+    ("param", {"h": 4}, 4, ring(8 * 16, 4)),
     # output over d, input gradient (4·8) over h, weight gradient (8·16) over b
-    ({"b": 2, "h": 2, "d": 2}, 8, ring(4 * 16, 2) + ring(4 * 8, 2) + ring(8 * 16, 2)),
+    ("param", {"b": 2, "h": 2, "d": 2}, 8, ring(4 * 16, 2) + ring(4 * 8, 2) + ring(8 * 16, 2)),
 ])
-def test_einsum_with_trained_operands(config: dict[str, int], devices: int,
-                                      words: float) -> None:
-    problem = build_problem(parse_text(LINEAR.format(x="param")), devices, machine=FLAT)
+def test_einsum(x: str, config: dict[str, int], devices: int, words: float) -> None:
+    problem = build_problem(parse_text(LINEAR.format(x=x)), devices, machine=FLAT)
     check(problem, {"y": config}, LINEAR_FLOPS / prod(config.values()), words)
 
 
@@ -144,19 +138,65 @@ graph @softmax(b = 8, t = 16) {
   return %y
 }
 """
+CROSS_ENTROPY = """
+graph @loss(b = 8, c = 16) {
+  %z = param [b, c]
+  %t = input [b] : i32
+  %y = softmax_cross_entropy %z, %t over c
+  return %y
+}
+"""
+LAYERNORM = """
+graph @norm(b = 8, d = 16) {
+  %x = param [b, d]
+  %g = param [d]
+  %beta = param [d]
+  %y = layernorm %x, %g, %beta over d
+  return %y
+}
+"""
+EMBEDDING = """
+graph @embed(b = 8, v = 16, e = 4) {
+  %ids = input [b] : i32
+  %table = param [v, e]
+  %y = embedding %ids, %table
+  return %y
+}
+"""
+# FLOPs of the unsplit layer: 9, 7 and 16 per entry; an embedding copies one entry per id
+# and feature, forward and backward.
+SOFTMAX_FLOPS, CROSS_ENTROPY_FLOPS, LAYERNORM_FLOPS = 9 * 8 * 16, 7 * 8 * 16, 16 * 8 * 16
+EMBEDDING_FLOPS = 2 * 8 * 4
 
 
-@pytest.mark.parametrize(("config", "devices", "words"), [
-    ({}, 1, 0.0),
-    ({"b": 8}, 8, 0.0),
+@pytest.mark.parametrize(("source", "flops", "config", "devices", "words"), [
+    (SOFTMAX, SOFTMAX_FLOPS, {}, 1, 0.0),
+    (SOFTMAX, SOFTMAX_FLOPS, {"b": 8}, 8, 0.0),
     # 8 rows of statistics: max and sum forward, one sum backward, each over t
-    ({"t": 4}, 4, 3 * ring(8, 4)),
+    (SOFTMAX, SOFTMAX_FLOPS, {"t": 4}, 4, 3 * ring(8, 4)),
     # 4 rows per device, groups of 2 over t
-    ({"b": 2, "t": 2}, 4, 3 * ring(4, 2)),
+    (SOFTMAX, SOFTMAX_FLOPS, {"b": 2, "t": 2}, 4, 3 * ring(4, 2)),
+    (CROSS_ENTROPY, CROSS_ENTROPY_FLOPS, {}, 1, 0.0),
+    # only the mean loss: AR(1, 8)
+    (CROSS_ENTROPY, CROSS_ENTROPY_FLOPS, {"b": 8}, 8, ring(1, 8)),
+    # row maximum (8 words), sum of exponentials and target logit (16 words), over c
+    (CROSS_ENTROPY, CROSS_ENTROPY_FLOPS, {"c": 4}, 4, ring(8, 4) + ring(16, 4)),
+    (CROSS_ENTROPY, CROSS_ENTROPY_FLOPS, {"b": 2, "c": 2}, 4,
+     ring(4, 2) + ring(8, 2) + ring(1, 2)),
+    # mean and mean of squares forward, two sums backward: AR(2·8, 4) twice
+    (LAYERNORM, LAYERNORM_FLOPS, {"d": 4}, 4, 2 * ring(2 * 8, 4)),
+    # no statistics; scale and bias gradients (16 words each) over the batch split
+    (LAYERNORM, LAYERNORM_FLOPS, {"b": 4}, 4, 2 * ring(16, 4)),
+    (LAYERNORM, LAYERNORM_FLOPS, {"b": 2, "d": 2}, 4, 2 * ring(2 * 4, 2) + 2 * ring(8, 2)),
+    # the vocabulary is a reduction: the output block (8·4) is a partial sum over v
+    (EMBEDDING, EMBEDDING_FLOPS, {"v": 4}, 4, ring(8 * 4, 4)),
+    # the table gradient (16·4) over the batch split
+    (EMBEDDING, EMBEDDING_FLOPS, {"b": 2}, 2, ring(16 * 4, 2)),
 ])
-def test_softmax_statistics(config: dict[str, int], devices: int, words: float) -> None:
-    problem = build_problem(parse_text(SOFTMAX), devices, machine=FLAT)
-    check(problem, {"y": config}, 9 * 8 * 16 / prod(config.values()), words)
+def test_statistics_and_gradients(source: str, flops: int, config: dict[str, int],
+                                  devices: int, words: float) -> None:
+    problem = build_problem(parse_text(source), devices, machine=FLAT)
+    check(problem, {"y": config}, flops / prod(config.values()), words)
 
 
 def test_softmax_statistics_group_only_over_normalized_dims() -> None:
@@ -170,74 +210,6 @@ def test_softmax_statistics_group_only_over_normalized_dims() -> None:
     problem = build_problem(parse_text(source), 4, machine=FLAT)
     # 8·4 rows, s split in 2: 16 rows per device, all-reduced over the t split only
     check(problem, {"y": {"s": 2, "t": 2}}, 9 * 8 * 4 * 16 / 4, 3 * ring(16, 2))
-
-
-CROSS_ENTROPY = """
-graph @loss(b = 8, c = 16) {
-  %z = param [b, c]
-  %t = input [b] : i32
-  %l = softmax_cross_entropy %z, %t over c
-  return %l
-}
-"""
-
-
-@pytest.mark.parametrize(("config", "devices", "words"), [
-    ({}, 1, 0.0),
-    # only the mean loss: AR(1, 8)
-    ({"b": 8}, 8, ring(1, 8)),
-    # row maximum (8 words), sum of exponentials and target logit (16 words), over c
-    ({"c": 4}, 4, ring(8, 4) + ring(16, 4)),
-    ({"b": 2, "c": 2}, 4, ring(4, 2) + ring(8, 2) + ring(1, 2)),
-])
-def test_softmax_cross_entropy(config: dict[str, int], devices: int, words: float) -> None:
-    problem = build_problem(parse_text(CROSS_ENTROPY), devices, machine=FLAT)
-    check(problem, {"l": config}, 7 * 8 * 16 / prod(config.values()), words)
-
-
-LAYERNORM = """
-graph @norm(b = 8, d = 16) {
-  %x = param [b, d]
-  %g = param [d]
-  %beta = param [d]
-  %y = layernorm %x, %g, %beta over d
-  return %y
-}
-"""
-
-
-@pytest.mark.parametrize(("config", "devices", "words"), [
-    # mean and mean of squares forward, two sums backward: AR(2·8, 4) twice
-    ({"d": 4}, 4, 2 * ring(2 * 8, 4)),
-    # no statistics; scale and bias gradients (16 words each) over the batch split
-    ({"b": 4}, 4, 2 * ring(16, 4)),
-    ({"b": 2, "d": 2}, 4, 2 * ring(2 * 4, 2) + 2 * ring(8, 2)),
-])
-def test_layernorm(config: dict[str, int], devices: int, words: float) -> None:
-    problem = build_problem(parse_text(LAYERNORM), devices, machine=FLAT)
-    check(problem, {"y": config}, 16 * 8 * 16 / prod(config.values()), words)
-
-
-EMBEDDING = """
-graph @embed(b = 8, v = 16, e = 4) {
-  %ids = input [b] : i32
-  %table = param [v, e]
-  %y = embedding %ids, %table
-  return %y
-}
-"""
-
-
-@pytest.mark.parametrize(("config", "devices", "words"), [
-    # the vocabulary is a reduction: the output block (8·4) is a partial sum over v
-    ({"v": 4}, 4, ring(8 * 4, 4)),
-    # the table gradient (16·4) over the batch split
-    ({"b": 2}, 2, ring(16 * 4, 2)),
-])
-def test_embedding(config: dict[str, int], devices: int, words: float) -> None:
-    problem = build_problem(parse_text(EMBEDDING), devices, machine=FLAT)
-    # one copy per id and feature, forward and backward: 2·8·4 FLOPs
-    check(problem, {"y": config}, 2 * 8 * 4 / prod(config.values()), words)
 
 
 # --- redistribution ------------------------------------------------------------------
@@ -471,15 +443,7 @@ def test_canonical_layouts(seed: int) -> None:
 def test_blocks_are_row_major_slices() -> None:
     # The document's example: #pase.config<b = 2, h = 4> on [b, d] x [d, h] puts device 5
     # at (b = 1, h = 1): rows 32..63 of x, all of d, and columns 256..511 of w.
-    source = """
-    graph @mlp(b = 64, d = 256, h = 1024) {
-      %x = input [b, d]
-      %w = param [d, h]
-      %y = einsum %x, %w -> [b, h]
-      return %y
-    }
-    """
-    (layer,) = read_graph(parse_text(source)).layers
+    layer = read_graph(parse_file(str(MODELS / "mlp.dnn"))).layers[0]   # [b, d] x [d, h]
     config = {"b": 2, "h": 4}
     x_blocks = blocks(layer, config, layer.operands[0], 10)
     w_blocks = blocks(layer, config, layer.operands[1], 10)
@@ -506,30 +470,22 @@ graph @broadcast(b = 8, d = 4) {{
 """
 
 
-def test_a_broadcast_vector_reaches_the_devices_idle_for_its_producer() -> None:
-    # %e runs on device 0 alone; devices 1-3 of the batch-split mul need all 4 words
-    problem = build_problem(parse_text(BROADCAST.format(dims="d")), 4, machine=FLAT)
+@pytest.mark.parametrize(("dims", "words"), [("d", 4), ("", 1)])
+def test_a_broadcast_operand_reaches_the_devices_idle_for_its_producer(dims: str,
+                                                                       words: int) -> None:
+    # %e runs on device 0 alone; devices 1-3 of the batch-split mul need all of it
+    problem = build_problem(parse_text(BROADCAST.format(dims=dims)), 4, machine=FLAT)
     breakdown = problem.breakdown({"e": {}, "y": {"b": 4}})
-    assert breakdown.redistribution == pytest.approx(word_seconds(4), rel=1e-12)
-
-
-def test_a_broadcast_scalar_reaches_the_devices_idle_for_its_producer() -> None:
-    problem = build_problem(parse_text(BROADCAST.format(dims="")), 4, machine=FLAT)
-    breakdown = problem.breakdown({"e": {}, "y": {"b": 4}})
-    assert breakdown.redistribution == pytest.approx(word_seconds(1), rel=1e-12)
+    assert breakdown.redistribution == pytest.approx(word_seconds(words), rel=1e-12)
 
 
 @pytest.mark.parametrize("model", ["alexnet", "inception_v3", "rnnlm", "transformer"])
 def test_unique_blocks_are_blocks_of_every_config(model: str) -> None:
     # Every edge's layouts, built for all configs at once and deduplicated, are exactly
     # `blocks` of each config.
-    from pathlib import Path
-
-    from pase.frontend import parse_file
     from pase.passes.strategy.cost import _unique_blocks
 
-    path = Path(__file__).resolve().parents[3] / "models" / f"{model}.dnn"
-    problem = build_problem(parse_file(str(path)), 12, min_shard=1)
+    problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), 12, min_shard=1)
     for edge in problem.edges[:30]:
         for index, use in ((edge.producer, edge.held), (edge.consumer, edge.needed)):
             layer, configs = problem.layer_data[index], problem.config_lists[index]

@@ -165,13 +165,13 @@ def test_pinned_argument_overrides_the_search(seed: int) -> None:
 DATA_PARALLEL = """
 graph @dp(b = 8, d = 16, h = 32, c = 16) {
   %x = input [b, d]
-  %t = input [b] : i32
   %w = param [d, h]
   %y = einsum %x, %w -> [b, h]
   %a = relu %y
   %w2 = param [h, c]
   %z = einsum %a, %w2 -> [b, c]
   %g = einsum %a, %a -> [h]
+  %t = input [b] : i32
   %l = softmax_cross_entropy %z, %t over c
   return %l, %g
 }
@@ -199,29 +199,18 @@ def test_data_parallel_is_in_the_search_space(devices: int) -> None:
     assert optimum.cost <= problem.cost(problem.data_parallel()) * (1 + 1e-12)
 
 
-def test_data_parallel_without_an_input_is_unsplit() -> None:
-    source = """
-    graph @noinput(d = 16, h = 8) {
-      %w = param [d, h]
-      %y = relu %w
-      return %y
-    }
-    """
+@pytest.mark.parametrize(("source", "expected"), [
+    # without an input there is no batch dim
+    ("graph @noinput(d = 16, h = 8) {\n  %w = param [d, h]\n  %y = relu %w\n  return %y\n}",
+     {}),
+    # min-shard leaves only the unsplit configuration; the baseline is searched anyway
+    ("graph @tiny(b = 4, d = 4) {\n  %x = input [b, d]\n  %y = relu %x\n  return %y\n}",
+     {"b": 4}),
+])
+def test_data_parallel_of_a_small_graph(source: str, expected: dict[str, int]) -> None:
     problem = build_problem(parse_text(source), 4)
-    assert problem.data_parallel() == {"y": {}}
-
-
-def test_data_parallel_is_searched_when_min_shard_leaves_one_configuration() -> None:
-    source = """
-    graph @tiny(b = 4, d = 4) {
-      %x = input [b, d]
-      %y = relu %x
-      return %y
-    }
-    """
-    problem = build_problem(parse_text(source), 4)
-    assert problem.data_parallel() == {"y": {"b": 4}}
-    assert {"b": 4} in problem.configs("y")
+    assert problem.data_parallel() == {"y": expected}
+    assert expected in problem.configs("y")
     assert solve(problem).cost <= problem.cost(problem.data_parallel())
 
 
@@ -316,8 +305,7 @@ def test_alexnet_fused_relus_compat_pase_needs_no_redistribution_between_fc_laye
 
 
 def test_cost_tables_over_the_memory_budget_stop_before_they_are_built() -> None:
-    model = Path(__file__).resolve().parents[3] / "models" / "transformer.dnn"
-    problem = build_problem(parse_file(str(model)), 64)
+    problem = build_problem(parse_file(str(MODELS / "transformer.dnn")), 64)
     with pytest.raises(SearchError, match=r"the cost tables of @transformer on 64 devices "
                        r"would take .* MiB \(the largest, edge .* is [0-9,]+ x [0-9,]+ "
                        r"configurations\), over the memory budget of 1.0 MiB"):
@@ -328,8 +316,7 @@ def test_cost_tables_over_the_memory_budget_stop_before_they_are_built() -> None
 def test_repeated_blocks_share_their_edge_tables() -> None:
     # The Transformer's encoder layers are one block repeated: their edges, and what pruning
     # leaves of them, are the same arrays, not copies.
-    model = Path(__file__).resolve().parents[3] / "models" / "transformer.dnn"
-    problem = build_problem(parse_file(str(model)), 8)
+    problem = build_problem(parse_file(str(MODELS / "transformer.dnn")), 8)
     graph = problem.cost_graph()
     tables = list(graph.edge_costs.values())
     buffers = {table.__array_interface__["data"][0] for table in tables}
