@@ -48,6 +48,8 @@ def test_einsum_of_three_operands_and_of_one():
     assert three.names == ("b", "h", "s", "d")
     assert [d.name for d in three.dims if d.reduction] == ["s", "d"]
     assert three.operands == (("b", "s", "d"), ("d", "h"), ("h",))
+    # Contractions leave partial sums over their reduction dims.
+    assert (three.partial, three.statistics, three.kernel_reduced_grads) == (("s", "d"), None, ())
     transpose = layer("b = 2, d = 4", """
   %x = input [b, d]
   %t = einsum %x -> [d, b]
@@ -70,6 +72,8 @@ def test_conv2d_splits_batch_and_channels_only():
     assert space.operands == (("b", "ci", None, None), ("co", "ci", "r", "s"))
     assert space.result == ("b", "co", "ho", "wo")
     assert [d.name for d in space.splittable] == ["b", "co", "ci"]
+    assert (space.partial, space.statistics, space.kernel_reduced_grads) == (
+        ("ci", "r", "s"), None, ())
 
 
 @pytest.mark.parametrize("kind", ["max", "avg"])
@@ -87,20 +91,6 @@ def test_pool2d_splits_batch_and_channels_only(kind: str):
     assert (space.flops_forward, space.flops_backward) == (6.0, 6.0)
 
 
-def test_lstm_splits_batch_and_hidden_units():
-    space = layer("b = 8, s = 6, e = 16, l = 2, k = 32, n = 64", """
-  %x = input [b, s, e]
-  %w = param [l, k, n]
-  %y = lstm %x, %w
-  return %y""").iteration_space()
-    # (l, s, b, n, k) as in PaSE; n counts the e hidden units (four gates each).
-    assert summary(space) == [("l", 2, False, False), ("s", 6, False, False),
-                              ("b", 8, True, False), ("n", 16, True, False),
-                              ("k", 32, False, True)]
-    assert space.operands == (("b", "s", None), ("l", "k", "n"))
-    assert space.result == ("b", "s", None)
-
-
 def test_embedding_iterates_over_the_vocabulary():
     space = layer("b = 8, s = 6, v = 100, e = 16", """
   %ids = input [b, s] : i32
@@ -114,6 +104,7 @@ def test_embedding_iterates_over_the_vocabulary():
     # One copied row element per id: FLOPs per point are 1/vocabulary.
     assert space.flops_forward == pytest.approx(1 / 100)
     assert space.points * space.flops_forward == pytest.approx(8 * 6 * 16)
+    assert (space.partial, space.statistics, space.kernel_reduced_grads) == (("v",), None, ())
 
 
 @pytest.mark.parametrize(
@@ -170,11 +161,12 @@ def test_elementwise_broadcast_operand_maps():
 def test_reduce_and_loss_mark_reductions():
     reduce = layer("b = 4, s = 3, d = 8", """
   %x = input [b, s, d]
-  %y = reduce mean %x over [s]
+  %y = reduce mean %x over [d, s]
   return %y""").iteration_space()
     assert summary(reduce) == [("b", 4, True, False), ("s", 3, True, True),
-                               ("d", 8, True, False)]
-    assert reduce.result == ("b", "d")
+                               ("d", 8, True, True)]
+    assert reduce.result == ("b",)
+    assert (reduce.partial, reduce.statistics) == (("s", "d"), None)  # in the operand's order
     loss = layer("b = 4, c = 10", """
   %z = input [b, c]
   %t = input [b] : i32
@@ -200,36 +192,6 @@ def test_iteration_space_helpers():
 
 
 # -- distribution facts: each op's record -------------------------------------------
-
-
-def test_contractions_leave_partial_sums_over_their_reduction_dims():
-    einsum = layer("b = 2, s = 3, d = 4, h = 5", """
-  %x = input [b, s, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  return %y""").iteration_space()
-    assert einsum.partial == ("s", "d")
-    conv = layer("b = 8, ci = 3, co = 4, h = 10, w = 10, r = 3, s = 3, ho = 8, wo = 8", """
-  %x = input [b, ci, h, w]
-  %f = param [co, ci, r, s]
-  %y = conv2d %x, %f -> [b, co, ho, wo]
-  return %y""").iteration_space()
-    assert conv.partial == ("ci", "r", "s")
-    reduce = layer("b = 4, s = 3, d = 8", """
-  %x = input [b, s, d]
-  %y = reduce sum %x over [d, s]
-  return %y""").iteration_space()
-    assert reduce.partial == ("s", "d")  # in the operand's order
-    embedding = layer("b = 8, s = 6, v = 100, e = 16", """
-  %ids = input [b, s] : i32
-  %table = param [v, e]
-  %y = embedding %ids, %table
-  return %y""").iteration_space()
-    assert embedding.partial == ("v",)
-    for space in (einsum, conv, reduce, embedding):
-        assert space.statistics is None
-        assert space.stats_dims == ()
-        assert space.kernel_reduced_grads == ()
 
 
 def test_elementwise_and_shape_ops_have_no_distribution_facts():
@@ -287,12 +249,18 @@ def test_cross_entropy_row_dims_are_partial_and_three_sums_are_exchanged():
         Collective("all_reduce", 1), Collective("all_reduce", 2)))
 
 
-def test_lstm_gathers_every_step_and_reduces_its_input_gradient_itself():
+def test_lstm_splits_batch_and_hidden_units_and_gathers_every_step():
     space = layer("b = 8, s = 6, e = 16, l = 2, k = 32, n = 64", """
   %x = input [b, s, e]
   %w = param [l, k, n]
   %y = lstm %x, %w
   return %y""").iteration_space()
+    # (l, s, b, n, k) as in PaSE; n counts the e hidden units (four gates each).
+    assert summary(space) == [("l", 2, False, False), ("s", 6, False, False),
+                              ("b", 8, True, False), ("n", 16, True, False),
+                              ("k", 32, False, True)]
+    assert space.operands == (("b", "s", None), ("l", "k", "n"))
+    assert space.result == ("b", "s", None)
     assert space.partial == ()
     # The hidden state (e words per batch row) once per layer and step, and the
     # gradient of [input, hidden] (2e words) once per layer and step backward.
