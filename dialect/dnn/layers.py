@@ -162,6 +162,14 @@ class UnaryOp(_ElementwiseOp):
         return shapes.unary_shape(self.short_name, x)
 
 
+class BinaryOp(_ElementwiseOp):
+    """Elementwise function of two tensors, broadcasting by dimension name."""
+
+    def infer(self) -> NamedShape:
+        lhs, rhs = self.operand_shapes(2)
+        return shapes.binary_shape(self.short_name, lhs, rhs)
+
+
 @irdl_op_definition
 class ReluOp(UnaryOp):
     """`%a = dnn.relu %h : (!dnn.tensor<[b = 64, h = 1024], f32>) -> ...`"""
@@ -199,14 +207,6 @@ class ExpOp(UnaryOp):
 
     name = "dnn.exp"
     FLOPS: ClassVar[Flops] = (2.0, 1.0)
-
-
-class BinaryOp(_ElementwiseOp):
-    """Elementwise function of two tensors, broadcasting by dimension name."""
-
-    def infer(self) -> NamedShape:
-        lhs, rhs = self.operand_shapes(2)
-        return shapes.binary_shape(self.short_name, lhs, rhs)
 
 
 @irdl_op_definition
