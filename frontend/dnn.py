@@ -45,45 +45,49 @@ PARSER = Lark.open("dnn.lark", rel_to=__file__, parser="lalr", propagate_positio
 
 @dataclass(frozen=True)
 class Statement:
-    """What one layer statement accepts."""
+    """What one layer statement accepts. Its kinds and clauses are its op's (`KIND` and
+    `CLAUSES`); a clause without a default is required."""
 
     op: type[dnn.LayerOp]
-    operands: tuple[int, int]
-    kinds: tuple[str, ...] = ()
-    clauses: tuple[str, ...] = ()
-    required: tuple[str, ...] = ()
+    operands: tuple[int, int] = (1, 1)
     result: bool = False
     defaults: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.op.KIND[1] if self.op.KIND is not None else ()
 
-def _one(op: type[dnn.LayerOp], **kw) -> Statement:
-    return Statement(op, (1, 1), **kw)
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        return tuple(keyword for keyword, _, _ in self.op.CLAUSES)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(name for name in self.clauses if name not in self.defaults)
 
 
+_WINDOW_DEFAULTS = {"stride": 1, "padding": 0}
 STATEMENTS: dict[str, Statement] = {
     "einsum": Statement(dnn.EinsumOp, (1, 3), result=True),
-    "conv2d": Statement(dnn.Conv2dOp, (2, 2), clauses=("stride", "padding"), result=True,
-                        defaults={"stride": 1, "padding": 0}),
-    "pool2d": _one(dnn.Pool2dOp, kinds=("max", "avg"), clauses=("window", "stride", "padding"),
-                   required=("window",), result=True, defaults={"stride": 1, "padding": 0}),
-    "relu": _one(dnn.ReluOp),
-    "gelu": _one(dnn.GeluOp),
-    "tanh": _one(dnn.TanhOp),
-    "sigmoid": _one(dnn.SigmoidOp),
-    "exp": _one(dnn.ExpOp),
+    "conv2d": Statement(dnn.Conv2dOp, (2, 2), result=True, defaults=_WINDOW_DEFAULTS),
+    "pool2d": Statement(dnn.Pool2dOp, result=True, defaults=_WINDOW_DEFAULTS),
+    "relu": Statement(dnn.ReluOp),
+    "gelu": Statement(dnn.GeluOp),
+    "tanh": Statement(dnn.TanhOp),
+    "sigmoid": Statement(dnn.SigmoidOp),
+    "exp": Statement(dnn.ExpOp),
     "add": Statement(dnn.AddOp, (2, 2)),
     "sub": Statement(dnn.SubOp, (2, 2)),
     "mul": Statement(dnn.MulOp, (2, 2)),
-    "softmax": _one(dnn.SoftmaxOp, clauses=("over",), required=("over",)),
-    "layernorm": Statement(dnn.LayerNormOp, (1, 3), clauses=("over",), required=("over",)),
-    "batchnorm": Statement(dnn.BatchNormOp, (1, 3), clauses=("over",), required=("over",)),
-    "reduce": _one(dnn.ReduceOp, kinds=("sum", "mean"), clauses=("over",), required=("over",)),
+    "softmax": Statement(dnn.SoftmaxOp),
+    "layernorm": Statement(dnn.LayerNormOp, (1, 3)),
+    "batchnorm": Statement(dnn.BatchNormOp, (1, 3)),
+    "reduce": Statement(dnn.ReduceOp),
     "embedding": Statement(dnn.EmbeddingOp, (2, 2)),
     "lstm": Statement(dnn.LstmOp, (2, 2)),
     "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
-    "reshape": _one(dnn.ReshapeOp, result=True),
-    "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2), clauses=("over",),
-                                       required=("over",)),
+    "reshape": Statement(dnn.ReshapeOp, result=True),
+    "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
 }
 DATA_STATEMENTS = ("input", "param")
 
