@@ -12,25 +12,12 @@ from pase.dialect import dnn
 from pase.dialect.pase import ConfigAttr
 from pase.frontend import Diagnostic, parse_file, parse_text
 
-MLP = """\
-// two-layer perceptron
-graph @mlp(b = 64, d = 256, h = 1024, c = 10) {
-  %x  = input [b, d]
-  %t  = input [b] : i32
-  %w1 = param [d, h]
-  %h  = einsum %x, %w1 -> [b, h]
-  %a  = relu %h
-  %w2 = param [h, c]
-  %z  = einsum %a, %w2 -> [b, c] config {b = 2}
-  %l  = softmax_cross_entropy %z, %t over c
-  return %l
-}
-"""
+MLP = Path(__file__).resolve().parents[2] / "models" / "mlp.dnn"
 
 
-def test_parse_text_returns_a_verified_module():
+def test_parse_file_returns_a_verified_module():
     """The module's structure from Python; lit (`tests/lit/frontend/`) shows the IR."""
-    module = parse_text(MLP, "mlp.dnn")
+    module = parse_file(str(MLP))
     module.verify()
     (graph,) = module.ops
     assert isinstance(graph, dnn.GraphOp)
@@ -39,23 +26,22 @@ def test_parse_text_returns_a_verified_module():
     names = [op.results[0].name_hint for op in graph.body.block.ops if op.results]
     assert names == ["x", "t", "w1", "h", "a", "w2", "z", "l"]
     assert list(graph.layer_names().values()) == ["h", "a", "z", "l"]
-    h, relu, z, _ = graph.layers
+    h, relu, _, _ = graph.layers
     assert isinstance(h, dnn.EinsumOp)
     assert h.result_shape == NamedShape(("b", "h"), (64, 1024), "f32")
-    assert isinstance(z.config, ConfigAttr)
-    assert z.config.splits == {"b": 2}
     assert h.config is None
     assert isinstance(relu.location, FileLineColLoc)
-    assert relu.location.filename.data == "mlp.dnn"
+    assert relu.location.filename.data == str(MLP)
     assert (relu.location.line.data, relu.location.column.data) == (7, 9)
 
 
-def test_parse_file(tmp_path: Path):
-    path = tmp_path / "mlp.dnn"
-    path.write_text(MLP)
-    (graph,) = parse_file(str(path)).ops
+def test_pinned_config_becomes_a_pase_config():
+    (graph,) = parse_text("graph @g(b = 4) {\n  %x = input [b]\n  %y = relu %x config {b = 2}\n"
+                          "  return %y\n}").ops
     assert isinstance(graph, dnn.GraphOp)
-    assert graph.layers[0].location.filename.data == str(path)
+    (relu,) = graph.layers
+    assert isinstance(relu.config, ConfigAttr)
+    assert relu.config.splits == {"b": 2}
 
 
 def test_parse_file_that_does_not_exist(tmp_path: Path):
