@@ -217,7 +217,6 @@ class _Builder:
         self.text = text
         self.filename = filename
         self.graph_names: dict[str, int] = {}
-        self.locations: dict[Operation, tuple[int, int]] = {}
 
     def error(self, message: str, token: Node | Tree | None) -> Diagnostic:
         if isinstance(token, Token):
@@ -229,13 +228,14 @@ class _Builder:
         return Diagnostic(message, self.filename, source=self.text)
 
     def error_at_op(self, op: Operation, message: str) -> Diagnostic:
-        line, column = self.locations.get(op, (0, 0))
-        return Diagnostic(message, self.filename, line, column, self.text)
+        if not isinstance(location := op.location, FileLineColLoc):
+            return Diagnostic(message, self.filename, 0, 0, self.text)
+        return Diagnostic(message, self.filename, location.line.data, location.column.data,
+                          self.text)
 
     def locate(self, op: Operation, token: Node) -> Operation:
         op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(token.line or 0),
                                      IntAttr(token.column or 0))
-        self.locations[op] = (token.line or 0, token.column or 0)
         return op
 
     # -- graphs --
