@@ -231,15 +231,19 @@ class MulOp(BinaryOp):
     FLOPS: ClassVar[Flops] = (1.0, 2.0)
 
 
-@irdl_op_definition
-class SoftmaxOp(LayerOp):
-    """`%p = dnn.softmax %s over [t] : (...) -> ...`; a split `t` all-reduces statistics."""
-
-    name = "dnn.softmax"
+class _OverOp(LayerOp):
+    """A layer over some dims of its first operand, which its `over [dims]` clause names."""
 
     over = prop_def(ArrayAttr[StringAttr])
 
     CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
+
+
+@irdl_op_definition
+class SoftmaxOp(_OverOp):
+    """`%p = dnn.softmax %s over [t] : (...) -> ...`; a split `t` all-reduces statistics."""
+
+    name = "dnn.softmax"
 
     def infer(self) -> NamedShape:
         (x,) = self.operand_shapes(1)
@@ -255,12 +259,8 @@ class SoftmaxOp(LayerOp):
                                statistics=statistics)
 
 
-class NormOp(LayerOp):
+class NormOp(_OverOp):
     """Normalization over `over` dims with optional scale and bias operands."""
-
-    over = prop_def(ArrayAttr[StringAttr])
-
-    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
 
     def infer(self) -> NamedShape:
         inputs = self.input_shapes
@@ -294,16 +294,14 @@ class BatchNormOp(NormOp):
 
 
 @irdl_op_definition
-class ReduceOp(LayerOp):
+class ReduceOp(_OverOp):
     """`%y = dnn.reduce sum %x over [s] : (...) -> ...` (sum or mean)."""
 
     name = "dnn.reduce"
 
     kind = prop_def(StringAttr)
-    over = prop_def(ArrayAttr[StringAttr])
 
     KIND: ClassVar[Kind] = ("kind", ("sum", "mean"))
-    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
 
     def infer(self) -> NamedShape:
         (x,) = self.operand_shapes(1)
@@ -425,14 +423,10 @@ class ReshapeOp(LayerOp):
 
 
 @irdl_op_definition
-class SoftmaxCrossEntropyOp(LayerOp):
+class SoftmaxCrossEntropyOp(_OverOp):
     """Mean softmax cross-entropy loss: `%l = dnn.softmax_cross_entropy %z, %t over [c]`."""
 
     name = "dnn.softmax_cross_entropy"
-
-    over = prop_def(ArrayAttr[StringAttr])
-
-    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
 
     def infer(self) -> NamedShape:
         over = self.dims_prop("over")
