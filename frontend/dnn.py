@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -45,45 +45,49 @@ PARSER = Lark.open("dnn.lark", rel_to=__file__, parser="lalr", propagate_positio
 
 @dataclass(frozen=True)
 class Statement:
-    """What one layer statement accepts."""
+    """What one layer statement accepts. Its kinds and clauses are its op's (`KIND` and
+    `CLAUSES`); a clause without a default is required."""
 
     op: type[dnn.LayerOp]
-    operands: tuple[int, int]
-    kinds: tuple[str, ...] = ()
-    clauses: tuple[str, ...] = ()
-    required: tuple[str, ...] = ()
+    operands: tuple[int, int] = (1, 1)
     result: bool = False
     defaults: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.op.KIND[1] if self.op.KIND is not None else ()
 
-def _one(op: type[dnn.LayerOp], **kw) -> Statement:
-    return Statement(op, (1, 1), **kw)
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        return tuple(keyword for keyword, _, _ in self.op.CLAUSES)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(name for name in self.clauses if name not in self.defaults)
 
 
+_WINDOW_DEFAULTS = {"stride": 1, "padding": 0}
 STATEMENTS: dict[str, Statement] = {
     "einsum": Statement(dnn.EinsumOp, (1, 3), result=True),
-    "conv2d": Statement(dnn.Conv2dOp, (2, 2), clauses=("stride", "padding"), result=True,
-                        defaults={"stride": 1, "padding": 0}),
-    "pool2d": _one(dnn.Pool2dOp, kinds=("max", "avg"), clauses=("window", "stride", "padding"),
-                   required=("window",), result=True, defaults={"stride": 1, "padding": 0}),
-    "relu": _one(dnn.ReluOp),
-    "gelu": _one(dnn.GeluOp),
-    "tanh": _one(dnn.TanhOp),
-    "sigmoid": _one(dnn.SigmoidOp),
-    "exp": _one(dnn.ExpOp),
+    "conv2d": Statement(dnn.Conv2dOp, (2, 2), result=True, defaults=_WINDOW_DEFAULTS),
+    "pool2d": Statement(dnn.Pool2dOp, result=True, defaults=_WINDOW_DEFAULTS),
+    "relu": Statement(dnn.ReluOp),
+    "gelu": Statement(dnn.GeluOp),
+    "tanh": Statement(dnn.TanhOp),
+    "sigmoid": Statement(dnn.SigmoidOp),
+    "exp": Statement(dnn.ExpOp),
     "add": Statement(dnn.AddOp, (2, 2)),
     "sub": Statement(dnn.SubOp, (2, 2)),
     "mul": Statement(dnn.MulOp, (2, 2)),
-    "softmax": _one(dnn.SoftmaxOp, clauses=("over",), required=("over",)),
-    "layernorm": Statement(dnn.LayerNormOp, (1, 3), clauses=("over",), required=("over",)),
-    "batchnorm": Statement(dnn.BatchNormOp, (1, 3), clauses=("over",), required=("over",)),
-    "reduce": _one(dnn.ReduceOp, kinds=("sum", "mean"), clauses=("over",), required=("over",)),
+    "softmax": Statement(dnn.SoftmaxOp),
+    "layernorm": Statement(dnn.LayerNormOp, (1, 3)),
+    "batchnorm": Statement(dnn.BatchNormOp, (1, 3)),
+    "reduce": Statement(dnn.ReduceOp),
     "embedding": Statement(dnn.EmbeddingOp, (2, 2)),
     "lstm": Statement(dnn.LstmOp, (2, 2)),
     "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
-    "reshape": _one(dnn.ReshapeOp, result=True),
-    "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2), clauses=("over",),
-                                       required=("over",)),
+    "reshape": Statement(dnn.ReshapeOp, result=True),
+    "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
 }
 DATA_STATEMENTS = ("input", "param")
 
@@ -184,11 +188,21 @@ def _unknown_op_before(error: UnexpectedInput, text: str, filename: str) -> Diag
         op = match.group(1)
         if op not in known:
             line, column = offset_to_line_column(text, match.start(1))
-            hint = difflib.get_close_matches(op, sorted(known), n=1)
-            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            return Diagnostic(f"unknown op '{op}'{suggestion}", filename, line, column, text,
-                              len(op))
+            return Diagnostic(f"unknown op '{op}'{_did_you_mean(op, sorted(known))}", filename,
+                              line, column, text, len(op))
     return None
+
+
+def _did_you_mean(name: str, known: Iterable[str], spelled: str = "'{}'") -> str:
+    """`; did you mean 'relu'?` for the known name closest to `name`, or nothing."""
+    hint = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {spelled.format(hint[0])}?" if hint else ""
+
+
+def _items(node: Node) -> list[Node]:
+    """The items of a bracketed list, or the one item written without brackets."""
+    children = [node] if isinstance(node, Token) else node.children
+    return [child for child in children if child is not None]
 
 
 def _end_position(text: str) -> tuple[int, int]:
@@ -203,7 +217,6 @@ class _Builder:
         self.text = text
         self.filename = filename
         self.graph_names: dict[str, int] = {}
-        self.locations: dict[Operation, tuple[int, int]] = {}
 
     def error(self, message: str, token: Node | Tree | None) -> Diagnostic:
         if isinstance(token, Token):
@@ -215,13 +228,14 @@ class _Builder:
         return Diagnostic(message, self.filename, source=self.text)
 
     def error_at_op(self, op: Operation, message: str) -> Diagnostic:
-        line, column = self.locations.get(op, (0, 0))
-        return Diagnostic(message, self.filename, line, column, self.text)
+        if not isinstance(location := op.location, FileLineColLoc):
+            return Diagnostic(message, self.filename, 0, 0, self.text)
+        return Diagnostic(message, self.filename, location.line.data, location.column.data,
+                          self.text)
 
     def locate(self, op: Operation, token: Node) -> Operation:
         op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(token.line or 0),
                                      IntAttr(token.column or 0))
-        self.locations[op] = (token.line or 0, token.column or 0)
         return op
 
     # -- graphs --
@@ -270,16 +284,12 @@ class _Builder:
         self.locate(graph, name_token)
         return graph
 
-    def positive_int(self, token: Node, what: str) -> int:
+    def positive_int(self, token: Node, what: str, least: int = 1) -> int:
+        """`token` as an int of at least `least` (1 or 0), or an error about `what`."""
         text = str(token)
-        if not text.lstrip("+").isdigit() or int(text) < 1:
-            raise self.error(f"{what} must be a positive integer, got '{text}'", token)
-        return int(text)
-
-    def non_negative_int(self, token: Node, what: str) -> int:
-        text = str(token)
-        if not text.lstrip("+").isdigit():
-            raise self.error(f"{what} must be a non-negative integer, got '{text}'", token)
+        if not text.lstrip("+").isdigit() or int(text) < least:
+            kind = "positive" if least else "non-negative"
+            raise self.error(f"{what} must be a {kind} integer, got '{text}'", token)
         return int(text)
 
 
@@ -298,18 +308,15 @@ class _Scope:
     def value(self, token: Node) -> SSAValue:
         name = str(token)[1:]
         if name not in self.values:
-            hint = difflib.get_close_matches(name, self.values, n=1)
-            suggestion = f"; did you mean %{hint[0]}?" if hint else ""
-            raise self.error(f"undefined value %{name}{suggestion}", token)
+            raise self.error(f"undefined value %{name}{_did_you_mean(name, self.values, '%{}')}",
+                             token)
         return self.values[name][0]
 
     def shape(self, dim_tokens: Sequence[Node], element: str = "f32") -> NamedShape:
         for token in dim_tokens:
             if str(token) not in self.dims:
-                hint = difflib.get_close_matches(str(token), self.dims, n=1)
-                suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
                 raise self.error(f"unknown dimension '{token}'; declare it in the header of "
-                                 f"@{self.graph}{suggestion}", token)
+                                 f"@{self.graph}{_did_you_mean(str(token), self.dims)}", token)
         for i, token in enumerate(dim_tokens):
             if str(token) in (str(t) for t in dim_tokens[:i]):
                 raise self.error(f"dimension '{token}' appears twice in one tensor", token)
@@ -359,7 +366,7 @@ class _Scope:
                                  + ", ".join(ELEMENT_TYPES), element_token)
             if op == "param" and element_name not in ("f32", "f64"):
                 raise self.error("param must be floating-point (f32 or f64)", element_token)
-        dims = [d for d in dim_list.children if d is not None]
+        dims = _items(dim_list)
         tensor = dnn.TensorType.of(self.shape(dims, element_name))
         return dnn.InputOp(tensor) if op == "input" else dnn.ParamOp(tensor)
 
@@ -370,9 +377,7 @@ class _Scope:
         statement = STATEMENTS.get(op)
         if statement is None:
             known = sorted([*STATEMENTS, *DATA_STATEMENTS])
-            hint = difflib.get_close_matches(op, known, n=1)
-            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            raise self.error(f"unknown op '{op}'{suggestion}", op_token)
+            raise self.error(f"unknown op '{op}'{_did_you_mean(op, known)}", op_token)
         if element is not None:
             raise self.error(f"{op} infers its element type; remove ': "
                              f"{element.children[0]}'", element)
@@ -401,8 +406,7 @@ class _Scope:
         if statement.result:
             if result is None:
                 raise self.error(f"{op} needs its result dimensions: '-> [dims]'", op_token)
-            result_dims = result.children[0].children
-            result_dims = [] if result_dims == [None] else list(result_dims)
+            result_dims = _items(result.children[0])
             element_name = dnn.shape_of(operands[0]).element if operands else "f32"
             if statement.op is dnn.EmbeddingOp and len(operands) > 1:
                 element_name = dnn.shape_of(operands[1]).element
@@ -425,22 +429,19 @@ class _Scope:
             if name in properties:
                 raise self.error(f"'{name}' given twice", keyword)
             if name == "over":
-                dims = [value] if isinstance(value, Token) else list(value.children)
-                dims = [d for d in dims if d is not None]
+                dims = _items(value)
                 self.shape(dims)
                 properties[name] = ArrayAttr(StringAttr(str(d)) for d in dims)
             elif name == "window":
-                numbers = [n for n in value.children if n is not None]
                 properties[name] = ArrayAttr(
-                    IntAttr(self.builder.positive_int(n, "window size")) for n in numbers)
+                    IntAttr(self.builder.positive_int(n, "window size")) for n in _items(value))
             elif name == "stride":
                 properties[name] = IntAttr(self.builder.positive_int(value, "stride"))
             else:
-                pads = [value] if isinstance(value, Token) else list(value.children)
-                pads = [p for p in pads if p is not None]
+                pads = _items(value)
                 if len(pads) not in (1, 2):
                     raise self.error("padding is one number or [height, width]", keyword)
-                values = [self.builder.non_negative_int(p, "padding") for p in pads]
+                values = [self.builder.positive_int(p, "padding", least=0) for p in pads]
                 values = values if len(values) == 2 else values * 2
                 properties[name] = ArrayAttr(IntAttr(v) for v in values)
         for name in statement.required:
@@ -476,9 +477,7 @@ class _Scope:
 
     def config(self, layer: dnn.LayerOp, tree: Tree) -> ConfigAttr:
         splits: dict[str, int] = {}
-        for split in tree.children[1:]:
-            if split is None:
-                continue
+        for split in _items(tree)[1:]:
             dim, factor = split.children
             if str(dim) in splits:
                 raise self.error(f"dimension '{dim}' is split twice", dim)

@@ -17,10 +17,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
-from xdsl.ir import (
-    Block,
-    Operation,
-)
+from xdsl.ir import Block, Operation
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -35,19 +32,13 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import (
-    HasParent,
-    IsolatedFromAbove,
-    IsTerminator,
-    SymbolOpInterface,
-    SymbolTable,
-)
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from pase.core.shapes import ShapeError
 from pase.dialect import dnn
 from pase.dialect.dist.types import KERNELS, TensorType
 from pase.dialect.dnn import LAYER_OPS
-from pase.core.shapes import ShapeError
 
 
 def _grid_text(shape: Sequence[int]) -> str:
@@ -257,7 +248,6 @@ class LayerOp(IRDLOperation):
                 raise VerifyException(f"stats axis {axis} is not an axis of "
                                       f"@{types[0].grid_name}, which has {len(shape)} "
                                       f"{'axis' if len(shape) == 1 else 'axes'}")
-
 
     def _verify_seeded(self) -> None:
         if self.kernel.data != "dnn.vjp":

@@ -220,7 +220,9 @@ class _ValueOp(IRDLOperation):
         super().__init__(result_types=[result_type])
 
     def verify_(self) -> None:
-        _no_config(self)
+        if CONFIG_ATTR_NAME in self.attributes:
+            raise VerifyException(f"{self.name} takes no pase.config: it is laid out as its "
+                                  "first reader's configuration needs")
 
 
 @irdl_op_definition
@@ -240,10 +242,3 @@ class ParamOp(_ValueOp):
         if self.output.type.shape.element not in shapes.FLOAT_TYPES:
             raise VerifyException("dnn.param must be floating-point")
         super().verify_()
-
-
-def _no_config(op: IRDLOperation) -> None:
-    """Inputs and params have no configuration of their own (it would be ignored)."""
-    if CONFIG_ATTR_NAME in op.attributes:
-        raise VerifyException(f"{op.name} takes no pase.config: it is laid out as its first "
-                              "reader's configuration needs")

@@ -86,6 +86,20 @@ class LayerOp(IRDLOperation):
     def result_shape(self) -> NamedShape:
         return self.output.type.shape
 
+    @property
+    def short_name(self) -> str:
+        """The op's name in `.dnn` and in its shape errors: `relu` for `dnn.relu`."""
+        return self.name.removeprefix("dnn.")
+
+    def operand_shapes(self, count: int, roles: str = "") -> list[NamedShape]:
+        """The operand shapes, of which there must be `count` (`roles` names them in the
+        error, e.g. " (input, filter)")."""
+        inputs = self.input_shapes
+        if len(inputs) != count:
+            raise ShapeError(f"{self.short_name} takes {count} operand{'s' if count > 1 else ''}"
+                             f"{roles}, got {len(inputs)}")
+        return inputs
+
     def dims_prop(self, prop: str) -> tuple[str, ...]:
         attr = self.properties[prop]
         assert isinstance(attr, ArrayAttr)

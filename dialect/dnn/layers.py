@@ -93,11 +93,9 @@ class Conv2dOp(LayerOp):
     CLAUSES: ClassVar[Clauses] = (("stride", "stride", "int"), ("padding", "padding", "pair"))
 
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 2:
-            raise ShapeError(f"conv2d takes 2 operands (input, filter), got {len(inputs)}")
-        return shapes.conv2d_shape(inputs[0], inputs[1], self.stride.data,
-                                   _pair(self.ints_prop("padding")), self.result_shape)
+        x, w = self.operand_shapes(2, " (input, filter)")
+        return shapes.conv2d_shape(x, w, self.stride.data, _pair(self.ints_prop("padding")),
+                                   self.result_shape)
 
     def iteration_space(self) -> IterationSpace:
         x, w = self.input_shapes
@@ -129,13 +127,11 @@ class Pool2dOp(LayerOp):
                ("padding", "padding", "pair"))
 
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 1:
-            raise ShapeError(f"pool2d takes 1 operand, got {len(inputs)}")
+        (x,) = self.operand_shapes(1)
         window = self.ints_prop("window")
         if len(window) != 2:
             raise ShapeError(f"pool2d window must be [height, width], got {list(window)}")
-        return shapes.pool2d_shape(inputs[0], (window[0], window[1]), self.stride.data,
+        return shapes.pool2d_shape(x, (window[0], window[1]), self.stride.data,
                                    _pair(self.ints_prop("padding")), self.result_shape)
 
     def iteration_space(self) -> IterationSpace:
@@ -149,20 +145,29 @@ class Pool2dOp(LayerOp):
                               flops_forward=float(kh * kw), flops_backward=float(kh * kw))
 
 
-class UnaryOp(LayerOp):
-    """Elementwise function of one tensor."""
+class _ElementwiseOp(LayerOp):
+    """An elementwise layer: it iterates over its result's dims, at `FLOPS` per element."""
 
     FLOPS: ClassVar[Flops] = (1.0, 1.0)
 
-    def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 1:
-            raise ShapeError(f"{self.name.removeprefix('dnn.')} takes 1 operand, "
-                             f"got {len(inputs)}")
-        return shapes.unary_shape(self.name.removeprefix("dnn."), inputs[0])
-
     def iteration_space(self) -> IterationSpace:
         return _identity_space(self.result_shape, self.input_shapes, *self.FLOPS)
+
+
+class UnaryOp(_ElementwiseOp):
+    """Elementwise function of one tensor."""
+
+    def infer(self) -> NamedShape:
+        (x,) = self.operand_shapes(1)
+        return shapes.unary_shape(self.short_name, x)
+
+
+class BinaryOp(_ElementwiseOp):
+    """Elementwise function of two tensors, broadcasting by dimension name."""
+
+    def infer(self) -> NamedShape:
+        lhs, rhs = self.operand_shapes(2)
+        return shapes.binary_shape(self.short_name, lhs, rhs)
 
 
 @irdl_op_definition
@@ -204,22 +209,6 @@ class ExpOp(UnaryOp):
     FLOPS: ClassVar[Flops] = (2.0, 1.0)
 
 
-class BinaryOp(LayerOp):
-    """Elementwise function of two tensors, broadcasting by dimension name."""
-
-    FLOPS: ClassVar[Flops] = (1.0, 1.0)
-
-    def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        op = self.name.removeprefix("dnn.")
-        if len(inputs) != 2:
-            raise ShapeError(f"{op} takes 2 operands, got {len(inputs)}")
-        return shapes.binary_shape(op, inputs[0], inputs[1])
-
-    def iteration_space(self) -> IterationSpace:
-        return _identity_space(self.result_shape, self.input_shapes, *self.FLOPS)
-
-
 @irdl_op_definition
 class AddOp(BinaryOp):
     """`%y = dnn.add %a, %bias : (..., !dnn.tensor<[h = 1024], f32>) -> ...`"""
@@ -242,21 +231,23 @@ class MulOp(BinaryOp):
     FLOPS: ClassVar[Flops] = (1.0, 2.0)
 
 
-@irdl_op_definition
-class SoftmaxOp(LayerOp):
-    """`%p = dnn.softmax %s over [t] : (...) -> ...`; a split `t` all-reduces statistics."""
-
-    name = "dnn.softmax"
+class _OverOp(LayerOp):
+    """A layer over some dims of its first operand, which its `over [dims]` clause names."""
 
     over = prop_def(ArrayAttr[StringAttr])
 
     CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
 
+
+@irdl_op_definition
+class SoftmaxOp(_OverOp):
+    """`%p = dnn.softmax %s over [t] : (...) -> ...`; a split `t` all-reduces statistics."""
+
+    name = "dnn.softmax"
+
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 1:
-            raise ShapeError(f"softmax takes 1 operand, got {len(inputs)}")
-        return shapes.softmax_shape(inputs[0], self.dims_prop("over"))
+        (x,) = self.operand_shapes(1)
+        return shapes.softmax_shape(x, self.dims_prop("over"))
 
     def iteration_space(self) -> IterationSpace:
         # The row maximum and Σ exp forward, Σ dy·y backward (docs/cost-model.md, rule 3).
@@ -268,19 +259,15 @@ class SoftmaxOp(LayerOp):
                                statistics=statistics)
 
 
-class NormOp(LayerOp):
+class NormOp(_OverOp):
     """Normalization over `over` dims with optional scale and bias operands."""
-
-    over = prop_def(ArrayAttr[StringAttr])
-
-    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
 
     def infer(self) -> NamedShape:
         inputs = self.input_shapes
-        op = self.name.removeprefix("dnn.")
         if not inputs:
-            raise ShapeError(f"{op} takes 1 operand, or 3 with scale and bias, got 0")
-        return shapes.norm_shape(op, inputs[0], inputs[1:], self.dims_prop("over"))
+            raise ShapeError(f"{self.short_name} takes 1 operand, or 3 with scale and bias, "
+                             "got 0")
+        return shapes.norm_shape(self.short_name, inputs[0], inputs[1:], self.dims_prop("over"))
 
     def iteration_space(self) -> IterationSpace:
         # [Σ x, Σ x²] forward, [Σ g, Σ g·x̂] backward, in one all-reduce each.
@@ -307,22 +294,18 @@ class BatchNormOp(NormOp):
 
 
 @irdl_op_definition
-class ReduceOp(LayerOp):
+class ReduceOp(_OverOp):
     """`%y = dnn.reduce sum %x over [s] : (...) -> ...` (sum or mean)."""
 
     name = "dnn.reduce"
 
     kind = prop_def(StringAttr)
-    over = prop_def(ArrayAttr[StringAttr])
 
     KIND: ClassVar[Kind] = ("kind", ("sum", "mean"))
-    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
 
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 1:
-            raise ShapeError(f"reduce takes 1 operand, got {len(inputs)}")
-        return shapes.reduce_shape(self.kind.data, inputs[0], self.dims_prop("over"))
+        (x,) = self.operand_shapes(1)
+        return shapes.reduce_shape(self.kind.data, x, self.dims_prop("over"))
 
     def iteration_space(self) -> IterationSpace:
         return _identity_space(self.input_shapes[0], self.input_shapes, 1.0, 1.0,
@@ -340,10 +323,7 @@ class EmbeddingOp(LayerOp):
     name = "dnn.embedding"
 
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 2:
-            raise ShapeError(f"embedding takes 2 operands (ids, table), got {len(inputs)}")
-        return shapes.embedding_shape(inputs[0], inputs[1])
+        return shapes.embedding_shape(*self.operand_shapes(2, " (ids, table)"))
 
     def iteration_space(self) -> IterationSpace:
         ids, table = self.input_shapes
@@ -375,10 +355,7 @@ class LstmOp(LayerOp):
     name = "dnn.lstm"
 
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 2:
-            raise ShapeError(f"lstm takes 2 operands (input, weight), got {len(inputs)}")
-        return shapes.lstm_shape(inputs[0], inputs[1])
+        return shapes.lstm_shape(*self.operand_shapes(2, " (input, weight)"))
 
     def iteration_space(self) -> IterationSpace:
         x, w = self.input_shapes
@@ -428,10 +405,8 @@ class ReshapeOp(LayerOp):
     name = "dnn.reshape"
 
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
-        if len(inputs) != 1:
-            raise ShapeError(f"reshape takes 1 operand, got {len(inputs)}")
-        return shapes.reshape_shape(inputs[0], self.result_shape)
+        (x,) = self.operand_shapes(1)
+        return shapes.reshape_shape(x, self.result_shape)
 
     def iteration_space(self) -> IterationSpace:
         (x,) = self.input_shapes
@@ -448,25 +423,18 @@ class ReshapeOp(LayerOp):
 
 
 @irdl_op_definition
-class SoftmaxCrossEntropyOp(LayerOp):
+class SoftmaxCrossEntropyOp(_OverOp):
     """Mean softmax cross-entropy loss: `%l = dnn.softmax_cross_entropy %z, %t over [c]`."""
 
     name = "dnn.softmax_cross_entropy"
 
-    over = prop_def(ArrayAttr[StringAttr])
-
-    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"),)
-
     def infer(self) -> NamedShape:
-        inputs = self.input_shapes
         over = self.dims_prop("over")
-        if len(inputs) != 2:
-            raise ShapeError(f"softmax_cross_entropy takes 2 operands (logits, labels), "
-                             f"got {len(inputs)}")
+        logits, labels = self.operand_shapes(2, " (logits, labels)")
         if len(over) != 1:
             raise ShapeError(f"softmax_cross_entropy is over one class dimension, "
                              f"got [{', '.join(over)}]")
-        return shapes.cross_entropy_shape(inputs[0], inputs[1], over[0])
+        return shapes.cross_entropy_shape(logits, labels, over[0])
 
     def iteration_space(self) -> IterationSpace:
         logits, labels = self.input_shapes

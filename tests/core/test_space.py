@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from xdsl.context import Context
 
@@ -13,7 +15,8 @@ from pase.passes.autodiff import AutodiffPass
 
 def layer(header: str, body: str) -> dnn.LayerOp:
     """The last layer of a one-graph program (`return` of it is added)."""
-    module = parse_text(f"graph @g({header}) {{\n{body}\n}}", "space.dnn")
+    last = re.findall(r"%(\w+) =", body)[-1]
+    module = parse_text(f"graph @g({header}) {{\n{body}\n  return %{last}\n}}", "space.dnn")
     graph = module.ops.first
     assert isinstance(graph, dnn.GraphOp)
     return graph.layers[-1]
@@ -27,8 +30,7 @@ def test_einsum_sums_the_dims_absent_from_the_result():
     space = layer("b = 8, d = 16, h = 32", """
   %x = input [b, d]
   %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  return %y""").iteration_space()
+  %y = einsum %x, %w -> [b, h]""").iteration_space()
     # Result dims first, in result order, then the summed ones.
     assert summary(space) == [("b", 8, True, False), ("h", 32, True, False),
                               ("d", 16, True, True)]
@@ -43,15 +45,15 @@ def test_einsum_of_three_operands_and_of_one():
   %x = input [b, s, d]
   %w = param [d, h]
   %g = param [h]
-  %y = einsum %x, %w, %g -> [b, h]
-  return %y""").iteration_space()
+  %y = einsum %x, %w, %g -> [b, h]""").iteration_space()
     assert three.names == ("b", "h", "s", "d")
     assert [d.name for d in three.dims if d.reduction] == ["s", "d"]
     assert three.operands == (("b", "s", "d"), ("d", "h"), ("h",))
+    # Contractions leave partial sums over their reduction dims.
+    assert (three.partial, three.statistics, three.kernel_reduced_grads) == (("s", "d"), None, ())
     transpose = layer("b = 2, d = 4", """
   %x = input [b, d]
-  %t = einsum %x -> [d, b]
-  return %t""").iteration_space()
+  %t = einsum %x -> [d, b]""").iteration_space()
     assert summary(transpose) == [("d", 4, True, False), ("b", 2, True, False)]
     assert transpose.operands == (("b", "d"),)
 
@@ -60,8 +62,7 @@ def test_conv2d_splits_batch_and_channels_only():
     space = layer("b = 8, ci = 3, co = 4, h = 10, w = 10, r = 3, s = 3, ho = 8, wo = 8", """
   %x = input [b, ci, h, w]
   %f = param [co, ci, r, s]
-  %y = conv2d %x, %f -> [b, co, ho, wo]
-  return %y""").iteration_space()
+  %y = conv2d %x, %f -> [b, co, ho, wo]""").iteration_space()
     assert summary(space) == [
         ("b", 8, True, False), ("co", 4, True, False), ("ci", 3, True, True),
         ("ho", 8, False, False), ("wo", 8, False, False),
@@ -70,14 +71,15 @@ def test_conv2d_splits_batch_and_channels_only():
     assert space.operands == (("b", "ci", None, None), ("co", "ci", "r", "s"))
     assert space.result == ("b", "co", "ho", "wo")
     assert [d.name for d in space.splittable] == ["b", "co", "ci"]
+    assert (space.partial, space.statistics, space.kernel_reduced_grads) == (
+        ("ci", "r", "s"), None, ())
 
 
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_pool2d_splits_batch_and_channels_only(kind: str):
     pool = layer("b = 8, c = 4, h = 8, w = 8, ho = 5, wo = 4", f"""
   %x = input [b, c, h, w]
-  %y = pool2d {kind} %x window [2, 3] stride 2 padding 1 -> [b, c, ho, wo]
-  return %y""")
+  %y = pool2d {kind} %x window [2, 3] stride 2 padding 1 -> [b, c, ho, wo]""")
     space = pool.iteration_space()
     assert summary(space) == [("b", 8, True, False), ("c", 4, True, False),
                               ("ho", 5, False, False), ("wo", 4, False, False)]
@@ -87,26 +89,11 @@ def test_pool2d_splits_batch_and_channels_only(kind: str):
     assert (space.flops_forward, space.flops_backward) == (6.0, 6.0)
 
 
-def test_lstm_splits_batch_and_hidden_units():
-    space = layer("b = 8, s = 6, e = 16, l = 2, k = 32, n = 64", """
-  %x = input [b, s, e]
-  %w = param [l, k, n]
-  %y = lstm %x, %w
-  return %y""").iteration_space()
-    # (l, s, b, n, k) as in PaSE; n counts the e hidden units (four gates each).
-    assert summary(space) == [("l", 2, False, False), ("s", 6, False, False),
-                              ("b", 8, True, False), ("n", 16, True, False),
-                              ("k", 32, False, True)]
-    assert space.operands == (("b", "s", None), ("l", "k", "n"))
-    assert space.result == ("b", "s", None)
-
-
 def test_embedding_iterates_over_the_vocabulary():
     space = layer("b = 8, s = 6, v = 100, e = 16", """
   %ids = input [b, s] : i32
   %table = param [v, e]
-  %y = embedding %ids, %table
-  return %y""").iteration_space()
+  %y = embedding %ids, %table""").iteration_space()
     assert summary(space) == [("b", 8, True, False), ("s", 6, True, False),
                               ("v", 100, True, True), ("e", 16, True, False)]
     assert space.operands == (("b", "s"), ("v", "e"))
@@ -114,6 +101,7 @@ def test_embedding_iterates_over_the_vocabulary():
     # One copied row element per id: FLOPs per point are 1/vocabulary.
     assert space.flops_forward == pytest.approx(1 / 100)
     assert space.points * space.flops_forward == pytest.approx(8 * 6 * 16)
+    assert (space.partial, space.statistics, space.kernel_reduced_grads) == (("v",), None, ())
 
 
 @pytest.mark.parametrize(
@@ -134,8 +122,7 @@ def test_reshape_splits_only_dims_it_keeps_whole(header: str, source_dims: str,
                                                    operand: tuple[str | None, ...]):
     space = layer(header, f"""
   %x = input [{source_dims}]
-  %y = reshape %x -> [{result_dims}]
-  return %y""").iteration_space()
+  %y = reshape %x -> [{result_dims}]""").iteration_space()
     assert space.names == tuple(d.strip() for d in result_dims.split(","))
     assert [d.name for d in space.splittable] == splittable
     assert not any(d.reduction for d in space.dims)
@@ -148,8 +135,7 @@ def test_concat_does_not_split_its_axis():
   %x = input [b, c1, h]
   %y = input [b, c2, h]
   %z = input [b, c3, h]
-  %cat = concat %x, %y, %z -> [b, c, h]
-  return %cat""").iteration_space()
+  %cat = concat %x, %y, %z -> [b, c, h]""").iteration_space()
     assert summary(space) == [("b", 2, True, False), ("c", 9, False, False),
                               ("h", 4, True, False)]
     assert space.operands == (("b", None, "h"),) * 3
@@ -160,8 +146,7 @@ def test_elementwise_broadcast_operand_maps():
     space = layer("b = 4, s = 3, d = 8", """
   %x = input [b, s, d]
   %bias = param [d]
-  %y = add %bias, %x
-  return %y""").iteration_space()
+  %y = add %bias, %x""").iteration_space()
     assert space.names == ("b", "s", "d")
     assert space.operands == (("d",), ("b", "s", "d"))
     assert all(d.splittable and not d.reduction for d in space.dims)
@@ -170,16 +155,15 @@ def test_elementwise_broadcast_operand_maps():
 def test_reduce_and_loss_mark_reductions():
     reduce = layer("b = 4, s = 3, d = 8", """
   %x = input [b, s, d]
-  %y = reduce mean %x over [s]
-  return %y""").iteration_space()
+  %y = reduce mean %x over [d, s]""").iteration_space()
     assert summary(reduce) == [("b", 4, True, False), ("s", 3, True, True),
-                               ("d", 8, True, False)]
-    assert reduce.result == ("b", "d")
+                               ("d", 8, True, True)]
+    assert reduce.result == ("b",)
+    assert (reduce.partial, reduce.statistics) == (("s", "d"), None)  # in the operand's order
     loss = layer("b = 4, c = 10", """
   %z = input [b, c]
   %t = input [b] : i32
-  %l = softmax_cross_entropy %z, %t over c
-  return %l""").iteration_space()
+  %l = softmax_cross_entropy %z, %t over c""").iteration_space()
     assert summary(loss) == [("b", 4, True, True), ("c", 10, True, True)]
     assert loss.operands == (("b", "c"), ("b",))
     assert loss.result == ()
@@ -202,50 +186,18 @@ def test_iteration_space_helpers():
 # -- distribution facts: each op's record -------------------------------------------
 
 
-def test_contractions_leave_partial_sums_over_their_reduction_dims():
-    einsum = layer("b = 2, s = 3, d = 4, h = 5", """
-  %x = input [b, s, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  return %y""").iteration_space()
-    assert einsum.partial == ("s", "d")
-    conv = layer("b = 8, ci = 3, co = 4, h = 10, w = 10, r = 3, s = 3, ho = 8, wo = 8", """
-  %x = input [b, ci, h, w]
-  %f = param [co, ci, r, s]
-  %y = conv2d %x, %f -> [b, co, ho, wo]
-  return %y""").iteration_space()
-    assert conv.partial == ("ci", "r", "s")
-    reduce = layer("b = 4, s = 3, d = 8", """
-  %x = input [b, s, d]
-  %y = reduce sum %x over [d, s]
-  return %y""").iteration_space()
-    assert reduce.partial == ("s", "d")  # in the operand's order
-    embedding = layer("b = 8, s = 6, v = 100, e = 16", """
-  %ids = input [b, s] : i32
-  %table = param [v, e]
-  %y = embedding %ids, %table
-  return %y""").iteration_space()
-    assert embedding.partial == ("v",)
-    for space in (einsum, conv, reduce, embedding):
-        assert space.statistics is None
-        assert space.stats_dims == ()
-        assert space.kernel_reduced_grads == ()
-
-
 def test_elementwise_and_shape_ops_have_no_distribution_facts():
     for body in ("relu %x", "add %x, %x", "reshape %x -> [b, e]", "concat %x, %x -> [m, d]"):
         space = layer("b = 2, d = 4, e = 4, m = 4", f"""
   %x = input [b, d]
-  %y = {body}
-  return %y""").iteration_space()
+  %y = {body}""").iteration_space()
         assert (space.partial, space.statistics, space.kernel_reduced_grads) == ((), None, ())
 
 
 def test_softmax_exchanges_two_statistics_forward_and_one_backward():
     space = layer("b = 4, s = 3, t = 8", """
   %x = input [b, s, t]
-  %y = softmax %x over [t]
-  return %y""").iteration_space()
+  %y = softmax %x over [t]""").iteration_space()
     assert space.partial == ()
     assert space.statistics == Statistics(("t",), ("b", "s"), (
         Collective("all_reduce", 1, count=2), Collective("all_reduce", 1, backward=True)))
@@ -257,8 +209,7 @@ def test_softmax_exchanges_two_statistics_forward_and_one_backward():
 def test_norms_exchange_two_sums_each_way(op: str, over: str, rows: tuple[str, ...]):
     space = layer("b = 4, h = 3, w = 5", f"""
   %x = input [b, h, w]
-  %y = {op} %x over {over}
-  return %y""").iteration_space()
+  %y = {op} %x over {over}""").iteration_space()
     assert space.statistics == Statistics(
         tuple(over.strip("[]").split(", ")), rows,
         (Collective("all_reduce", 2), Collective("all_reduce", 2, backward=True)))
@@ -270,8 +221,7 @@ def test_norm_operands_keep_their_own_dim_order():
   %x = input [b, h, w]
   %g = param [h, w]
   %beta = param [w, h]
-  %y = layernorm %x, %g, %beta over [h, w]
-  return %y""").iteration_space()
+  %y = layernorm %x, %g, %beta over [h, w]""").iteration_space()
     assert space.operands == (("b", "h", "w"), ("h", "w"), ("w", "h"))
 
 
@@ -279,20 +229,24 @@ def test_cross_entropy_row_dims_are_partial_and_three_sums_are_exchanged():
     space = layer("b = 4, s = 2, c = 10", """
   %z = input [b, s, c]
   %t = input [b, s] : i32
-  %l = softmax_cross_entropy %z, %t over c
-  return %l""").iteration_space()
+  %l = softmax_cross_entropy %z, %t over c""").iteration_space()
     assert space.partial == ("b", "s")
     # The row maximum, then [sum of exp, target logit]; nothing backward.
     assert space.statistics == Statistics(("c",), ("b", "s"), (
         Collective("all_reduce", 1), Collective("all_reduce", 2)))
 
 
-def test_lstm_gathers_every_step_and_reduces_its_input_gradient_itself():
+def test_lstm_splits_batch_and_hidden_units_and_gathers_every_step():
     space = layer("b = 8, s = 6, e = 16, l = 2, k = 32, n = 64", """
   %x = input [b, s, e]
   %w = param [l, k, n]
-  %y = lstm %x, %w
-  return %y""").iteration_space()
+  %y = lstm %x, %w""").iteration_space()
+    # (l, s, b, n, k) as in PaSE; n counts the e hidden units (four gates each).
+    assert summary(space) == [("l", 2, False, False), ("s", 6, False, False),
+                              ("b", 8, True, False), ("n", 16, True, False),
+                              ("k", 32, False, True)]
+    assert space.operands == (("b", "s", None), ("l", "k", "n"))
+    assert space.result == ("b", "s", None)
     assert space.partial == ()
     # The hidden state (e words per batch row) once per layer and step, and the
     # gradient of [input, hidden] (2e words) once per layer and step backward.

@@ -1,4 +1,5 @@
-"""The dist dialect from Python: `!dist.tensor`'s consistency rules, with and without a grid."""
+"""The dist dialect from Python: `!dist.tensor`'s accessors and its rules on a grid (lit's
+`dist-invalid-parse.mlir` shows the rules that need no grid)."""
 
 from __future__ import annotations
 
@@ -30,25 +31,6 @@ def test_accessors():
     assert tensor.partial_axes == (2,)
     assert tensor.with_partial(()).partial_axes == ()
     tensor.verify_on_grid((2, 2, 3))
-
-
-@pytest.mark.parametrize(("dims", "sizes", "local", "split", "partial", "message"), [
-    (["b", "h"], [8, 4], [8], [[], []], [], "needs a size, a local size and split axes"),
-    (["b", "b"], [8, 8], [8, 8], [[], []], [], "dimension 'b' appears twice"),
-    (["b"], [0], [0], [[]], [], "dimension 'b' has size 0 and local size 0"),
-    (["b"], [8], [-2], [[0]], [], "dimension 'b' has size 8 and local size -2"),
-    (["b"], [8], [4], [[]], [], "'b' is not split, so its local size is its size 8, not 4"),
-    (["b"], [8], [4], [[-1]], [], "split along grid axis -1; grid axes are 0 or more"),
-    (["b", "h"], [8, 4], [4, 2], [[0], [0]], [], "grid axis 0 splits both 'b' and 'h'"),
-    (["b"], [8], [2], [[1, 1]], [], "grid axis 1 appears twice in the split of 'b'"),
-    (["b"], [8], [8], [[]], [-1], "partial sums over grid axis -1"),
-    (["b"], [8], [8], [[]], [1, 1], "grid axis 1 appears twice in the partial axes"),
-    (["b"], [8], [4], [[0]], [0], "grid axis 0 both splits 'b' and holds partial sums"),
-])
-def test_tensor_verifier(dims: list[str], sizes: list[int], local: list[int],
-                         split: list[list[int]], partial: list[int], message: str):
-    with pytest.raises(VerifyException, match=message):
-        raw_tensor(dims, sizes, local, split, partial)
 
 
 @pytest.mark.parametrize(("local", "split", "partial", "grid", "message"), [

@@ -99,17 +99,3 @@ def test_accessors_read_typed_values_and_none_when_absent():
     bare = op_with({})
     assert (strategy_of(bare), forward_layer(bare), grid_order(bare), layout_of(bare)) == (
         None, None, None, None)
-
-
-@pytest.mark.parametrize(("name", "value", "message"), [
-    ("pase.layer", IntAttr(3), "pase.layer must be the name of a forward layer"),
-    ("pase.grid_order", ArrayAttr([IntAttr(1)]), "pase.grid_order must be an array of "
-     "dimension names"),
-    ("pase.layout_of", StringAttr("z:1"), "pase.layout_of must be a #pase.layout"),
-    ("pase.strategy", IntAttr(8), "pase.strategy must be a #pase.strategy"),
-])
-def test_accessors_reject_wrongly_typed_values(name: str, value: Attribute, message: str):
-    accessor = {"pase.layer": forward_layer, "pase.grid_order": grid_order,
-                "pase.layout_of": layout_of, "pase.strategy": strategy_of}[name]
-    with pytest.raises(VerifyException, match=message):
-        accessor(op_with({name: value}))
