@@ -60,11 +60,10 @@ import numpy as np
 from pase.runtime.transport import (
     POLL_SECONDS,
     Board,
+    Failure,
     Group,
     Inbox,
     PipeLinks,
-    ProcessFailure,
-    ThreadFailure,
     ThreadLinks,
 )
 
@@ -104,20 +103,6 @@ def chunk_bounds(length: int, parts: int) -> list[int]:
     for index in range(parts):
         bounds.append(bounds[-1] + base + (index < extra))
     return bounds
-
-
-def counters_by(words: dict[int, Words], by: str = "tag") -> dict[int, dict[str, dict[str, int]]]:
-    """{rank: {tag or op: {"sent": n, "received": n}}} from per-(tag, op) word counts."""
-    if by not in ("tag", "op"):
-        raise ValueError(f"counters can be grouped by 'tag' or 'op', not {by!r}")
-    table: dict[int, dict[str, dict[str, int]]] = {}
-    for rank, counts in sorted(words.items()):
-        table[rank] = {}
-        for (tag, op), (sent, received) in counts.items():
-            entry = table[rank].setdefault(tag if by == "tag" else op, {"sent": 0, "received": 0})
-            entry["sent"] += sent
-            entry["received"] += received
-    return table
 
 
 def _describe(dtype: str, shape: tuple[int, ...]) -> str:
@@ -193,8 +178,8 @@ class DeviceComm:
     def all_reduce(self, array: Any, group: Sequence[int], op: str = "sum",
                    tag: str = "") -> np.ndarray:
         """The elementwise sum (or max) of every member's array, on every member (ring)."""
-        array, combine = np.asarray(array), self._reduction(op, "all_reduce")
-        call = self._begin("all_reduce", group, tag, array)
+        combine = self._reduction(op, "all_reduce")
+        array, _, call = self._begin("all_reduce", group, tag, array)
         if call is None:
             return array.copy()
         flat = np.array(array, order="C", copy=True).reshape(-1)
@@ -206,9 +191,8 @@ class DeviceComm:
     def reduce_scatter(self, array: Any, group: Sequence[int], axis: int = 0, op: str = "sum",
                        tag: str = "") -> np.ndarray:
         """Block `position` along `axis` of the elementwise sum (or max) of the arrays."""
-        array, combine = np.asarray(array), self._reduction(op, "reduce_scatter")
-        axis = self._axis(array, axis, "reduce_scatter")
-        call = self._begin("reduce_scatter", group, tag, array)
+        combine = self._reduction(op, "reduce_scatter")
+        array, (axis,), call = self._begin("reduce_scatter", group, tag, array, axis)
         if call is None:
             return array.copy()
         moved = np.moveaxis(array, axis, 0)
@@ -223,9 +207,7 @@ class DeviceComm:
     def all_gather(self, array: Any, group: Sequence[int], axis: int = 0,
                    tag: str = "") -> np.ndarray:
         """Every member's block concatenated along `axis` in group order (ring)."""
-        array = np.asarray(array)
-        axis = self._axis(array, axis, "all_gather")
-        call = self._begin("all_gather", group, tag, array)
+        array, (axis,), call = self._begin("all_gather", group, tag, array, axis)
         if call is None:
             return array.copy()
         count = len(call.group)
@@ -238,10 +220,8 @@ class DeviceComm:
                    tag: str = "") -> np.ndarray:
         """Block j along `split_axis` goes to position j; received blocks are concatenated
         along `concat_axis` in group order."""
-        array = np.asarray(array)
-        split_axis = self._axis(array, split_axis, "all_to_all")
-        concat_axis = self._axis(array, concat_axis, "all_to_all")
-        call = self._begin("all_to_all", group, tag, array)
+        array, (split_axis, concat_axis), call = self._begin("all_to_all", group, tag, array,
+                                                             split_axis, concat_axis)
         if call is None:
             return array.copy()
         count, position = len(call.group), call.position
@@ -277,10 +257,6 @@ class DeviceComm:
         return payload
 
     # Lifecycle, used by the launcher ---------------------------------------------------------
-
-    def counters(self, by: str = "tag") -> dict[str, dict[str, int]]:
-        """This device's {tag or op: {"sent": n, "received": n}}."""
-        return counters_by({self.rank: self.words}, by)[self.rank]
 
     def finish(self) -> None:
         """Mark this device as returned from its function."""
@@ -323,15 +299,21 @@ class DeviceComm:
 
     # Plumbing ----------------------------------------------------------------------------------
 
-    def _begin(self, op: str, group: Sequence[int], tag: str, array: np.ndarray) -> _Call | None:
+    def _begin(self, op: str, group: Sequence[int], tag: str, array: Any,
+               *axes: int) -> tuple[np.ndarray, list[int], _Call | None]:
+        """The array and its axes (checked, made non-negative) and the collective in flight;
+        None for a group of one, which moves nothing."""
+        array = np.asarray(array)
+        axes_in_range = [self._axis(array, axis, op) for axis in axes]
         members = self._check_group(op, group, tag)
         if len(members) == 1:
-            return None
+            return array, axes_in_range, None
         seq = self._seq.get(members, 0)
         self._seq[members] = seq + 1
         self._board.enter(members, seq + 1)
-        return _Call(op, tag, members, seq, members.index(self.rank),
-                     (array.dtype.str, array.shape), time.monotonic() + self.timeout)
+        return array, axes_in_range, _Call(op, tag, members, seq, members.index(self.rank),
+                                           (array.dtype.str, array.shape),
+                                           time.monotonic() + self.timeout)
 
     def _post(self, call: _Call, dest: int, step: int, payload: np.ndarray) -> None:
         self._links.post(dest, ("collective", call.group, call.seq, step), call.header(), payload,
@@ -450,7 +432,7 @@ class Communicator:
         if backend == "threads":
             self.context: Any = None
             self.abort: Any = threading.Event()
-            self.failure: Any = ThreadFailure()
+            self.failure = Failure(multiprocessing)
             self.board: Any = bytearray(8 * Board.words(size))
             self.inboxes: list[Inbox] | None = [Inbox() for _ in range(size)]
             return
@@ -459,7 +441,7 @@ class Communicator:
                              f"{', '.join(multiprocessing.get_all_start_methods())}")
         self.context = multiprocessing.get_context(start_method)
         self.abort = self.context.Event()
-        self.failure = ProcessFailure(self.context)
+        self.failure = Failure(self.context)
         self.board = self.context.RawArray("q", Board.words(size))
         self.inboxes = None
         pipes = [self.context.Pipe(duplex=False) for _ in range(size)]
@@ -492,4 +474,14 @@ class Communicator:
 
     def counters(self, by: str = "tag") -> dict[int, dict[str, dict[str, int]]]:
         """{rank: {tag: {"sent": n, "received": n}}} after a run (`by="op"`: per op kind)."""
-        return counters_by(self.words, by)
+        if by not in ("tag", "op"):
+            raise ValueError(f"counters can be grouped by 'tag' or 'op', not {by!r}")
+        table: dict[int, dict[str, dict[str, int]]] = {}
+        for rank, counts in sorted(self.words.items()):
+            table[rank] = {}
+            for (tag, op), (sent, received) in counts.items():
+                entry = table[rank].setdefault(tag if by == "tag" else op,
+                                               {"sent": 0, "received": 0})
+                entry["sent"] += sent
+                entry["received"] += received
+        return table

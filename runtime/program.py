@@ -27,17 +27,16 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from pase.dialect import dist
+from pase.runtime.kernels.context import Tensor
 
 Box = tuple[tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
-class Sharded:
-    """A distributed tensor type: global named shape, grid, split axes, partial axes."""
+@dataclass(frozen=True, kw_only=True)
+class Sharded(Tensor):
+    """A distributed tensor type: a `Tensor` with its element type, grid, split axes (per
+    dim) and partial axes."""
 
-    dims: tuple[str, ...]
-    sizes: tuple[int, ...]
-    local: tuple[int, ...]
     element: str
     grid: str
     split: tuple[tuple[int, ...], ...]
@@ -46,8 +45,9 @@ class Sharded:
     @staticmethod
     def of(attr: Attribute) -> Sharded:
         assert isinstance(attr, dist.TensorType)
-        return Sharded(attr.dim_names, attr.global_shape, attr.local_shape, attr.element,
-                       attr.grid_name, attr.axes, attr.partial_axes)
+        return Sharded(attr.dim_names, attr.global_shape, attr.local_shape,
+                       element=attr.element, grid=attr.grid_name, split=attr.axes,
+                       partial=attr.partial_axes)
 
 
 @dataclass(frozen=True)
@@ -80,13 +80,9 @@ class Program:
 def plain(attr: Attribute) -> Any:
     """An attribute as plain Python data."""
     match attr:
-        case StringAttr():
+        case StringAttr() | IntAttr():
             return attr.data
-        case IntAttr():
-            return attr.data
-        case IntegerAttr():
-            return attr.value.data
-        case FloatAttr():
+        case IntegerAttr() | FloatAttr():
             return attr.value.data
         case ArrayAttr():
             return [plain(a) for a in attr.data]

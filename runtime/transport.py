@@ -11,8 +11,7 @@ is itself sending; the abort flag, the first failure and the arrival board live 
 (source, tag).
 
 `Board` records which collectives each device has entered, so that a timeout can name the
-devices that never arrived; `ThreadFailure` / `ProcessFailure` hold the rank of the first
-device to fail.
+devices that never arrived; `Failure` holds the rank of the first device to fail.
 """
 
 from __future__ import annotations
@@ -174,24 +173,9 @@ class PipeLinks:
             writer.close()
 
 
-class ThreadFailure:
-    """The rank of the first device to fail, for threads."""
-
-    def __init__(self) -> None:
-        self.lock, self.rank = threading.Lock(), -1
-
-    def claim(self, rank: int) -> bool:
-        with self.lock:
-            if self.rank < 0:
-                self.rank = rank
-            return self.rank == rank
-
-    def first(self) -> int | None:
-        return None if self.rank < 0 else self.rank
-
-
-class ProcessFailure:
-    """The rank of the first device to fail, in shared memory for processes."""
+class Failure:
+    """The rank of the first device to fail, in a `Value` of `context` (multiprocessing's
+    shared memory, which threads may share too)."""
 
     def __init__(self, context: Any) -> None:
         self.value = context.Value("i", -1)

@@ -42,32 +42,33 @@ Communication follows docs/cost-model.md, "Intra-layer collectives", exactly:
 
 from __future__ import annotations
 
+from pase.runtime.kernels import (
+    conv,
+    einsum,
+    elementwise,
+    embedding,
+    lstm,
+    normalization,
+    optimizer,
+    reduce,
+    shape,
+)
 from pase.runtime.kernels.context import (
     AllGather,
     Backward,
     Forward,
     KernelContext,
     Kernels,
-    Layout,
     Reduce,
     Tensor,
     axes_of,
     local_gather,
     local_reduce,
 )
-from pase.runtime.kernels.conv import KERNELS as CONV
-from pase.runtime.kernels.einsum import KERNELS as EINSUM
-from pase.runtime.kernels.elementwise import KERNELS as ELEMENTWISE
-from pase.runtime.kernels.embedding import KERNELS as EMBEDDING
-from pase.runtime.kernels.lstm import KERNELS as LSTM
-from pase.runtime.kernels.normalization import KERNELS as NORMALIZATION
-from pase.runtime.kernels.optimizer import KERNELS as OPTIMIZER
-from pase.runtime.kernels.reduce import KERNELS as REDUCE
-from pase.runtime.kernels.shape import KERNELS as SHAPE
 
-KERNELS: Kernels = {**EINSUM, **CONV, **ELEMENTWISE, **NORMALIZATION, **REDUCE, **EMBEDDING,
-                    **LSTM, **SHAPE, **OPTIMIZER}
+MODULES = (einsum, conv, elementwise, normalization, reduce, embedding, lstm, shape, optimizer)
+KERNELS: Kernels = {op: entry for module in MODULES for op, entry in module.KERNELS.items()}
 """Every op's (forward, backward), by op name ("dnn.einsum")."""
 
-__all__ = ["KERNELS", "AllGather", "Backward", "Forward", "KernelContext", "Kernels", "Layout",
+__all__ = ["KERNELS", "MODULES", "AllGather", "Backward", "Forward", "KernelContext", "Kernels",
            "Reduce", "Tensor", "axes_of", "local_gather", "local_reduce"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +44,20 @@ def local_gather(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def local_indices(indices: np.ndarray, offset: int,
+                  size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Global indices (ids, labels) into a local block `[offset, offset + size)`: the local
+    index, clipped into range, and whether the index falls in the block."""
+    local = indices.astype(np.int64) - offset
+    return np.clip(local, 0, size - 1), (local >= 0) & (local < size)
+
+
+def count_or_local(count: int | None, shape: Sequence[int], axes: Sequence[int]) -> int:
+    """`count`, or by default the local number of elements over `axes` (right only when none
+    of them is split); a python int, which keeps f32 arrays f32 (NEP 50)."""
+    return int(count) if count is not None else prod(shape[a] for a in axes)
+
+
 def axes_of(dims: Sequence[str], names: Sequence[str]) -> tuple[int, ...]:
     """Positions of `names` in `dims`: `axes_of(["b", "s", "d"], ["d", "b"]) == (2, 0)`."""
     missing = [name for name in names if name not in dims]
@@ -52,24 +66,11 @@ def axes_of(dims: Sequence[str], names: Sequence[str]) -> tuple[int, ...]:
     return tuple(list(dims).index(name) for name in names)
 
 
-class Layout(Protocol):
-    """A tensor as a kernel sees it: its dim names, global sizes and local block shape
-    (`pase.runtime.program.Sharded` is one)."""
-
-    @property
-    def dims(self) -> tuple[str, ...]: ...
-
-    @property
-    def sizes(self) -> tuple[int, ...]: ...
-
-    @property
-    def local(self) -> tuple[int, ...]: ...
-
-
 @dataclass(frozen=True)
 class Tensor:
-    """A plain `Layout`, for calling kernels outside a program: `Tensor(("b", "d"),
-    (4, 8))` is an unsplit [b = 4, d = 8] tensor."""
+    """A tensor as a kernel sees it: its dim names, global sizes and local block shape.
+    `Tensor(("b", "d"), (4, 8))` is an unsplit [b = 4, d = 8] tensor; a program's tensors
+    are `pase.runtime.program.Sharded`, which adds where the blocks lie."""
 
     dims: tuple[str, ...]
     sizes: tuple[int, ...]
@@ -90,8 +91,8 @@ class KernelContext:
     """
 
     props: Mapping[str, Any]
-    operands: tuple[Layout, ...]
-    result: Layout
+    operands: tuple[Tensor, ...]
+    result: Tensor
     reduce: Reduce = local_reduce
     gather: AllGather = local_gather
     offset: Callable[[int, int], int] = lambda operand, dim: 0

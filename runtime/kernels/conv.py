@@ -16,7 +16,7 @@ counts padded zeros (count_include_pad=True): every window divides by `kh·kw`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,16 +46,23 @@ def _windows(padded: np.ndarray, window: Pair, stride: int) -> np.ndarray:
     return sliding_window_view(padded, window, axis=(2, 3))[:, :, ::stride, ::stride]
 
 
-def _tap(i: int, j: int, out: Pair, stride: int) -> tuple[slice, ...]:
-    """The positions of a padded input that window tap (i, j) reads for each output."""
-    ho, wo = out
-    return (slice(None), slice(None), slice(i, i + stride * (ho - 1) + 1, stride),
-            slice(j, j + stride * (wo - 1) + 1, stride))
+def _scatter(tap_gradient: Callable[[int, int], np.ndarray], x_shape: Sequence[int],
+             padding: Pair, window: Pair, out: Pair, stride: int, dtype: Any) -> np.ndarray:
+    """The input gradient: `tap_gradient(i, j)`, `[b, c, ho, wo]`, is what window tap (i, j)
+    of every output passes back; each is added at the padded positions the tap reads."""
+    (ph, pw), (ho, wo) = padding, out
+    height, width = x_shape[2] + 2 * ph, x_shape[3] + 2 * pw
+    dpadded = np.zeros((x_shape[0], x_shape[1], height, width), dtype=dtype)
+    for i in range(window[0]):
+        for j in range(window[1]):
+            dpadded[:, :, i:i + stride * (ho - 1) + 1:stride,
+                    j:j + stride * (wo - 1) + 1:stride] += tap_gradient(i, j)
+    return np.ascontiguousarray(dpadded[:, :, ph:height - ph, pw:width - pw])
 
 
-def _crop(padded: np.ndarray, padding: Pair) -> np.ndarray:
-    ph, pw = padding
-    return padded[:, :, ph:padded.shape[2] - ph, pw:padded.shape[3] - pw]
+def _check_pool(kind: str) -> None:
+    if kind not in ("max", "avg"):
+        raise ValueError(f"pool2d kind must be 'max' or 'avg', got '{kind}'")
 
 
 def conv2d_forward(x: np.ndarray, w: np.ndarray, stride: int = 1,
@@ -70,20 +77,15 @@ def conv2d_backward(grad_output: np.ndarray, x: np.ndarray, w: np.ndarray, strid
                     padding: int | Sequence[int] = 0, needs_grad: Sequence[bool] = (True, True)
                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Gradients (dx, dw) of the requested operands, local partial sums."""
-    pad = _pair(padding)
-    padded = _pad(x, pad)
-    kh, kw = w.shape[2], w.shape[3]
+    pad, window = _pair(padding), (w.shape[2], w.shape[3])
     out = (grad_output.shape[2], grad_output.shape[3])
     dx = dw = None
     if needs_grad[0]:
-        dpadded = np.zeros(padded.shape, dtype=grad_output.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                dpadded[_tap(i, j, out, stride)] += np.einsum(
-                    "bohw,oc->bchw", grad_output, w[:, :, i, j], optimize=True)
-        dx = np.ascontiguousarray(_crop(dpadded, pad))
+        dx = _scatter(lambda i, j: np.einsum("bohw,oc->bchw", grad_output, w[:, :, i, j],
+                                             optimize=True),
+                      x.shape, pad, window, out, stride, grad_output.dtype)
     if needs_grad[1]:
-        windows = _windows(padded, (kh, kw), stride)
+        windows = _windows(_pad(x, pad), window, stride)
         dw = np.einsum("bohw,bchwrs->ocrs", grad_output, windows, optimize=True)
     return dx, dw
 
@@ -91,46 +93,31 @@ def conv2d_backward(grad_output: np.ndarray, x: np.ndarray, w: np.ndarray, strid
 def pool2d_forward(kind: str, x: np.ndarray, window: Sequence[int], stride: int = 1,
                    padding: int | Sequence[int] = 0) -> np.ndarray:
     """Max or average (count_include_pad=True) pooling of each `window` of x."""
+    _check_pool(kind)
     pad, size = _pair(padding), _pair(window)
     if kind == "max":
         return _windows(_pad(x, pad, -np.inf), size, stride).max(axis=(4, 5))
-    if kind == "avg":
-        total = _windows(_pad(x, pad), size, stride).sum(axis=(4, 5))
-        return total / (size[0] * size[1])
-    raise ValueError(f"pool2d kind must be 'max' or 'avg', got '{kind}'")
+    total = _windows(_pad(x, pad), size, stride).sum(axis=(4, 5))
+    return total / (size[0] * size[1])
 
 
 def pool2d_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, window: Sequence[int],
                     stride: int = 1, padding: int | Sequence[int] = 0) -> np.ndarray:
     """The input gradient. Max pooling routes each window's gradient to its first
     maximum in row-major window order (deterministic on ties)."""
+    _check_pool(kind)
     pad, (kh, kw) = _pair(padding), _pair(window)
     out = (grad_output.shape[2], grad_output.shape[3])
-    padded_shape = (x.shape[0], x.shape[1], x.shape[2] + 2 * pad[0], x.shape[3] + 2 * pad[1])
-    dpadded = np.zeros(padded_shape, dtype=grad_output.dtype)
     if kind == "max":
         windows = _windows(_pad(x, pad, -np.inf), (kh, kw), stride)
         winner = windows.reshape(*windows.shape[:4], kh * kw).argmax(axis=4)
-        for i in range(kh):
-            for j in range(kw):
-                dpadded[_tap(i, j, out, stride)] += np.where(
-                    winner == i * kw + j, grad_output, 0)
-    elif kind == "avg":
-        share = grad_output / (kh * kw)
-        for i in range(kh):
-            for j in range(kw):
-                dpadded[_tap(i, j, out, stride)] += share
-    else:
-        raise ValueError(f"pool2d kind must be 'max' or 'avg', got '{kind}'")
-    return np.ascontiguousarray(_crop(dpadded, pad))
+        return _scatter(lambda i, j: np.where(winner == i * kw + j, grad_output, 0), x.shape,
+                        pad, (kh, kw), out, stride, grad_output.dtype)
+    share = grad_output / (kh * kw)
+    return _scatter(lambda i, j: share, x.shape, pad, (kh, kw), out, stride, grad_output.dtype)
 
 
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
-
-
-def _conv2d(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
-    x, w = inputs
-    return conv2d_forward(x, w, ctx.props["stride"], ctx.props["padding"]), None
 
 
 def _conv2d_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
@@ -153,5 +140,9 @@ def _pool2d_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_ou
                             props["stride"], props["padding"])]
 
 
-KERNELS: Kernels = {"dnn.conv2d": (_conv2d, _conv2d_backward),
-                    "dnn.pool2d": (_pool2d, _pool2d_backward)}
+KERNELS: Kernels = {
+    "dnn.conv2d": (lambda ctx, inputs: (conv2d_forward(inputs[0], inputs[1], ctx.props["stride"],
+                                                       ctx.props["padding"]), None),
+                   _conv2d_backward),
+    "dnn.pool2d": (_pool2d, _pool2d_backward),
+}

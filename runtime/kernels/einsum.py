@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from pase.runtime.kernels.context import KernelContext, Kernels
+from pase.runtime.kernels.context import Kernels
 
 LETTERS = string.ascii_letters
 
@@ -39,21 +38,16 @@ def subscripts(operand_dims: Sequence[Sequence[str]], result_dims: Sequence[str]
     return ",".join(term(dims) for dims in operand_dims) + "->" + term(result_dims)
 
 
-def contract(operands: Sequence[np.ndarray], operand_dims: Sequence[Sequence[str]],
-             result_dims: Sequence[str]) -> np.ndarray:
-    # optimize=True contracts pairwise through BLAS; the path depends on shapes only,
-    # so the result is deterministic.
-    result = np.einsum(subscripts(operand_dims, result_dims), *operands, optimize=True)
-    # A one-operand einsum may return a view (a transpose); results never alias inputs.
-    if any(np.may_share_memory(result, operand) for operand in operands):
-        result = result.copy()
-    return result
-
-
 def einsum_forward(inputs: Sequence[np.ndarray], input_dims: Sequence[Sequence[str]],
                    output_dims: Sequence[str]) -> np.ndarray:
     """The contraction of the local blocks (a partial sum if a contracted dim is split)."""
-    return contract(inputs, input_dims, output_dims)
+    # optimize=True contracts pairwise through BLAS; the path depends on shapes only,
+    # so the result is deterministic.
+    result = np.einsum(subscripts(input_dims, output_dims), *inputs, optimize=True)
+    # A one-operand einsum may return a view (a transpose); results never alias inputs.
+    if any(np.may_share_memory(result, operand) for operand in inputs):
+        result = result.copy()
+    return result
 
 
 def einsum_backward(grad_output: np.ndarray, inputs: Sequence[np.ndarray],
@@ -76,7 +70,7 @@ def einsum_backward(grad_output: np.ndarray, inputs: Sequence[np.ndarray],
         factor_dims = [output_dims, *(input_dims[i] for i in others)]
         available = {d for f in factor_dims for d in f}
         direct = [d for d in dims if d in available]
-        grad = contract(factors, factor_dims, direct)
+        grad = einsum_forward(factors, factor_dims, direct)
         if len(direct) < len(dims):
             expanded = [operand.shape[k] if d in available else 1 for k, d in enumerate(dims)]
             grad = np.broadcast_to(grad.reshape(expanded), operand.shape).copy()
@@ -87,13 +81,7 @@ def einsum_backward(grad_output: np.ndarray, inputs: Sequence[np.ndarray],
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
-def _forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
-    return einsum_forward(inputs, ctx.dims, ctx.result.dims), None
-
-
-def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
-              saved: Any, needs: list[bool]) -> list[Any]:
-    return einsum_backward(grad_output, inputs, ctx.dims, ctx.result.dims, needs)
-
-
-KERNELS: Kernels = {"dnn.einsum": (_forward, _backward)}
+KERNELS: Kernels = {"dnn.einsum": (
+    lambda ctx, inputs: (einsum_forward(inputs, ctx.dims, ctx.result.dims), None),
+    lambda ctx, inputs, output, grad_output, saved, needs: einsum_backward(
+        grad_output, inputs, ctx.dims, ctx.result.dims, needs))}

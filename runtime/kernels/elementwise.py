@@ -15,59 +15,63 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from pase.runtime.kernels.context import Backward, Forward, KernelContext, Kernels
 
-UNARY_KINDS = ("relu", "gelu", "tanh", "sigmoid", "exp")
-BINARY_KINDS = ("add", "sub", "mul")
-
 GELU_SCALE = math.sqrt(2.0 / math.pi)
 GELU_CUBIC = 0.044715
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid(x: np.ndarray) -> np.ndarray:
     # The tanh form never overflows, unlike 1 / (1 + exp(-x)).
     return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return np.tanh(GELU_SCALE * (x + GELU_CUBIC * x**3))
+
+
+def _gelu_backward(grad_output: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    t, slope = _gelu_tanh(x), GELU_SCALE * (1.0 + 3.0 * GELU_CUBIC * x**2)
+    return grad_output * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * slope)
+
+
+UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "relu": (lambda x: np.maximum(x, 0), lambda dy, x, y: np.where(x > 0, dy, 0)),
+    "gelu": (lambda x: 0.5 * x * (1.0 + _gelu_tanh(x)), _gelu_backward),
+    "tanh": (np.tanh, lambda dy, x, y: dy * (1.0 - y * y)),
+    "sigmoid": (sigmoid, lambda dy, x, y: dy * y * (1.0 - y)),
+    "exp": (np.exp, lambda dy, x, y: dy * y),
+}
+"""kind -> (x ↦ y, (dy, x, y) ↦ dx)."""
+
+BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "add": (np.add, lambda dy, a, b: (dy, dy)),
+    "sub": (np.subtract, lambda dy, a, b: (dy, -dy)),
+    "mul": (np.multiply, lambda dy, a, b: (dy * b, dy * a)),
+}
+"""kind -> ((a, b) ↦ y, (dy, a, b) ↦ (da, db)) over operands aligned to the result."""
+
+
+def _lookup(table: dict[str, Any], kind: str, arity: str) -> Any:
+    if kind not in table:
+        raise ValueError(f"unknown {arity} op '{kind}'; expected one of {', '.join(table)}")
+    return table[kind]
 
 
 def unary_forward(kind: str, x: np.ndarray) -> np.ndarray:
     """`kind` of x; gelu is the tanh approximation
     `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`."""
-    match kind:
-        case "relu":
-            return np.maximum(x, 0)
-        case "gelu":
-            return 0.5 * x * (1.0 + np.tanh(GELU_SCALE * (x + GELU_CUBIC * x**3)))
-        case "tanh":
-            return np.tanh(x)
-        case "sigmoid":
-            return _sigmoid(x)
-        case "exp":
-            return np.exp(x)
-    raise ValueError(f"unknown unary op '{kind}'; expected one of {', '.join(UNARY_KINDS)}")
+    return _lookup(UNARY, kind, "unary")[0](x)
 
 
-def unary_backward(kind: str, grad_output: np.ndarray, x: np.ndarray,
-                   y: np.ndarray) -> np.ndarray:
+def unary_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The input gradient, from the input x and the forward output y."""
-    match kind:
-        case "relu":
-            return np.where(x > 0, grad_output, 0)
-        case "gelu":
-            t = np.tanh(GELU_SCALE * (x + GELU_CUBIC * x**3))
-            slope = GELU_SCALE * (1.0 + 3.0 * GELU_CUBIC * x**2)
-            return grad_output * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * slope)
-        case "tanh":
-            return grad_output * (1.0 - y * y)
-        case "sigmoid":
-            return grad_output * y * (1.0 - y)
-        case "exp":
-            return grad_output * y
-    raise ValueError(f"unknown unary op '{kind}'; expected one of {', '.join(UNARY_KINDS)}")
+    return _lookup(UNARY, kind, "unary")[1](grad_output, x, y)
 
 
 def binary_dims(lhs_dims: Sequence[str], rhs_dims: Sequence[str]) -> tuple[str, ...]:
@@ -102,18 +106,8 @@ def binary_forward(kind: str, lhs: np.ndarray, lhs_dims: Sequence[str], rhs: np.
                    rhs_dims: Sequence[str]) -> np.ndarray:
     """`lhs kind rhs` over `binary_dims(lhs_dims, rhs_dims)`."""
     result_dims = binary_dims(lhs_dims, rhs_dims)
-    a = align(lhs, lhs_dims, result_dims)
-    b = align(rhs, rhs_dims, result_dims)
-    match kind:
-        case "add":
-            result = a + b
-        case "sub":
-            result = a - b
-        case "mul":
-            result = a * b
-        case _:
-            raise ValueError(f"unknown binary op '{kind}'; "
-                             f"expected one of {', '.join(BINARY_KINDS)}")
+    result = _lookup(BINARY, kind, "binary")[0](align(lhs, lhs_dims, result_dims),
+                                                align(rhs, rhs_dims, result_dims))
     # Broadcasting a size-1 block gives the result the other operand's extent; both
     # operands together always cover every result dim, so the shape is the local block.
     # np.asarray, not np.ascontiguousarray: that turns a 0-d result (a loss) into [1].
@@ -127,17 +121,8 @@ def binary_backward(kind: str, grad_output: np.ndarray, lhs: np.ndarray,
     """Gradients (dlhs, drhs) of the requested operands; an operand broadcast along a dim
     gets the local sum over it (a partial sum if that dim is split)."""
     result_dims = binary_dims(lhs_dims, rhs_dims)
-    match kind:
-        case "add":
-            grads = (grad_output, grad_output)
-        case "sub":
-            grads = (grad_output, -grad_output)
-        case "mul":
-            grads = (grad_output * align(rhs, rhs_dims, result_dims),
-                     grad_output * align(lhs, lhs_dims, result_dims))
-        case _:
-            raise ValueError(f"unknown binary op '{kind}'; "
-                             f"expected one of {', '.join(BINARY_KINDS)}")
+    grads = _lookup(BINARY, kind, "binary")[1](grad_output, align(lhs, lhs_dims, result_dims),
+                                               align(rhs, rhs_dims, result_dims))
     dlhs = unbroadcast(grads[0], lhs_dims, result_dims) if needs_grad[0] else None
     drhs = unbroadcast(grads[1], rhs_dims, result_dims) if needs_grad[1] else None
     return dlhs, drhs
@@ -171,7 +156,5 @@ def _binary(kind: str) -> tuple[Forward, Backward]:
     return forward, backward
 
 
-KERNELS: Kernels = {
-    **{f"dnn.{kind}": _unary(kind) for kind in ("relu", "gelu", "tanh", "sigmoid", "exp")},
-    **{f"dnn.{kind}": _binary(kind) for kind in ("add", "sub", "mul")},
-}
+KERNELS: Kernels = {**{f"dnn.{kind}": _unary(kind) for kind in UNARY},
+                    **{f"dnn.{kind}": _binary(kind) for kind in BINARY}}

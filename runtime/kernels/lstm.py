@@ -38,6 +38,7 @@ from pase.runtime.kernels.context import (
     local_gather,
     local_reduce,
 )
+from pase.runtime.kernels.elementwise import sigmoid
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,6 @@ class LstmCache:
     inputs: np.ndarray
     gates: np.ndarray
     cells: np.ndarray
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 def lstm_forward(x: np.ndarray, w: np.ndarray,
@@ -71,7 +68,7 @@ def lstm_forward(x: np.ndarray, w: np.ndarray,
         for step in range(steps):
             z = np.concatenate([sequence[:, step], h], axis=1)
             a = (z @ w[layer]).reshape(batch, units, 4)
-            i, f, o = _sigmoid(a[..., 0]), _sigmoid(a[..., 1]), _sigmoid(a[..., 3])
+            i, f, o = sigmoid(a[..., 0]), sigmoid(a[..., 1]), sigmoid(a[..., 3])
             g = np.tanh(a[..., 2])
             c = f * c + i * g
             h = all_gather(o * np.tanh(c))
@@ -118,11 +115,6 @@ def lstm_backward(grad_output: np.ndarray, w: np.ndarray, cache: LstmCache,
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
-def _forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, LstmCache]:
-    x, w = inputs
-    return lstm_forward(x, w, all_gather=ctx.gather)
-
-
 def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
               saved: Any, needs: list[bool]) -> list[Any]:
     # The weight's columns are unit-major (4 gates per unit): the device's first unit.
@@ -130,4 +122,5 @@ def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: A
     return list(lstm_backward(grad_output, inputs[1], saved, unit_offset, ctx.reduce))
 
 
-KERNELS: Kernels = {"dnn.lstm": (_forward, _backward)}
+KERNELS: Kernels = {"dnn.lstm": (
+    lambda ctx, inputs: lstm_forward(inputs[0], inputs[1], all_gather=ctx.gather), _backward)}

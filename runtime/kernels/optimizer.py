@@ -10,11 +10,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from pase.runtime.kernels.context import KernelContext, Kernels
+from pase.runtime.kernels.context import Kernels
 
 
 def sgd_update(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
@@ -23,9 +21,5 @@ def sgd_update(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
     return (param - step_size * grad).astype(param.dtype)
 
 
-def _forward(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
-    param, grad = inputs
-    return sgd_update(param, grad, ctx.props["lr"]), None
-
-
-KERNELS: Kernels = {"dnn.sgd": (_forward, None)}
+KERNELS: Kernels = {"dnn.sgd": (
+    lambda ctx, inputs: (sgd_update(inputs[0], inputs[1], ctx.props["lr"]), None), None)}

@@ -14,12 +14,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import prod
 from typing import Any
 
 import numpy as np
 
-from pase.runtime.kernels.context import KernelContext, Kernels, axes_of
+from pase.runtime.kernels.context import KernelContext, Kernels, axes_of, count_or_local
 
 REDUCE_KINDS = ("sum", "mean")
 
@@ -27,8 +26,7 @@ REDUCE_KINDS = ("sum", "mean")
 def _count(kind: str, shape: Sequence[int], axes: Sequence[int], count: int | None) -> int:
     if kind not in REDUCE_KINDS:
         raise ValueError(f"unknown reduction '{kind}'; expected sum or mean")
-    # A python int keeps f32 arrays f32 (NEP 50), a numpy integer would not.
-    return int(count) if count is not None else prod(shape[a] for a in axes)
+    return count_or_local(count, shape, axes)
 
 
 def reduce_forward(kind: str, x: np.ndarray, dims: Sequence[str], over: Sequence[str],

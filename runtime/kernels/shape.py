@@ -48,21 +48,13 @@ def concat_backward(grad_output: np.ndarray, input_dims: Sequence[Sequence[str]]
     return [part.copy() for part in np.split(grad_output, bounds, axis=axis)]
 
 
-def reshape_forward(x: np.ndarray, output_shape: Sequence[int]) -> np.ndarray:
-    """x reshaped (a copy, never a view of x) into the local result shape."""
-    return x.reshape(tuple(output_shape)).copy()
-
-
-def reshape_backward(grad_output: np.ndarray, input_shape: Sequence[int]) -> np.ndarray:
-    """grad_output reshaped into x's local shape."""
-    return grad_output.reshape(tuple(input_shape)).copy()
+def reshape(array: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """A copy of `array` (never a view) in `shape`: the forward reshapes x into the local
+    result shape, the backward the output gradient into x's local shape."""
+    return array.reshape(tuple(shape)).copy()
 
 
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
-
-
-def _concat(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
-    return concat_forward(inputs, ctx.dims, ctx.result.dims), None
 
 
 def _concat_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
@@ -72,14 +64,10 @@ def _concat_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_ou
     return list(concat_backward(grad_output, ctx.dims, ctx.result.dims, sizes))
 
 
-def _reshape(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
-    return reshape_forward(inputs[0], ctx.result.local), None
-
-
-def _reshape_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
-                      saved: Any, needs: list[bool]) -> list[Any]:
-    return [reshape_backward(grad_output, inputs[0].shape)]
-
-
-KERNELS: Kernels = {"dnn.concat": (_concat, _concat_backward),
-                    "dnn.reshape": (_reshape, _reshape_backward)}
+KERNELS: Kernels = {
+    "dnn.concat": (lambda ctx, inputs: (concat_forward(inputs, ctx.dims, ctx.result.dims), None),
+                   _concat_backward),
+    "dnn.reshape": (lambda ctx, inputs: (reshape(inputs[0], ctx.result.local), None),
+                    lambda ctx, inputs, output, grad_output, saved, needs: [
+                        reshape(grad_output, inputs[0].shape)]),
+}

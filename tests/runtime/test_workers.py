@@ -128,18 +128,17 @@ def test_a_process_that_dies_is_a_worker_error() -> None:
     assert time.monotonic() - started < LONG_TIMEOUT / 2
 
 
-def test_processes_need_a_module_level_function() -> None:
-    with pytest.raises(TypeError, match="must be a module-level function"):
-        run_workers(lambda comm: comm.rank, 2, backend="processes")
-
-
 def returns_a_lock(comm: DeviceComm) -> Any:
     return threading.Lock()
 
 
-def test_results_must_pickle_back() -> None:
-    with pytest.raises(TypeError, match="device [01] returned a result that cannot be pickled"):
-        run_workers(returns_a_lock, 2, backend="processes")
+@pytest.mark.parametrize(("fn", "message"), [
+    (lambda comm: comm.rank, "must be a module-level function"),
+    (returns_a_lock, "device [01] returned a result that cannot be pickled"),
+])
+def test_processes_need_a_function_and_results_that_pickle(fn: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        run_workers(fn, 2, backend="processes")
 
 
 class Unpicklable(Exception):

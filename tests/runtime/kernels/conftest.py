@@ -5,9 +5,11 @@ finite differences.
 threads, one per simulated device, whose callbacks really exchange the blocks with the
 devices of the same group (sum and max in device order, gather = concatenation along the
 last axis), and returns the results with the callback calls device 0 made (all devices
-must make the same). `kit.numeric_gradient(f, x)` is the central finite difference of a
-scalar function. `split` and `assemble` cut a tensor into blocks and put per-block
-results back together, concatenated along a split dim or summed as partial sums.
+must make the same). `kit.assert_gradients(f, inputs, weights, grads)` checks gradients
+against central finite differences of `Σ weights · f(*inputs)`. `split` and `assemble` cut
+a tensor into blocks and put per-block results back together, concatenated along a split
+dim or summed as partial sums; `kit.assert_sharded(step, inputs, axes, parts)` does both
+around a step on simulated devices.
 """
 
 from __future__ import annotations
@@ -86,7 +88,27 @@ def numeric_gradient(function: Callable[[np.ndarray], float], x: np.ndarray,
     return grad
 
 
-def split(array: np.ndarray, axis: int, parts: int) -> list[np.ndarray]:
+def assert_gradients(function: Callable[..., np.ndarray], inputs: Sequence[np.ndarray],
+                     weights: np.ndarray, grads: Sequence[np.ndarray]) -> None:
+    """Each of `grads` against the central differences of Σ weights · function(*inputs)
+    in its input."""
+    for index, (operand, grad) in enumerate(zip(inputs, grads, strict=True)):
+        def loss(value: np.ndarray, index: int = index) -> float:
+            operands = [*inputs[:index], value, *inputs[index + 1:]]
+            return float(np.sum(weights * function(*operands)))
+
+        assert_gradient(grad, numeric_gradient(loss, operand.copy()))
+
+
+def axis_of(dims: Sequence[str], dim: str) -> int | None:
+    """Where a tensor over `dims` runs along `dim`; None if it does not range over it."""
+    return list(dims).index(dim) if dim in dims else None
+
+
+def split(array: np.ndarray, axis: int | None, parts: int) -> list[np.ndarray]:
+    """`parts` blocks along `axis`, or the whole array on every device if axis is None."""
+    if axis is None:
+        return [array] * parts
     return [np.ascontiguousarray(block) for block in np.split(array, parts, axis=axis)]
 
 
@@ -98,6 +120,27 @@ def assemble(blocks: Sequence[np.ndarray], axis: int | None) -> np.ndarray:
     for block in blocks[1:]:
         total = total + block
     return total
+
+
+def assert_sharded(step: Callable[..., Sequence[np.ndarray | None]],
+                   inputs: Sequence[np.ndarray], axes: Sequence[int | None], parts: int,
+                   with_reduce: bool = False) -> list[Call]:
+    """`step(*inputs)` on `parts` devices, input k split along `axes[k]` (None: whole on
+    every device), equals it unsharded. Result k is laid out as input k (the output as the
+    output gradient, an operand's gradient as the operand): concatenated along `axes[k]`,
+    or where that is None a partial sum the devices add up; None results are skipped.
+    `with_reduce` passes each device its `reduce` callback; returns the callback calls."""
+    blocks = [split(x, axis, parts) for x, axis in zip(inputs, axes, strict=True)]
+
+    def run(device: int, reduce: Callable[..., np.ndarray], all_gather: Any) -> Any:
+        return step(*(block[device] for block in blocks),
+                    **({"reduce": reduce} if with_reduce else {}))
+
+    results, calls = run_devices(parts, run)
+    for k, expected in enumerate(step(*inputs)):
+        if expected is not None:
+            assert_exact(assemble([result[k] for result in results], axes[k]), expected)
+    return calls
 
 
 def assert_exact(actual: np.ndarray, expected: np.ndarray) -> None:
@@ -116,11 +159,12 @@ class KernelTestKit:
     """The helpers above, for test modules (importlib mode cannot import conftest)."""
 
     run_devices = staticmethod(run_devices)
-    numeric_gradient = staticmethod(numeric_gradient)
+    assert_gradients = staticmethod(assert_gradients)
+    axis_of = staticmethod(axis_of)
     split = staticmethod(split)
     assemble = staticmethod(assemble)
+    assert_sharded = staticmethod(assert_sharded)
     assert_exact = staticmethod(assert_exact)
-    assert_gradient = staticmethod(assert_gradient)
 
 
 @pytest.fixture

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -19,35 +22,32 @@ POOLS = [("max", (3, 3), 2, (1, 1)), ("avg", (3, 3), 2, (1, 1)), ("max", (2, 2),
          ("avg", (2, 3), 1, (1, 1))]
 
 
-def naive_conv(x: np.ndarray, w: np.ndarray, stride: int, padding: tuple[int, int]
-               ) -> np.ndarray:
-    padded = np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
-    kh, kw = w.shape[2:]
-    ho = (padded.shape[2] - kh) // stride + 1
-    wo = (padded.shape[3] - kw) // stride + 1
-    y = np.zeros((x.shape[0], w.shape[0], ho, wo))
-    for p in range(ho):
-        for q in range(wo):
-            patch = padded[:, :, p * stride:p * stride + kh, q * stride:q * stride + kw]
-            y[:, :, p, q] = np.einsum("bcrs,ocrs->bo", patch, w)
-    return y
-
-
-def naive_pool(kind: str, x: np.ndarray, window: tuple[int, int], stride: int,
-               padding: tuple[int, int]) -> np.ndarray:
-    fill = -np.inf if kind == "max" else 0.0
+def naive(reduce_window: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
+          window: tuple[int, ...], stride: int, padding: tuple[int, int],
+          fill: float = 0.0) -> np.ndarray:
+    """`reduce_window` (`[b, c, kh, kw]` -> `[b, o]`) of the padded window at every output
+    position, one position at a time."""
     padded = np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2),
                     constant_values=fill)
     ho = (padded.shape[2] - window[0]) // stride + 1
     wo = (padded.shape[3] - window[1]) // stride + 1
-    y = np.zeros((x.shape[0], x.shape[1], ho, wo))
-    for p in range(ho):
-        for q in range(wo):
-            patch = padded[:, :, p * stride:p * stride + window[0],
-                           q * stride:q * stride + window[1]]
-            # Average over the whole window, padded zeros included.
-            y[:, :, p, q] = patch.max(axis=(2, 3)) if kind == "max" else patch.mean(axis=(2, 3))
-    return y
+    return np.stack([np.stack([reduce_window(padded[:, :, p * stride:p * stride + window[0],
+                                                    q * stride:q * stride + window[1]])
+                               for q in range(wo)], axis=-1) for p in range(ho)], axis=-2)
+
+
+def naive_conv(x: np.ndarray, w: np.ndarray, stride: int, padding: tuple[int, int]
+               ) -> np.ndarray:
+    return naive(lambda patch: np.einsum("bcrs,ocrs->bo", patch, w), x, w.shape[2:], stride,
+                 padding)
+
+
+def naive_pool(kind: str, x: np.ndarray, window: tuple[int, int], stride: int,
+               padding: tuple[int, int]) -> np.ndarray:
+    if kind == "max":
+        return naive(lambda patch: patch.max(axis=(2, 3)), x, window, stride, padding, -np.inf)
+    # Average over the whole window, padded zeros included.
+    return naive(lambda patch: patch.mean(axis=(2, 3)), x, window, stride, padding)
 
 
 @pytest.mark.parametrize(("kh", "kw", "stride", "padding"), CONVS)
@@ -65,51 +65,26 @@ def test_conv2d_backward_matches_finite_differences(kh: int, kw: int, stride: in
     x = rng.standard_normal((2, 2, 5, 6))
     w = rng.standard_normal((3, 2, kh, kw))
     weights = rng.standard_normal(conv2d_forward(x, w, stride, padding).shape)
-    dx, dw = conv2d_backward(weights, x, w, stride, padding)
-    assert dx is not None
-    assert dw is not None
-    kit.assert_gradient(dx, kit.numeric_gradient(
-        lambda v: float(np.sum(weights * conv2d_forward(v, w, stride, padding))), x.copy()))
-    kit.assert_gradient(dw, kit.numeric_gradient(
-        lambda v: float(np.sum(weights * conv2d_forward(x, v, stride, padding))), w.copy()))
+    kit.assert_gradients(lambda x, w: conv2d_forward(x, w, stride, padding), [x, w], weights,
+                         conv2d_backward(weights, x, w, stride, padding))
 
 
-# The axis of x, w and y a split dim runs along (None: the tensor does not range over it).
-CONV_SPLITS = {"batch": (0, None, 0), "out_channels": (None, 0, 1), "in_channels": (1, 1, None)}
+# The axis of y, x and w a split dim runs along (None: the tensor does not range over it).
+CONV_SPLITS = {"batch": (0, 0, None), "out_channels": (1, None, 0), "in_channels": (None, 1, 1)}
 
 
 @pytest.mark.parametrize("split", CONV_SPLITS)
 @pytest.mark.parametrize("parts", [2, 4])
 def test_conv2d_sharded_equals_unsharded(split: str, parts: int, rng: np.random.Generator,
                                          kit) -> None:
-    x_axis, w_axis, y_axis = CONV_SPLITS[split]
     x = rng.standard_normal((4, 4, 5, 6))
     w = rng.standard_normal((4, 4, 3, 2))
-    stride, padding = 2, (1, 0)
-    y = conv2d_forward(x, w, stride, padding)
-    grad_output = rng.standard_normal(y.shape)
-    dx, dw = conv2d_backward(grad_output, x, w, stride, padding)
+    grad_output = rng.standard_normal(conv2d_forward(x, w, 2, (1, 0)).shape)
 
-    def blocks(array: np.ndarray, axis: int | None) -> list[np.ndarray]:
-        return [array] * parts if axis is None else kit.split(array, axis, parts)
+    def step(grad_output: np.ndarray, x: np.ndarray, w: np.ndarray) -> list[Any]:
+        return [conv2d_forward(x, w, 2, (1, 0)), *conv2d_backward(grad_output, x, w, 2, (1, 0))]
 
-    results = [(conv2d_forward(xb, wb, stride, padding),
-                conv2d_backward(gb, xb, wb, stride, padding))
-               for xb, wb, gb in zip(blocks(x, x_axis), blocks(w, w_axis),
-                                     blocks(grad_output, y_axis), strict=True)]
-    kit.assert_exact(kit.assemble([r[0] for r in results], y_axis), y)
-    kit.assert_exact(kit.assemble([r[1][0] for r in results], x_axis), dx)
-    kit.assert_exact(kit.assemble([r[1][1] for r in results], w_axis), dw)
-
-
-def test_conv2d_float32(rng: np.random.Generator) -> None:
-    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
-    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
-    y = conv2d_forward(x, w, 1, 1)
-    dx, dw = conv2d_backward(np.ones_like(y), x, w, 1, 1)
-    assert y.dtype == dx.dtype == dw.dtype == np.float32
-    np.testing.assert_allclose(y, naive_conv(x.astype(np.float64), w.astype(np.float64), 1,
-                                             (1, 1)), rtol=1e-4, atol=1e-4)
+    kit.assert_sharded(step, [grad_output, x, w], CONV_SPLITS[split], parts)
 
 
 @pytest.mark.parametrize(("kind", "window", "stride", "padding"), POOLS)
@@ -139,10 +114,8 @@ def test_pool2d_backward_matches_finite_differences(kind: str, window: tuple[int
                                                     rng: np.random.Generator, kit) -> None:
     x = rng.standard_normal((2, 2, 6, 7))
     weights = rng.standard_normal(pool2d_forward(kind, x, window, stride, padding).shape)
-    dx = pool2d_backward(kind, weights, x, window, stride, padding)
-    kit.assert_gradient(dx, kit.numeric_gradient(
-        lambda v: float(np.sum(weights * pool2d_forward(kind, v, window, stride, padding))),
-        x.copy()))
+    kit.assert_gradients(lambda v: pool2d_forward(kind, v, window, stride, padding), [x],
+                         weights, [pool2d_backward(kind, weights, x, window, stride, padding)])
 
 
 @pytest.mark.parametrize(("kind", "window", "stride", "padding"), POOLS)
@@ -151,22 +124,10 @@ def test_pool2d_sharded_equals_unsharded(kind: str, window: tuple[int, int], str
                                          padding: tuple[int, int], axis: int, parts: int,
                                          rng: np.random.Generator, kit) -> None:
     x = rng.standard_normal((4, 4, 6, 7))
-    y = pool2d_forward(kind, x, window, stride, padding)
-    grad_output = rng.standard_normal(y.shape)
-    dx = pool2d_backward(kind, grad_output, x, window, stride, padding)
-    x_blocks, g_blocks = kit.split(x, axis, parts), kit.split(grad_output, axis, parts)
-    kit.assert_exact(kit.assemble([pool2d_forward(kind, xb, window, stride, padding)
-                                   for xb in x_blocks], axis), y)
-    kit.assert_exact(kit.assemble([pool2d_backward(kind, gb, xb, window, stride, padding)
-                                   for xb, gb in zip(x_blocks, g_blocks, strict=True)], axis),
-                     dx)
+    grad_output = rng.standard_normal(pool2d_forward(kind, x, window, stride, padding).shape)
 
+    def step(grad_output: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        return [pool2d_forward(kind, x, window, stride, padding),
+                pool2d_backward(kind, grad_output, x, window, stride, padding)]
 
-@pytest.mark.parametrize("kind", ["max", "avg"])
-def test_pool2d_float32(kind: str, rng: np.random.Generator) -> None:
-    x = rng.standard_normal((2, 3, 6, 7)).astype(np.float32)
-    y = pool2d_forward(kind, x, (3, 3), 2, 1)
-    dx = pool2d_backward(kind, np.ones_like(y), x, (3, 3), 2, 1)
-    assert y.dtype == dx.dtype == np.float32
-    np.testing.assert_allclose(y, naive_pool(kind, x.astype(np.float64), (3, 3), 2, (1, 1)),
-                               rtol=1e-5, atol=1e-6)
+    kit.assert_sharded(step, [grad_output, x], [axis, axis], parts)

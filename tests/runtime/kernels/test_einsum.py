@@ -17,10 +17,8 @@ CASES = {
 }
 
 
-def make_inputs(case: str, rng: np.random.Generator,
-                dtype: type = np.float64) -> list[np.ndarray]:
-    input_dims, _ = CASES[case]
-    return [rng.standard_normal([SIZES[d] for d in dims]).astype(dtype) for dims in input_dims]
+def make_inputs(case: str, rng: np.random.Generator) -> list[np.ndarray]:
+    return [rng.standard_normal([SIZES[d] for d in dims]) for dims in CASES[case][0]]
 
 
 def test_subscripts_from_names() -> None:
@@ -32,13 +30,9 @@ def test_backward_matches_finite_differences(case: str, rng: np.random.Generator
     input_dims, output_dims = CASES[case]
     inputs = make_inputs(case, rng)
     weights = rng.standard_normal([SIZES[d] for d in output_dims])
-    grads = einsum_backward(weights, inputs, input_dims, output_dims)
-    for index, operand in enumerate(inputs):
-        def loss(value: np.ndarray, index: int = index) -> float:
-            operands = [*inputs[:index], value, *inputs[index + 1:]]
-            return float(np.sum(weights * einsum_forward(operands, input_dims, output_dims)))
-
-        kit.assert_gradient(grads[index], kit.numeric_gradient(loss, operand.copy()))
+    kit.assert_gradients(lambda *operands: einsum_forward(operands, input_dims, output_dims),
+                         inputs, weights, einsum_backward(weights, inputs, input_dims,
+                                                          output_dims))
 
 
 def test_needs_grad_skips_operands(rng: np.random.Generator) -> None:
@@ -63,34 +57,9 @@ def test_sharded_equals_unsharded(case: str, dim: str, parts: int, rng: np.rando
     inputs = make_inputs(case, rng)
     grad_output = rng.standard_normal([SIZES[d] for d in output_dims])
 
-    def blocks(array: np.ndarray, dims: list[str]) -> list[np.ndarray]:
-        return kit.split(array, dims.index(dim), parts) if dim in dims else [array] * parts
+    def step(grad_output: np.ndarray, *inputs: np.ndarray) -> list[np.ndarray | None]:
+        return [einsum_forward(inputs, input_dims, output_dims),
+                *einsum_backward(grad_output, inputs, input_dims, output_dims)]
 
-    def axis(dims: list[str]) -> int | None:
-        return dims.index(dim) if dim in dims else None
-
-    local_inputs = [blocks(x, dims) for x, dims in zip(inputs, input_dims, strict=True)]
-    local_grad_outputs = blocks(grad_output, output_dims)
-    outputs, grads = [], []
-    for device in range(parts):
-        operands = [block[device] for block in local_inputs]
-        outputs.append(einsum_forward(operands, input_dims, output_dims))
-        grads.append(einsum_backward(local_grad_outputs[device], operands, input_dims,
-                                     output_dims))
-    kit.assert_exact(kit.assemble(outputs, axis(output_dims)),
-                     einsum_forward(inputs, input_dims, output_dims))
-    expected = einsum_backward(grad_output, inputs, input_dims, output_dims)
-    for index, dims in enumerate(input_dims):
-        kit.assert_exact(kit.assemble([g[index] for g in grads], axis(dims)), expected[index])
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_float32(case: str, rng: np.random.Generator) -> None:
-    input_dims, output_dims = CASES[case]
-    inputs = make_inputs(case, rng, np.float32)
-    output = einsum_forward(inputs, input_dims, output_dims)
-    grads = einsum_backward(np.ones_like(output), inputs, input_dims, output_dims)
-    assert output.dtype == np.float32
-    assert all(g is not None and g.dtype == np.float32 for g in grads)
-    reference = einsum_forward([x.astype(np.float64) for x in inputs], input_dims, output_dims)
-    np.testing.assert_allclose(output, reference, rtol=1e-4, atol=1e-4)
+    kit.assert_sharded(step, [grad_output, *inputs],
+                       [kit.axis_of(dims, dim) for dims in [output_dims, *input_dims]], parts)

@@ -1,4 +1,4 @@
-"""embedding: finite differences, vocabulary / id / feature splits, f32."""
+"""embedding: finite differences, vocabulary / id / feature splits (f32: test_table)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pase.runtime.kernels.embedding import embedding_backward, embedding_forward
 VOCAB, FEATURES = 8, 4
 
 
-def make(rng: np.random.Generator, dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+def make(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     ids = rng.integers(0, VOCAB, size=(4, 3), dtype=np.int64)
     ids[0, :2] = 5  # a repeated id accumulates
-    return ids, rng.standard_normal((VOCAB, FEATURES)).astype(dtype)
+    return ids, rng.standard_normal((VOCAB, FEATURES))
 
 
 def test_forward_gathers_rows(rng: np.random.Generator) -> None:
@@ -24,8 +24,8 @@ def test_forward_gathers_rows(rng: np.random.Generator) -> None:
 def test_backward_matches_finite_differences(rng: np.random.Generator, kit) -> None:
     ids, table = make(rng)
     weights = rng.standard_normal((*ids.shape, FEATURES))
-    kit.assert_gradient(embedding_backward(weights, ids, table.shape), kit.numeric_gradient(
-        lambda v: float(np.sum(weights * embedding_forward(ids, v))), table.copy()))
+    kit.assert_gradients(lambda table: embedding_forward(ids, table), [table], weights,
+                         [embedding_backward(weights, ids, table.shape)])
 
 
 def test_multi_feature_table(rng: np.random.Generator) -> None:
@@ -37,46 +37,26 @@ def test_multi_feature_table(rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(grad[:, 0, 0], np.bincount(ids, minlength=VOCAB))
 
 
+# The axis of the output gradient, the ids and the table a split runs along.
+SPLITS = {"vocabulary": (None, None, 0), "ids": (0, 0, None), "features": (2, None, 1)}
+
+
+@pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("parts", [2, 4])
-def test_vocabulary_split(parts: int, rng: np.random.Generator, kit) -> None:
-    """Ids outside a block give zeros: the outputs are partial sums; the table gradient
-    blocks concatenate."""
+def test_sharded_equals_unsharded(split: str, parts: int, rng: np.random.Generator,
+                                  kit) -> None:
+    """Ids outside a vocabulary block give zeros, so a vocabulary split leaves partial
+    outputs, and an id split partial table gradients. The table's global row ids split with
+    its rows: the first is the block's vocabulary offset."""
     ids, table = make(rng)
     grad_output = rng.standard_normal((*ids.shape, FEATURES))
-    rows = VOCAB // parts
-    blocks = kit.split(table, 0, parts)
-    outputs = [embedding_forward(ids, block, device * rows) for device, block in
-               enumerate(blocks)]
-    grads = [embedding_backward(grad_output, ids, block.shape, device * rows)
-             for device, block in enumerate(blocks)]
-    kit.assert_exact(kit.assemble(outputs, None), embedding_forward(ids, table))
-    kit.assert_exact(kit.assemble(grads, 0), embedding_backward(grad_output, ids, table.shape))
 
+    def step(grad_output: np.ndarray, ids: np.ndarray, table: np.ndarray,
+             row_ids: np.ndarray) -> list[np.ndarray | None]:
+        offset = int(row_ids[0])
+        return [embedding_forward(ids, table, offset), None,
+                embedding_backward(grad_output, ids, table.shape, offset), None]
 
-@pytest.mark.parametrize(("axis", "parts"), [(0, 2), (0, 4)])
-def test_id_split(axis: int, parts: int, rng: np.random.Generator, kit) -> None:
-    """Ids split (the batch): outputs concatenate, table gradients are partial sums."""
-    ids, table = make(rng)
-    grad_output = rng.standard_normal((*ids.shape, FEATURES))
-    id_blocks, g_blocks = kit.split(ids, axis, parts), kit.split(grad_output, axis, parts)
-    kit.assert_exact(kit.assemble([embedding_forward(b, table) for b in id_blocks], axis),
-                     embedding_forward(ids, table))
-    kit.assert_exact(kit.assemble([embedding_backward(g, b, table.shape) for g, b in zip(
-        g_blocks, id_blocks, strict=True)], None), embedding_backward(grad_output, ids,
-                                                                      table.shape))
-
-
-def test_feature_split(rng: np.random.Generator, kit) -> None:
-    ids, table = make(rng)
-    grad_output = rng.standard_normal((*ids.shape, FEATURES))
-    t_blocks, g_blocks = kit.split(table, 1, 2), kit.split(grad_output, 2, 2)
-    kit.assert_exact(kit.assemble([embedding_forward(ids, t) for t in t_blocks], 2),
-                     embedding_forward(ids, table))
-    kit.assert_exact(kit.assemble([embedding_backward(g, ids, t.shape) for g, t in zip(
-        g_blocks, t_blocks, strict=True)], 1), embedding_backward(grad_output, ids, table.shape))
-
-
-def test_float32(rng: np.random.Generator) -> None:
-    ids, table = make(rng, np.float32)
-    y = embedding_forward(ids, table, 0)
-    assert y.dtype == embedding_backward(np.ones_like(y), ids, table.shape).dtype == np.float32
+    axes = SPLITS[split]
+    kit.assert_sharded(step, [grad_output, ids, table, np.arange(VOCAB)],
+                       [*axes, 0 if split == "vocabulary" else None], parts)

@@ -1,18 +1,19 @@
 """softmax, layernorm, batchnorm, softmax_cross_entropy: finite differences, sharded
-execution with simulated all-reduces (and the exact callback calls), f32."""
+execution with simulated all-reduces (and the exact callback calls); f32 in test_table."""
 
 from __future__ import annotations
 
+from functools import partial
+from itertools import permutations
 from math import prod
 
 import numpy as np
 import pytest
 
+from pase.runtime.kernels import KERNELS, KernelContext, Reduce, Tensor, local_reduce
 from pase.runtime.kernels.normalization import (
-    batchnorm_backward,
-    batchnorm_forward,
-    layernorm_backward,
-    layernorm_forward,
+    norm_backward,
+    norm_forward,
     softmax_backward,
     softmax_cross_entropy_backward,
     softmax_cross_entropy_forward,
@@ -43,8 +44,8 @@ def test_softmax_backward_matches_finite_differences(over: list[str],
     weights = random(SOFTMAX_DIMS, rng)
     y = softmax_forward(x, SOFTMAX_DIMS, over)
     np.testing.assert_allclose(y.sum(axis=tuple(SOFTMAX_DIMS.index(d) for d in over)), 1.0)
-    kit.assert_gradient(softmax_backward(weights, y, SOFTMAX_DIMS, over), kit.numeric_gradient(
-        lambda v: float(np.sum(weights * softmax_forward(v, SOFTMAX_DIMS, over))), x.copy()))
+    kit.assert_gradients(lambda v: softmax_forward(v, SOFTMAX_DIMS, over), [x], weights,
+                         [softmax_backward(weights, y, SOFTMAX_DIMS, over)])
 
 
 @pytest.mark.parametrize("over", SOFTMAXES)
@@ -53,32 +54,19 @@ def test_softmax_sharded_equals_unsharded(over: list[str], dim: str, parts: int,
                                           rng: np.random.Generator, kit) -> None:
     x = random(SOFTMAX_DIMS, rng) * 5
     grad_output = random(SOFTMAX_DIMS, rng)
+
+    def step(grad_output: np.ndarray, x: np.ndarray,
+             reduce: Reduce = local_reduce) -> list[np.ndarray]:
+        y = softmax_forward(x, SOFTMAX_DIMS, over, reduce)
+        return [y, softmax_backward(grad_output, y, SOFTMAX_DIMS, over, reduce)]
+
     axis = SOFTMAX_DIMS.index(dim)
-    x_blocks, g_blocks = kit.split(x, axis, parts), kit.split(grad_output, axis, parts)
-
-    def run(device: int, reduce, all_gather) -> tuple[np.ndarray, np.ndarray]:
-        callback = {"reduce": reduce} if dim in over else {}
-        y = softmax_forward(x_blocks[device], SOFTMAX_DIMS, over, **callback)
-        return y, softmax_backward(g_blocks[device], y, SOFTMAX_DIMS, over, **callback)
-
-    results, calls = kit.run_devices(parts, run)
-    y = softmax_forward(x, SOFTMAX_DIMS, over)
-    kit.assert_exact(kit.assemble([r[0] for r in results], axis), y)
-    kit.assert_exact(kit.assemble([r[1] for r in results], axis),
-                     softmax_backward(grad_output, y, SOFTMAX_DIMS, over))
+    calls = kit.assert_sharded(step, [grad_output, x], [axis, axis], parts, dim in over)
     if dim in over:
         local = dict(SIZES, **{dim: SIZES[dim] // parts})
         shape = statistics_shape(SOFTMAX_DIMS, over, local)
         assert calls == [("reduce", "max", shape), ("reduce", "sum", shape),
                          ("reduce", "sum", shape)]
-
-
-def test_softmax_float32(rng: np.random.Generator) -> None:
-    x = random(SOFTMAX_DIMS, rng, np.float32)
-    y = softmax_forward(x, SOFTMAX_DIMS, ["u"])
-    assert y.dtype == softmax_backward(y, y, SOFTMAX_DIMS, ["u"]).dtype == np.float32
-    np.testing.assert_allclose(y, softmax_forward(x.astype(np.float64), SOFTMAX_DIMS, ["u"]),
-                               rtol=1e-5)
 
 
 # --- layernorm and batchnorm -------------------------------------------------------
@@ -87,48 +75,63 @@ def test_softmax_float32(rng: np.random.Generator) -> None:
 NORMS = [("layernorm", ["b", "s", "d"], ["d"], ["d"]),
          ("layernorm", ["b", "s", "d"], ["s", "d"], ["d", "s"]),
          ("batchnorm", ["b", "c", "h", "w"], ["b", "h", "w"], ["c"])]
-FORWARD = {"layernorm": layernorm_forward, "batchnorm": batchnorm_forward}
-BACKWARD = {"layernorm": layernorm_backward, "batchnorm": batchnorm_backward}
+# (kind, x dims, normalized dims, scale dims, bias dims; None: neither). Scale and bias over
+# [h, w] (sizes 2, 4) and [c, w] (4, 4) in every order: a scale [h, w] with a bias [w, h]
+# once had the bias applied transposed when h = w, and crashed otherwise.
+REFERENCE_CASES = [
+    *[(kind, dims, over, param_dims, param_dims) for kind, dims, over, param_dims in NORMS],
+    *[(kind, dims, over, None, None) for kind, dims, over, _ in NORMS],
+    *[(kind, ["b", *pair], over, list(scale), list(bias)) for pair in (("h", "w"), ("c", "w"))
+      for kind, over in (("layernorm", list(pair)), ("batchnorm", ["b"]))
+      for scale in permutations(pair) for bias in permutations(pair)]]
+
+
+def reference(dims: list[str], over: list[str], param_dims: list[list[str]], x: np.ndarray,
+              *params: np.ndarray) -> np.ndarray:
+    """The norm written out: statistics over `over`, then scale and bias transposed into
+    x's dim order and broadcast."""
+    axes = tuple(dims.index(d) for d in over)
+    mean = x.mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + 1e-5)
+    for param, own, combine in zip(params, param_dims, (np.multiply, np.add), strict=False):
+        aligned = np.transpose(param, [own.index(d) for d in dims if d in own])
+        y = combine(y, aligned.reshape([x.shape[k] if d in own else 1
+                                        for k, d in enumerate(dims)]))
+    return y
 
 
 def both_dims(param_dims: list[str]) -> dict[str, list[str]]:
-    """Scale and bias over the same dims (tests of other orders: test_norm_param_orders)."""
+    """Scale and bias over the same dims (other orders: test_norm_matches_the_reference)."""
     return {"scale_dims": param_dims, "bias_dims": param_dims}
 
 
-def norm_inputs(dims: list[str], param_dims: list[str], rng: np.random.Generator,
-                dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    x = (random(dims, rng) * 2 + 0.5).astype(dtype)
-    return x, (random(param_dims, rng) + 1).astype(dtype), random(param_dims, rng, dtype)
+def norm_inputs(dims: list[str], param_dims: list[str],
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return random(dims, rng) * 2 + 0.5, random(param_dims, rng) + 1, random(param_dims, rng)
 
 
-@pytest.mark.parametrize(("kind", "dims", "over", "param_dims"), NORMS)
-@pytest.mark.parametrize("affine", [True, False])
-def test_norm_backward_matches_finite_differences(kind: str, dims: list[str], over: list[str],
-                                                  param_dims: list[str], affine: bool,
-                                                  rng: np.random.Generator, kit) -> None:
-    x, scale, bias = norm_inputs(dims, param_dims, rng)
+@pytest.mark.parametrize(("kind", "dims", "over", "scale_dims", "bias_dims"), REFERENCE_CASES)
+def test_norm_matches_the_reference(kind: str, dims: list[str], over: list[str],
+                                    scale_dims: list[str] | None, bias_dims: list[str] | None,
+                                    rng: np.random.Generator, kit) -> None:
+    """Through the kernel table: the forward against the norm written out, the backward
+    against central differences of it."""
+    param_dims = [] if scale_dims is None or bias_dims is None else [scale_dims, bias_dims]
+    x = random(dims, rng) * 2 + 0.5
+    inputs = [x, *(random(own, rng) + 1 for own in param_dims)]
     weights = random(dims, rng)
-    forward, backward = FORWARD[kind], BACKWARD[kind]
-
-    def loss(x: np.ndarray, scale: np.ndarray | None, bias: np.ndarray | None) -> float:
-        y, _ = forward(x, dims, over, scale, bias, **both_dims(param_dims))
-        return float(np.sum(weights * y))
-
-    if not affine:
-        _, stats = forward(x, dims, over)
-        dx, dscale, dbias = backward(weights, x, dims, over, stats)
-        assert dscale is None
-        assert dbias is None
-        kit.assert_gradient(dx, kit.numeric_gradient(lambda v: loss(v, None, None), x.copy()))
-        return
-    y, stats = forward(x, dims, over, scale, bias, **both_dims(param_dims))
-    dx, dscale, dbias = backward(weights, x, dims, over, stats, scale, **both_dims(param_dims))
-    assert dscale is not None
-    assert dbias is not None
-    kit.assert_gradient(dx, kit.numeric_gradient(lambda v: loss(v, scale, bias), x.copy()))
-    kit.assert_gradient(dscale, kit.numeric_gradient(lambda v: loss(x, v, bias), scale.copy()))
-    kit.assert_gradient(dbias, kit.numeric_gradient(lambda v: loss(x, scale, v), bias.copy()))
+    tensors = [Tensor(tuple(own), tuple(SIZES[d] for d in own)) for own in [dims, *param_dims]]
+    ctx = KernelContext({"over": over}, tuple(tensors), tensors[0])
+    forward, backward = KERNELS[f"dnn.{kind}"]
+    assert backward is not None
+    y, saved = forward(ctx, inputs)
+    np.testing.assert_allclose(y, reference(dims, over, param_dims, *inputs), rtol=1e-10,
+                               atol=1e-10)
+    grads = backward(ctx, inputs, y, weights, saved, [True] * 3)
+    assert len(grads) == 3
+    assert all(grad is None for grad in grads[len(inputs):])
+    kit.assert_gradients(partial(reference, dims, over, param_dims), inputs, weights,
+                         grads[:len(inputs)])
 
 
 NORM_SPLITS = [(*norm, dim, parts) for norm in NORMS for dim in norm[1]
@@ -143,50 +146,21 @@ def test_norm_sharded_equals_unsharded(kind: str, dims: list[str], over: list[st
     the global count; parameter gradients over other split dims are partial sums."""
     x, scale, bias = norm_inputs(dims, param_dims, rng)
     grad_output = random(dims, rng)
-    forward, backward = FORWARD[kind], BACKWARD[kind]
     count = prod(SIZES[d] for d in over)
-    axis = dims.index(dim)
-    param_axis = param_dims.index(dim) if dim in param_dims else None
 
-    def blocks(array: np.ndarray, axis: int | None) -> list[np.ndarray]:
-        return [array] * parts if axis is None else kit.split(array, axis, parts)
+    def step(grad_output: np.ndarray, x: np.ndarray, scale: np.ndarray, bias: np.ndarray,
+             reduce: Reduce = local_reduce) -> list[np.ndarray | None]:
+        options = {**both_dims(param_dims), "count": count, "reduce": reduce}
+        y, stats = norm_forward(x, dims, over, scale, bias, **options)
+        return [y, *norm_backward(grad_output, x, dims, over, stats, scale, **options)]
 
-    x_blocks, g_blocks = blocks(x, axis), blocks(grad_output, axis)
-    scale_blocks, bias_blocks = blocks(scale, param_axis), blocks(bias, param_axis)
-
-    def run(device: int, reduce, all_gather) -> tuple[np.ndarray, ...]:
-        options = {**both_dims(param_dims), "count": count}
-        if dim in over:
-            options["reduce"] = reduce
-        y, stats = forward(x_blocks[device], dims, over, scale_blocks[device],
-                           bias_blocks[device], **options)
-        return y, *backward(g_blocks[device], x_blocks[device], dims, over, stats,
-                            scale_blocks[device], **options)
-
-    results, calls = kit.run_devices(parts, run)
-    y, stats = forward(x, dims, over, scale, bias, **both_dims(param_dims))
-    expected = backward(grad_output, x, dims, over, stats, scale, **both_dims(param_dims))
-    kit.assert_exact(kit.assemble([r[0] for r in results], axis), y)
-    kit.assert_exact(kit.assemble([r[1] for r in results], axis), expected[0])
-    kit.assert_exact(kit.assemble([r[2] for r in results], param_axis), expected[1])
-    kit.assert_exact(kit.assemble([r[3] for r in results], param_axis), expected[2])
+    axis, param_axis = kit.axis_of(dims, dim), kit.axis_of(param_dims, dim)
+    calls = kit.assert_sharded(step, [grad_output, x, scale, bias],
+                               [axis, axis, param_axis, param_axis], parts, dim in over)
     if dim in over:
         local = dict(SIZES, **{dim: SIZES[dim] // parts})
         shape = (2, *statistics_shape(dims, over, local))
         assert calls == [("reduce", "sum", shape), ("reduce", "sum", shape)]
-
-
-@pytest.mark.parametrize(("kind", "dims", "over", "param_dims"), NORMS)
-def test_norm_float32(kind: str, dims: list[str], over: list[str], param_dims: list[str],
-                      rng: np.random.Generator) -> None:
-    x, scale, bias = norm_inputs(dims, param_dims, rng, np.float32)
-    y, stats = FORWARD[kind](x, dims, over, scale, bias, **both_dims(param_dims))
-    grads = BACKWARD[kind](np.ones_like(y), x, dims, over, stats, scale, **both_dims(param_dims))
-    assert y.dtype == np.float32
-    assert all(g is not None and g.dtype == np.float32 for g in grads)
-    reference, _ = FORWARD[kind](x.astype(np.float64), dims, over, scale.astype(np.float64),
-                                 bias.astype(np.float64), **both_dims(param_dims))
-    np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-4)
 
 
 # --- softmax_cross_entropy ---------------------------------------------------------
@@ -216,11 +190,9 @@ def test_cross_entropy_backward_matches_finite_differences(rng: np.random.Genera
     _, stats = softmax_cross_entropy_forward(logits, LOGIT_DIMS, labels, "k")
     grad = softmax_cross_entropy_backward(grad_loss, logits, LOGIT_DIMS, labels, "k", stats,
                                           ROWS)
-
-    def loss(v: np.ndarray) -> float:
-        return grad_loss * float(softmax_cross_entropy_forward(v, LOGIT_DIMS, labels, "k")[0])
-
-    kit.assert_gradient(grad, kit.numeric_gradient(lambda v: loss(v) / ROWS, logits.copy()))
+    kit.assert_gradients(
+        lambda v: softmax_cross_entropy_forward(v, LOGIT_DIMS, labels, "k")[0] / ROWS,
+        [logits], np.asarray(grad_loss), [grad])
 
 
 def test_cross_entropy_class_dim_anywhere(rng: np.random.Generator, kit) -> None:
@@ -271,71 +243,9 @@ def test_cross_entropy_sharded_equals_unsharded(dim: str, parts: int,
                                                     stats, ROWS))
 
 
-def test_cross_entropy_float32(rng: np.random.Generator) -> None:
+def test_cross_entropy_float32_with_a_float64_incoming_gradient(rng: np.random.Generator
+                                                                ) -> None:
     logits, labels = cross_entropy_inputs(rng, np.float32)
-    total, stats = softmax_cross_entropy_forward(logits, LOGIT_DIMS, labels, "k")
-    grad = softmax_cross_entropy_backward(np.float64(1.0), logits, LOGIT_DIMS, labels, "k",
-                                          stats, ROWS)
-    assert total.dtype == grad.dtype == np.float32
-    reference, _ = softmax_cross_entropy_forward(logits.astype(np.float64), LOGIT_DIMS,
-                                                 labels, "k")
-    assert float(total) == pytest.approx(float(reference), rel=1e-5)
-
-
-# --- two split dims: groups of devices -----------------------------------------------
-
-
-def test_layernorm_on_a_device_grid(rng: np.random.Generator, kit) -> None:
-    """b = 2, d = 2: device (i, j) all-reduces with the devices of row block i only."""
-    dims, over = ["b", "s", "d"], ["d"]
-    x, scale, bias = norm_inputs(dims, ["d"], rng)
-    grad_output = random(dims, rng)
-    x_blocks = [kit.split(rows, 2, 2) for rows in kit.split(x, 0, 2)]
-    g_blocks = [kit.split(rows, 2, 2) for rows in kit.split(grad_output, 0, 2)]
-    scale_blocks, bias_blocks = kit.split(scale, 0, 2), kit.split(bias, 0, 2)
-
-    def run(device: int, reduce, all_gather) -> tuple[np.ndarray, ...]:
-        i, j = divmod(device, 2)
-        y, stats = layernorm_forward(x_blocks[i][j], dims, over, scale_blocks[j],
-                                     bias_blocks[j], count=SIZES["d"], reduce=reduce)
-        return y, *layernorm_backward(g_blocks[i][j], x_blocks[i][j], dims, over, stats,
-                                      scale_blocks[j], count=SIZES["d"], reduce=reduce)
-
-    results, calls = kit.run_devices(4, run, group=lambda device: device // 2)
-    y, stats = layernorm_forward(x, dims, over, scale, bias)
-    expected = layernorm_backward(grad_output, x, dims, over, stats, scale)
-    for k in range(2):
-        kit.assert_exact(np.concatenate([np.concatenate([results[2 * i + j][k]
-                                                         for j in range(2)], axis=2)
-                                         for i in range(2)], axis=0), (y, expected[0])[k])
-    for k in (2, 3):  # parameter gradients: concatenated over d, summed over b
-        kit.assert_exact(kit.assemble([np.concatenate([results[2 * i + j][k]
-                                                       for j in range(2)])
-                                       for i in range(2)], None), expected[k - 1])
-    assert calls == [("reduce", "sum", (2, 2, 2, 1))] * 2
-
-
-def test_cross_entropy_on_a_device_grid(rng: np.random.Generator, kit) -> None:
-    """b = 2, k = 2: the loss sums of the row blocks add up; the class group agrees."""
-    logits, labels = cross_entropy_inputs(rng)
-    logit_blocks = [kit.split(rows, 2, 2) for rows in kit.split(logits, 0, 2)]
-    label_blocks = kit.split(labels, 0, 2)
-    classes = SIZES["k"] // 2
-
-    def run(device: int, reduce, all_gather) -> tuple[np.ndarray, np.ndarray]:
-        i, j = divmod(device, 2)
-        total, stats = softmax_cross_entropy_forward(logit_blocks[i][j], LOGIT_DIMS,
-                                                     label_blocks[i], "k", j * classes,
-                                                     reduce)
-        return total, softmax_cross_entropy_backward(2.0, logit_blocks[i][j], LOGIT_DIMS,
-                                                     label_blocks[i], "k", stats, ROWS,
-                                                     j * classes)
-
-    results, _ = kit.run_devices(4, run, group=lambda device: device // 2)
-    total, stats = softmax_cross_entropy_forward(logits, LOGIT_DIMS, labels, "k")
-    kit.assert_exact(results[0][0] + results[2][0], total)
-    kit.assert_exact(results[1][0] + results[3][0], total)
-    grad = np.concatenate([np.concatenate([results[2 * i + j][1] for j in range(2)], axis=2)
-                           for i in range(2)], axis=0)
-    kit.assert_exact(grad, softmax_cross_entropy_backward(2.0, logits, LOGIT_DIMS, labels,
-                                                          "k", stats, ROWS))
+    _, stats = softmax_cross_entropy_forward(logits, LOGIT_DIMS, labels, "k")
+    assert softmax_cross_entropy_backward(np.float64(1.0), logits, LOGIT_DIMS, labels, "k",
+                                          stats, ROWS).dtype == np.float32

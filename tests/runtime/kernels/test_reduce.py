@@ -26,10 +26,8 @@ def test_reduce_backward_matches_finite_differences(kind: str, over: list[str],
     weights = rng.standard_normal([SIZES[d] for d in kept_dims(over)])
     np.testing.assert_allclose(reduce_forward(kind, x, DIMS, over), getattr(np, kind)(
         x, axis=tuple(DIMS.index(d) for d in over)))
-    kit.assert_gradient(reduce_backward(kind, weights, DIMS, over, x.shape),
-                        kit.numeric_gradient(
-                            lambda v: float(np.sum(weights * reduce_forward(kind, v, DIMS,
-                                                                            over))), x.copy()))
+    kit.assert_gradients(lambda v: reduce_forward(kind, v, DIMS, over), [x], weights,
+                         [reduce_backward(kind, weights, DIMS, over, x.shape)])
 
 
 @pytest.mark.parametrize(("kind", "over"), REDUCTIONS)
@@ -41,16 +39,12 @@ def test_reduce_sharded_equals_unsharded(kind: str, over: list[str], dim: str, p
     kept = kept_dims(over)
     grad_output = rng.standard_normal([SIZES[d] for d in kept])
     count = prod(SIZES[d] for d in over)
-    x_blocks = kit.split(x, DIMS.index(dim), parts)
-    out_axis = kept.index(dim) if dim in kept else None
-    g_blocks = [grad_output] * parts if out_axis is None else kit.split(grad_output, out_axis,
-                                                                         parts)
-    outputs = [reduce_forward(kind, block, DIMS, over, count) for block in x_blocks]
-    grads = [reduce_backward(kind, g, DIMS, over, block.shape, count)
-             for g, block in zip(g_blocks, x_blocks, strict=True)]
-    kit.assert_exact(kit.assemble(outputs, out_axis), reduce_forward(kind, x, DIMS, over))
-    kit.assert_exact(kit.assemble(grads, DIMS.index(dim)),
-                     reduce_backward(kind, grad_output, DIMS, over, x.shape))
+
+    def step(grad_output: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        return [reduce_forward(kind, x, DIMS, over, count),
+                reduce_backward(kind, grad_output, DIMS, over, x.shape, count)]
+
+    kit.assert_sharded(step, [grad_output, x], [kit.axis_of(kept, dim), DIMS.index(dim)], parts)
 
 
 @pytest.mark.parametrize(("kind", "over"), REDUCTIONS)

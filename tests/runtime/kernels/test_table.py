@@ -1,26 +1,13 @@
-"""The kernel table: one (forward, backward) per layer op, merged from the modules."""
+"""The kernel table: one (forward, backward) per layer op, merged from the modules; every
+kernel keeps float32."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pase.dialect.dnn.layers import LAYER_OPS
-from pase.runtime.kernels import (
-    KERNELS,
-    KernelContext,
-    Tensor,
-    conv,
-    einsum,
-    elementwise,
-    embedding,
-    lstm,
-    normalization,
-    optimizer,
-    reduce,
-    shape,
-)
-
-MODULES = (conv, einsum, elementwise, embedding, lstm, normalization, optimizer, reduce, shape)
+from pase.runtime.kernels import KERNELS, MODULES, KernelContext, Tensor, elementwise
 
 
 def test_every_layer_op_has_a_forward_and_a_backward_kernel():
@@ -37,23 +24,56 @@ def test_the_modules_tables_merge_without_overlap():
     assert KERNELS["dnn.sgd"][1] is None  # the update is never differentiated
 
 
-def test_a_kernel_runs_from_its_context():
-    x, w = np.arange(6.0).reshape(2, 3), np.ones((3, 4))
-    ctx = KernelContext({}, (Tensor(("b", "d"), (2, 3)), Tensor(("d", "h"), (3, 4))),
-                        Tensor(("b", "h"), (2, 4)))
-    forward, backward = KERNELS["dnn.einsum"]
-    y, saved = forward(ctx, [x, w])
-    np.testing.assert_array_equal(y, x @ w)
-    assert saved is None
-    assert backward is not None
-    dx, dw = backward(ctx, [x, w], y, np.ones_like(y), saved, [True, False])
-    np.testing.assert_array_equal(dx, np.full((2, 3), 4.0))
-    assert dw is None
+SIZES = {"b": 2, "c": 3, "h": 4, "w": 4, "o": 2, "r": 3, "s": 3, "k": 5, "v": 6, "e": 4,
+         "l": 2, "z": 8, "g": 16, "t": 3, "c1": 2, "c2": 3, "c3": 5, "h1": 2, "h2": 2}
+POOL = {"stride": 2, "padding": [0, 0], "window": [2, 2]}
+# (op, props, operand dims, result dims, {integer operand: the dim bounding its values})
+CASES = [
+    ("dnn.einsum", {}, [("b", "h"), ("h", "w")], ("b", "w"), {}),
+    ("dnn.conv2d", {"stride": 1, "padding": [1, 1]}, [("b", "c", "h", "w"), ("o", "c", "r", "s")],
+     ("b", "o", "h", "w"), {}),
+    ("dnn.pool2d", {**POOL, "kind": "max"}, [("b", "c", "h", "w")], ("b", "c", "h1", "h2"), {}),
+    ("dnn.pool2d", {**POOL, "kind": "avg"}, [("b", "c", "h", "w")], ("b", "c", "h1", "h2"), {}),
+    *[(f"dnn.{kind}", {}, [("b", "h")], ("b", "h"), {}) for kind in elementwise.UNARY],
+    *[(f"dnn.{kind}", {}, [("b", "h"), ("h",)], ("b", "h"), {}) for kind in elementwise.BINARY],
+    ("dnn.softmax", {"over": ["h"]}, [("b", "h")], ("b", "h"), {}),
+    ("dnn.layernorm", {"over": ["h"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
+    ("dnn.batchnorm", {"over": ["b"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
+    ("dnn.softmax_cross_entropy", {"over": ["k"]}, [("b", "k"), ("b",)], (), {1: "k"}),
+    ("dnn.reduce", {"kind": "mean", "over": ["h"]}, [("b", "h")], ("b",), {}),
+    ("dnn.embedding", {}, [("b",), ("v", "e")], ("b", "e"), {0: "v"}),
+    ("dnn.lstm", {}, [("b", "t", "e"), ("l", "z", "g")], ("b", "t", "e"), {}),
+    ("dnn.concat", {}, [("b", "c1"), ("b", "c2")], ("b", "c3"), {}),
+    ("dnn.reshape", {}, [("b", "h")], ("b", "h1", "h2"), {}),
+    ("dnn.sgd", {"lr": 0.5}, [("h",), ("h",)], ("h",), {}),
+]
 
 
-def test_sgd_updates_in_the_parameter_type():
-    ctx = KernelContext({"lr": 0.5}, (Tensor(("d",), (2,)),) * 2, Tensor(("d",), (2,)))
-    forward, _ = KERNELS["dnn.sgd"]
-    updated, _ = forward(ctx, [np.ones(2, dtype=np.float32), np.ones(2, dtype=np.float32)])
-    assert updated.dtype == np.float32
-    np.testing.assert_array_equal(updated, [0.5, 0.5])
+def test_every_op_has_a_float32_case():
+    assert {case[0] for case in CASES} == set(KERNELS)
+
+
+@pytest.mark.parametrize(("op", "props", "operand_dims", "result_dims", "integer"), CASES)
+def test_kernels_keep_float32(op: str, props: dict, operand_dims: list[tuple[str, ...]],
+                              result_dims: tuple[str, ...], integer: dict[int, str]) -> None:
+    """Forward and backward through the table in f32: f32 results within f32 rounding of
+    the same step in f64."""
+    rng = np.random.default_rng(7)
+    tensors = [Tensor(dims, tuple(SIZES[d] for d in dims)) for dims in [*operand_dims, result_dims]]
+    wide = [rng.integers(0, SIZES[integer[i]], t.sizes) if i in integer
+            else rng.standard_normal(t.sizes) for i, t in enumerate(tensors[:-1])]
+    ctx = KernelContext(props, tuple(tensors[:-1]), tensors[-1])
+    forward, backward = KERNELS[op]
+
+    def step(dtype: type) -> list[np.ndarray]:
+        inputs = [x if i in integer else x.astype(dtype) for i, x in enumerate(wide)]
+        y, saved = forward(ctx, inputs)
+        if backward is None:
+            return [y]
+        needs = [i not in integer for i in range(len(inputs))]
+        grads = backward(ctx, inputs, y, np.ones_like(y), saved, needs)
+        return [y, *(grad for grad in grads if grad is not None)]
+
+    for narrow, reference in zip(step(np.float32), step(np.float64), strict=True):
+        assert narrow.dtype == np.float32
+        np.testing.assert_allclose(narrow, reference, rtol=1e-4, atol=1e-5)
