@@ -69,8 +69,9 @@ class _Differentiator:
         self.lr = lr
         self.names = graph.layer_names()
         self.layers = graph.layers
-        self.ret = graph.body.block.last_op
-        assert isinstance(self.ret, dnn.ReturnOp)
+        ret = graph.body.block.last_op
+        assert isinstance(ret, dnn.ReturnOp)
+        self.ret = ret
         self.contributions: dict[SSAValue, list[tuple[SSAValue, str]]] = {}
 
     def error(self, message: str) -> Diagnostic:
@@ -152,6 +153,7 @@ class _Differentiator:
         by_einsum = ([i for i in wrt if self.einsum_gradient_fits(layer, i)]
                      if isinstance(layer, dnn.EinsumOp) and cotangent is not None else [])
         for index in by_einsum:
+            assert cotangent is not None
             others = [v for j, v in enumerate(layer.inputs) if j != index]
             gradient = dnn.EinsumOp.create(operands=[cotangent, *others],
                                            result_types=[layer.inputs[index].type])
@@ -172,8 +174,8 @@ class _Differentiator:
                                             if k in dnn.VjpOp.FORWARD_PROPERTIES}},
             attributes=attributes)
         self.insert(vjp)
-        for index, gradient in zip(rest, vjp.results, strict=True):
-            self.contribute(layer.inputs[index], gradient, name, index)
+        for index, result in zip(rest, vjp.results, strict=True):
+            self.contribute(layer.inputs[index], result, name, index)
 
     @staticmethod
     def einsum_gradient_fits(layer: dnn.LayerOp, index: int) -> bool:

@@ -150,11 +150,11 @@ class _Lowering:
             producer = self.owner_layer[value]
             tag = (edge_tag(consumer, producer, True, carried) if backward
                    else edge_tag(producer, consumer, False, carried))
-            op = dist.RedistributeOp.create(operands=[current], result_types=[needed],
-                                            properties={"tag": StringAttr(tag)})
-            op.results[0].name_hint = value.name_hint
-            self.emit(op)
-            self.converted[key] = op.results[0]
+            transfer = dist.RedistributeOp.create(operands=[current], result_types=[needed],
+                                                  properties={"tag": StringAttr(tag)})
+            transfer.results[0].name_hint = value.name_hint
+            self.emit(transfer)
+            self.converted[key] = transfer.results[0]
         return self.converted[key]
 
     # -- ops --

@@ -104,8 +104,8 @@ class _Device:
                 case "redistribute":
                     self.values[step.results[0]] = self.redistribute(step)
                 case "return":
-                    value = self.values[step.operands[0]]
-                    loss = float(value) if value is not None else float("nan")
+                    total = self.values[step.operands[0]]
+                    loss = float(total) if total is not None else float("nan")
         return loss, updates
 
     def all_reduce(self, step: Step) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -47,7 +47,7 @@ class GraphOp(IRDLOperation):
     # printer restarts SSA names per graph, so %x stays %x in every graph of a file.
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HoldsLayers())
 
-    def __init__(self, name: str, dims: dict[str, int], body: Sequence[IRDLOperation] = ()):
+    def __init__(self, name: str, dims: dict[str, int], body: Sequence[Operation] = ()):
         from xdsl.ir import Block, Region
 
         super().__init__(

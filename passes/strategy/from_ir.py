@@ -144,7 +144,7 @@ def _reaching_the_loss(graph: dnn.GraphOp) -> set[dnn.LayerOp]:
     pending = [returned.values[0]]
     while pending:
         owner = pending.pop().owner
-        if owner in forward and owner not in reached:
+        if isinstance(owner, dnn.LayerOp) and owner in forward and owner not in reached:
             reached.add(owner)
             pending.extend(owner.inputs)
     return reached
