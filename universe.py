@@ -21,9 +21,15 @@ def get_dnn_frontend() -> type[Frontend]:
     return DnnFrontend
 
 
+def get_onnx_frontend() -> type[Frontend]:
+    from pase.frontend.onnx import OnnxFrontend
+
+    return OnnxFrontend
+
+
 PASE = Universe(
     all_dialects=get_all_dialects(),
     all_passes=get_all_passes(),
     # A frontend's name is also the file extension it reads (`xdsl-opt m.dnn`).
-    all_frontends={"dnn": get_dnn_frontend},
+    all_frontends={"dnn": get_dnn_frontend, "onnx": get_onnx_frontend},
 )

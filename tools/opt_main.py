@@ -36,6 +36,7 @@ from pase.tools.errors import ToolError
 from pase.universe import PASE
 
 NOTHING_PARSED = "Could not parse entire input!"
+BINARY_FRONTENDS = ("onnx",)
 
 
 class LocatedParser(Parser):
@@ -139,8 +140,11 @@ class PaseOptMain(xDSLOptMain):
         also gives ops their locations), and for any other frontend (`.dnn`) the
         locations and the diagnostic are moved to file lines here."""
         name = self.get_input_name()
+        frontend = parse_spec(self.args.frontend or file_extension).name
+        if frontend in BINARY_FRONTENDS:  # bytes, not text: no chunks, no lines
+            return super().parse_chunk(chunk, file_extension)
         text = decode_source(chunk.read(), name)
-        if parse_spec(self.args.frontend or file_extension).name == "mlir":
+        if frontend == "mlir":
             return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
                 not self.args.no_implicit_module)
         if self.args.split_input_file and all(
