@@ -113,6 +113,11 @@ class PaseOptMain(xDSLOptMain):
         for name, factory in PASE.all_frontends.items():
             self.available_frontends.setdefault(name, factory)
 
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        for name, factory in PASE.all_targets.items():
+            self.available_targets.setdefault(name, factory)
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
