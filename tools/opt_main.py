@@ -37,6 +37,15 @@ from pase.universe import PASE
 
 NOTHING_PARSED = "Could not parse entire input!"
 BINARY_FRONTENDS = ("onnx",)
+ONNX_HELP = """
+
+ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
+  -f 'onnx{batch=N loss=cross-entropy}'
+      batch=N    the size of a symbolic batch axis (axis 0 of an input)
+      loss=KIND  the training loss of a model whose output is not a scalar:
+                 cross-entropy (default; over the output's last axis, against a new
+                 'labels' input) or mean
+  -t dnn prints the imported graph as .dnn source: pase-opt model.onnx -t dnn -o model.dnn"""
 
 
 class LocatedParser(Parser):
@@ -131,7 +140,7 @@ class PaseOptMain(xDSLOptMain):
 
         def format_help() -> str:  # imports every pass: only when --help asks for them
             arg_parser.epilog = "pase passes:\n" + "\n".join(
-                pass_summary(factory()) for factory in PASE.all_passes.values())
+                pass_summary(factory()) for factory in PASE.all_passes.values()) + ONNX_HELP
             return original_format_help()
 
         arg_parser.format_help = format_help  # type: ignore[method-assign]
