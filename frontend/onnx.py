@@ -149,8 +149,9 @@ def _decode(onnx: Any, data: bytes, filename: str) -> Any:
 
 
 def _first_line(error: Exception) -> str:
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
+    """The error's message on one line (ONNX's checker spreads a sentence over several)."""
+    text = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    return (text[:300] + " ...") if len(text) > 300 else text or type(error).__name__
 
 
 def _identifier(text: str) -> str:
@@ -377,8 +378,8 @@ class _Importer:
     def constant(self, name: str, what: str) -> np.ndarray:
         array = self.constant_of(name) if name else None
         if array is None:
-            raise self.error(f"{what} must be a constant (an initializer or a Constant node), "
-                             f"so that pase knows the shapes; '{name}' is computed")
+            raise self.error(f"{what} must be a constant (an initializer or a Constant node) "
+                             f"for pase to know the shapes, but '{name}' is not")
         return array
 
     def tensor_type(self, dims: Sequence[int], element: str) -> dnn.TensorType:
