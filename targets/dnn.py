@@ -54,8 +54,7 @@ def print_module(module: ModuleOp) -> str:
     graphs = []
     for op in module.ops:
         if not isinstance(op, dnn.GraphOp):
-            raise at_op(op, f"the dnn target prints dnn.graph ops, not {op.name}",
-                        prefix=f"'{op.name}': ")
+            raise at_op(op, f"the dnn target prints dnn.graph ops, not {op.name}")
         graphs.append(print_graph(op))
     if not graphs:
         raise Diagnostic("the dnn target needs a module with a dnn.graph")
@@ -110,9 +109,10 @@ def statement(op: Operation, names: dict[SSAValue, str]) -> str:
         element = "" if shape.element == "f32" else f" : {shape.element}"
         return f"%{names[op.output]} = {keyword} {_dims(shape.dims)}{element}"
     if not isinstance(op, dnn.LayerOp) or type(op) not in KEYWORDS or op.is_gradient:
-        what = "pase-autodiff's" if dnn.is_gradient(op) else "the"
-        raise at_op(op, f"the dnn target prints forward graphs; .dnn has no statement for "
-                    f"{what} {op.name}", prefix=f"'{op.name}': ")
+        if dnn.is_gradient(op):
+            raise at_op(op, f"the dnn target prints forward graphs, but this one has "
+                        f"pase-autodiff's {op.name}; print it before pase-autodiff")
+        raise at_op(op, f".dnn has no statement for {op.name}")
     keyword = KEYWORDS[type(op)]
     parts = [f"%{names[op.output]} = {keyword}"]
     if op.KIND is not None:
