@@ -175,6 +175,12 @@ class _Value:
     ssa: SSAValue | None = None
     constant: np.ndarray | None = None
 
+    @property
+    def value(self) -> SSAValue:
+        """The dnn value (`_Importer.tensor` makes one of a constant)."""
+        assert self.ssa is not None
+        return self.ssa
+
 
 @dataclass(frozen=True)
 class Operator:
@@ -446,7 +452,8 @@ class _Importer:
     def rename(self, value: _Value, position: int, dim: int, name: str) -> _Value:
         """`value` with the axis at `position` renamed to `dim` (a dnn.reshape)."""
         old = value.axes[position]
-        assert value.ssa is not None and old is not None
+        assert value.ssa is not None
+        assert old is not None
         if dim in [self.dims.find(d) for d in self.layout(value)]:
             raise self.error("two axes of one tensor would be one dimension")
         layout = [dim if d == self.dims.find(old) else d for d in self.layout(value)]
@@ -513,11 +520,10 @@ class _Importer:
 
     def unary(self, node: Any) -> list[_Value]:
         x = self.tensor(node.input[0])
-        assert x.ssa is not None
         approximate = self.attribute(node, "approximate", b"none")
         if approximate not in (b"none", b"tanh", "none", "tanh"):
             raise self.error(f"approximate={approximate!r} is not supported")
-        return [_Value(x.axes, self.build(UNARY_OPS[node.op_type], [x.ssa], node.output[0]))]
+        return [_Value(x.axes, self.build(UNARY_OPS[node.op_type], [x.value], node.output[0]))]
 
     def binary(self, node: Any, op_class: type[dnn.LayerOp] | None = None) -> list[_Value]:
         a, b = self.tensor(node.input[0]), self.tensor(node.input[1])
@@ -525,13 +531,12 @@ class _Importer:
 
     def elementwise(self, op_class: type[dnn.LayerOp], a: _Value, b: _Value,
                     name: str) -> _Value:
-        assert a.ssa is not None and b.ssa is not None
         axes = self.broadcast(a.axes, b.axes)
         first, second = set(self.layout(a)), set(self.layout(b))
         if not (first <= second or second <= first):
             raise self.error("it broadcasts both operands (each has axes the other lacks); "
                              "pase's elementwise layers broadcast one operand into the other")
-        return _Value(axes, self.build(op_class, [a.ssa, b.ssa], name))
+        return _Value(axes, self.build(op_class, [a.value, b.value], name))
 
     def div(self, node: Any) -> list[_Value]:
         divisor = self.constant(node.input[1], "the divisor")
@@ -561,8 +566,7 @@ class _Importer:
         batch = self.broadcast(a.axes[:-2], b.axes[:-2])
         axes = (*batch, *([m] if len(a.axes) >= 2 else []), *([n] if len(b.axes) >= 2 else []))
         result = [a for a in axes if a is not None]
-        assert a.ssa is not None and b.ssa is not None
-        return _Value(axes, self.build(dnn.EinsumOp, [a.ssa, b.ssa], name,
+        return _Value(axes, self.build(dnn.EinsumOp, [a.value, b.value], name,
                                        [self.dims.find(d) for d in result]))
 
     def matmul(self, node: Any) -> list[_Value]:
@@ -683,8 +687,7 @@ class _Importer:
                      if keepdims or p not in positions)
         if not over:  # only axes of size 1: nothing to reduce
             return _Value(kept, x.ssa)
-        assert x.ssa is not None
-        y = self.build(dnn.ReduceOp, [x.ssa], name, None,
+        y = self.build(dnn.ReduceOp, [x.value], name, None,
                        {"kind": StringAttr(kind), "over": self.dim_array(over)})
         return _Value(kept, y)
 
@@ -708,8 +711,7 @@ class _Importer:
     def softmax(self, node: Any) -> list[_Value]:
         x = self.tensor(node.input[0])
         position = self.axis(self.attribute(node, "axis", -1), len(x.axes))
-        assert x.ssa is not None
-        y = self.build(dnn.SoftmaxOp, [x.ssa], node.output[0], None,
+        y = self.build(dnn.SoftmaxOp, [x.value], node.output[0], None,
                        {"over": self.dim_array([self.real_axis(x, position)])})
         return [_Value(x.axes, y)]
 
@@ -722,8 +724,7 @@ class _Importer:
         scale, bias = self.tensor(node.input[1]), self.tensor(node.input[2])
         for affine in (scale, bias):
             self.broadcast(x.axes[position:], affine.axes)
-        assert x.ssa is not None and scale.ssa is not None and bias.ssa is not None
-        y = self.build(dnn.LayerNormOp, [x.ssa, scale.ssa, bias.ssa], node.output[0], None,
+        y = self.build(dnn.LayerNormOp, [x.value, scale.value, bias.value], node.output[0], None,
                        {"over": self.dim_array(over)})
         return [_Value(x.axes, y)]
 
@@ -737,8 +738,7 @@ class _Importer:
             if len(affine.axes) != 1 or not self.same(channels, self.real_axis(affine, 0)):
                 raise self.error("its scale and bias must range over the channels")
         over = [a for p, a in enumerate(x.axes) if p != 1 and a is not None]
-        assert x.ssa is not None and scale.ssa is not None and bias.ssa is not None
-        y = self.build(dnn.BatchNormOp, [x.ssa, scale.ssa, bias.ssa], node.output[0], None,
+        y = self.build(dnn.BatchNormOp, [x.value, scale.value, bias.value], node.output[0], None,
                        {"over": self.dim_array(over)})
         return [_Value(x.axes, y)]
 
@@ -835,7 +835,8 @@ class _Importer:
                 raise self.error(f"axis {p} has size 1 in an operand, which pase does not "
                                  "support in Concat")
             for axis in column[1:]:
-                assert axis is not None and column[0] is not None
+                assert axis is not None
+                assert column[0] is not None
                 if not self.same(column[0], axis):
                     raise self.error("its operands' axes cannot be one dimension")
         joined = [self.real_axis(v, position) for v in values]
@@ -867,8 +868,7 @@ class _Importer:
             raise self.error("the embedding table must be [vocabulary, features...]")
         name = node.output[0]
         table_ssa = self.ordered(table, f"{name}_table")
-        assert ids.ssa is not None
-        y = self.build(dnn.EmbeddingOp, [ids.ssa, table_ssa], name)
+        y = self.build(dnn.EmbeddingOp, [ids.value, table_ssa], name)
         return [_Value((*ids.axes, *table.axes[1:]), y)]
 
     # -- the end: the loss, then the graph with readable dim names --
@@ -886,13 +886,12 @@ class _Importer:
         return self.rebuild([*self.inputs, *self.body, ret])
 
     def loss_of(self, output: _Value) -> SSAValue:
-        assert output.ssa is not None
-        shape = dnn.shape_of(output.ssa)
+        shape = dnn.shape_of(output.value)
         if not shape.dims:
-            return output.ssa
+            return output.value
         real = [a for a in output.axes if a is not None]
         if self.loss == "mean":
-            return self.build(dnn.ReduceOp, [output.ssa], "loss", None,
+            return self.build(dnn.ReduceOp, [output.value], "loss", None,
                               {"kind": StringAttr("mean"), "over": self.dim_array(real)})
         classes = self.dims.find(real[-1])
         self.dims.hints[classes] = "c"
@@ -901,7 +900,7 @@ class _Importer:
         labels.output.name_hint = self.value_name("labels")
         self.dims.record(label_dims)
         self.inputs.append(labels)
-        return self.build(dnn.SoftmaxCrossEntropyOp, [output.ssa, labels.output], "loss",
+        return self.build(dnn.SoftmaxCrossEntropyOp, [output.value, labels.output], "loss",
                           None, {"over": self.dim_array([classes])})
 
     def rebuild(self, ops: list[Operation]) -> Imported:

@@ -27,7 +27,8 @@ NAMES = ["mlp", "cnn", "transformer"]
 def _load_models() -> dict:
     spec = importlib.util.spec_from_file_location("onnx_models",
                                                   ROOT / "models" / "onnx_models.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.MODELS

@@ -28,7 +28,8 @@ def onnx_models() -> dict:
     pytest.importorskip("onnx")
     spec = importlib.util.spec_from_file_location("onnx_models", ROOT / "models" /
                                                   "onnx_models.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.MODELS
