@@ -313,7 +313,10 @@ class _Importer:
             if attribute.name not in operator.attributes:
                 raise self.error(f"attribute '{attribute.name}' is not supported")
         method: Callable[[Any], list[_Value]] = getattr(self, operator.method)
-        results = method(node)
+        try:
+            results = method(node)
+        except (ShapeError, VerifyException) as error:  # a tensor type the dialect rejects
+            raise self.error(_first_line(error)) from None
         for name, value in zip(node.output[:operator.outputs], results, strict=False):
             if name:
                 self.values[name] = value
