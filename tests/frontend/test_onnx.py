@@ -17,8 +17,9 @@ from xdsl.utils.arg_spec import parse_spec  # noqa: E402
 from pase.core.diagnostics import Diagnostic  # noqa: E402
 from pase.dialect import dnn  # noqa: E402
 from pase.frontend import onnx as frontend  # noqa: E402
-from pase.frontend.onnx import OPERATORS, OnnxFrontend, fuse_erf_gelu, import_model  # noqa: E402
+from pase.frontend.onnx import OPERATORS, OnnxFrontend, import_model  # noqa: E402
 from pase.frontend.onnx_dims import DimTable  # noqa: E402
+from pase.frontend.onnx_patterns import fuse_erf_gelu  # noqa: E402
 
 ISSUE_OPERATORS = (
     "MatMul Gemm Conv MaxPool AveragePool GlobalAveragePool Relu Gelu Tanh Sigmoid Exp Add Sub "
