@@ -138,6 +138,11 @@ def _decode(onnx: Any, data: bytes, filename: str) -> Any:
                          f"{latest}; convert the model with onnx.version_converter."
                          f"convert_version(model, 17), or export it again with "
                          f"opset_version=17", filename)
+    external = onnx.TensorProto.EXTERNAL
+    if any(init.data_location == external for init in model.graph.initializer):
+        raise Diagnostic("the model keeps its weights in external data files; pase reads one "
+                         "self-contained file: onnx.save(onnx.load(path), path, "
+                         "save_as_external_data=False)", filename)
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as error:

@@ -22,6 +22,7 @@
 # RUN: python %s truncated %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
 # RUN: python %s text %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
 # RUN: python %s empty %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=EMPTY
+# RUN: python %s external %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=EXTERNAL
 # RUN: python %s group %t.onnx && not pase-opt %t.onnx -f 'onnx{loss=sum}' 2>&1 | filecheck %s --check-prefix=LOSS
 # RUN: python %s group %t.onnx && not pase-run %t.onnx --devices 2 2>&1 | filecheck %s --check-prefix=GROUP
 
@@ -173,6 +174,14 @@ def case_text():
 # EMPTY: error: not an ONNX model, or one without nodes: the file is empty, truncated or corrupt
 def case_empty():
     return b""
+
+
+# EXTERNAL: error: the model keeps its weights in external data files; pase reads one self-contained file: onnx.save(onnx.load(path), path, save_as_external_data=False)
+def case_external():
+    model = case_alpha()
+    onnx.external_data_helper.convert_model_to_external_data(model, location="weights.bin",
+                                                            size_threshold=0)
+    return model
 
 
 # LOSS: error: unknown loss 'sum'; expected cross-entropy or mean
