@@ -1,4 +1,5 @@
-"""pase as an xDSL plugin: its dialects, passes and the `.dnn` frontend in one `Universe`.
+"""pase as an xDSL plugin: its dialects, passes, frontends (`.dnn`, `.onnx`) and targets
+(`-t dnn`) in one `Universe`.
 
 pyproject.toml names `PASE` under the `xdsl.universe` entry point, so once pase is
 installed plain `xdsl-opt` finds it, as `pase-opt` does:
@@ -13,6 +14,7 @@ from xdsl.utils.frontend import Frontend
 
 from pase.dialect import get_all_dialects
 from pase.passes import get_all_passes
+from pase.targets import get_all_targets
 
 
 def get_dnn_frontend() -> type[Frontend]:
@@ -21,9 +23,16 @@ def get_dnn_frontend() -> type[Frontend]:
     return DnnFrontend
 
 
+def get_onnx_frontend() -> type[Frontend]:
+    from pase.frontend.onnx import OnnxFrontend
+
+    return OnnxFrontend
+
+
 PASE = Universe(
     all_dialects=get_all_dialects(),
     all_passes=get_all_passes(),
     # A frontend's name is also the file extension it reads (`xdsl-opt m.dnn`).
-    all_frontends={"dnn": get_dnn_frontend},
+    all_frontends={"dnn": get_dnn_frontend, "onnx": get_onnx_frontend},
+    all_targets=get_all_targets(),
 )

@@ -12,6 +12,7 @@ file and line. A lazy import inside a function is still an arrow: it only hides 
     pase.dialect        imports no pass, frontend, runtime, format, target or tool
     pase.frontend       imports no pass, runtime, format, target or tool
     pase.formats        imports no dialect, frontend, runtime, target or tool
+    pase.targets        imports no pass, runtime or tool
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ def forbidden(arrow: Arrow) -> str | None:
         if within(target, "pase.passes", "pase.runtime", "pase.formats", "pase.targets",
                   "pase.tools"):
             return "the frontend imports no pass, runtime, format, target or tool"
+    elif within(source, "pase.targets"):
+        if within(target, "pase.passes", "pase.runtime", "pase.tools"):
+            return "a target imports no pass, runtime or tool"
     elif within(source, "pase.formats"):
         if within(target, "pase.dialect", "pase.frontend", "pase.runtime", "pase.targets",
                   "pase.tools"):
@@ -123,6 +127,7 @@ def test_the_import_graph_has_no_forbidden_arrow() -> None:
     ("runtime/program.py", "pase.dialect.dnn", "the runtime imports only"),
     ("dialect/dnn/graph.py", "pase.passes.autodiff", "a dialect imports no"),
     ("frontend/__init__.py", "pase.passes.search", "the frontend imports no"),
+    ("targets/dnn.py", "pase.passes.search", "a target imports no"),
 ])
 def test_each_rule_catches_its_arrow(source: str, target: str, reason: str) -> None:
     message = forbidden(Arrow(source, 1, target))

@@ -37,6 +37,16 @@ from pase.tools.errors import ToolError
 from pase.universe import PASE
 
 NOTHING_PARSED = "Could not parse entire input!"
+BINARY_FRONTENDS = ("onnx",)
+ONNX_HELP = """
+
+ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
+  -f 'onnx{batch=N loss=cross-entropy}'
+      batch=N    the size of a symbolic batch axis (axis 0 of an input)
+      loss=KIND  the training loss of a model whose output is not a scalar:
+                 cross-entropy (default; over the output's last axis, against a new
+                 'labels' input) or mean
+  -t dnn prints the imported graph as .dnn source: pase-opt model.onnx -t dnn -o model.dnn"""
 
 
 class LocatedParser(Parser):
@@ -108,7 +118,7 @@ class PaseOptMain(xDSLOptMain):
 
         def format_help() -> str:  # imports every pass: only when --help asks for them
             arg_parser.epilog = "pase passes:\n" + "\n".join(
-                pass_summary(factory()) for factory in PASE.all_passes.values())
+                pass_summary(factory()) for factory in PASE.all_passes.values()) + ONNX_HELP
             return original_format_help()
 
         arg_parser.format_help = format_help  # type: ignore[method-assign]
@@ -122,8 +132,11 @@ class PaseOptMain(xDSLOptMain):
         also gives ops their locations), and for any other frontend (`.dnn`) the
         locations and the diagnostic are moved to file lines here."""
         name = self.get_input_name()
+        frontend = parse_spec(self.args.frontend or file_extension).name
+        if frontend in BINARY_FRONTENDS:  # bytes, not text: no chunks, no lines
+            return super().parse_chunk(chunk, file_extension)
         text = decode_source(chunk.read(), name)
-        if parse_spec(self.args.frontend or file_extension).name == "mlir":
+        if frontend == "mlir":
             return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
                 not self.args.no_implicit_module)
         if self.args.split_input_file and all(

@@ -34,7 +34,13 @@ from pase.passes.strategy.machines import PRESETS
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
 from pase.tools.run_check import DIVERGED, TrainingReport, check_problems
-from pase.tools.run_pipeline import load_model, pipeline_spec, strategy_and_scale, train
+from pase.tools.run_pipeline import (
+    load_model,
+    load_onnx,
+    pipeline_spec,
+    strategy_and_scale,
+    train,
+)
 
 # Each device is a thread (or a Python process) of this machine: past these counts a run
 # spends its time starting workers and its memory on their interpreters.
@@ -58,7 +64,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "(softmax_cross_entropy, reduce mean,\nan einsum -> [], ...). A tensor there is "
         "an error, not summed silently: reduce it\nin the model.\n\n"
         "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
-    parser.add_argument("model", help="a .dnn model (or .mlir with one dnn.graph)")
+    parser.add_argument("model", help="a .dnn model, an .onnx model (its initializers are "
+                        "the initial parameters), or .mlir with one dnn.graph")
     parser.add_argument("--devices", type=int, required=True,
                         help="number of workers P (at most 1024 threads, or 64 processes)")
     how = parser.add_mutually_exclusive_group()
@@ -81,6 +88,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="run in double precision (tolerance 1e-9 instead of 1e-4)")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless results match and words equal the prediction")
+    onnx = parser.add_argument_group("ONNX models (pase-opt: -f 'onnx{batch=N loss=mean}')")
+    onnx.add_argument("--batch", type=int, default=0,
+                      help="the size of a symbolic batch axis")
+    onnx.add_argument("--loss", choices=("cross-entropy", "mean"), default="cross-entropy",
+                      help="the training loss of a model whose output is not a scalar: "
+                      "softmax cross-entropy over its last axis against new labels "
+                      "(default), or the output's mean")
     parser.add_argument("--print-pipeline", action="store_true",
                         help="print the pass pipeline (pase-opt's -p spec) and exit")
     args = parser.parse_args(argv)
@@ -135,11 +149,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(spec)
         return
     with report_errors("pase-run"):
-        module = strategy_and_scale(load_model(args.model), args.devices, args.scale,
+        initial = None
+        if args.model.endswith(".onnx"):
+            model, initial = load_onnx(args.model, args.batch, args.loss)
+        else:
+            model = load_model(args.model)
+        module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", args.data_parallel)
         start = time.perf_counter()
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
-                       args.timeout, "f64" if args.f64 else None)
+                       args.timeout, "f64" if args.f64 else None, initial)
         print_report(report, time.perf_counter() - start)
     if args.check:
         if problems := check_problems(report):

@@ -124,6 +124,27 @@ def load_model(path: str) -> ModuleOp:
     return module
 
 
+def load_onnx(path: str, batch: int = 0, loss: str = "cross-entropy"
+              ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """An ONNX model's forward graph (`pase.frontend.onnx` with its `batch` and `loss`
+    options), and its initializers' values by param name: `train(initial=...)`."""
+    from pase.frontend.onnx import load_model as load_onnx_model
+
+    imported = load_onnx_model(path, batch, loss)
+    forward_graph(imported.module, path)
+    return imported.module, imported.initial_values
+
+
+def with_initial(data: dict[str, np.ndarray], initial: dict[str, np.ndarray] | None
+                 ) -> dict[str, np.ndarray]:
+    """`data` with the `initial` parameter values, if every one fits its param (a model
+    shrunk by --scale has other shapes: then its parameters stay the seeded ones)."""
+    if not initial or any(name not in data or data[name].shape != array.shape
+                          for name, array in initial.items()):
+        return data
+    return data | {name: array.astype(data[name].dtype) for name, array in initial.items()}
+
+
 def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
                        machine: str = "pase-default", strategy: str = "",
                        data_parallel: bool = False) -> ModuleOp:
@@ -205,24 +226,28 @@ def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: 
 
 def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = 0.01,
           backend: str = "threads", timeout: float = 120.0,
-          float_type: str | None = None) -> TrainingReport:
+          float_type: str | None = None,
+          initial: dict[str, np.ndarray] | None = None) -> TrainingReport:
     """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded;
     `float_type="f64"` runs an f32 model in double precision. Training that overflows
     (too large an `lr`) shows as losses and errors that are not finite, and
-    `report.diverged`; it raises no numpy warnings."""
+    `report.diverged`; it raises no numpy warnings. `initial` gives parameters their
+    starting values by name (an ONNX model's initializers); the others are seeded."""
     graph = forward_graph(module)
     # Workers silence floating-point warnings themselves (run_device); inf and nan
     # reach the report, which says the training diverged.
     with np.errstate(all="ignore"):
-        return _train(module, graph, devices, steps, seed, lr, backend, timeout, float_type)
+        return _train(module, graph, devices, steps, seed, lr, backend, timeout, float_type,
+                      initial)
 
 
 def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed: int,
-           lr: float, backend: str, timeout: float, float_type: str | None) -> TrainingReport:
+           lr: float, backend: str, timeout: float, float_type: str | None,
+           initial: dict[str, np.ndarray] | None = None) -> TrainingReport:
     configs = layer_configs(graph)
     element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
                                   if isinstance(op, dnn.ParamOp)), "f32")
-    data = make_data(graph, seed, float_type)
+    data = with_initial(make_data(graph, seed, float_type), initial)
     sharded = lower(with_configs(module, configs), devices, lr)
     reference = lower(with_configs(module, None), 1, lr)
     results, counters = execute(sharded, data, steps, backend, timeout, float_type)
@@ -233,7 +258,7 @@ def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed:
         *assemble(expected, "params", data).values()])
     noise = 0.0
     if needs_rounding_reference(element, errors, diverged):
-        exact_data = make_data(graph, seed, "f64")
+        exact_data = with_initial(make_data(graph, seed, "f64"), initial)
         exact, _ = execute(reference, exact_data, steps, backend, timeout, "f64")
         noise = max(_errors(expected, data, exact, exact_data))
     problem = build_problem(graph, devices, pinned=configs)

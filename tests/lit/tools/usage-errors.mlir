@@ -10,7 +10,7 @@
 // MISSING:       {{^}}pase-opt: error: cannot open {{.*}}no-such-file.dnn: No such file or directory{{$}}
 // MISSING-NOT:   {{.}}
 
-// FRONTEND:      {{^}}pase-opt: error: argument -f/--frontend: invalid choice: 'no-such-frontend' (choose from dnn, mlir) (see pase-opt --help){{$}}
+// FRONTEND:      {{^}}pase-opt: error: argument -f/--frontend: invalid choice: 'no-such-frontend' (choose from dnn, onnx, mlir) (see pase-opt --help){{$}}
 // FRONTEND-NOT:  {{.}}
 
 // EXTENSION:     {{^}}pase-opt: error: Unrecognized file extension 'txt'{{$}}

@@ -1,0 +1,190 @@
+# Every error is one line, `file: error: node 'NAME' (OpType): what is missing`, exit 1.
+# RUN: python %s group %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=GROUP
+# RUN: python %s cos %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=COS
+# RUN: python %s strides %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=STRIDES
+# RUN: python %s pads %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=PADS
+# RUN: python %s dilations %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=DILATIONS
+# RUN: python %s alpha %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=ALPHA
+# RUN: python %s attribute %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=ATTRIBUTE
+# RUN: python %s divide %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=DIVIDE
+# RUN: python %s computed_shape %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=COMPUTED-SHAPE
+# RUN: python %s reshape %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=RESHAPE
+# RUN: python %s mask %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=MASK
+# RUN: python %s gather %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=GATHER
+# RUN: python %s outputs %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=OUTPUTS
+# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=SYMBOLIC
+# RUN: python %s sequence %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=4}' 2>&1 | filecheck %s --check-prefix=SEQUENCE
+# RUN: python %s input_type %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=INPUT-TYPE
+# RUN: python %s old %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=OLD
+# RUN: python %s new %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=NEW
+# RUN: python %s inference %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=INFERENCE
+# RUN: python %s invalid %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=INVALID
+# RUN: python %s truncated %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
+# RUN: python %s text %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
+# RUN: python %s empty %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=EMPTY
+# RUN: python %s external %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=EXTERNAL
+# RUN: python %s group %t.onnx && not pase-opt %t.onnx -f 'onnx{loss=sum}' 2>&1 | filecheck %s --check-prefix=LOSS
+# RUN: python %s group %t.onnx && not pase-run %t.onnx --devices 2 2>&1 | filecheck %s --check-prefix=GROUP
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+from onnx_case import INT64, graph, main, node, weights  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+
+def conv(**attributes):
+    return graph([node("Conv", ["x", "w"], ["y"], name="Conv_12", **attributes)],
+                 {"x": [2, 32, 8, 8]}, ("y", ["b", "c", "h", "w"]),
+                 {"w": weights(32, 32 // attributes.get("group", 1), 3, 3)})
+
+
+# GROUP-NOT: Traceback
+# GROUP: {{.*}}.onnx: error: node 'Conv_12' (Conv): group=32 is not supported
+# GROUP-NOT: {{.}}
+def case_group():
+    return conv(group=32)
+
+
+# COS: error: node 'c' (Cos): operator Cos is not supported; pase reads Add, AveragePool, {{.*}}, Unsqueeze
+def case_cos():
+    return graph([node("Cos", ["x"], ["y"], name="c")], {"x": [2, 4]}, ("y", [2, 4]))
+
+
+# STRIDES: error: node 'Conv_12' (Conv): strides=[1, 2] is not supported (pase has one stride for height and width)
+def case_strides():
+    return conv(strides=[1, 2])
+
+
+# PADS: error: node 'Conv_12' (Conv): pads=[1, 1, 0, 0] is not supported (only the same padding at both ends of an axis)
+def case_pads():
+    return conv(pads=[1, 1, 0, 0])
+
+
+# DILATIONS: error: node 'Conv_12' (Conv): dilations=[2, 2] is not supported (only 1)
+def case_dilations():
+    return conv(dilations=[2, 2])
+
+
+# ALPHA: error: node 'fc' (Gemm): alpha=0.5 is not supported (only 1)
+def case_alpha():
+    return graph([node("Gemm", ["x", "w"], ["y"], name="fc", alpha=0.5)], {"x": [2, 4]},
+                 ("y", [2, 3]), {"w": weights(4, 3)})
+
+
+# ATTRIBUTE: error: node 'k' (Constant): attribute 'value_string' is not supported
+def case_attribute():
+    return graph([node("Constant", [], ["k"], value_string="hi"),
+                  node("Relu", ["x"], ["y"])], {"x": [2, 4]}, ("y", [2, 4]))
+
+
+# DIVIDE: error: node 'q' (Div): the divisor must be a constant (an initializer or a Constant node) for pase to know the shapes, but 'x' is not
+def case_divide():
+    return graph([node("Div", ["x", "x"], ["q"])], {"x": [2, 4]}, ("q", [2, 4]))
+
+
+# COMPUTED-SHAPE: error: node 'r' (Reshape): the target shape must be a constant (an initializer or a Constant node) for pase to know the shapes, but 's' is not
+def case_computed_shape():
+    return graph([node("Relu", ["x"], ["y"]), node("Reshape", ["y", "s"], ["r"])],
+                 {"x": [2, 4], "s": ([2], INT64)}, ("r", [2, 4]))
+
+
+# RESHAPE: error: node 'r' (Reshape): reshape cannot turn its input [2, 3, 4] into the target [3, 8]: it merges or splits consecutive dimensions only
+def case_reshape():
+    return graph([node("Reshape", ["x", "shape"], ["r"])], {"x": [2, 3, 4]}, ("r", [3, 8]),
+                 {"shape": np.array([3, 8])})
+
+
+# MASK: error: node 'm' (Identity): input 'mask' is not an output of a node pase reads (an output it does not compute, e.g. a Dropout mask) nor a graph input
+def case_mask():
+    return graph([node("Dropout", ["x"], ["d", "mask"]), node("Identity", ["mask"], ["m"])],
+                 {"x": [2, 4]}, ("m", [2, 4]), output_type=TensorProto.BOOL)
+
+
+# GATHER: error: node 'g' (Gather): Gather is supported on an embedding table (an initializer), not on the computed 'r'
+def case_gather():
+    return graph([node("Relu", ["x"], ["r"]), node("Gather", ["r", "ids"], ["g"])],
+                 {"x": [5, 4], "ids": ([2], INT64)}, ("g", [2, 4]))
+
+
+# OUTPUTS: error: the model has 2 outputs ('y', 'z'); pase trains a model with one
+def case_outputs():
+    model = graph([node("Relu", ["x"], ["y"]), node("Tanh", ["x"], ["z"])], {"x": [2, 4]},
+                  ("y", [2, 4]), check=False)
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4]))
+    return model
+
+
+# SYMBOLIC: error: the batch axis of input 'x' is symbolic ('batch_size'); give its size: -f 'onnx{batch=N}' (pase-run: --batch N)
+def case_symbolic():
+    return graph([node("Relu", ["x"], ["y"])], {"x": ["batch_size", 4]},
+                 ("y", ["batch_size", 4]))
+
+
+# SEQUENCE: error: axis 1 of input 'ids' is symbolic ('sequence'); pase needs static sizes: export the model with a fixed size for it
+def case_sequence():
+    return graph([node("Gather", ["table", "ids"], ["y"])],
+                 {"ids": (["batch", "sequence"], INT64)}, ("y", ["batch", "sequence", 4]),
+                 {"table": weights(10, 4)})
+
+
+# INPUT-TYPE: error: input 'x' is FLOAT16; pase reads FLOAT, DOUBLE, INT32 and INT64 tensors
+def case_input_type():
+    return graph([node("Relu", ["x"], ["y"])], {"x": ([2, 4], TensorProto.FLOAT16)},
+                 ("y", [2, 4]), output_type=TensorProto.FLOAT16)
+
+
+# OLD: error: opset 11 is too old: pase reads opsets 13 to {{[0-9]+}}; convert the model with onnx.version_converter.convert_version(model, 17), or export it again with opset_version=17
+def case_old():
+    return graph([node("Relu", ["x"], ["y"])], {"x": [2, 4]}, ("y", [2, 4]), opset=11)
+
+
+# NEW: error: opset 99 is too new: pase reads opsets 13 to {{[0-9]+}}
+def case_new():
+    return graph([node("Relu", ["x"], ["y"])], {"x": [2, 4]}, ("y", [2, 4]), opset=99,
+                 check=False)
+
+
+# INFERENCE: error: the shapes of the model cannot be inferred: [ShapeInferenceError] {{.*}}MatMul{{.*}}
+def case_inference():
+    return graph([node("MatMul", ["x", "w"], ["y"])], {"x": [2, 4]}, ("y", [2, 3]),
+                 {"w": weights(5, 3)}, check=False)
+
+
+# INVALID: error: not a valid ONNX model: {{.*}}
+def case_invalid():
+    model = graph([node("Relu", ["x"], ["y"])], {"x": [2, 4]}, ("y", [2, 4]))
+    model.graph.node[0].input[0] = "nowhere"
+    return model
+
+
+# TRUNCATED: error: not an ONNX model: the file is truncated or corrupt ({{.*}})
+def case_truncated():
+    return case_alpha().SerializeToString()[:60]
+
+
+def case_text():
+    return b"graph @g(b = 2) {}\n"
+
+
+# EMPTY: error: not an ONNX model, or one without nodes: the file is empty, truncated or corrupt
+def case_empty():
+    return b""
+
+
+# EXTERNAL: error: the model keeps its weights in external data files; pase reads one self-contained file: onnx.save(onnx.load(path), path, save_as_external_data=False)
+def case_external():
+    model = case_alpha()
+    onnx.external_data_helper.convert_model_to_external_data(model, location="weights.bin",
+                                                            size_threshold=0)
+    return model
+
+
+# LOSS: error: unknown loss 'sum'; expected cross-entropy or mean
+
+
+main(globals())
