@@ -77,12 +77,6 @@ def test_layout_of_an_operand_and_of_the_result():
     assert result == LayoutAttr.new((StringAttr("h"), NoneAttr()))
 
 
-def test_layout_verifier_rejects_a_negative_operand():
-    with pytest.raises(VerifyException, match="#pase.layout names operand -1 of layer 'z'; "
-                       "operands count from 0"):
-        LayoutAttr("z", -1)
-
-
 def op_with(attributes: dict[str, Attribute]) -> test.TestOp:
     return test.TestOp.create(attributes=attributes)
 
