@@ -86,13 +86,11 @@ def _fmt(dims: Sequence[str]) -> str:
 
 def shape_over(dims: Sequence[str], dim_sizes: dict[str, int], element: str = "f32") -> NamedShape:
     """The shape of a tensor over `dims`, sizes taken from a graph's dimension table."""
-    seen: set[str] = set()
-    for dim in dims:
+    for index, dim in enumerate(dims):
         if dim not in dim_sizes:
             raise ShapeError(f"unknown dimension '{dim}'; declare it in the graph header")
-        if dim in seen:
+        if dim in dims[:index]:
             raise ShapeError(f"dimension '{dim}' appears twice in {_fmt(dims)}")
-        seen.add(dim)
     if element not in ELEMENT_TYPES:
         raise ShapeError(f"unknown element type '{element}'; expected one of "
                          + ", ".join(ELEMENT_TYPES))

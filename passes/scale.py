@@ -73,8 +73,7 @@ def _spatial(graph: dnn.GraphOp) -> tuple[set[str], set[str]]:
     kernels: set[str] = set()
     for op in graph.layers:
         if isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
-            x = op.input_shapes[0]
-            spatial |= set(x.dims[2:])
+            spatial |= set(op.input_shapes[0].dims[2:])
             derived |= set(op.result_shape.dims[2:])
             if isinstance(op, dnn.Conv2dOp):
                 kernels |= set(op.input_shapes[1].dims[2:])

@@ -53,6 +53,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -99,10 +100,7 @@ def chunk_bounds(length: int, parts: int) -> list[int]:
     [0, 3, 6, 8, 10]
     """
     base, extra = divmod(length, parts)
-    bounds = [0]
-    for index in range(parts):
-        bounds.append(bounds[-1] + base + (index < extra))
-    return bounds
+    return [0, *accumulate(base + (index < extra) for index in range(parts))]
 
 
 def _describe(dtype: str, shape: tuple[int, ...]) -> str:

@@ -105,11 +105,6 @@ class LayerOp(IRDLOperation):
         assert isinstance(attr, ArrayAttr)
         return tuple(s.data for s in attr.data)
 
-    def int_prop(self, prop: str) -> int:
-        attr = self.properties[prop]
-        assert isinstance(attr, IntAttr)
-        return attr.data
-
     def ints_prop(self, prop: str) -> tuple[int, ...]:
         attr = self.properties[prop]
         assert isinstance(attr, ArrayAttr)

@@ -78,11 +78,6 @@ class VjpOp(IRDLOperation):
                                                       "padding")
 
     @property
-    def is_gradient(self) -> bool:
-        """A vjp always belongs to the backward pass."""
-        return True
-
-    @property
     def indices(self) -> tuple[int, ...]:
         return tuple(i.data for i in self.wrt.data)
 
@@ -214,11 +209,6 @@ class SgdOp(IRDLOperation):
         super().__init__(operands=[param, gradient], result_types=[param.type],
                          properties={"lr": FloatAttr(lr, f64)})
 
-    @property
-    def is_gradient(self) -> bool:
-        """An update step always belongs to the backward pass."""
-        return True
-
     def verify_(self) -> None:
         if not self.param.type == self.gradient.type == self.output.type:
             raise VerifyException("dnn.sgd needs the parameter, its gradient and the result "
@@ -232,4 +222,4 @@ def is_gradient(op: Operation) -> bool:
     `%dw = dnn.einsum %dh, %x {pase.layer = "h", ...}`, False for the forward
     `%h = dnn.einsum %x, %w`; false for ops outside the dnn dialect's layers and updates.
     """
-    return isinstance(op, LayerOp | VjpOp | SgdOp) and op.is_gradient
+    return isinstance(op, VjpOp | SgdOp) or (isinstance(op, LayerOp) and op.is_gradient)

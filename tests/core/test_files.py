@@ -1,5 +1,5 @@
-"""Reading input files with a diagnostic, and all-or-nothing writes: a failed write leaves no
-temporary file and no changed target, and a deferred one lands only when its block succeeds."""
+"""Reading input files, and all-or-nothing writes: a failed write leaves no temporary file
+and no changed target, and a deferred one lands only when its block succeeds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from pase.core.diagnostics import Diagnostic
 from pase.core.files import (
     LONGEST_SHOWN_LINE,
     deferred_writes,
@@ -100,22 +99,6 @@ def test_read_text(tmp_path: Path) -> None:
     path = tmp_path / "in.json"
     path.write_text("{\n  \"é\": 1}\n", encoding="utf-8")
     assert read_text(str(path)) == "{\n  \"é\": 1}\n"
-    with pytest.raises(Diagnostic) as error:
-        read_text(str(tmp_path / "none.json"), "strategy file")
-    assert str(error.value) == (f"{tmp_path / 'none.json'}: error: cannot read the strategy "
-                                "file: No such file or directory")
-
-
-def test_text_that_is_not_utf8_is_placed(tmp_path: Path) -> None:
-    path = tmp_path / "in.toml"
-    path.write_bytes(b"a = 1\nname = 'caf\xe9'\n")
-    with pytest.raises(Diagnostic) as error:
-        read_text(str(path), "machine file")
-    assert str(error.value).splitlines() == [
-        f"{path}:2:12: error: the machine file is not UTF-8 text (invalid continuation byte at "
-        "byte 17)",
-        "name = 'caf\ufffd'",
-        " " * 11 + "^"]
 
 
 def test_read_line_and_shown_line(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from xdsl.dialects import test
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, NoneAttr, StringAttr
-from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 from pase.dialect.pase import (
@@ -77,25 +76,16 @@ def test_layout_of_an_operand_and_of_the_result():
     assert result == LayoutAttr.new((StringAttr("h"), NoneAttr()))
 
 
-def test_layout_verifier_rejects_a_negative_operand():
-    with pytest.raises(VerifyException, match="#pase.layout names operand -1 of layer 'z'; "
-                       "operands count from 0"):
-        LayoutAttr("z", -1)
-
-
-def op_with(attributes: dict[str, Attribute]) -> test.TestOp:
-    return test.TestOp.create(attributes=attributes)
-
-
 def test_accessors_read_typed_values_and_none_when_absent():
     strategy = StrategyAttr(8, "m", 1.0, 0.5, 0.25, 0.25, 2.0)
-    op = op_with({"pase.strategy": strategy, "pase.layer": StringAttr("h"),
-                  "pase.grid_order": ArrayAttr([StringAttr("b"), StringAttr("h")]),
-                  "pase.layout_of": LayoutAttr("z", 1)})
+    op = test.TestOp.create(attributes={
+        "pase.strategy": strategy, "pase.layer": StringAttr("h"),
+        "pase.grid_order": ArrayAttr([StringAttr("b"), StringAttr("h")]),
+        "pase.layout_of": LayoutAttr("z", 1)})
     assert strategy_of(op) is strategy
     assert forward_layer(op) == "h"
     assert grid_order(op) == ("b", "h")
     assert layout_of(op) == LayoutAttr("z", 1)
-    bare = op_with({})
+    bare = test.TestOp.create()
     assert (strategy_of(bare), forward_layer(bare), grid_order(bare), layout_of(bare)) == (
         None, None, None, None)

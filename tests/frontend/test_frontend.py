@@ -44,15 +44,6 @@ def test_pinned_config_becomes_a_pase_config():
     assert relu.config.splits == {"b": 2}
 
 
-def test_parse_file_that_does_not_exist(tmp_path: Path):
-    path = tmp_path / "missing.dnn"
-    with pytest.raises(Diagnostic) as info:
-        parse_file(str(path))
-    assert info.value.filename == str(path)
-    assert info.value.message.startswith("cannot read the file:")
-    assert str(info.value).startswith(f"{path}: error: cannot read the file:")
-
-
 def test_a_diagnostic_carries_its_place():
     """Its parts from Python; the lit tests in `tests/lit/frontend/diagnostics/` show how
     every error is reported."""

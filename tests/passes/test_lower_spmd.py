@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 from pase.dialect import dist
-from pase.frontend import Diagnostic, parse_file, parse_text
+from pase.frontend import parse_file, parse_text
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.search import PaseSearchPass
@@ -36,13 +36,6 @@ def lowered(module: ModuleOp, devices: int | None = None) -> dist.ProgramOp:
     module.verify()
     (program,) = [op for op in module.walk() if isinstance(op, dist.ProgramOp)]
     return program
-
-
-@pytest.mark.parametrize("devices", [-1, 0])
-def test_devices_below_one_is_an_option_error(devices: int):
-    with pytest.raises(Diagnostic, match="pase-lower-spmd: devices must be at least 1, or "
-                       "omitted to use the strategy's device count"):
-        LowerSpmdPass(devices=devices).apply(Context(), parse_text(MLP))
 
 
 def test_devices_default_to_the_strategys():

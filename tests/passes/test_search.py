@@ -162,13 +162,6 @@ def test_a_config_in_the_input_is_kept(capsys: pytest.CaptureFixture[str],
     assert configs_of(graph)["h"] == {"h": 2}
 
 
-def test_searching_a_searched_module_changes_nothing(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    once = search(capsys, "devices=4")
-    twice = run(capsys, MLP, "-p", "pase-search{devices=4},pase-search{devices=4}")
-    assert twice == (0, once, "")
-
-
 def test_runs_are_deterministic(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     outputs, exports = [], []
     for index in range(2):

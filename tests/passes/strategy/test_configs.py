@@ -76,11 +76,6 @@ def test_unsplittable_dims_never_split():
     assert enumerate_configs(space(), 8) == [{}]
 
 
-def test_one_device_has_one_configuration():
-    dims = (IterDim("b", 64), IterDim("h", 1024), IterDim("d", 256, reduction=True))
-    assert enumerate_configs(space(*dims), 1) == [{}]
-
-
 @pytest.mark.parametrize(("devices", "min_shard", "message"), [
     (0, 4, "devices must be between 1 and 8,192, got 0"),
     (8193, 4, "devices must be between 1 and 8,192, got 8,193"),

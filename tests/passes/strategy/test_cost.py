@@ -123,12 +123,6 @@ def test_conv2d(x: str, config: dict[str, int], devices: int, words: float) -> N
     check(problem, {"y": config}, CONV_FLOPS / prod(config.values()), words)
 
 
-def test_conv2d_spatial_dims_are_not_split() -> None:
-    problem = build_problem(parse_text(CONV.format(x="input")), 8, machine=FLAT, min_shard=1)
-    for config in problem.configs("y"):
-        assert set(config) <= {"b", "co", "ci"}
-
-
 # --- softmax, cross-entropy, layernorm, embedding -------------------------------------
 
 SOFTMAX = """
