@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.target import Target
 
@@ -118,7 +118,7 @@ def statement(op: Operation, names: dict[SSAValue, str]) -> str:
     if op.KIND is not None:
         parts.append(op.kind_prop())
     parts.append(", ".join(f"%{names[v]}" for v in op.inputs))
-    text = " ".join(parts) + "".join(_clauses(op))
+    text = " ".join(parts) + op.clause_text(op.properties, bare_dim=True)
     if STATEMENTS[keyword].result:
         text += f" -> {_dims(op.result_shape.dims)}"
     config = op.attributes.get(CONFIG_ATTR_NAME)
@@ -126,26 +126,6 @@ def statement(op: Operation, names: dict[SSAValue, str]) -> str:
         splits = ", ".join(f"{dim} = {factor}" for dim, factor in config.splits.items())
         text += f" config {{{splits}}}"
     return text
-
-
-def _clauses(op: dnn.LayerOp) -> list[str]:
-    clauses = []
-    for keyword, prop, form in op.CLAUSES:
-        attr = op.properties.get(prop)
-        if attr is None:
-            continue
-        if isinstance(attr, IntAttr):
-            clauses.append(f" {keyword} {attr.data}")
-            continue
-        assert isinstance(attr, ArrayAttr)
-        items = [a.data if isinstance(a, StringAttr | IntAttr) else str(a) for a in attr.data]
-        if form == "pair" and len(set(items)) == 1:
-            clauses.append(f" {keyword} {items[0]}")
-        elif form == "dims" and len(items) == 1:
-            clauses.append(f" {keyword} {items[0]}")
-        else:
-            clauses.append(f" {keyword} [{', '.join(str(i) for i in items)}]")
-    return clauses
 
 
 def _dims(dims: tuple[str, ...]) -> str:

@@ -198,20 +198,29 @@ class LayerOp(IRDLOperation):
         return properties
 
     @classmethod
-    def print_clauses(cls, printer: Printer, properties: dict[str, Attribute]) -> None:
+    def clause_text(cls, properties: dict[str, Attribute], bare_dim: bool = False) -> str:
+        """The op's clauses as printed (` stride 1 padding [0, 3]`); with `bare_dim`, a
+        one-dim list prints bare (`over c`), as `.dnn` source writes it."""
+        text = ""
         for keyword, prop, form in cls.CLAUSES:
             attr = properties.get(prop)
             if attr is None:
                 continue
             if isinstance(attr, IntAttr):
-                printer.print_string(f" {keyword} {attr.data}")
+                text += f" {keyword} {attr.data}"
                 continue
             assert isinstance(attr, ArrayAttr)
             items = [str(a.data) for a in attr.data]  # type: ignore[attr-defined]
-            if form == "pair" and len(set(items)) == 1:
-                printer.print_string(f" {keyword} {items[0]}")
+            if (form == "pair" and len(set(items)) == 1
+                    or bare_dim and form == "dims" and len(items) == 1):
+                text += f" {keyword} {items[0]}"
             else:
-                printer.print_string(f" {keyword} [{', '.join(items)}]")
+                text += f" {keyword} [{', '.join(items)}]"
+        return text
+
+    @classmethod
+    def print_clauses(cls, printer: Printer, properties: dict[str, Attribute]) -> None:
+        printer.print_string(cls.clause_text(properties))
 
     @classmethod
     def parse(cls, parser: Parser) -> LayerOp:
