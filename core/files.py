@@ -3,19 +3,27 @@
     >>> write_atomically("strategy.json", "{}\n")   # doctest: +SKIP
     >>> with deferred_writes():                      # doctest: +SKIP
     ...     write_atomically("strategy.json", "{}\n")  # takes its place when the block ends
+    ...     write_atomically("-", "the IR\n")          # the standard output, when it ends
 
-The text goes to a temporary file beside `path` that is renamed into place, so a reader never
-sees half a file and a failed run leaves an existing file as it was and no temporary behind.
-Inside `deferred_writes()` the rename waits for the block to end without an exception: a driver
-wraps its whole run in it, so a pass that writes a file (`pase-search{export=...}`) changes
-nothing when a later pass fails.
+A regular file's text goes to a temporary file beside it that is renamed into place, so a
+reader never sees half a file and a failed run leaves an existing file as it was and no
+temporary behind. A stream (a pipe, a device such as `/dev/null` or `/dev/full`, a FIFO) is
+written into, never replaced; a path that names one of the process's open descriptors
+(`-` and `/dev/stdout` for 1, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`, or a link to
+one) is written through that descriptor, as the shell opened it (`>> log` appends), never
+reopened. Inside `deferred_writes()` everything waits for the block to end without an
+exception: a driver wraps its whole run in it, so a pass that writes a file
+(`pase-search{export=...}`) changes nothing when a later pass fails. A failed write is a
+`WriteError`, `cannot write PATH: reason`.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -23,9 +31,16 @@ from contextvars import ContextVar
 from typing import NamedTuple
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.signals import signals_held
 
 # A source line longer than this is not printed under a diagnostic (a minified file).
 LONGEST_SHOWN_LINE = 200
+
+# Paths that name an open descriptor of the process itself (group 1, or one of the names).
+_DESCRIPTOR_PATH = re.compile(r"/dev/fd/(\d+)|/proc/(self|\d+)/fd/(\d+)")
+_DESCRIPTOR_NAMES = {"-": 1, "/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+# As the kernel does, give up on a chain of symbolic links longer than this.
+_MOST_LINKS = 40
 
 _pending: ContextVar[list[_Write] | None] = ContextVar("pase_pending_writes", default=None)
 """The writes waiting for the innermost `deferred_writes()` block."""
@@ -77,47 +92,59 @@ def shown_line(text: str, line: int) -> str | None:
     return lines[line - 1].rstrip("\r")
 
 
-class _Write(NamedTuple):
-    """A write held back by `deferred_writes()`: a temporary to rename onto `target`, or the
-    `text` for a target that is a device or a pipe."""
+class WriteError(OSError):
+    """An output that could not be written: `cannot write PATH: reason`."""
 
-    target: str
+    def __str__(self) -> str:
+        name = "the standard output" if self.filename == "-" else self.filename
+        return f"cannot write {name}: {self.strerror}"
+
+
+class _Write(NamedTuple):
+    """A write held back until its `deferred_writes()` block ends: a temporary to rename
+    onto `target`, or the `text` for a stream (`target` a path, or a descriptor number)."""
+
+    path: str
+    target: str | int
     temporary: str | None
-    text: str | None = None
+    text: str = ""
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Write `text` to `path` (UTF-8) by a rename; raises OSError, leaving nothing behind.
+    """Write `text` to `path` (UTF-8): a regular file by a rename, a stream into; raises
+    `WriteError` naming `path`, leaving nothing behind (`UnicodeEncodeError` for text
+    that has no UTF-8 form).
 
     Through a symlink, the file it names is replaced and the link stays; an existing file
-    keeps its permissions. A device or a pipe (`-o /dev/null`, `/dev/stdout`, a FIFO) is
-    written into, never replaced. Inside `deferred_writes()` the temporary file is written now
-    (so every error but a failed rename is raised here) and renamed when the block ends
-    without an exception.
+    keeps its permissions. Inside `deferred_writes()` a temporary file is written now (so
+    every error but a failed rename is raised here) and renamed when the block ends
+    without an exception; a stream is written then.
     """
-    target = os.path.realpath(path)
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     pending = _pending.get()
-    if _is_stream(target):
-        write = _Write(target, None, text)
-    elif pending is not None and any(write.target == target for write in pending):
-        raise OSError(errno.EEXIST, "another output of this run goes to the same file", path)
-    else:
-        write = _Write(target, _write_temporary(target, text))
     if pending is None:
-        _commit([write])
-    else:
-        pending.append(write)
+        with deferred_writes():
+            write_atomically(path, text)
+        return
+    queued = len(pending)
+    try:
+        _queue(pending, path, text)
+    except BaseException as error:
+        _discard(pending[queued:])
+        del pending[queued:]
+        if isinstance(error, OSError):
+            raise WriteError(error.errno, error.strerror, path) from None
+        raise
 
 
 @contextmanager
 def deferred_writes() -> Iterator[None]:
-    """Hold back `write_atomically`'s renames until the block ends.
+    """Hold back `write_atomically`'s writes until the block ends.
 
-    On a normal exit the files take their places, in the order they were written (into an
-    enclosing block's queue, when there is one); on any exception, `SystemExit` included,
-    they are dropped and every target is left as it was.
+    On a normal exit the streams are written first, then the files take their places, each
+    in the order they were written (into an enclosing block's queue, when there is one): a
+    stream that fails (a closed pipe, a full device) leaves every file as it was. On any
+    exception, `SystemExit` and a signal's `Terminated` included, the temporaries are
+    removed and every target is left as it was.
     """
     pending: list[_Write] = []
     token = _pending.set(pending)
@@ -135,6 +162,57 @@ def deferred_writes() -> Iterator[None]:
         _commit(pending)
 
 
+def _queue(pending: list[_Write], path: str, text: str) -> None:
+    """Add the write of `text` to `path` to `pending`, the innermost block's queue."""
+    descriptor = _descriptor(path)
+    if descriptor is not None:
+        os.fstat(descriptor)  # EBADF now, when it is not open
+        pending.append(_Write(path, descriptor, None, text))
+        return
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if _is_stream(target):
+        pending.append(_Write(path, target, None, text))
+        return
+    if any(write.target == target for write in pending):
+        raise OSError(errno.EEXIST, "another output of this run goes to the same file", path)
+    with signals_held():  # the temporary is in the queue the moment it exists
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".pase-")
+        pending.append(_Write(path, target, temporary))
+    with open(handle, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)   # keep an existing file's mode
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(temporary, mode)
+
+
+def _descriptor(path: str) -> int | None:
+    """The open descriptor `path` names (`/dev/stdout`, `/dev/fd/3`, a link to one), or None.
+
+    Checked at each link of the chain before following it: the kernel resolves
+    `/proc/self/fd/1` to the pipe or file behind it (`pipe:[123]`, or a `log` that the
+    shell opened to append), which must not be opened again."""
+    for _ in range(_MOST_LINKS):
+        path = os.path.abspath(path) if path != "-" else path
+        candidates = (path, os.path.join(os.path.realpath(os.path.dirname(path)),
+                                         os.path.basename(path)))
+        for candidate in candidates:
+            if candidate in _DESCRIPTOR_NAMES:
+                return _DESCRIPTOR_NAMES[candidate]
+            match = _DESCRIPTOR_PATH.fullmatch(candidate)
+            if match and match[2] in (None, "self", str(os.getpid())):
+                return int(match[1] or match[3])
+        if path == "-" or not os.path.islink(path):
+            return None
+        path = os.path.join(os.path.dirname(path), os.readlink(path))
+    return None
+
+
 def _is_stream(target: str) -> bool:
     """Whether `target` exists and is something other than a regular file or a folder."""
     try:
@@ -144,48 +222,49 @@ def _is_stream(target: str) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def _write_temporary(target: str, text: str) -> str:
-    directory = os.path.dirname(target)
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, prefix=".pase-",
-                                     encoding="utf-8") as stream:
-        temporary = stream.name
-        try:
-            stream.write(text)
-        except BaseException:
-            stream.close()
-            os.unlink(temporary)
-            raise
-    try:
-        try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)   # keep an existing file's mode
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temporary, mode)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    return temporary
-
-
 def _commit(writes: list[_Write]) -> None:
-    """Rename each temporary onto its target, or write a stream's text into it; after a
-    failure, remove the temporaries left."""
-    for index, write in enumerate(writes):
-        try:
-            if write.temporary is not None:
-                os.replace(write.temporary, write.target)
-            else:
-                with open(write.target, "w", encoding="utf-8") as stream:
-                    stream.write(write.text or "")
-        except BaseException:
-            _discard(writes[index + (write.temporary is None):])
-            raise
+    """Write the streams, then rename each temporary onto its target; after a failure,
+    remove the temporaries left and raise `WriteError`."""
+    streams = [write for write in writes if write.temporary is None]
+    try:
+        for write in streams:
+            _write_stream(write)
+    except BaseException as error:
+        _discard(writes)
+        if isinstance(error, OSError):
+            raise WriteError(error.errno, error.strerror, write.path) from None
+        raise
+    with signals_held():  # every rename or, when one fails, none more
+        renames = [write for write in writes if write.temporary is not None]
+        for index, write in enumerate(renames):
+            try:
+                os.replace(write.temporary, write.target)  # type: ignore[arg-type]
+            except OSError as error:
+                _discard(renames[index:])
+                raise WriteError(error.errno, error.strerror, write.path) from None
+
+
+def _write_stream(write: _Write) -> None:
+    """Write into a stream: its descriptor as it is open (Python's own `sys.stdout` and
+    `sys.stderr` for 1 and 2, so that it lands in order with what they hold), or the path
+    opened for writing."""
+    if isinstance(write.target, str):
+        with open(write.target, "w", encoding="utf-8") as stream:
+            stream.write(write.text)
+        return
+    standard = {1: sys.stdout, 2: sys.stderr}.get(write.target)
+    if standard is not None:
+        standard.write(write.text)
+        standard.flush()
+        return
+    data = write.text.encode("utf-8")
+    while data:
+        data = data[os.write(write.target, data):]
 
 
 def _discard(writes: list[_Write]) -> None:
-    for write in writes:
-        if write.temporary is not None:
-            with suppress(FileNotFoundError):
-                os.unlink(write.temporary)
+    with signals_held():
+        for write in writes:
+            if write.temporary is not None:
+                with suppress(FileNotFoundError):
+                    os.unlink(write.temporary)

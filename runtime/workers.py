@@ -20,13 +20,22 @@ A worker that cannot report (its process died, its exception does not pickle) be
 `WorkerError` ("device 1 failed: its process exited with code 3 ..."). Workers still busy
 computing a grace period after the failure are left behind (threads) or terminated
 (processes): `run_workers` never hangs on them.
+
+Processes end with their launcher, whatever ends it: an exception or a signal that raises
+(`pase.core.signals`) stops and joins them in `run_workers`; a launcher killed outright
+(SIGKILL runs no handler) leaves each worker's pipe from its parent closed, and a thread of
+the worker, blocked on that pipe, ends the worker at once. A worker killed by a signal is
+`WorkerError("device 1 failed: its process was killed by SIGKILL before reporting")`.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import multiprocessing
+import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -232,13 +241,17 @@ def _read_report(reader: Any, process: Any) -> _Outcome:
 
 
 def _died(exitcode: int | None) -> _Outcome:
-    return _Outcome(error=WorkerError(
-        f"its process exited with code {exitcode} before reporting (see its stderr)"))
+    if exitcode is not None and exitcode < 0:  # multiprocessing's -N: killed by signal N
+        how = f"was killed by {signal.Signals(-exitcode).name}"
+    else:
+        how = f"exited with code {exitcode}"
+    return _Outcome(error=WorkerError(f"its process {how} before reporting (see its stderr)"))
 
 
 def _process_main(endpoint: Endpoint, function: bytes, modules: list[tuple[str, str]],
                   started: Any, report: Any) -> None:
     """A worker process: run the function on its device and report back, whatever happens."""
+    _end_with_parent()
     device = endpoint.connect()
     try:
         for name, path in modules:
@@ -265,6 +278,20 @@ def _process_main(endpoint: Endpoint, function: bytes, modules: list[tuple[str, 
     finally:
         report.close()
         device.close()
+
+
+def _end_with_parent() -> None:
+    """End this process as soon as its parent is gone: multiprocessing gives every child
+    a pipe that its parent holds open, so the pipe's end is the parent's end (even one that
+    came before this call, or a SIGKILL)."""
+    parent = multiprocessing.parent_process()
+    assert parent is not None and parent.sentinel is not None
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(128 + signal.SIGHUP)  # as a shell's hang-up ends a session's jobs
+
+    threading.Thread(target=watch, name="pase-parent-watch", daemon=True).start()
 
 
 def _start_together(started: Any, endpoint: Endpoint) -> None:

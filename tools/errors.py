@@ -5,12 +5,17 @@
 
 An error is one diagnostic on stderr, `file:line:col: error: message` where the input
 has a place (then the source line and a caret), else `pase-opt: error: message`, and
-exit status 1. Ctrl-C exits 130. An exception no rule below expects is a bug in pase:
-still one line, naming `PASE_DEBUG=1` for the traceback.
+exit status 1. SIGINT (Ctrl-C), SIGTERM and SIGHUP raise `Terminated` in the body, so that
+every temporary file is removed and every worker process stopped on the way out, and exit
+128 + the signal's number (130, 143, 129). A standard output that cannot be written (the
+reader of the pipe is gone: `pase-opt big.dnn | head -1`) is an error like any other. An
+exception no rule below expects is a bug in pase: still one line, naming `PASE_DEBUG=1`
+for the traceback.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Iterator
@@ -20,6 +25,8 @@ from typing import NoReturn
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.files import WriteError
+from pase.core.signals import Terminated, signals_raise
 
 
 class ToolError(Exception):
@@ -28,13 +35,18 @@ class ToolError(Exception):
 
 @contextmanager
 def report_errors(tool: str) -> Iterator[None]:
-    """Run the body; print any error as `describe` words it and exit 1 (130 on Ctrl-C)."""
+    """Run the body; print any error as `describe` words it and exit 1 (128 + the signal's
+    number on SIGINT, SIGTERM or SIGHUP)."""
     try:
-        yield
+        with signals_raise():
+            yield
+            sys.stdout.flush()  # a closed pipe is reported here, not by Python at exit
     except SystemExit as exit_:
         # argparse exits 2 on a bad flag; pase reports every usage error as status 1.
         sys.exit(1 if exit_.code == 2 else exit_.code)
-    except KeyboardInterrupt:
+    except Terminated as terminated:
+        sys.exit(terminated.exit_status)
+    except KeyboardInterrupt:  # raised by a handler other than ours (a SIGINT before ours)
         sys.exit(130)
     except ArgSpecParseError as error:  # a BaseException in xDSL, not an Exception
         fail(f"{tool}: error: {error}")
@@ -52,6 +64,7 @@ def describe(error: Exception, tool: str) -> str | None:
     """The diagnostic for `error`, or None for an exception that is a bug in pase."""
     from pase.formats.machine_toml import MachineError
     from pase.passes.search import machine_diagnostic
+    from pase.runtime.workers import WorkerError
 
     match error:
         case Diagnostic():
@@ -63,8 +76,12 @@ def describe(error: Exception, tool: str) -> str | None:
             return message if "error: " in message.split("\n", 1)[0] else f"error: {message}"
         case MachineError():
             return str(machine_diagnostic(error))
-        case ToolError():
+        case ToolError() | WorkerError():
             return f"{tool}: error: {error}"
+        case WriteError():
+            return f"{tool}: error: {error}"
+        case OSError() if error.errno == errno.EPIPE and error.filename is None:
+            return f"{tool}: error: {WriteError(error.errno, error.strerror, '-')}"
         case OSError():
             return f"{tool}: error: cannot open {error.filename}: {error.strerror}"
         case ValueError():
@@ -90,5 +107,17 @@ def format_parse_error(error: ParseError) -> str:
 
 def fail(message: str) -> NoReturn:
     """Print `message` on stderr and exit with status 1."""
+    _drop_unwritable_stdout()
     print(message, file=sys.stderr)
     sys.exit(1)
+
+
+def _drop_unwritable_stdout() -> None:
+    """When the standard output cannot take what is buffered for it (its pipe's reader is
+    gone), point it at /dev/null: Python's flush at exit would print its own traceback."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -33,7 +33,6 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column
 from pase.core.files import write_atomically
 from pase.frontend.dnn import decode_source
-from pase.tools.errors import ToolError
 from pase.universe import PASE
 
 NOTHING_PARSED = "Could not parse entire input!"
@@ -183,15 +182,9 @@ class PaseOptMain(xDSLOptMain):
         object.__setattr__(self.pipeline, "callback", located_callback)
 
     def write_output(self) -> None:
-        """Print the held output, or write `-o FILE` atomically."""
-        text, path = self.output.getvalue(), self.args.output_file
-        if path is None:
-            print(text, end="", flush=True)
-            return
-        try:
-            write_atomically(path, text)
-        except OSError as error:
-            raise ToolError(f"cannot write {path}: {error.strerror}") from None
+        """Write the held output to `-o FILE` (a regular file atomically, a stream into) or
+        the standard output: inside `deferred_writes()`, when the run succeeded."""
+        write_atomically(self.args.output_file or "-", self.output.getvalue())
 
 
 def pass_summary(pass_class: type[ModulePass]) -> str:

@@ -143,12 +143,12 @@ def print_report(report: TrainingReport, seconds: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
-    spec = pipeline_spec(args.devices, args.scale, args.lr, args.machine, args.strategy or "",
-                         args.data_parallel)
-    if args.print_pipeline:
-        print(spec)
-        return
     with report_errors("pase-run"):
+        spec = pipeline_spec(args.devices, args.scale, args.lr, args.machine,
+                             args.strategy or "", args.data_parallel)
+        if args.print_pipeline:
+            print(spec)
+            return
         initial = None
         if args.model.endswith(".onnx"):
             model, initial = load_onnx(args.model, args.batch, args.loss)
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
                        args.timeout, "f64" if args.f64 else None, initial)
         print_report(report, time.perf_counter() - start)
-    if args.check:
-        if problems := check_problems(report):
-            fail("check failed: " + "; ".join(problems))
-        print("check passed")
+        if args.check:
+            if problems := check_problems(report):
+                fail("check failed: " + "; ".join(problems))
+            print("check passed")

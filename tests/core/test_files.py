@@ -9,6 +9,7 @@ import pytest
 
 from pase.core.files import (
     LONGEST_SHOWN_LINE,
+    WriteError,
     deferred_writes,
     read_line,
     read_text,
@@ -83,7 +84,7 @@ def test_a_deferred_write_fails_at_once(tmp_path: Path) -> None:
     with deferred_writes():
         with pytest.raises(OSError, match="directory"):
             write_atomically(str(tmp_path / "taken"), "text")
-        with pytest.raises(FileNotFoundError):
+        with pytest.raises(WriteError, match="out.json: No such file or directory"):
             write_atomically(str(tmp_path / "missing" / "out.json"), "text")
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]
 

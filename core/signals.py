@@ -1,0 +1,81 @@
+"""Termination signals as exceptions, so that every `finally` and context manager runs.
+
+    with signals_raise():        # a tool's entry: SIGINT, SIGTERM, SIGHUP raise Terminated
+        run()                    # ... and the tool exits 128 + error.signum (130, 143, 129)
+
+    with signals_held():         # a step that must not be cut in two (create a temporary
+        ...                      # and record it); a signal waits for the block's end
+
+By default SIGTERM and SIGHUP end Python at once: no temporary file is removed and no child
+process is stopped. Inside `signals_raise()` each of the three raises `Terminated`, a
+`KeyboardInterrupt`, in the main thread, so that code which already cleans up after Ctrl-C
+cleans up after every signal a user or a job scheduler sends.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_held = 0
+"""How many `signals_held()` blocks the main thread is in."""
+
+_waiting: list[int] = []
+"""The signals that arrived while held."""
+
+
+class Terminated(KeyboardInterrupt):
+    """Signal `signum` asked the process to end."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_status(self) -> int:
+        """The shell's status of a process ended by the signal: 128 + its number."""
+        return 128 + self.signum
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """Make SIGINT, SIGTERM and SIGHUP raise `Terminated` in the block (only in the main
+    thread, the one Python runs handlers in; elsewhere the block runs unchanged). A signal
+    the process was started ignoring stays ignored: `nohup` still protects from SIGHUP."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, _raise) for signum in SIGNALS
+                if signal.getsignal(signum) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Delay `Terminated` until the block ends (nested blocks: the outermost)."""
+    global _held
+    _held += 1
+    try:
+        yield
+    finally:
+        _held -= 1
+        if not _held and _waiting:
+            signum = _waiting[0]
+            _waiting.clear()
+            raise Terminated(signum)
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    if _held:
+        _waiting.append(signum)
+        return
+    raise Terminated(signum)
