@@ -46,6 +46,7 @@ from functools import partial
 from multiprocessing.connection import wait
 from typing import Any
 
+from pase.core.signals import signals_held
 from pase.runtime.communicator import (
     Communicator,
     DeviceComm,
@@ -169,7 +170,8 @@ def _run_processes(fn: Callable[[DeviceComm], Any],
             process = context.Process(
                 target=_process_main, name=f"pase-device-{rank}", daemon=True,
                 args=(communicator.endpoint(rank), function, modules, started, writer))
-            process.start()
+            with signals_held():  # a worker cut off from its start-up data prints a traceback
+                process.start()
             writer.close()
             results.append(reader)
             processes.append(process)
@@ -285,10 +287,11 @@ def _end_with_parent() -> None:
     a pipe that its parent holds open, so the pipe's end is the parent's end (even one that
     came before this call, or a SIGKILL)."""
     parent = multiprocessing.parent_process()
-    assert parent is not None and parent.sentinel is not None
+    assert parent is not None
+    sentinel = parent.sentinel
 
     def watch() -> None:
-        wait([parent.sentinel])
+        wait([sentinel])
         os._exit(128 + signal.SIGHUP)  # as a shell's hang-up ends a session's jobs
 
     threading.Thread(target=watch, name="pase-parent-watch", daemon=True).start()
