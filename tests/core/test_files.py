@@ -155,3 +155,46 @@ def test_two_outputs_of_one_run_to_one_file_are_an_error(tmp_path: Path) -> None
     with pytest.raises(OSError, match="another output of this run goes to the same file"):
         both()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failing_stream_leaves_every_file_as_it_was(tmp_path: Path) -> None:
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text("old", encoding="utf-8")
+    with pytest.raises(WriteError, match="cannot write /dev/full: No space left on device"):
+        with deferred_writes():
+            write_atomically(str(first), "new")
+            write_atomically("/dev/full", "text")    # written before any file is renamed
+            write_atomically(str(second), "new")
+    assert first.read_text(encoding="utf-8") == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+
+
+def test_a_descriptor_is_written_through_not_reopened(tmp_path: Path) -> None:
+    import os
+
+    log = tmp_path / "log"
+    log.write_text("first\n", encoding="utf-8")
+    descriptor = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        link = tmp_path / "link"
+        link.symlink_to(f"/dev/fd/{descriptor}")
+        write_atomically(f"/proc/self/fd/{descriptor}", "second\n")
+        write_atomically(str(link), "third\n")
+    finally:
+        os.close(descriptor)
+    assert log.read_text(encoding="utf-8") == "first\nsecond\nthird\n"
+    with pytest.raises(WriteError, match=f"cannot write /dev/fd/{descriptor}: Bad file"):
+        write_atomically(f"/dev/fd/{descriptor}", "closed")
+
+
+def test_the_standard_output_is_written_in_order(capsys: pytest.CaptureFixture[str]) -> None:
+    print("before")
+    with deferred_writes():
+        write_atomically("-", "the IR\n")
+        write_atomically("/dev/stdout", "the strategy\n")
+        print("during")
+    assert capsys.readouterr().out == "before\nduring\nthe IR\nthe strategy\n"
