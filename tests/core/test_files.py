@@ -164,11 +164,15 @@ def test_a_failing_stream_leaves_every_file_as_it_was(tmp_path: Path) -> None:
         pytest.skip("no /dev/full here")
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     first.write_text("old", encoding="utf-8")
-    with pytest.raises(WriteError, match="cannot write /dev/full: No space left on device"):
+
+    def run() -> None:
         with deferred_writes():
             write_atomically(str(first), "new")
             write_atomically("/dev/full", "text")    # written before any file is renamed
             write_atomically(str(second), "new")
+
+    with pytest.raises(WriteError, match="cannot write /dev/full: No space left on device"):
+        run()
     assert first.read_text(encoding="utf-8") == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
 

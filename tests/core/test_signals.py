@@ -40,11 +40,16 @@ def test_an_ignored_signal_stays_ignored() -> None:
 
 def test_a_held_signal_is_raised_when_the_outermost_block_ends() -> None:
     steps = []
-    with pytest.raises(Terminated, match="SIGTERM"), signals_raise():
-        with signals_held():
+
+    def run() -> None:
+        with signals_raise():
             with signals_held():
-                os.kill(os.getpid(), signal.SIGTERM)
-                steps.append("inner")
-            steps.append("outer")
-        steps.append("after")
+                with signals_held():
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    steps.append("inner")
+                steps.append("outer")
+            steps.append("after")
+
+    with pytest.raises(Terminated, match="SIGTERM"):
+        run()
     assert steps == ["inner", "outer"]
