@@ -126,6 +126,10 @@ def _gemm_terms(local: _Local, comm: Collectives, batch: float, m: float, n: flo
 
 
 def _gemm(local: _Local, comm: Collectives) -> float:
+    if len(local.layer.operands) == 1:
+        # A one-operand einsum: the prototype's Transpose (free), or a ReduceMean when
+        # it sums dims.
+        return _reduce(local, comm)
     batch, m, n, k = _gemm_roles(local.layer)
     return _gemm_terms(local, comm, local.extent(batch), local.extent(m), local.extent(n),
                        local.extent(k), (m, n, k), pointwise=0)
@@ -209,7 +213,9 @@ def _cross_entropy(local: _Local, comm: Collectives) -> float:
 
 def _reduce(local: _Local, comm: Collectives) -> float:
     """The prototype's ReduceMean: AR(E', Π p over the reduced axes), no compute."""
-    comm.all_reduce(local.elements(local.layer.operands[0]), local.layer.over, local.bytes)
+    layer = local.layer
+    reduced = [d for d in layer.space.names if d not in layer.result.dims]
+    comm.all_reduce(local.elements(layer.operands[0]), reduced, local.bytes)
     return 0.0
 
 
