@@ -109,11 +109,10 @@ def _layers_and_edges(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
         operands = tuple(_use(dims, value)
                          for dims, value in zip(space.operands, op.inputs, strict=True))
         over = tuple(op.dims_prop("over")) if "over" in op.properties else ()
-        window = tuple(op.ints_prop("window")) if "window" in op.properties else ()
         live = op in on_loss_path
         layer = Layer(names[op], op.name.removeprefix("dnn."), space, operands,
                       _use(space.result, op.output),
-                      tuple(live and needs_grad[v] for v in op.inputs), over, live, window)
+                      tuple(live and needs_grad[v] for v in op.inputs), over, live)
         consumer = index[op]
         for position, (value, use) in enumerate(zip(op.inputs, operands, strict=True)):
             if any(other is value and operands[earlier] == use

@@ -48,7 +48,7 @@ from pase.passes.strategy.dp import (
 )
 from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.machines import Machine, preset
-from pase.passes.strategy.prototype import prototype_graph, prototype_layer_cost
+from pase.passes.strategy.prototype import prototype_edges, prototype_layer_cost
 from pase.passes.strategy.prune import prune
 from pase.passes.strategy.vertices import Edge, Layer
 
@@ -134,9 +134,10 @@ class Problem:
         A layer named in `pins` keeps that single configuration (factors of 1 dropped); the
         others get PaSE's configuration space (`enumerate_configs` with `min_shard`) plus
         the data-parallel configuration over `batch`. With `compat="pase"` the problem is
-        the prototype's: its graph (`prototype.prototype_graph`), its configuration space
-        (no data-parallel extra) and its costs. `graph` names the problem in messages. Raises ValueError for a bad device count, compat mode or pinned layer
-        name, and `PinError` for a pin that does not fit its layer.
+        the prototype's: its edges (`prototype.prototype_edges`), its configuration space
+        (no data-parallel extra) and its costs. `graph` names the problem in messages.
+        Raises ValueError for a bad device count, compat mode or pinned layer name, and
+        `PinError` for a pin that does not fit its layer.
 
             >>> from pase.frontend import parse_file
             >>> from pase.passes.strategy.from_ir import read_graph
@@ -151,7 +152,7 @@ class Problem:
         if compat not in ("", "pase"):
             raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
         if compat == "pase":
-            layers, edges = prototype_graph(layers, edges)
+            edges = prototype_edges(edges)
         names = {layer.name for layer in layers}
         for name in pins or {}:
             if name not in names:

@@ -8,16 +8,14 @@ FLOP-equivalent is 2 FLOPs of `machine.flops`, a word its element's bytes over t
 bandwidth. On `pase-default` one FLOP-equivalent is 1e-13 s and a word 5,000 of them,
 the prototype's r.
 
-The prototype's graph has no weight or input vertices (so no edges carry them: weight
-traffic lives in the layer costs), and its pooling may split the output's height and
-width (with a halo exchange); `prototype_graph` gives pase's layers and edges that form.
+The prototype's graph has no weight or input vertices, so no edges carry them
+(`prototype_edges`): weight traffic lives in the layer costs.
 
     >>> from pase.frontend import parse_file
     >>> from pase.passes.strategy.from_ir import read_graph
     >>> from pase.passes.strategy.machines import preset
     >>> mlp = read_graph(parse_file("models/mlp.dnn"))
-    >>> layers, edges = prototype_graph(mlp.layers, mlp.edges)
-    >>> cost = prototype_layer_cost(layers[0], {"b": 4}, preset("pase-default"))
+    >>> cost = prototype_layer_cost(mlp.layers[0], {"b": 4}, preset("pase-default"))
     >>> cost.compute * 1e13      # 3·m'n'k' = 3 · 16·1024·256 multiply-adds
     12582912.0
 """
@@ -25,12 +23,10 @@ width (with a halo exchange); `prototype_graph` gives pase's layers and edges th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from math import prod
 
 import numpy as np
 
-from pase.core.space import IterDim
 from pase.passes.strategy.cost import Collectives, Config, LayerCost
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
@@ -39,29 +35,10 @@ ELEMENTWISE = ("relu", "gelu", "tanh", "sigmoid", "exp", "add", "sub", "mul")
 GEMM = ("einsum", "conv2d", "embedding")
 
 
-def prototype_graph(layers: Sequence[Layer], edges: Sequence[Edge]
-                    ) -> tuple[list[Layer], list[Edge]]:
-    """pase's layers and edges as the prototype's graph has them: pooling may split its
-    output's height and width, its input following them, and no edge carries an input
-    or a parameter (the prototype's `InputTensor`s are not vertices)."""
-    viewed = [_prototype_layer(layer) for layer in layers]
-    kept = [replace(edge, needed=viewed[edge.consumer].operands[0])
-            if viewed[edge.consumer].kind == "pool2d" else edge
-            for edge in edges if not edge.carried]
-    return viewed, kept
-
-
-def _prototype_layer(layer: Layer) -> Layer:
-    if layer.kind != "pool2d":
-        return layer
-    space = layer.space
-    dims = tuple(IterDim(d.name, d.size, reduction=d.reduction) for d in space.dims)
-    # The input's height and width follow the output's (a block of input rows per block
-    # of output rows), as the prototype's pooling splits its input tensor.
-    (x,) = layer.operands
-    operand = TensorUse(layer.result.dims, x.sizes, x.element_bytes)
-    return replace(layer, space=replace(space, dims=dims, operands=(layer.result.dims,)),
-                   operands=(operand,))
+def prototype_edges(edges: Sequence[Edge]) -> list[Edge]:
+    """The edges the prototype's graph has: none carries an input or a parameter (its
+    `InputTensor`s are not vertices; weight traffic lives in the layer costs)."""
+    return [edge for edge in edges if not edge.carried]
 
 
 def prototype_layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
@@ -153,19 +130,9 @@ def _lstm(local: _Local, comm: Collectives) -> float:
 
 
 def _pool(local: _Local, comm: Collectives) -> float:
-    """One op per output element, forward only, plus the halo of the window's rows and
-    columns where height or width is split."""
-    layer = local.layer
-    b, c, height, width = layer.space.names
-    x = layer.operands[0]
-    rows, cols = x.sizes[2] / local.factor([height]), x.sizes[3] / local.factor([width])
-    window_rows, window_cols = layer.window
-    grown = ((rows + window_rows * (local.factor([height]) > 1))
-             * (cols + window_cols * (local.factor([width]) > 1)))
-    halo = local.extent([b, c]) * (grown - rows * cols)
-    if halo:
-        comm.charge(halo, [height, width], local.bytes)
-    return local.elements(layer.result)
+    """One op per output element, forward only. (The prototype adds a halo exchange
+    where height or width is split; pase's pooling never splits them.)"""
+    return local.elements(local.layer.result)
 
 
 def _elementwise(local: _Local, comm: Collectives) -> float:
@@ -240,9 +207,9 @@ def redistributed_words(sizes: np.ndarray, held: np.ndarray, needed: np.ndarray
     factors s and q per tensor dim. The overlap is `Π min(t/s, t/q)` (the blocks aligned,
     best case), or 0 if Q = Πq exceeds S = Πs.
 
-        >>> t = np.array([8.0, 8.0])
-        >>> redistributed_words(t, np.array([[2, 1]]), np.array([[1, 2], [2, 2]]))
-        array([[32.,  0.]])
+        >>> t = np.array([8.0, 8.0])      # rows held; columns, rows, both needed
+        >>> redistributed_words(t, np.array([[2, 1]]), np.array([[1, 2], [2, 1], [2, 2]]))
+        array([[16.,  0., 16.]])
     """
     block = sizes / needed
     volume = block.prod(axis=-1)

@@ -52,8 +52,6 @@ class Layer:
     backward: bool = True
     """Whether the layer has a backward pass: its output reaches the loss (the first value
     the graph returns). pase-autodiff differentiates only such layers."""
-    window: tuple[int, ...] = ()
-    """A pooling layer's window (height, width); the prototype's model charges its halo."""
 
 
 @dataclass(frozen=True)

@@ -93,15 +93,9 @@ def reduce_mean(sizes: dict[str, int], dims: list[str],
     return lambda c: all_reduce(local(sizes, c, dims), split(c, axes))
 
 
-def pooling(sizes: dict[str, int], dims: list[str], h_in: int, w_in: int,
-            window: tuple[int, int]) -> Callable[[Config], float]:
-    b, ch, h, w = dims
-
-    def cost(c: Config) -> float:
-        hl, wl = h_in / c.get(h, 1), w_in / c.get(w, 1)
-        grown = (hl + window[0] * (c.get(h, 1) > 1)) * (wl + window[1] * (c.get(w, 1) > 1))
-        return local(sizes, c, dims) + R * local(sizes, c, [b, ch]) * (grown - hl * wl)
-    return cost
+def pooling(sizes: dict[str, int], dims: list[str]) -> Callable[[Config], float]:
+    # No halo: pase never splits a pooling's height and width (docs/cost-model.md).
+    return lambda c: local(sizes, c, dims)
 
 
 @dataclass
@@ -206,14 +200,14 @@ def cnn() -> tuple[dict[str, Op], list[Tensor]]:
         # BatchNorm is Norm on axis 0
         "bn": Op(dims_of(s, "b k ho wo"), norm(s, act, "b")),
         "r": Op(dims_of(s, "b k ho wo"), elementwise(s, act)),
-        "p": Op(dims_of(s, "b k po qo"), pooling(s, ["b", "k", "po", "qo"], 16, 16, (2, 1))),
+        "p": Op(dims_of(s, "b k po qo", fixed="po qo"), pooling(s, ["b", "k", "po", "qo"])),
         "m": Op(dims_of(s, "b k po qo"), reduce_mean(s, ["b", "k", "po", "qo"], ["po", "qo"])),
         "z": Op(dims_of(s, "b n k"), gemm(s, [], ["b"], ["n"], ["k"])),
         "l": Op(dims_of(s, "b n"), cross_entropy(s, ["b", "n"], "n")),
     }
     tensors = [Tensor("y", "bn", [16, 8, 16, 16], act, act),
                Tensor("bn", "r", [16, 8, 16, 16], act, act),
-               Tensor("r", "p", [16, 8, 16, 16], act, ["b", "k", "po", "qo"]),
+               Tensor("r", "p", [16, 8, 16, 16], act, ["b", "k", None, None]),
                Tensor("p", "m", [16, 8, 8, 8], ["b", "k", "po", "qo"], ["b", "k", "po", "qo"]),
                Tensor("m", "z", [16, 8], ["b", "k"], ["b", "k"]),
                Tensor("z", "l", [16, 12], ["b", "n"], ["b", "n"])]
