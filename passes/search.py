@@ -14,7 +14,8 @@ prints a per-layer table on stderr. Options:
 - order: genseq (PaSE's GENERATESEQ), bfs or minfill
 - method: dp (exact) or exhaustive (brute force, at most 10^7 strategies)
 - min-shard: PaSE's cutoff, the smallest shard a split may leave (default 4)
-- compat: "" (exact volumes under canonical placement) or pase (the prototype's)
+- compat: "" (pase's model: exact volumes under canonical placement) or pase (the
+  prototype's cost model, `strategy/prototype.py`)
 - memory-gib: the DP's table budget (default 4 GiB)
 - jit: auto (the llvmlite kernel for large tables), on, or off (numpy); same results
 """

@@ -103,7 +103,7 @@ def group_spans_nodes(factors: tuple[int, ...], grouped: tuple[bool, ...],
     return bool(np.unique(key * count + node).size != np.unique(key).size)
 
 
-class _Collectives:
+class Collectives:
     """Accumulates the ring collectives of one layer under one configuration."""
 
     def __init__(self, layer: Layer, config: Config, machine: Machine):
@@ -131,14 +131,14 @@ class _Collectives:
         group = self.group(dims)
         if group > 1:
             moved = count * 2 * (group - 1) / group * words
-            self._charge(moved, dims, element_bytes)
+            self.charge(moved, dims, element_bytes)
 
     def all_gather(self, total_words: float, dims: Sequence[str], element_bytes: int,
                    count: int = 1) -> None:
         group = self.group(dims)
         if group > 1:
             moved = count * (group - 1) / group * total_words
-            self._charge(moved, dims, element_bytes)
+            self.charge(moved, dims, element_bytes)
 
     def statistics(self, backward: bool) -> None:
         """The collectives the layer's kernel runs itself, forward or backward ones, per
@@ -159,7 +159,8 @@ class _Collectives:
             else:
                 self.all_gather(words, statistics.over, x.element_bytes, collective.count)
 
-    def _charge(self, words: float, dims: Sequence[str], element_bytes: int) -> None:
+    def charge(self, words: float, dims: Sequence[str], element_bytes: int) -> None:
+        """`words` moved per device among the devices that differ only along `dims`."""
         self.words += words
         self.seconds += words * element_bytes / self.machine.bandwidth(self._spans(dims))
 
@@ -180,7 +181,7 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
     devices_used = prod(config.values()) if config else 1
     flops_per_point = space.flops_forward + (space.flops_backward if layer.backward else 0.0)
     flops = flops_per_point * space.points / devices_used
-    comm = _Collectives(layer, config, machine)
+    comm = Collectives(layer, config, machine)
     result = layer.result
     # Backward statistics and sums run only where some operand needs a gradient.
     backward = any(layer.grads)
@@ -329,14 +330,17 @@ def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                consumer: Layer, consumer_configs: Sequence[Config], devices: int,
                machine: Machine, compat: str = "", compiled: bool = False) -> np.ndarray:
     """Redistribution seconds, matrix (producer configs, consumer configs); `compiled`
-    picks the llvmlite loop for the volumes (same results)."""
-    held, held_index = _unique_blocks(producer, producer_configs, edge.held, devices)
-    needed, needed_index = _unique_blocks(consumer, consumer_configs, edge.needed, devices)
+    picks the llvmlite loop for the volumes (same results). `compat="pase"` charges the
+    prototype's estimate (`prototype.prototype_edge_words`) instead."""
     if compat == "pase":
-        words = _pase_words(held, needed, _used_devices(producer_configs)[held_index],
-                            _used_devices(consumer_configs)[needed_index],
-                            held_index, needed_index)
+        # (Imported here: the prototype's model builds on this module.)
+        from pase.passes.strategy.prototype import prototype_edge_words
+
+        words = prototype_edge_words(edge, producer_configs, consumer_configs)
     else:
+        held, held_index = _unique_blocks(producer, producer_configs, edge.held, devices)
+        needed, needed_index = _unique_blocks(consumer, consumer_configs, edge.needed,
+                                              devices)
         forward, backward = redistribution_words(held, needed, compiled)
         words = forward + backward if edge.backward else forward
         words = words[np.ix_(held_index, needed_index)]
@@ -344,18 +348,3 @@ def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                        _used_devices(consumer_configs)[None, :]) > machine.devices_per_node
     bandwidth = np.where(spans, machine.inter_node_bandwidth, machine.intra_node_bandwidth)
     return words * edge.needed.element_bytes / bandwidth
-
-
-def _pase_words(held: np.ndarray, needed: np.ndarray, held_used: np.ndarray,
-                needed_used: np.ndarray, held_index: np.ndarray,
-                needed_index: np.ndarray) -> np.ndarray:
-    """The prototype's estimate: per-device block minus its best-case overlap (the
-    blocks' extents aligned at the origin), no overlap at all when the consumer uses
-    more devices, times 2 for forward and backward."""
-    held_len = (held[:, 0, :, 1] - held[:, 0, :, 0])[held_index]        # device 0's block
-    needed_len = (needed[:, 0, :, 1] - needed[:, 0, :, 0])[needed_index]
-    volume = np.prod(needed_len, axis=-1).astype(np.float64)
-    best = np.prod(np.minimum(held_len[:, None, :], needed_len[None, :, :]), axis=-1)
-    words = volume[None, :] - best
-    words = np.where(needed_used[None, :] > held_used[:, None], volume[None, :], words)
-    return 2.0 * words

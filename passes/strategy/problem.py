@@ -34,6 +34,7 @@ from pase.passes.strategy.configs import check_devices, enumerate_configs, split
 from pase.passes.strategy.cost import (
     JIT_REDISTRIBUTION_STEPS,
     Config,
+    LayerCost,
     edge_costs,
     layer_cost,
 )
@@ -47,6 +48,7 @@ from pase.passes.strategy.dp import (
 )
 from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.machines import Machine, preset
+from pase.passes.strategy.prototype import prototype_edges, prototype_layer_cost
 from pase.passes.strategy.prune import prune
 from pase.passes.strategy.vertices import Edge, Layer
 
@@ -131,9 +133,11 @@ class Problem:
 
         A layer named in `pins` keeps that single configuration (factors of 1 dropped); the
         others get PaSE's configuration space (`enumerate_configs` with `min_shard`) plus
-        the data-parallel configuration over `batch`. `graph` names the problem in
-        messages. Raises ValueError for a bad device count, compat mode or pinned layer
-        name, and `PinError` for a pin that does not fit its layer.
+        the data-parallel configuration over `batch`. With `compat="pase"` the problem is
+        the prototype's: its edges (`prototype.prototype_edges`), its configuration space
+        (no data-parallel extra) and its costs. `graph` names the problem in messages.
+        Raises ValueError for a bad device count, compat mode or pinned layer name, and
+        `PinError` for a pin that does not fit its layer.
 
             >>> from pase.frontend import parse_file
             >>> from pase.passes.strategy.from_ir import read_graph
@@ -147,6 +151,8 @@ class Problem:
         check_devices(devices)
         if compat not in ("", "pase"):
             raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
+        if compat == "pase":
+            edges = prototype_edges(edges)
         names = {layer.name for layer in layers}
         for name in pins or {}:
             if name not in names:
@@ -165,9 +171,9 @@ class Problem:
                 configs = enumerate_configs(layer.space, devices, min_shard)
                 # The data-parallel configuration is always a candidate, even where
                 # min-shard would rule it out, so the optimum is never slower than data
-                # parallelism.
+                # parallelism; the prototype's space (compat=pase) has only its rule.
                 data_parallel = _data_parallel(layer, batch, devices)
-                if data_parallel not in configs:
+                if data_parallel not in configs and compat != "pase":
                     configs.append(data_parallel)
                 config_lists.append(configs)
         resolved = machine if isinstance(machine, Machine) else preset(machine)
@@ -291,8 +297,13 @@ class Problem:
             f"{format_bytes(memory_budget)}; use fewer devices or a larger min-shard, or "
             "raise memory-gib")
 
+    def _layer_cost(self, layer: Layer, config: Config) -> LayerCost:
+        """pase's cost of a layer, or the prototype's under compat=pase."""
+        charge = prototype_layer_cost if self.compat == "pase" else layer_cost
+        return charge(layer, config, self.machine)
+
     def _vertex(self, index: int, config: Config) -> float:
-        cost = layer_cost(self.layer_data[index], config, self.machine)
+        cost = self._layer_cost(self.layer_data[index], config)
         return cost.compute + cost.communication
 
     def _edge(self, edge: Edge, producer_configs: list[Config],
@@ -315,7 +326,7 @@ class Problem:
         compute = communication = redistribution = 0.0
         per_layer = {}
         for layer, config in zip(self.layer_data, configs, strict=True):
-            cost = layer_cost(layer, config, self.machine)
+            cost = self._layer_cost(layer, config)
             compute += cost.compute
             communication += cost.communication
             per_layer[layer.name] = cost.compute + cost.communication
