@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.frontend import Frontend
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
-from pase.core.files import read_text
+from pase.core.files import decode_text, read_text
 from pase.core.shapes import ELEMENT_TYPES, MAX_ELEMENTS, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
@@ -132,16 +132,7 @@ class DnnFrontend(Frontend):
     name = "dnn"
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
-        return parse_text(decode_source(input.read(), input_name), input_name)
-
-
-def decode_source(data: bytes, filename: str) -> str:
-    """`data` as UTF-8 text, or a `Diagnostic` naming the first bad byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise Diagnostic(f"the input is not UTF-8 text ({error.reason} at byte "
-                         f"{error.start})", filename) from None
+        return parse_text(decode_text(input.read(), input_name), input_name)
 
 
 _TOKEN_NAMES = {

@@ -30,9 +30,8 @@ from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column
-from pase.core.files import write_atomically
-from pase.frontend.dnn import decode_source
+from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column, shown_line
+from pase.core.files import decode_text, write_atomically
 from pase.tools.errors import ToolError
 from pase.universe import PASE
 
@@ -123,6 +122,17 @@ class PaseOptMain(xDSLOptMain):
 
         arg_parser.format_help = format_help  # type: ignore[method-assign]
 
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """The input, checked to be UTF-8 text before `--split-input-file` splits it, so that
+        a byte that is not is located in the file (`decode_text`), not in its chunk."""
+        stream, file_extension = super().get_input_stream()
+        if parse_spec(self.args.frontend or file_extension).name in BINARY_FRONTENDS:
+            return stream, file_extension
+        with stream:
+            data = stream.read()
+        decode_text(data, self.get_input_name())
+        return BytesIO(data), file_extension
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:
         """Parse one chunk; `start_offset` is the number of file lines before it.
@@ -135,27 +145,21 @@ class PaseOptMain(xDSLOptMain):
         frontend = parse_spec(self.args.frontend or file_extension).name
         if frontend in BINARY_FRONTENDS:  # bytes, not text: no chunks, no lines
             return super().parse_chunk(chunk, file_extension)
-        text = decode_source(chunk.read(), name)
+        text = chunk.read().decode("utf-8")  # valid: `get_input_stream` checked the whole input
         if frontend == "mlir":
             return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
                 not self.args.no_implicit_module)
         if self.args.split_input_file and all(
                 not line.strip() or line.lstrip().startswith("//")
-                for line in text.splitlines()):
+                for line in text.split("\n")):
             return ModuleOp([])  # an empty chunk (after a trailing marker), as for MLIR
         try:
             module = super().parse_chunk(BytesIO(text.encode()), file_extension)
         except Diagnostic as error:
-            if error.line:
-                # Keep the chunk's own line for the caret before moving to file lines.
-                lines = (error.source or "").splitlines()
-                if error.source_line is None and error.line <= len(lines):
-                    error.source_line = lines[error.line - 1]
-                error.line += start_offset
             if self.args.parsing_diagnostics:  # as xdsl-opt does for MLIR parse errors
-                print(error)
+                print(at_file_line(error, start_offset))
                 return None
-            raise
+            raise at_file_line(error, start_offset) from None
         if start_offset and module is not None:
             for op in module.walk():
                 if isinstance(op.location, FileLineColLoc):
@@ -192,6 +196,16 @@ class PaseOptMain(xDSLOptMain):
             write_atomically(path, text)
         except OSError as error:
             raise ToolError(f"cannot write {path}: {error.strerror}") from None
+
+
+def at_file_line(error: Diagnostic, start_offset: int) -> Diagnostic:
+    """`error`, located in a `--split-input-file` chunk, moved to its line of the file (the
+    line it shows is the chunk's own)."""
+    if error.line:
+        if error.source_line is None and error.source is not None:
+            error.source_line = shown_line(error.source, error.line)
+        error.line += start_offset
+    return error
 
 
 def pass_summary(pass_class: type[ModulePass]) -> str:
