@@ -26,12 +26,13 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.passes import ModulePass, get_pass_option_infos
 from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column, shown_line
 from pase.core.files import decode_text, write_atomically
+from pase.core.numbers import LONGEST_INTEGER
 from pase.tools.errors import ToolError
 from pase.universe import PASE
 
@@ -56,6 +57,14 @@ class LocatedParser(Parser):
         super().__init__(*args, **kwargs)
         self.line_offset = line_offset
         self.first_uses: dict[str, Span] = {}
+        lexer = self._parser_state.lexer
+        lex = lexer.lex
+
+        def checked_lex() -> Token:
+            return _checked_integer(lex())
+
+        _checked_integer(self._current_token)
+        lexer.lex = checked_lex  # type: ignore[method-assign]
 
     def resolve_operand(self, operand: UnresolvedOperand,
                         type: AttributeInvT) -> SSAValue[AttributeInvT]:
@@ -88,6 +97,16 @@ class LocatedParser(Parser):
             op.location = FileLineColLoc(StringAttr(span.input.name),
                                          IntAttr(line + self.line_offset), IntAttr(column))
         return op
+
+
+def _checked_integer(token: Token) -> Token:
+    """`token`, unless it is an integer literal too long to convert (`LONGEST_INTEGER`): that
+    is a parse error at the token, before xDSL converts it."""
+    if token.kind == TokenKind.INTEGER_LIT and len(token.text) > LONGEST_INTEGER:
+        raise ParseError(token.span, f"integer literal of {len(token.text):,} digits; pase "
+                         f"reads integers of at most {LONGEST_INTEGER} digits (a dim, size or "
+                         "factor is at most 2^53)")
+    return token
 
 
 class _Output(StringIO):
@@ -173,7 +192,7 @@ class PaseOptMain(xDSLOptMain):
         return self.output
 
     def setup_pipeline(self) -> None:
-        check_unique_options(self.args.passes)
+        check_pass_options(self.args.passes)
         super().setup_pipeline()
         verify = not self.args.disable_verify
         callback = self.pipeline.callback
@@ -223,14 +242,20 @@ def pass_summary(pass_class: type[ModulePass]) -> str:
                       f"      {summary}"])
 
 
-def check_unique_options(pipeline: str) -> None:
-    """Raise `ArgSpecParseError` at an option given twice in one pass's `{...}`: xDSL keeps
-    the last silently, so `pase-search{devices=8 devices=4}` would search 4 devices."""
+def check_pass_options(pipeline: str) -> None:
+    """Raise `ArgSpecParseError` at an option given twice in one pass's `{...}` (xDSL keeps
+    the last silently, so `pase-search{devices=8 devices=4}` would search 4 devices), and at
+    an integer too long to convert (`LONGEST_INTEGER`; xDSL would fail unlocated)."""
     if not pipeline:
         return
     seen: set[str] | None = None
     previous = None
     for token in PipelineLexer._generator(pipeline):
+        if token.kind is SpecTokenKind.NUMBER and "." not in token.span.text and len(
+                token.span.text.lstrip("+-")) > LONGEST_INTEGER:
+            raise ArgSpecParseError(token, f"an integer of {len(token.span.text):,} digits; "
+                                    f"options take integers of at most {LONGEST_INTEGER} "
+                                    "digits (devices at most 8,192)")
         if token.kind is SpecTokenKind.L_BRACE:
             seen = set()
         elif token.kind is SpecTokenKind.R_BRACE:
