@@ -1,6 +1,6 @@
 """One definition of a line (`pase.core.diagnostics`): every hostile character of
 tests/lit/tools/Inputs/line_ends.py, in .dnn and .mlir, before an error, gives the location
-and the printed line of that location. The lit test line-ends.dnn pins a few through the
+and the printed line of that location. The lit test line-ends.mlir pins a few through the
 installed tool."""
 
 from __future__ import annotations

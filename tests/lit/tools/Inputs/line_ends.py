@@ -1,4 +1,4 @@
-"""Write the inputs of line-ends.dnn: the same model with a hostile character in a comment
+"""Write the inputs of line-ends.mlir: the same model with a hostile character in a comment
 before an error, with lone-CR and CRLF line ends, and with a byte that is not UTF-8.
 
     python line_ends.py PREFIX    # writes PREFIX.ff.dnn, PREFIX.cr.mlir, ...
