@@ -8,6 +8,15 @@ Example:
     model.dnn:7:12: error: dimension 'h' is not declared in @mlp
       %h = einsum %x, %w1 -> [b, h]
                                  ^
+
+What a line is, everywhere in pase (the lexers, every `file:line:col`, the line printed under
+it): a line ends at "\n" only, as lark, xDSL's MLIR lexer and `mlir-opt` count lines and
+as every editor agrees; a "\r" just before the "\n" belongs to the line end ("\r\n" files).
+Any other character (a lone "\r", form feed, vertical tab, NEL U+0085, U+2028, ...) is a
+character of its line, one column wide, and is printed under a diagnostic as a space, so
+that the printed line is the one the location counts and the caret stays under its column.
+`offset_to_line_column` counts lines so and `shown_line` prints them so; nothing else splits
+source into lines.
 """
 
 from __future__ import annotations
@@ -19,6 +28,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 if TYPE_CHECKING:
     from xdsl.ir import Operation
+
+# A source line longer than this is not printed under a diagnostic (a minified file).
+LONGEST_SHOWN_LINE = 200
 
 
 @dataclass
@@ -45,20 +57,52 @@ class Diagnostic(PassFailedException):
         text = f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
         source_line = self.source_line
         if source_line is None and self.source is not None:
-            lines = self.source.splitlines()
-            if self.line <= len(lines):
-                source_line = lines[self.line - 1]
+            source_line = shown_line(self.source, self.line)
         if source_line is not None:
             caret = " " * max(self.column - 1, 0) + "^" * max(self.length, 1)
-            text += f"\n{source_line.expandtabs(1)}\n{caret}"
+            text += f"\n{printable(source_line)}\n{caret}"
         return text
 
 
 def offset_to_line_column(source: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of a character offset."""
+    """1-based line and column of a character offset (lines end at "\n" only).
+
+    >>> offset_to_line_column("a\fb\nc\u2028d", 5)
+    (2, 2)
+    """
     line = source.count("\n", 0, offset) + 1
     column = offset - (source.rfind("\n", 0, offset) + 1) + 1
     return line, column
+
+
+def shown_line(text: str, line: int) -> str | None:
+    """Line `line` (1-based) of `text`, without its line end, or None when there is none (an
+    empty text has no line, and a final "\n" ends the last line) or it is too long to show
+    under a diagnostic (a minified file).
+
+    >>> shown_line("one\r\ntwo\u2028still two\nthree", 2)
+    'two\u2028still two'
+    """
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    if start >= len(text):
+        return None
+    end = text.find("\n", start)
+    shown = text[start:end if end >= 0 else len(text)].removesuffix("\r")
+    return shown if line >= 1 and len(shown) <= LONGEST_SHOWN_LINE else None
+
+
+def printable(line: str) -> str:
+    """A source line as a terminal shows it column for column: every character that is not
+    printable (a tab, form feed, lone "\r", U+2028, ...) becomes one space.
+
+    >>> printable("a\tb\x0cc\u2028d")
+    'a b c d'
+    """
+    return "".join(char if char.isprintable() else " " for char in line)
 
 
 def at_op(op: Operation, message: str, filename: str = "", prefix: str = "") -> Diagnostic:

@@ -30,11 +30,8 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import NamedTuple
 
-from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
 from pase.core.signals import signals_held
-
-# A source line longer than this is not printed under a diagnostic (a minified file).
-LONGEST_SHOWN_LINE = 200
 
 # Paths that name an open descriptor of the process itself (group 1, or one of the names).
 _DESCRIPTOR_PATH = re.compile(r"/dev/fd/(\d+)|/proc/(self|\d+)/fd/(\d+)")
@@ -59,6 +56,17 @@ def read_text(path: str, what: str = "file") -> str:
             data = stream.read()
     except OSError as error:
         raise Diagnostic(f"cannot read the {what}: {error.strerror}", path) from None
+    return decode_text(data, path, what)
+
+
+def decode_text(data: bytes, path: str, what: str = "input") -> str:
+    """`data` as UTF-8 text; a byte that is not UTF-8 is a `Diagnostic` at its line and column
+    (and byte offset), with the line it is on. `read_text`, the `.dnn` and MLIR readers of
+    pase-opt and stdin all decode so.
+
+        model.dnn:2:9: error: the input is not UTF-8 text (invalid continuation byte at
+        byte 26)
+    """
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -81,15 +89,6 @@ def read_line(path: str, line: int) -> str | None:
             return shown_line(stream.read(), line)
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def shown_line(text: str, line: int) -> str | None:
-    """Line `line` (1-based) of `text`, or None when there is none or it is too long to show
-    under a diagnostic."""
-    lines = text.split("\n")  # as `offset_to_line_column` counts lines
-    if not 1 <= line <= len(lines) or len(lines[line - 1]) > LONGEST_SHOWN_LINE:
-        return None
-    return lines[line - 1].rstrip("\r")
 
 
 class WriteError(OSError):

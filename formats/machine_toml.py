@@ -27,6 +27,7 @@ import tomllib
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text
+from pase.core.numbers import shown_integer, too_long_integer
 from pase.passes.strategy.machines import PRESETS, Machine
 
 
@@ -71,8 +72,11 @@ def load_machine(name_or_path: str) -> Machine:
         raise MachineError("not a machine file: its arrays and tables nest too deeply",
                            name_or_path) from None
     except ValueError:  # the only other: an integer longer than Python converts
-        raise MachineError(f"not a machine file: an integer has more than "
-                           f"{sys.get_int_max_str_digits()} digits", name_or_path) from None
+        where = too_long_integer(text, sys.get_int_max_str_digits())
+        line, column = offset_to_line_column(text, where[0]) if where else (0, 0)
+        digits = f"of {where[1]:,} digits" if where else "too long to read"
+        raise MachineError(f"not a machine file: an integer {digits} (flops and bandwidths "
+                           "are numbers below 1.8e308)", name_or_path, line, column) from None
     try:
         return machine_from_dict(data, name_or_path)
     except MachineError as error:
@@ -104,6 +108,18 @@ def _key_location(document: str, key: str) -> tuple[int, int]:
     return offset_to_line_column(document, match.start(1)) if match else (0, 0)
 
 
+def _finite(value: object) -> float | None:
+    """`value` as a finite float, or None (not a number, a bool, infinite, or an integer too
+    large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machine:
     """Build a Machine from a TOML table or a strategy file's "machine" object."""
     required = ("flops", "intra_node_bandwidth", "inter_node_bandwidth")
@@ -118,11 +134,12 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
         if value is None:
             raise MachineError(f"missing '{key}' (a positive number)", where)
         # At least 1 (FLOP/s, bytes/s): smaller positive values overflow costs to inf.
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value < 1:
-            raise MachineError(f"'{key}' must be a number of at least 1, got {value!r}", where,
+        number = _finite(value)
+        if number is None or number < 1:
+            shown = shown_integer(str(value)) if type(value) is int else repr(value)
+            raise MachineError(f"'{key}' must be a number of at least 1, got {shown}", where,
                                key=key)
-        values[key] = float(value)
+        values[key] = number
     for key in ("name", "source"):
         if key in data and not isinstance(data[key], str):
             raise MachineError(f"'{key}' must be a string, got {data[key]!r}", where, key=key)

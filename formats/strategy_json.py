@@ -23,6 +23,7 @@ from typing import Any
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text, shown_line
+from pase.core.numbers import too_long_integer
 from pase.passes.strategy.problem import Assignment, Breakdown, Problem
 
 JsonPath = tuple[str | int, ...]
@@ -124,8 +125,16 @@ def _parse(path: str, text: str) -> Any:
             raise Diagnostic(message, path) from None
         raise _located(message, path, text, deepest) from None
     except ValueError:  # the only other: an integer literal longer than Python converts
-        raise Diagnostic(f"not valid as a strategy: an integer has more than "
-                         f"{sys.get_int_max_str_digits()} digits", path) from None
+        raise _too_long(path, text) from None
+
+
+def _too_long(path: str, text: str) -> Diagnostic:
+    """The diagnostic at the integer literal too long to convert."""
+    where = too_long_integer(text, sys.get_int_max_str_digits())
+    digits = f"of {where[1]:,} digits" if where else "too long to read"
+    message = (f"not a strategy file: an integer {digits} (a split factor or device count "
+               "is at most 2^53)")
+    return _located(message, path, text, where[0]) if where else Diagnostic(message, path)
 
 
 def _too_deep(text: str) -> int | None:

@@ -31,8 +31,9 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.frontend import Frontend
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
-from pase.core.files import read_text
-from pase.core.shapes import ELEMENT_TYPES, MAX_ELEMENTS, NamedShape, ShapeError, shape_over
+from pase.core.files import decode_text, read_text
+from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 
@@ -132,16 +133,7 @@ class DnnFrontend(Frontend):
     name = "dnn"
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
-        return parse_text(decode_source(input.read(), input_name), input_name)
-
-
-def decode_source(data: bytes, filename: str) -> str:
-    """`data` as UTF-8 text, or a `Diagnostic` naming the first bad byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise Diagnostic(f"the input is not UTF-8 text ({error.reason} at byte "
-                         f"{error.start})", filename) from None
+        return parse_text(decode_text(input.read(), input_name), input_name)
 
 
 _TOKEN_NAMES = {
@@ -258,9 +250,6 @@ class _Builder:
                 if str(dim) in dims:
                     raise self.error(f"dimension '{dim}' is declared twice in @{name}", dim)
                 dims[str(dim)] = self.positive_int(size, f"size of dimension '{dim}'")
-                if dims[str(dim)] > MAX_ELEMENTS:
-                    raise self.error(f"size of dimension '{dim}' is {dims[str(dim)]:,}; "
-                                     "pase handles at most 2^53", size)
             else:
                 statements.append(child)
         if not dims:
@@ -285,12 +274,17 @@ class _Builder:
         return graph
 
     def positive_int(self, token: Node, what: str, least: int = 1) -> int:
-        """`token` as an int of at least `least` (1 or 0), or an error about `what`."""
+        """`token` as an int of at least `least` (1 or 0) and at most 2^53, or an error
+        about `what`."""
         text = str(token)
-        if not text.lstrip("+").isdigit() or int(text) < least:
+        if not text.lstrip("+").isdigit() or text.strip("+0") == "" and least:
             kind = "positive" if least else "non-negative"
-            raise self.error(f"{what} must be a {kind} integer, got '{text}'", token)
-        return int(text)
+            shown = text if len(text) <= SHOWN_DIGITS else f"{text[:SHOWN_DIGITS]}..."
+            raise self.error(f"{what} must be a {kind} integer, got '{shown}'", token)
+        try:
+            return read_integer(text, what)
+        except ValueError as error:
+            raise self.error(str(error), token) from None
 
 
 class _Scope:

@@ -18,7 +18,6 @@ the passes derive (`pase.strategy`, the configuration counts) are left out.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import IO
 
@@ -62,7 +61,7 @@ def print_module(module: ModuleOp) -> str:
 
 
 def print_graph(graph: dnn.GraphOp) -> str:
-    names = value_names(graph)
+    names = graph.value_names()
     start = f"graph @{graph.sym_name.data}("
     lines = [""]
     for dim, size in graph.dims.items():
@@ -73,30 +72,6 @@ def print_graph(graph: dnn.GraphOp) -> str:
     head = start + (",\n" + " " * len(start)).join(lines) + ") {"
     body = [f"  {statement(op, names)}" for op in graph.body.block.ops]
     return "\n".join([head, *body, "}"]) + "\n"
-
-
-def value_names(graph: dnn.GraphOp) -> dict[SSAValue, str]:
-    """A `.dnn` name for every value: its name hint where the frontend accepts it (no
-    `_<number>` suffix: `%h_1` becomes `%h1`), else `v<index>`, unique in the graph."""
-    hints: list[tuple[SSAValue, str]] = []
-    for index, op in enumerate(graph.body.block.ops):
-        for result in op.results:
-            hint = result.name_hint or f"v{index}"
-            hint = re.sub(r"[^A-Za-z0-9_]", "_", hint)
-            if not re.match(r"[A-Za-z_]", hint):
-                hint = f"v{hint}"
-            hints.append((result, re.sub(r"_([0-9]+)$", r"\1", hint)))
-    taken = {hint for _, hint in hints}
-    names: dict[SSAValue, str] = {}
-    used: set[str] = set()
-    for value, hint in hints:
-        name, count = hint, 1
-        while name in used or (name != hint and name in taken):
-            count += 1
-            name = f"{hint}_v{count}"
-        used.add(name)
-        names[value] = name
-    return names
 
 
 def statement(op: Operation, names: dict[SSAValue, str]) -> str:

@@ -24,7 +24,7 @@ from typing import NoReturn
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
 from pase.core.files import WriteError
 from pase.core.signals import Terminated, signals_raise
 
@@ -98,11 +98,12 @@ def format_parse_error(error: ParseError) -> str:
     content = span.input.content
     text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
     line, column = offset_to_line_column(text, span.start)
-    line_text = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
+    line_text = shown_line(text, line)
     length = max(min(span.end, len(text)) - span.start, 1)
+    if line_text is not None:
+        length = min(length, max(len(line_text) - column + 1, 1))
     return str(Diagnostic(error.msg, span.input.name, line + span.line_offset, column,
-                          length=min(length, max(len(line_text) - column + 1, 1)),
-                          source_line=line_text))
+                          length=length, source_line=line_text))
 
 
 def fail(message: str) -> NoReturn:

@@ -26,13 +26,13 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.passes import ModulePass, get_pass_option_infos
 from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column
-from pase.core.files import write_atomically
-from pase.frontend.dnn import decode_source
+from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column, shown_line
+from pase.core.files import decode_text, write_atomically
+from pase.core.numbers import LONGEST_INTEGER
 from pase.universe import PASE
 
 NOTHING_PARSED = "Could not parse entire input!"
@@ -56,6 +56,14 @@ class LocatedParser(Parser):
         super().__init__(*args, **kwargs)
         self.line_offset = line_offset
         self.first_uses: dict[str, Span] = {}
+        lexer = self._parser_state.lexer
+        lex = lexer.lex
+
+        def checked_lex() -> Token:
+            return _checked_integer(lex())
+
+        _checked_integer(self._current_token)
+        lexer.lex = checked_lex  # type: ignore[method-assign]
 
     def resolve_operand(self, operand: UnresolvedOperand,
                         type: AttributeInvT) -> SSAValue[AttributeInvT]:
@@ -90,6 +98,16 @@ class LocatedParser(Parser):
         return op
 
 
+def _checked_integer(token: Token) -> Token:
+    """`token`, unless it is an integer literal too long to convert (`LONGEST_INTEGER`): that
+    is a parse error at the token, before xDSL converts it."""
+    if token.kind == TokenKind.INTEGER_LIT and len(token.text) > LONGEST_INTEGER:
+        raise ParseError(token.span, f"integer literal of {len(token.text):,} digits; pase "
+                         f"reads integers of at most {LONGEST_INTEGER} digits (a dim, size or "
+                         "factor is at most 2^53)")
+    return token
+
+
 class _Output(StringIO):
     """Holds the output until the run succeeded (xdsl-opt closes it when done)."""
 
@@ -122,6 +140,17 @@ class PaseOptMain(xDSLOptMain):
 
         arg_parser.format_help = format_help  # type: ignore[method-assign]
 
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """The input, checked to be UTF-8 text before `--split-input-file` splits it, so that
+        a byte that is not is located in the file (`decode_text`), not in its chunk."""
+        stream, file_extension = super().get_input_stream()
+        if parse_spec(self.args.frontend or file_extension).name in BINARY_FRONTENDS:
+            return stream, file_extension
+        with stream:
+            data = stream.read()
+        decode_text(data, self.get_input_name())
+        return BytesIO(data), file_extension
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:
         """Parse one chunk; `start_offset` is the number of file lines before it.
@@ -134,27 +163,21 @@ class PaseOptMain(xDSLOptMain):
         frontend = parse_spec(self.args.frontend or file_extension).name
         if frontend in BINARY_FRONTENDS:  # bytes, not text: no chunks, no lines
             return super().parse_chunk(chunk, file_extension)
-        text = decode_source(chunk.read(), name)
+        text = chunk.read().decode("utf-8")  # valid: `get_input_stream` checked the whole input
         if frontend == "mlir":
             return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
                 not self.args.no_implicit_module)
         if self.args.split_input_file and all(
                 not line.strip() or line.lstrip().startswith("//")
-                for line in text.splitlines()):
+                for line in text.split("\n")):
             return ModuleOp([])  # an empty chunk (after a trailing marker), as for MLIR
         try:
             module = super().parse_chunk(BytesIO(text.encode()), file_extension)
         except Diagnostic as error:
-            if error.line:
-                # Keep the chunk's own line for the caret before moving to file lines.
-                lines = (error.source or "").splitlines()
-                if error.source_line is None and error.line <= len(lines):
-                    error.source_line = lines[error.line - 1]
-                error.line += start_offset
             if self.args.parsing_diagnostics:  # as xdsl-opt does for MLIR parse errors
-                print(error)
+                print(at_file_line(error, start_offset))
                 return None
-            raise
+            raise at_file_line(error, start_offset) from None
         if start_offset and module is not None:
             for op in module.walk():
                 if isinstance(op.location, FileLineColLoc):
@@ -168,7 +191,7 @@ class PaseOptMain(xDSLOptMain):
         return self.output
 
     def setup_pipeline(self) -> None:
-        check_unique_options(self.args.passes)
+        check_pass_options(self.args.passes)
         super().setup_pipeline()
         verify = not self.args.disable_verify
         callback = self.pipeline.callback
@@ -187,6 +210,16 @@ class PaseOptMain(xDSLOptMain):
         write_atomically(self.args.output_file or "-", self.output.getvalue())
 
 
+def at_file_line(error: Diagnostic, start_offset: int) -> Diagnostic:
+    """`error`, located in a `--split-input-file` chunk, moved to its line of the file (the
+    line it shows is the chunk's own)."""
+    if error.line:
+        if error.source_line is None and error.source is not None:
+            error.source_line = shown_line(error.source, error.line)
+        error.line += start_offset
+    return error
+
+
 def pass_summary(pass_class: type[ModulePass]) -> str:
     """`--help`'s entry for a pass, from its fields and its docstring's first line:
 
@@ -202,14 +235,20 @@ def pass_summary(pass_class: type[ModulePass]) -> str:
                       f"      {summary}"])
 
 
-def check_unique_options(pipeline: str) -> None:
-    """Raise `ArgSpecParseError` at an option given twice in one pass's `{...}`: xDSL keeps
-    the last silently, so `pase-search{devices=8 devices=4}` would search 4 devices."""
+def check_pass_options(pipeline: str) -> None:
+    """Raise `ArgSpecParseError` at an option given twice in one pass's `{...}` (xDSL keeps
+    the last silently, so `pase-search{devices=8 devices=4}` would search 4 devices), and at
+    an integer too long to convert (`LONGEST_INTEGER`; xDSL would fail unlocated)."""
     if not pipeline:
         return
     seen: set[str] | None = None
     previous = None
     for token in PipelineLexer._generator(pipeline):
+        if token.kind is SpecTokenKind.NUMBER and "." not in token.span.text and len(
+                token.span.text.lstrip("+-")) > LONGEST_INTEGER:
+            raise ArgSpecParseError(token, f"an integer of {len(token.span.text):,} digits; "
+                                    f"options take integers of at most {LONGEST_INTEGER} "
+                                    "digits (devices at most 8,192)")
         if token.kind is SpecTokenKind.L_BRACE:
             seen = set()
         elif token.kind is SpecTokenKind.R_BRACE:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import time
 from collections.abc import Sequence
 from typing import NoReturn
 
+from pase.core.numbers import SHOWN_DIGITS, read_integer
 from pase.passes.strategy.machines import PRESETS
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
@@ -55,6 +57,17 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(1)
 
 
+def _integer(text: str) -> int:
+    """An integer flag's value, at most 2^53 (`pase.core.numbers.read_integer`)."""
+    if not re.fullmatch(r"[-+]?[0-9]+", text):
+        shown = text if len(text) <= SHOWN_DIGITS else text[:SHOWN_DIGITS] + "..."
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{shown}'")
+    try:
+        return read_integer(text, "the value")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(
         prog="pase-run", description=__doc__.split("\n\n")[0],
@@ -66,7 +79,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
     parser.add_argument("model", help="a .dnn model, an .onnx model (its initializers are "
                         "the initial parameters), or .mlir with one dnn.graph")
-    parser.add_argument("--devices", type=int, required=True,
+    parser.add_argument("--devices", type=_integer, required=True,
                         help="number of workers P (at most 1024 threads, or 64 processes)")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--strategy", help="a strategy JSON (pase-search export=); layers it "
@@ -75,8 +88,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                      help="split every layer's batch dim over the devices instead of searching")
     parser.add_argument("--machine", default="pase-default",
                         help=f"machine for the search: {', '.join(PRESETS)} or a .toml file")
-    parser.add_argument("--steps", type=int, default=1, help="SGD steps (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data (default 0)")
+    parser.add_argument("--steps", type=_integer, default=1, help="SGD steps (default 1)")
+    parser.add_argument("--seed", type=_integer, default=0, help="seed of the data (default 0)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="shrink every dimension by this factor, e.g. 0.125")
     parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
@@ -89,7 +102,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless results match and words equal the prediction")
     onnx = parser.add_argument_group("ONNX models (pase-opt: -f 'onnx{batch=N loss=mean}')")
-    onnx.add_argument("--batch", type=int, default=0,
+    onnx.add_argument("--batch", type=_integer, default=0,
                       help="the size of a symbolic batch axis")
     onnx.add_argument("--loss", choices=("cross-entropy", "mean"), default="cross-entropy",
                       help="the training loss of a model whose output is not a scalar: "

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
@@ -76,19 +77,47 @@ class GraphOp(IRDLOperation):
         return strategy_of(self)
 
     def layer_names(self) -> dict[LayerOp, str]:
-        """Each forward layer's name: its result's SSA name (`%h` -> `h`), made unique within
-        the graph (`h`, `h_1`); an unnamed result is named by its op and index (`relu3`).
-        The search, reports, strategy files, pase-autodiff and pase-lower-spmd all name
-        layers so."""
-        names: dict[LayerOp, str] = {}
+        """Each forward layer's name: its result's name in `value_names` (`%h` -> `h`,
+        an unnamed relu that is the graph's fourth op -> `relu3`). The search, reports,
+        strategy files (export and `strategy=`), pase-autodiff, pase-lower-spmd and the
+        `.dnn` target all name layers so, hence a strategy exported from any form of a
+        graph (IR with `%0`, `%h` and `%h_1`, or its `.dnn` print) reads back on every form.
+
+            >>> from pase.frontend import parse_file
+            >>> list(parse_file("models/mlp.dnn").ops.first.layer_names().values())
+            ['h', 'a', 'z', 'l']
+        """
+        names = self.value_names()
+        return {op: names[op.output] for op in self.layers}
+
+    def value_names(self) -> dict[SSAValue, str]:
+        """A name for every value of the forward graph (inputs, params, forward layers), unique
+        in the graph and valid in `.dnn`: its name hint, made a `.dnn` name (`a.b` -> `a_b`;
+        no `_<number>` suffix, which the printers use: `%h_1` -> `h1`); an unnamed value is
+        named by its op and the op's index in the graph (`relu3`); a name taken already
+        gets `_v2`, `_v3`, ... (`%h` twice, printed `%h` and `%h_1`: `h`, `h_v2`). Its
+        names, given back as name hints (`-t dnn`, then the frontend), come back unchanged."""
+        hints: list[tuple[SSAValue, str]] = []
+        layers = set(self.layers)
+        for index, op in enumerate(self.body.block.ops):
+            if not isinstance(op, InputOp | ParamOp) and op not in layers:
+                continue  # the return, and the ops pase-autodiff adds
+            for result in op.results:
+                hint = re.sub(r"[^A-Za-z0-9_]", "_",
+                              result.name_hint or f"{op.name.removeprefix('dnn.')}{index}")
+                if not re.match(r"[A-Za-z_]", hint):
+                    hint = f"v{hint}"
+                hints.append((result, re.sub(r"_([0-9]+)$", r"\1", hint)))
+        taken = {hint for _, hint in hints}
+        names: dict[SSAValue, str] = {}
         used: set[str] = set()
-        for index, op in enumerate(self.layers):
-            base = op.output.name_hint or f"{op.name.removeprefix('dnn.')}{index}"
-            name, suffix = base, 1
-            while name in used:
-                name, suffix = f"{base}_{suffix}", suffix + 1
+        for value, hint in hints:
+            name, count = hint, 1
+            while name in used or (name != hint and name in taken):
+                count += 1
+                name = f"{hint}_v{count}"
             used.add(name)
-            names[op] = name
+            names[value] = name
         return names
 
     def loss_problem(self) -> str | None:

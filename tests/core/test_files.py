@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pase.core.files import (
-    LONGEST_SHOWN_LINE,
-    WriteError,
-    deferred_writes,
-    read_line,
-    read_text,
-    shown_line,
-    write_atomically,
-)
+from pase.core.diagnostics import LONGEST_SHOWN_LINE, shown_line
+from pase.core.files import WriteError, deferred_writes, read_line, read_text, write_atomically
 
 
 def test_writes_the_text(tmp_path: Path) -> None:

@@ -173,7 +173,10 @@ def test_locate(where: tuple, key: bool, expected: tuple[int, int]) -> None:
 
 def test_an_overlong_integer_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, '{"layers": [], "devices": ' + "9" * 5000 + "}")
-    assert "an integer has more than 4300 digits" in diagnostic(path).message
+    error = diagnostic(path)
+    assert error.message == ("not a strategy file: an integer of 5,000 digits (a split factor "
+                             "or device count is at most 2^53)")
+    assert (error.line, error.column) == (1, 27)  # at the integer
 
 
 def test_pins_know_where_each_layer_is(tmp_path: Path) -> None:

@@ -69,13 +69,13 @@ def test_unnamed_values_get_unique_names():
     module = Parser(ctx, f"""
       dnn.graph @g(b = 2, d = 3) {{
         %x = dnn.input : {tensor}
-        %v2 = dnn.relu %x : ({tensor}) -> {tensor}
-        %0 = dnn.tanh %v2 : ({tensor}) -> {tensor}
+        %tanh2 = dnn.relu %x : ({tensor}) -> {tensor}
+        %0 = dnn.tanh %tanh2 : ({tensor}) -> {tensor}
         dnn.return %0 : {tensor}
       }}""").parse_module()
     text = print_module(module)
-    assert text.splitlines()[1:5] == ["  %x = input [b, d]", "  %v2 = relu %x",
-                                      "  %v2_v2 = tanh %v2", "  return %v2_v2"]
+    assert text.splitlines()[1:5] == ["  %x = input [b, d]", "  %tanh2 = relu %x",
+                                      "  %tanh2_v2 = tanh %tanh2", "  return %tanh2_v2"]
     parse_text(text, "printed.dnn")
 
 

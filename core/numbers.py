@@ -1,0 +1,57 @@
+"""The size of the numbers pase reads, in every input: `.dnn` and MLIR sources, pass options,
+strategy JSON, machine TOML, pase-run's flags.
+
+A dim, size, stride, window, padding or split factor is at most 2^53 (`MAX_ELEMENTS`), and
+`devices` at most 8,192 (the search's `MAX_DEVICES`). A reader checks an integer literal's
+digits before it converts it (Python refuses a literal of more than 4,300 digits with its
+own unlocated message), so a number past its limit is one located diagnostic that names the
+limit:
+
+    >>> read_integer("9" * 5000, "the size of dimension 'b'")
+    Traceback (most recent call last):
+    ValueError: the size of dimension 'b' is a number of 5,000 digits; pase handles at most 2^53
+    >>> too_long_integer('{"a": "1111", "b": 22}', 1)
+    (19, 2)
+"""
+
+from __future__ import annotations
+
+import re
+
+from pase.core.shapes import MAX_ELEMENTS
+
+LONGEST_INTEGER = 40
+"""The most digits of an integer literal any reader converts: more than the 39 of the widest
+MLIR integer type (i128), far more than pase's own numbers have (2^53 has 16)."""
+
+SHOWN_DIGITS = 30
+"""A number longer than this is named by its count of digits in a message."""
+
+
+def read_integer(text: str, what: str, limit: int = MAX_ELEMENTS,
+                 limit_name: str = "2^53") -> int:
+    """`int(text)` of a decimal integer literal, or `ValueError` naming `what` and the limit
+    when it is past `limit` (also when it is too long for Python to convert)."""
+    digits = len(text.lstrip("+-").lstrip("0"))
+    if digits > len(str(limit)) or int(text) > limit:
+        raise ValueError(f"{what} is {shown_integer(text)}; pase handles at most {limit_name}")
+    return int(text)
+
+
+def shown_integer(text: str) -> str:
+    """An integer literal as a message shows it: `12,345`, or `a number of 5,000 digits`."""
+    digits = len(text.lstrip("+-").lstrip("0"))
+    return f"{int(text):,}" if digits <= SHOWN_DIGITS else f"a number of {digits:,} digits"
+
+
+_INTEGER_OR_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|(?<![\w.])[-+]?\d[\d_]*")
+
+
+def too_long_integer(text: str, longest: int = LONGEST_INTEGER) -> tuple[int, int] | None:
+    """Offset and length of the first integer literal of `text` (JSON or TOML) with more than
+    `longest` digits, outside strings; None if there is none."""
+    for match in _INTEGER_OR_STRING.finditer(text):
+        token = match.group()
+        if token[0] not in "\"'" and len(token.lstrip("+-").replace("_", "")) > longest:
+            return match.start(), len(token)
+    return None

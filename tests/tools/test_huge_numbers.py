@@ -1,0 +1,43 @@
+"""Pass options and pase-run flags of 5,000 digits: one diagnostic naming the limit, exit 1
+(tests/lit/tools/huge-numbers.dnn covers the files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli import run_tool
+
+from pase.tools import pase_opt, pase_run
+
+MLP = str(Path(__file__).resolve().parents[2] / "models" / "mlp.dnn")
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("option", ["devices", "min-shard", "memory-gib"])
+def test_a_huge_pass_option_is_located(option: str, capsys: pytest.CaptureFixture[str]):
+    devices = "" if option == "devices" else "devices=8 "
+    pipeline = f"pase-search{{{devices}{option}={HUGE}}}"
+    status, out, err = run_tool(pase_opt.main, [MLP, "-p", pipeline], capsys)
+    column = len("pase-search{") + len(devices) + len(option) + 2
+    assert (status, out) == (1, "")
+    assert err.startswith(f"pase-opt: error: Error parsing pass pipeline specification:\n"
+                          f"pass-pipeline:1:{column}\n")
+    assert err.endswith(" " * (column - 1) + "an integer of 5,000 digits; options take "
+                        "integers of at most 40 digits (devices at most 8,192)\n\n")
+
+
+@pytest.mark.parametrize("flag", ["--devices", "--steps", "--seed", "--batch"])
+def test_a_huge_integer_flag_names_the_limit(flag: str, capsys: pytest.CaptureFixture[str]):
+    args = [MLP, flag, HUGE] if flag == "--devices" else [MLP, "--devices", "2", flag, HUGE]
+    status, out, err = run_tool(pase_run.main, args, capsys)
+    assert (status, out, err) == (1, "", f"pase-run: error: argument {flag}: the value is a "
+                                  "number of 5,000 digits; pase handles at most 2^53\n")
+
+
+@pytest.mark.parametrize("flag", ["--scale", "--lr", "--timeout"])
+def test_a_huge_float_flag_is_out_of_range(flag: str, capsys: pytest.CaptureFixture[str]):
+    status, out, err = run_tool(pase_run.main, [MLP, "--devices", "2", flag, HUGE], capsys)
+    assert (status, out) == (1, "")
+    assert err.startswith(f"pase-run: error: {flag} must be")
+    assert err.endswith("got inf\n")
