@@ -16,10 +16,11 @@ instead of dying of memory.
 786432
 >>> budget.used, budget.peak
 (524288, 786432)
->>> budget.charge(1 << 20, "another table")
-Traceback (most recent call last):
-    ...
-pase.passes.strategy.budget.SearchMemoryError: another table would bring the search's memory to 1.5 MiB, over the memory budget of 1.0 MiB; use fewer devices or a larger min-shard, or raise memory-gib
+>>> try:
+...     budget.charge(1 << 20, "another table")
+... except SearchMemoryError as error:
+...     print(error)
+another table would bring the search's memory to 1.5 MiB, over the memory budget of 1.0 MiB; use fewer devices or a larger min-shard, or raise memory-gib
 """
 
 from __future__ import annotations
