@@ -19,8 +19,8 @@ instead of dying of memory.
 >>> try:
 ...     budget.charge(1 << 20, "another table")
 ... except SearchMemoryError as error:
-...     print(error)
-another table would bring the search's memory to 1.5 MiB, over the memory budget of 1.0 MiB; use fewer devices or a larger min-shard, or raise memory-gib
+...     print(str(error).split(";")[0])
+another table would bring the search's memory to 1.5 MiB, over the memory budget of 1.0 MiB
 """
 
 from __future__ import annotations

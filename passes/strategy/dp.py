@@ -27,7 +27,7 @@ import numpy as np
 from pase.passes.strategy.budget import (
     MemoryBudget,
     SearchError,
-    SearchMemoryError,
+    SearchMemoryError,  # noqa: F401 (re-exported: the DP's refusals are these)
     as_budget,
     format_bytes,
 )
@@ -153,8 +153,9 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     graph holds them) and `resident_bytes` that other tables already hold (the unpruned
     cost graph) are charged first; a `MemoryBudget` (`strategy/budget.py`) has them
     charged already by whoever built them. Each elimination then charges its minimum,
-    argmin and chunk tables before it allocates them, and releases what it frees. `jit` picks who eliminates each vertex: "on" the llvmlite kernel of
-    `strategy/jit.py` (raising `SearchError` if llvmlite cannot compile here), "off" numpy,
+    argmin and chunk tables before it allocates them, and releases what it frees. `jit`
+    picks who eliminates each vertex: "on" the llvmlite kernel of `strategy/jit.py`
+    (raising `SearchError` if llvmlite cannot compile here), "off" numpy,
     "auto" the kernel when llvmlite works and the table has at least `JIT_MIN_ENTRIES`
     entries; the results are bit-identical either way. `progress(i, n, entries)`, if
     given, hears of vertex i of n (and its table size) before it is eliminated.
