@@ -151,7 +151,8 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
         except UnexpectedInput as error:
             raise _unknown_op_before(error, text, filename) or _syntax_error(
                 error, text, filename) from None
-    graphs = tree.children
+    # `_Streaming.graph` made each child a dnn.GraphOp.
+    graphs: list[dnn.GraphOp] = tree.children  # type: ignore[assignment]
     if not graphs:
         raise Diagnostic("no graph in the file; a .dnn file holds one or more "
                          "'graph @name(dim = size, ...) { ... }'", filename, 1, 1, text)
