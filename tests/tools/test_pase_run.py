@@ -59,7 +59,7 @@ def test_a_failing_device_stops_the_run_with_one_error_naming_it(
 
 def test_a_run_over_its_memory_is_refused_with_the_scale_that_fits(
         capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = run_tool(main, ["models/mlp.dnn", "--devices", "2",
+    status, out, err = run_tool(main, [MLP, "--devices", "2",
                                        "--memory-gib", "0.005"], capsys)
     assert status == 1
     assert out == ""
@@ -67,6 +67,6 @@ def test_a_run_over_its_memory_is_refused_with_the_scale_that_fits(
                    "and its gradient in every worker and the one-device reference), over "
                    "--memory-gib 0.005; use --scale 0.5 or less, or raise --memory-gib\n")
     # The scale it names fits.
-    status, _, err = run_tool(main, ["models/mlp.dnn", "--devices", "2", "--memory-gib",
+    status, _, err = run_tool(main, [MLP, "--devices", "2", "--memory-gib",
                                      "0.005", "--scale", "0.5"], capsys)
     assert status == 0, err
