@@ -74,13 +74,13 @@ class Measured:
         return lines[0][:110] if lines else f"exit {self.status}"
 
 
-def measure(args: list[str], timeout: float) -> Measured:
-    """Run `pase-opt args` in a child; its peak RSS (bytes), wall time and exit status
-    (-9 when it was killed after `timeout` seconds)."""
+def measure(args: list[str], timeout: float, cwd: Path | None = None) -> Measured:
+    """Run `pase-opt args` in a child (in `cwd`); its peak RSS (bytes), wall time and exit
+    status (-9 when it was killed after `timeout` seconds)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as stderr:
         child = subprocess.Popen([PASE_OPT, *args, "-o", os.devnull], stderr=stderr,
-                                 stdout=subprocess.DEVNULL)
+                                 stdout=subprocess.DEVNULL, cwd=cwd)
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
@@ -151,7 +151,7 @@ def main() -> None:
                                ("the valid one as .mlir", ir)):
                 size = path.stat().st_size / MIB
                 rows.append(row(f"{name} ({size:.1f} MiB)", None,
-                                measure([str(path)], args.timeout), baseline.peak))
+                                measure([path.name], args.timeout, base), baseline.peak))
     print(f"Host: {cpus()}; {versions()}; load average {os.getloadavg()[0]:.2f}")
     print()
     print("\n".join(markdown_table(COLUMNS, rows)))
