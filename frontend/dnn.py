@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from lark import Lark, Token, Tree
+from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.tree import Meta
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -40,8 +42,45 @@ from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
 Node = Any
 
+
+
+class _Streaming(Transformer):
+    """The parser's callbacks for graphs and statements (lark calls them as it reduces,
+    LALR): each graph header and statement becomes IR at once and its tokens are dropped,
+    so no tree of the whole file is ever built, and a syntax error on the last line of a
+    large file costs no more memory than the lexer's state. The other rules stay small
+    trees, one statement's worth. `builder` is the `_Builder` of the parse under way
+    (`_PARSE_LOCK` keeps one at a time)."""
+
+    builder: _Builder
+
+    def graph_head(self, children: list[Node]) -> None:
+        self.builder.begin_graph(children)
+
+    def data(self, children: list[Node]) -> None:
+        self.builder.statement(_tree("data", children))
+
+    def layer(self, children: list[Node]) -> None:
+        self.builder.statement(_tree("layer", children))
+
+    def ret(self, children: list[Node]) -> None:
+        self.builder.statement(_tree("ret", children))
+
+    def graph(self, children: list[Node]) -> dnn.GraphOp:
+        return self.builder.end_graph()
+
+
+def _tree(data: str, children: list[Node]) -> Tree:
+    """A statement's tree, placed at its first token (as `propagate_positions` would)."""
+    meta = Meta()
+    meta.line, meta.column, meta.empty = children[0].line, children[0].column, False
+    return Tree(data, children, meta)
+
+
+_STREAMING = _Streaming()
+_PARSE_LOCK = threading.Lock()
 PARSER = Lark.open("dnn.lark", rel_to=__file__, parser="lalr", propagate_positions=True,
-                   maybe_placeholders=True)
+                   maybe_placeholders=True, transformer=_STREAMING)
 
 
 @dataclass(frozen=True)
@@ -91,6 +130,8 @@ STATEMENTS: dict[str, Statement] = {
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
 }
 DATA_STATEMENTS = ("input", "param")
+# The result type of the op `build` probes for its shape, before it knows it.
+_PLACEHOLDER = dnn.TensorType((), ())
 
 
 def parse_file(path: str) -> ModuleOp:
@@ -99,18 +140,24 @@ def parse_file(path: str) -> ModuleOp:
 
 
 def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
-    """Parse `.dnn` source; raises `Diagnostic` on any error."""
-    try:
-        tree = PARSER.parse(text)
-    except UnexpectedInput as error:
-        raise _unknown_op_before(error, text, filename) or _syntax_error(
-            error, text, filename) from None
-    graphs = tree.children
+    """Parse `.dnn` source; raises `Diagnostic` on any error, the first in the file.
+
+    One pass, linear in the text: the LALR parser hands each statement to the builder as
+    soon as it is complete (`_Streaming`)."""
+    builder = _Builder(text, filename)
+    with _PARSE_LOCK:
+        _STREAMING.builder = builder
+        try:
+            tree = PARSER.parse(text)
+        except UnexpectedInput as error:
+            raise _unknown_op_before(error, text, filename) or _syntax_error(
+                error, text, filename) from None
+    # `_Streaming.graph` made each child a dnn.GraphOp.
+    graphs: list[dnn.GraphOp] = tree.children  # type: ignore[assignment]
     if not graphs:
         raise Diagnostic("no graph in the file; a .dnn file holds one or more "
                          "'graph @name(dim = size, ...) { ... }'", filename, 1, 1, text)
-    builder = _Builder(text, filename)
-    module = ModuleOp([builder.graph(graph) for graph in graphs])
+    module = ModuleOp(graphs)
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
@@ -209,6 +256,7 @@ class _Builder:
         self.text = text
         self.filename = filename
         self.graph_names: dict[str, int] = {}
+        self.tensor_types: dict[NamedShape, dnn.TensorType] = {}
 
     def error(self, message: str, token: Node | Tree | None) -> Diagnostic:
         if isinstance(token, Token):
@@ -225,6 +273,12 @@ class _Builder:
         return Diagnostic(message, self.filename, location.line.data, location.column.data,
                           self.text)
 
+    def tensor_type(self, shape: NamedShape) -> dnn.TensorType:
+        """`dnn.TensorType.of(shape)`, built once per shape (attributes are immutable)."""
+        if shape not in self.tensor_types:
+            self.tensor_types[shape] = dnn.TensorType.of(shape)
+        return self.tensor_types[shape]
+
     def locate(self, op: Operation, token: Node) -> Operation:
         op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(token.line or 0),
                                      IntAttr(token.column or 0))
@@ -232,45 +286,48 @@ class _Builder:
 
     # -- graphs --
 
-    def graph(self, tree: Node) -> dnn.GraphOp:
+    def begin_graph(self, header: list[Node]) -> None:
+        """Start a graph from its header: `@name` and its dim declarations."""
         name_token: Node
-        name_token, *rest = tree.children
+        name_token, *declarations = header
         name = str(name_token)[1:]
         if name in self.graph_names:
             raise self.error(f"graph @{name} is already defined at line "
                              f"{self.graph_names[name]}", name_token)
         self.graph_names[name] = name_token.line or 0
         dims: dict[str, int] = {}
-        statements: list[Tree] = []
-        for child in rest:
+        for child in declarations:
             if child is None:
                 continue
-            if child.data == "dim_decl":
-                dim, size = child.children
-                if str(dim) in dims:
-                    raise self.error(f"dimension '{dim}' is declared twice in @{name}", dim)
-                dims[str(dim)] = self.positive_int(size, f"size of dimension '{dim}'")
-            else:
-                statements.append(child)
+            dim, size = child.children
+            if str(dim) in dims:
+                raise self.error(f"dimension '{dim}' is declared twice in @{name}", dim)
+            dims[str(dim)] = self.positive_int(size, f"size of dimension '{dim}'")
         if not dims:
             raise self.error(f"graph @{name} declares no dimensions; list them in its header, "
                              f"e.g. 'graph @{name}(b = 64, d = 256)'", name_token)
-        scope = _Scope(self, name, dims)
-        ops: list[Operation] = []
-        returned = False
-        for statement in statements:
-            if returned:
-                raise self.error("statement after 'return'; 'return' ends the graph",
-                                 statement)
-            if statement.data == "ret":
-                ops.append(self.locate(scope.ret(statement), statement.children[0]))
-                returned = True
-            else:
-                ops.append(scope.layer(statement))
-        if not returned:
-            raise self.error(f"graph @{name} has no 'return'", name_token)
-        graph = dnn.GraphOp(name, dims, ops)
-        self.locate(graph, name_token)
+        self.scope = _Scope(self, name, dims)
+        self.name_token = name_token
+        self.ops: list[Operation] = []
+        self.returned = False
+
+    def statement(self, statement: Tree) -> None:
+        """The op of one statement of the graph begun last."""
+        if self.returned:
+            raise self.error("statement after 'return'; 'return' ends the graph", statement)
+        if statement.data == "ret":
+            self.ops.append(self.locate(self.scope.ret(statement), statement.children[0]))
+            self.returned = True
+        else:
+            self.ops.append(self.scope.layer(statement))
+
+    def end_graph(self) -> dnn.GraphOp:
+        """The graph begun last, once its '}' is read."""
+        name = self.scope.graph
+        if not self.returned:
+            raise self.error(f"graph @{name} has no 'return'", self.name_token)
+        graph = dnn.GraphOp(name, self.scope.dims, self.ops)
+        self.locate(graph, self.name_token)
         return graph
 
     def positive_int(self, token: Node, what: str, least: int = 1) -> int:
@@ -361,7 +418,7 @@ class _Scope:
             if op == "param" and element_name not in ("f32", "f64"):
                 raise self.error("param must be floating-point (f32 or f64)", element_token)
         dims = _items(dim_list)
-        tensor = dnn.TensorType.of(self.shape(dims, element_name))
+        tensor = self.builder.tensor_type(self.shape(dims, element_name))
         return dnn.InputOp(tensor) if op == "input" else dnn.ParamOp(tensor)
 
     def compute(self, op_token: Node, kind: Node, operand_tree: Tree,
@@ -404,7 +461,7 @@ class _Scope:
             element_name = dnn.shape_of(operands[0]).element if operands else "f32"
             if statement.op is dnn.EmbeddingOp and len(operands) > 1:
                 element_name = dnn.shape_of(operands[1]).element
-            result_type = dnn.TensorType.of(self.shape(result_dims, element_name))
+            result_type = self.builder.tensor_type(self.shape(result_dims, element_name))
         elif result is not None:
             raise self.error(f"{op} infers its result dimensions; remove '-> [...]'", result)
         layer = self.build(statement, operands, properties, result_type, op_token)
@@ -452,7 +509,7 @@ class _Scope:
     def build(self, statement: Statement, operands: list[SSAValue],
               properties: dict[str, Attribute], result_type: dnn.TensorType | None,
               op_token: Node) -> dnn.LayerOp:
-        placeholder = result_type or dnn.TensorType((), ())
+        placeholder = result_type or _PLACEHOLDER
         probe = statement.op.create(operands=operands, result_types=[placeholder],
                                     properties=properties)
         try:
@@ -462,7 +519,7 @@ class _Scope:
         finally:
             probe.drop_all_references()
         if result_type is None:
-            result_type = dnn.TensorType.of(inferred)
+            result_type = self.builder.tensor_type(inferred)
         elif inferred != result_type.shape:
             raise self.error(f"the result {result_type.shape} does not fit the operands: "
                              f"expected {dnn.TensorType.of(inferred)}", op_token)

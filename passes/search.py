@@ -16,7 +16,8 @@ prints a per-layer table on stderr. Options:
 - min-shard: PaSE's cutoff, the smallest shard a split may leave (default 4)
 - compat: "" (pase's model: exact volumes under canonical placement) or pase (the
   prototype's cost model, `strategy/prototype.py`)
-- memory-gib: the DP's table budget (default 4 GiB)
+- memory-gib: the search's memory budget above the process's baseline (default 4 GiB):
+  configurations, cost tables, their working arrays, pruning and the DP all count
 - jit: auto (the llvmlite kernel for large tables), on, or off (numpy); same results
 """
 
@@ -38,7 +39,7 @@ from pase.formats.machine_toml import MachineError, load_machine
 from pase.formats.report import format_report
 from pase.formats.strategy_json import StrategyPins, dump_strategy, load_strategy, strategy_json
 from pase.passes.options import PasePass
-from pase.passes.strategy.dp import SearchError
+from pase.passes.strategy.budget import MemoryBudget, SearchError
 from pase.passes.strategy.from_ir import build_problem
 from pase.passes.strategy.problem import PinError, collector_paused, solve
 from pase.passes.strategy.progress import Progress
@@ -105,12 +106,12 @@ class PaseSearchPass(PasePass):
             # it would walk the heap once for all the objects the first step allocated.
             with collector_paused():
                 machine = load_machine(self.machine)
+                budget = MemoryBudget(int(float(self.memory_gib) * (1 << 30)))
                 problem = build_problem(graph, self.devices, machine, self.min_shard,
-                                        pins.configs if pins else None, self.compat)
+                                        pins.configs if pins else None, self.compat, budget)
                 progress = Progress("pase-search")
                 try:
-                    solution = solve(problem, self.method, self.order,
-                                     int(float(self.memory_gib) * (1 << 30)), jit=self.jit,
+                    solution = solve(problem, self.method, self.order, budget, jit=self.jit,
                                      progress=progress)
                 finally:
                     progress.done()

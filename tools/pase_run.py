@@ -37,6 +37,7 @@ from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
 from pase.tools.run_check import DIVERGED, TrainingReport, check_problems
 from pase.tools.run_pipeline import (
+    check_run_memory,
     load_model,
     load_onnx,
     pipeline_spec,
@@ -92,6 +93,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=_integer, default=0, help="seed of the data (default 0)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="shrink every dimension by this factor, e.g. 0.125")
+    parser.add_argument("--memory-gib", type=float, default=4.0,
+                        help="refuse a run estimated to take more memory than this, in GiB, "
+                        "and name the --scale that fits (default 4)")
     parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
     parser.add_argument("--backend", choices=BACKENDS, default="threads",
                         help="workers are threads (default) or processes")
@@ -117,6 +121,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
+            (not (math.isfinite(args.memory_gib) and args.memory_gib > 0),
+             f"--memory-gib must be a finite number above 0, got {args.memory_gib}"),
             (args.steps < 1, "--steps must be at least 1"),
             (args.seed < 0, f"--seed must be at least 0, got {args.seed}"),
             (not (math.isfinite(args.lr) and args.lr >= 0),
@@ -169,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             model = load_model(args.model)
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", args.data_parallel)
+        check_run_memory(module, args.devices, args.scale, int(args.memory_gib * (1 << 30)),
+                         "f64" if args.f64 else None)
         start = time.perf_counter()
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
                        args.timeout, "f64" if args.f64 else None, initial)

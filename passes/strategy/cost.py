@@ -326,6 +326,25 @@ def _used_devices(configs: Sequence[Config]) -> np.ndarray:
     return np.array([prod(c.values()) if c else 1 for c in configs], dtype=np.int64)
 
 
+def edge_working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
+                       devices: int) -> int:
+    """The most memory `edge_costs` holds at once for these numbers of configurations,
+    its result included: each side's block layouts (int64, every configuration on every
+    device, and their unique copies) with their masks and offsets, then up to eight
+    (A, B) float64 matrices (overlaps, forward and backward words, their sum, spans,
+    bandwidths, seconds), with a margin measured under tracemalloc.
+
+        >>> from pase.passes.strategy.vertices import TensorUse
+        >>> use = TensorUse(("b",), (8,), 4)
+        >>> edge_working_bytes(Edge(0, 1, use, use, backward=True), 10, 10, 8)
+        29440
+    """
+    layouts = sum(count * devices * (3 * 16 * (len(use.sizes) + 1) + 6 * 8)
+                  for count, use in ((producer_configs, edge.held),
+                                     (consumer_configs, edge.needed)))
+    return layouts + 8 * 8 * producer_configs * consumer_configs
+
+
 def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                consumer: Layer, consumer_configs: Sequence[Config], devices: int,
                machine: Machine, compat: str = "", compiled: bool = False) -> np.ndarray:

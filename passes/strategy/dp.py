@@ -24,6 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pase.passes.strategy.budget import (
+    MemoryBudget,
+    SearchError,
+    SearchMemoryError,  # noqa: F401 (re-exported: the DP's refusals are these)
+    as_budget,
+    format_bytes,
+)
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.factors import Axes, Eliminate, Factor, argmin_dtype, axis_sizes
 from pase.passes.strategy.orders import elimination_order
@@ -34,14 +41,6 @@ CHUNK_ENTRIES = 1 << 17
 JIT_MODES = ("auto", "on", "off")
 # With jit="auto", smaller tables stay with numpy: compiling a kernel (~50 ms) costs more.
 JIT_MIN_ENTRIES = 1 << 20
-
-
-class SearchError(Exception):
-    """The search cannot run as asked; the message says why and what to change."""
-
-
-class SearchMemoryError(SearchError):
-    """A DP table would exceed the memory budget."""
 
 
 @dataclass(frozen=True)
@@ -144,16 +143,19 @@ def _broadcast_index(view: np.ndarray, index: ChunkIndex) -> ChunkIndex:
 
 
 def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
-             memory_budget: int = 4 << 30, jit: str = "auto",
+             memory_budget: int | MemoryBudget = 4 << 30, jit: str = "auto",
              progress: Callable[[int, int, int], None] | None = None,
              resident_bytes: int = 0) -> DPResult:
     """An optimal strategy by variable elimination in `order` (a method name or a permutation).
 
-    Raises `SearchMemoryError` before the tables would take more than `memory_budget` bytes:
-    the graph's own tables (alive for the whole run, since the graph holds them), the
-    tables each elimination makes, and `resident_bytes` that other tables already hold
-    (the unpruned cost graph). `jit` picks who eliminates each vertex: "on" the llvmlite kernel of
-    `strategy/jit.py` (raising `SearchError` if llvmlite cannot compile here), "off" numpy,
+    Raises `SearchMemoryError` before the tables would take more than `memory_budget`:
+    with a number of bytes, the graph's own tables (alive for the whole run, since the
+    graph holds them) and `resident_bytes` that other tables already hold (the unpruned
+    cost graph) are charged first; a `MemoryBudget` (`strategy/budget.py`) has them
+    charged already by whoever built them. Each elimination then charges its minimum,
+    argmin and chunk tables before it allocates them, and releases what it frees. `jit`
+    picks who eliminates each vertex: "on" the llvmlite kernel of `strategy/jit.py`
+    (raising `SearchError` if llvmlite cannot compile here), "off" numpy,
     "auto" the kernel when llvmlite works and the table has at least `JIT_MIN_ENTRIES`
     entries; the results are bit-identical either way. `progress(i, n, entries)`, if
     given, hears of vertex i of n (and its table size) before it is eliminated.
@@ -188,8 +190,9 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
 
     inputs = len(factors)  # factors with smaller keys are the graph's own tables
     scalars: list[float] = []
-    live_bytes = resident_bytes + sum(graph.buffers().values())
-    peak_bytes = live_bytes
+    budget = as_budget(memory_budget)
+    if not isinstance(memory_budget, MemoryBudget):
+        budget.count(resident_bytes + sum(graph.buffers().values()))
     argmin_tables: list[tuple[Axes, np.ndarray]] = []
     max_dependent_set = 0
     table_entries = 0
@@ -203,26 +206,26 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
         entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
         # What would be live once this vertex's tables exist: the factors not yet consumed,
         # its minimum and argmin tables and one chunk of sums (never the full table).
-        needed_bytes = live_bytes + _working_bytes(entries, sizes[vertex])
-        if needed_bytes > memory_budget:
-            raise SearchMemoryError(_memory_message(graph, vertex, dependent_set, entries,
-                                                    needed_bytes, memory_budget, order))
-        peak_bytes = max(peak_bytes, needed_bytes)
+        working = _working_bytes(entries, sizes[vertex])
+        budget.check(working, _memory_message(graph, vertex, dependent_set, entries,
+                                              budget.used + working),
+                     _remedy(order))
+        budget.charge(working, f"the DP table of layer '{graph.names[vertex]}'")
         if progress is not None:
             progress(step, len(sequence), entries)
         use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
         eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
         axes, minimum, argmin = eliminate_vertex(consumed, vertex)
-        live_bytes += minimum.nbytes + argmin.nbytes - sum(
+        budget.release(working - minimum.nbytes - argmin.nbytes + sum(
             table.nbytes for key, (_, table) in zip(consumed_keys, consumed, strict=True)
-            if key >= inputs)
+            if key >= inputs))
         del consumed
         argmin_tables.append((axes, argmin))
         if axes:
             add_factor(axes, minimum)
         else:
             scalars.append(float(minimum))
-            live_bytes -= minimum.nbytes
+            budget.release(minimum.nbytes)
         max_dependent_set = max(max_dependent_set, len(dependent_set))
         table_entries += entries
 
@@ -231,7 +234,7 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
         choice[vertex] = int(argmin[tuple(choice[axis] for axis in axes)])
     return DPResult(choice=tuple(choice), cost=math.fsum(scalars), order=tuple(sequence),
                     max_dependent_set=max_dependent_set, table_entries=table_entries,
-                    peak_table_bytes=peak_bytes)
+                    peak_table_bytes=budget.peak)
 
 
 def _compiled_eliminate(required: bool) -> Eliminate:
@@ -270,23 +273,14 @@ def _working_bytes(entries: int, vertex_size: int) -> int:
 
 
 def _memory_message(graph: CostGraph, vertex: int, dependent_set: Sequence[int], entries: int,
-                    table_bytes: int, budget: int, order: str | Sequence[int]) -> str:
+                    table_bytes: int) -> str:
     dependent_names = ", ".join(f"'{graph.names[axis]}'" for axis in dependent_set)
-    remedy = ("a smaller configuration space" if isinstance(order, str) and order == "genseq"
-              else "order=genseq or a smaller configuration space")
     return (f"the DP table of layer '{graph.names[vertex]}' with dependent set "
             f"{{{dependent_names}}} spans {entries:,} entries and would bring the live tables "
-            f"to {format_bytes(table_bytes)}, over the memory budget of "
-            f"{format_bytes(budget)}; use {remedy} (for example a larger min-shard)")
+            f"to {format_bytes(table_bytes)}")
 
 
-def format_bytes(count: int) -> str:
-    """`count` bytes in the largest binary unit that keeps the number at least 1.
-
-    >>> format_bytes(512), format_bytes(3 << 30)
-    ('512 B', '3.0 GiB')
-    """
-    if count < 1024:
-        return f"{count} B"
-    exponent = min((count.bit_length() - 1) // 10, 4)
-    return f"{count / 1024**exponent:.1f} {('KiB', 'MiB', 'GiB', 'TiB')[exponent - 1]}"
+def _remedy(order: str | Sequence[int]) -> str:
+    space = ("a smaller configuration space" if isinstance(order, str) and order == "genseq"
+             else "order=genseq or a smaller configuration space")
+    return f"use {space} (for example a larger min-shard)"

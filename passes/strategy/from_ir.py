@@ -22,6 +22,7 @@ from xdsl.ir import SSAValue
 
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dnn
+from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.problem import Problem, collector_paused
@@ -44,20 +45,20 @@ class GraphData:
 def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
                   machine: str | Machine = "pase-default", min_shard: int = 4,
                   pinned: Mapping[str, Mapping[str, int]] | None = None,
-                  compat: str = "") -> Problem:
+                  compat: str = "", budget: MemoryBudget | None = None) -> Problem:
     """The search problem of a graph (or of a module's only graph) on `devices` devices.
 
     `machine` is a `Machine` or a preset's name (`pase.formats.machine_toml.load_machine`
     reads a TOML file into a `Machine`). A layer named in `pinned`, or else carrying
     `pase.config`, keeps that single configuration; the others get PaSE's configuration
-    space.
+    space, charged to `budget` (if given) before it is listed.
     """
     with collector_paused():
         data = read_graph(graph)
         return Problem.from_layers(
             data.layers, data.edges, devices, machine,
             pins={**data.pins, **(pinned or {})}, batch=data.batch, min_shard=min_shard,
-            compat=compat, graph=data.name)
+            compat=compat, graph=data.name, budget=budget)
 
 
 def read_graph(graph: dnn.GraphOp | ModuleOp) -> GraphData:

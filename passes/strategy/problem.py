@@ -30,29 +30,42 @@ from typing import Any
 
 import numpy as np
 
-from pase.passes.strategy.configs import check_devices, enumerate_configs, split_factors
+from pase.passes.strategy.budget import (
+    MemoryBudget,
+    SearchError,
+    SearchMemoryError,
+    as_budget,
+    format_bytes,
+)
+from pase.passes.strategy.configs import (
+    check_devices,
+    count_configs,
+    enumerate_configs,
+    split_factors,
+)
 from pase.passes.strategy.cost import (
     JIT_REDISTRIBUTION_STEPS,
     Config,
     LayerCost,
     edge_costs,
+    edge_working_bytes,
     layer_cost,
 )
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.dp import (
-    DPResult,
-    SearchError,
-    SearchMemoryError,
-    format_bytes,
-    solve_dp,
-)
+from pase.passes.strategy.dp import DPResult, solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.machines import Machine, preset
 from pase.passes.strategy.prototype import prototype_edges, prototype_layer_cost
-from pase.passes.strategy.prune import prune
+from pase.passes.strategy.prune import prune, rows_bytes
 from pase.passes.strategy.vertices import Edge, Layer
 
 Assignment = dict[str, Config]
+
+CONFIG_BYTES = 200
+"""What one configuration holds besides its dims, measured under tracemalloc: its dict
+in `config_lists`, its key tuple in the table cache and its cost in the vertex vector."""
+CONFIG_DIM_BYTES = 100
+"""What each split dim adds to a configuration (a dict entry and a key pair)."""
 
 
 @contextmanager
@@ -117,6 +130,7 @@ class Problem:
     """Whether the edge tables are large enough to pay for compiling the redistribution
     kernel (`jit/overlap.py`); either way the volumes are the same integers."""
     _cost_graph: CostGraph | None = field(default=None, repr=False)
+    _cost_graph_budget: MemoryBudget | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
@@ -127,7 +141,7 @@ class Problem:
     def from_layers(cls, layers: Sequence[Layer], edges: Sequence[Edge], devices: int,
                     machine: Machine | str, pins: Mapping[str, Mapping[str, int]] | None = None,
                     batch: str | None = None, min_shard: int = 4, compat: str = "",
-                    graph: str = "graph") -> Problem:
+                    graph: str = "graph", budget: MemoryBudget | None = None) -> Problem:
         """The problem of plain layers and edges (edges index `layers`) on `devices` devices
         of `machine` (a `Machine` or a preset's name; `pase.formats.machine_toml` reads files).
 
@@ -137,7 +151,9 @@ class Problem:
         the prototype's: its edges (`prototype.prototype_edges`), its configuration space
         (no data-parallel extra) and its costs. `graph` names the problem in messages.
         Raises ValueError for a bad device count, compat mode or pinned layer name, and
-        `PinError` for a pin that does not fit its layer.
+        `PinError` for a pin that does not fit its layer. With `budget`, each layer's
+        configurations are counted and charged before they are listed, so a space too
+        large to list raises `SearchMemoryError` at once.
 
             >>> from pase.frontend import parse_file
             >>> from pase.passes.strategy.from_ir import read_graph
@@ -168,6 +184,8 @@ class Problem:
                     fixed[layer.name] = config
                     config_lists.append([config])
                     continue
+                if budget is not None:
+                    _charge_configs(budget, layer, devices, min_shard, graph)
                 configs = enumerate_configs(layer.space, devices, min_shard)
                 # The data-parallel configuration is always a candidate, even where
                 # min-shard would rule it out, so the optimum is never slower than data
@@ -230,19 +248,25 @@ class Problem:
         """The configurations the search considers for a layer, `{dim: factor}`."""
         return [dict(c) for c in self.config_lists[self.index(name)]]
 
-    def cost_graph(self, memory_budget: int | None = None) -> CostGraph:
+    def cost_graph(self, memory_budget: int | MemoryBudget | None = None) -> CostGraph:
         """The DP's input: vertex cost vectors and edge cost matrices (built once).
 
         Networks repeat blocks, so layers and edges that differ only in their names share
-        one computation. With `memory_budget` (bytes), raises `SearchMemoryError` before
-        building tables that would not fit in it.
+        one computation. With `memory_budget` (bytes or a `MemoryBudget`), raises
+        `SearchMemoryError` before building tables that would not fit in it, and charges
+        the tables it keeps (those built earlier, for another budget, are charged too).
         """
+        budget = None if memory_budget is None else as_budget(memory_budget)
         if self._cost_graph is None:
             with collector_paused():
-                self._cost_graph = self._build_cost_graph(memory_budget)
+                self._cost_graph = self._build_cost_graph(budget)
+            self._cost_graph_budget = budget
+        elif budget is not None and budget is not self._cost_graph_budget:
+            budget.count(sum(self._cost_graph.buffers().values()))
+            self._cost_graph_budget = budget
         return self._cost_graph
 
-    def _build_cost_graph(self, memory_budget: int | None) -> CostGraph:
+    def _build_cost_graph(self, budget: MemoryBudget | None) -> CostGraph:
         anonymous = [replace(layer, name="") for layer in self.layer_data]
         configs_key = [tuple(tuple(c.items()) for c in configs)
                        for configs in self.config_lists]
@@ -250,14 +274,15 @@ class Problem:
         edge_keys = [(anonymous[e.producer], anonymous[e.consumer], configs_key[e.producer],
                       configs_key[e.consumer], replace(e, producer=0, consumer=0, carried=""))
                      for e in self.edges]
-        if memory_budget is not None:
-            self._check_table_memory(vertex_keys, edge_keys, memory_budget)
+        if budget is not None:
+            self._check_table_memory(vertex_keys, edge_keys, budget)
         vertex_cache: dict[object, np.ndarray] = {}
         vertex = []
         for i, (key, configs) in enumerate(zip(vertex_keys, self.config_lists, strict=True)):
             if key not in vertex_cache:
                 vertex_cache[key] = np.array([self._vertex(i, c) for c in configs],
                                              dtype=np.float64)
+                _count(budget, vertex_cache[key].nbytes)
             vertex.append(vertex_cache[key])
         graph = CostGraph(self.layers, vertex)
         edge_cache: dict[object, np.ndarray] = {}
@@ -266,23 +291,31 @@ class Problem:
             if edge_key not in edge_cache:
                 edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
                                                   self.config_lists[v])
+                _count(budget, edge_cache[edge_key].nbytes)
             graph.add_edge(u, v, edge_cache[edge_key])
         return graph
 
     def _check_table_memory(self, vertex_keys: list[tuple], edge_keys: list[tuple],
-                            memory_budget: int) -> None:
+                            budget: MemoryBudget) -> None:
         """Raise `SearchMemoryError` if the cost tables (float64, one per distinct layer and
-        edge, twice: pruning makes a smaller copy) plus the largest edge's block layouts
-        (int64, every configuration on every device) would exceed `memory_budget` bytes."""
+        edge, twice: pruning makes a smaller copy) plus the largest edge's working arrays
+        (`cost.edge_working_bytes`) and pruning's rows of the widest layer
+        (`prune.rows_bytes`) would not fit in what is left of `budget`."""
         sizes = [len(configs) for configs in self.config_lists]
         tables: dict[object, int] = {key: 8 * size
                                      for key, size in zip(vertex_keys, sizes, strict=True)}
         for edge, key in zip(self.edges, edge_keys, strict=True):
             tables[key] = 8 * sizes[edge.producer] * sizes[edge.consumer]
-        layouts = max((16 * (sizes[e.producer] + sizes[e.consumer]) * self.devices
-                       * (len(e.held.sizes) + 1) for e in self.edges), default=0)
-        needed = 2 * sum(tables.values()) + layouts
-        if needed <= memory_budget:
+        working = max((edge_working_bytes(e, sizes[e.producer], sizes[e.consumer],
+                                          self.devices) for e in self.edges), default=0)
+        widths = [1] * len(sizes)
+        for edge in self.edges:
+            widths[edge.producer] += sizes[edge.consumer]
+            widths[edge.consumer] += sizes[edge.producer]
+        rows = max((rows_bytes(size, width) for size, width in zip(sizes, widths, strict=True)),
+                   default=0)
+        needed = 2 * sum(tables.values()) + max(working, rows)
+        if budget.used + needed <= budget.limit:
             return
         detail = ""
         if self.edges:
@@ -294,8 +327,9 @@ class Problem:
         raise SearchMemoryError(
             f"the cost tables of @{self.graph} on {self.devices} devices would take "
             f"{format_bytes(needed)}{detail}, over the memory budget of "
-            f"{format_bytes(memory_budget)}; use fewer devices or a larger min-shard, or "
-            "raise memory-gib")
+            f"{format_bytes(budget.limit)}"
+            + (f" with {format_bytes(budget.used)} in use" if budget.used else "")
+            + "; use fewer devices or a larger min-shard, or raise memory-gib")
 
     def _layer_cost(self, layer: Layer, config: Config) -> LayerCost:
         """pase's cost of a layer, or the prototype's under compat=pase."""
@@ -349,6 +383,23 @@ class Problem:
                 for layer in self.layer_data}
 
 
+def _count(budget: MemoryBudget | None, nbytes: int) -> None:
+    """Count a table `_check_table_memory` has made room for."""
+    if budget is not None:
+        budget.count(nbytes)
+
+
+def _charge_configs(budget: MemoryBudget, layer: Layer, devices: int, min_shard: int,
+                    graph: str) -> None:
+    """Charge a layer's configuration list before it is enumerated (one more for the
+    data-parallel configuration)."""
+    count = count_configs(layer.space, devices, min_shard) + 1
+    dims = len(layer.space.splittable)
+    budget.charge(count * (CONFIG_BYTES + CONFIG_DIM_BYTES * dims),
+                  f"the {count:,} configurations of layer '{layer.name}' of @{graph} on "
+                  f"{devices:,} devices")
+
+
 def _data_parallel(layer: Layer, batch: str | None, devices: int) -> Config:
     """The layer's configuration under data parallelism: the batch dim split as far as it
     divides, up to all devices."""
@@ -399,7 +450,7 @@ def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
 
 
 def solve(problem: Problem, method: str = "dp", order: str = "genseq",
-          memory_budget: int = 4 << 30, exhaustive_limit: int = 10**7,
+          memory_budget: int | MemoryBudget = 4 << 30, exhaustive_limit: int = 10**7,
           pruning: bool = True, jit: str = "auto",
           progress: Callable[[int, int, int], None] | None = None) -> Solution:
     """The optimal strategy: `method="dp"` (exact, PaSE's DP over an elimination order)
@@ -408,21 +459,21 @@ def solve(problem: Problem, method: str = "dp", order: str = "genseq",
     With `pruning`, dominated and duplicate configurations are dropped first
     (`pase.passes.strategy.prune`); the optimum is the same. `jit` ("auto", "on", "off")
     picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
-    hears of each eliminated layer.
+    hears of each eliminated layer. `memory_budget` (bytes, or the `MemoryBudget` that
+    `from_layers` charged the configurations to) bounds the cost tables, pruning and the
+    DP together.
     """
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
     with collector_paused():
-        original = graph = problem.cost_graph(memory_budget)
+        budget = as_budget(memory_budget)
+        # The unpruned tables stay cached on the problem: they count throughout.
+        graph = problem.cost_graph(budget)
         kept = [np.arange(size) for size in graph.sizes]
         if pruning:
-            graph, kept = prune(graph)
-        # The unpruned tables stay cached on the problem: they count against the budget.
-        pruned = graph.buffers()
-        resident = sum(size for address, size in original.buffers().items()
-                       if address not in pruned)
+            graph, kept = prune(graph, budget)
         if method == "dp":
-            result = solve_dp(graph, order, memory_budget, jit, progress, resident)
+            result = solve_dp(graph, order, budget, jit, progress)
         else:
             result = solve_exhaustive(graph, exhaustive_limit)
     choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))

@@ -20,11 +20,25 @@ provably dominated, so the result is exact whichever rows the test misses.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
+from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
 
 CANDIDATES = 16
+
+
+def rows_bytes(configs: int, width: int) -> int:
+    """The most `_survivors` holds at once for a vertex of `configs` configurations whose
+    rows have `width` entries: the rows (float64), each row's bytes in the set of seen
+    rows, and one dominance mask.
+
+        >>> rows_bytes(10, 5)
+        1650
+    """
+    return configs * (width * (8 + 8 + 1) + 80)
 
 
 def _rows(vertex_costs: list[np.ndarray], edge_costs: dict[tuple[int, int], np.ndarray],
@@ -55,9 +69,14 @@ def _survivors(rows: np.ndarray) -> np.ndarray:
     return np.flatnonzero(alive)
 
 
-def prune(graph: CostGraph, max_rounds: int = 8) -> tuple[CostGraph, list[np.ndarray]]:
+def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int = 8
+          ) -> tuple[CostGraph, list[np.ndarray]]:
     """The graph restricted to undominated configurations, and for each vertex the
-    original indices of the configurations it kept (ascending)."""
+    original indices of the configurations it kept (ascending).
+
+    With `budget`, each vertex's rows are charged while they exist and each pruned copy
+    for as long as it lives (the copies of earlier rounds until pruning ends).
+    """
     kept = [np.arange(cost.size) for cost in graph.vertex_costs]
     vertex_costs = list(graph.vertex_costs)
     edge_costs = dict(graph.edge_costs)
@@ -72,6 +91,10 @@ def prune(graph: CostGraph, max_rounds: int = 8) -> tuple[CostGraph, list[np.nda
     def take(matrix: np.ndarray, axis: int, survivors: np.ndarray) -> np.ndarray:
         key = (id(matrix), axis, survivors.tobytes())
         if key not in sliced:  # (the entry keeps `matrix` alive, so its id stays unique)
+            shape = list(matrix.shape)
+            shape[axis] = survivors.size
+            if budget is not None:
+                budget.charge(8 * shape[0] * shape[1], "a pruned cost table")
             sliced[key] = (matrix, np.take(matrix, survivors, axis=axis))
         return sliced[key][1]
 
@@ -83,14 +106,36 @@ def prune(graph: CostGraph, max_rounds: int = 8) -> tuple[CostGraph, list[np.nda
         for vertex in sorted(dirty):
             if vertex_costs[vertex].size == 1:
                 continue
-            survivors = _survivors(_rows(vertex_costs, edge_costs, incident[vertex], vertex))
+            width = 1 + sum(edge_costs[edge].size // vertex_costs[vertex].size
+                            for edge in incident[vertex])
+            with _holding(budget, rows_bytes(vertex_costs[vertex].size, width),
+                          f"pruning the configurations of layer '{graph.names[vertex]}'"):
+                survivors = _survivors(_rows(vertex_costs, edge_costs, incident[vertex],
+                                             vertex))
             if survivors.size == vertex_costs[vertex].size:
                 continue
             kept[vertex] = kept[vertex][survivors]
             vertex_costs[vertex] = vertex_costs[vertex][survivors]
+            _charge(budget, vertex_costs[vertex].nbytes + kept[vertex].nbytes)
             for u, v in incident[vertex]:
                 matrix = edge_costs[(u, v)]
                 edge_costs[(u, v)] = take(matrix, 0 if u == vertex else 1, survivors)
                 touched.add(v if u == vertex else u)
         dirty = touched
-    return CostGraph(graph.names, vertex_costs, edge_costs), kept
+    pruned = CostGraph(graph.names, vertex_costs, edge_costs)
+    if budget is not None:
+        # The copies of earlier rounds go with `sliced`; the final ones stay charged.
+        final = set(pruned.buffers())
+        budget.release(sum(table.nbytes for _, table in sliced.values()
+                           if table.__array_interface__["data"][0] not in final))
+    return pruned, kept
+
+
+def _charge(budget: MemoryBudget | None, nbytes: int) -> None:
+    if budget is not None:
+        budget.charge(nbytes, "a pruned cost vector")
+
+
+def _holding(budget: MemoryBudget | None, nbytes: int, what: str
+             ) -> contextlib.AbstractContextManager[None]:
+    return budget.holding(nbytes, what) if budget is not None else contextlib.nullcontext()

@@ -55,3 +55,18 @@ def test_a_failing_device_stops_the_run_with_one_error_naming_it(
     assert (status, out) == (1, "")
     assert err.splitlines() == ["pase-run: error: RuntimeError: injected failure",
                                 "device 1 failed: RuntimeError: injected failure"]
+
+
+def test_a_run_over_its_memory_is_refused_with_the_scale_that_fits(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_tool(main, [MLP, "--devices", "2",
+                                       "--memory-gib", "0.005"], capsys)
+    assert status == 1
+    assert out == ""
+    assert err == ("error: training @mlp on 2 workers would take about 9.6 MiB (each tensor "
+                   "and its gradient in every worker and the one-device reference), over "
+                   "--memory-gib 0.005; use --scale 0.5 or less, or raise --memory-gib\n")
+    # The scale it names fits.
+    status, _, err = run_tool(main, [MLP, "--devices", "2", "--memory-gib",
+                                     "0.005", "--scale", "0.5"], capsys)
+    assert status == 0, err

@@ -1,0 +1,55 @@
+"""Large `.dnn` files: parsed in one streaming pass, memory linear with a small constant.
+
+The parser builds each statement's op as it reduces it (`dnn._Streaming`), so no tree of
+the whole file exists; memory is measured with tracemalloc (Python's own allocations,
+the same on every host), never time.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+from pase.core.diagnostics import Diagnostic
+from pase.frontend import parse_text
+
+STATEMENTS = 1500
+KIB = 1024
+
+
+def chain(statements: int, last: str = "") -> str:
+    """A graph of `statements` layers in a chain; `last` is appended to its return."""
+    lines = ["graph @big(b = 64, d = 256) {", "  %x = input [b, d]"]
+    previous = "x"
+    for i in range(statements):
+        lines.append(f"  %v{i} = add %{previous}, %x" if i % 2 else f"  %v{i} = relu %{previous}")
+        previous = f"v{i}"
+    return "\n".join([*lines, f"  return %{previous}{last}", "}"]) + "\n"
+
+
+def traced_peak(text: str) -> tuple[int, Diagnostic | None]:
+    """The most memory `parse_text(text)` held at once, and its diagnostic if any."""
+    tracemalloc.start()
+    try:
+        parse_text(text, "big.dnn")
+        error = None
+    except Diagnostic as diagnostic:
+        error = diagnostic
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak, error
+
+
+def test_a_syntax_error_on_the_last_line_is_located_with_little_memory() -> None:
+    peak, error = traced_peak(chain(STATEMENTS, " )"))
+    assert error is not None
+    assert str(error).startswith(f"big.dnn:{STATEMENTS + 3}:17: error: unexpected ')'")
+    # A tree of the whole file held 2.5 KiB per statement; the ops built so far, 1.4.
+    assert peak < 2 * KIB * STATEMENTS
+
+
+def test_a_valid_file_takes_linear_memory_with_a_small_constant() -> None:
+    peak, error = traced_peak(chain(STATEMENTS))
+    assert error is None
+    # The tree and the IR together held 5.2 KiB per statement; the IR alone, about 2.1.
+    assert peak < 3 * KIB * STATEMENTS
