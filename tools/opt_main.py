@@ -32,6 +32,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column
 from pase.core.files import write_atomically
+from pase.dialect.traits import VerifyExceptionAt
 from pase.frontend.dnn import decode_source
 from pase.tools.errors import ToolError
 from pase.universe import PASE
@@ -236,8 +237,9 @@ def verify_located(module: ModuleOp) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as error:
-            message = f"'{op.name}' op " + str(error).split("\n", 1)[0]
-            raise DiagnosticException(str(at_op(op, message))) from None
+            culprit = error.op if isinstance(error, VerifyExceptionAt) else op
+            message = f"'{culprit.name}' op " + str(error).split("\n", 1)[0]
+            raise DiagnosticException(str(at_op(culprit, message))) from None
 
 
 def _usage_error(message: str) -> NoReturn:

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FlatSymbolRefAttr,
     IntAttr,
+    ModuleOp,
     StringAttr,
     UnitAttr,
 )
@@ -35,10 +36,12 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from pase.core.placement import check_devices
 from pase.core.shapes import ShapeError
 from pase.dialect import dnn
 from pase.dialect.dist.types import KERNELS, TensorType
 from pase.dialect.dnn import LAYER_OPS
+from pase.dialect.traits import OrderedDataflow
 
 
 def _grid_text(shape: Sequence[int]) -> str:
@@ -107,7 +110,8 @@ class ProgramOp(IRDLOperation):
     devices = prop_def(IntAttr)
     body = region_def("single_block")
 
-    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove())
+    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove(),
+                        HasParent(ModuleOp), OrderedDataflow(("dist.", "shard.grid")))
 
     @classmethod
     def parse(cls, parser: Parser) -> ProgramOp:
@@ -134,9 +138,10 @@ class ProgramOp(IRDLOperation):
 
     def verify_(self) -> None:
         devices = self.devices.data
-        if devices < 1:
-            raise VerifyException(f"dist.program @{self.sym_name.data} runs on {devices} "
-                                  "devices; it needs at least 1")
+        try:
+            check_devices(devices)
+        except ValueError as error:
+            raise VerifyException(f"dist.program @{self.sym_name.data}: {error}") from None
         if self.body.block.args:
             raise VerifyException("the body of a dist.program takes no arguments; inputs "
                                   "and parameters enter through dist.input and dist.param")

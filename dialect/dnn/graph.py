@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -26,6 +26,7 @@ from pase.core import shapes
 from pase.dialect.dnn.layer_op import HoldsLayers, LayerOp
 from pase.dialect.dnn.types import TensorType
 from pase.dialect.pase import CONFIG_ATTR_NAME, StrategyAttr, strategy_of
+from pase.dialect.traits import OrderedDataflow
 
 
 @irdl_op_definition
@@ -45,7 +46,10 @@ class GraphOp(IRDLOperation):
 
     # Isolated like func.func: a graph reads only its own inputs and params, and the
     # printer restarts SSA names per graph, so %x stays %x in every graph of a file.
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HoldsLayers())
+    # A graph is a module's child (graphs do not nest), and its body is dnn ops in
+    # dataflow order, which xDSL alone would not check.
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HoldsLayers(),
+                        HasParent(ModuleOp), OrderedDataflow(("dnn.",)))
 
     def __init__(self, name: str, dims: dict[str, int], body: Sequence[Operation] = ()):
         from xdsl.ir import Block, Region

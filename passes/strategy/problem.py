@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from pase.passes.strategy.configs import check_devices, enumerate_configs, split_factors
+from pase.core.placement import check_devices
+from pase.passes.strategy.configs import enumerate_configs, split_factors
 from pase.passes.strategy.cost import (
     JIT_REDISTRIBUTION_STEPS,
     Config,
