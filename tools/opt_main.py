@@ -14,6 +14,7 @@ until the run succeeded, and `--help` lists pase's passes with their options.
 from __future__ import annotations
 
 import argparse
+import struct
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -82,7 +83,11 @@ class LocatedParser(Parser):
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except struct.error as error:  # xDSL packs `[...]` of an i16/i64 array unchecked
+            raise ParseError(Span(span.start, self.pos, span.input),
+                             f"an integer of this op does not fit its type ({error})") from None
         if not isinstance(op.location, FileLineColLoc):
             content = span.input.content
             text = content if isinstance(content, str) else content.decode("utf-8", "replace")

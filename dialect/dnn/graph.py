@@ -25,8 +25,14 @@ from xdsl.utils.exceptions import VerifyException
 from pase.core import shapes
 from pase.dialect.dnn.layer_op import HoldsLayers, LayerOp
 from pase.dialect.dnn.types import TensorType
-from pase.dialect.pase import CONFIG_ATTR_NAME, StrategyAttr, strategy_of
-from pase.dialect.traits import OrderedDataflow
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    StrategyAttr,
+    forward_layer,
+    layout_of,
+    strategy_of,
+)
+from pase.dialect.traits import OrderedDataflow, VerifyExceptionAt
 
 
 @irdl_op_definition
@@ -167,6 +173,7 @@ class GraphOp(IRDLOperation):
             if size > shapes.MAX_ELEMENTS:
                 raise VerifyException(f"dimension '{dim}' is {size:,}; pase handles at most "
                                       "2^53")
+        self.verify_layer_references()
         block = self.body.block
         if block.args:
             raise VerifyException("dnn.graph takes no block arguments; "
@@ -186,6 +193,32 @@ class GraphOp(IRDLOperation):
                         raise VerifyException(
                             f"dimension '{dim}' is {dims[dim]} in @{self.sym_name.data} "
                             f"but {size} in {_value_name(value)}")
+
+    def verify_layer_references(self) -> None:
+        """Each `pase.layer` and `pase.layout_of` in the body names a forward layer of this
+        graph, and a layout's operand is one of that layer's operands; the error is at the
+        op that names it."""
+        layers = {name: op for op, name in self.layer_names().items()}
+        for op in self.body.block.ops:
+            try:
+                layer, layout = forward_layer(op), layout_of(op)
+            except VerifyException as error:  # a wrongly typed one: at its op, too
+                raise VerifyExceptionAt(op, str(error)) from None
+            if layer is not None and layer not in layers:
+                raise VerifyExceptionAt(op, f"pase.layer names '{layer}', which is not a "
+                                        f"forward layer of @{self.sym_name.data}")
+            if layout is None:
+                continue
+            target = layers.get(layout.layer_name)
+            if target is None:
+                raise VerifyExceptionAt(op, f"pase.layout_of names '{layout.layer_name}', "
+                                        f"which is not a forward layer of "
+                                        f"@{self.sym_name.data}")
+            count = len(target.inputs)
+            if (index := layout.operand_index) is not None and index >= count:
+                raise VerifyExceptionAt(op, f"pase.layout_of names operand {index} of layer "
+                                        f"'{layout.layer_name}', which has {count} "
+                                        f"operand{'s' if count != 1 else ''}")
 
 
 def _value_name(value: SSAValue) -> str:
