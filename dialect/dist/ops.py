@@ -22,9 +22,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation
 from xdsl.irdl import (
     AttrSizedOperandSegments,
-    ConstraintContext,
     IRDLOperation,
     OptPropertyDef,
+    VerificationContext,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -277,14 +277,15 @@ class LayerOp(IRDLOperation):
                 raise VerifyException(f"a {kernel} kernel needs the property '{name}' in "
                                       "its props")
             try:
-                definition.constr.verify(given[name], ConstraintContext())
+                definition.constr.verify(given[name], VerificationContext())
             except VerifyException as error:
                 raise VerifyException(f"property '{name}' of the {kernel} kernel: "
                                       f"{error}") from None
         for name in given:
             if name not in declared:
+                known = ", ".join(sorted(declared)) or "none"
                 raise VerifyException(f"a {kernel} kernel takes no property '{name}' (its "
-                                      f"properties: {', '.join(sorted(declared))})")
+                                      f"properties: {known})")
 
     def _verify_vjp(self) -> None:
         """A vjp kernel differentiates a dnn layer op with respect to some of its operands:
