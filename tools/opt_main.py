@@ -33,6 +33,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column
 from pase.core.files import write_atomically
+from pase.core.nesting import check_nesting
 from pase.dialect.traits import VerifyExceptionAt
 from pase.frontend.dnn import decode_source
 from pase.tools.errors import ToolError
@@ -143,6 +144,7 @@ class PaseOptMain(xDSLOptMain):
             return super().parse_chunk(chunk, file_extension)
         text = decode_source(chunk.read(), name)
         if frontend == "mlir":
+            check_nesting(text, name, start_offset)
             return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
                 not self.args.no_implicit_module)
         if self.args.split_input_file and all(

@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
+from pase.core.nesting import allow_nesting
 from pase.passes.strategy.machines import PRESETS
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
@@ -148,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.print_pipeline:
         print(spec)
         return
+    allow_nesting()
     with report_errors("pase-run"):
         initial = None
         if args.model.endswith(".onnx"):
