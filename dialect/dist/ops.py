@@ -347,7 +347,8 @@ def kernel_class(kernel: str) -> type[IRDLOperation]:
         >>> kernel_class("dnn.sgd").name
         'dnn.sgd'
     """
-    return next(op for op in (*LAYER_OPS, dnn.VjpOp, dnn.SgdOp) if op.name == kernel)
+    ops: tuple[type[IRDLOperation], ...] = (*LAYER_OPS, dnn.VjpOp, dnn.SgdOp)
+    return next(op for op in ops if op.name == kernel)
 
 
 def _source_target(op: IRDLOperation) -> tuple[TensorType, TensorType]:
