@@ -20,6 +20,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+MAX_DEVICES = 1 << 13
+"""The most devices pase takes (a search, a `#pase.strategy`, a `dist.program`). The cost
+tables hold each layout's block on every device, so their size grows with P; past this,
+even a small graph needs gigabytes."""
+
+
+def check_devices(devices: int) -> None:
+    """Raise ValueError unless 1 <= devices <= MAX_DEVICES.
+
+        >>> check_devices(8193)
+        Traceback (most recent call last):
+        ValueError: devices must be between 1 and 8,192, got 8,193
+    """
+    if not 1 <= devices <= MAX_DEVICES:
+        raise ValueError(f"devices must be between 1 and {MAX_DEVICES:,}, got {devices:,}")
+
 
 def grid_axes(dims: Iterable[str], config: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     """The split dims of `config` in the order of `dims`, with their factors."""

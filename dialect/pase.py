@@ -21,7 +21,7 @@ here (`strategy_of`, `forward_layer`, `grid_order`, `layout_of`), which also ser
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from math import prod
+from math import isfinite, prod
 
 from xdsl.dialects.builtin import ArrayAttr, FloatData, IntAttr, NoneAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute
@@ -29,6 +29,8 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+
+from pase.core.placement import check_devices
 
 CONFIG_ATTR_NAME = "pase.config"
 NUM_CONFIGS_ATTR_NAME = "pase.num_configs"
@@ -171,12 +173,15 @@ class StrategyAttr(ParametrizedAttribute):
                     parser.parse_punctuation(",")
                 parser.parse_keyword(field)
                 parser.parse_punctuation("=")
+                start = parser.pos
                 if field == "devices":
                     values[field] = IntAttr(parser.parse_integer(allow_boolean=False))
                 elif field == "machine":
                     values[field] = StringAttr(parser.parse_str_literal())
                 else:
                     values[field] = FloatData(float(parser.parse_number()))
+                if (problem := _strategy_field_problem(field, values[field])) is not None:
+                    parser.raise_error(problem, start, parser.pos)
             # The printed speedup is derived (data_parallel / total): read and dropped.
             if parser.parse_optional_punctuation(",") is not None:
                 parser.parse_keyword("speedup")
@@ -184,12 +189,31 @@ class StrategyAttr(ParametrizedAttribute):
                 parser.parse_number()
         return tuple(values[f] for f in _STRATEGY_FIELDS)
 
+    def verify(self) -> None:
+        for field in _STRATEGY_FIELDS:
+            if (problem := _strategy_field_problem(field, getattr(self, field))) is not None:
+                raise VerifyException(problem)
+
     def print_parameters(self, printer: Printer) -> None:
         parts = [f"devices = {self.devices.data}", f'machine = "{self.machine.data}"']
         for field in _STRATEGY_FIELDS[2:]:
             parts.append(f"{field} = {float_text(getattr(self, field).data)}")
         parts.append(f"speedup = {self.speedup:.4f}")
         printer.print_string("<" + ", ".join(parts) + ">")
+
+
+def _strategy_field_problem(field: str, value: Attribute) -> str | None:
+    """What is wrong with one field of a #pase.strategy, or None: `devices` is a device
+    count pase takes, each cost a finite number of seconds, at least 0."""
+    if field == "devices" and isinstance(value, IntAttr):
+        try:
+            check_devices(value.data)
+        except ValueError as error:
+            return f"#pase.strategy {error}"
+    if isinstance(value, FloatData) and not (isfinite(value.data) and value.data >= 0):
+        return (f"#pase.strategy {field} is a cost in seconds, finite and at least 0, "
+                f"got {value.data}")
+    return None
 
 
 @irdl_attr_definition

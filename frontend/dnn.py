@@ -38,6 +38,7 @@ from pase.core.numbers import SHOWN_DIGITS, read_integer
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect.traits import VerifyExceptionAt
 
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
 Node = Any
@@ -162,7 +163,8 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as error:
-            raise builder.error_at_op(op, str(error)) from None
+            culprit = error.op if isinstance(error, VerifyExceptionAt) else op
+            raise builder.error_at_op(culprit, str(error)) from None
     return module
 
 

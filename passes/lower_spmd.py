@@ -276,13 +276,7 @@ class _Lowering:
         layout = layout_of(op)
         assert layout is not None  # run() sends only such ops here
         layer_name, index = layout.layer_name, layout.operand_index
-        layer = self.by_name.get(layer_name)
-        if layer is None:
-            raise self.error(f"pase.layout_of names no layer: {layout}")
-        if index is not None and index >= len(layer.inputs):
-            count = len(layer.inputs)
-            raise self.error(f"pase.layout_of names operand {index} of layer '{layer_name}', "
-                             f"which has {count} operand{'s' if count != 1 else ''}")
+        layer = self.by_name[layer_name]  # GraphOp.verify_layer_references checked both
         space = layer.iteration_space()
         where = placement(space, self.config(layer))
         dims = space.operands[index] if index is not None else space.result

@@ -14,6 +14,7 @@ until the run succeeded, and `--help` lists pase's passes with their options.
 from __future__ import annotations
 
 import argparse
+import struct
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -32,7 +33,9 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column, shown_line
 from pase.core.files import decode_text, write_atomically
+from pase.core.nesting import check_nesting
 from pase.core.numbers import LONGEST_INTEGER
+from pase.dialect.traits import VerifyExceptionAt
 from pase.universe import PASE
 
 NOTHING_PARSED = "Could not parse entire input!"
@@ -88,7 +91,11 @@ class LocatedParser(Parser):
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except struct.error as error:  # xDSL packs `[...]` of an i16/i64 array unchecked
+            raise ParseError(Span(span.start, self.pos, span.input),
+                             f"an integer of this op does not fit its type ({error})") from None
         if not isinstance(op.location, FileLineColLoc):
             content = span.input.content
             text = content if isinstance(content, str) else content.decode("utf-8", "replace")
@@ -165,6 +172,7 @@ class PaseOptMain(xDSLOptMain):
             return super().parse_chunk(chunk, file_extension)
         text = chunk.read().decode("utf-8")  # valid: `get_input_stream` checked the whole input
         if frontend == "mlir":
+            check_nesting(text, name, start_offset)
             return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
                 not self.args.no_implicit_module)
         if self.args.split_input_file and all(
@@ -268,8 +276,9 @@ def verify_located(module: ModuleOp) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as error:
-            message = f"'{op.name}' op " + str(error).split("\n", 1)[0]
-            raise DiagnosticException(str(at_op(op, message))) from None
+            culprit = error.op if isinstance(error, VerifyExceptionAt) else op
+            message = f"'{culprit.name}' op " + str(error).split("\n", 1)[0]
+            raise DiagnosticException(str(at_op(culprit, message))) from None
 
 
 def _usage_error(message: str) -> NoReturn:

@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pase.core.files import deferred_writes
+from pase.core.nesting import allow_nesting
 from pase.tools.errors import report_errors
 from pase.tools.opt_main import PaseOptMain
 
 
 def main(args: Sequence[str] | None = None) -> None:
+    allow_nesting()
     with report_errors("pase-opt"), deferred_writes():
         driver = PaseOptMain(args)
         driver.run()

@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
+from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
 from pase.passes.strategy.machines import PRESETS
 from pase.runtime.communicator import BACKENDS
@@ -162,6 +163,7 @@ def print_report(report: TrainingReport, seconds: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
+    allow_nesting()
     with report_errors("pase-run"):
         spec = pipeline_spec(args.devices, args.scale, args.lr, args.machine,
                              args.strategy or "", args.data_parallel)

@@ -10,16 +10,21 @@ from math import prod
 from xdsl.dialects import shard
 from xdsl.dialects.builtin import (
     I16,
+    ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
     FlatSymbolRefAttr,
     IntAttr,
+    ModuleOp,
     StringAttr,
     UnitAttr,
 )
 from xdsl.ir import Block, Operation
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
+    OptPropertyDef,
+    VerificationContext,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -35,10 +40,12 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from pase.core.placement import check_devices
 from pase.core.shapes import ShapeError
 from pase.dialect import dnn
 from pase.dialect.dist.types import KERNELS, TensorType
 from pase.dialect.dnn import LAYER_OPS
+from pase.dialect.traits import OrderedDataflow
 
 
 def _grid_text(shape: Sequence[int]) -> str:
@@ -107,7 +114,8 @@ class ProgramOp(IRDLOperation):
     devices = prop_def(IntAttr)
     body = region_def("single_block")
 
-    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove())
+    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove(),
+                        HasParent(ModuleOp), OrderedDataflow(("dist.", "shard.grid")))
 
     @classmethod
     def parse(cls, parser: Parser) -> ProgramOp:
@@ -134,9 +142,10 @@ class ProgramOp(IRDLOperation):
 
     def verify_(self) -> None:
         devices = self.devices.data
-        if devices < 1:
-            raise VerifyException(f"dist.program @{self.sym_name.data} runs on {devices} "
-                                  "devices; it needs at least 1")
+        try:
+            check_devices(devices)
+        except ValueError as error:
+            raise VerifyException(f"dist.program @{self.sym_name.data}: {error}") from None
         if self.body.block.args:
             raise VerifyException("the body of a dist.program takes no arguments; inputs "
                                   "and parameters enter through dist.input and dist.param")
@@ -224,6 +233,9 @@ class LayerOp(IRDLOperation):
                                   "dnn layer op, dnn.vjp or dnn.sgd")
         if not self.outputs:
             raise VerifyException("a dist.layer produces at least one value")
+        self._verify_properties()
+        if self.kernel.data == "dnn.vjp":
+            self._verify_vjp()
         if self.is_seeded:
             self._verify_seeded()
         verify_values(self)
@@ -248,6 +260,53 @@ class LayerOp(IRDLOperation):
                 raise VerifyException(f"stats axis {axis} is not an axis of "
                                       f"@{types[0].grid_name}, which has {len(shape)} "
                                       f"{'axis' if len(shape) == 1 else 'axes'}")
+
+    def _verify_properties(self) -> None:
+        """`props` are the properties the kernel's dnn op declares, with their types, so the
+        runtime's kernels read them as the dnn op would: `props {kind = 3}` on a
+        `dnn.reduce` is an error here, not a crash of a worker."""
+        kernel = self.kernel.data
+        declared = kernel_class(kernel).get_irdl_definition().properties
+        given = self.op_properties.data
+        for name, definition in declared.items():
+            if name == AttrSizedOperandSegments.attribute_name:
+                continue  # a dist.layer's operands are one flat list
+            if name not in given:
+                if isinstance(definition, OptPropertyDef):
+                    continue
+                raise VerifyException(f"a {kernel} kernel needs the property '{name}' in "
+                                      "its props")
+            try:
+                definition.constr.verify(given[name], VerificationContext())
+            except VerifyException as error:
+                raise VerifyException(f"property '{name}' of the {kernel} kernel: "
+                                      f"{error}") from None
+        for name in given:
+            if name not in declared:
+                known = ", ".join(sorted(declared)) or "none"
+                raise VerifyException(f"a {kernel} kernel takes no property '{name}' (its "
+                                      f"properties: {known})")
+
+    def _verify_vjp(self) -> None:
+        """A vjp kernel differentiates a dnn layer op with respect to some of its operands:
+        its operands are the forward operands, the forward result and, unless seeded,
+        the incoming gradient; one result per `wrt` index."""
+        forward = self.op_properties.data["forward"]
+        assert isinstance(forward, StringAttr)  # _verify_properties checked it
+        if forward.data not in KERNELS - {"dnn.vjp", "dnn.sgd"}:
+            raise VerifyException(f"a dnn.vjp kernel differentiates a dnn layer op, not "
+                                  f"'{forward.data}'")
+        wrt = self.op_properties.data["wrt"]
+        assert isinstance(wrt, ArrayAttr)
+        indices = [index.data for index in wrt.data]
+        forward_operands = len(self.inputs) - (1 if self.is_seeded else 2)
+        for index in indices:
+            if not 0 <= index < forward_operands:
+                raise VerifyException(f"dnn.vjp wrt index {index} is not one of the "
+                                      f"{max(forward_operands, 0)} forward operands")
+        if len(indices) != len(self.outputs):
+            raise VerifyException(f"a dnn.vjp kernel has one result per wrt index: "
+                                  f"{len(indices)} indices, {len(self.outputs)} results")
 
     def _verify_seeded(self) -> None:
         if self.kernel.data != "dnn.vjp":
@@ -276,13 +335,20 @@ class LayerOp(IRDLOperation):
             expected = probe.infer()
         except ShapeError as error:
             raise VerifyException(f"{self.kernel.data}: {error}") from None
-        except (KeyError, AttributeError, TypeError):
-            raise VerifyException(f"{self.kernel.data}: its properties "
-                                  f"{self.op_properties} do not fit the op") from None
         if expected != probe.result_shape:
             raise VerifyException(f"{self.kernel.data} of these operands gives "
                                   f"{dnn.TensorType.of(expected)}, not the result's "
                                   f"{dnn.TensorType.of(probe.result_shape)}")
+
+
+def kernel_class(kernel: str) -> type[IRDLOperation]:
+    """The dnn op class a `dist.layer` kernel name (one of `KERNELS`) stands for.
+
+        >>> kernel_class("dnn.sgd").name
+        'dnn.sgd'
+    """
+    ops: tuple[type[IRDLOperation], ...] = (*LAYER_OPS, dnn.VjpOp, dnn.SgdOp)
+    return next(op for op in ops if op.name == kernel)
 
 
 def _source_target(op: IRDLOperation) -> tuple[TensorType, TensorType]:

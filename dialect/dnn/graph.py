@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -26,7 +26,14 @@ from xdsl.utils.exceptions import VerifyException
 from pase.core import shapes
 from pase.dialect.dnn.layer_op import HoldsLayers, LayerOp
 from pase.dialect.dnn.types import TensorType
-from pase.dialect.pase import CONFIG_ATTR_NAME, StrategyAttr, strategy_of
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    StrategyAttr,
+    forward_layer,
+    layout_of,
+    strategy_of,
+)
+from pase.dialect.traits import OrderedDataflow, VerifyExceptionAt
 
 
 @irdl_op_definition
@@ -46,7 +53,10 @@ class GraphOp(IRDLOperation):
 
     # Isolated like func.func: a graph reads only its own inputs and params, and the
     # printer restarts SSA names per graph, so %x stays %x in every graph of a file.
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HoldsLayers())
+    # A graph is a module's child (graphs do not nest), and its body is dnn ops in
+    # dataflow order, which xDSL alone would not check.
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HoldsLayers(),
+                        HasParent(ModuleOp), OrderedDataflow(("dnn.",)))
 
     def __init__(self, name: str, dims: dict[str, int], body: Sequence[Operation] = ()):
         from xdsl.ir import Block, Region
@@ -192,6 +202,7 @@ class GraphOp(IRDLOperation):
             if size > shapes.MAX_ELEMENTS:
                 raise VerifyException(f"dimension '{dim}' is {size:,}; pase handles at most "
                                       "2^53")
+        self.verify_layer_references()
         block = self.body.block
         if block.args:
             raise VerifyException("dnn.graph takes no block arguments; "
@@ -211,6 +222,32 @@ class GraphOp(IRDLOperation):
                         raise VerifyException(
                             f"dimension '{dim}' is {dims[dim]} in @{self.sym_name.data} "
                             f"but {size} in {_value_name(value)}")
+
+    def verify_layer_references(self) -> None:
+        """Each `pase.layer` and `pase.layout_of` in the body names a forward layer of this
+        graph, and a layout's operand is one of that layer's operands; the error is at the
+        op that names it."""
+        layers = {name: op for op, name in self.layer_names().items()}
+        for op in self.body.block.ops:
+            try:
+                layer, layout = forward_layer(op), layout_of(op)
+            except VerifyException as error:  # a wrongly typed one: at its op, too
+                raise VerifyExceptionAt(op, str(error)) from None
+            if layer is not None and layer not in layers:
+                raise VerifyExceptionAt(op, f"pase.layer names '{layer}', which is not a "
+                                        f"forward layer of @{self.sym_name.data}")
+            if layout is None:
+                continue
+            target = layers.get(layout.layer_name)
+            if target is None:
+                raise VerifyExceptionAt(op, f"pase.layout_of names '{layout.layer_name}', "
+                                        f"which is not a forward layer of "
+                                        f"@{self.sym_name.data}")
+            count = len(target.inputs)
+            if (index := layout.operand_index) is not None and index >= count:
+                raise VerifyExceptionAt(op, f"pase.layout_of names operand {index} of layer "
+                                        f"'{layout.layer_name}', which has {count} "
+                                        f"operand{'s' if count != 1 else ''}")
 
 
 def _value_name(value: SSAValue) -> str:

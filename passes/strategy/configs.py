@@ -17,11 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pase.core.placement import check_devices
 from pase.core.space import IterationSpace
-
-MAX_DEVICES = 1 << 13
-"""The most devices a search may take. The cost tables hold each layout's block on every
-device, so their size grows with P; past this, even a small graph needs gigabytes."""
 
 
 def split_factors(size: int, devices: int, min_shard: int) -> list[int]:
@@ -86,9 +83,3 @@ def _fitting(choices: list[list[int]], devices: int) -> Iterator[tuple[int, ...]
             break
         for rest in _fitting(choices[1:], devices // factor):
             yield (factor, *rest)
-
-
-def check_devices(devices: int) -> None:
-    """Raise ValueError unless 1 <= devices <= MAX_DEVICES."""
-    if not 1 <= devices <= MAX_DEVICES:
-        raise ValueError(f"devices must be between 1 and {MAX_DEVICES:,}, got {devices:,}")

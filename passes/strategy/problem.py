@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pase.core.placement import check_devices
 from pase.passes.strategy.budget import (
     MemoryBudget,
     SearchError,
@@ -38,7 +39,6 @@ from pase.passes.strategy.budget import (
     format_bytes,
 )
 from pase.passes.strategy.configs import (
-    check_devices,
     count_configs,
     enumerate_configs,
     split_factors,

@@ -8,7 +8,7 @@ dist.program @p(devices = 0) {
   dist.return %x : !dist.tensor<[b = 8] local [8], f32 on @grid1 split [[]]>
 }
 
-// CHECK: {{.*}}dist-invalid.mlir:5:1: error: 'dist.program' op dist.program @p runs on 0 devices; it needs at least 1
+// CHECK: {{.*}}dist-invalid.mlir:5:1: error: 'dist.program' op dist.program @p: devices must be between 1 and 8,192, got 0
 
 // -----
 

@@ -154,7 +154,7 @@ dnn.graph @g(b = 4) {
 dnn.graph @g(b = 4, d = 8, h = 2) {
   %x = dnn.input : !dnn.tensor<[b = 4, d = 8], f32>
   %w = dnn.param : !dnn.tensor<[d = 8, h = 2], f32>
-  %y = dnn.einsum %x, %w {pase.layer = "y", pase.grid_order = ["b", 1, "d"]} : (!dnn.tensor<[b = 4, d = 8], f32>, !dnn.tensor<[d = 8, h = 2], f32>) -> !dnn.tensor<[b = 4, h = 2], f32>
+  %y = dnn.einsum %x, %w {pase.grid_order = ["b", 1, "d"]} : (!dnn.tensor<[b = 4, d = 8], f32>, !dnn.tensor<[d = 8, h = 2], f32>) -> !dnn.tensor<[b = 4, h = 2], f32>
   dnn.return %y : !dnn.tensor<[b = 4, h = 2], f32>
 }
 
