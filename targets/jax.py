@@ -76,7 +76,7 @@ def graph_devices(graph: dnn.GraphOp) -> int:
     strategy = graph.attributes.get(STRATEGY_ATTR_NAME)
     if isinstance(strategy, StrategyAttr):
         return strategy.devices.data
-    return max([layer.config.num_devices() for layer in graph.layer_names()
+    return max([layer.config.num_devices for layer in graph.layer_names()
                 if layer.config is not None] + [1])
 
 
@@ -274,7 +274,7 @@ class _Emitter:
             case dnn.Pool2dOp():
                 self.helpers.add("pool2d")
                 return (f"pool2d({op.kind_prop()!r}, {operands[0]}, "
-                        f"{_pair(op.ints_prop('window'))}, {op.ints_prop('stride')[0]}, "
+                        f"{_pair(op.ints_prop('window'))}, {op.stride.data}, "
                         f"{_pair(op.ints_prop('padding'))})")
             case dnn.UnaryOp():
                 self.helpers.add(op.short_name)
