@@ -214,7 +214,8 @@ def main(argv=None):
         lowered = step.lower(params, batch)
         compiled = lowered.compile()
     except Exception as error:  # XLA's errors have no common class
-        fail(f"XLA could not compile the step: {type(error).__name__}: {error}")
+        fail(f"XLA could not compile the step: {type(error).__name__}: "
+             f"{(str(error).strip().splitlines() or [''])[0]}")
     compile_seconds = time.perf_counter() - start
     losses, grads = [], {}
     start = time.perf_counter()
