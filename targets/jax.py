@@ -22,6 +22,7 @@ is an error at the layer that breaks the chain.
 from __future__ import annotations
 
 import keyword
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod, sqrt
 from typing import IO
@@ -325,7 +326,7 @@ class _Emitter:
         return f"jnp.reshape({operand}, {expanded!r})"
 
 
-def subscripts(inputs: tuple[NamedShape, ...], result: NamedShape) -> str:
+def subscripts(inputs: Sequence[NamedShape], result: NamedShape) -> str:
     """The einsum subscripts of a named contraction: `"ab,bc->ac"`."""
     letters: dict[str, str] = {}
     for dim in [d for shape in (*inputs, result) for d in shape.dims]:

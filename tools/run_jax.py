@@ -94,6 +94,8 @@ def collectives(hlo: str) -> list[Collective]:
         [Collective(kind='all-reduce', group=2, elements=128, bytes=512, groups='{{0,4},{1,5}}')]
     """
     found = []
+    partitions = re.search(r"num_partitions=(\d+)", hlo)
+    everyone = int(partitions.group(1)) if partitions else 1
     for line in hlo.splitlines():
         match = HLO_LINE.search(line)
         if not match or "-done(" in line:
@@ -102,7 +104,7 @@ def collectives(hlo: str) -> list[Collective]:
         elements = [int(np.prod([int(d) for d in dims.split(",") if d])) for _, dims in shapes]
         sizes = [_element_bytes(dtype) for dtype, _ in shapes]
         groups = _groups(line)
-        found.append(Collective(match["kind"], _group_size(groups, line), sum(elements),
+        found.append(Collective(match["kind"], _group_size(groups, line, everyone), sum(elements),
                                 sum(e * s for e, s in zip(elements, sizes, strict=True)),
                                 groups))
     return found
@@ -121,8 +123,9 @@ def _groups(line: str) -> str:
     return pairs.group(1) if pairs else ""
 
 
-def _group_size(groups: str, line: str) -> int:
-    """The devices in one group: an explicit list, or the named axes of a mesh."""
+def _group_size(groups: str, line: str, everyone: int) -> int:
+    """The devices in one group: an explicit list, the named axes of a mesh, or (no
+    groups, `{}`) all `everyone` devices of the program."""
     if groups.startswith("{{"):
         return len(groups[2:].split("}")[0].split(","))
     if groups.startswith("mesh["):
@@ -134,8 +137,7 @@ def _group_size(groups: str, line: str) -> int:
         return size
     if "source_target_pairs" in line:
         return 2 if re.search(r"\{(\d+),(?!\1\})\d+\}", groups) else 1
-    return int(re.search(r"num_partitions=(\d+)", line).group(1)) if "num_partitions=" in \
-        line else 1
+    return everyone
 
 
 def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,
@@ -197,7 +199,7 @@ def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: i
         program, inputs, outputs = (Path(folder) / n for n in ("step.py", "data.npz",
                                                                 "result.npz"))
         program.write_text(source, encoding="utf-8")
-        np.savez(inputs, **data)
+        np.savez(inputs, **data)  # type: ignore[arg-type]
         command = [sys.executable, str(program), "--steps", str(steps), "--lr", repr(lr),
                    "--data", str(inputs), "--save", str(outputs), *(["--f64"] * f64)]
         try:
