@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 from common import add_model_arguments, cpus, markdown_table, positive_int, versions
@@ -75,9 +76,8 @@ def main() -> None:
     parser.add_argument("--data-parallel", action="store_true",
                         help="split the batch instead of searching")
     args = parser.parse_args()
-    import jax
-
-    print(f"# {cpus()}; {versions()}, jax {jax.__version__}", file=sys.stderr)
+    # Not `import jax`: this file is benchmarks/jax.py, which that would import.
+    print(f"# {cpus()}; {versions()}, jax {metadata.version('jax')}", file=sys.stderr)
     rows = []
     for path in args.models:
         for devices in args.devices:
