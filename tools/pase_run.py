@@ -85,8 +85,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
     parser.add_argument("--backend", choices=BACKENDS, default="threads",
                         help="workers are threads (default) or processes")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds a collective may wait (default 120)")
+    parser.add_argument("--timeout", type=float,
+                        help="seconds a collective may wait (default 120); with --engine jax, "
+                        "seconds the JAX program may run, compile included (default 600)")
     parser.add_argument("--f64", action="store_true",
                         help="run in double precision (tolerance 1e-9 instead of 1e-4)")
     parser.add_argument("--check", action="store_true",
@@ -107,6 +108,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--print-pipeline", action="store_true",
                         help="print the pass pipeline (pase-opt's -p spec) and exit")
     args = parser.parse_args(argv)
+    if args.timeout is None:
+        args.timeout = 600.0 if args.engine == "jax" else 120.0
     workers = MAX_WORKERS[args.backend]
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
