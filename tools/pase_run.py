@@ -31,6 +31,9 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
 from pase.passes.strategy.machines import PRESETS
@@ -100,12 +103,19 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
     parser.add_argument("--backend", choices=BACKENDS, default="threads",
                         help="workers are threads (default) or processes")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds a collective may wait (default 120)")
+    parser.add_argument("--timeout", type=float,
+                        help="seconds a collective may wait (default 120); with --engine jax, "
+                        "seconds the JAX program may run, compile included (default 600)")
     parser.add_argument("--f64", action="store_true",
                         help="run in double precision (tolerance 1e-9 instead of 1e-4)")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 unless results match and words equal the prediction")
+    parser.add_argument("--engine", choices=("pase", "jax"), default="pase",
+                        help="run on pase's runtime (default) or as the -t jax program on P "
+                        "XLA devices (CPU devices in a child process; needs pip install "
+                        "'pase[jax]')")
+    parser.add_argument("--dump-mlir", metavar="FILE",
+                        help="with --engine jax: write the lowered StableHLO module to FILE")
     onnx = parser.add_argument_group("ONNX models (pase-opt: -f 'onnx{batch=N loss=mean}')")
     onnx.add_argument("--batch", type=_integer, default=0,
                       help="the size of a symbolic batch axis")
@@ -116,9 +126,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--print-pipeline", action="store_true",
                         help="print the pass pipeline (pase-opt's -p spec) and exit")
     args = parser.parse_args(argv)
+    if args.timeout is None:
+        args.timeout = 600.0 if args.engine == "jax" else 120.0
     workers = MAX_WORKERS[args.backend]
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
+            (args.dump_mlir is not None and args.engine != "jax",
+             "--dump-mlir needs --engine jax"),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
@@ -135,10 +149,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def print_report(report: TrainingReport, seconds: float) -> None:
-    print(f"@{report.graph} on {report.devices} devices ({report.element}), "
-          f"{seconds:.1f} s")
-    print("step  loss (sharded)      loss (1 device)     rel. error")
+def print_report(report: TrainingReport, seconds: float, engine: str = "") -> None:
+    """The losses, errors and (pase's runtime) words of a run; `engine` names the sharded
+    side when it is not pase's runtime."""
+    print(f"@{report.graph} on {report.devices} {engine + ' ' if engine else ''}devices "
+          f"({report.element}), {seconds:.1f} s")
+    sharded = f"loss ({engine or 'sharded'})"
+    print(f"step  {sharded:<19} loss (1 device)     rel. error")
     for step, (loss, reference, error) in enumerate(zip(
             report.losses, report.reference_losses, report.loss_errors, strict=True), 1):
         print(f"{step:<5} {loss:<19.10g} {reference:<19.10g} {error:.2e}")
@@ -150,6 +167,8 @@ def print_report(report: TrainingReport, seconds: float) -> None:
     if report.noise:
         print(f"f32 rounding alone moves the 1-device result by {report.noise:.2e} "
               "(its error against an f64 run), so the tolerance is twice that")
+    if engine:
+        return
     rows = [row for row in report.words if row.measured or row.predicted]
     print(f"words moved per step (most any device received), {len(rows)} layers and edges "
           "that communicate:")
@@ -159,6 +178,21 @@ def print_report(report: TrainingReport, seconds: float) -> None:
         print(f"  {row.name:<{width}}  {row.measured:>12.0f}  {row.predicted:>12.1f}")
     total = sum(row.measured for row in rows), sum(row.predicted for row in rows)
     print(f"  {'total':<{width}}  {total[0]:>12.0f}  {total[1]:>12.1f}")
+
+
+def run_jax(args: argparse.Namespace, module: ModuleOp,
+            initial: dict[str, np.ndarray] | None, start: float) -> None:
+    """`--engine jax`: the -t jax program against pase's 1-device run."""
+    from pase.tools.run_jax import print_collectives, train_jax
+
+    report = train_jax(module, args.devices, args.steps, args.seed, args.lr,
+                       "f64" if args.f64 else None, initial, args.timeout, args.dump_mlir)
+    print_report(report.training, time.perf_counter() - start, engine="JAX")
+    print_collectives(report)
+    if args.check:
+        if problems := check_problems(report.training):
+            fail("check failed: " + "; ".join(problems))
+        print("check passed")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -180,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         check_run_memory(module, args.devices, args.scale, int(args.memory_gib * (1 << 30)),
                          "f64" if args.f64 else None)
         start = time.perf_counter()
+        if args.engine == "jax":
+            return run_jax(args, module, initial, start)
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
                        args.timeout, "f64" if args.f64 else None, initial)
         print_report(report, time.perf_counter() - start)

@@ -1,0 +1,348 @@
+"""The JAX target: a graph and its strategy as a standalone JAX training step (`-t jax`).
+
+    pase-opt models/mlp.dnn -p 'pase-search{devices=8}' -t jax -o step.py
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 python step.py --steps 3
+
+The module imports only jax and numpy. It has the forward in `jax.numpy`/`jax.lax`, seeded
+parameters, and a jitted SGD step (loss, `jax.grad`, update) whose shardings follow the
+`#pase.config` of every layer (docs/jax.md):
+
+- One `Mesh` over devices 0..P-1, in order, whose axes cut P into factors so that every
+  layer's grid (its split dims in iteration-space order, row-major on devices 0..q-1,
+  `pase.core.placement`) is a run of consecutive mesh axes, and the devices a layer
+  leaves idle (q..P-1) are the outer axes it does not name: a replicated copy.
+- Each layer's operands and result get `with_sharding_constraint` to the layer's layout;
+  a param or input is held (`in_shardings`) in the layout of its first reader.
+
+`jax{devices=N}` sets P; by default the graph's `#pase.strategy` gives it (1 without one).
+A strategy whose grids no single mesh can hold (a 2-way and a 3-way split on 6 devices)
+is an error at the layer that breaks the chain.
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod, sqrt
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.utils.target import Target
+
+from pase.core import shapes
+from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.placement import Placement
+from pase.core.shapes import ELEMENTS, NamedShape
+from pase.dialect import dnn
+from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr
+from pase.targets.jax_source import HELPERS, MAIN, PRELUDE
+
+MeshAxes = tuple[str, ...]
+"""The mesh axes one tensor dim is split over (empty: not split)."""
+
+
+@dataclass(frozen=True)
+class JaxTarget(Target):
+    """Print the module's one `dnn.graph` as a JAX program on `devices` devices."""
+
+    name = "jax"
+    devices: int = 0
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        output.write(jax_program(module, self.devices))
+
+
+def jax_program(module: ModuleOp, devices: int = 0) -> str:
+    """The JAX module of the one graph in `module` (devices 0: from its strategy)."""
+    graphs = [op for op in module.ops if isinstance(op, dnn.GraphOp)]
+    if len(graphs) != 1 or len(list(module.ops)) != 1:
+        raise Diagnostic("the jax target needs a module with exactly one dnn.graph "
+                         "(the forward graph, before pase-autodiff)")
+    graph = graphs[0]
+    if (problem := graph.loss_problem()) is not None:
+        raise at_op(graph.body.block.ops.last or graph, problem)  # type: ignore[arg-type]
+    gradient_ops = [op for op in graph.body.block.ops if dnn.is_gradient(op)]
+    if gradient_ops:
+        raise at_op(gradient_ops[0], "the jax target takes the forward graph; JAX derives "
+                    "the backward itself: print it before pase-autodiff")
+    return _Emitter(graph, devices or graph_devices(graph)).program()
+
+
+def graph_devices(graph: dnn.GraphOp) -> int:
+    """P: the devices of the graph's `#pase.strategy`, else the largest layer grid."""
+    strategy = graph.attributes.get(STRATEGY_ATTR_NAME)
+    if isinstance(strategy, StrategyAttr):
+        return strategy.devices.data
+    return max([layer.config.num_devices for layer in graph.layer_names()
+                if layer.config is not None] + [1])
+
+
+def mesh_shape(devices: int, grids: list[tuple[dnn.LayerOp, tuple[int, ...]]]
+               ) -> tuple[int, ...]:
+    """The mesh's axis sizes (outermost first) whose suffix products include every
+    grid's: each grid axis then covers consecutive mesh axes.
+
+        >>> mesh_shape(8, [])
+        (8,)
+    """
+    cuts = {1, devices}
+    for layer, grid in grids:
+        stride = 1
+        for factor in reversed(grid):
+            stride *= factor
+            cuts.add(stride)
+        if devices % stride:
+            raise at_op(layer, f"the jax target cannot express this layer's grid "
+                        f"{'x'.join(map(str, grid))} on {devices} devices: {stride} devices "
+                        f"do not divide {devices}, so the idle devices are no mesh axis")
+    ordered = sorted(cuts)
+    for small, large in zip(ordered, ordered[1:], strict=False):
+        if large % small:
+            culprit = next(layer for layer, grid in grids if large in _suffixes(grid)
+                           or small in _suffixes(grid))
+            raise at_op(culprit, f"the jax target cannot express this strategy on one mesh: "
+                        f"grids of {small} and {large} devices do not nest (one mesh "
+                        "axis per split needs each grid's size to divide the next)")
+    sizes = [large // small for small, large in zip(ordered, ordered[1:], strict=False)]
+    return tuple(reversed(sizes)) or (1,)
+
+
+def _suffixes(grid: tuple[int, ...]) -> set[int]:
+    return {prod(grid[k:]) for k in range(len(grid))}
+
+
+def grid_axes(placement: Placement, shape: tuple[int, ...]) -> dict[str, MeshAxes]:
+    """The mesh axes (`m0` outermost) each split dim of a layer's grid covers.
+
+        >>> grid_axes(Placement((("b", 2), ("h", 4))), (2, 2, 2))
+        {'b': ('m0',), 'h': ('m1', 'm2')}
+    """
+    inner = [prod(shape[k + 1:]) for k in range(len(shape))]
+    axes: dict[str, MeshAxes] = {}
+    stride = 1
+    for dim, factor in reversed(placement.axes):
+        axes[dim] = tuple(f"m{k}" for k in range(len(shape))
+                          if stride <= inner[k] < stride * factor)
+        stride *= factor
+    return dict(reversed(axes.items()))
+
+
+def spec(dims: tuple[str | None, ...], axes: dict[str, MeshAxes], call: str = "P") -> str:
+    """A `PartitionSpec` literal for a tensor whose dims range over iteration `dims`
+    (`call=""`: the tuple of its entries, for the tables, which need no jax to load).
+
+        >>> spec(("b", None, "h"), {"b": ("m0",), "h": ("m1", "m2")})
+        "P('m0', None, ('m1', 'm2'))"
+        >>> spec(("b",), {"b": ("m0",)}, call="")
+        "('m0',)"
+    """
+    parts = []
+    for dim in dims:
+        mesh = axes.get(dim, ()) if dim is not None else ()
+        parts.append("None" if not mesh else repr(mesh[0]) if len(mesh) == 1 else repr(mesh))
+    while parts and parts[-1] == "None":
+        parts.pop()
+    comma = "," if len(parts) == 1 and not call else ""
+    return f"{call}({', '.join(parts)}{comma})"
+
+
+RESERVED = {"jax", "jnp", "np", "P", "mesh", "params", "batch", "layout", *HELPERS}
+
+
+class _Emitter:
+    """Writes the program of one graph; a small class because every statement needs the
+    graph's names, the mesh and the helpers it used."""
+
+    def __init__(self, graph: dnn.GraphOp, devices: int):
+        self.graph = graph
+        self.devices = devices
+        self.names = {value: _identifier(name) for value, name in graph.value_names().items()}
+        self.layers = graph.layer_names()
+        self.placements = {layer: Placement.of([d.name for d in layer.iteration_space().dims],
+                                               layer.config.splits if layer.config else {})
+                           for layer in self.layers}
+        for layer, placement in self.placements.items():
+            if prod(placement.shape) > devices:
+                raise at_op(layer, f"this layer's grid needs {prod(placement.shape)} devices, "
+                            f"more than the {devices} the jax target was given")
+        self.shape = mesh_shape(devices, [(layer, p.shape) for layer, p in
+                                          self.placements.items() if p.axes])
+        self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
+        self.helpers: set[str] = set()
+
+    def program(self) -> str:
+        body = [line for op in self.graph.body.block.ops for line in self.statement(op)]
+        helpers = [HELPERS[name] for name in sorted(self.helpers)]
+        return "\n".join([
+            PRELUDE.format(graph=self.graph.sym_name.data, devices=self.devices),
+            f"DEVICES = {self.devices}",
+            f"MESH_SHAPE = {self.shape!r}",
+            f"MESH_AXES = {tuple(f'm{k}' for k in range(len(self.shape)))!r}",
+            f"X64 = {any(ELEMENTS[t].bytes == 8 for t in self.elements())}",
+            "",
+            self.table("PARAMS", dnn.ParamOp),
+            self.table("INPUTS", dnn.InputOp),
+            "",
+            *helpers,
+            "",
+            "def loss_fn(mesh, params, batch):",
+            '    """The forward: the loss of one batch, each layer in its layout."""',
+            "",
+            "    def layout(value, spec):",
+            "        return jax.lax.with_sharding_constraint(value, NamedSharding(mesh, spec))",
+            "",
+            *[f"    {line}" if line else "" for line in body],
+            "",
+            MAIN])
+
+    def elements(self) -> set[str]:
+        return {op.output.type.shape.element for op in self.graph.body.block.ops
+                if isinstance(op, dnn.InputOp | dnn.ParamOp)}
+
+    def table(self, name: str, kind: type[dnn.InputOp] | type[dnn.ParamOp]) -> str:
+        """`NAME = {value: (shape, dtype, layout, init)}` of the graph's inputs or params."""
+        rows = []
+        for op in self.graph.body.block.ops:
+            if isinstance(op, kind):
+                shape = op.output.type.shape
+                rows.append(f"    {self.names[op.output]!r}: ({shape.sizes!r}, "
+                            f"{ELEMENTS[shape.element].numpy!r}, {self.held(op.output)}, "
+                            f"{self.init(op.output, shape)!r}),")
+        return "\n".join([f"{name} = {{  # name: (shape, dtype, layout, seeded init)",
+                          *rows, "}"])
+
+    def held(self, value: SSAValue) -> str:
+        """The layout of an input or param: its first reader's operand layout."""
+        for use in value.uses:
+            if isinstance(use.operation, dnn.LayerOp):
+                space = use.operation.iteration_space()
+                return spec(space.operands[use.index], self.axes[use.operation], call="")
+        return "()"
+
+    def init(self, value: SSAValue, shape: NamedShape) -> tuple[str, float]:
+        """How `__main__` seeds a tensor: ("normal", std), ("ints", high), ("normal+1",
+        std) for a norm's scale; `pase-run` passes its own data instead."""
+        uses = [(use.operation, use.index) for use in value.uses]
+        if not ELEMENTS[shape.element].floating:
+            high = 2
+            for user, index in uses:
+                if isinstance(user, dnn.EmbeddingOp) and index == 0:
+                    high = user.input_shapes[1].sizes[0]
+                if isinstance(user, dnn.SoftmaxCrossEntropyOp) and index == 1:
+                    high = user.input_shapes[0].size_of(user.dims_prop("over")[0])
+            return ("ints", high)
+        user, index = uses[0] if uses else (None, 0)
+        if isinstance(user, dnn.NormOp):
+            return ("normal+1" if index == 1 else "normal", 0.1)
+        if isinstance(value.owner, dnn.ParamOp) and len(shape.sizes) > 1:
+            return ("normal", 1.0 / sqrt(prod(shape.sizes[:-1])))
+        return ("normal", 1.0)
+
+    def statement(self, op: object) -> list[str]:
+        if isinstance(op, dnn.InputOp | dnn.ParamOp):
+            table = "batch" if isinstance(op, dnn.InputOp) else "params"
+            name = self.names[op.output]
+            return [f"{name} = {table}[{name!r}]"]
+        if isinstance(op, dnn.ReturnOp):
+            return [f"return {self.names[op.values[0]]}"]
+        assert isinstance(op, dnn.LayerOp)
+        axes = self.axes[op]
+        space = op.iteration_space()
+        operands = [f"layout({self.names[v]}, {spec(dims, axes)})"
+                    for v, dims in zip(op.inputs, space.operands, strict=True)]
+        grid = ", ".join(f"{dim} {factor} over {' '.join(axes[dim])}"
+                         for dim, factor in self.placements[op].axes) or "unsplit"
+        result = self.names[op.output]
+        return ["", f"# %{result} = {op.name[4:]} -> [{', '.join(op.result_shape.dims)}]: {grid}",
+                f"{result} = {self.expression(op, operands)}",
+                f"{result} = layout({result}, {spec(space.result, axes)})"]
+
+    def expression(self, op: dnn.LayerOp, operands: list[str]) -> str:
+        """The jax expression of one layer over its (constrained) operands."""
+        inputs, result = op.input_shapes, op.result_shape
+        match op:
+            case dnn.EinsumOp():
+                return (f"jnp.einsum({subscripts(inputs, result)!r}, {', '.join(operands)}, "
+                        "precision=jax.lax.Precision.HIGHEST)")
+            case dnn.Conv2dOp():
+                self.helpers.add("conv2d")
+                return (f"conv2d({operands[0]}, {operands[1]}, {op.stride.data}, "
+                        f"{_pair(op.ints_prop('padding'))})")
+            case dnn.Pool2dOp():
+                self.helpers.add("pool2d")
+                return (f"pool2d({op.kind_prop()!r}, {operands[0]}, "
+                        f"{_pair(op.ints_prop('window'))}, {op.stride.data}, "
+                        f"{_pair(op.ints_prop('padding'))})")
+            case dnn.UnaryOp():
+                self.helpers.add(op.short_name)
+                return f"{op.short_name}({operands[0]})"
+            case dnn.BinaryOp():
+                symbol = {"add": "+", "sub": "-", "mul": "*"}[op.short_name]
+                lhs, rhs = (self.aligned(operand, shape, result.dims)
+                            for operand, shape in zip(operands, inputs, strict=True))
+                return f"{lhs} {symbol} {rhs}"
+            case dnn.SoftmaxOp():
+                self.helpers.add("softmax")
+                return f"softmax({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))})"
+            case dnn.NormOp():
+                self.helpers.add("norm")
+                affine = [self.aligned(operand, shape, inputs[0].dims)
+                          for operand, shape in zip(operands[1:], inputs[1:], strict=True)]
+                return (f"norm({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))}"
+                        + "".join(f", {a}" for a in affine) + ")")
+            case dnn.ReduceOp():
+                return (f"jnp.{op.kind_prop()}({operands[0]}, "
+                        f"axis={_axes(inputs[0], op.dims_prop('over'))})")
+            case dnn.EmbeddingOp():
+                return f"jnp.take({operands[1]}, {operands[0]}, axis=0)"
+            case dnn.LstmOp():
+                self.helpers.update(("lstm", "sigmoid"))
+                return f"lstm({operands[0]}, {operands[1]})"
+            case dnn.ConcatOp():
+                axis = shapes.concat_axis(inputs, result)
+                return f"jnp.concatenate([{', '.join(operands)}], axis={axis})"
+            case dnn.ReshapeOp():
+                return f"jnp.reshape({operands[0]}, {result.sizes!r})"
+            case dnn.SoftmaxCrossEntropyOp():
+                self.helpers.add("softmax_cross_entropy")
+                (axis,) = _axes(inputs[0], op.dims_prop("over"))
+                return f"softmax_cross_entropy({operands[0]}, {operands[1]}, {axis})"
+        raise at_op(op, f"the jax target has no translation for {op.name}")
+
+    def aligned(self, operand: str, shape: NamedShape, dims: tuple[str, ...]) -> str:
+        """`operand` transposed into `dims` order, with size-1 axes where it lacks one
+        (broadcasting by name, as the runtime's `align`)."""
+        order = [d for d in dims if d in shape.dims]
+        if list(shape.dims) == list(dims):
+            return operand
+        permutation = tuple(shape.dims.index(d) for d in order)
+        expanded = tuple(shape.size_of(d) if d in shape.dims else 1 for d in dims)
+        if permutation != tuple(range(len(order))):
+            operand = f"jnp.transpose({operand}, {permutation!r})"
+        return f"jnp.reshape({operand}, {expanded!r})"
+
+
+def subscripts(inputs: Sequence[NamedShape], result: NamedShape) -> str:
+    """The einsum subscripts of a named contraction: `"ab,bc->ac"`."""
+    letters: dict[str, str] = {}
+    for dim in [d for shape in (*inputs, result) for d in shape.dims]:
+        letters.setdefault(dim, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[
+            len(letters)])
+    return (",".join("".join(letters[d] for d in s.dims) for s in inputs) + "->"
+            + "".join(letters[d] for d in result.dims))
+
+
+def _axes(shape: NamedShape, over: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(shape.dims.index(d) for d in over)
+
+
+def _pair(values: tuple[int, ...]) -> tuple[int, int]:
+    return (values[0], values[0]) if len(values) == 1 else (values[0], values[1])
+
+
+def _identifier(name: str) -> str:
+    """A `.dnn` value name as a Python name that shadows nothing the program uses."""
+    return f"{name}_" if keyword.iskeyword(name) or name in RESERVED else name

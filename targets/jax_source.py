@@ -1,0 +1,241 @@
+"""The fixed text of a `-t jax` program: its header, the op helpers it may use, its `__main__`.
+
+`pase.targets.jax` writes the header (`PRELUDE`), the tables and `loss_fn` of one graph,
+the helpers its layers call (`HELPERS`, by name), and `MAIN`: mesh, jitted step, data,
+command line. Kept apart so the emitter reads as the translation it is.
+"""
+
+PRELUDE = '''\
+"""@{graph} as a JAX training step on {devices} devices, written by pase-opt -t jax.
+
+Each layer's operands and result are constrained to the layout of its pase strategy
+(#pase.config), on one mesh over devices 0..{devices}-1 in pase's canonical placement.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count={devices} python step.py --steps 3
+    python step.py --coordinator HOST:PORT --num-processes N --process-id I  # multi-host
+"""
+
+import argparse
+import sys
+import time
+
+try:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+except ImportError as missing:
+    jax = None
+    MISSING = missing
+'''
+
+HELPERS = {
+    "relu": '''\
+def relu(x):
+    return jnp.where(x > 0, x, 0)
+''',
+    "gelu": '''\
+def gelu(x):
+    """The tanh approximation, as pase's kernel."""
+    return 0.5 * x * (1.0 + jnp.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
+''',
+    "tanh": '''\
+def tanh(x):
+    return jnp.tanh(x)
+''',
+    "sigmoid": '''\
+def sigmoid(x):
+    return 0.5 * (1.0 + jnp.tanh(0.5 * x))
+''',
+    "exp": '''\
+def exp(x):
+    return jnp.exp(x)
+''',
+    "softmax": '''\
+def softmax(x, axes):
+    exps = jnp.exp(x - jax.lax.stop_gradient(jnp.max(x, axis=axes, keepdims=True)))
+    return exps / jnp.sum(exps, axis=axes, keepdims=True)
+''',
+    "norm": '''\
+def norm(x, axes, scale=None, bias=None, eps=1e-5):
+    """Layer or (training-mode) batch normalization over `axes`."""
+    mean = jnp.mean(x, axis=axes, keepdims=True)
+    variance = jnp.mean(jnp.square(x - mean), axis=axes, keepdims=True)
+    y = (x - mean) * jax.lax.rsqrt(variance + eps)
+    return y if scale is None else y * scale + bias
+''',
+    "softmax_cross_entropy": '''\
+def softmax_cross_entropy(logits, labels, axis):
+    """The mean over the rows of logsumexp(z) - z[label], the classes along `axis`."""
+    z = jnp.moveaxis(logits, axis, -1)
+    target = jnp.take_along_axis(z, labels[..., None].astype(jnp.int32), axis=-1)[..., 0]
+    return jnp.mean(jax.nn.logsumexp(z, axis=-1) - target)
+''',
+    "conv2d": '''\
+def conv2d(x, w, stride, padding):
+    """NCHW convolution with an OIHW filter, zero padding (height, width)."""
+    return jax.lax.conv_general_dilated(
+        x, w, (stride, stride), [(padding[0], padding[0]), (padding[1], padding[1])],
+        dimension_numbers=("NCHW", "OIHW", "NCHW"), precision=jax.lax.Precision.HIGHEST)
+''',
+    "pool2d": '''\
+def pool2d(kind, x, window, stride, padding):
+    """NCHW max or average pooling; the average counts padded zeros."""
+    pads = [(0, 0), (0, 0), (padding[0], padding[0]), (padding[1], padding[1])]
+    dims, strides = (1, 1, *window), (1, 1, stride, stride)
+    if kind == "max":
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, dims, strides, pads)
+    total = jax.lax.reduce_window(x, 0.0, jax.lax.add, dims, strides, pads)
+    return total / (window[0] * window[1])
+''',
+    "lstm": '''\
+def lstm(x, w):
+    """A multi-layer LSTM, x [b, s, e], w [l, 2e, 4e] with gate columns unit-major
+    (4 * unit + gate, gates i, f, g, o); zero initial state; the last layer's states."""
+    batch, _, hidden = x.shape
+
+    def cell(weight, carry, step_input):
+        h, c = carry
+        gates = (jnp.concatenate([step_input, h], axis=1) @ weight).reshape(
+            batch, hidden, 4)
+        i, f, o = sigmoid(gates[..., 0]), sigmoid(gates[..., 1]), sigmoid(gates[..., 3])
+        c = f * c + i * jnp.tanh(gates[..., 2])
+        h = o * jnp.tanh(c)
+        return (h, c), h
+
+    sequence = jnp.swapaxes(x, 0, 1)
+    for layer in range(w.shape[0]):
+        zeros = jnp.zeros((batch, hidden), x.dtype)
+        _, sequence = jax.lax.scan(lambda carry, xt, wl=w[layer]: cell(wl, carry, xt),
+                                   (zeros, zeros), sequence)
+    return jnp.swapaxes(sequence, 0, 1)
+''',
+}
+"""The helper functions a layer's expression may call, by name."""
+
+MAIN = '''\
+def make_mesh():
+    """The mesh over devices 0..DEVICES-1, in order (pase's canonical placement)."""
+    devices = jax.devices()
+    if len(devices) < DEVICES:
+        fail(f"this step runs on {DEVICES} devices, but JAX has {len(devices)} "
+             f"({devices[0].platform}); on a CPU machine run it with "
+             f"XLA_FLAGS=--xla_force_host_platform_device_count={DEVICES}")
+    return Mesh(np.array(devices[:DEVICES]).reshape(MESH_SHAPE), MESH_AXES)
+
+
+def make_step(mesh, lr):
+    """The jitted SGD step: (params, batch) -> (updated params, loss, gradients)."""
+    held = {name: NamedSharding(mesh, P(*row[2])) for name, row in PARAMS.items()}
+    fed = {name: NamedSharding(mesh, P(*row[2])) for name, row in INPUTS.items()}
+
+    def step(params, batch):
+        loss, grads = jax.value_and_grad(lambda p: loss_fn(mesh, p, batch))(params)
+        return {name: params[name] - lr * grads[name] for name in params}, loss, grads
+
+    return jax.jit(step, in_shardings=(held, fed),
+                   out_shardings=(held, NamedSharding(mesh, P()), held)), held, fed
+
+
+def seeded(table, rng, float_type):
+    """Seeded values for PARAMS or INPUTS (order one, ids within their range)."""
+    values = {}
+    for name, (shape, dtype, _, (kind, scale)) in table.items():
+        if kind == "ints":
+            values[name] = rng.integers(0, int(scale), size=shape).astype(dtype)
+            continue
+        array = (1.0 if kind == "normal+1" else 0.0) + scale * rng.standard_normal(shape)
+        values[name] = array.astype(float_type or dtype)
+    return values
+
+
+def place(values, table, shardings, float_type):
+    """The global arrays, each process filling its own devices' blocks."""
+    placed = {}
+    for name, (shape, dtype, _, (kind, _)) in table.items():
+        array = np.asarray(values[name])
+        array = array.astype(dtype if kind == "ints" else float_type or dtype)
+        placed[name] = jax.make_array_from_callback(
+            tuple(shape), shardings[name], lambda index, a=array: a[index])
+    return placed
+
+
+def gathered(tree):
+    """A pytree of global arrays as numpy arrays on every process."""
+    if jax.process_count() == 1:
+        return jax.tree.map(np.asarray, tree)
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)
+
+
+def fail(message):
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def arguments(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\\n\\n")[0])
+    parser.add_argument("--steps", type=int, default=3, help="SGD steps (default 3)")
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data (default 0)")
+    parser.add_argument("--f64", action="store_true", help="run in double precision")
+    parser.add_argument("--data", help="an .npz of initial params and the batch, by name")
+    parser.add_argument("--save", help="write losses, last gradients, params, HLO to .npz")
+    parser.add_argument("--coordinator", help="HOST:PORT of process 0 (multi-process)")
+    parser.add_argument("--num-processes", type=int, default=1)
+    parser.add_argument("--process-id", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = arguments(argv)
+    if jax is None:
+        fail(f"this program needs JAX ({MISSING}): pip install 'pase[jax]'")
+    if X64 or args.f64:
+        jax.config.update("jax_enable_x64", True)
+    if args.coordinator:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    float_type = "float64" if args.f64 else None
+    mesh = make_mesh()
+    step, held, fed = make_step(mesh, args.lr)
+    if args.data:
+        with np.load(args.data) as data:
+            initial, inputs = dict(data), dict(data)
+    else:
+        rng = np.random.default_rng(args.seed)
+        initial, inputs = seeded(PARAMS, rng, float_type), seeded(INPUTS, rng, float_type)
+    params = place(initial, PARAMS, held, float_type)
+    batch = place(inputs, INPUTS, fed, float_type)
+    start = time.perf_counter()
+    try:
+        lowered = step.lower(params, batch)
+        compiled = lowered.compile()
+    except Exception as error:  # XLA's errors have no common class
+        fail(f"XLA could not compile the step: {type(error).__name__}: "
+             f"{(str(error).strip().splitlines() or [''])[0]}")
+    compile_seconds = time.perf_counter() - start
+    losses, grads = [], {}
+    start = time.perf_counter()
+    for number in range(1, args.steps + 1):
+        params, loss, grads = compiled(params, batch)
+        losses.append(float(np.asarray(loss.addressable_data(0))))
+        if jax.process_index() == 0:
+            print(f"step {number} loss {losses[-1]:.10g}", flush=True)
+    step_seconds = (time.perf_counter() - start) / args.steps
+    if args.save and jax.process_index() == 0:
+        saved = {"losses": np.array(losses), "compile_seconds": compile_seconds,
+                 "step_seconds": step_seconds, "hlo": np.array(compiled.as_text()),
+                 "stablehlo": np.array(lowered.as_text())}
+        saved |= {f"param/{k}": v for k, v in gathered(params).items()}
+        saved |= {f"grad/{k}": v for k, v in gathered(grads).items()}
+        np.savez(args.save, **saved)
+    elif args.save:
+        gathered(params), gathered(grads)  # every process takes part in the gathers
+
+
+if __name__ == "__main__":
+    main()
+'''

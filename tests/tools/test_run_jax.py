@@ -1,0 +1,179 @@
+"""`pase-run --engine jax` and the `-t jax` program: the models and the probe graphs
+against pase's runtime, XLA's collectives, multi-process runs and the errors.
+
+JAX is in the `test` extra, so these tests need it and fail loudly without it. XLA's
+CPU compile dominates their time: small scaled models, two steps, one child each.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli import run_tool
+
+from pase.frontend import parse_file
+from pase.targets.jax import jax_program
+from pase.tools.pase_run import main
+from pase.tools.run_jax import Collective, child_environment, child_error, collectives
+from pase.tools.run_pipeline import strategy_and_scale
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBES = sorted((Path(__file__).parent / "jax_probes").glob("*.dnn"))
+
+
+def pase_run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    return run_tool(main, [*args, "--engine", "jax", "--check", "--steps", "2"], capsys)
+
+
+# f64 probes put every op and operand gradient where the models never do; JAX's autodiff
+# is independent of pase's, so a wrong gradient rule in pase fails here.
+@pytest.mark.parametrize("probe", PROBES, ids=[p.stem for p in PROBES])
+@pytest.mark.parametrize("how", [["--devices", "1"], ["--devices", "4", "--data-parallel"]],
+                         ids=["P1", "P4-data-parallel"])
+def test_probe_graphs_match_jax_autodiff(probe: Path, how: list[str],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = pase_run([str(probe), *how], capsys)
+    assert (status, err) == (0, "")
+    assert "(f64)" in out
+    assert "check passed" in out
+
+
+# The other models (and data parallelism for each) pass too, but XLA's CPU compile
+# takes 5-70 s each: benchmarks/jax.py runs them all at P = 8.
+MODELS = [("mlp", "0.125", ["--data-parallel"]), ("alexnet", "0.125", []),
+          ("rnnlm", "0.0625", [])]
+
+
+@pytest.mark.parametrize(("model", "scale", "extra"), MODELS,
+                         ids=[f"{m}{'-dp' if e else ''}" for m, _, e in MODELS])
+def test_models_at_8_devices_match_pase(model: str, scale: str, extra: list[str],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = pase_run([str(ROOT / "models" / f"{model}.dnn"), "--devices", "8",
+                                 "--scale", scale, *extra], capsys)
+    assert (status, err) == (0, "")
+    assert "check passed" in out
+    assert "all-reduce" in out
+    assert "pase predicts" in out
+
+
+def test_dump_mlir_writes_the_lowered_module(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    dump = tmp_path / "step.mlir"
+    status, out, _ = pase_run([str(ROOT / "models" / "mlp.dnn"), "--devices", "8", "--scale",
+                               "0.125", "--dump-mlir", str(dump)], capsys)
+    assert status == 0
+    assert "check passed" in out
+    text = dump.read_text()
+    assert "func.func public @main" in text
+    assert "sdy.mesh" in text
+
+
+def test_dump_mlir_needs_the_jax_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_tool(main, [str(ROOT / "models" / "mlp.dnn"), "--devices", "2",
+                                     "--dump-mlir", "x.mlir"], capsys)
+    assert status == 1
+    assert err == "pase-run: error: --dump-mlir needs --engine jax\n"
+
+
+@pytest.fixture(scope="module")
+def step_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mlp's -t jax program on 8 devices (searched, then scaled by 1/8)."""
+    module = strategy_and_scale(parse_file(str(ROOT / "models" / "mlp.dnn")), 8, 0.125)
+    path = tmp_path_factory.mktemp("jax") / "step.py"
+    path.write_text(jax_program(module, 8))
+    return path
+
+
+def run_program(path: Path, devices: int, *args: str, python: tuple[str, ...] = (
+        sys.executable,)) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*python, str(path), "--steps", "2", *args], capture_output=True,
+                          text=True, env=child_environment(devices), timeout=300, check=False)
+
+
+def test_two_processes_of_four_devices_give_the_losses_of_one_of_eight(
+        step_program: Path) -> None:
+    single = run_program(step_program, 8)
+    assert single.returncode == 0, single.stderr
+    with socket.socket() as probe:  # a free port for the coordinator
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    children = [subprocess.Popen(
+        [sys.executable, str(step_program), "--steps", "2", "--coordinator",
+         f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(rank)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=child_environment(4)) for rank in range(2)]
+    try:
+        outputs = [child.communicate(timeout=300) for child in children]
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+    assert [child.returncode for child in children] == [0, 0], outputs[0][1][-2000:]
+    # Gloo prints its connections on stdout too: compare the losses only.
+    losses = [line for line in outputs[0][0].splitlines() if line.startswith("step ")]
+    assert losses == single.stdout.splitlines()
+    assert len(losses) == 2
+
+
+def test_the_program_says_how_to_install_jax_when_it_is_missing(step_program: Path) -> None:
+    # -S: no site-packages, so no jax (and no numpy) for this interpreter.
+    finished = run_program(step_program, 8, python=(sys.executable, "-S"))
+    assert finished.returncode == 1
+    assert finished.stdout == ""
+    assert finished.stderr.startswith("error: this program needs JAX (No module named 'jax')")
+    assert finished.stderr.endswith("pip install 'pase[jax]'\n")
+    assert child_error(finished.stderr).startswith("the JAX program failed: this program "
+                                                   "needs JAX")
+
+
+def test_too_few_devices_is_one_error(step_program: Path) -> None:
+    finished = run_program(step_program, 2)
+    assert (finished.returncode, finished.stdout) == (1, "")
+    assert finished.stderr == (
+        "error: this step runs on 8 devices, but JAX has 2 (cpu); on a CPU machine run it "
+        "with XLA_FLAGS=--xla_force_host_platform_device_count=8\n")
+
+
+def test_a_step_xla_cannot_compile_is_one_error(step_program: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text(step_program.read_text().replace(
+        "precision=jax.lax.Precision.HIGHEST", "precision='none such'", 1))
+    finished = run_program(broken, 8)
+    assert (finished.returncode, finished.stdout) == (1, "")
+    assert finished.stderr.startswith("error: XLA could not compile the step: ")
+    assert finished.stderr.count("\n") == 1
+    assert "Traceback" not in finished.stderr
+
+
+def test_collectives_are_read_from_the_compiled_hlo() -> None:
+    hlo = """HloModule jit_step, num_partitions=8
+
+  %a = f32[8,16]{1,0} all-reduce(%d), channel_id=6, replica_groups={{0,4},{1,5},{2,6},{3,7}}
+  %g = f64[8,8]{1,0} all-gather(%f), replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}
+  %t = (f32[1,2,8]{2,1,0}, f32[1,2,8]{2,1,0}) all-to-all(%x, %y), \
+replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1':(2)2}
+  %p = f32[4,8]{1,0} collective-permute(%c), source_target_pairs={{0,0},{2,1},{1,2}}
+  %q = f32[4]{0} add(%a, %b)
+  %s = f32[2]{0} all-reduce(%q), replica_groups={}, to_apply=%add
+"""
+    assert collectives(hlo) == [
+        Collective("all-reduce", 2, 128, 512, "{{0,4},{1,5},{2,6},{3,7}}"),
+        Collective("all-gather", 4, 64, 512, "mesh['axis_0'=2,'axis_1'=4] {'axis_1'}"),
+        Collective("all-to-all", 2, 32, 128, "mesh['axis_0'=2,'axis_1'=4] {'axis_1':(2)2}"),
+        Collective("collective-permute", 2, 32, 128, "{{0,0},{2,1},{1,2}}"),
+        Collective("all-reduce", 8, 2, 8, "{}")]
+    assert [c.words() for c in collectives(hlo)] == [128.0, 48.0, 16.0, 32.0, 3.5]
+
+
+def test_the_child_gets_its_device_count_and_keeps_other_xla_flags(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false "
+                       "--xla_force_host_platform_device_count=3")
+    assert child_environment(8)["XLA_FLAGS"] == (
+        "--xla_cpu_enable_fast_math=false  --xla_force_host_platform_device_count=8")
+    assert os.environ["XLA_FLAGS"].endswith("=3")
