@@ -15,12 +15,13 @@ as every editor agrees; a "\r" just before the "\n" belongs to the line end ("\r
 Any other character (a lone "\r", form feed, vertical tab, NEL U+0085, U+2028, ...) is a
 character of its line, one column wide, and is printed under a diagnostic as a space, so
 that the printed line is the one the location counts and the caret stays under its column.
-`offset_to_line_column` counts lines so and `shown_line` prints them so; nothing else splits
-source into lines.
+`offset_to_line_column` (and `LineIndex`, for many offsets of one text) counts lines so and
+`shown_line` prints them so; nothing else splits source into lines.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,26 @@ def offset_to_line_column(source: str, offset: int) -> tuple[int, int]:
     line = source.count("\n", 0, offset) + 1
     column = offset - (source.rfind("\n", 0, offset) + 1) + 1
     return line, column
+
+
+class LineIndex:
+    """`offset_to_line_column` for many offsets of one text, each in O(log lines): a parser
+    locating every op of a large file calls it once per op.
+
+    >>> LineIndex("a\fb\nc\u2028d").line_column(5)
+    (2, 2)
+    """
+
+    def __init__(self, source: str):
+        self.starts = [0]
+        start = source.find("\n")
+        while start >= 0:
+            self.starts.append(start + 1)
+            start = source.find("\n", start + 1)
+
+    def line_column(self, offset: int) -> tuple[int, int]:
+        line = bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
 
 
 def shown_line(text: str, line: int) -> str | None:

@@ -31,7 +31,12 @@ from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from pase.core.diagnostics import Diagnostic, at_op, offset_to_line_column, shown_line
+from pase.core.diagnostics import (
+    Diagnostic,
+    LineIndex,
+    at_op,
+    shown_line,
+)
 from pase.core.files import decode_text, write_atomically
 from pase.core.nesting import check_nesting
 from pase.core.numbers import LONGEST_INTEGER
@@ -59,6 +64,7 @@ class LocatedParser(Parser):
         super().__init__(*args, **kwargs)
         self.line_offset = line_offset
         self.first_uses: dict[str, Span] = {}
+        self.lines: LineIndex | None = None  # of the input, made at the first op
         lexer = self._parser_state.lexer
         lex = lexer.lex
 
@@ -97,9 +103,11 @@ class LocatedParser(Parser):
             raise ParseError(Span(span.start, self.pos, span.input),
                              f"an integer of this op does not fit its type ({error})") from None
         if not isinstance(op.location, FileLineColLoc):
-            content = span.input.content
-            text = content if isinstance(content, str) else content.decode("utf-8", "replace")
-            line, column = offset_to_line_column(text, span.start)
+            if self.lines is None:
+                content = span.input.content
+                self.lines = LineIndex(content if isinstance(content, str)
+                                       else content.decode("utf-8", "replace"))
+            line, column = self.lines.line_column(span.start)
             op.location = FileLineColLoc(StringAttr(span.input.name),
                                          IntAttr(line + self.line_offset), IntAttr(column))
         return op
