@@ -24,19 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
+from common import BASELINE_GRAPH, MODELS_DIR, cpus, markdown_table, positive_int, versions
 
 PASE_OPT = str(Path(sys.executable).parent / "pase-opt")
 MIB = 1 << 20
-
-BASELINE_GRAPH = """\
-graph @baseline(b = 8, d = 8, h = 8) {
-  %x = input [b, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  return %y
-}
-"""
 
 EIGHT_DIMS = """\
 graph @wide(a = 64, b = 64, c = 64, d = 64, e = 64, f = 64, g = 64, h = 64) {

@@ -78,3 +78,15 @@ def _line(cells: list[str], widths: list[int], aligns: str) -> str:
     return "| " + " | ".join(cell.rjust(width) if align == ">" else cell.ljust(width)
                              for cell, width, align in zip(cells, widths, aligns, strict=True)
                              ) + " |"
+
+
+# The smallest search: what every case pays whatever the model (interpreter, imports, modules
+# the engine loads on demand, kernel compilation).
+BASELINE_GRAPH = """\
+graph @baseline(b = 8, d = 8, h = 8) {
+  %x = input [b, d]
+  %w = param [d, h]
+  %y = einsum %x, %w -> [b, h]
+  return %y
+}
+"""

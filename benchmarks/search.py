@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from common import add_model_arguments, cpus, markdown_table, positive_int, versions
+from common import BASELINE_GRAPH, add_model_arguments, cpus, markdown_table, positive_int, versions
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -61,17 +61,6 @@ For comparison (PAPERS.md §1):
   the Transformer at P=16 about 6 min and 12.6 GB, and it does not finish at P=64.
 - The paper (old Xeon host): 3 min 16 s for InceptionV3 at P=64 and 31 min 23 s for the
   Transformer at P=64."""
-
-# Searched once in its own process before the cases: what every case pays whatever the model
-# (interpreter, imports, modules the engine loads on demand, kernel compilation).
-BASELINE_GRAPH = """\
-graph @baseline(b = 8, d = 8, h = 8) {
-  %x = input [b, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  return %y
-}
-"""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.parser import Parser
+
+from pase.dialect import get_all_dialects
 
 
 def run_tool(main: Callable[[list[str]], None], args: list[str],
@@ -18,3 +23,11 @@ def run_tool(main: Callable[[list[str]], None], args: list[str],
     out, err = capsys.readouterr()
     return status, out, err
 
+
+def parse_ir(text: str) -> ModuleOp:
+    """MLIR text as a module, with every pase dialect loaded."""
+    context = Context()
+    context.load_dialect(Builtin)
+    for name, factory in get_all_dialects().items():
+        context.register_dialect(name, factory)
+    return Parser(context, text).parse_module()

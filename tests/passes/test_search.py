@@ -8,12 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from cli import run_tool
+from cli import parse_ir, run_tool
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp, UnknownLoc
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import UnknownLoc
 
-from pase.dialect import get_all_dialects
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import ConfigAttr, StrategyAttr
 from pase.frontend import Diagnostic, parse_file
@@ -48,13 +46,6 @@ def search(capsys: pytest.CaptureFixture[str], options: str, path: str = MLP) ->
     assert (status, err) == (0, ""), err
     return out
 
-
-def parse_ir(text: str) -> ModuleOp:
-    context = Context()
-    context.load_dialect(Builtin)
-    for name, factory in get_all_dialects().items():
-        context.register_dialect(name, factory)
-    return Parser(context, text).parse_module()
 
 
 def graph_of(text: str) -> GraphOp:

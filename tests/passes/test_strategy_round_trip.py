@@ -9,13 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from cli import run_tool
-from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.parser import Parser
+from cli import parse_ir, run_tool
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
-from pase.dialect import get_all_dialects
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import ConfigAttr
 from pase.frontend import parse_file, parse_text
@@ -25,13 +22,6 @@ from pase.tools.pase_opt import main
 MODELS = sorted((Path(__file__).resolve().parents[2] / "models").glob("*.dnn"))
 MLP = str(MODELS[0].parent / "mlp.dnn")
 
-
-def parse_ir(text: str) -> ModuleOp:
-    context = Context()
-    context.load_dialect(Builtin)
-    for name, factory in get_all_dialects().items():
-        context.register_dialect(name, factory)
-    return Parser(context, text).parse_module()
 
 
 def ir_text(module: ModuleOp, generic: bool = False) -> str:
