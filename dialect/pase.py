@@ -2,7 +2,8 @@
 
 Attributes only, in the spirit of MLIR's discardable attributes: passes attach them to
 `dnn` layers and graphs under the names below, and read them back through the accessors
-here (`strategy_of`, `forward_layer`, `grid_order`, `layout_of`), which also serve the
+here (`strategy_of`, `forward_layer`, `grid_order`, `layout_of`, `segment_of`,
+`stage_of`, `pipeline_of`), which also serve the
 `dnn` verifiers, so a wrongly typed value is a located verifier error, not a pass crash.
 
 - `pase.config = #pase.config<b = 4, h = 2>` on a layer: how many equal parts each
@@ -16,6 +17,16 @@ here (`strategy_of`, `forward_layer`, `grid_order`, `layout_of`), which also ser
   device-grid order.
 - `pase.layout_of = #pase.layout<"z", operand 1>` on a sum of gradients or an SGD step:
   it runs in the layout of operand 1 of layer z (`#pase.layout<"h">`: of h's result).
+- `pase.segment = #pase.segment<3>` on a forward layer (pase-merge-layers): the index of
+  its segment, a run of layers in program order that a pipeline-stage boundary never cuts.
+- `pase.stage = #pase.stage<1, offset = 4, devices = 4>` on a forward layer
+  (pase-partition-stages): its pipeline stage and that stage's device group, devices
+  offset..offset+devices-1. The layer's `pase.config` is a configuration on that group,
+  placed row-major onto its devices from `offset`.
+- `pase.pipeline = #pase.pipeline<...>` on a graph: the pipeline plan (stages S,
+  micro-batches M, schedule, modelled step time, bubble fraction, memory per device).
+  Under it, every layer's `pase.config` is for one micro-batch: the graph's batch
+  dimension is cut into M equal micro-batches first, and the config splits b/M.
 """
 
 from __future__ import annotations
@@ -37,6 +48,11 @@ NUM_CONFIGS_ATTR_NAME = "pase.num_configs"
 STRATEGY_ATTR_NAME = "pase.strategy"
 LAYER_ATTR_NAME = "pase.layer"
 """On a backward op: the forward layer it belongs to."""
+SEGMENT_ATTR_NAME = "pase.segment"
+STAGE_ATTR_NAME = "pase.stage"
+PIPELINE_ATTR_NAME = "pase.pipeline"
+SCHEDULES = ("1f1b", "gpipe")
+"""The pipeline schedules, in the spelling of pass options and `#pase.pipeline`."""
 GRID_ORDER_ATTR_NAME = "pase.grid_order"
 """On an einsum gradient: its forward layer's grid-axis order."""
 LAYOUT_OF_ATTR_NAME = "pase.layout_of"
@@ -268,6 +284,211 @@ class LayoutAttr(ParametrizedAttribute):
             raise VerifyException(_negative_operand(self.layer.data, index))
 
 
+def _parse_fields(parser: AttrParser, fields: Sequence[tuple[str, str]],
+                  what: str) -> dict[str, Attribute]:
+    """`key = value, ...` in this order; kinds: "int" (at least 0), "str", "float"."""
+    values: dict[str, Attribute] = {}
+    for i, (field, kind) in enumerate(fields):
+        if i:
+            parser.parse_punctuation(",")
+        parser.parse_keyword(field)
+        parser.parse_punctuation("=")
+        start = parser.pos
+        if kind == "int":
+            number = parser.parse_integer(allow_boolean=False, allow_negative=True)
+            if number < 0:
+                parser.raise_error(f"{what} {field} must be at least 0, got {number}",
+                                   start, parser.pos)
+            values[field] = IntAttr(number)
+        elif kind == "str":
+            values[field] = StringAttr(parser.parse_str_literal())
+        else:
+            real = float(parser.parse_number())
+            if not (isfinite(real) and real >= 0):
+                parser.raise_error(f"{what} {field} must be finite and at least 0, "
+                                   f"got {real}", start, parser.pos)
+            values[field] = FloatData(real)
+    return values
+
+
+@irdl_attr_definition
+class SegmentAttr(ParametrizedAttribute):
+    """The segment a forward layer belongs to (pase-merge-layers): `#pase.segment<3>`.
+
+    Segments are numbered 0, 1, ... in program order; a pipeline-stage boundary falls
+    only between two segments.
+    """
+
+    name = "pase.segment"
+
+    index: IntAttr
+
+    def __init__(self, index: int):
+        super().__init__(IntAttr(index))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            start = parser.pos
+            index = parser.parse_integer(allow_boolean=False, allow_negative=True)
+            if index < 0:
+                parser.raise_error(f"#pase.segment index must be at least 0, got {index}",
+                                   start, parser.pos)
+        return (IntAttr(index),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.index.data}>")
+
+    def verify(self) -> None:
+        if self.index.data < 0:
+            raise VerifyException(f"#pase.segment index must be at least 0, "
+                                  f"got {self.index.data}")
+
+
+@irdl_attr_definition
+class StageAttr(ParametrizedAttribute):
+    """A forward layer's pipeline stage and its device group (pase-partition-stages).
+
+    Example: `#pase.stage<1, offset = 4, devices = 4>`: stage 1 runs on devices 4..7.
+    """
+
+    name = "pase.stage"
+
+    index: IntAttr
+    offset: IntAttr
+    devices: IntAttr
+
+    def __init__(self, index: int, offset: int, devices: int):
+        super().__init__(IntAttr(index), IntAttr(offset), IntAttr(devices))
+
+    @property
+    def device_ids(self) -> range:
+        return range(self.offset.data, self.offset.data + self.devices.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            start = parser.pos
+            index = parser.parse_integer(allow_boolean=False, allow_negative=True)
+            if index < 0:
+                parser.raise_error(f"#pase.stage index must be at least 0, got {index}",
+                                   start, parser.pos)
+            parser.parse_punctuation(",")
+            values = _parse_fields(parser, (("offset", "int"), ("devices", "int")),
+                                   "#pase.stage")
+            if (problem := _stage_problem(index, values["offset"], values["devices"])):
+                parser.raise_error(problem, start, parser.pos)
+        return (IntAttr(index), values["offset"], values["devices"])
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.index.data}, offset = {self.offset.data}, "
+                             f"devices = {self.devices.data}>")
+
+    def verify(self) -> None:
+        if (problem := _stage_problem(self.index.data, self.offset, self.devices)):
+            raise VerifyException(problem)
+
+
+def _stage_problem(index: int, offset: Attribute, devices: Attribute) -> str | None:
+    assert isinstance(offset, IntAttr)
+    assert isinstance(devices, IntAttr)
+    if index < 0 or offset.data < 0:
+        return "#pase.stage index and offset must be at least 0"
+    try:
+        check_devices(devices.data)
+        check_devices(offset.data + devices.data)
+    except ValueError as error:
+        return f"#pase.stage {error}"
+    return None
+
+
+_PIPELINE_FIELDS = (("devices", "int"), ("machine", "str"), ("stages", "int"),
+                    ("microbatches", "int"), ("schedule", "str"), ("step", "float"),
+                    ("bubble", "float"), ("memory", "float"))
+
+
+@irdl_attr_definition
+class PipelineAttr(ParametrizedAttribute):
+    """A graph's pipeline plan (pase-partition-stages): S stages on disjoint groups of
+    devices/S devices, M micro-batches per step under `schedule` ("1f1b" or "gpipe"),
+    the modelled step time in seconds, the bubble fraction of that schedule, and the
+    largest memory any device needs, in bytes.
+
+    Example:
+        #pase.pipeline<devices = 8, machine = "v100-nvlink", stages = 2,
+                       microbatches = 4, schedule = "1f1b", step = 1.2e-02,
+                       bubble = 0.2, memory = 1.5e+09>
+    """
+
+    name = "pase.pipeline"
+
+    devices: IntAttr
+    machine: StringAttr
+    stages: IntAttr
+    microbatches: IntAttr
+    schedule: StringAttr
+    step: FloatData
+    bubble: FloatData
+    memory: FloatData
+
+    def __init__(self, devices: int, machine: str, stages: int, microbatches: int,
+                 schedule: str, step: float, bubble: float, memory: float):
+        super().__init__(IntAttr(devices), StringAttr(machine), IntAttr(stages),
+                         IntAttr(microbatches), StringAttr(schedule), FloatData(step),
+                         FloatData(bubble), FloatData(memory))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            start = parser.pos
+            values = _parse_fields(parser, _PIPELINE_FIELDS, "#pase.pipeline")
+            if (problem := _pipeline_problem(values)) is not None:
+                parser.raise_error(problem, start, parser.pos)
+        return tuple(values[f] for f, _ in _PIPELINE_FIELDS)
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = []
+        for field, kind in _PIPELINE_FIELDS:
+            value = getattr(self, field).data
+            parts.append(f"{field} = " + (f'"{value}"' if kind == "str" else
+                                          float_text(value) if kind == "float" else
+                                          str(value)))
+        printer.print_string("<" + ", ".join(parts) + ">")
+
+    def verify(self) -> None:
+        values = {f: getattr(self, f) for f, _ in _PIPELINE_FIELDS}
+        for field, kind in _PIPELINE_FIELDS:
+            value = values[field].data
+            if kind == "float" and not (isfinite(value) and value >= 0):
+                raise VerifyException(f"#pase.pipeline {field} must be finite and at "
+                                      f"least 0, got {value}")
+        if (problem := _pipeline_problem(values)) is not None:
+            raise VerifyException(problem)
+
+
+def _pipeline_problem(values: Mapping[str, Attribute]) -> str | None:
+    """What is wrong with a #pase.pipeline's fields together, or None."""
+    devices, stages, micro = (values[f] for f in ("devices", "stages", "microbatches"))
+    schedule = values["schedule"]
+    assert isinstance(devices, IntAttr)
+    assert isinstance(stages, IntAttr)
+    assert isinstance(micro, IntAttr)
+    assert isinstance(schedule, StringAttr)
+    try:
+        check_devices(devices.data)
+    except ValueError as error:
+        return f"#pase.pipeline {error}"
+    if stages.data < 1 or devices.data % stages.data:
+        return (f"#pase.pipeline stages must divide its {devices.data} devices, "
+                f"got {stages.data}")
+    if micro.data < 1:
+        return f"#pase.pipeline microbatches must be at least 1, got {micro.data}"
+    if schedule.data not in SCHEDULES:
+        return (f"#pase.pipeline schedule must be one of {', '.join(SCHEDULES)}, "
+                f"got '{schedule.data}'")
+    return None
+
+
 def _negative_operand(layer: str, index: int) -> str:
     return f"#pase.layout names operand {index} of layer '{layer}'; operands count from 0"
 
@@ -314,12 +535,37 @@ def layout_of(op: Operation) -> LayoutAttr | None:
     return attr
 
 
+def segment_of(op: Operation) -> SegmentAttr | None:
+    """The `pase.segment` pase-merge-layers left on a layer, or None."""
+    attr = _typed(op, SEGMENT_ATTR_NAME, SegmentAttr, "a #pase.segment (e.g. #pase.segment<0>)")
+    assert attr is None or isinstance(attr, SegmentAttr)
+    return attr
+
+
+def stage_of(op: Operation) -> StageAttr | None:
+    """The `pase.stage` pase-partition-stages left on a layer, or None."""
+    attr = _typed(op, STAGE_ATTR_NAME, StageAttr,
+                  "a #pase.stage (e.g. #pase.stage<0, offset = 0, devices = 4>)")
+    assert attr is None or isinstance(attr, StageAttr)
+    return attr
+
+
+def pipeline_of(op: Operation) -> PipelineAttr | None:
+    """The `pase.pipeline` pase-partition-stages left on a graph, or None."""
+    attr = _typed(op, PIPELINE_ATTR_NAME, PipelineAttr, "a #pase.pipeline")
+    assert attr is None or isinstance(attr, PipelineAttr)
+    return attr
+
+
 def verify_gradient_attributes(op: Operation) -> None:
     """Check the types of the attributes pase-autodiff writes on `op` (the dnn verifiers
     call this)."""
     forward_layer(op)
     grid_order(op)
     layout_of(op)
+    segment_of(op)
+    stage_of(op)
 
 
-Pase = Dialect("pase", [], [ConfigAttr, StrategyAttr, LayoutAttr])
+Pase = Dialect("pase", [], [ConfigAttr, StrategyAttr, LayoutAttr, SegmentAttr, StageAttr,
+                            PipelineAttr])

@@ -31,6 +31,7 @@ from pase.dialect.pase import (
     StrategyAttr,
     forward_layer,
     layout_of,
+    pipeline_of,
     strategy_of,
 )
 from pase.dialect.traits import OrderedDataflow, VerifyExceptionAt
@@ -189,6 +190,7 @@ class GraphOp(IRDLOperation):
 
     def verify_(self) -> None:
         strategy_of(self)  # a pase.strategy that is not a #pase.strategy is an error here
+        pipeline_of(self)
         if len(self.dim_names.data) != len(self.dim_sizes.data):
             raise VerifyException(f"@{self.sym_name.data} needs one size per dimension, got "
                                   f"{len(self.dim_names.data)} names and "
