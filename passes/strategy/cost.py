@@ -35,11 +35,34 @@ Config = dict[str, int]
 
 @dataclass(frozen=True)
 class LayerCost:
-    """One layer's cost under one configuration: seconds, and words per device."""
+    """One layer's cost under one configuration: seconds, and words per device.
+
+    The totals split for pipelines (pase-partition-stages): `forward_compute` and
+    `forward_communication` are the forward pass's share of `compute` and
+    `communication`; `param_communication` and `param_words` are the all-reduces of
+    parameter gradients (operands that are `dnn.param` values, `Layer.params`), which a
+    pipeline runs once per step rather than once per micro-batch. The backward pass's
+    share is the rest.
+    """
 
     compute: float
     communication: float
     words: float
+    forward_compute: float = 0.0
+    forward_communication: float = 0.0
+    param_communication: float = 0.0
+    param_words: float = 0.0
+
+    @property
+    def forward(self) -> float:
+        """Seconds of the forward pass: its compute and collectives."""
+        return self.forward_compute + self.forward_communication
+
+    @property
+    def backward(self) -> float:
+        """Seconds of the backward pass but for the parameter-gradient all-reduces."""
+        return (self.compute - self.forward_compute + self.communication
+                - self.forward_communication - self.param_communication)
 
 
 def device_coordinates(factors: Sequence[int], devices: int) -> np.ndarray:
@@ -113,6 +136,10 @@ class Collectives:
         self.axes = grid_axes(layer.space.names, config)
         self.words = 0.0
         self.seconds = 0.0
+        self.phase = "forward"
+        """Where `charge` books: "forward", "backward" or "param" (see `LayerCost`)."""
+        self.phase_words = {"forward": 0.0, "backward": 0.0, "param": 0.0}
+        self.phase_seconds = {"forward": 0.0, "backward": 0.0, "param": 0.0}
 
     def factor(self, dims: Sequence[str]) -> int:
         return prod(self.config.get(d, 1) for d in dims)
@@ -161,8 +188,11 @@ class Collectives:
 
     def charge(self, words: float, dims: Sequence[str], element_bytes: int) -> None:
         """`words` moved per device among the devices that differ only along `dims`."""
+        seconds = words * element_bytes / self.machine.bandwidth(self._spans(dims))
         self.words += words
-        self.seconds += words * element_bytes / self.machine.bandwidth(self._spans(dims))
+        self.seconds += seconds
+        self.phase_words[self.phase] += words
+        self.phase_seconds[self.phase] += seconds
 
 
 def local_elements(use: TensorUse, config: Config) -> float:
@@ -189,17 +219,24 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
     comm.statistics(backward=False)
     if space.partial:
         comm.all_reduce(local_elements(result, config), space.partial, result.element_bytes)
+    comm.phase = "backward"
     if backward:
         comm.statistics(backward=True)
 
-    for index, (use, grad) in enumerate(zip(layer.operands, layer.grads, strict=True)):
+    params = layer.params or (False,) * len(layer.operands)
+    for index, (use, grad, param) in enumerate(zip(layer.operands, layer.grads, params,
+                                                    strict=True)):
         if not grad or index in space.kernel_reduced_grads:
             continue
         # The operand's gradient is a partial sum over split dims it does not range over.
         missing = [d.name for d in space.dims if d.name not in use.dims]
+        comm.phase = "param" if param else "backward"
         comm.all_reduce(local_elements(use, config), missing, use.element_bytes)
 
-    return LayerCost(flops / machine.flops, comm.seconds, comm.words)
+    forward_flops = space.flops_forward * space.points / devices_used
+    return LayerCost(flops / machine.flops, comm.seconds, comm.words,
+                     forward_flops / machine.flops, comm.phase_seconds["forward"],
+                     comm.phase_seconds["param"], comm.phase_words["param"])
 
 
 def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,

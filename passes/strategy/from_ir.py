@@ -113,7 +113,8 @@ def _layers_and_edges(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
         live = op in on_loss_path
         layer = Layer(names[op], op.name.removeprefix("dnn."), space, operands,
                       _use(space.result, op.output),
-                      tuple(live and needs_grad[v] for v in op.inputs), over, live)
+                      tuple(live and needs_grad[v] for v in op.inputs), over, live,
+                      tuple(isinstance(v.owner, dnn.ParamOp) for v in op.inputs))
         consumer = index[op]
         for position, (value, use) in enumerate(zip(op.inputs, operands, strict=True)):
             if any(other is value and operands[earlier] == use

@@ -52,6 +52,9 @@ class Layer:
     backward: bool = True
     """Whether the layer has a backward pass: its output reaches the loss (the first value
     the graph returns). pase-autodiff differentiates only such layers."""
+    params: tuple[bool, ...] = ()
+    """Whether each operand is a parameter (a `dnn.param` value), whose gradient a
+    pipeline accumulates over micro-batches and all-reduces once per step; () for none."""
 
 
 @dataclass(frozen=True)

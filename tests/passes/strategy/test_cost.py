@@ -488,3 +488,23 @@ def test_unique_blocks_are_blocks_of_every_config(model: str) -> None:
             for config, which in zip(configs, inverse, strict=True):
                 np.testing.assert_array_equal(layouts[which],
                                               blocks(layer, config, use, problem.devices))
+
+
+def test_layer_cost_splits_forward_backward_and_parameter_all_reduces() -> None:
+    from pase.passes.strategy.cost import layer_cost
+    from pase.passes.strategy.from_ir import read_graph
+    from pase.passes.strategy.machines import preset
+
+    graph = read_graph(parse_file("models/mlp.dnn"))
+    machine = preset("pase-default")
+    h = graph.layers[0]
+    assert h.params == (False, True)          # x is data, w a dnn.param
+    cost = layer_cost(h, {"b": 2, "h": 2}, machine)
+    # x·w over b, d, h with b split 2 ways: w's gradient (d × h / 2 per device) is a
+    # partial sum over the two batch halves, all-reduced once: 2(2-1)/2 of its words.
+    d, hidden = (dim.size for dim in h.space.dims if dim.name in ("d", "h"))
+    assert cost.param_words == d * hidden / 2
+    assert cost.words == cost.param_words       # nothing else moves
+    assert cost.forward_compute == pytest.approx(cost.compute / 3)   # 2 of 6 flops/point
+    assert cost.forward + cost.backward + cost.param_communication == \
+        pytest.approx(cost.compute + cost.communication)
