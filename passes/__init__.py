@@ -23,6 +23,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PaseSearchPass
 
+    def get_merge_layers() -> type[ModulePass]:
+        from pase.passes.merge_layers import MergeLayersPass
+
+        return MergeLayersPass
+
     def get_scale() -> type[ModulePass]:
         from pase.passes.scale import ScalePass
 
@@ -39,5 +44,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return LowerSpmdPass
 
     return {"pase-annotate-configs": get_annotate_configs, "pase-search": get_search,
+            "pase-merge-layers": get_merge_layers,
             "pase-scale": get_scale, "pase-autodiff": get_autodiff,
             "pase-lower-spmd": get_lower_spmd}
