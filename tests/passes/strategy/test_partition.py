@@ -1,0 +1,107 @@
+"""The stage search: its depth-first walk with bounds equals trying every cut."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from random_graphs import DIMS, LAYER_KINDS, RandomGraph
+
+from pase.frontend import parse_file, parse_text
+from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy.from_ir import read_graph
+from pase.passes.strategy.machines import preset
+from pase.passes.strategy.pipeline import Partitioner, stage_solver
+from pase.passes.strategy.segments import segments
+
+
+def random_source(seed: int, chain: bool) -> str:
+    rng = np.random.default_rng(seed)
+    graph = RandomGraph(rng)
+    graph.lines.append("  %x = input [b, d]")
+    graph.values.append(("x", ("b", "d")))
+    target = int(rng.integers(4, 9))
+    kinds = [k for k in LAYER_KINDS if k != "gram"]   # (a gram sums over the batch)
+    while graph.layers < target:
+        graph.add_layer(kinds[int(rng.integers(len(kinds)))], chain)
+    outputs = [name for name, _ in graph.values if name not in graph.used and name != "x"]
+    header = ", ".join(f"{dim} = {size}" for dim, size in DIMS.items())
+    body = "\n".join(graph.lines)
+    return f"graph @g{seed}({header}) {{\n{body}\n  return %{', %'.join(outputs)}\n}}\n"
+
+
+def partitioner(source: str, devices: int, machine: str = "v100-nvlink",
+                every_cut: bool = True) -> Partitioner:
+    graph = read_graph(parse_text(source))
+    chosen = preset(machine)
+    index = segments(graph.layers, graph.edges)
+    cuts = range(1, len(graph.layers)) if every_cut else \
+        [i for i in range(1, len(index)) if index[i] != index[i - 1]]
+    assert graph.batch is not None
+    return Partitioner(graph.layers, graph.edges, graph.batch, devices, chosen, list(cuts),
+                       stage_solver(chosen, graph.batch, min_shard=1))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dp_equals_exhaustive_on_random_chains_and_dags(seed: int) -> None:
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=8)
+    for stages in (2, 4):
+        for micro in (1, 2, 4):
+            for schedule in ("1f1b", "gpipe"):
+                exhaustive = plans.best(stages, micro, schedule, method="exhaustive")
+                dp = plans.best(stages, micro, schedule, method="dp")
+                if exhaustive is None:
+                    assert dp is None
+                    continue
+                assert dp is not None
+                assert dp.step == exhaustive.step
+                assert [s.start for s in dp.stages] == [s.start for s in exhaustive.stages]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_memory_cap_keeps_only_plans_that_fit(seed: int) -> None:
+    source = random_source(seed, chain=True)
+    plans = partitioner(source, devices=4)
+    free = plans.best(2, 2, "1f1b")
+    assert free is not None
+    cap = free.memory * 0.999
+    capped = plans.best(2, 2, "1f1b", memory=cap, method="dp")
+    assert capped == plans.best(2, 2, "1f1b", memory=cap, method="exhaustive")
+    if capped is not None:
+        assert capped.memory <= cap
+        assert capped.step >= free.step
+
+
+@pytest.mark.parametrize(("model", "devices"), [("mlp", 8), ("alexnet", 4)])
+def test_one_stage_one_microbatch_is_pase_search(model: str, devices: int) -> None:
+    module = parse_file(f"models/{model}.dnn")
+    graph = read_graph(module)
+    machine = preset("v100-nvlink")
+    assert graph.batch is not None
+    plans = Partitioner(graph.layers, graph.edges, graph.batch, devices, machine, [],
+                        stage_solver(machine, graph.batch))
+    plan = plans.best(1, 1, "1f1b")
+    assert plan is not None
+    solution = solve(build_problem(module, devices, machine="v100-nvlink"))
+    assert plan.assignment == solution.assignment
+    assert plan.step == pytest.approx(solution.cost, rel=1e-12)
+    assert plan.bubble == 0.0
+
+
+def test_stages_split_the_devices_and_the_layers() -> None:
+    graph = read_graph(parse_file("models/alexnet.dnn"))
+    machine = preset("v100-nvlink")
+    assert graph.batch is not None
+    cuts = [i for i in range(1, len(graph.layers))]
+    plans = Partitioner(graph.layers, graph.edges, graph.batch, 8, machine, cuts,
+                        stage_solver(machine, graph.batch))
+    plan = plans.best(2, 4, "1f1b")
+    assert plan is not None
+    assert [(s.offset, s.devices) for s in plan.stages] == [(0, 4), (4, 4)]
+    assert plan.stages[0].start == 0
+    assert plan.stages[0].stop == plan.stages[1].start
+    assert plan.stages[1].stop == len(graph.layers)
+    assert 0 < plan.bubble < 1
+    for stage in plan.stages:
+        for config in stage.assignment.values():
+            assert np.prod(list(config.values()) or [1]) <= 4
