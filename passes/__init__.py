@@ -28,6 +28,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return MergeLayersPass
 
+    def get_partition_stages() -> type[ModulePass]:
+        from pase.passes.partition_stages import PartitionStagesPass
+
+        return PartitionStagesPass
+
     def get_scale() -> type[ModulePass]:
         from pase.passes.scale import ScalePass
 
@@ -45,5 +50,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {"pase-annotate-configs": get_annotate_configs, "pase-search": get_search,
             "pase-merge-layers": get_merge_layers,
+            "pase-partition-stages": get_partition_stages,
             "pase-scale": get_scale, "pase-autodiff": get_autodiff,
             "pase-lower-spmd": get_lower_spmd}

@@ -39,7 +39,14 @@ from pase.core.diagnostics import Diagnostic
 from pase.core.placement import Placement, edge_tag
 from pase.core.space import IterationSpace
 from pase.dialect import dist, dnn
-from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr, forward_layer, grid_order, layout_of
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    ConfigAttr,
+    forward_layer,
+    grid_order,
+    layout_of,
+    pipeline_of,
+)
 from pase.passes.options import PasePass
 
 
@@ -68,12 +75,23 @@ class LowerSpmdPass(PasePass):
             raise Diagnostic("pase-lower-spmd: devices must be at least 1, or omitted to use "
                              "the strategy's device count")
         for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
+            pipeline = pipeline_of(graph)
+            if pipeline is not None and (pipeline.stages.data > 1 or
+                                         pipeline.microbatches.data > 1):
+                raise Diagnostic(
+                    f"pase-lower-spmd on @{graph.sym_name.data}: the graph is a pipeline of "
+                    f"{pipeline.stages.data} stages and {pipeline.microbatches.data} "
+                    "micro-batches, and this build of pase cannot lower pipelines yet; "
+                    "use pase-partition-stages{... stages=1 microbatches=1} or pase-search")
             program = _Lowering(graph, self._devices(graph)).run()
             Rewriter.replace_op(graph, program)
 
     def _devices(self, graph: dnn.GraphOp) -> int:
         if self.devices is not None:
             return self.devices
+        pipeline = pipeline_of(graph)
+        if pipeline is not None:
+            return pipeline.devices.data
         strategy = graph.strategy
         if strategy is None:
             raise Diagnostic(f"pase-lower-spmd on @{graph.sym_name.data}: give devices=P or "

@@ -247,7 +247,8 @@ def pass_summary(pass_class: type[ModulePass]) -> str:
     spec = f"{pass_class.name}{{{options}}}" if options else pass_class.name
     summary = (pass_class.__doc__ or "").strip().split("\n", 1)[0]
     return "\n".join([*textwrap.wrap(spec, 88, initial_indent="  ",
-                                     subsequent_indent=" " * (len(pass_class.name) + 3)),
+                                     subsequent_indent=" " * (len(pass_class.name) + 3),
+                                     break_on_hyphens=False),
                       f"      {summary}"])
 
 

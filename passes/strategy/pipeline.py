@@ -24,6 +24,7 @@ its cost model is made of, as plain data:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from math import prod
@@ -223,6 +224,15 @@ class Partitioner:
                                  activation_bytes(layers, assignment))
         return self._stages[key]
 
+    def ideal(self, start: int, stop: int, devices: int, microbatches: int) -> float:
+        """A lower bound on M (F + B) of layers [start, stop) on `devices` devices: their
+        FLOPs for the whole batch spread evenly, without communication."""
+        flops = sum(layer.space.points * (layer.space.flops_forward
+                                          + (layer.space.flops_backward
+                                             if layer.backward else 0.0))
+                    for layer in self.layers[start:stop])
+        return flops / devices / self.machine.flops
+
     def evaluate(self, bounds: Sequence[int], microbatches: int,
                  schedule: str) -> PipelinePlan:
         """The plan whose stages begin at `bounds` (0 first), simulated."""
@@ -266,7 +276,8 @@ class Partitioner:
                             max(stage.memory for stage in stages))
 
     def best(self, stages: int, microbatches: int, schedule: str,
-             memory: float | None = None, method: str = "dp") -> PipelinePlan | None:
+             memory: float | None = None, method: str = "dp",
+             bound: float = math.inf) -> PipelinePlan | None:
         """The plan with the least step among those with `stages` contiguous stages
         that fit in `memory` bytes per device, or None if none fits.
 
@@ -276,6 +287,9 @@ class Partitioner:
         needs M(F + B) + AR whatever the others do, and the simulated step is at least
         that of every stage) or needs more memory than allowed even holding one
         micro-batch: the same optimum, with ties broken alike (the first in the order).
+        Before solving a stage it tries a cheaper bound, the stage's FLOPs spread evenly
+        over its devices. With `bound` (a step already reached elsewhere, for example
+        with another S or M), only plans strictly faster than it are returned.
         """
         if stages > len(self.cuts) + 1:
             return None
@@ -286,7 +300,7 @@ class Partitioner:
             plan = self.evaluate(bounds, microbatches, schedule)
             if memory is not None and plan.memory > memory:
                 return
-            if best[0] is None or plan.step < best[0].step:
+            if plan.step < (best[0].step if best[0] is not None else bound):
                 best[0] = plan
 
         def walk(bounds: list[int], after: int) -> None:
@@ -299,9 +313,12 @@ class Partitioner:
                 if len(choices) - k < left:
                     break
                 if method == "dp":
+                    reached = best[0].step if best[0] is not None else bound
+                    if self.ideal(after, cut, group, microbatches) >= reached:
+                        continue
                     _, cost, params, acts = self.stage(after, cut, group, microbatches)
                     alone = microbatches * (cost.forward + cost.backward) + cost.allreduce
-                    if best[0] is not None and alone >= best[0].step:
+                    if alone >= reached:
                         continue
                     if memory is not None and params + acts > memory:
                         continue

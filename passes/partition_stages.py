@@ -1,0 +1,215 @@
+"""`pase-partition-stages`: layer-wise partitioning into pipeline stages.
+
+    pase-opt models/alexnet.dnn -p 'pase-partition-stages{devices=8 stages=2 microbatches=4}'
+
+Splits the graph's layers, in program order, into S contiguous stages on disjoint groups
+of P/S devices (stage s on devices s·P/S .. (s+1)·P/S − 1); each stage's layers get their
+PaSE-optimal configurations on P/S devices for a micro-batch of batch/M (the search on
+the stage's sub-problem). Stage boundaries fall only at segment ends: the layers'
+`#pase.segment` if `pase-merge-layers` ran, else the clean cuts it would choose. The
+stages minimise the step time of the schedule, simulated (docs/cost-model.md,
+"Pipelines"), among the plans whose devices all fit in `device-memory-gib`.
+
+Writes `pase.config` (for one micro-batch) and `pase.stage` on every layer and
+`pase.pipeline` on the graph (removing a `pase.strategy` an earlier search left).
+Options:
+
+- devices: P (required)
+- stages: S, a divisor of P, or auto (every divisor of P up to the number of segments)
+- microbatches: M, a divisor of the batch, or auto (every divisor of the batch up to 32)
+- schedule: 1f1b (default) or gpipe
+- device-memory-gib: each device's memory in GiB; 0 (default) for no cap
+- machine, min-shard: as for pase-search
+- method: dp (the stage search with bounds) or exhaustive (every choice of cuts)
+- report: true prints per stage its layers, devices, F and B per micro-batch, memory
+- export: FILE writes the plan as JSON (the strategy JSON with "stages")
+
+With S = 1 and M = 1 the configurations are exactly pase-search's. The pipelined SPMD
+lowering does not exist yet: pase-lower-spmd refuses a graph with more than one stage
+or micro-batch.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from pase.core.diagnostics import Diagnostic
+from pase.dialect.dnn import GraphOp
+from pase.dialect.pase import (
+    CONFIG_ATTR_NAME,
+    PIPELINE_ATTR_NAME,
+    SCHEDULES,
+    STAGE_ATTR_NAME,
+    STRATEGY_ATTR_NAME,
+    ConfigAttr,
+    PipelineAttr,
+    StageAttr,
+    segment_of,
+)
+from pase.formats.machine_toml import MachineError, load_machine
+from pase.passes.options import PasePass
+from pase.passes.search import machine_diagnostic, write_json
+from pase.passes.strategy.from_ir import read_graph
+from pase.passes.strategy.pipeline import Partitioner, PipelinePlan, stage_solver
+from pase.passes.strategy.problem import collector_paused
+from pase.passes.strategy.segments import segments
+
+MAX_AUTO_MICROBATCHES = 32
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class PartitionStagesPass(PasePass):
+    """Split the layers into pipeline stages with per-stage PaSE strategies."""
+
+    name = "pase-partition-stages"
+
+    devices: int = 0
+    stages: str | int = "auto"
+    microbatches: str | int = "auto"
+    schedule: str = "1f1b"
+    device_memory_gib: float | int = 0.0
+    machine: str = "pase-default"
+    min_shard: int = 4
+    method: str = "dp"
+    report: bool = False
+    export: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self._check_options()
+        graphs = [g for g in op.walk() if isinstance(g, GraphOp)]
+        exports = [self._partition(graph) for graph in graphs]
+        if self.export:
+            write_json(self.export, exports[0] if len(exports) == 1 else exports)
+
+    def _check_options(self) -> None:
+        where = "pase-partition-stages"
+        if self.devices < 1:
+            raise Diagnostic(f"{where} needs devices=P with P at least 1, e.g. "
+                             "pase-partition-stages{devices=8}")
+        if self.stages != "auto" and not (isinstance(self.stages, int) and self.stages >= 1
+                                          and self.devices % self.stages == 0):
+            raise Diagnostic(f"{where}: stages must be auto or a divisor of the "
+                             f"{self.devices} devices, got {self.stages}")
+        if self.microbatches != "auto" and not (isinstance(self.microbatches, int)
+                                                and self.microbatches >= 1):
+            raise Diagnostic(f"{where}: microbatches must be auto or at least 1, got "
+                             f"{self.microbatches}")
+        if self.schedule not in SCHEDULES:
+            raise Diagnostic(f"{where}: unknown schedule '{self.schedule}'; use "
+                             f"{' or '.join(SCHEDULES)}")
+        if not 0 <= self.device_memory_gib < math.inf:
+            raise Diagnostic(f"{where}: device-memory-gib must be a number at least 0, got "
+                             f"{self.device_memory_gib}")
+        if self.method not in ("dp", "exhaustive"):
+            raise Diagnostic(f"{where}: unknown method '{self.method}'; use dp or exhaustive")
+        if self.min_shard < 1:
+            raise Diagnostic(f"{where}: min-shard must be at least 1, got {self.min_shard}")
+
+    def _partition(self, graph: GraphOp) -> dict:
+        name = graph.sym_name.data
+        data = read_graph(graph)
+        ops = graph.layers
+        marked = [segment_of(op) for op in ops]
+        index = ([m.index.data for m in marked if m is not None]
+                 if all(m is not None for m in marked) else segments(data.layers, data.edges))
+        cuts = [i for i in range(1, len(index)) if index[i] != index[i - 1]]
+        batch = data.batch
+        if batch is None:
+            raise Diagnostic(f"pase-partition-stages on @{name}: the graph has no input, "
+                             "so no batch to split into micro-batches")
+        size = next(d.size for layer in data.layers for d in layer.space.dims
+                    if d.name == batch)
+        stage_counts = ([self.stages] if isinstance(self.stages, int) else
+                        [s for s in range(1, self.devices + 1)
+                         if self.devices % s == 0 and s <= len(cuts) + 1])
+        micro_counts = ([self.microbatches] if isinstance(self.microbatches, int) else
+                        [m for m in range(1, min(size, MAX_AUTO_MICROBATCHES) + 1)
+                         if size % m == 0])
+        if isinstance(self.microbatches, int) and size % self.microbatches:
+            raise Diagnostic(f"pase-partition-stages on @{name}: microbatches="
+                             f"{self.microbatches} does not divide the batch {batch} = {size}")
+        if isinstance(self.stages, int) and self.stages > len(cuts) + 1:
+            raise Diagnostic(f"pase-partition-stages on @{name}: stages={self.stages} but "
+                             f"the graph has only {len(cuts) + 1} segments to put in them")
+        cap = self.device_memory_gib * GIB if self.device_memory_gib else None
+        try:
+            with collector_paused():
+                machine = load_machine(self.machine)
+                partitioner = Partitioner(
+                    data.layers, data.edges, batch, self.devices, machine, cuts,
+                    stage_solver(machine, batch, self.min_shard))
+                best: PipelinePlan | None = None
+                least_memory = math.inf
+                for stages in stage_counts:
+                    for micro in micro_counts:
+                        plan = partitioner.best(stages, micro, self.schedule, cap,
+                                                self.method,
+                                                best.step if best is not None else math.inf)
+                        if plan is not None and (best is None or plan.step < best.step):
+                            best = plan
+                        if cap is not None and plan is None and best is None:
+                            free = partitioner.best(stages, micro, self.schedule, None,
+                                                    self.method)
+                            if free is not None:
+                                least_memory = min(least_memory, free.memory)
+        except MachineError as error:
+            raise machine_diagnostic(error) from None
+        except ValueError as error:
+            raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
+        if best is None:
+            needs = (f"; the best plan needs {least_memory / GIB:.3g} GiB per device"
+                     if least_memory < math.inf else "")
+            raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
+                             f"device-memory-gib={self.device_memory_gib}{needs}")
+        names = [layer.name for layer in data.layers]
+        for s, stage in enumerate(best.stages):
+            for i in range(stage.start, stage.stop):
+                ops[i].attributes[CONFIG_ATTR_NAME] = ConfigAttr(stage.assignment[names[i]])
+                ops[i].attributes[STAGE_ATTR_NAME] = StageAttr(s, stage.offset,
+                                                               stage.devices)
+        graph.attributes.pop(STRATEGY_ATTR_NAME, None)
+        graph.attributes[PIPELINE_ATTR_NAME] = PipelineAttr(
+            self.devices, machine.name, len(best.stages), best.microbatches, best.schedule,
+            best.step, best.bubble, best.memory)
+        if self.report:
+            sys.stderr.write(format_plan(name, best, names))
+        return plan_json(name, self.devices, machine.name, best, names)
+
+
+def format_plan(graph: str, plan: PipelinePlan, names: list[str]) -> str:
+    """The per-stage table `report=true` prints."""
+    lines = [f"pipeline @{graph}: {len(plan.stages)} stages, {plan.microbatches} "
+             f"micro-batches, {plan.schedule}; step {plan.step:.6g} s, bubble "
+             f"{plan.bubble:.3f}, memory {plan.memory / GIB:.4g} GiB per device",
+             f"{'stage':>5}  {'devices':>9}  {'layers':<32}  {'F (s)':>11}  {'B (s)':>11}  "
+             f"{'all-reduce (s)':>14}  {'memory (GiB)':>12}"]
+    for s, stage in enumerate(plan.stages):
+        first, last = names[stage.start], names[stage.stop - 1]
+        span = f"{first} .. {last} ({stage.stop - stage.start})"
+        devices = f"{stage.offset}-{stage.offset + stage.devices - 1}"
+        lines.append(f"{s:>5}  {devices:>9}  {span:<32}  {stage.cost.forward:>11.4e}  "
+                     f"{stage.cost.backward:>11.4e}  {stage.cost.allreduce:>14.4e}  "
+                     f"{stage.memory / GIB:>12.4g}")
+    return "\n".join(lines) + "\n"
+
+
+def plan_json(graph: str, devices: int, machine: str, plan: PipelinePlan,
+              names: list[str]) -> dict:
+    """The plan as the strategy JSON with its stages."""
+    return {
+        "graph": graph, "devices": devices, "machine": machine,
+        "pipeline": {"stages": len(plan.stages), "microbatches": plan.microbatches,
+                     "schedule": plan.schedule, "step": plan.step, "bubble": plan.bubble,
+                     "memory": plan.memory},
+        "stages": [{"stage": s, "offset": stage.offset, "devices": stage.devices,
+                    "layers": names[stage.start:stage.stop], "forward": stage.cost.forward,
+                    "backward": stage.cost.backward, "allreduce": stage.cost.allreduce,
+                    "memory": stage.memory} for s, stage in enumerate(plan.stages)],
+        "layers": [{"name": name, "config": plan.assignment[name]} for name in names],
+    }

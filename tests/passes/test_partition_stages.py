@@ -1,0 +1,63 @@
+"""pase-partition-stages: S = 1, M = 1 is pase-search; auto never loses to it; export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from xdsl.context import Context
+
+from pase.dialect.dnn import GraphOp
+from pase.dialect.pase import ConfigAttr, PipelineAttr, StageAttr
+from pase.frontend import parse_file
+from pase.passes.partition_stages import PartitionStagesPass
+from pase.passes.search import PaseSearchPass
+
+
+def configs(module: object) -> dict[str, dict[str, int]]:
+    graph = next(op for op in module.walk() if isinstance(op, GraphOp))  # type: ignore[attr-defined]
+    names = graph.layer_names()
+    result = {}
+    for op in graph.layers:
+        attr = op.attributes["pase.config"]
+        assert isinstance(attr, ConfigAttr)
+        result[names[op]] = attr.splits
+    return result
+
+
+@pytest.mark.parametrize(("model", "devices"), [("mlp", 8), ("alexnet", 8), ("rnnlm", 4)])
+def test_one_stage_one_microbatch_is_pase_search(model: str, devices: int) -> None:
+    searched = parse_file(f"models/{model}.dnn")
+    PaseSearchPass(devices=devices, machine="v100-nvlink").apply(Context(), searched)
+    staged = parse_file(f"models/{model}.dnn")
+    PartitionStagesPass(devices=devices, stages=1, microbatches=1,
+                        machine="v100-nvlink").apply(Context(), staged)
+    assert configs(staged) == configs(searched)
+    graph = next(op for op in staged.walk() if isinstance(op, GraphOp))
+    pipeline = graph.attributes["pase.pipeline"]
+    assert isinstance(pipeline, PipelineAttr)
+    strategy = next(op for op in searched.walk() if isinstance(op, GraphOp)).strategy
+    assert strategy is not None
+    assert pipeline.step.data == pytest.approx(strategy.total.data, rel=1e-12)
+    assert all(isinstance(op.attributes["pase.stage"], StageAttr) for op in graph.layers)
+
+
+def test_auto_never_loses_to_one_stage_and_exports_the_plan(tmp_path: Path) -> None:
+    one = parse_file("models/alexnet.dnn")
+    PartitionStagesPass(devices=8, stages=1, microbatches=1,
+                        machine="v100-nvlink").apply(Context(), one)
+    best = parse_file("models/alexnet.dnn")
+    out = tmp_path / "plan.json"
+    PartitionStagesPass(devices=8, machine="v100-nvlink", export=str(out)).apply(Context(),
+                                                                                best)
+    steps = [next(op for op in m.walk() if isinstance(op, GraphOp))
+             .attributes["pase.pipeline"] for m in (one, best)]
+    assert isinstance(steps[0], PipelineAttr)
+    assert isinstance(steps[1], PipelineAttr)
+    assert steps[1].step.data <= steps[0].step.data
+    plan = json.loads(out.read_text())
+    assert plan["pipeline"]["stages"] == steps[1].stages.data
+    assert sum(len(stage["layers"]) for stage in plan["stages"]) == 20
+    assert [stage["offset"] for stage in plan["stages"]] == \
+        [s * 8 // steps[1].stages.data for s in range(steps[1].stages.data)]
