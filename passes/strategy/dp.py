@@ -17,6 +17,7 @@ checked against a memory budget before anything is allocated.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +42,9 @@ CHUNK_ENTRIES = 1 << 17
 JIT_MODES = ("auto", "on", "off")
 # With jit="auto", smaller tables stay with numpy: compiling a kernel (~50 ms) costs more.
 JIT_MIN_ENTRIES = 1 << 20
+# The most bytes the reuse cache may keep alive (earlier steps' inputs and results).
+REUSE_CACHE_BYTES = 256 << 20
+DIGEST_SAMPLE = 4096
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,9 @@ class DPResult:
 
     `choice[v]` indexes `vertex_costs[v]`; `max_dependent_set` is the largest |D(i)| (not
     counting the vertex itself); `table_entries` sums prod(K) over each vertex and its dependent
-    set; `peak_table_bytes` is the most memory held by cost and argmin tables at once.
+    set; `peak_table_bytes` is the most memory held by cost and argmin tables at once;
+    `reused_steps` counts eliminations that took an earlier step's result instead of
+    recomputing it (identical inputs in the same roles, as in repeated blocks).
 
     >>> DPResult(choice=(0,), cost=1.0, order=(0,), max_dependent_set=0,
     ...          table_entries=2, peak_table_bytes=24).cost
@@ -62,6 +68,7 @@ class DPResult:
     max_dependent_set: int
     table_entries: int
     peak_table_bytes: int
+    reused_steps: int = 0
 
 
 def eliminate(factors: Sequence[Factor], vertex: int, chunk_entries: int = CHUNK_ENTRIES
@@ -145,7 +152,7 @@ def _broadcast_index(view: np.ndarray, index: ChunkIndex) -> ChunkIndex:
 def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
              memory_budget: int | MemoryBudget = 4 << 30, jit: str = "auto",
              progress: Callable[[int, int, int], None] | None = None,
-             resident_bytes: int = 0) -> DPResult:
+             resident_bytes: int = 0, reuse: bool = True) -> DPResult:
     """An optimal strategy by variable elimination in `order` (a method name or a permutation).
 
     Raises `SearchMemoryError` before the tables would take more than `memory_budget`:
@@ -159,6 +166,10 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     "auto" the kernel when llvmlite works and the table has at least `JIT_MIN_ENTRIES`
     entries; the results are bit-identical either way. `progress(i, n, entries)`, if
     given, hears of vertex i of n (and its table size) before it is eliminated.
+    With `reuse`, a step whose factors are bitwise identical to an earlier step's, in the
+    same roles (see `_ReuseCache`), takes that step's minimum and argmin tables instead of
+    recomputing them; the result is bit-identical, and the budget is charged as if they
+    were recomputed (the cache itself keeps at most `REUSE_CACHE_BYTES` alive besides).
 
     >>> costs = [np.array([0.0, 1.0]), np.array([3.0, 0.0]), np.array([0.0, 1.0])]
     >>> graph = CostGraph(["a", "b", "c"], costs)
@@ -196,6 +207,8 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     argmin_tables: list[tuple[Axes, np.ndarray]] = []
     max_dependent_set = 0
     table_entries = 0
+    cache = _ReuseCache(inputs) if reuse else None
+    reused_steps = 0
     for step, vertex in enumerate(sequence):
         consumed_keys = sorted(factors_of[vertex])
         consumed = [factors.pop(key) for key in consumed_keys]
@@ -215,7 +228,12 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
             progress(step, len(sequence), entries)
         use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
         eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
-        axes, minimum, argmin = eliminate_vertex(consumed, vertex)
+        if cache is None:
+            axes, minimum, argmin = eliminate_vertex(consumed, vertex)
+        else:
+            axes, minimum, argmin, reused = cache.eliminate(consumed_keys, consumed, vertex,
+                                                            dependent_set, eliminate_vertex)
+            reused_steps += reused
         budget.release(working - minimum.nbytes - argmin.nbytes + sum(
             table.nbytes for key, (_, table) in zip(consumed_keys, consumed, strict=True)
             if key >= inputs))
@@ -234,7 +252,91 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
         choice[vertex] = int(argmin[tuple(choice[axis] for axis in axes)])
     return DPResult(choice=tuple(choice), cost=math.fsum(scalars), order=tuple(sequence),
                     max_dependent_set=max_dependent_set, table_entries=table_entries,
-                    peak_table_bytes=budget.peak)
+                    peak_table_bytes=budget.peak, reused_steps=reused_steps)
+
+
+StepKey = tuple[tuple[tuple[int, ...], tuple[int, ...], str, bytes], ...]
+
+
+class _ReuseCache:
+    """Earlier eliminations, found again by what they consumed.
+
+    A step is keyed by its factors in the order they are summed: per factor, the positions of
+    its axes in the step's layout (the sorted dependent set, then the vertex), its shape, dtype
+    and a digest of (a sample of) its bytes.
+    A hit is confirmed by comparing every table bit for bit, so a
+    digest collision cannot change a result; a confirmed hit sums the same numbers in the same
+    order over the same layout, so its minimum and argmin tables are the ones eliminate would
+    return, with the axes now naming this step's dependent set. Results are shared, not copied:
+    they are made read-only. Entries stop being added once the cache keeps
+    `REUSE_CACHE_BYTES` alive.
+    """
+
+    def __init__(self, inputs: int) -> None:
+        self.inputs = inputs  # factor keys below this are the graph's own, alive throughout
+        self.digests: dict[int, bytes] = {}  # by id(table), of tables kept alive throughout
+        self.kept_minima: set[int] = set()
+        self.steps: dict[StepKey, list[tuple[list[np.ndarray], np.ndarray, np.ndarray]]] = {}
+        self.kept_bytes = 0
+
+    def _digest(self, key: int, table: np.ndarray) -> bytes:
+        digest = self.digests.get(id(table))
+        if digest is None:
+            digest = hashlib.blake2b(_sample(table).data, digest_size=16).digest()
+            # The graph keeps its tables alive and the cache its minima, so their ids stay.
+            if key < self.inputs or id(table) in self.kept_minima:
+                self.digests[id(table)] = digest
+        return digest
+
+    def key(self, keys: Sequence[int], factors: Sequence[Factor], layout: Axes) -> StepKey:
+        return tuple((tuple(layout.index(axis) for axis in axes), table.shape, table.dtype.str,
+                      self._digest(key, table))
+                     for key, (axes, table) in zip(keys, factors, strict=True))
+
+    def eliminate(self, keys: Sequence[int], factors: Sequence[Factor], vertex: int,
+                  dependent_set: Sequence[int], compute: Eliminate
+                  ) -> tuple[Axes, np.ndarray, np.ndarray, bool]:
+        """`compute(factors, vertex)`, or an earlier step's identical result; and whether reused."""
+        step_key = self.key(keys, factors, (*dependent_set, vertex))
+        for tables, minimum, argmin in self.steps.get(step_key, ()):
+            if all(_same_bits(table, earlier)
+                   for (_, table), earlier in zip(factors, tables, strict=True)):
+                return tuple(dependent_set), minimum, argmin, True
+        axes, minimum, argmin = compute(factors, vertex)
+        kept = minimum.nbytes + argmin.nbytes + sum(
+            table.nbytes for key, (_, table) in zip(keys, factors, strict=True)
+            if key >= self.inputs)
+        if self.kept_bytes + kept <= REUSE_CACHE_BYTES:
+            self.kept_bytes += kept
+            minimum.flags.writeable = False
+            argmin.flags.writeable = False
+            self.kept_minima.add(id(minimum))
+            entry = ([table for _, table in factors], minimum, argmin)
+            self.steps.setdefault(step_key, []).append(entry)
+        return axes, minimum, argmin, False
+
+
+def _sample(table: np.ndarray) -> np.ndarray:
+    """At most `DIGEST_SAMPLE` entries of `table`, evenly spaced, contiguous: what is hashed.
+
+    Hashing a sample keeps the key cheap for big tables met once; equal keys are confirmed
+    bit for bit, so tables that differ only between the samples cost a comparison, not a
+    wrong result.
+    """
+    flat = table.reshape(-1)
+    step = max(1, flat.size // DIGEST_SAMPLE)
+    return np.ascontiguousarray(flat[::step])
+
+
+def _same_bits(table: np.ndarray, other: np.ndarray) -> bool:
+    """Whether two tables hold the same bits (unlike ==, -0.0 differs from 0.0, NaN equals NaN)."""
+    if table is other:
+        return True
+    if table.shape != other.shape or table.dtype != other.dtype:
+        return False
+    as_bits = np.dtype(f"u{table.dtype.itemsize}")
+    return bool(np.array_equal(np.ascontiguousarray(table).view(as_bits),
+                               np.ascontiguousarray(other).view(as_bits)))
 
 
 def _compiled_eliminate(required: bool) -> Eliminate:
