@@ -16,7 +16,9 @@ Options:
 
 - devices: P (required)
 - stages: S, a divisor of P, or auto (every divisor of P up to the number of segments)
-- microbatches: M, a divisor of the batch, or auto (every divisor of the batch up to 32)
+- microbatches: M, a divisor of the batch, or auto (every divisor of the batch up to 32;
+  only 1 for a graph whose math micro-batches would change, such as batch norm: see
+  `pase.passes.microbatch`, which an explicit M > 1 on it reports as an error)
 - schedule: 1f1b (default) or gpipe
 - device-memory-gib: each device's memory in GiB; 0 (default) for no cap
 - machine, min-shard: as for pase-search
@@ -24,9 +26,9 @@ Options:
 - report: true prints per stage its layers, devices, F and B per micro-batch, memory
 - export: FILE writes the plan as JSON (the strategy JSON with "stages")
 
-With S = 1 and M = 1 the configurations are exactly pase-search's. The pipelined SPMD
-lowering does not exist yet: pase-lower-spmd refuses a graph with more than one stage
-or micro-batch.
+With S = 1 and M = 1 the configurations are exactly pase-search's. pase-autodiff and
+pase-lower-spmd then turn the plan into one pipelined SPMD program, which pase-run
+trains (`pase-run --stages S --microbatches M`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from pase.dialect.pase import (
     segment_of,
 )
 from pase.formats.machine_toml import MachineError, load_machine
+from pase.passes.microbatch import microbatch_problem
 from pase.passes.options import PasePass
 from pase.passes.search import machine_diagnostic, write_json
 from pase.passes.strategy.from_ir import read_graph
@@ -134,6 +137,11 @@ class PartitionStagesPass(PasePass):
         if isinstance(self.microbatches, int) and size % self.microbatches:
             raise Diagnostic(f"pase-partition-stages on @{name}: microbatches="
                              f"{self.microbatches} does not divide the batch {batch} = {size}")
+        if isinstance(self.microbatches, int) and (
+                problem := microbatch_problem(graph, self.microbatches)):
+            raise Diagnostic(f"pase-partition-stages on @{name}: {problem}")
+        if len(micro_counts) > 1 and microbatch_problem(graph, micro_counts[1]):
+            micro_counts = [1]  # auto: micro-batches would change this graph's math
         if isinstance(self.stages, int) and self.stages > len(cuts) + 1:
             raise Diagnostic(f"pase-partition-stages on @{name}: stages={self.stages} but "
                              f"the graph has only {len(cuts) + 1} segments to put in them")

@@ -7,7 +7,7 @@ height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and
 Filter heights and widths keep their sizes; the input images shrink only as far as every
 conv and pool stays valid, and a global pool's window follows its input. A layer's
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
-divides it.
+divides it (for a pipeline, the scaled micro-batch size's divisor).
 
     pase-opt models/alexnet.dnn -p 'pase-scale{factor=0.125}'
     small = scale_module(parse_file("models/alexnet.dnn"), 0.125)
@@ -26,7 +26,8 @@ from xdsl.rewriter import Rewriter
 from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.shapes import conv_output_size, reshape_groups
 from pase.dialect import dnn
-from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
+from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr, pipeline_of
+from pase.passes.microbatch import batch_dim
 from pase.passes.options import PasePass
 
 
@@ -178,6 +179,12 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
             if not image or all(image[d] >= old[d] for d in image):
                 raise
             image = {d: min(old[d], image[d] + 1) for d in image}
+    pipeline = pipeline_of(graph)
+    micro = pipeline.microbatches.data if pipeline is not None else 1
+    batch = batch_dim(graph)
+    if micro > 1 and batch is not None and sizes[batch] % micro:
+        raise ScaleError(f"the batch {batch} = {sizes[batch]} it would have does not split "
+                         f"into the pipeline's {micro} micro-batches; use a larger factor")
     mapping: dict[SSAValue, SSAValue] = {}
     block = Block()
     for op in graph.body.block.ops:
@@ -195,8 +202,9 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
         block.add_op(new_op)
         if isinstance(new_op, dnn.LayerOp) and new_op.config is not None:
             # Keep the strategy: each factor shrinks to the largest divisor of the
-            # scaled dim that divides it.
-            space = {dim.name: dim.size for dim in new_op.iteration_space().dims}
+            # scaled dim (a pipeline's: of one micro-batch) that divides it.
+            space = {dim.name: dim.size // (micro if dim.name == batch else 1)
+                     for dim in new_op.iteration_space().dims}
             new_op.attributes[CONFIG_ATTR_NAME] = ConfigAttr(
                 {d: gcd(f, space[d]) for d, f in new_op.config.splits.items()})
     scaled = dnn.GraphOp.create(

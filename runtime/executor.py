@@ -14,6 +14,7 @@ with their edge, so the communicator's counters compare with the cost model.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
@@ -35,6 +36,11 @@ class DeviceResult:
     losses: list[float] = field(default_factory=list)
     params: dict[str, tuple[Box, np.ndarray]] = field(default_factory=dict)
     grads: dict[str, tuple[Box, np.ndarray]] = field(default_factory=dict)
+    holds_loss: bool = True
+    """Whether this device holds the loss (a pipeline's loss is on its last stage)."""
+    spans: list[tuple[int, float, float]] = field(default_factory=list)
+    """With `record`: (step index, start, end) of every program step this device took
+    part in during the first training step, in `time.perf_counter` seconds."""
 
 
 def _slices(block: Box) -> tuple[slice, ...]:
@@ -42,19 +48,33 @@ def _slices(block: Box) -> tuple[slice, ...]:
 
 
 class _Device:
-    def __init__(self, program: Program, comm: DeviceComm, float_type: str | None = None):
+    def __init__(self, program: Program, comm: DeviceComm, float_type: str | None = None,
+                 record: bool = False):
         self.program = program
         self.comm = comm
         self.float_type = float_type
+        self.record = record
         self.rank = comm.rank
         self.values: dict[int, np.ndarray | None] = {}
         self.saved: dict[int, Any] = {}
+        self.holds_loss = True
 
     def grid(self, tensor: Sharded) -> tuple[int, ...]:
         return self.program.grids[tensor.grid]
 
-    def block(self, tensor: Sharded) -> Box | None:
-        return box(tensor, self.grid(tensor), self.rank)
+    def first(self, tensor: Sharded) -> int:
+        """The first device of the grid of `tensor`."""
+        return self.program.first.get(tensor.grid, 0)
+
+    def block(self, tensor: Sharded, rank: int | None = None) -> Box | None:
+        """The block of `tensor` device `rank` (default: this one) holds, if any."""
+        return box(tensor, self.grid(tensor), self.rank if rank is None else rank,
+                   self.first(tensor))
+
+    def members(self, tensor: Sharded) -> range:
+        """The devices of the grid of `tensor`."""
+        first = self.first(tensor)
+        return range(first, first + prod(self.grid(tensor)))
 
     def offset(self, tensor: Sharded, dim: int) -> int:
         block = self.block(tensor)
@@ -66,26 +86,33 @@ class _Device:
     def run(self, data: dict[str, np.ndarray], steps: int) -> DeviceResult:
         result = DeviceResult()
         params = dict(data)
-        for _ in range(steps):
+        for index in range(steps):
             self.values, self.saved = {}, {}
-            loss, updates = self.run_once(params)
+            loss, updates = self.run_once(params, result.spans if self.record and index == 0
+                                          else None)
             result.losses.append(loss)
+            result.holds_loss = self.holds_loss
             for name, (block, array, gradient) in updates.items():
                 result.params[name] = (block, array)
                 result.grads[name] = (block, gradient)
                 params[name] = _place(params[name], block, array)
         return result
 
-    def run_once(self, data: dict[str, np.ndarray]
+    def run_once(self, data: dict[str, np.ndarray],
+                 spans: list[tuple[int, float, float]] | None = None
                  ) -> tuple[float, dict[str, tuple[Box, np.ndarray, np.ndarray]]]:
         names: dict[int, str] = {}
         updates: dict[str, tuple[Box, np.ndarray, np.ndarray]] = {}
         loss = float("nan")
-        for step in self.program.steps:
+        for index, step in enumerate(self.program.steps):
+            start = time.perf_counter() if spans is not None else 0.0
             match step.kind:
                 case "input" | "param":
                     (tensor,) = step.result_types
                     block = self.block(tensor)
+                    if block is not None and step.at:
+                        block = tuple((lo + at, hi + at)
+                                      for (lo, hi), at in zip(block, step.at, strict=True))
                     array = None if block is None else np.array(data[step.name][_slices(block)])
                     self.values[step.results[0]] = array
                     names[step.results[0]] = step.name
@@ -103,16 +130,32 @@ class _Device:
                     self.all_reduce(step)
                 case "redistribute":
                     self.values[step.results[0]] = self.redistribute(step)
+                case "accumulate":
+                    lhs, rhs = (self.values[v] for v in step.operands)
+                    self.values[step.results[0]] = None if lhs is None or rhs is None \
+                        else lhs + rhs
+                case "scale":
+                    value = self.values[step.operands[0]]
+                    self.values[step.results[0]] = None if value is None else \
+                        (value * value.dtype.type(step.factor)).astype(value.dtype)
                 case "return":
                     total = self.values[step.operands[0]]
                     loss = float(total) if total is not None else float("nan")
+                    self.holds_loss = total is not None
+            if spans is not None and self.took_part(step):
+                spans.append((index, start, time.perf_counter()))
         return loss, updates
+
+    def took_part(self, step: Step) -> bool:
+        """Whether this device holds a block of a value `step` reads or writes."""
+        return any(self.block(tensor) is not None
+                   for tensor in (*step.operand_types, *step.result_types))
 
     def all_reduce(self, step: Step) -> None:
         (tensor,) = step.operand_types
         value = self.values[step.operands[0]]
         if value is not None:
-            members = group(self.rank, self.grid(tensor), step.axes)
+            members = group(self.rank, self.grid(tensor), step.axes, self.first(tensor))
             value = self.comm.all_reduce(value, members, "sum", step.tag)
         self.values[step.results[0]] = value
         if step.operands[0] in self.saved:
@@ -120,19 +163,18 @@ class _Device:
 
     def redistribute(self, step: Step) -> np.ndarray | None:
         (source,), (target,) = step.operand_types, step.result_types
-        source_grid, target_grid = self.grid(source), self.grid(target)
         holders: dict[Box, list[int]] = {}
-        for rank in range(prod(source_grid)):
-            held = box(source, source_grid, rank)
+        for rank in self.members(source):
+            held = self.block(source, rank)
             assert held is not None
             holders.setdefault(held, []).append(rank)
         mine = self.values[step.operands[0]]
-        my_held = box(source, source_grid, self.rank)
+        my_held = self.block(source)
         transfers: list[tuple[int, int, Box, Box]] = []
-        for receiver in range(prod(target_grid)):
-            needed = box(target, target_grid, receiver)
+        for receiver in self.members(target):
+            needed = self.block(target, receiver)
             assert needed is not None
-            own = box(source, source_grid, receiver)
+            own = self.block(source, receiver)
             for held, ranks in holders.items():
                 if held == own:
                     continue
@@ -143,7 +185,7 @@ class _Device:
             if sender == self.rank:
                 assert mine is not None
                 self.comm.send(mine[_relative(part, held)], receiver, step.tag)
-        needed = box(target, target_grid, self.rank)
+        needed = self.block(target)
         if needed is None:
             return None
         element = target.element
@@ -165,7 +207,8 @@ class _Device:
         """What the kernel of `step` needs: its properties, the forward op's operand and
         result layouts, this device's block offsets, and the collectives over the
         devices that share the layer's statistics (`step.axes`)."""
-        members = group(self.rank, self.grid(operands[0] if operands else result), step.axes)
+        on = operands[0] if operands else result
+        members = group(self.rank, self.grid(on), step.axes, self.first(on))
 
         def reduce(array: np.ndarray, op: str) -> np.ndarray:
             return self.comm.all_reduce(array, members, op, step.tag)
@@ -180,7 +223,7 @@ class _Device:
 
     def layer(self, step: Step) -> list[np.ndarray | None]:
         tensor = (step.result_types or step.operand_types)[0]
-        if coordinates(self.rank, self.grid(tensor)) is None:
+        if coordinates(self.rank, self.grid(tensor), self.first(tensor)) is None:
             return [None] * len(step.results)
         inputs = [self.values[v] for v in step.operands]
         if step.kernel == "dnn.vjp":
@@ -231,9 +274,12 @@ def _place(array: np.ndarray, block: Box, values: np.ndarray) -> np.ndarray:
 
 
 def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
-               steps: int, float_type: str | None = None) -> DeviceResult:
+               steps: int, float_type: str | None = None,
+               record: bool = False) -> DeviceResult:
     """Run `steps` training steps of `program` on this device; `float_type` ("f64")
-    overrides the floating-point type of the program (the data must match). Overflow
-    raises no numpy warning: its inf and nan reach the results, and the report."""
+    overrides the floating-point type of the program (the data must match); `record`
+    keeps the start and end of each program step of the first training step
+    (`DeviceResult.spans`). Overflow raises no numpy warning: its inf and nan reach the
+    results, and the report."""
     with np.errstate(all="ignore"):
-        return _Device(program, comm, float_type).run(data, steps)
+        return _Device(program, comm, float_type, record).run(data, steps)

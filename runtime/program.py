@@ -67,6 +67,14 @@ class Step:
     name: str = ""
     seeded: bool = False
     """a loss's vjp: its incoming gradient is 1, not an operand (`dist.layer ... seeded`)"""
+    at: tuple[int, ...] = ()
+    """an input's slice: where it starts per dim (empty: the whole input)"""
+    factor: float = 1.0
+    """a scale's constant"""
+    microbatch: int = -1
+    """the micro-batch of an op of a pipelined program (-1: the step as a whole)"""
+    phase: str = ""
+    """"forward", "backward" or "update" in a pipelined program"""
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,10 @@ class Program:
     devices: int
     grids: dict[str, tuple[int, ...]]
     steps: tuple[Step, ...]
+    first: dict[str, int] = field(default_factory=dict)
+    """each grid's first device (a pipeline stage's grid); absent: 0"""
+    stages: int = 1
+    microbatches: int = 1
 
 
 def plain(attr: Attribute) -> Any:
@@ -103,21 +115,30 @@ def program_from_ir(module: ModuleOp) -> Program:
     def number(value: SSAValue) -> int:
         return numbers.setdefault(value, len(numbers))
 
+    first: dict[str, int] = {}
     for op in program.body.block.ops:
         if isinstance(op, shard.GridOp):
             grids[op.sym_name.data] = tuple(op.shape.get_values())
+            if offset := dist.first_device(op):
+                first[op.sym_name.data] = offset
             continue
         operands = tuple(number(v) for v in op.operands)
         results = tuple(number(v) for v in op.results)
         operand_types = tuple(Sharded.of(v.type) for v in op.operands)
         result_types = tuple(Sharded.of(v.type) for v in op.results)
+        micro = op.attributes.get(dist.MICROBATCH)
+        phase = op.attributes.get(dist.PHASE)
         step = partial(Step, operands=operands, results=results, operand_types=operand_types,
-                       result_types=result_types)
+                       result_types=result_types,
+                       microbatch=micro.value.data if isinstance(micro, IntegerAttr) else -1,
+                       phase=phase.data if isinstance(phase, StringAttr) else "")
 
         match op:
-            case dist.InputOp() | dist.ParamOp():
-                kind = "input" if isinstance(op, dist.InputOp) else "param"
-                steps.append(step(kind, name=op.value_name.data))
+            case dist.InputOp():
+                steps.append(step("input", name=op.value_name.data,
+                                  at=op.starts if op.at is not None else ()))
+            case dist.ParamOp():
+                steps.append(step("param", name=op.value_name.data))
             case dist.LayerOp():
                 steps.append(step("layer", kernel=op.kernel.data,
                                   props=plain(op.op_properties),
@@ -128,16 +149,25 @@ def program_from_ir(module: ModuleOp) -> Program:
                                   tag=op.tag.data))
             case dist.RedistributeOp():
                 steps.append(step("redistribute", tag=op.tag.data))
+            case dist.AccumulateOp():
+                steps.append(step("accumulate", tag=op.tag.data))
+            case dist.ScaleOp():
+                steps.append(step("scale", tag=op.tag.data, factor=op.factor.value.data))
             case dist.ReturnOp():
                 steps.append(step("return"))
             case _:
                 raise ValueError(f"cannot run {op.name}")
-    return Program(program.sym_name.data, program.devices.data, grids, tuple(steps))
+    counts = [program.attributes.get(name) for name in ("dist.stages", "dist.microbatches")]
+    stages, microbatches = (c.value.data if isinstance(c, IntegerAttr) else 1 for c in counts)
+    return Program(program.sym_name.data, program.devices.data, grids, tuple(steps), first,
+                   stages, microbatches)
 
 
-def coordinates(rank: int, grid: tuple[int, ...]) -> tuple[int, ...] | None:
-    """A device's row-major coordinates on a grid, or None if it idles there."""
-    if rank >= prod(grid):
+def coordinates(rank: int, grid: tuple[int, ...], first: int = 0) -> tuple[int, ...] | None:
+    """A device's row-major coordinates on a grid of devices first, first + 1, ..., or
+    None if it idles there."""
+    rank -= first
+    if not 0 <= rank < prod(grid):
         return None
     coords = []
     for size in reversed(grid):
@@ -146,9 +176,9 @@ def coordinates(rank: int, grid: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(reversed(coords))
 
 
-def box(tensor: Sharded, grid: tuple[int, ...], rank: int) -> Box | None:
+def box(tensor: Sharded, grid: tuple[int, ...], rank: int, first: int = 0) -> Box | None:
     """[lo, hi) per dim of a device's block, or None if the device holds nothing."""
-    coords = coordinates(rank, grid)
+    coords = coordinates(rank, grid, first)
     if coords is None:
         return None
     result = []
@@ -162,13 +192,14 @@ def box(tensor: Sharded, grid: tuple[int, ...], rank: int) -> Box | None:
     return tuple(result)
 
 
-def group(rank: int, grid: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+def group(rank: int, grid: tuple[int, ...], axes: tuple[int, ...],
+          first: int = 0) -> tuple[int, ...]:
     """The devices that share `rank`'s coordinates except along `axes`, in id order."""
-    coords = coordinates(rank, grid)
+    coords = coordinates(rank, grid, first)
     assert coords is not None
     members = []
-    for other in range(prod(grid)):
-        other_coords = coordinates(other, grid)
+    for other in range(first, first + prod(grid)):
+        other_coords = coordinates(other, grid, first)
         assert other_coords is not None
         if all(a == b or axis in axes
                for axis, (a, b) in enumerate(zip(coords, other_coords, strict=True))):

@@ -20,9 +20,14 @@ import numpy as np
 
 from pase.core.placement import edge_tag
 from pase.dialect import dnn
-from pase.passes.strategy.cost import blocks, layer_cost, redistribution_words
+from pase.dialect.pase import pipeline_of, stage_of
+from pase.passes.strategy.cost import blocks, layer_cost, local_elements, redistribution_words
+from pase.passes.strategy.from_ir import read_graph
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.pipeline import carries_param, edges_at, microbatch_layers
 from pase.passes.strategy.problem import Problem
 from pase.runtime.executor import DTYPES, DeviceResult
+from pase.runtime.program import Program
 
 F32_TOLERANCE = 1e-4
 F64_TOLERANCE = 1e-9
@@ -82,6 +87,11 @@ class TrainingReport:
     diverged: bool = False
     """The 1-device run's losses, gradients or parameters are not finite (inf or nan):
     the training itself overflowed, e.g. with too large a learning rate."""
+    spans: list[list[tuple[int, float, float]]] = field(default_factory=list)
+    """Per device, when it ran each op of the sharded program in the first step
+    (`DeviceResult.spans`; only when `train(record=True)`)."""
+    program: Program | None = None
+    """The sharded program that ran (with `spans`)."""
 
     def max_error(self) -> float:
         """The largest relative error (NaN, if any result was not finite)."""
@@ -202,6 +212,47 @@ def predicted_words(problem: Problem, configs: dict[str, dict[str, int]]
         words[("edge", tag(backward=False))] = float(forward[0, 0])
         if edge.backward:
             words[("edge", tag(backward=True))] = float(backward[0, 0])
+    return words
+
+
+def predicted_pipeline_words(graph: dnn.GraphOp, configs: dict[str, dict[str, int]],
+                             machine: Machine) -> dict[tuple[str, str], float]:
+    """`predicted_words` of a pipelined step (pase-partition-stages' `pase.stage` on every
+    layer, M micro-batches in `pase.pipeline`): per micro-batch each layer's collectives
+    and each edge's redistribution, on micro-batch shapes; once per step a layer's
+    parameter-gradient all-reduce and the moves of a shared parameter and its gradient.
+    Between stages the groups are disjoint: each consumer device receives its whole
+    block, and each producer device its whole gradient block."""
+    pipeline = pipeline_of(graph)
+    assert pipeline is not None
+    micro = pipeline.microbatches.data
+    data = read_graph(graph)
+    assert data.batch is not None
+    layers = microbatch_layers(data.layers, data.batch, micro)
+    stage = {name: stage_of(op) for op, name in graph.layer_names().items()}
+    words: dict[tuple[str, str], float] = {}
+    for layer in layers:
+        cost = layer_cost(layer, configs[layer.name], machine)
+        words[("layer", layer.name)] = micro * (cost.words - cost.param_words) \
+            + cost.param_words
+    for edge in edges_at(data.edges, layers, data.batch, micro):
+        producer, consumer = layers[edge.producer], layers[edge.consumer]
+        up, down = stage[producer.name], stage[consumer.name]
+        assert up is not None
+        assert down is not None
+        if up.index == down.index:
+            held = blocks(producer, configs[producer.name], edge.held, up.devices.data)[None]
+            needed = blocks(consumer, configs[consumer.name], edge.needed,
+                            up.devices.data)[None]
+            forward, backward = (float(w[0, 0]) for w in redistribution_words(held, needed))
+        else:
+            forward = local_elements(edge.needed, configs[consumer.name])
+            backward = local_elements(edge.held, configs[producer.name])
+        times = 1 if carries_param(edge) else micro
+        tag = partial(edge_tag, producer.name, consumer.name, carried=edge.carried)
+        words[("edge", tag(backward=False))] = times * forward
+        if edge.backward:
+            words[("edge", tag(backward=True))] = times * backward
     return words
 
 

@@ -16,6 +16,7 @@ run the same numpy kernels on the same seeded data (`run_check`), which compares
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -29,13 +30,17 @@ from pase.core.shapes import ELEMENTS
 from pase.dialect import dist, dnn
 from pase.dialect.pase import (
     CONFIG_ATTR_NAME,
+    PIPELINE_ATTR_NAME,
+    STAGE_ATTR_NAME,
     STRATEGY_ATTR_NAME,
     ConfigAttr,
+    pipeline_of,
 )
 from pase.formats.machine_toml import load_machine
 from pase.frontend import parse_file
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
+from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.scale import ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy.budget import format_bytes
@@ -49,6 +54,7 @@ from pase.tools.run_check import (
     make_data,
     needs_rounding_reference,
     normwise_error,
+    predicted_pipeline_words,
     predicted_words,
     relative_error,
     words_rows,
@@ -56,9 +62,19 @@ from pase.tools.run_check import (
 from pase.universe import PASE
 
 
+@dataclass(frozen=True)
+class Stages:
+    """A pipelined run's plan options (pase-partition-stages): S stages and M
+    micro-batches (each an int or "auto") under `schedule`."""
+
+    stages: int | str = 1
+    microbatches: int | str = 1
+    schedule: str = "1f1b"
+
+
 def pipeline_spec(devices: int, factor: float = 1.0, lr: float = 0.01,
                   machine: str = "pase-default", strategy: str = "",
-                  data_parallel: bool = False) -> str:
+                  data_parallel: bool = False, stages: Stages | None = None) -> str:
     """The `-p` spec of pase-run's passes, from the model to the sharded `dist.program`.
 
         >>> pipeline_spec(8, factor=0.125, strategy="s.json").split(",")
@@ -68,15 +84,21 @@ def pipeline_spec(devices: int, factor: float = 1.0, lr: float = 0.01,
     With `data_parallel` the strategy (every batch dim split over the devices) is not a
     pass, so the spec starts at pase-scale and needs a model that has its
     configurations already."""
-    return ",".join([strategy_spec(devices, factor, machine, strategy, data_parallel),
+    return ",".join([strategy_spec(devices, factor, machine, strategy, data_parallel,
+                                   stages),
                      lowering_spec(devices, lr)]).lstrip(",")
 
 
 def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-default",
-                  strategy: str = "", data_parallel: bool = False) -> str:
-    """The passes that give every layer its configuration, then scale the model."""
+                  strategy: str = "", data_parallel: bool = False,
+                  stages: Stages | None = None) -> str:
+    """The passes that give every layer its configuration (and with `stages`, its
+    pipeline stage), then scale the model."""
     passes: list[ModulePass] = [] if data_parallel else [
-        PaseSearchPass(devices=devices, machine=machine, strategy=strategy)]
+        PaseSearchPass(devices=devices, machine=machine, strategy=strategy)
+        if stages is None else PartitionStagesPass(
+            devices=devices, stages=stages.stages, microbatches=stages.microbatches,
+            schedule=stages.schedule, machine=machine)]
     return _spec([*passes, ScalePass(factor=factor)])
 
 
@@ -149,13 +171,16 @@ def with_initial(data: dict[str, np.ndarray], initial: dict[str, np.ndarray] | N
 
 def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
                        machine: str = "pase-default", strategy: str = "",
-                       data_parallel: bool = False) -> ModuleOp:
+                       data_parallel: bool = False, stages: Stages | None = None
+                       ) -> ModuleOp:
     """The model with a configuration on every layer, searched (or loaded from
-    `strategy`, or the batch split with `data_parallel`) at full size, then scaled."""
+    `strategy`, or the batch split with `data_parallel`, or with `stages` a pipeline
+    plan) at full size, then scaled."""
     if data_parallel:
         module = with_configs(module, build_problem(module, devices,
                                                     load_machine(machine)).data_parallel())
-    run_passes(module, strategy_spec(devices, factor, machine, strategy, data_parallel))
+    run_passes(module, strategy_spec(devices, factor, machine, strategy, data_parallel,
+                                     stages))
     return module
 
 
@@ -242,13 +267,18 @@ def layer_configs(graph: dnn.GraphOp) -> dict[str, dict[str, int]]:
 
 
 def with_configs(module: ModuleOp, configs: dict[str, dict[str, int]] | None) -> ModuleOp:
-    """A copy whose layers carry `configs` (None: every layer unsplit)."""
+    """A copy whose layers carry `configs` (None: every layer unsplit, on one device:
+    no pipeline either)."""
     copy = module.clone()
     [graph] = [op for op in copy.walk() if isinstance(op, dnn.GraphOp)]
     for layer, name in graph.layer_names().items():
         config = {} if configs is None else configs[name]
         layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(config)
+        if configs is None:
+            layer.attributes.pop(STAGE_ATTR_NAME, None)
     graph.attributes.pop(STRATEGY_ATTR_NAME, None)
+    if configs is None:
+        graph.attributes.pop(PIPELINE_ATTR_NAME, None)
     return copy
 
 
@@ -261,10 +291,10 @@ def lower(module: ModuleOp, devices: int, lr: float) -> Program:
 
 
 def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
-            timeout: float, float_type: str | None = None
+            timeout: float, float_type: str | None = None, record: bool = False
             ) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
     results = run_workers(partial(run_device, program=program, data=data, steps=steps,
-                                  float_type=float_type),
+                                  float_type=float_type, record=record),
                           program.devices, backend=backend, timeout=timeout)
     return list(results), results.counters()
 
@@ -272,30 +302,34 @@ def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: 
 def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = 0.01,
           backend: str = "threads", timeout: float = 120.0,
           float_type: str | None = None,
-          initial: dict[str, np.ndarray] | None = None) -> TrainingReport:
+          initial: dict[str, np.ndarray] | None = None,
+          record: bool = False) -> TrainingReport:
     """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded;
     `float_type="f64"` runs an f32 model in double precision. Training that overflows
     (too large an `lr`) shows as losses and errors that are not finite, and
     `report.diverged`; it raises no numpy warnings. `initial` gives parameters their
-    starting values by name (an ONNX model's initializers); the others are seeded."""
+    starting values by name (an ONNX model's initializers); the others are seeded.
+    `record` keeps when each device ran each op of the first step (`report.spans`,
+    `report.program`), for `pase-run --timeline`."""
     graph = forward_graph(module)
     # Workers silence floating-point warnings themselves (run_device); inf and nan
     # reach the report, which says the training diverged.
     with np.errstate(all="ignore"):
         return _train(module, graph, devices, steps, seed, lr, backend, timeout, float_type,
-                      initial)
+                      initial, record)
 
 
 def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed: int,
            lr: float, backend: str, timeout: float, float_type: str | None,
-           initial: dict[str, np.ndarray] | None = None) -> TrainingReport:
+           initial: dict[str, np.ndarray] | None = None,
+           record: bool = False) -> TrainingReport:
     configs = layer_configs(graph)
     element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
                                   if isinstance(op, dnn.ParamOp)), "f32")
     data = with_initial(make_data(graph, seed, float_type), initial)
     sharded = lower(with_configs(module, configs), devices, lr)
     reference = lower(with_configs(module, None), 1, lr)
-    results, counters = execute(sharded, data, steps, backend, timeout, float_type)
+    results, counters = execute(sharded, data, steps, backend, timeout, float_type, record)
     expected, _ = execute(reference, data, steps, backend, timeout, float_type)
     errors = _errors(results, data, expected, data)
     diverged = not all(np.all(np.isfinite(array)) for array in [
@@ -306,12 +340,18 @@ def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed:
         exact_data = with_initial(make_data(graph, seed, "f64"), initial)
         exact, _ = execute(reference, exact_data, steps, backend, timeout, "f64")
         noise = max(_errors(expected, data, exact, exact_data))
-    problem = build_problem(graph, devices, pinned=configs)
-    rows = words_rows(predicted_words(problem, configs), counters, steps)
+    pipeline = pipeline_of(graph)
+    if pipeline is not None and (pipeline.stages.data > 1 or pipeline.microbatches.data > 1):
+        predicted = predicted_pipeline_words(graph, configs, load_machine(pipeline.machine.data))
+    else:
+        predicted = predicted_words(build_problem(graph, devices, pinned=configs), configs)
+    rows = words_rows(predicted, counters, steps)
     *loss_errors, gradient_error, parameter_error = errors
-    return TrainingReport(graph.sym_name.data, devices, element, results[0].losses,
+    return TrainingReport(graph.sym_name.data, devices, element, _losses(results),
                           expected[0].losses, loss_errors, gradient_error, parameter_error,
-                          rows, noise, diverged)
+                          rows, noise, diverged,
+                          spans=[r.spans for r in results] if record else [],
+                          program=sharded if record else None)
 
 
 def _errors(measured: list[DeviceResult], measured_data: dict[str, np.ndarray],
@@ -320,7 +360,12 @@ def _errors(measured: list[DeviceResult], measured_data: dict[str, np.ndarray],
     """`measured` against `reference`: per step the loss's relative error, then the
     normwise errors of the gradients and of the updated parameters."""
     losses = [relative_error(np.asarray(a), np.asarray(b))
-              for a, b in zip(measured[0].losses, reference[0].losses, strict=True)]
+              for a, b in zip(_losses(measured), _losses(reference), strict=True)]
     return [*losses, *(normwise_error(assemble(measured, which, measured_data),
                                       assemble(reference, which, reference_data))
                        for which in ("grads", "params"))]
+
+
+def _losses(results: list[DeviceResult]) -> list[float]:
+    """The losses of every step, from a device that holds the loss."""
+    return next((r.losses for r in results if r.holds_loss), results[0].losses)

@@ -28,6 +28,11 @@ re-exported here.
 from xdsl.ir import Dialect
 
 from pase.dialect.dist.ops import (
+    FIRST_DEVICE,
+    MICROBATCH,
+    PHASE,
+    PHASES,
+    AccumulateOp,
     AllReduceOp,
     InputOp,
     LayerOp,
@@ -35,16 +40,19 @@ from pase.dialect.dist.ops import (
     ProgramOp,
     RedistributeOp,
     ReturnOp,
+    ScaleOp,
+    first_device,
     grid_shape,
     verify_values,
 )
 from pase.dialect.dist.types import KERNELS, TensorType, axes_attr, local_shape
 
 Dist = Dialect("dist", [ProgramOp, InputOp, ParamOp, LayerOp, AllReduceOp, RedistributeOp,
-                        ReturnOp], [TensorType])
+                        AccumulateOp, ScaleOp, ReturnOp], [TensorType])
 
 __all__ = [
-    "KERNELS", "AllReduceOp", "Dist", "InputOp", "LayerOp", "ParamOp", "ProgramOp",
-    "RedistributeOp", "ReturnOp", "TensorType", "axes_attr", "grid_shape", "local_shape",
+    "FIRST_DEVICE", "KERNELS", "MICROBATCH", "PHASE", "PHASES", "AccumulateOp", "AllReduceOp",
+    "Dist", "InputOp", "LayerOp", "ParamOp", "ProgramOp", "RedistributeOp", "ReturnOp",
+    "ScaleOp", "TensorType", "axes_attr", "first_device", "grid_shape", "local_shape",
     "verify_values",
 ]

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import ClassVar
 
 from xdsl.dialects import shard
 from xdsl.dialects.builtin import (
     I16,
+    I64,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
     FlatSymbolRefAttr,
+    FloatAttr,
     IntAttr,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
     UnitAttr,
@@ -24,7 +28,9 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     OptPropertyDef,
+    VarConstraint,
     VerificationContext,
+    base,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -58,6 +64,39 @@ def _check_grid(grid: shard.GridOp) -> tuple[int, ...]:
         raise VerifyException(f"shard.grid @{grid.sym_name.data} has shape "
                               f"{_grid_text(shape)}; every grid axis needs at least 1 device")
     return shape
+
+
+FIRST_DEVICE = "dist.first_device"
+"""The attribute of a `shard.grid` that places it on devices first..first+q-1 instead
+of 0..q-1: a pipeline stage's grid, `shard.grid @grid2x2_at4(shape = 2x2)
+{dist.first_device = 4 : i64}`."""
+
+MICROBATCH = "dist.microbatch"
+"""The micro-batch (0-based) an op of a pipelined program works on, `{dist.microbatch = 2 :
+i64}`; the program's `dist.microbatches` says how many there are."""
+
+PHASE = "dist.phase"
+"""Which part of a pipelined step an op belongs to: "forward", "backward" or "update"."""
+
+PHASES = ("forward", "backward", "update")
+
+PIPELINE_ATTRS = ("dist.stages", "dist.microbatches")
+"""The integer attributes of a pipelined `dist.program`: its stages and micro-batches."""
+
+
+def first_device(grid: shard.GridOp) -> int:
+    """The first device of `grid` (its `dist.first_device`, 0 without one)."""
+    attr = grid.attributes.get(FIRST_DEVICE)
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
+
+
+def _int_attribute(op: Operation, name: str, low: int, high: int, what: str) -> None:
+    """Check that `op`'s attribute `name`, if present, is an integer in [low, high)."""
+    attr = op.attributes.get(name)
+    if attr is None:
+        return
+    if not isinstance(attr, IntegerAttr) or not low <= attr.value.data < high:
+        raise VerifyException(f"{name} must be an integer {what}, got {attr}")
 
 
 def _program_of(op: Operation) -> ProgramOp | None:
@@ -149,12 +188,29 @@ class ProgramOp(IRDLOperation):
         if self.body.block.args:
             raise VerifyException("the body of a dist.program takes no arguments; inputs "
                                   "and parameters enter through dist.input and dist.param")
-        for grid in self.body.block.ops:
-            if not isinstance(grid, shard.GridOp):
+        for name in PIPELINE_ATTRS:
+            _int_attribute(self, name, 1, devices + 1 if name == "dist.stages" else 1 << 53,
+                           "at least 1" + (" and at most the devices"
+                                           if name == "dist.stages" else ""))
+        micro = self.attributes.get("dist.microbatches")
+        count = micro.value.data if isinstance(micro, IntegerAttr) else 1
+        for op in self.body.block.ops:
+            if not isinstance(op, shard.GridOp):
+                _int_attribute(op, MICROBATCH, 0, count,
+                               f"from 0 to {count - 1}, the program's micro-batches")
+                phase = op.attributes.get(PHASE)
+                if phase is not None and not (isinstance(phase, StringAttr)
+                                              and phase.data in PHASES):
+                    raise VerifyException(f"{PHASE} must be one of "
+                                          f"{', '.join(map(repr, PHASES))}, got {phase}")
                 continue
-            if (size := prod(_check_grid(grid))) > devices:
-                raise VerifyException(f"shard.grid @{grid.sym_name.data} has {size} devices "
-                                      f"but dist.program @{self.sym_name.data} runs on "
+            grid = op
+            _int_attribute(grid, FIRST_DEVICE, 0, devices, "from 0 to the devices - 1")
+            first = first_device(grid)
+            if (size := prod(_check_grid(grid))) + first > devices:
+                at = f" from device {first}" if first else ""
+                raise VerifyException(f"shard.grid @{grid.sym_name.data} has {size} devices"
+                                      f"{at} but dist.program @{self.sym_name.data} runs on "
                                       f"{devices}")
 
 
@@ -178,9 +234,36 @@ class _ValueSource(IRDLOperation):
 
 @irdl_op_definition
 class InputOp(_ValueSource):
-    """`%x = dist.input "x" : !dist.tensor<...>`"""
+    """`%x = dist.input "x" : !dist.tensor<...>`; a micro-batch reads a slice of the
+    input: `dist.input "x" at [16, 0] : !dist.tensor<[b = 16, d = 256] ...>` is rows
+    16..31 of an input whose whole value may be larger (`at`: where the slice starts,
+    per dim)."""
 
     name = "dist.input"
+
+    at = opt_prop_def(DenseArrayBase[I64])
+
+    assembly_format = "$value_name (`at` $at^)? attr-dict `:` type($output)"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.at is None:
+            return
+        starts = self.at.get_values()
+        output = self.output.type
+        assert isinstance(output, TensorType)
+        if len(starts) != len(output.global_shape) or any(s < 0 for s in starts):
+            raise VerifyException(f"`at` gives where the slice starts in each of the "
+                                  f"{len(output.global_shape)} dims, each at least 0; got "
+                                  f"{list(starts)}")
+
+    @property
+    def starts(self) -> tuple[int, ...]:
+        """Where the input's slice starts per dim (all 0 without `at`)."""
+        output = self.output.type
+        assert isinstance(output, TensorType)
+        return (tuple(self.at.get_values()) if self.at is not None
+                else (0,) * len(output.global_shape))
 
 
 @irdl_op_definition
@@ -415,6 +498,47 @@ class RedistributeOp(IRDLOperation):
         if source.element_type != target.element_type:
             raise VerifyException(f"dist.redistribute keeps the element type, got "
                                   f"{source.element} -> {target.element}")
+
+
+@irdl_op_definition
+class AccumulateOp(IRDLOperation):
+    """Add two values of one layout block by block, partial sums included: the running
+    sum of a pipelined step's micro-batch gradients and losses,
+    `%g1 = dist.accumulate %g0, %dw tag "z" : !dist.tensor<...>`."""
+
+    name = "dist.accumulate"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    tag = prop_def(StringAttr)
+    result = result_def(T)
+
+    traits = traits_def(HasParent(ProgramOp))
+    assembly_format = "$lhs `,` $rhs `tag` $tag attr-dict `:` type($result)"
+
+    def verify_(self) -> None:
+        verify_values(self)
+
+
+@irdl_op_definition
+class ScaleOp(IRDLOperation):
+    """Multiply every block by a constant: a mean loss and its gradients averaged over a
+    step's micro-batches, `%l = dist.scale %sum by 2.5e-01 tag "l" : !dist.tensor<...>`."""
+
+    name = "dist.scale"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    factor = prop_def(FloatAttr)
+    tag = prop_def(StringAttr)
+    result = result_def(T)
+
+    traits = traits_def(HasParent(ProgramOp))
+    assembly_format = "$input `by` $factor `tag` $tag attr-dict `:` type($result)"
+
+    def verify_(self) -> None:
+        verify_values(self)
 
 
 @irdl_op_definition

@@ -7,8 +7,9 @@ its cost model is made of, as plain data:
 - `microbatch_layers`: the layers as one micro-batch sees them, the batch dim divided
   by M in every iteration space and tensor;
 - `stage_cost`: one stage's forward and backward seconds per micro-batch (its layers'
-  compute and collectives, the redistribution on the edges inside it) and its
-  parameter-gradient all-reduce, run once per step (`LayerCost.param_communication`);
+  compute and collectives, the redistribution on the edges inside it) and what runs
+  once per step: its parameter-gradient all-reduce (`LayerCost.param_communication`)
+  and the moves of a parameter two layers share, and of its gradient (`carries_param`);
 - `boundary_seconds`: a tensor crossing from one stage's group to the next: the
   groups are disjoint, so each consumer device receives its whole block forward and
   each producer device its whole gradient block backward.
@@ -68,8 +69,9 @@ def microbatch_layers(layers: Sequence[Layer], batch: str,
 
 @dataclass(frozen=True)
 class StageCost:
-    """One stage's seconds: forward and backward per micro-batch, and the
-    parameter-gradient all-reduce (with nothing else) once per step."""
+    """One stage's seconds: forward and backward per micro-batch, and once per step
+    the parameter-gradient all-reduce and the moves of shared parameters (and of their
+    gradients) inside the stage."""
 
     forward: float
     backward: float
@@ -93,12 +95,22 @@ def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
         producer, consumer = layers[edge.producer], layers[edge.consumer]
         both = _edge_seconds(edge, producer, configs[edge.producer], consumer,
                              configs[edge.consumer], devices, machine)
+        if carries_param(edge):
+            allreduce += both
+            continue
         ahead = _edge_seconds(replace(edge, backward=False), producer,
                               configs[edge.producer], consumer, configs[edge.consumer],
                               devices, machine)
         forward += ahead
         backward += both - ahead
     return StageCost(forward, backward, allreduce)
+
+
+def carries_param(edge: Edge) -> bool:
+    """Whether `edge` carries a parameter (shared by two layers) from its first reader:
+    the parameter is the same for every micro-batch and its gradient is summed over them
+    first, so a pipeline moves it, and its gradient, once per step."""
+    return bool(edge.carried) and edge.backward
 
 
 def _edge_seconds(edge: Edge, producer: Layer, producer_config: Config, consumer: Layer,
@@ -216,7 +228,8 @@ class Partitioner:
         if key not in self._stages:
             layers = microbatch_layers(self.layers[start:stop], self.batch, microbatches)
             edges = [replace(e, producer=e.producer - start, consumer=e.consumer - start)
-                     for e in self.edges if start <= e.producer and e.consumer < stop]
+                     for e in edges_at(self.edges, layers, self.batch, microbatches)
+                     if start <= e.producer and e.consumer < stop]
             assignment = self.solve_stage(layers, edges, devices)
             self._stages[key] = (assignment,
                                  stage_cost(layers, edges, assignment, devices, self.machine),
@@ -249,25 +262,28 @@ class Partitioner:
             plans.append((start, stop, s * group, assignment, cost, params, acts))
         send_f = [0.0] * (count - 1)
         send_b = [0.0] * (count - 1)
+        once = [0.0] * count
         micro = microbatch_layers(self.layers, self.batch, microbatches)
         configs = {name: c for plan in plans for name, c in plan[3].items()}
         for edge in self.edges:
             u, v = stage_of[edge.producer], stage_of[edge.consumer]
             if u == v:
                 continue
-            small = replace(edge, held=_use_of(micro[edge.producer], edge.held, self.batch,
-                                               microbatches),
-                            needed=_use_of(micro[edge.consumer], edge.needed, self.batch,
-                                           microbatches))
+            small = replace(edge, held=_use_of(edge.held, self.batch, microbatches),
+                            needed=_use_of(edge.needed, self.batch, microbatches))
             ahead, back = boundary_seconds(small, configs[micro[edge.producer].name],
                                            configs[micro[edge.consumer].name], u * group,
                                            v * group, self.machine)
+            if carries_param(edge):  # once per step: into the consumer, and back
+                once[v] += ahead
+                once[u] += back
+                continue
             # A tensor skipping stages arrives with the last boundary it crosses.
             send_f[v - 1] += ahead
             send_b[v - 1] += back
         sim = simulate(schedule, [p[4].forward for p in plans],
                        [p[4].backward for p in plans], microbatches, send_f, send_b,
-                       [p[4].allreduce for p in plans])
+                       [p[4].allreduce + extra for p, extra in zip(plans, once, strict=True)])
         stages = tuple(StagePlan(start, stop, offset, group, assignment, cost, params, acts,
                                  params + acts * sim.in_flight[s])
                        for s, (start, stop, offset, assignment, cost, params, acts)
@@ -331,11 +347,19 @@ class Partitioner:
         return best[0]
 
 
-def _use_of(layer: Layer, use: TensorUse, batch: str, microbatches: int) -> TensorUse:
+def _use_of(use: TensorUse, batch: str, microbatches: int) -> TensorUse:
     """`use` (a tensor of the whole batch) at micro-batch size."""
-    del layer
     return replace(use, sizes=tuple(size // microbatches if d == batch else size
                                     for d, size in zip(use.dims, use.sizes, strict=True)))
+
+
+def edges_at(edges: Sequence[Edge], layers: Sequence[Layer], batch: str,
+             microbatches: int) -> list[Edge]:
+    """`edges` with their tensors at micro-batch size (`layers` are the micro-batch
+    layers, `microbatch_layers`)."""
+    del layers
+    return [replace(edge, held=_use_of(edge.held, batch, microbatches),
+                    needed=_use_of(edge.needed, batch, microbatches)) for edge in edges]
 
 
 def stage_solver(machine: Machine, batch: str | None, min_shard: int = 4,
