@@ -40,11 +40,14 @@ from pase.passes.strategy.machines import PRESETS
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
 from pase.tools.run_check import DIVERGED, TrainingReport, check_problems
+from pase.passes.strategy.schedule import SCHEDULES
 from pase.tools.run_pipeline import (
+    Stages,
     check_run_memory,
     load_model,
     load_onnx,
     pipeline_spec,
+    print_pipeline,
     strategy_and_scale,
     train,
 )
@@ -73,6 +76,26 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _count(text: str) -> int | str:
+    """A stage or micro-batch count: a positive integer or `auto`."""
+    if text == "auto":
+        return text
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected auto or a count of at least 1, got {value}")
+    return value
+
+
+def stages_of(args: argparse.Namespace) -> Stages | None:
+    """The pipeline plan options of a run, or None for one stage of pase-search."""
+    if args.stages is None and args.microbatches is None:
+        return None
+    stages = args.stages if args.stages is not None else 1
+    micro = args.microbatches if args.microbatches is not None else (
+        "auto" if stages == "auto" else 1)
+    return Stages(stages, micro, args.schedule, args.device_memory_gib)
+
+
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(
         prog="pase-run", description=__doc__.split("\n\n")[0],
@@ -91,6 +114,22 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                      "does not name are searched")
     how.add_argument("--data-parallel", action="store_true",
                      help="split every layer's batch dim over the devices instead of searching")
+    pipeline = parser.add_argument_group(
+        "pipelines (pase-partition-stages: S stages on disjoint device groups, M micro-batches)")
+    pipeline.add_argument("--stages", type=_count,
+                          help="pipeline stages S (a divisor of --devices) or auto")
+    pipeline.add_argument("--microbatches", type=_count,
+                          help="micro-batches M per step (a divisor of the batch) or auto; "
+                          "default 1 with --stages, auto with --stages auto")
+    pipeline.add_argument("--schedule", choices=SCHEDULES, default="1f1b",
+                          help="pipeline schedule (default 1f1b)")
+    pipeline.add_argument("--device-memory-gib", type=float, default=0.0,
+                          help="each device's memory at full size, in GiB: the plan must "
+                          "fit (default 0: no cap)")
+    pipeline.add_argument("--timeline", metavar="FILE",
+                          help="draw the measured per-device timeline of the first step next "
+                          "to the modelled one, to FILE.svg or FILE.png (needs pip install "
+                          "'pase[plot]')")
     parser.add_argument("--machine", default="pase-default",
                         help=f"machine for the search: {', '.join(PRESETS)} or a .toml file")
     parser.add_argument("--steps", type=_integer, default=1, help="SGD steps (default 1)")
@@ -129,8 +168,23 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.timeout is None:
         args.timeout = 600.0 if args.engine == "jax" else 120.0
     workers = MAX_WORKERS[args.backend]
+    pipelined = args.stages is not None or args.microbatches is not None
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
+            (pipelined and (args.strategy is not None or args.data_parallel),
+             "--stages and --microbatches plan their own strategy; drop --strategy and "
+             "--data-parallel"),
+            (pipelined and args.engine == "jax", "--engine jax runs one stage; drop --stages "
+             "and --microbatches"),
+            (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
+             f"--device-memory-gib must be a finite number at least 0, got "
+             f"{args.device_memory_gib}"),
+            (args.device_memory_gib > 0 and not pipelined,
+             "--device-memory-gib caps a pipeline plan; give --stages (auto or S)"),
+            (args.timeline is not None and not pipelined,
+             "--timeline draws a pipeline; give --stages (and --microbatches)"),
+            (args.timeline is not None and not args.timeline.endswith((".svg", ".png")),
+             f"--timeline writes .svg or .png, got '{args.timeline}'"),
             (args.dump_mlir is not None and args.engine != "jax",
              "--dump-mlir needs --engine jax"),
             (args.devices > workers, f"--devices {args.devices} is more than the "
@@ -199,8 +253,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
     allow_nesting()
     with report_errors("pase-run"):
+        stages = stages_of(args)
         spec = pipeline_spec(args.devices, args.scale, args.lr, args.machine,
-                             args.strategy or "", args.data_parallel)
+                             args.strategy or "", args.data_parallel, stages)
         if args.print_pipeline:
             print(spec)
             return
@@ -210,15 +265,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             model = load_model(args.model)
         module = strategy_and_scale(model, args.devices, args.scale,
-                                    args.machine, args.strategy or "", args.data_parallel)
+                                    args.machine, args.strategy or "", args.data_parallel,
+                                    stages)
         check_run_memory(module, args.devices, args.scale, int(args.memory_gib * (1 << 30)),
                          "f64" if args.f64 else None)
         start = time.perf_counter()
         if args.engine == "jax":
             return run_jax(args, module, initial, start)
         report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
-                       args.timeout, "f64" if args.f64 else None, initial)
+                       args.timeout, "f64" if args.f64 else None, initial,
+                       record=args.timeline is not None)
         print_report(report, time.perf_counter() - start)
+        if stages is not None:
+            print_pipeline(module)
+        if args.timeline is not None:
+            from pase.tools.run_timeline import draw_timeline  # (matplotlib: an extra)
+
+            draw_timeline(args.timeline, module, report)
         if args.check:
             if problems := check_problems(report):
                 fail("check failed: " + "; ".join(problems))

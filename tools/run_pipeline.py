@@ -35,6 +35,7 @@ from pase.dialect.pase import (
     STRATEGY_ATTR_NAME,
     ConfigAttr,
     pipeline_of,
+    stage_of,
 )
 from pase.formats.machine_toml import load_machine
 from pase.frontend import parse_file
@@ -65,11 +66,13 @@ from pase.universe import PASE
 @dataclass(frozen=True)
 class Stages:
     """A pipelined run's plan options (pase-partition-stages): S stages and M
-    micro-batches (each an int or "auto") under `schedule`."""
+    micro-batches (each an int or "auto") under `schedule`, fitting each device's
+    memory (GiB, 0 for no cap)."""
 
     stages: int | str = 1
     microbatches: int | str = 1
     schedule: str = "1f1b"
+    device_memory_gib: float = 0.0
 
 
 def pipeline_spec(devices: int, factor: float = 1.0, lr: float = 0.01,
@@ -98,7 +101,8 @@ def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-defaul
         PaseSearchPass(devices=devices, machine=machine, strategy=strategy)
         if stages is None else PartitionStagesPass(
             devices=devices, stages=stages.stages, microbatches=stages.microbatches,
-            schedule=stages.schedule, machine=machine)]
+            schedule=stages.schedule, device_memory_gib=stages.device_memory_gib,
+            machine=machine)]
     return _spec([*passes, ScalePass(factor=factor)])
 
 
@@ -369,3 +373,28 @@ def _errors(measured: list[DeviceResult], measured_data: dict[str, np.ndarray],
 def _losses(results: list[DeviceResult]) -> list[float]:
     """The losses of every step, from a device that holds the loss."""
     return next((r.losses for r in results if r.holds_loss), results[0].losses)
+
+
+def print_pipeline(module: ModuleOp) -> None:
+    """The plan a pipelined run trained: its stages, their devices and layers."""
+    graph = forward_graph(module)
+    pipeline = pipeline_of(graph)
+    if pipeline is None:
+        return
+    names = graph.layer_names()
+    print(f"pipeline: {pipeline.stages.data} stages x {pipeline.microbatches.data} "
+          f"micro-batches, {pipeline.schedule.data}; modelled step "
+          f"{pipeline.step.data:.4g} s at full size on {pipeline.machine.data}, bubble "
+          f"{pipeline.bubble.data:.3f}")
+    stages: dict[int, list[str]] = {}
+    groups: dict[int, range] = {}
+    for layer in graph.layers:
+        stage = stage_of(layer)
+        assert stage is not None  # pase-partition-stages put one on every layer
+        stages.setdefault(stage.index.data, []).append(names[layer])
+        groups[stage.index.data] = stage.device_ids
+    for index, layers in sorted(stages.items()):
+        devices = groups[index]
+        span = layers[0] if len(layers) == 1 else f"{layers[0]} .. {layers[-1]}"
+        print(f"  stage {index}: devices {devices.start}-{devices.stop - 1}, "
+              f"{len(layers)} layer{'s' if len(layers) > 1 else ''} ({span})")

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from pase.passes.strategy.cost import Config, edge_costs, layer_cost, local_elements
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.schedule import simulate
+from pase.passes.strategy.schedule import Simulation, simulate
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 
@@ -80,30 +80,41 @@ class StageCost:
 
 def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
                assignment: Mapping[str, Config], devices: int,
-               machine: Machine) -> StageCost:
+               machine: Machine, memo: dict | None = None) -> StageCost:
     """The times of a stage whose `layers` (micro-batch shapes) run under `assignment`
     on `devices` devices; `edges` are those between two of its layers, numbered
-    within `layers`."""
+    within `layers`. `memo` keeps each layer's and edge's seconds under its
+    configurations for the next call (the same layers recur in many stage ranges)."""
+    memo = {} if memo is None else memo
     forward = backward = allreduce = 0.0
     configs = [dict(assignment[layer.name]) for layer in layers]
     for layer, config in zip(layers, configs, strict=True):
-        cost = layer_cost(layer, config, machine)
-        forward += cost.forward
-        backward += cost.backward
-        allreduce += cost.param_communication
+        key = (layer.name, layer.space, _frozen(config))
+        if key not in memo:
+            cost = layer_cost(layer, config, machine)
+            memo[key] = (cost.forward, cost.backward, cost.param_communication)
+        ahead, back, once = memo[key]
+        forward += ahead
+        backward += back
+        allreduce += once
     for edge in edges:
         producer, consumer = layers[edge.producer], layers[edge.consumer]
-        both = _edge_seconds(edge, producer, configs[edge.producer], consumer,
-                             configs[edge.consumer], devices, machine)
+        key = (producer.name, consumer.name, edge.held, edge.needed, edge.backward,
+               _frozen(configs[edge.producer]), _frozen(configs[edge.consumer]), devices)
+        if key not in memo:
+            memo[key] = _edge_seconds(edge, producer, configs[edge.producer], consumer,
+                                      configs[edge.consumer], devices, machine)
+        ahead, back = memo[key]
         if carries_param(edge):
-            allreduce += both
+            allreduce += ahead + back
             continue
-        ahead = _edge_seconds(replace(edge, backward=False), producer,
-                              configs[edge.producer], consumer, configs[edge.consumer],
-                              devices, machine)
         forward += ahead
-        backward += both - ahead
+        backward += back
     return StageCost(forward, backward, allreduce)
+
+
+def _frozen(config: Config) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(config.items()))
 
 
 def carries_param(edge: Edge) -> bool:
@@ -114,9 +125,16 @@ def carries_param(edge: Edge) -> bool:
 
 
 def _edge_seconds(edge: Edge, producer: Layer, producer_config: Config, consumer: Layer,
-                  consumer_config: Config, devices: int, machine: Machine) -> float:
-    return float(edge_costs(edge, producer, [producer_config], consumer, [consumer_config],
+                  consumer_config: Config, devices: int, machine: Machine
+                  ) -> tuple[float, float]:
+    """(forward, backward) redistribution seconds of an edge inside a stage."""
+    both = float(edge_costs(edge, producer, [producer_config], consumer, [consumer_config],
                             devices, machine)[0, 0])
+    if not edge.backward:
+        return both, 0.0
+    ahead = float(edge_costs(replace(edge, backward=False), producer, [producer_config],
+                             consumer, [consumer_config], devices, machine)[0, 0])
+    return ahead, both - ahead
 
 
 def boundary_seconds(edge: Edge, producer_config: Config, consumer_config: Config,
@@ -188,6 +206,8 @@ class PipelinePlan:
     bubble: float
     memory: float
     """The most memory any device needs, in bytes."""
+    simulation: Simulation | None = field(default=None, compare=False)
+    """The simulated step (its events), from `Partitioner.evaluate`."""
 
     @property
     def assignment(self) -> dict[str, Config]:
@@ -219,6 +239,7 @@ class Partitioner:
         self.solve_stage = solve_stage
         self._stages: dict[tuple[int, int, int, int], tuple[dict[str, Config], StageCost,
                                                             float, float]] = {}
+        self._memo: dict = {}
 
     def stage(self, start: int, stop: int, devices: int, microbatches: int
               ) -> tuple[dict[str, Config], StageCost, float, float]:
@@ -232,7 +253,8 @@ class Partitioner:
                      if start <= e.producer and e.consumer < stop]
             assignment = self.solve_stage(layers, edges, devices)
             self._stages[key] = (assignment,
-                                 stage_cost(layers, edges, assignment, devices, self.machine),
+                                 stage_cost(layers, edges, assignment, devices, self.machine,
+                                            self._memo),
                                  parameter_bytes(layers, assignment),
                                  activation_bytes(layers, assignment))
         return self._stages[key]
@@ -289,7 +311,7 @@ class Partitioner:
                        for s, (start, stop, offset, assignment, cost, params, acts)
                        in enumerate(plans))
         return PipelinePlan(stages, microbatches, schedule, sim.step, sim.bubble,
-                            max(stage.memory for stage in stages))
+                            max(stage.memory for stage in stages), sim)
 
     def best(self, stages: int, microbatches: int, schedule: str,
              memory: float | None = None, method: str = "dp",
