@@ -1,18 +1,19 @@
 """Reading the files pase's tools are given, and writing the ones they produce, all or nothing.
 
     >>> write_atomically("strategy.json", "{}\n")   # doctest: +SKIP
+    >>> write_bytes_atomically("timeline.png", png)  # doctest: +SKIP
     >>> with deferred_writes():                      # doctest: +SKIP
     ...     write_atomically("strategy.json", "{}\n")  # takes its place when the block ends
     ...     write_atomically("-", "the IR\n")          # the standard output, when it ends
 
-A regular file's text goes to a temporary file beside it that is renamed into place, so a
-reader never sees half a file and a failed run leaves an existing file as it was and no
-temporary behind. A stream (a pipe, a device such as `/dev/null` or `/dev/full`, a FIFO) is
-written into, never replaced; a path that names one of the process's open descriptors
-(`-` and `/dev/stdout` for 1, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`, or a link to
-one) is written through that descriptor, as the shell opened it (`>> log` appends), never
-reopened. Inside `deferred_writes()` everything waits for the block to end without an
-exception: a driver wraps its whole run in it, so a pass that writes a file
+A regular file's text (or bytes, `write_bytes_atomically`) goes to a temporary file beside it
+that is renamed into place, so a reader never sees half a file and a failed run leaves an
+existing file as it was and no temporary behind. A stream (a pipe, a device such as `/dev/null`
+or `/dev/full`, a FIFO) is written into, never replaced; a path that names one of the process's
+open descriptors (`-` and `/dev/stdout` for 1, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`,
+or a link to one) is written through that descriptor, as the shell opened it (`>> log`
+appends), never reopened. Inside `deferred_writes()` everything waits for the block to end
+without an exception: a driver wraps its whole run in it, so a pass that writes a file
 (`pase-search{export=...}`) changes nothing when a later pass fails. A failed write is a
 `WriteError`, `cannot write PATH: reason`.
 """
@@ -101,12 +102,12 @@ class WriteError(OSError):
 
 class _Write(NamedTuple):
     """A write held back until its `deferred_writes()` block ends: a temporary to rename
-    onto `target`, or the `text` for a stream (`target` a path, or a descriptor number)."""
+    onto `target`, or the `contents` for a stream (`target` a path, or a descriptor number)."""
 
     path: str
     target: str | int
     temporary: str | None
-    text: str = ""
+    contents: str | bytes = ""
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -119,14 +120,24 @@ def write_atomically(path: str, text: str) -> None:
     every error but a failed rename is raised here) and renamed when the block ends
     without an exception; a stream is written then.
     """
+    _write(path, text)
+
+
+def write_bytes_atomically(path: str, data: bytes) -> None:
+    """Write `data` to `path` as `write_atomically` writes text (a PNG picture, say):
+    a regular file by a rename, a stream into, all or nothing; raises `WriteError`."""
+    _write(path, data)
+
+
+def _write(path: str, contents: str | bytes) -> None:
     pending = _pending.get()
     if pending is None:
         with deferred_writes():
-            write_atomically(path, text)
+            _write(path, contents)
         return
     queued = len(pending)
     try:
-        _queue(pending, path, text)
+        _queue(pending, path, contents)
     except BaseException as error:
         _discard(pending[queued:])
         del pending[queued:]
@@ -161,26 +172,26 @@ def deferred_writes() -> Iterator[None]:
         _commit(pending)
 
 
-def _queue(pending: list[_Write], path: str, text: str) -> None:
-    """Add the write of `text` to `path` to `pending`, the innermost block's queue."""
+def _queue(pending: list[_Write], path: str, contents: str | bytes) -> None:
+    """Add the write of `contents` to `path` to `pending`, the innermost block's queue."""
     descriptor = _descriptor(path)
     if descriptor is not None:
         os.fstat(descriptor)  # EBADF now, when it is not open
-        pending.append(_Write(path, descriptor, None, text))
+        pending.append(_Write(path, descriptor, None, contents))
         return
     target = os.path.realpath(path)
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     if _is_stream(target):
-        pending.append(_Write(path, target, None, text))
+        pending.append(_Write(path, target, None, contents))
         return
     if any(write.target == target for write in pending):
         raise OSError(errno.EEXIST, "another output of this run goes to the same file", path)
     with signals_held():  # the temporary is in the queue the moment it exists
         handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".pase-")
         pending.append(_Write(path, target, temporary))
-    with open(handle, "w", encoding="utf-8") as stream:
-        stream.write(text)
+    with open(handle, "wb") as stream:
+        stream.write(_encoded(contents))
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)   # keep an existing file's mode
     except FileNotFoundError:
@@ -247,18 +258,30 @@ def _write_stream(write: _Write) -> None:
     """Write into a stream: its descriptor as it is open (Python's own `sys.stdout` and
     `sys.stderr` for 1 and 2, so that it lands in order with what they hold), or the path
     opened for writing."""
+    contents = write.contents
     if isinstance(write.target, str):
-        with open(write.target, "w", encoding="utf-8") as stream:
-            stream.write(write.text)
+        with open(write.target, "wb") as stream:
+            stream.write(_encoded(contents))
         return
     standard = {1: sys.stdout, 2: sys.stderr}.get(write.target)
     if standard is not None:
-        standard.write(write.text)
-        standard.flush()
-        return
-    data = write.text.encode("utf-8")
+        if isinstance(contents, str):
+            standard.write(contents)
+            standard.flush()
+            return
+        standard.flush()  # bytes go after the text it holds, through its binary buffer
+        buffer = getattr(standard, "buffer", None)
+        if buffer is not None:
+            buffer.write(contents)
+            buffer.flush()
+            return
+    data = _encoded(contents)
     while data:
         data = data[os.write(write.target, data):]
+
+
+def _encoded(contents: str | bytes) -> bytes:
+    return contents if isinstance(contents, bytes) else contents.encode("utf-8")
 
 
 def _discard(writes: list[_Write]) -> None:

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from pase.core.diagnostics import LONGEST_SHOWN_LINE, shown_line
-from pase.core.files import WriteError, deferred_writes, read_line, read_text, write_atomically
+from pase.core.files import (
+    WriteError,
+    deferred_writes,
+    read_line,
+    read_text,
+    write_atomically,
+    write_bytes_atomically,
+)
 
 
 def test_writes_the_text(tmp_path: Path) -> None:
@@ -195,3 +202,43 @@ def test_the_standard_output_is_written_in_order(capsys: pytest.CaptureFixture[s
         write_atomically("/dev/stdout", "the strategy\n")
         print("during")
     assert capsys.readouterr().out == "before\nduring\nthe IR\nthe strategy\n"
+
+
+def test_writes_the_bytes(tmp_path: Path) -> None:
+    target = tmp_path / "picture.png"
+    write_bytes_atomically(str(target), b"\x89PNG\r\n\x1a\n\x00\xff")
+    assert target.read_bytes() == b"\x89PNG\r\n\x1a\n\x00\xff"
+    assert [p.name for p in tmp_path.iterdir()] == ["picture.png"]
+
+
+def test_bytes_and_text_of_one_run_land_together_or_not_at_all(tmp_path: Path) -> None:
+    picture, strategy = tmp_path / "step.png", tmp_path / "strategy.json"
+
+    def run_that_fails() -> None:
+        with deferred_writes():
+            write_bytes_atomically(str(picture), b"\x00")
+            write_atomically(str(strategy), "{}")
+            raise RuntimeError("a later step failed")
+
+    with pytest.raises(RuntimeError):
+        run_that_fails()
+    assert list(tmp_path.iterdir()) == []
+    with deferred_writes():
+        write_bytes_atomically(str(picture), b"\x00")
+        write_atomically(str(strategy), "{}")
+    assert picture.read_bytes() == b"\x00"
+    assert strategy.read_text(encoding="utf-8") == "{}"
+
+
+def test_bytes_to_the_standard_output_follow_its_text(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    with deferred_writes():
+        write_atomically("-", "text, ")
+        write_bytes_atomically("-", b"then bytes\n")
+    assert capfd.readouterr().out == "text, then bytes\n"
+
+
+def test_bytes_to_a_missing_folder_fail_and_leave_nothing(tmp_path: Path) -> None:
+    with pytest.raises(WriteError, match="No such file or directory"):
+        write_bytes_atomically(str(tmp_path / "missing" / "step.png"), b"\x00")
+    assert list(tmp_path.iterdir()) == []
