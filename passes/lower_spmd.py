@@ -366,7 +366,8 @@ class _PipelineLowering(_Lowering):
         self.phase = "forward"
         self.shared: dict[SSAValue, tuple[SSAValue, str]] = {}
         self.shared_converted: dict[tuple[SSAValue, dist.TensorType, str], SSAValue] = {}
-        self.states = [({}, {}, {}) for _ in range(self.microbatches)]
+        self.states: list[tuple[dict, dict, dict]] = [
+            ({}, {}, {}) for _ in range(self.microbatches)]
         self.accumulated: dict[SSAValue, tuple[SSAValue, str]] = {}
         self.loss_sum: SSAValue | None = None
 
@@ -498,6 +499,8 @@ class _PipelineLowering(_Lowering):
                                                                     self.microbatches)):
             raise self.error(problem)
         loss = ret.values[0] if ret.values else None
+        loss_op = loss.owner if loss is not None else None
+        loss_tag = self.layer_of(loss_op) if isinstance(loss_op, Operation) else ""
         weight = loss_weight(self.graph, self.microbatches) if self.microbatches > 1 else 1.0
         if self.microbatches > 1 and not update:
             raise self.error(f"a pipeline of {self.microbatches} micro-batches lowers a "
@@ -508,6 +511,7 @@ class _PipelineLowering(_Lowering):
             if event.kind == "allreduce":
                 self.enter(-1, "update", event.stage)
                 for value, (total, tag) in self.accumulated.items():
+                    assert isinstance(value.owner, Operation)  # a gradient op's result
                     if self.stage(value.owner).index.data == event.stage:
                         self.complete_leaf(value, total, tag, weight)
                 continue
@@ -516,7 +520,7 @@ class _PipelineLowering(_Lowering):
             self.enter(event.microbatch, event.kind, event.stage)
             for op in units.get((event.stage, event.kind), []):
                 self.lower(op)
-                if loss is not None and op is loss.owner and self.microbatches > 1:
+                if loss is not None and op is loss_op and self.microbatches > 1:
                     self.add_loss(self.held[loss], self.layer_of(op))
         self.enter(-1, "update")
         self.held, self.converted, self.owner_layer = self.updates
@@ -532,7 +536,7 @@ class _PipelineLowering(_Lowering):
                     total = self.emit(dist.ScaleOp.create(
                         operands=[total], result_types=[total_type], properties={
                             "factor": FloatAttr(weight, f64),
-                            "tag": StringAttr(self.layer_of(value.owner))})).results[0]
+                            "tag": StringAttr(loss_tag)})).results[0]
                 values.append(total)
             elif value in self.held:
                 values.append(self.held[value])

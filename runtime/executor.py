@@ -135,9 +135,9 @@ class _Device:
                     self.values[step.results[0]] = None if lhs is None or rhs is None \
                         else lhs + rhs
                 case "scale":
-                    value = self.values[step.operands[0]]
-                    self.values[step.results[0]] = None if value is None else \
-                        (value * value.dtype.type(step.factor)).astype(value.dtype)
+                    scaled = self.values[step.operands[0]]
+                    self.values[step.results[0]] = None if scaled is None else \
+                        (scaled * scaled.dtype.type(step.factor)).astype(scaled.dtype)
                 case "return":
                     total = self.values[step.operands[0]]
                     loss = float(total) if total is not None else float("nan")

@@ -382,8 +382,9 @@ def print_pipeline(module: ModuleOp) -> None:
     if pipeline is None:
         return
     names = graph.layer_names()
-    print(f"pipeline: {pipeline.stages.data} stages x {pipeline.microbatches.data} "
-          f"micro-batches, {pipeline.schedule.data}; modelled step "
+    stages_count, micro = pipeline.stages.data, pipeline.microbatches.data
+    print(f"pipeline: {stages_count} stage{'s' if stages_count > 1 else ''} x {micro} "
+          f"micro-batch{'es' if micro > 1 else ''}, {pipeline.schedule.data}; modelled step "
           f"{pipeline.step.data:.4g} s at full size on {pipeline.machine.data}, bubble "
           f"{pipeline.bubble.data:.3f}")
     stages: dict[int, list[str]] = {}

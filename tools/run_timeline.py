@@ -36,7 +36,7 @@ def modelled_plan(module: ModuleOp) -> PipelinePlan:
     data = read_graph(graph)
     assert data.batch is not None
     configs = layer_configs(graph)
-    starts = []
+    starts: list[int] = []
     for index, layer in enumerate(graph.layers):
         stage = stage_of(layer)
         assert stage is not None
@@ -89,9 +89,11 @@ def draw_timeline(path: str, module: ModuleOp, report: TrainingReport) -> None:
     spans = measured_spans(report)
     group = program.devices // program.stages
     draw(path, spans, plan.simulation,
-         [(s * group, (s + 1) * group) for s in range(program.stages)],
+         [(s * group, group) for s in range(program.stages)],
          f"@{report.graph}: {program.stages} stages x {program.microbatches} micro-batches, "
          f"{plan.schedule}, {program.devices} devices")
-    print(format_bubbles(measured_bubble(spans, program.devices), plan.simulation.bubble,
+    # The devices no layer of the plan uses are not the schedule's bubble.
+    active = len({span.device for span in spans}) or 1
+    print(format_bubbles(measured_bubble(spans, active), plan.simulation.bubble,
                          ideal_bubble(program.stages, program.microbatches)))
     print(f"timeline written to {path}")

@@ -89,7 +89,7 @@ def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
     forward = backward = allreduce = 0.0
     configs = [dict(assignment[layer.name]) for layer in layers]
     for layer, config in zip(layers, configs, strict=True):
-        key = (layer.name, layer.space, _frozen(config))
+        key: tuple = (layer.name, layer.space, _frozen(config))
         if key not in memo:
             cost = layer_cost(layer, config, machine)
             memo[key] = (cost.forward, cost.backward, cost.param_communication)
