@@ -65,6 +65,14 @@ class StrategyPins:
     """`{layer: {dim: factor}}`, as `build_problem(pinned=...)` takes them."""
     entries: dict[str, JsonPath]
     """The JSON path of each pinned layer's entry: `("layers", 3)`."""
+    strategy: dict[str, Any] | None = None
+    """The whole strategy object (a pipeline plan's "pipeline" and "stages" too)."""
+    prefix: JsonPath = ()
+    """The JSON path of the strategy object in the file (`(1,)` in a list)."""
+
+    def at(self, message: str, *where: str | int) -> Diagnostic:
+        """A diagnostic at `where` inside the strategy object."""
+        return _located(message, self.path, self.text, (*self.prefix, *where))
 
     def error(self, message: str, layer: str, *within: str | int, key: bool = False) -> Diagnostic:
         """A diagnostic at `layer`'s entry, or at `within` it (`"config", "b"`: the factor of
@@ -73,11 +81,13 @@ class StrategyPins:
 
 
 def load_strategy(path: str, graph: str, devices: int,
-                  only_graph: bool = True) -> StrategyPins:
+                  only_graph: bool = True, pipeline: bool = False) -> StrategyPins:
     """The pins of a strategy file for `graph`; raises Diagnostic.
 
     When the module has several graphs (`only_graph` false), a graph the file does not
-    mention is searched unpinned.
+    mention is searched unpinned. A pipeline plan (pase-partition-stages export=, with
+    "stages") is read only with `pipeline`: its configurations are for a micro-batch on
+    one stage's devices, not a strategy for pase-search.
     """
     text = read_text(path, "strategy file")
     data = _parse(path, text)
@@ -104,11 +114,27 @@ def load_strategy(path: str, graph: str, devices: int,
     if "devices" in strategy and strategy["devices"] != devices:
         raise _located(f"the strategy is for {strategy['devices']} devices, but the search "
                        f"has devices={devices}", path, text, (*prefix, "devices"))
+    if "stages" in strategy and not pipeline:
+        raise _located("this is a pipeline plan (pase-partition-stages export=): its "
+                       "configurations are for micro-batches on stages; load it with "
+                       "pase-partition-stages{strategy=...} or pase-run --strategy",
+                       path, text, (*prefix, "stages"), key=True)
     configs, entries = {}, {}
     for position, entry in enumerate(strategy["layers"]):
         configs[entry["name"]] = entry["config"]
         entries[entry["name"]] = (*prefix, "layers", position)
-    return StrategyPins(path, text, configs, entries)
+    return StrategyPins(path, text, configs, entries, strategy, prefix)
+
+
+def is_pipeline_plan(path: str) -> bool:
+    """Whether the file at `path` is a pipeline plan (a JSON object with "stages");
+    False for anything else, which the loaders then report on."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "stages" in data
 
 
 def _parse(path: str, text: str) -> Any:

@@ -24,7 +24,9 @@ Options:
 - machine, min-shard: as for pase-search
 - method: dp (the stage search with bounds) or exhaustive (every choice of cuts)
 - report: true prints per stage its layers, devices, F and B per micro-batch, memory
-- export: FILE writes the plan as JSON (the strategy JSON with "stages")
+- export: FILE writes the plan as JSON (the strategy JSON with "pipeline" and "stages")
+- strategy: FILE reads such a plan back instead of searching (checked against the graph:
+  every layer's configuration, the stages in order), and simulates it anew
 
 With S = 1 and M = 1 the configurations are exactly pase-search's. pase-autodiff and
 pase-lower-spmd then turn the plan into one pipelined SPMD program, which pase-run
@@ -54,11 +56,18 @@ from pase.dialect.pase import (
     segment_of,
 )
 from pase.formats.machine_toml import MachineError, load_machine
+from pase.formats.strategy_json import load_strategy
 from pase.passes.microbatch import microbatch_problem
 from pase.passes.options import PasePass
 from pase.passes.search import machine_diagnostic, write_json
-from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.pipeline import Partitioner, PipelinePlan, stage_solver
+from pase.passes.strategy.from_ir import GraphData, read_graph
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.pipeline import (
+    Partitioner,
+    PipelinePlan,
+    microbatch_layers,
+    stage_solver,
+)
 from pase.passes.strategy.problem import collector_paused
 from pase.passes.strategy.segments import segments
 
@@ -82,6 +91,7 @@ class PartitionStagesPass(PasePass):
     method: str = "dp"
     report: bool = False
     export: str = ""
+    strategy: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
@@ -146,6 +156,17 @@ class PartitionStagesPass(PasePass):
             raise Diagnostic(f"pase-partition-stages on @{name}: stages={self.stages} but "
                              f"the graph has only {len(cuts) + 1} segments to put in them")
         cap = self.device_memory_gib * GIB if self.device_memory_gib else None
+        if self.strategy:
+            try:
+                machine = load_machine(self.machine)
+            except MachineError as error:
+                raise machine_diagnostic(error) from None
+            loaded = self._load_plan(graph, len(graphs_in(graph)) == 1, machine)
+            if cap is not None and loaded.memory > cap:
+                raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
+                                 f"{self.strategy} needs {loaded.memory / GIB:.3g} GiB per "
+                                 f"device, over device-memory-gib={self.device_memory_gib}")
+            return self._write(graph, data, loaded, machine)
         try:
             with collector_paused():
                 machine = load_machine(self.machine)
@@ -175,6 +196,13 @@ class PartitionStagesPass(PasePass):
                      if least_memory < math.inf else "")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}{needs}")
+        return self._write(graph, data, best, machine)
+
+    def _write(self, graph: GraphOp, data: GraphData, best: PipelinePlan,
+               machine: Machine) -> dict:
+        """Put the plan on the graph's layers; report it; its JSON."""
+        name = graph.sym_name.data
+        ops = graph.layers
         names = [layer.name for layer in data.layers]
         for s, stage in enumerate(best.stages):
             for i in range(stage.start, stage.stop):
@@ -187,7 +215,102 @@ class PartitionStagesPass(PasePass):
             best.step, best.bubble, best.memory)
         if self.report:
             sys.stderr.write(format_plan(name, best, names))
-        return plan_json(name, self.devices, machine.name, best, names)
+        return plan_json(name, self.devices, machine, best, names)
+
+
+    def _load_plan(self, graph: GraphOp, only_graph: bool, machine: Machine
+                   ) -> PipelinePlan:
+        """The plan of the `strategy` file (pase-partition-stages export=) for `graph`,
+        checked against it and simulated anew; errors point into the file."""
+        name = graph.sym_name.data
+        data = read_graph(graph)
+        pins = load_strategy(self.strategy, name, self.devices, only_graph, pipeline=True)
+        plan = pins.strategy or {}
+        if "stages" not in plan:
+            raise Diagnostic(f"pase-partition-stages on @{name}: {self.strategy} has no "
+                             '"stages"; it is a pase-search strategy, not a pipeline plan '
+                             "(pase-partition-stages export=)", self.strategy)
+        names = [layer.name for layer in data.layers]
+        for layer_name in pins.configs:
+            if layer_name not in names:
+                raise pins.error(f"no layer '{layer_name}' in graph @{name}", layer_name,
+                                 "name")
+        missing = [n for n in names if n not in pins.configs]
+        if missing:
+            raise pins.at(f"the plan has no configuration for layer '{missing[0]}' of @{name}"
+                          f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}",
+                          "layers")
+        pipeline = plan.get("pipeline")
+        if not isinstance(pipeline, dict):
+            raise pins.at('a pipeline plan needs a "pipeline" object with "microbatches" and '
+                          '"schedule"', "pipeline" if "pipeline" in plan else "stages")
+        micro = pipeline.get("microbatches")
+        if isinstance(micro, bool) or not isinstance(micro, int) or micro < 1:
+            raise pins.at("pipeline.microbatches must be a positive integer", "pipeline",
+                          "microbatches")
+        schedule = pipeline.get("schedule")
+        if schedule not in SCHEDULES:
+            raise pins.at(f"pipeline.schedule must be {' or '.join(SCHEDULES)}", "pipeline",
+                          "schedule")
+        stages = plan["stages"]
+        if not isinstance(stages, list) or not stages:
+            raise pins.at("stages must be a list of stage objects, each with its \"layers\"",
+                          "stages")
+        if self.devices % len(stages):
+            raise pins.at(f"the plan has {len(stages)} stages, which do not divide the "
+                          f"{self.devices} devices", "stages")
+        bounds, position = [], 0
+        for index, stage in enumerate(stages):
+            layers = stage.get("layers") if isinstance(stage, dict) else None
+            if not isinstance(layers, list) or not layers:
+                raise pins.at(f"stages[{index}] needs a non-empty \"layers\" list",
+                              "stages", index)
+            expected = names[position:position + len(layers)]
+            if layers != expected:
+                raise pins.at(f"stages[{index}].layers must be the next {len(layers)} layers "
+                              f"of @{name} in order ({', '.join(expected[:3])}"
+                              f"{', ...' if len(expected) > 3 else ''})", "stages", index,
+                              "layers")
+            bounds.append(position)
+            position += len(layers)
+        if position != len(names):
+            raise pins.at(f"the stages hold {position} of the {len(names)} layers of @{name}",
+                          "stages")
+        assert data.batch is not None  # a plan has micro-batches, so the graph has inputs
+        group = self.devices // len(stages)
+        micro_layers = microbatch_layers(data.layers, data.batch, micro) if all(
+            d.size % micro == 0 for layer in data.layers for d in layer.space.dims
+            if d.name == data.batch) else None
+        if micro_layers is None or microbatch_problem(graph, micro):
+            raise pins.at(microbatch_problem(graph, micro) or
+                          f"{micro} micro-batches do not divide the batch of @{name}",
+                          "pipeline", "microbatches")
+        for layer in micro_layers:
+            config = pins.configs[layer.name]
+            sizes = {d.name: d.size for d in layer.space.dims}
+            for dim, factor in config.items():
+                if dim not in sizes:
+                    raise pins.error(f"layer '{layer.name}' has no dim {dim}", layer.name,
+                                     "config", dim, key=True)
+                if sizes[dim] % factor:
+                    raise pins.error(f"{factor} does not divide {dim} = {sizes[dim]} of "
+                                     f"layer '{layer.name}' in a micro-batch", layer.name,
+                                     "config", dim)
+            if math.prod(config.values()) > group:
+                raise pins.error(f"layer '{layer.name}' needs {math.prod(config.values())} "
+                                 f"devices, more than the {group} of its stage", layer.name,
+                                 "config")
+        partitioner = Partitioner(
+            data.layers, data.edges, data.batch, self.devices, machine, bounds[1:],
+            lambda layers, edges, devices: {layer.name: dict(pins.configs[layer.name])
+                                            for layer in layers})
+        return partitioner.evaluate(bounds, micro, schedule)
+
+
+def graphs_in(graph: GraphOp) -> list[GraphOp]:
+    """The graphs of the module `graph` is in."""
+    module = graph.parent_op()
+    return [g for g in module.walk() if isinstance(g, GraphOp)] if module else [graph]
 
 
 def format_plan(graph: str, plan: PipelinePlan, names: list[str]) -> str:
@@ -207,11 +330,11 @@ def format_plan(graph: str, plan: PipelinePlan, names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plan_json(graph: str, devices: int, machine: str, plan: PipelinePlan,
+def plan_json(graph: str, devices: int, machine: Machine, plan: PipelinePlan,
               names: list[str]) -> dict:
     """The plan as the strategy JSON with its stages."""
     return {
-        "graph": graph, "devices": devices, "machine": machine,
+        "graph": graph, "devices": devices, "machine": machine.to_json(),
         "pipeline": {"stages": len(plan.stages), "microbatches": plan.microbatches,
                      "schedule": plan.schedule, "step": plan.step, "bubble": plan.bubble,
                      "memory": plan.memory},

@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.formats.strategy_json import is_pipeline_plan
 from pase.passes.strategy.machines import PRESETS
 from pase.passes.strategy.schedule import SCHEDULES
 from pase.runtime.communicator import BACKENDS
@@ -111,7 +112,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="number of workers P (at most 1024 threads, or 64 processes)")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--strategy", help="a strategy JSON (pase-search export=); layers it "
-                     "does not name are searched")
+                     "does not name are searched. A pipeline plan (pase-partition-stages "
+                     "export=) runs as that pipeline")
     how.add_argument("--data-parallel", action="store_true",
                      help="split every layer's batch dim over the devices instead of searching")
     pipeline = parser.add_argument_group(
@@ -168,10 +170,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.timeout is None:
         args.timeout = 600.0 if args.engine == "jax" else 120.0
     workers = MAX_WORKERS[args.backend]
-    pipelined = args.stages is not None or args.microbatches is not None
+    planned = args.stages is not None or args.microbatches is not None
+    pipelined = planned or (args.strategy is not None and is_pipeline_plan(args.strategy))
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
-            (pipelined and (args.strategy is not None or args.data_parallel),
+            (planned and (args.strategy is not None or args.data_parallel),
              "--stages and --microbatches plan their own strategy; drop --strategy and "
              "--data-parallel"),
             (pipelined and args.engine == "jax", "--engine jax runs one stage; drop --stages "
@@ -179,7 +182,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
             (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
              f"--device-memory-gib must be a finite number at least 0, got "
              f"{args.device_memory_gib}"),
-            (args.device_memory_gib > 0 and not pipelined,
+            (args.device_memory_gib > 0 and not planned,
              "--device-memory-gib caps a pipeline plan; give --stages (auto or S)"),
             (args.timeline is not None and not pipelined,
              "--timeline draws a pipeline; give --stages (and --microbatches)"),
@@ -276,8 +279,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                        args.timeout, "f64" if args.f64 else None, initial,
                        record=args.timeline is not None)
         print_report(report, time.perf_counter() - start)
-        if stages is not None:
-            print_pipeline(module)
+        print_pipeline(module)
         if args.timeline is not None:
             from pase.tools.run_timeline import draw_timeline  # (matplotlib: an extra)
 

@@ -38,6 +38,7 @@ from pase.dialect.pase import (
     stage_of,
 )
 from pase.formats.machine_toml import load_machine
+from pase.formats.strategy_json import is_pipeline_plan
 from pase.frontend import parse_file
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
@@ -95,11 +96,15 @@ def pipeline_spec(devices: int, factor: float = 1.0, lr: float = 0.01,
 def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-default",
                   strategy: str = "", data_parallel: bool = False,
                   stages: Stages | None = None) -> str:
-    """The passes that give every layer its configuration (and with `stages`, its
-    pipeline stage), then scale the model."""
+    """The passes that give every layer its configuration (and with `stages`, or a
+    pipeline plan file as `strategy`, its pipeline stage), then scale the model."""
+    if stages is None and strategy and is_pipeline_plan(strategy):
+        stages = Stages()  # a plan file: pase-partition-stages reads it
     passes: list[ModulePass] = [] if data_parallel else [
         PaseSearchPass(devices=devices, machine=machine, strategy=strategy)
-        if stages is None else PartitionStagesPass(
+        if stages is None else PartitionStagesPass(devices=devices, machine=machine,
+                                                   strategy=strategy) if strategy
+        else PartitionStagesPass(
             devices=devices, stages=stages.stages, microbatches=stages.microbatches,
             schedule=stages.schedule, device_memory_gib=stages.device_memory_gib,
             machine=machine)]
