@@ -5,6 +5,7 @@ words the cost model predicts, stage boundaries included."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,16 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.diagnostics import Diagnostic
 from pase.dialect import dist
+from pase.formats.machine_toml import load_machine
 from pase.frontend import parse_file
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.microbatch import loss_weight, microbatch_problem
-from pase.passes.partition_stages import PartitionStagesPass
+from pase.passes.partition_stages import PartitionStagesPass, plan_json
 from pase.passes.scale import scale_module
+from pase.passes.strategy.from_ir import read_graph
+from pase.passes.strategy.pipeline import Partitioner, stage_solver
+from pase.passes.strategy.segments import segments
 from pase.runtime.program import program_from_ir
 from pase.tools.run_check import check_problems
 from pase.tools.run_pipeline import train
@@ -27,13 +32,33 @@ MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
 def planned(model: str, scale: float, stages: int, microbatches: int,
-            schedule: str = "1f1b", devices: int = 8) -> ModuleOp:
-    """The scaled model with its pipeline plan (planned on the scaled shapes: fast)."""
+            schedule: str = "1f1b", devices: int = 8, search: bool = True,
+            tmp_path: Path | None = None) -> ModuleOp:
+    """The scaled model with its pipeline plan, planned on the scaled shapes. With
+    `search` false the stages begin at evenly spaced cuts (each stage's configurations
+    still PaSE's), read back through a plan file: the runs test the runtime, and
+    test_partition.py the search."""
     module = parse_file(str(MODELS / f"{model}.dnn"))
     if scale < 1:
         module = scale_module(module, scale)
-    PartitionStagesPass(devices=devices, stages=stages, microbatches=microbatches,
-                        schedule=schedule).apply(Context(), module)
+    if search:
+        PartitionStagesPass(devices=devices, stages=stages, microbatches=microbatches,
+                            schedule=schedule).apply(Context(), module)
+        return module
+    assert tmp_path is not None
+    data = read_graph(module)
+    assert data.batch is not None
+    index = segments(data.layers, data.edges)
+    cuts = [i for i in range(1, len(index)) if index[i] != index[i - 1]]
+    bounds = [0, *(cuts[len(cuts) * k // stages] for k in range(1, stages))]
+    machine = load_machine("pase-default")
+    plan = Partitioner(data.layers, data.edges, data.batch, devices, machine, cuts,
+                       stage_solver(machine, data.batch)).evaluate(bounds, microbatches,
+                                                                   schedule)
+    names = [layer.name for layer in data.layers]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan_json(data.name, devices, machine, plan, names)))
+    PartitionStagesPass(devices=devices, strategy=str(path)).apply(Context(), module)
     return module
 
 
@@ -84,24 +109,28 @@ def test_a_parameter_gradient_is_all_reduced_once_per_step() -> None:
     assert "conv1" not in per_microbatch  # its input needs no gradient: nothing else
 
 
+# (model, scale, S, M, schedule, searched): the small models' plans are searched, the
+# large ones' stages begin at evenly spaced cuts.
 CASES = [
-    ("mlp", 1, 2, 1, "1f1b"), ("mlp", 1, 2, 4, "gpipe"), ("mlp", 1, 4, 2, "1f1b"),
-    ("mlp", 1, 4, 4, "gpipe"),
-    ("alexnet", 0.125, 2, 2, "1f1b"), ("alexnet", 0.125, 4, 4, "gpipe"),
-    ("alexnet", 0.125, 4, 1, "1f1b"),
-    ("rnnlm", 0.125, 2, 2, "1f1b"), ("rnnlm", 0.125, 4, 4, "1f1b"),
-    ("transformer", 0.0625, 2, 2, "1f1b"), ("transformer", 0.0625, 4, 4, "gpipe"),
-    ("gpt2_small", 0.0625, 2, 2, "1f1b"), ("gpt2_small", 0.0625, 4, 1, "1f1b"),
+    ("mlp", 1, 2, 1, "1f1b", True), ("mlp", 1, 2, 4, "gpipe", True),
+    ("mlp", 1, 4, 2, "1f1b", True), ("mlp", 1, 4, 4, "gpipe", True),
+    ("alexnet", 0.125, 2, 2, "1f1b", True), ("alexnet", 0.125, 4, 4, "gpipe", False),
+    ("alexnet", 0.125, 4, 1, "1f1b", False),
+    ("rnnlm", 0.0625, 2, 2, "1f1b", False), ("rnnlm", 0.0625, 4, 4, "gpipe", False),
+    ("transformer", 0.0625, 2, 2, "1f1b", False), ("transformer", 0.0625, 4, 4, "gpipe", False),
+    ("gpt2_small", 0.0625, 2, 2, "1f1b", False), ("gpt2_small", 0.0625, 4, 1, "1f1b", False),
     # batch norm: one micro-batch per step (its statistics are over the whole batch)
-    ("inception_v3", 0.0625, 2, 1, "1f1b"), ("resnet101", 0.0625, 4, 1, "1f1b"),
+    ("inception_v3", 0.0625, 2, 1, "1f1b", False), ("resnet101", 0.0625, 4, 1, "1f1b", False),
 ]
 
 
-@pytest.mark.parametrize(("model", "scale", "stages", "microbatches", "schedule"), CASES,
-                         ids=[f"{m}-S{s}-M{n}-{k}" for m, _, s, n, k in CASES])
+@pytest.mark.parametrize(("model", "scale", "stages", "microbatches", "schedule", "search"),
+                         CASES, ids=[f"{m}-S{s}-M{n}-{k}" for m, _, s, n, k, _ in CASES])
 def test_every_model_trains_as_a_pipeline_like_one_device(
-        model: str, scale: float, stages: int, microbatches: int, schedule: str) -> None:
-    module = planned(model, scale, stages, microbatches, schedule)
+        model: str, scale: float, stages: int, microbatches: int, schedule: str,
+        search: bool, tmp_path: Path) -> None:
+    module = planned(model, scale, stages, microbatches, schedule, search=search,
+                     tmp_path=tmp_path)
     report = train(module, 8, float_type="f64")
     assert check_problems(report) == []
     assert report.max_error() <= 1e-9
@@ -135,11 +164,11 @@ def test_the_loss_weight_of_a_mean_and_of_a_sum() -> None:
     from pase.frontend import parse_text
 
     summed = parse_text("""
-graph @g(b = 8, d = 4) {
+graph @g(b = 8, d = 4, e = 4) {
   %x = input [b, d]
-  %w = param [d, d]
-  %y = einsum %x, %w -> [b, d]
-  %l = reduce sum %y over [b, d]
+  %w = param [d, e]
+  %y = einsum %x, %w -> [b, e]
+  %l = reduce sum %y over [b, e]
   return %l
 }
 """, "g.dnn").ops.first
@@ -150,8 +179,8 @@ graph @g(b = 8, d = 4, e = 4) {
   %x = input [b, d]
   %w = param [d, e]
   %y = einsum %x, %w -> [b, e]
-  %g = einsum %y, %y -> [e, e]
-  %l = reduce mean %g over [e, e]
+  %g = einsum %y, %x -> [e, d]
+  %l = reduce mean %g over [e, d]
   return %l
 }
 """, "g.dnn").ops.first
