@@ -6,11 +6,16 @@
     ...
     total 1.49e-06 s = compute 1.0e-06 + collectives 3.0e-07 + redistribution 1.9e-07
     data parallel 2.39e-04 s: predicted speedup 159.81x
+    memory 3.171e-04 GiB per device = parameters and gradients 3.052e-04 + activations 1.19e-05
+
+Under `device-memory-gib` one more line says whether the strategy is proven optimal
+under the cap, or how far above the proven lower bound it may be (`cap_note`).
 """
 
 from __future__ import annotations
 
 from pase.passes.strategy.dp import DPResult
+from pase.passes.strategy.memory import GIB, CappedSolution, Memory
 from pase.passes.strategy.problem import Assignment, Breakdown, Problem
 
 
@@ -19,7 +24,8 @@ def format_config(config: dict[str, int]) -> str:
 
 
 def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown,
-                  data_parallel: float, stats: DPResult | None) -> str:
+                  data_parallel: float, stats: DPResult | None,
+                  memory: Memory | None = None, capped: CappedSolution | None = None) -> str:
     rows = [("layer", "op", "config", "cost (s)")]
     for layer in problem.layer_data:
         rows.append((layer.name, layer.kind, format_config(assignment[layer.name]),
@@ -36,7 +42,31 @@ def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown
                  f"+ redistribution {breakdown.redistribution:.4e}")
     speedup = data_parallel / breakdown.total if breakdown.total > 0 else 1.0
     lines.append(f"data parallel {data_parallel:.4e} s: predicted speedup {speedup:.2f}x")
+    if memory is not None:
+        lines.append(f"memory {memory.total / GIB:.4g} GiB per device = parameters and "
+                     f"gradients {memory.parameters / GIB:.4g} + activations "
+                     f"{memory.activations / GIB:.4g}")
+    if capped is not None:
+        lines.append(cap_note(capped))
     if stats is not None and stats.order:
         lines.append(f"search: {len(problem.layers)} layers, largest dependent set "
                      f"{stats.max_dependent_set}, {stats.table_entries:,} table entries")
     return "\n".join(lines) + "\n"
+
+
+def cap_note(capped: CappedSolution) -> str:
+    """What is known of a strategy found under a memory cap.
+
+        device-memory-gib=0.5: the unconstrained optimum fits (exact)
+        device-memory-gib=0.13: optimal under the cap (proven; 5 solves)
+        device-memory-gib=0.13: not proven optimal: within 2.85% of the proven lower
+        bound 7.2316e-03 s (7 solves)
+    """
+    cap = f"device-memory-gib={capped.cap / GIB:.6g}"
+    if capped.unconstrained_fits:
+        return f"{cap}: the unconstrained optimum fits (exact)"
+    solves = f"{capped.solves} solve{'s' if capped.solves != 1 else ''}"
+    if capped.proven:
+        return f"{cap}: optimal under the cap (proven; {solves})"
+    return (f"{cap}: not proven optimal: within {100 * capped.gap:.3g}% of the proven lower "
+            f"bound {capped.lower_bound:.4e} s ({solves})")

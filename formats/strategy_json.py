@@ -3,7 +3,12 @@
     {"graph": "mlp", "devices": 8, "machine": {...},
      "cost": {"total": .., "compute": .., "communication": .., "redistribution": ..},
      "data_parallel_cost": .., "speedup": ..,
-     "layers": [{"name": "h", "op": "einsum", "config": {"b": 4, "h": 2}, "cost": ..}, ...]}
+     "layers": [{"name": "h", "op": "einsum", "config": {"b": 4, "h": 2}, "cost": ..}, ...],
+     "memory": {"per_device": .., "parameters": .., "activations": ..},
+     "device_memory_cap": {"bytes": .., "lower_bound": .., "proven_optimal": true}}
+
+"memory" is in bytes per device (parameters with their gradients, and activations);
+"device_memory_cap" only under `device-memory-gib`. Files without them still load.
 
 Costs are seconds. A file holds one strategy object, or a list of them with a different
 "graph" each (as `export=` writes for a file of several graphs). Reading needs only
@@ -24,6 +29,7 @@ from typing import Any
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text, shown_line
 from pase.core.numbers import too_long_integer
+from pase.passes.strategy.memory import CappedSolution, Memory
 from pase.passes.strategy.problem import Assignment, Breakdown, Problem
 
 JsonPath = tuple[str | int, ...]
@@ -34,8 +40,11 @@ DEEPEST_SHOWN = 100
 
 
 def strategy_json(problem: Problem, assignment: Assignment, breakdown: Breakdown,
-                  data_parallel_cost: float) -> dict[str, Any]:
-    return {
+                  data_parallel_cost: float, memory: Memory | None = None,
+                  capped: CappedSolution | None = None) -> dict[str, Any]:
+    """The strategy as JSON; `memory` adds "memory" (bytes per device), `capped` the
+    "device_memory_cap" it was searched under and what is proven of it."""
+    data: dict[str, Any] = {
         "graph": problem.graph,
         "devices": problem.devices,
         "machine": problem.machine.to_json(),
@@ -49,6 +58,13 @@ def strategy_json(problem: Problem, assignment: Assignment, breakdown: Breakdown
                     "cost": breakdown.per_layer[layer.name]}
                    for layer in problem.layer_data],
     }
+    if memory is not None:
+        data["memory"] = {"per_device": memory.total, "parameters": memory.parameters,
+                          "activations": memory.activations}
+    if capped is not None:
+        data["device_memory_cap"] = {"bytes": capped.cap, "lower_bound": capped.lower_bound,
+                                     "proven_optimal": capped.proven}
+    return data
 
 
 def dump_strategy(data: dict[str, Any]) -> str:
@@ -252,11 +268,12 @@ def _check_strategy(strategy: dict[str, Any], where: JsonPath) -> None:
     for key in ("data_parallel_cost", "speedup"):
         if key in strategy:
             _check_number(strategy[key], (*where, key))
-    if "cost" in strategy:
-        if not isinstance(strategy["cost"], dict):
-            raise _wrong(strategy["cost"], (*where, "cost"), "an object of numbers")
-        for key, value in strategy["cost"].items():
-            _check_number(value, (*where, "cost", key))
+    for part in ("cost", "memory"):  # (files written before "memory" existed lack it)
+        if part in strategy:
+            if not isinstance(strategy[part], dict):
+                raise _wrong(strategy[part], (*where, part), "an object of numbers")
+            for key, value in strategy[part].items():
+                _check_number(value, (*where, part, key))
     if "layers" not in strategy:
         raise _ShapeError(f'{name} needs a "layers" list', where)
     layers = strategy["layers"]

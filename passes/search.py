@@ -6,7 +6,10 @@ Attaches `pase.config = #pase.config<...>` to every layer and
 `pase.strategy = #pase.strategy<...>` to the graph. Layers that already carry a
 `pase.config` keep it, and so do layers named in `strategy=FILE` (a strategy JSON);
 the search optimizes the rest. `export=FILE` writes the strategy JSON; `report=true`
-prints a per-layer table on stderr. Options:
+prints a per-layer table on stderr. Both give the strategy's memory per device:
+its blocks of the parameters and their gradients, and of every layer's result (kept
+for the backward pass), pase-partition-stages' formula for one stage and one
+micro-batch. Options:
 
 - devices: number of devices P (required, at least 1)
 - machine: a preset (pase-default, v100-nvlink, a100-nvlink, h100-nvlink,
@@ -19,6 +22,17 @@ prints a per-layer table on stderr. Options:
 - memory-gib: the search's memory budget above the process's baseline (default 4 GiB):
   configurations, cost tables, their working arrays, pruning and the DP all count
 - jit: auto (the llvmlite kernel for large tables), on, or off (numpy); same results
+- device-memory-gib: each device's memory in GiB; 0 (default) for no cap. The search
+  returns the least-cost strategy whose memory per device fits (`strategy/memory.py`):
+  the unconstrained optimum if it fits (exact); else with method=exhaustive the best of
+  every strategy that fits (exact), and with method=dp the best strategy a branch and
+  bound on Lagrangian bounds finds (the DP on cost + λ·memory, at most about 100 DP
+  solves), with a proven lower bound on the constrained optimum. It is called optimal
+  only when its cost equals that bound (within 1e-9); otherwise the report (or,
+  without report=true, a warning on stderr) says how far above the bound it may be.
+  When even the least memory any strategy needs does not fit, the pass fails saying
+  how much that is. `#pase.strategy` does not carry the memory (the report and the
+  export do).
 """
 
 from __future__ import annotations
@@ -36,12 +50,19 @@ from pase.core.files import read_line, write_atomically
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
 from pase.formats.machine_toml import MachineError, load_machine
-from pase.formats.report import format_report
+from pase.formats.report import cap_note, format_report
 from pase.formats.strategy_json import StrategyPins, dump_strategy, load_strategy, strategy_json
 from pase.passes.options import PasePass
 from pase.passes.strategy.budget import MemoryBudget, SearchError
 from pase.passes.strategy.from_ir import build_problem
-from pase.passes.strategy.problem import PinError, collector_paused, solve
+from pase.passes.strategy.memory import (
+    GIB,
+    CappedSolution,
+    MemoryCapError,
+    memory_parts,
+    solve_capped,
+)
+from pase.passes.strategy.problem import PinError, Solution, collector_paused, solve
 from pase.passes.strategy.progress import Progress
 
 
@@ -62,6 +83,7 @@ class PaseSearchPass(PasePass):
     strategy: str = ""
     export: str = ""
     report: bool = False
+    device_memory_gib: float | int = 0.0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
@@ -90,6 +112,9 @@ class PaseSearchPass(PasePass):
                              f"{self.memory_gib}")
         if self.jit not in ("auto", "on", "off"):
             raise Diagnostic(f"pase-search: jit must be auto, on or off, got '{self.jit}'")
+        if not 0 <= self.device_memory_gib < math.inf:
+            raise Diagnostic(f"pase-search: device-memory-gib must be a number at least 0, "
+                             f"got {self.device_memory_gib}")
 
     def _search(self, graph: GraphOp, only_graph: bool = True) -> dict:
         name = graph.sym_name.data
@@ -110,9 +135,16 @@ class PaseSearchPass(PasePass):
                 problem = build_problem(graph, self.devices, machine, self.min_shard,
                                         pins.configs if pins else None, self.compat, budget)
                 progress = Progress("pase-search")
+                capped: CappedSolution | None = None
                 try:
-                    solution = solve(problem, self.method, self.order, budget, jit=self.jit,
-                                     progress=progress)
+                    if self.device_memory_gib:
+                        capped = solve_capped(problem, float(self.device_memory_gib) * GIB,
+                                              self.method, self.order, budget, jit=self.jit,
+                                              progress=progress)
+                        solution = Solution(capped.assignment, capped.cost, capped.stats)
+                    else:
+                        solution = solve(problem, self.method, self.order, budget,
+                                         jit=self.jit, progress=progress)
                 finally:
                     progress.done()
         except MachineError as error:
@@ -121,6 +153,10 @@ class PaseSearchPass(PasePass):
             if pins and error.layer in pins.configs:
                 raise pin_diagnostic(pins, error) from None
             raise op_diagnostic(layers[error.layer], str(error), name) from None
+        except MemoryCapError as error:
+            raise Diagnostic(f"pase-search on @{name}: no strategy fits in device-memory-gib="
+                             f"{self.device_memory_gib}; the least memory any strategy needs "
+                             f"is {error.least / GIB:.4g} GiB per device") from None
         except (SearchError, ValueError) as error:
             raise Diagnostic(f"pase-search on @{name}: {error}") from None
         breakdown = problem.breakdown(solution.assignment)
@@ -130,10 +166,14 @@ class PaseSearchPass(PasePass):
         graph.attributes[STRATEGY_ATTR_NAME] = StrategyAttr(
             self.devices, problem.machine.name, breakdown.total, breakdown.compute,
             breakdown.communication, breakdown.redistribution, data_parallel)
+        memory = memory_parts(problem, solution.assignment)
         if self.report:
             sys.stderr.write(format_report(problem, solution.assignment, breakdown,
-                                           data_parallel, solution.stats))
-        return strategy_json(problem, solution.assignment, breakdown, data_parallel)
+                                           data_parallel, solution.stats, memory, capped))
+        elif capped is not None and not capped.proven:
+            sys.stderr.write(f"pase-search on @{name}: warning: {cap_note(capped)}\n")
+        return strategy_json(problem, solution.assignment, breakdown, data_parallel, memory,
+                             capped)
 
 
 def write_json(path: str, data: object) -> None:

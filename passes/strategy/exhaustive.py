@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,11 +24,15 @@ from pase.passes.strategy.dp import DPResult, SearchError
 CHUNK_ENTRIES = 1 << 18
 
 
-def solve_exhaustive(graph: CostGraph, limit: int = 10**7) -> DPResult:
+def solve_exhaustive(graph: CostGraph, limit: int = 10**7,
+                     weights: Sequence[np.ndarray] | None = None,
+                     cap: float = math.inf) -> DPResult:
     """The cheapest of all prod(K_v) strategies; refuses with `SearchError` above `limit`.
 
-    The result has `order=()`, `max_dependent_set=0` and `table_entries` = the number of
-    strategies.
+    With `weights` (one vector per vertex, like the vertex costs: a resource such as
+    memory, summed over the chosen configurations), only strategies whose weight is at
+    most `cap` count; if none does, the result's cost is inf. The result has `order=()`,
+    `max_dependent_set=0` and `table_entries` = the number of strategies.
 
     >>> graph = CostGraph(["a"], [np.array([2.0, 1.0, 1.0])])
     >>> solve_exhaustive(graph).choice, solve_exhaustive(graph).table_entries
@@ -42,6 +47,11 @@ def solve_exhaustive(graph: CostGraph, limit: int = 10**7) -> DPResult:
     head, tail = range(split), range(split, len(sizes))
     tail_shape = tuple(sizes[vertex] for vertex in tail)
     tail_table = _tail_costs(graph, split, tail_shape)
+    tail_weight = None
+    if weights is not None:
+        tail_weight = np.zeros(tail_shape, dtype=np.float64)
+        for offset, weight in enumerate(weights[split:]):
+            tail_weight += _along(np.asarray(weight, dtype=np.float64), offset, len(tail_shape))
     head_to_tail = [(u, v, edge_cost) for (u, v), edge_cost in graph.edge_costs.items()
                     if u < split <= v]
     within_head = [(u, v, edge_cost) for (u, v), edge_cost in graph.edge_costs.items() if v < split]
@@ -56,6 +66,9 @@ def solve_exhaustive(graph: CostGraph, limit: int = 10**7) -> DPResult:
         for u, v, edge_cost in head_to_tail:
             edge_row = _along(edge_cost[head_choice[u]], v - split, len(tail))
             np.add(candidate, edge_row, out=candidate)
+        if weights is not None and tail_weight is not None:
+            head_weight = sum(float(weights[vertex][head_choice[vertex]]) for vertex in head)
+            candidate[tail_weight + head_weight > cap] = math.inf
         position = int(np.argmin(candidate))
         cost = float(candidate.flat[position])
         if cost < best_cost:

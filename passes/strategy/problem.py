@@ -376,6 +376,11 @@ class Problem:
         """Total cost in seconds of an assignment `{layer: {dim: factor}}`."""
         return self.breakdown(assignment).total
 
+    def assignment(self, choice: Sequence[int]) -> Assignment:
+        """The assignment of configuration indices `choice` (one per layer, in order)."""
+        return {name: dict(self.config_lists[i][c])
+                for i, (name, c) in enumerate(zip(self.layers, choice, strict=True))}
+
     def data_parallel(self) -> Assignment:
         """Every layer splits the batch dim as far as it divides (up to all devices),
         whatever the min-shard rule allows: PaSE's baseline."""
@@ -468,16 +473,25 @@ def solve(problem: Problem, method: str = "dp", order: str = "genseq",
     with collector_paused():
         budget = as_budget(memory_budget)
         # The unpruned tables stay cached on the problem: they count throughout.
-        graph = problem.cost_graph(budget)
-        kept = [np.arange(size) for size in graph.sizes]
-        if pruning:
-            graph, kept = prune(graph, budget)
-        if method == "dp":
-            result = solve_dp(graph, order, budget, jit, progress)
-        else:
-            result = solve_exhaustive(graph, exhaustive_limit)
+        result = solve_graph(problem.cost_graph(budget), method, order, budget,
+                             exhaustive_limit, pruning, jit, progress)
+    return Solution(problem.assignment(result.choice), result.cost, result)
+
+
+def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
+                budget: MemoryBudget | None = None, exhaustive_limit: int = 10**7,
+                pruning: bool = True, jit: str = "auto",
+                progress: Callable[[int, int, int], None] | None = None) -> DPResult:
+    """`solve`'s search on a cost graph (pruned first with `pruning`); the choice indexes
+    `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
+    vertex costs carry an added term this way."""
+    budget = budget if budget is not None else as_budget(4 << 30)
+    kept = [np.arange(size) for size in graph.sizes]
+    if pruning:
+        graph, kept = prune(graph, budget)
+    if method == "dp":
+        result = solve_dp(graph, order, budget, jit, progress)
+    else:
+        result = solve_exhaustive(graph, exhaustive_limit)
     choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
-    result = replace(result, choice=choice)
-    assignment = {name: dict(problem.config_lists[i][c])
-                  for i, (name, c) in enumerate(zip(problem.layers, choice, strict=True))}
-    return Solution(assignment, result.cost, result)
+    return replace(result, choice=choice)

@@ -42,9 +42,13 @@ def rows_bytes(configs: int, width: int) -> int:
 
 
 def _rows(vertex_costs: list[np.ndarray], edge_costs: dict[tuple[int, int], np.ndarray],
-          incident: list[tuple[int, int]], vertex: int) -> np.ndarray:
-    """Layer cost and every incident edge's costs, one row per configuration of `vertex`."""
+          incident: list[tuple[int, int]], vertex: int,
+          extra: np.ndarray | None = None) -> np.ndarray:
+    """Layer cost and every incident edge's costs, one row per configuration of `vertex`
+    (and `extra`, a resource of each configuration, as one more column)."""
     parts = [vertex_costs[vertex][:, None]]
+    if extra is not None:
+        parts.append(extra[:, None])
     for u, v in incident:
         parts.append(edge_costs[(u, v)] if u == vertex else edge_costs[(u, v)].T)
     return np.ascontiguousarray(np.hstack(parts))
@@ -69,10 +73,14 @@ def _survivors(rows: np.ndarray) -> np.ndarray:
     return np.flatnonzero(alive)
 
 
-def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int = 8
-          ) -> tuple[CostGraph, list[np.ndarray]]:
+def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int = 8,
+          extra: list[np.ndarray] | None = None) -> tuple[CostGraph, list[np.ndarray]]:
     """The graph restricted to undominated configurations, and for each vertex the
     original indices of the configurations it kept (ascending).
+
+    With `extra` (one vector per vertex: a resource a constraint bounds, such as memory
+    per device), a configuration also needs no more of it than its dominator, so the
+    optimum under a cap on the resource's sum survives too.
 
     With `budget`, each vertex's rows are charged while they exist and each pruned copy
     for as long as it lives (the copies of earlier rounds until pruning ends).
@@ -106,12 +114,13 @@ def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int 
         for vertex in sorted(dirty):
             if vertex_costs[vertex].size == 1:
                 continue
-            width = 1 + sum(edge_costs[edge].size // vertex_costs[vertex].size
+            width = 1 + (extra is not None) + sum(edge_costs[edge].size // vertex_costs[vertex].size
                             for edge in incident[vertex])
             with _holding(budget, rows_bytes(vertex_costs[vertex].size, width),
                           f"pruning the configurations of layer '{graph.names[vertex]}'"):
-                survivors = _survivors(_rows(vertex_costs, edge_costs, incident[vertex],
-                                             vertex))
+                survivors = _survivors(_rows(
+                    vertex_costs, edge_costs, incident[vertex], vertex,
+                    None if extra is None else extra[vertex][kept[vertex]]))
             if survivors.size == vertex_costs[vertex].size:
                 continue
             kept[vertex] = kept[vertex][survivors]

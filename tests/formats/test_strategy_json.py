@@ -10,6 +10,7 @@ import pytest
 from pase.formats.strategy_json import dump_strategy, load_strategy, locate, strategy_json
 from pase.frontend import Diagnostic, parse_file, parse_text
 from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy.memory import memory_parts, solve_capped
 
 MLP = Path(__file__).resolve().parents[2] / "models" / "mlp.dnn"
 
@@ -48,6 +49,28 @@ def test_export_shape() -> None:
         assert all(isinstance(f, int) and f > 1 for f in layer["config"].values())
     assert sum(layer["cost"] for layer in data["layers"]) == pytest.approx(cost["total"],
                                                                            rel=1e-12)
+
+
+def test_the_export_gives_memory_per_device_and_the_cap(tmp_path: Path) -> None:
+    problem = build_problem(parse_file(str(MLP)), 8)
+    free = solve(problem)
+    memory = memory_parts(problem, free.assignment)
+    capped = solve_capped(problem, memory.total - 1)
+    data = json.loads(dump_strategy(strategy_json(
+        problem, capped.assignment, problem.breakdown(capped.assignment),
+        problem.cost(problem.data_parallel()), memory_parts(problem, capped.assignment),
+        capped)))
+    assert set(data["memory"]) == {"per_device", "parameters", "activations"}
+    assert data["memory"]["per_device"] == capped.memory < memory.total
+    assert data["memory"]["per_device"] == (data["memory"]["parameters"]
+                                            + data["memory"]["activations"])
+    assert data["device_memory_cap"] == {"bytes": memory.total - 1,
+                                         "lower_bound": capped.lower_bound,
+                                         "proven_optimal": True}
+    # it reads back, and so does an export from before "memory" existed (no such keys)
+    assert load_strategy(write(tmp_path, data), "mlp", 8).configs == capped.assignment
+    assert "memory" not in exported()
+    assert load_strategy(write(tmp_path, exported()), "mlp", 8).configs == free.assignment
 
 
 def test_dump_is_indented_json_with_a_final_newline() -> None:
@@ -113,6 +136,9 @@ def diagnostic(path: str, graph: str = "mlp", devices: int = 8) -> Diagnostic:
     ({"cost": {"total": None}, "layers": []}, "cost.total must be a number, not null",
      "null"),
     ({"speedup": [], "layers": []}, "speedup must be a number, not a list", "["),
+    ({"memory": 3, "layers": []}, "memory must be an object of numbers, not 3", "3"),
+    ({"memory": {"per_device": "1"}, "layers": []},
+     'memory.per_device must be a number, not the string "1"', '"1"'),
     ({}, 'the strategy needs a "layers" list', "{"),
     ([{"name": "h"}], '[0] needs a "layers" list', "{"),
     ([], "a strategy file holds a strategy object, or a list of them (one per graph), not "

@@ -17,6 +17,7 @@ from pase.dialect.pase import ConfigAttr, StrategyAttr
 from pase.frontend import Diagnostic, parse_file
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy.memory import GIB, memory_vectors, solve_capped, strategy_memory
 from pase.tools.pase_opt import main
 
 MLP = str(Path(__file__).resolve().parents[2] / "models" / "mlp.dnn")
@@ -201,3 +202,45 @@ def test_a_pin_without_a_place_names_its_graph() -> None:
         PaseSearchPass(devices=8).apply(Context(), module)
     assert str(error.value) == ("error: pase-search on @mlp: layer 'a' is pinned to 16 devices "
                                 "but only 8 are available")
+
+
+def test_a_memory_cap_the_optimum_fits_changes_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert search(capsys, "devices=8 device-memory-gib=1") == search(capsys, "devices=8")
+    assert search(capsys, "devices=8 device-memory-gib=0") == search(capsys, "devices=8")
+
+
+def test_a_binding_memory_cap_gives_the_least_cost_strategy_that_fits(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    problem = build_problem(parse_file(MLP), 8)
+    free = solve(problem)
+    cap = (strategy_memory(problem, free.assignment) - 1) / GIB
+    export = tmp_path / "capped.json"
+    graph = graph_of(search(capsys, f'devices=8 device-memory-gib={cap!r} '
+                                    f'export="{export}"'))
+    assigned = configs_of(graph)
+    assert strategy_memory(problem, assigned) <= cap * GIB
+    assert problem.cost(assigned) > free.cost
+    capped = solve_capped(problem, cap * GIB, "exhaustive")
+    assert strategy_of(graph).total.data == pytest.approx(capped.cost, rel=1e-12)
+    data = json.loads(export.read_text())
+    assert data["memory"]["per_device"] == strategy_memory(problem, assigned)
+    assert data["device_memory_cap"]["proven_optimal"] is True
+
+
+def test_the_report_gives_memory_per_device(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, MLP, "-p", "pase-search{devices=8 report=true}")
+    problem = build_problem(parse_file(MLP), 8)
+    memory = strategy_memory(problem, solve(problem).assignment)
+    assert status == 0
+    assert f"\nmemory {memory / GIB:.4g} GiB per device = parameters and gradients " in err
+
+
+def test_a_memory_cap_nothing_meets_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    problem = build_problem(parse_file(MLP), 8)
+    least = sum(float(vector.min()) for vector in memory_vectors(problem))
+    status, out, err = run(capsys, MLP, "-p", "pase-search{devices=8 device-memory-gib=1e-4}")
+    assert (status, out) == (1, "")
+    assert err == ("error: pase-search on @mlp: no strategy fits in device-memory-gib=0.0001; "
+                   f"the least memory any strategy needs is {least / GIB:.4g} GiB per "
+                   "device\n")

@@ -1,0 +1,316 @@
+"""Memory per device of a strategy, and the least-cost strategy under a cap on it.
+
+A device holds, for the step, its block of every parameter and of its gradient, and the
+block of every layer's result (what the backward pass reads again): the formula of
+`pase-partition-stages` (`pipeline.parameter_bytes` + `pipeline.activation_bytes`) for one
+stage and one micro-batch. Both are sums of per-layer terms, each fixed by that layer's
+configuration, so a cap on memory is one additive resource constraint on the search:
+
+- if the unconstrained optimum fits, it is the answer (exact);
+- with `method="exhaustive"`, every strategy that fits is tried (exact; pruning keeps a
+  configuration only if no other is cheaper everywhere *and* needs no more memory);
+- with `method="dp"`, Lagrangian relaxation: the DP solves cost + λ·memory, which is the
+  same DP with λ·memory added to each layer's cost vector. Every λ ≥ 0 gives a proven
+  lower bound L(λ) = min(cost + λ·memory) − λ·cap on the constrained optimum, and its
+  minimiser, when it fits, a feasible strategy. λ follows Jüttner et al.'s LARAC (2001):
+  the λ where the cheapest infeasible and the cheapest feasible strategy found so far
+  tie, until no strategy beats the tie, which is the λ maximising L (the dual optimum).
+  Where L's maximum stays below the best strategy that fits (a duality gap: with few
+  memory levels there is one), branch and bound closes it: a branch splits one layer's
+  configurations at a memory threshold, each branch gets its own LARAC bound (the
+  other configurations cost inf in the DP), and a branch whose bound reaches the best
+  strategy found, or whose least memory does not fit, is closed. When every branch is
+  closed the strategy is optimal; after `MAX_SOLVES` DP solves the search stops with the
+  best strategy found and the least bound of the open branches, and
+  `CappedSolution.gap` says how far above it the strategy may be. A strategy is called
+  optimal only when its cost equals the bound within 1e-9 relative. Memory is an
+  integer number of bytes, so it is computed exactly.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import build_problem, solve
+    >>> problem = build_problem(parse_file("models/mlp.dnn"), devices=8)
+    >>> free = solve(problem)
+    >>> memory = strategy_memory(problem, free.assignment)
+    >>> capped = solve_capped(problem, memory)
+    >>> capped.assignment == free.assignment, capped.proven
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
+from pase.passes.strategy.cost import Config
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import DPResult
+from pase.passes.strategy.exhaustive import solve_exhaustive
+from pase.passes.strategy.pipeline import activation_bytes, parameter_bytes
+from pase.passes.strategy.problem import Assignment, Problem, collector_paused, solve_graph
+from pase.passes.strategy.prune import prune
+
+GIB = 1 << 30
+RELATIVE_TOLERANCE = 1e-9
+"""A strategy within this of the lower bound (relative) is proven optimal."""
+MAX_SOLVES = 100
+"""The most DP solves the capped search makes (LARAC on each branch and bound node)
+before it settles for the best strategy found and the bound proven so far."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes one device holds: parameters with their gradients, and activations."""
+
+    parameters: float
+    activations: float
+
+    @property
+    def total(self) -> float:
+        return self.parameters + self.activations
+
+
+def strategy_memory(problem: Problem, assignment: Mapping[str, Config]) -> float:
+    """The bytes per device of `assignment` (every layer named), parameters and gradients
+    plus activations."""
+    return memory_parts(problem, assignment).total
+
+
+def memory_parts(problem: Problem, assignment: Mapping[str, Config]) -> Memory:
+    return Memory(parameter_bytes(problem.layer_data, assignment),
+                  activation_bytes(problem.layer_data, assignment))
+
+
+def memory_vectors(problem: Problem) -> list[np.ndarray]:
+    """For each layer, the bytes per device of each of its configurations (the order of
+    `problem.config_lists`); a strategy's memory is the sum of its choices'."""
+    vectors = []
+    for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True):
+        vectors.append(np.array([parameter_bytes([layer], {layer.name: config})
+                                 + activation_bytes([layer], {layer.name: config})
+                                 for config in configs], dtype=np.float64))
+    return vectors
+
+
+class MemoryCapError(SearchError):
+    """No strategy fits under the cap; `least` is the least memory any needs (bytes)."""
+
+    def __init__(self, message: str, least: float):
+        super().__init__(message)
+        self.least = least
+
+
+@dataclass(frozen=True)
+class CappedSolution:
+    """The least-cost strategy found under a memory cap, and how sure that is.
+
+    `lower_bound` is a proven lower bound on the cost of every strategy that fits (the
+    cost itself when the search is exact); `solves` counts the DP runs.
+    """
+
+    assignment: Assignment
+    cost: float
+    memory: float
+    cap: float
+    lower_bound: float
+    unconstrained_fits: bool
+    solves: int
+    stats: DPResult | None = None
+
+    @property
+    def gap(self) -> float:
+        """How far the cost may be above the optimum, relative to the bound (0 when
+        proven)."""
+        if self.cost <= self.lower_bound or self.lower_bound <= 0:
+            return 0.0 if self.cost <= self.lower_bound else math.inf
+        return (self.cost - self.lower_bound) / self.lower_bound
+
+    @property
+    def proven(self) -> bool:
+        """Whether the strategy is proven optimal among those that fit."""
+        return self.cost <= self.lower_bound * (1 + RELATIVE_TOLERANCE)
+
+
+def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = "genseq",
+                 memory_budget: int | MemoryBudget = 4 << 30,
+                 exhaustive_limit: int = 10**7, jit: str = "auto",
+                 progress: Callable[[int, int, int], None] | None = None) -> CappedSolution:
+    """The least-cost strategy of `problem` needing at most `cap` bytes per device
+    (module docstring). Raises `MemoryCapError` when even the least memory any strategy
+    needs is more than `cap`, and `SearchError` as `solve` does.
+    """
+    if method not in ("dp", "exhaustive"):
+        raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
+    with collector_paused():
+        budget = as_budget(memory_budget)
+        graph = problem.cost_graph(budget)
+        memory = memory_vectors(problem)
+        least = sum(float(vector.min()) for vector in memory)
+        if least > cap:
+            raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
+                                 f"least memory any strategy needs is {least / GIB:.4g} GiB "
+                                 "per device", least)
+
+        def run(candidate: CostGraph, how: str = "dp") -> DPResult:
+            # Each solve's pruned copies go when it returns: give their charge back.
+            used = budget.used
+            try:
+                return solve_graph(candidate, how, order, budget, exhaustive_limit, jit=jit,
+                                   progress=progress)
+            finally:
+                budget.release(budget.used - used)
+
+        free = run(graph, method)  # exactly `solve`'s answer
+        free_memory = _weight(memory, free.choice)
+        if free_memory <= cap:
+            return _solution(problem, free.choice, free.cost, free_memory, cap, free.cost,
+                             True, 1, free)
+        if method == "exhaustive":
+            return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
+        return _lagrangian(problem, graph, memory, cap, free, run)
+
+
+def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
+                budget: MemoryBudget, limit: int) -> CappedSolution:
+    pruned, kept = prune(graph, budget, extra=memory)
+    result = solve_exhaustive(pruned, limit, [m[k] for m, k in zip(memory, kept, strict=True)],
+                              cap)
+    choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
+    return _solution(problem, choice, result.cost, _weight(memory, choice), cap, result.cost,
+                     False, 1, result)
+
+
+@dataclass(eq=False)
+class _Node:
+    """A branch of the search: the configurations each layer may still take (`allowed`),
+    and what relaxing it gave: a proven bound on every strategy in it that fits, the
+    cheapest of them found (`fits`, or None), and the last strategy too large (`over`)."""
+
+    allowed: list[np.ndarray]
+    bound: float
+    fits: tuple[tuple[int, ...], float, float] | None
+    over: tuple[tuple[int, ...], float, float] | None
+
+
+class _Relaxation:
+    """LARAC on branches of one problem, counting the DP solves."""
+
+    def __init__(self, graph: CostGraph, memory: list[np.ndarray], cap: float,
+                 run: Callable[[CostGraph], DPResult]):
+        self.graph = graph
+        self.memory = memory
+        self.cap = cap
+        self.run = run
+        self.solves = 0
+        self.last: DPResult | None = None
+
+    def strategy(self, choice: tuple[int, ...]) -> tuple[tuple[int, ...], float, float]:
+        return choice, self.graph.total_cost(choice), _weight(self.memory, choice)
+
+    def solve(self, allowed: list[np.ndarray], rate: float,
+              keep: list[np.ndarray] | None = None) -> DPResult:
+        """The least cost + rate·memory over the configurations in `keep` (default
+        `allowed`); the others cost inf."""
+        mask = keep if keep is not None else allowed
+        costs = [np.where(ok, cost + rate * weight if rate else cost, math.inf)
+                 for cost, weight, ok in zip(self.graph.vertex_costs, self.memory, mask,
+                                             strict=True)]
+        self.solves += 1
+        self.last = self.run(CostGraph(self.graph.names, costs, dict(self.graph.edge_costs)))
+        return self.last
+
+    def node(self, allowed: list[np.ndarray], free: DPResult | None = None) -> _Node:
+        least = [weight[ok].min() for weight, ok in zip(self.memory, allowed, strict=True)]
+        if sum(float(value) for value in least) > self.cap:
+            return _Node(allowed, math.inf, None, None)
+        free = free if free is not None else self.solve(allowed, 0.0)
+        over = self.strategy(free.choice)
+        if over[2] <= self.cap:
+            return _Node(allowed, over[1], over, None)
+        bound = free.cost  # L(0)
+        lean = [ok & (weight == value) for weight, ok, value
+                in zip(self.memory, allowed, least, strict=True)]
+        fits = self.strategy(self.solve(allowed, 0.0, lean).choice)
+        best = fits
+        while self.solves < MAX_SOLVES and fits[1] > over[1] and fits[2] < over[2]:
+            rate = (fits[1] - over[1]) / (over[2] - fits[2])
+            result = self.solve(allowed, rate)
+            bound = max(bound, result.cost - rate * self.cap)
+            found = self.strategy(result.choice)
+            if found[2] <= self.cap and found[1] < best[1]:
+                best = found
+            tie = over[1] + rate * over[2]
+            if result.cost >= tie - RELATIVE_TOLERANCE * abs(tie):
+                break  # nothing beats the line through the two: this λ maximises L
+            if found[2] <= self.cap:
+                fits = found
+            else:
+                over = found
+        return _Node(allowed, min(bound, best[1]), best, over)
+
+
+def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
+                free: DPResult, run: Callable[[CostGraph], DPResult]) -> CappedSolution:
+    """Branch and bound on LARAC's bounds (module docstring), until every branch is
+    closed or `MAX_SOLVES` DP solves are spent."""
+    relaxation = _Relaxation(graph, memory, cap, run)
+    relaxation.solves = 1  # the unconstrained solve, made already
+    root = relaxation.node([np.ones(w.size, dtype=bool) for w in memory], free)
+    assert root.fits is not None  # the least-memory strategy fits (checked before)
+    best = root.fits
+    open_nodes = [root]
+    # The least bound of the branches closed for being within the tolerance of the best.
+    closed = math.inf
+    while open_nodes and relaxation.solves < MAX_SOLVES:
+        node = min(open_nodes, key=lambda n: n.bound)
+        open_nodes.remove(node)
+        if node.over is None:
+            continue  # its cheapest strategy is its unconstrained optimum, and it fits
+        for child in _branches(node, memory):
+            evaluated = relaxation.node(child)
+            if evaluated.fits is not None and evaluated.fits[1] < best[1]:
+                best = evaluated.fits
+            if evaluated.bound < math.inf:
+                open_nodes.append(evaluated)
+        reached = best[1] * (1 - RELATIVE_TOLERANCE)
+        closed = min([closed, *(n.bound for n in open_nodes if n.bound >= reached)])
+        open_nodes = [n for n in open_nodes if n.bound < reached]
+    bound = min([best[1], closed, *(n.bound for n in open_nodes)])
+    return _solution(problem, best[0], best[1], best[2], cap, bound, False,
+                     relaxation.solves, relaxation.last)
+
+
+def _branches(node: _Node, memory: list[np.ndarray]) -> list[list[np.ndarray]]:
+    """Two branches that split the node's strategies between them: one layer's
+    configurations, at the memory of the too-large strategy's choice there, in the layer
+    where that choice takes the most more memory than the cheapest strategy that fits.
+    The branch below the threshold no longer holds the too-large strategy; the one at or
+    above it has less memory left for the other layers."""
+    assert node.over is not None
+    assert node.fits is not None
+    over, fits = node.over[0], node.fits[0]
+    vertex = max(range(len(memory)),
+                 key=lambda v: memory[v][over[v]] - memory[v][fits[v]])
+    threshold = memory[vertex][over[vertex]]
+    if threshold <= memory[vertex][fits[vertex]]:
+        return []  # (cannot happen: `over` needs more memory somewhere)
+    high, low = list(node.allowed), list(node.allowed)
+    high[vertex] = node.allowed[vertex] & (memory[vertex] >= threshold)
+    low[vertex] = node.allowed[vertex] & (memory[vertex] < threshold)
+    return [high, low]
+
+
+def _weight(memory: list[np.ndarray], choice: tuple[int, ...]) -> float:
+    return sum(float(vector[c]) for vector, c in zip(memory, choice, strict=True))
+
+
+def _solution(problem: Problem, choice: tuple[int, ...], cost: float, memory: float,
+              cap: float, bound: float, fits: bool, solves: int,
+              stats: DPResult | None) -> CappedSolution:
+    if math.isinf(cost):
+        raise SearchError("no strategy fits under the memory cap")  # excluded by `least`
+    return CappedSolution(problem.assignment(choice), cost, memory, cap, bound, fits,
+                          solves, stats)

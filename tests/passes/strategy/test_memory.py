@@ -1,0 +1,180 @@
+"""Memory per device and the search under a cap on it (`strategy/memory.py`).
+
+The memory is pase-partition-stages' for one stage and one micro-batch; a cap the
+optimum fits changes nothing; under a tighter cap the strategy fits, costs at least the
+unconstrained optimum, is never below its proven bound, and equals brute force over
+every strategy whenever it says it is optimal (exhaustive always does); a cap nothing
+meets is refused with the least memory any strategy needs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import pytest
+from random_graphs import DIMS, LAYER_KINDS, RandomGraph
+
+from pase.frontend import parse_file, parse_text
+from pase.passes.strategy import Problem, build_problem, solve
+from pase.passes.strategy.from_ir import read_graph
+from pase.passes.strategy.machines import preset
+from pase.passes.strategy.memory import (
+    GIB,
+    MemoryCapError,
+    memory_vectors,
+    solve_capped,
+    strategy_memory,
+)
+from pase.passes.strategy.pipeline import Partitioner, stage_solver
+
+MODELS = Path(__file__).resolve().parents[3] / "models"
+STRATEGY_LIMIT = 20_000
+
+
+def random_problem(seed: int, devices: int = 4) -> Problem:
+    """A random graph of 3-6 layers with at most STRATEGY_LIMIT strategies."""
+    rng = np.random.default_rng(seed)
+    graph = RandomGraph(rng)
+    graph.lines.append("  %x = input [b, d]")
+    graph.values.append(("x", ("b", "d")))
+    target = int(rng.integers(3, 7))
+    while graph.layers < target:
+        graph.add_layer(LAYER_KINDS[int(rng.integers(len(LAYER_KINDS)))], seed % 2 == 0)
+    outputs = [name for name, _ in graph.values if name not in graph.used and name != "x"]
+    header = ", ".join(f"{dim} = {size}" for dim, size in DIMS.items())
+    body = "\n".join(graph.lines)
+    module = parse_text(f"graph @g{seed}({header}) {{\n{body}\n"
+                        f"  return %{', %'.join(outputs)}\n}}\n")
+    for min_shard in (1, 2, 4, 8, 16, 32):
+        problem = build_problem(module, devices, min_shard=min_shard)
+        if prod(len(configs) for configs in problem.config_lists) <= STRATEGY_LIMIT:
+            return problem
+    raise AssertionError("no min-shard keeps the search space small")
+
+
+def brute_force(problem: Problem, cap: float) -> float:
+    """The least cost of the strategies within `cap`, trying them all (inf if none)."""
+    graph = problem.cost_graph()
+    memory = memory_vectors(problem)
+    best = math.inf
+    for choice in itertools.product(*(range(len(c)) for c in problem.config_lists)):
+        if sum(float(memory[v][c]) for v, c in enumerate(choice)) <= cap:
+            best = min(best, graph.total_cost(choice))
+    return best
+
+
+def caps(problem: Problem) -> list[float]:
+    """Caps from the least memory any strategy needs up to the optimum's (exclusive)."""
+    least = sum(float(vector.min()) for vector in memory_vectors(problem))
+    most = strategy_memory(problem, solve(problem).assignment)
+    return [least + fraction * (most - least) for fraction in (0.0, 0.3, 0.6, 0.9)
+            if least + fraction * (most - least) < most]
+
+
+def close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+
+
+@pytest.mark.parametrize(("model", "devices"), [("mlp", 8), ("alexnet", 8)])
+def test_memory_is_pipeline_memory_of_one_stage_and_one_microbatch(model: str,
+                                                                   devices: int) -> None:
+    graph = read_graph(parse_file(str(MODELS / f"{model}.dnn")))
+    problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), devices)
+    machine = preset("pase-default")
+    assert graph.batch is not None
+    plan = Partitioner(graph.layers, graph.edges, graph.batch, devices, machine, [],
+                       stage_solver(machine, graph.batch)).best(1, 1, "1f1b")
+    assert plan is not None
+    assert strategy_memory(problem, solve(problem).assignment) == plan.memory
+
+
+def test_memory_vectors_sum_to_the_strategy_memory() -> None:
+    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 8)
+    vectors = memory_vectors(problem)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        choice = [int(rng.integers(len(c))) for c in problem.config_lists]
+        assignment = {name: problem.config_lists[v][c]
+                      for v, (name, c) in enumerate(zip(problem.layers, choice, strict=True))}
+        assert sum(float(vectors[v][c]) for v, c in enumerate(choice)) == \
+            strategy_memory(problem, assignment)
+
+
+@pytest.mark.parametrize("method", ["dp", "exhaustive"])
+def test_a_cap_the_optimum_fits_changes_nothing(method: str) -> None:
+    problem = build_problem(parse_file(str(MODELS / "mlp.dnn")), 8)
+    free = solve(problem, method)
+    memory = strategy_memory(problem, free.assignment)
+    for cap in (memory, 2 * memory, 1e6 * GIB):
+        capped = solve_capped(problem, cap, method)
+        assert capped.assignment == free.assignment
+        assert capped.cost == free.cost
+        assert capped.unconstrained_fits
+        assert capped.proven
+        assert capped.memory == memory
+
+
+def test_a_tighter_cap_on_mlp_is_proven_optimal_and_equals_brute_force() -> None:
+    problem = build_problem(parse_file(str(MODELS / "mlp.dnn")), 8)
+    free = solve(problem)
+    assert caps(problem)
+    for cap in caps(problem):
+        capped = solve_capped(problem, cap)
+        assert capped.memory <= cap
+        assert capped.cost > free.cost
+        assert capped.proven
+        assert close(capped.cost, brute_force(problem, cap))
+        assert close(capped.cost, solve_capped(problem, cap, "exhaustive").cost)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_capped_search_against_brute_force_on_random_graphs(seed: int) -> None:
+    problem = random_problem(seed)
+    free = solve(problem)
+    for cap in caps(problem):
+        best = brute_force(problem, cap)
+        exhaustive = solve_capped(problem, cap, "exhaustive")
+        assert exhaustive.memory <= cap
+        assert close(exhaustive.cost, best)
+        assert exhaustive.proven
+        capped = solve_capped(problem, cap)
+        assert capped.memory <= cap
+        assert capped.cost >= free.cost
+        assert capped.lower_bound <= best * (1 + 1e-12)
+        assert capped.cost >= best * (1 - 1e-12)
+        if capped.proven:
+            assert close(capped.cost, best)
+        assert abs(problem.cost(capped.assignment) - capped.cost) <= 1e-12 * capped.cost
+
+
+def test_random_graphs_have_binding_caps_and_proofs() -> None:
+    """The property test above is not vacuous: the caps bind, and branch and bound
+    closes every duality gap on these small graphs, so each strategy is proven."""
+    outcomes = [solve_capped(problem, cap).proven for problem in map(random_problem, range(16))
+                for cap in caps(problem)]
+    assert len(outcomes) >= 16
+    assert all(outcomes)
+
+
+def test_alexnet_under_a_cap_fits_and_costs_more() -> None:
+    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 8)
+    free = solve(problem)
+    capped = solve_capped(problem, 0.125 * GIB)
+    assert capped.memory <= 0.125 * GIB < strategy_memory(problem, free.assignment)
+    assert capped.cost >= free.cost
+    assert capped.lower_bound <= capped.cost
+    assert capped.proven == (capped.gap == 0.0 or capped.gap <= 1e-9)
+
+
+@pytest.mark.parametrize("method", ["dp", "exhaustive"])
+def test_a_cap_nothing_meets_is_refused_with_the_least_memory(method: str) -> None:
+    problem = build_problem(parse_file(str(MODELS / "mlp.dnn")), 8)
+    least = sum(float(vector.min()) for vector in memory_vectors(problem))
+    with pytest.raises(MemoryCapError, match="the least memory any strategy needs") as caught:
+        solve_capped(problem, least - 1, method)
+    assert caught.value.least == least
+    assert solve_capped(problem, least, method).memory == least
