@@ -61,3 +61,24 @@ def test_auto_never_loses_to_one_stage_and_exports_the_plan(tmp_path: Path) -> N
     assert sum(len(stage["layers"]) for stage in plan["stages"]) == 20
     assert [stage["offset"] for stage in plan["stages"]] == \
         [s * 8 // steps[1].stages.data for s in range(steps[1].stages.data)]
+
+
+def test_a_memory_cap_can_force_more_than_one_stage() -> None:
+    # AlexNet scaled by 1/8 on 8 devices: one stage needs at least 2.9 MiB per device
+    # whatever its micro-batches (stages=1 tries them all), two stages of 8 micro-batches
+    # 2.7 MiB; a cap between forces the pipeline.
+    from pase.core.diagnostics import Diagnostic
+    from pase.passes.scale import scale_module
+
+    cap = 2.8 / 1024  # GiB
+    one = scale_module(parse_file("models/alexnet.dnn"), 0.125)
+    with pytest.raises(Diagnostic, match="no plan fits in device-memory-gib"):
+        PartitionStagesPass(devices=8, stages=1, device_memory_gib=cap).apply(Context(), one)
+    module = scale_module(parse_file("models/alexnet.dnn"), 0.125)
+    PartitionStagesPass(devices=8, stages=2, microbatches=8,
+                        device_memory_gib=cap).apply(Context(), module)
+    graph = next(op for op in module.walk() if isinstance(op, GraphOp))
+    pipeline = graph.attributes["pase.pipeline"]
+    assert isinstance(pipeline, PipelineAttr)
+    assert pipeline.stages.data == 2
+    assert pipeline.memory.data <= cap * (1 << 30)
