@@ -17,7 +17,7 @@
 // CHECK-NEXT:       Mark every layer with the segment it belongs to (#pase.segment).
 // CHECK-NEXT:   pase-partition-stages{devices=0 stages=auto microbatches=auto schedule=1f1b
 // CHECK-NEXT:                         device-memory-gib=0.0 machine=pase-default min-shard=4 method=dp
-// CHECK-NEXT:                         report=false export=""}
+// CHECK-NEXT:                         report=false export="" strategy=""}
 // CHECK-NEXT:       Split the layers into pipeline stages with per-stage PaSE strategies.
 // CHECK-NEXT:   pase-scale{factor=1.0}
 // CHECK-NEXT:       Scale every dimension of every graph by `factor` (0 < factor <= 1).
