@@ -51,7 +51,7 @@ from pase.core.shapes import ShapeError
 from pase.dialect import dnn
 from pase.dialect.dist.types import KERNELS, TensorType
 from pase.dialect.dnn import LAYER_OPS
-from pase.dialect.traits import OrderedDataflow
+from pase.dialect.traits import OrderedDataflow, VerifyExceptionAt
 
 
 def _grid_text(shape: Sequence[int]) -> str:
@@ -196,13 +196,16 @@ class ProgramOp(IRDLOperation):
         count = micro.value.data if isinstance(micro, IntegerAttr) else 1
         for op in self.body.block.ops:
             if not isinstance(op, shard.GridOp):
-                _int_attribute(op, MICROBATCH, 0, count,
-                               f"from 0 to {count - 1}, the program's micro-batches")
-                phase = op.attributes.get(PHASE)
-                if phase is not None and not (isinstance(phase, StringAttr)
-                                              and phase.data in PHASES):
-                    raise VerifyException(f"{PHASE} must be one of "
-                                          f"{', '.join(map(repr, PHASES))}, got {phase}")
+                try:
+                    _int_attribute(op, MICROBATCH, 0, count,
+                                   f"from 0 to {count - 1}, the program's micro-batches")
+                    phase = op.attributes.get(PHASE)
+                    if phase is not None and not (isinstance(phase, StringAttr)
+                                                  and phase.data in PHASES):
+                        raise VerifyException(f"{PHASE} must be one of "
+                                              f"{', '.join(map(repr, PHASES))}, got {phase}")
+                except VerifyException as error:
+                    raise VerifyExceptionAt(op, str(error)) from None
                 continue
             grid = op
             _int_attribute(grid, FIRST_DEVICE, 0, devices, "from 0 to the devices - 1")
