@@ -23,7 +23,6 @@ import math
 import os
 import re
 import sys
-import tomllib
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text
@@ -62,6 +61,8 @@ def load_machine(name_or_path: str) -> Machine:
         text = read_text(name_or_path, "machine file")
     except Diagnostic as error:
         raise MachineError(error.message, name_or_path, error.line, error.column) from None
+    import tomllib  # only a machine file needs it, not the presets most runs use
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -2,9 +2,29 @@
 
     >>> from pase.frontend import parse_file
     >>> module = parse_file("models/mlp.dnn")   # a verified builtin.module
+
+The names below load `pase.frontend.dnn` (and its parser) on first use, so that reading
+an `.onnx` model (`pase.frontend.onnx`) does not load the `.dnn` parser.
 """
 
-from pase.core.diagnostics import Diagnostic
-from pase.frontend.dnn import DnnFrontend, parse_file, parse_text
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pase.core.diagnostics import Diagnostic
+    from pase.frontend.dnn import DnnFrontend, parse_file, parse_text
 
 __all__ = ["Diagnostic", "DnnFrontend", "parse_file", "parse_text"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Diagnostic":
+        from pase.core.diagnostics import Diagnostic
+
+        return Diagnostic
+    if name in __all__:
+        from pase.frontend import dnn
+
+        return getattr(dnn, name)
+    raise AttributeError(f"module 'pase.frontend' has no attribute '{name}'")

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from lark import Lark, Token, Transformer, Tree
+from lark import Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.tree import Meta
 from xdsl.context import Context
@@ -39,6 +39,7 @@ from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.traits import VerifyExceptionAt
+from pase.frontend.dnn_parser import load_parser
 
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
 Node = Any
@@ -85,8 +86,7 @@ def _tree(data: str, children: list[Node]) -> Tree:
 
 _STREAMING = _Streaming()
 _PARSE_LOCK = threading.Lock()
-PARSER = Lark.open("dnn.lark", rel_to=__file__, parser="lalr", propagate_positions=True,
-                   maybe_placeholders=True, transformer=_STREAMING)
+PARSER = load_parser(_STREAMING)
 
 
 @dataclass(frozen=True)

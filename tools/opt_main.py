@@ -211,10 +211,12 @@ class PaseOptMain(xDSLOptMain):
         super().setup_pipeline()
         verify = not self.args.disable_verify
         callback = self.pipeline.callback
+        # xDSL's callback verifies too; `located_callback` verifies once, then calls it.
+        self.args.disable_verify = True
 
         def located_callback(previous, module, next_pass) -> None:  # type: ignore[no-untyped-def]
             if verify:
-                verify_located(module)
+                verify_once(module)
             if callback is not None:
                 callback(previous, module, next_pass)
 
@@ -277,6 +279,17 @@ def check_pass_options(pipeline: str) -> None:
                 raise ArgSpecParseError(token, f"option '{token.span.text}' is given twice")
             seen.add(key)
         previous = token.kind
+
+
+def verify_once(module: ModuleOp) -> None:
+    """What `verify_located(module)` and then xDSL's `module.verify()` raise, in one walk of
+    a valid module: the whole module's verifier passes exactly when every op's does and
+    the module's structure (parent pointers, terminators) is sound."""
+    try:
+        module.verify()
+    except Exception:
+        verify_located(module)  # raises the first op's error, located
+        raise  # else the structural error, as xDSL words it
 
 
 def verify_located(module: ModuleOp) -> None:

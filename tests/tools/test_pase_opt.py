@@ -10,9 +10,13 @@ from typing import IO
 import pytest
 from cli import run_tool
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
+from xdsl.utils.exceptions import VerifyException
 
 from pase.frontend.dnn import DnnFrontend
+from pase.tools.opt_main import verify_located, verify_once
 from pase.tools.pase_opt import main
 
 TINY = str(Path(__file__).resolve().parents[1] / "lit" / "tools" / "Inputs" / "tiny.dnn")
@@ -40,3 +44,16 @@ def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("PASE_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
         main([TINY])
+
+
+def test_verify_once_raises_what_op_by_op_and_whole_module_verification_raise() -> None:
+    """pase-opt verifies once per pipeline step (`verify_once`): an op's error located as
+    `verify_located` words it (lit shows those), and a structural error only the whole
+    module's verifier sees, as xDSL words it."""
+    empty = func.FuncOp("f", ((), ()), Region(Block()))  # no terminator in its block
+    module = ModuleOp([empty])
+    verify_located(module)  # each op verifies on its own
+    with pytest.raises(VerifyException, match="contains empty block in single-block region"):
+        verify_once(module)
+    empty.body.block.add_op(func.ReturnOp())
+    verify_once(module)
