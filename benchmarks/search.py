@@ -19,6 +19,17 @@ prints one markdown table. Times are wall-clock (`time.perf_counter`) inside the
 - bfs DP: the same DP (JIT) in PaSE's breadth-first order, or why it does not run: over the
   memory budget, or more than `BFS_ENTRIES` table entries (minutes of work).
 
+With `--deep`, each case is instead the whole process a user runs, `pase-opt MODEL -p
+'pase-search{devices=P}'`, timed from outside: its wall time, its CPU time (user + system,
+from `os.wait4`; on a shared host it moves less than the wall time) and its peak RSS, for
+the cases of the cluster-scale issue: the Transformer and GPT-2 small at P = 64, 256 and 1024,
+and GPT-2 small deepened to 24, 48 and 96 identical blocks at P = 64 (`gpt2_b<blocks>`,
+written by `models/generate.py`'s `gpt2_stack` to a temporary folder). Each case runs
+`--repeat` times (the fastest run is shown); the optimal cost is the one the child prints.
+
+    .venv/bin/python benchmarks/search.py --deep
+    .venv/bin/python benchmarks/search.py --deep --cases transformer:64 gpt2_b96:64
+
 Peak RSS is the child's `ru_maxrss`, interpreter and libraries included; a footnote gives the
 floor every case pays, measured by searching a one-layer graph in a child of its own. "DP
 tables" is the DP's own `peak_table_bytes`: the most table memory held at once, counting the
@@ -29,19 +40,31 @@ budget does.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from common import BASELINE_GRAPH, add_model_arguments, cpus, markdown_table, positive_int, versions
+from common import (
+    BASELINE_GRAPH,
+    MODELS_DIR,
+    add_model_arguments,
+    cpus,
+    markdown_table,
+    model_path,
+    positive_int,
+    versions,
+)
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -54,6 +77,13 @@ COLUMNS = (("model", "<"), *((title, ">") for title in (
     "DP (s)", "total (s)", "peak RSS (MiB)", "DP tables (MiB)", "DP numpy (s)", "DP JIT (s)",
     "JIT compile (s)", "numpy/JIT", "JIT entries/s", "bfs DP (s)", "optimal cost (s)",
     "data-parallel cost (s)", "speedup")))
+
+DEEP_CASES = ("transformer:64", "transformer:256", "transformer:1024", "gpt2_small:64",
+              "gpt2_small:256", "gpt2_small:1024", "gpt2_b24:64", "gpt2_b48:64", "gpt2_b96:64")
+DEEP_COLUMNS = (("model", "<"), *((title, ">") for title in (
+    "P", "wall (s)", "CPU (s)", "peak RSS (MiB)", "optimal cost (s)")), ("outcome", "<"))
+PASE_OPT = str(Path(sys.executable).parent / "pase-opt")
+TOTAL = re.compile(r"pase\.strategy<devices = \d+, machine = \"[^\"]*\", total = ([^,]+),")
 
 REFERENCE = """\
 For comparison (PAPERS.md §1):
@@ -74,6 +104,9 @@ def main() -> None:
     args = parse_arguments()
     if args.one is not None:
         run_one(args)
+        return
+    if args.deep:
+        run_deep(args)
         return
     cases = [Case(path.stem, path, devices) for path in args.models for devices in args.devices]
     progress = sys.stderr.isatty()
@@ -126,6 +159,13 @@ def parse_arguments() -> argparse.Namespace:
                         help="the search's table memory budget in GiB (default: 4, as pase-search)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds allowed per case, process start included (default: 300)")
+    parser.add_argument("--deep", action="store_true",
+                        help="time whole pase-opt processes on the cluster-scale cases "
+                        "instead (wall, CPU, peak RSS)")
+    parser.add_argument("--cases", nargs="+", metavar="MODEL:P", default=list(DEEP_CASES),
+                        help="with --deep: the cases (default: " + " ".join(DEEP_CASES) + ")")
+    parser.add_argument("--repeat", type=positive_int, default=1,
+                        help="with --deep: runs per case, the fastest shown (default: 1)")
     # Internal: run one case (or the baseline graph) in this process and print a JSON line.
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "P"), help=argparse.SUPPRESS)
     parser.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
@@ -268,6 +308,72 @@ def compare_kernels(problem: object, args: argparse.Namespace) -> dict:
             "jit_compile_seconds": max(timings["cold"][0] - jit_seconds, 0.0),
             "kernels_agree": numpy_cost == jit_cost, "pruned_entries": entries,
             "bfs": bfs}
+
+
+def run_deep(args: argparse.Namespace) -> None:
+    """The whole-process table of `--deep`."""
+    load_before = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for case in args.cases:
+            model, _, devices = case.rpartition(":")
+            path = deep_model(model, Path(folder))
+            runs = [run_pase_opt(path, int(devices), args) for _ in range(args.repeat)]
+            best = min(runs, key=lambda run: run["wall"])
+            if sys.stderr.isatty():
+                print(f"{case}: {best['wall']:.1f} s", file=sys.stderr, flush=True)
+            rows.append([model, devices, f"{best['wall']:.2f}", f"{best['cpu']:.2f}",
+                         f"{best['rss'] / 1024:.0f}", best["cost"], best["outcome"]])
+    print(machine_header(args, load_before, os.getloadavg()[0]))
+    print()
+    print("\n".join(markdown_table(DEEP_COLUMNS, rows)))
+
+
+def deep_model(model: str, folder: Path) -> Path:
+    """A model of models/, or `gpt2_b<blocks>` written to `folder`."""
+    match = re.fullmatch(r"gpt2_b(\d+)", model)
+    if match is None:
+        return model_path(model)
+    spec = importlib.util.spec_from_file_location("generate", MODELS_DIR / "generate.py")
+    assert spec is not None
+    assert spec.loader is not None
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    path = folder / f"{model}.dnn"
+    path.write_text(generate.gpt2_stack(int(match.group(1))).render())
+    return path
+
+
+def run_pase_opt(path: Path, devices: int, args: argparse.Namespace) -> dict:
+    """`pase-opt path -p 'pase-search{devices=P ...}'` in a child: wall and CPU seconds,
+    peak RSS (KiB), the optimal cost it printed, and how it ended."""
+    spec = (f"pase-search{{devices={devices} order={args.order} machine={args.machine} "
+            f"min-shard={args.min_shard} memory-gib={args.memory_gib:g}}}")
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        child = subprocess.Popen([PASE_OPT, str(path), "-p", spec], stdout=stdout,
+                                 stderr=stderr)
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - start > args.timeout:
+                child.kill()
+            time.sleep(0.02)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        stdout.seek(0)
+        stderr.seek(0)
+        found = TOTAL.search(stdout.read())
+        errors = [line for line in stderr.read().splitlines() if "error" in line]
+    if code == 0:
+        outcome = "ok"
+    elif code == -signal.SIGKILL:
+        outcome = f"killed after {args.timeout:g} s"
+    else:
+        outcome = errors[0][:120] if errors else f"exit status {code}"
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss,
+            "cost": found.group(1) if found else "—", "outcome": outcome}
 
 
 def machine_header(args: argparse.Namespace, load_before: float, load_after: float) -> str:

@@ -7,6 +7,10 @@ Generates, next to this script:
 - `transformer.dnn`: the Transformer base model (the PaSE benchmark);
 - `gpt2_small.dnn`: GPT-2 small.
 
+`gpt2_stack(blocks)` builds GPT-2 small with any number of blocks (`benchmarks/search.py
+--deep` writes the 24-, 48- and 96-block stacks to a temporary folder; they are not
+committed, being GPT-2 small's text repeated).
+
 The generated files are committed so that users can read the models without running
 anything; `python models/generate.py` rewrites them (the output is deterministic) and
 prints each graph's layer count (every statement except input, param and return).
@@ -633,9 +637,22 @@ def transformer() -> Graph:
 
 
 def gpt2_small() -> Graph:
-    layers = 12
-    g = Graph("gpt2_small", [
-        "GPT-2 small (Radford et al. 2019): 12 pre-layernorm blocks, d 768, 12 heads of 64,",
+    return gpt2_stack(12)
+
+
+def gpt2_stack(blocks: int) -> Graph:
+    """GPT-2 small with `blocks` identical blocks instead of 12: `gpt2_small` for 12,
+    `gpt2_b<blocks>` otherwise (the deep stacks the search benchmark measures).
+
+        >>> gpt2_stack(24).name, gpt2_stack(24).layers
+        ('gpt2_b24', 366)
+    """
+    layers = blocks
+    described = ("GPT-2 small (Radford et al. 2019): 12 pre-layernorm blocks," if blocks == 12
+                 else f"GPT-2 small (Radford et al. 2019) deepened to {blocks} identical "
+                      "pre-layernorm blocks,")
+    g = Graph("gpt2_small" if blocks == 12 else f"gpt2_b{blocks}", [
+        described + " d 768, 12 heads of 64,",
         "feed-forward 3072 with gelu, context 1024, vocabulary 50257. Batch 8 is our choice",
         "(the paper does not fix one). Linear maps without bias; no dropout; the causal mask",
         "only changes values and is left out. The output projection reuses the token",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ JIT_MODES = ("auto", "on", "off")
 # With jit="auto", smaller tables stay with numpy: compiling a kernel (~50 ms) costs more.
 JIT_MIN_ENTRIES = 1 << 20
 # The most bytes the reuse cache may keep alive (earlier steps' inputs and results).
-REUSE_CACHE_BYTES = 256 << 20
+REUSE_CACHE_BYTES = 1 << 30
 DIGEST_SAMPLE = 4096
 
 
@@ -53,7 +54,8 @@ class DPResult:
 
     `choice[v]` indexes `vertex_costs[v]`; `max_dependent_set` is the largest |D(i)| (not
     counting the vertex itself); `table_entries` sums prod(K) over each vertex and its dependent
-    set; `peak_table_bytes` is the most memory held by cost and argmin tables at once;
+    set; `peak_table_bytes` is the most memory held by cost and argmin tables at once (a table
+    that several steps share counted once);
     `reused_steps` counts eliminations that took an earlier step's result instead of
     recomputing it (identical inputs in the same roles, as in repeated blocks).
 
@@ -168,8 +170,9 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     given, hears of vertex i of n (and its table size) before it is eliminated.
     With `reuse`, a step whose factors are bitwise identical to an earlier step's, in the
     same roles (see `_ReuseCache`), takes that step's minimum and argmin tables instead of
-    recomputing them; the result is bit-identical, and the budget is charged as if they
-    were recomputed (the cache itself keeps at most `REUSE_CACHE_BYTES` alive besides).
+    recomputing them; the result is bit-identical. Shared tables are charged once, and a
+    reused step allocates nothing, so it is never refused (the cache itself keeps at most
+    `REUSE_CACHE_BYTES` alive besides).
 
     >>> costs = [np.array([0.0, 1.0]), np.array([3.0, 0.0]), np.array([0.0, 1.0])]
     >>> graph = CostGraph(["a", "b", "c"], costs)
@@ -208,6 +211,7 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     max_dependent_set = 0
     table_entries = 0
     cache = _ReuseCache(inputs) if reuse else None
+    live = _LiveTables(budget)
     reused_steps = 0
     for step, vertex in enumerate(sequence):
         consumed_keys = sorted(factors_of[vertex])
@@ -217,33 +221,43 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
             for axis in axes:
                 factors_of[axis].discard(key)
         entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
-        # What would be live once this vertex's tables exist: the factors not yet consumed,
-        # its minimum and argmin tables and one chunk of sums (never the full table).
-        working = _working_bytes(entries, sizes[vertex])
-        budget.check(working, _memory_message(graph, vertex, dependent_set, entries,
-                                              budget.used + working),
-                     _remedy(order))
-        budget.charge(working, f"the DP table of layer '{graph.names[vertex]}'")
         if progress is not None:
             progress(step, len(sequence), entries)
-        use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
-        eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
-        if cache is None:
-            axes, minimum, argmin = eliminate_vertex(consumed, vertex)
+        found = None if cache is None else cache.find(consumed_keys, consumed, vertex,
+                                                      dependent_set)
+        if found is not None:
+            # An earlier step's tables, shared: nothing new is allocated.
+            axes, minimum, argmin = found
+            reused_steps += 1
+            for table in (minimum, argmin):
+                live.hold(table, charged=False)
         else:
-            axes, minimum, argmin, reused = cache.eliminate(consumed_keys, consumed, vertex,
-                                                            dependent_set, eliminate_vertex)
-            reused_steps += reused
-        budget.release(working - minimum.nbytes - argmin.nbytes + sum(
-            table.nbytes for key, (_, table) in zip(consumed_keys, consumed, strict=True)
-            if key >= inputs))
+            # What would be live once this vertex's tables exist: the factors not yet
+            # consumed, its minimum and argmin tables and one chunk of sums (never the full
+            # table).
+            working = _working_bytes(entries, sizes[vertex])
+            budget.check(working, _memory_message(graph, vertex, dependent_set, entries,
+                                                  budget.used + working),
+                         _remedy(order))
+            budget.charge(working, f"the DP table of layer '{graph.names[vertex]}'")
+            use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
+            eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
+            axes, minimum, argmin = eliminate_vertex(consumed, vertex)
+            budget.release(working - minimum.nbytes - argmin.nbytes)
+            for table in (minimum, argmin):
+                live.hold(table, charged=True)
+            if cache is not None:
+                cache.store(consumed_keys, consumed, vertex, dependent_set, minimum, argmin)
+        for key, (_, table) in zip(consumed_keys, consumed, strict=True):
+            if key >= inputs:
+                live.drop(table)
         del consumed
         argmin_tables.append((axes, argmin))
         if axes:
             add_factor(axes, minimum)
         else:
             scalars.append(float(minimum))
-            budget.release(minimum.nbytes)
+            live.drop(minimum)
         max_dependent_set = max(max_dependent_set, len(dependent_set))
         table_entries += entries
 
@@ -256,6 +270,7 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
 
 
 StepKey = tuple[tuple[tuple[int, ...], tuple[int, ...], str, bytes], ...]
+CacheEntry = tuple[list[np.ndarray], np.ndarray, np.ndarray]
 
 
 class _ReuseCache:
@@ -268,15 +283,21 @@ class _ReuseCache:
     digest collision cannot change a result; a confirmed hit sums the same numbers in the same
     order over the same layout, so its minimum and argmin tables are the ones eliminate would
     return, with the axes now naming this step's dependent set. Results are shared, not copied:
-    they are made read-only. Entries stop being added once the cache keeps
-    `REUSE_CACHE_BYTES` alive.
+    they are made read-only. The cache keeps at most `REUSE_CACHE_BYTES` alive: a new entry
+    evicts the least recently used ones (a stack's early blocks, whose steps the later blocks
+    no longer meet), and one larger than that is not kept.
     """
 
     def __init__(self, inputs: int) -> None:
         self.inputs = inputs  # factor keys below this are the graph's own, alive throughout
         self.digests: dict[int, bytes] = {}  # by id(table), of tables kept alive throughout
         self.kept_minima: set[int] = set()
-        self.steps: dict[StepKey, list[tuple[list[np.ndarray], np.ndarray, np.ndarray]]] = {}
+        # Least recently used first; several entries may share a key (digest collisions).
+        self.entries: OrderedDict[int, tuple[StepKey, CacheEntry, list[np.ndarray]]] = (
+            OrderedDict())
+        self.held: dict[int, int] = {}  # entries keeping each array alive, by id
+        self.steps: dict[StepKey, dict[int, CacheEntry]] = {}
+        self.numbers = itertools.count()
         self.kept_bytes = 0
 
     def _digest(self, key: int, table: np.ndarray) -> bytes:
@@ -293,27 +314,88 @@ class _ReuseCache:
                       self._digest(key, table))
                      for key, (axes, table) in zip(keys, factors, strict=True))
 
-    def eliminate(self, keys: Sequence[int], factors: Sequence[Factor], vertex: int,
-                  dependent_set: Sequence[int], compute: Eliminate
-                  ) -> tuple[Axes, np.ndarray, np.ndarray, bool]:
-        """`compute(factors, vertex)`, or an earlier step's identical result; and whether reused."""
+    def find(self, keys: Sequence[int], factors: Sequence[Factor], vertex: int,
+             dependent_set: Sequence[int]) -> tuple[Axes, np.ndarray, np.ndarray] | None:
+        """An earlier step's result for eliminating `vertex` from `factors`, or None."""
         step_key = self.key(keys, factors, (*dependent_set, vertex))
-        for tables, minimum, argmin in self.steps.get(step_key, ()):
+        for number, (tables, minimum, argmin) in self.steps.get(step_key, {}).items():
             if all(_same_bits(table, earlier)
                    for (_, table), earlier in zip(factors, tables, strict=True)):
-                return tuple(dependent_set), minimum, argmin, True
-        axes, minimum, argmin = compute(factors, vertex)
-        kept = minimum.nbytes + argmin.nbytes + sum(
-            table.nbytes for key, (_, table) in zip(keys, factors, strict=True)
-            if key >= self.inputs)
-        if self.kept_bytes + kept <= REUSE_CACHE_BYTES:
-            self.kept_bytes += kept
-            minimum.flags.writeable = False
-            argmin.flags.writeable = False
-            self.kept_minima.add(id(minimum))
-            entry = ([table for _, table in factors], minimum, argmin)
-            self.steps.setdefault(step_key, []).append(entry)
-        return axes, minimum, argmin, False
+                self.entries.move_to_end(number)
+                return tuple(dependent_set), minimum, argmin
+        return None
+
+    def store(self, keys: Sequence[int], factors: Sequence[Factor], vertex: int,
+              dependent_set: Sequence[int], minimum: np.ndarray, argmin: np.ndarray) -> None:
+        """Remember that eliminating `vertex` from `factors` gave `minimum` and `argmin`."""
+        step_key = self.key(keys, factors, (*dependent_set, vertex))
+        arrays = [minimum, argmin, *(table for key, (_, table) in zip(keys, factors, strict=True)
+                                     if key >= self.inputs)]
+        kept = sum(array.nbytes for array in {id(array): array for array in arrays}.values()
+                   if id(array) not in self.held)
+        if kept > REUSE_CACHE_BYTES:
+            return
+        while self.kept_bytes + kept > REUSE_CACHE_BYTES:
+            self._evict()
+        minimum.flags.writeable = False
+        argmin.flags.writeable = False
+        self.kept_minima.add(id(minimum))
+        number = next(self.numbers)
+        entry = ([table for _, table in factors], minimum, argmin)
+        self.steps.setdefault(step_key, {})[number] = entry
+        self.entries[number] = (step_key, entry, arrays)
+        for array in arrays:
+            self._hold(array)
+
+    def _hold(self, array: np.ndarray) -> None:
+        """Count one more entry keeping `array` alive; its bytes count once."""
+        count = self.held.get(id(array), 0)
+        if not count:
+            self.kept_bytes += array.nbytes
+        self.held[id(array)] = count + 1
+
+    def _evict(self) -> None:
+        """Forget the least recently used entry."""
+        number, (step_key, (_, minimum, _), arrays) = self.entries.popitem(last=False)
+        del self.steps[step_key][number]
+        if not self.steps[step_key]:
+            del self.steps[step_key]
+        for array in arrays:
+            self.held[id(array)] -= 1
+            if not self.held[id(array)]:
+                del self.held[id(array)]
+                self.kept_bytes -= array.nbytes
+        if id(minimum) not in self.held:
+            # Once the cache lets go of the minimum its id may name another table.
+            self.kept_minima.discard(id(minimum))
+            self.digests.pop(id(minimum), None)
+
+
+class _LiveTables:
+    """The DP's minimum and argmin tables, each charged to the budget once however many
+    steps share it (reused steps return an earlier step's arrays), and released when the
+    last of those lets it go."""
+
+    def __init__(self, budget: MemoryBudget) -> None:
+        self.budget = budget
+        self.holders: dict[int, int] = {}  # by id(table); the holders keep the ids valid
+
+    def hold(self, table: np.ndarray, charged: bool) -> None:
+        """One more holder of `table`; `charged` says the budget counts it already."""
+        count = self.holders.get(id(table), 0)
+        if count and charged:
+            self.budget.release(table.nbytes)
+        elif not count and not charged:
+            self.budget.count(table.nbytes)
+        self.holders[id(table)] = count + 1
+
+    def drop(self, table: np.ndarray) -> None:
+        """One holder fewer; the last one gives the bytes back."""
+        count = self.holders.pop(id(table)) - 1
+        if count:
+            self.holders[id(table)] = count
+        else:
+            self.budget.release(table.nbytes)
 
 
 def _sample(table: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from pase.core.placement import check_devices
+from pase.core.space import IterationSpace
 from pase.passes.strategy.budget import (
     MemoryBudget,
     SearchError,
@@ -131,6 +132,7 @@ class Problem:
     kernel (`jit/overlap.py`); either way the volumes are the same integers."""
     _cost_graph: CostGraph | None = field(default=None, repr=False)
     _cost_graph_budget: MemoryBudget | None = field(default=None, repr=False)
+    _kind_numbers: tuple[list[int], list[int]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
@@ -175,6 +177,8 @@ class Problem:
                 raise ValueError(f"no layer '{name}' in graph @{graph}")
         fixed: dict[str, Config] = {}
         config_lists: list[list[Config]] = []
+        # Layers of repeated blocks have equal iteration spaces: they share one list.
+        listed: dict[IterationSpace, list[Config]] = {}
         with collector_paused():
             for layer in layers:
                 pin = (pins or {}).get(layer.name)
@@ -183,6 +187,9 @@ class Problem:
                     _check_pinned(layer, config, devices)
                     fixed[layer.name] = config
                     config_lists.append([config])
+                    continue
+                if layer.space in listed:
+                    config_lists.append(listed[layer.space])
                     continue
                 if budget is not None:
                     _charge_configs(budget, layer, devices, min_shard, graph)
@@ -193,6 +200,7 @@ class Problem:
                 data_parallel = _data_parallel(layer, batch, devices)
                 if data_parallel not in configs and compat != "pase":
                     configs.append(data_parallel)
+                listed[layer.space] = configs
                 config_lists.append(configs)
         resolved = machine if isinstance(machine, Machine) else preset(machine)
         return cls(graph, devices, resolved, list(layers), list(edges), config_lists, batch,
@@ -267,13 +275,11 @@ class Problem:
         return self._cost_graph
 
     def _build_cost_graph(self, budget: MemoryBudget | None) -> CostGraph:
-        anonymous = [replace(layer, name="") for layer in self.layer_data]
-        configs_key = [tuple(tuple(c.items()) for c in configs)
-                       for configs in self.config_lists]
-        vertex_keys = list(zip(anonymous, configs_key, strict=True))
-        edge_keys = [(anonymous[e.producer], anonymous[e.consumer], configs_key[e.producer],
-                      configs_key[e.consumer], replace(e, producer=0, consumer=0, carried=""))
-                     for e in self.edges]
+        layer_kinds, edge_kinds = self._kinds()
+        configs_key = _list_numbers(self.config_lists)
+        vertex_keys = list(zip(layer_kinds, configs_key, strict=True))
+        edge_keys = [(kind, configs_key[e.producer], configs_key[e.consumer])
+                     for kind, e in zip(edge_kinds, self.edges, strict=True)]
         if budget is not None:
             self._check_table_memory(vertex_keys, edge_keys, budget)
         vertex_cache: dict[object, np.ndarray] = {}
@@ -294,6 +300,18 @@ class Problem:
                 _count(budget, edge_cache[edge_key].nbytes)
             graph.add_edge(u, v, edge_cache[edge_key])
         return graph
+
+    def _kinds(self) -> tuple[list[int], list[int]]:
+        """A number per layer and per edge, equal for layers (edges) that differ only in
+        their names (and their ends' names): what their costs depend on, besides the
+        configurations. Computed once."""
+        if self._kind_numbers is None:
+            layer_kinds = _numbers([replace(layer, name="") for layer in self.layer_data])
+            edge_kinds = _numbers([(layer_kinds[e.producer], layer_kinds[e.consumer],
+                                    replace(e, producer=0, consumer=0, carried=""))
+                                   for e in self.edges])
+            self._kind_numbers = (layer_kinds, edge_kinds)
+        return self._kind_numbers
 
     def _check_table_memory(self, vertex_keys: list[tuple], edge_keys: list[tuple],
                             budget: MemoryBudget) -> None:
@@ -359,14 +377,24 @@ class Problem:
         configs = self._complete(assignment)
         compute = communication = redistribution = 0.0
         per_layer = {}
-        for layer, config in zip(self.layer_data, configs, strict=True):
-            cost = self._layer_cost(layer, config)
+        layer_kinds, edge_kinds = self._kinds()
+        # Repeated blocks with the same configurations cost the same: compute each once.
+        layer_costs: dict[tuple, LayerCost] = {}
+        edge_seconds: dict[tuple, float] = {}
+        for layer, kind, config in zip(self.layer_data, layer_kinds, configs, strict=True):
+            key = (kind, tuple(config.items()))
+            if key not in layer_costs:
+                layer_costs[key] = self._layer_cost(layer, config)
+            cost = layer_costs[key]
             compute += cost.compute
             communication += cost.communication
             per_layer[layer.name] = cost.compute + cost.communication
-        for edge in self.edges:
-            seconds = float(self._edge(edge, [configs[edge.producer]],
-                                       [configs[edge.consumer]])[0, 0])
+        for edge, kind in zip(self.edges, edge_kinds, strict=True):
+            producer, consumer = configs[edge.producer], configs[edge.consumer]
+            ends = (kind, tuple(producer.items()), tuple(consumer.items()))
+            if ends not in edge_seconds:
+                edge_seconds[ends] = float(self._edge(edge, [producer], [consumer])[0, 0])
+            seconds = edge_seconds[ends]
             redistribution += seconds
             per_layer[self.layer_data[edge.consumer].name] += seconds
         return Breakdown(compute + communication + redistribution, compute, communication,
@@ -386,6 +414,31 @@ class Problem:
         whatever the min-shard rule allows: PaSE's baseline."""
         return {layer.name: _data_parallel(layer, self.batch_dim, self.devices)
                 for layer in self.layer_data}
+
+
+def _numbers(items: Sequence[object]) -> list[int]:
+    """A number per item, equal for equal items, counting up from 0 in order of first
+    appearance.
+
+        >>> _numbers(["a", "b", "a"])
+        [0, 1, 0]
+    """
+    seen: dict[object, int] = {}
+    return [seen.setdefault(item, len(seen)) for item in items]
+
+
+def _list_numbers(config_lists: list[list[Config]]) -> list[int]:
+    """A number per configuration list, equal for equal lists: a small key for the table
+    cache. Repeated layers share one list (`from_layers`), which is read once."""
+    by_list: dict[int, int] = {}
+    by_contents: dict[tuple, int] = {}
+    numbers = []
+    for configs in config_lists:
+        if id(configs) not in by_list:
+            contents = tuple(tuple(config.items()) for config in configs)
+            by_list[id(configs)] = by_contents.setdefault(contents, len(by_contents))
+        numbers.append(by_list[id(configs)])
+    return numbers
 
 
 def _count(budget: MemoryBudget | None, nbytes: int) -> None:

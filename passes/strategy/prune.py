@@ -29,6 +29,14 @@ from pase.passes.strategy.costgraph import CostGraph
 
 CANDIDATES = 16
 
+ViewKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+
+
+def _view_key(table: np.ndarray) -> ViewKey:
+    """What fixes a view's contents while its buffer lives: where its data starts, its shape
+    and strides (the graph keeps a view of each shared table per edge)."""
+    return (table.__array_interface__["data"][0], table.shape, table.strides)
+
 
 def rows_bytes(configs: int, width: int) -> int:
     """The most `_survivors` holds at once for a vertex of `configs` configurations whose
@@ -94,17 +102,44 @@ def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int 
         incident[v].append((u, v))
     # Repeated blocks share one edge matrix (`Problem.cost_graph`); slicing a shared matrix
     # the same way twice gives the one result, so the pruned tables stay shared too.
-    sliced: dict[tuple[int, int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+    sliced: dict[tuple[ViewKey, int, bytes], tuple[np.ndarray, np.ndarray]] = {}
 
     def take(matrix: np.ndarray, axis: int, survivors: np.ndarray) -> np.ndarray:
-        key = (id(matrix), axis, survivors.tobytes())
-        if key not in sliced:  # (the entry keeps `matrix` alive, so its id stays unique)
+        key = (_view_key(matrix), axis, survivors.tobytes())
+        if key not in sliced:  # (the entry keeps `matrix` alive, so its buffer stays)
             shape = list(matrix.shape)
             shape[axis] = survivors.size
             if budget is not None:
                 budget.charge(8 * shape[0] * shape[1], "a pruned cost table")
             sliced[key] = (matrix, np.take(matrix, survivors, axis=axis))
         return sliced[key][1]
+
+    # A vertex whose cost vector and incident tables (in the same order and orientation)
+    # are the very arrays of an earlier vertex has that vertex's rows, hence its survivors:
+    # identical layers of repeated blocks are pruned once, and their pruned vectors shared.
+    survivors_of: dict[tuple[object, ...], tuple[list[np.ndarray], np.ndarray]] = {}
+    pruned_vectors: dict[tuple[ViewKey, bytes], tuple[np.ndarray, np.ndarray]] = {}
+
+    def survivors_for(vertex: int) -> np.ndarray:
+        tables = [vertex_costs[vertex], *(edge_costs[edge] for edge in incident[vertex])]
+        key = (*(_view_key(table) for table in tables),
+               *(u == vertex for u, _ in incident[vertex]))
+        if key not in survivors_of:  # (the entry keeps the tables alive, so their buffers stay)
+            width = 1 + sum(edge_costs[edge].size // vertex_costs[vertex].size
+                            for edge in incident[vertex])
+            with _holding(budget, rows_bytes(vertex_costs[vertex].size, width),
+                          f"pruning the configurations of layer '{graph.names[vertex]}'"):
+                survivors_of[key] = (tables, _survivors(_rows(vertex_costs, edge_costs,
+                                                              incident[vertex], vertex)))
+        return survivors_of[key][1]
+
+    def pruned_vector(vertex: int, survivors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        vector = vertex_costs[vertex]
+        key = (_view_key(vector), survivors.tobytes())
+        if key not in pruned_vectors:
+            pruned_vectors[key] = (vector, vector[survivors])
+            _charge(budget, pruned_vectors[key][1].nbytes)
+        return pruned_vectors[key][1], kept[vertex][survivors]
 
     dirty = set(range(len(graph.names)))
     for _ in range(max_rounds):
@@ -114,18 +149,20 @@ def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int 
         for vertex in sorted(dirty):
             if vertex_costs[vertex].size == 1:
                 continue
-            width = 1 + (extra is not None) + sum(edge_costs[edge].size // vertex_costs[vertex].size
-                            for edge in incident[vertex])
-            with _holding(budget, rows_bytes(vertex_costs[vertex].size, width),
-                          f"pruning the configurations of layer '{graph.names[vertex]}'"):
-                survivors = _survivors(_rows(
-                    vertex_costs, edge_costs, incident[vertex], vertex,
-                    None if extra is None else extra[vertex][kept[vertex]]))
+            if extra is None:
+                survivors = survivors_for(vertex)
+            else:  # (a resource column per vertex: its rows are its own)
+                width = 2 + sum(edge_costs[edge].size // vertex_costs[vertex].size
+                                for edge in incident[vertex])
+                with _holding(budget, rows_bytes(vertex_costs[vertex].size, width),
+                              f"pruning the configurations of layer "
+                              f"'{graph.names[vertex]}'"):
+                    survivors = _survivors(_rows(vertex_costs, edge_costs, incident[vertex],
+                                                 vertex, extra[vertex][kept[vertex]]))
             if survivors.size == vertex_costs[vertex].size:
                 continue
-            kept[vertex] = kept[vertex][survivors]
-            vertex_costs[vertex] = vertex_costs[vertex][survivors]
-            _charge(budget, vertex_costs[vertex].nbytes + kept[vertex].nbytes)
+            vertex_costs[vertex], kept[vertex] = pruned_vector(vertex, survivors)
+            _charge(budget, kept[vertex].nbytes)
             for u, v in incident[vertex]:
                 matrix = edge_costs[(u, v)]
                 edge_costs[(u, v)] = take(matrix, 0 if u == vertex else 1, survivors)

@@ -120,10 +120,18 @@ def test_genseq_dependent_sets_on_chain_tree_and_cycle() -> None:
 
 def test_dependent_sets_follow_fill_edges() -> None:
     star = [{1, 2, 3}, {0}, {0}, {0}]
-    assert elimination_order(star, "genseq") == [1, 2, 0, 3]
+    # Degree first; among the leaves left after 1 and 2, 3 has absorbed nothing, 0 both.
+    assert elimination_order(star, "genseq") == [1, 2, 3, 0]
     assert elimination_order(star, "bfs") == [0, 1, 2, 3]
     assert [len(dependent) for dependent in dependent_sets(star, [0, 1, 2, 3])] == [3, 2, 1, 0]
     assert max(len(dependent) for dependent in dependent_sets(star, [1, 2, 3, 0])) == 1
+
+
+def test_genseq_breaks_degree_ties_by_what_a_vertex_has_absorbed() -> None:
+    # Once 0 is gone, 1, 2 and 3 all have degree 2; 1 and 3 shared a factor with 0, 2 did
+    # not, so 2 goes next (the lowest id would have picked 1).
+    cycle = [{1, 3}, {0, 2}, {1, 3}, {0, 2}]
+    assert elimination_order(cycle, "genseq") == [0, 2, 1, 3]
 
 
 def test_bfs_visits_each_component_from_its_smallest_vertex() -> None:

@@ -66,3 +66,38 @@ def test_models_keep_their_optimum(model: str, devices: int) -> None:
     graph, _ = prune(problem.cost_graph())
     assert sum(graph.sizes) <= sum(problem.cost_graph().sizes)
     assert solve_dp(graph).cost == pytest.approx(without.cost, rel=1e-12)
+
+
+def unshared(graph: CostGraph) -> CostGraph:
+    """The same graph with every table a copy of its own: nothing for pruning to share."""
+    copy = CostGraph(list(graph.names), [cost.copy() for cost in graph.vertex_costs])
+    for (u, v), matrix in graph.edge_costs.items():
+        copy.add_edge(u, v, matrix.copy())
+    return copy
+
+
+def buffers(graph: CostGraph) -> int:
+    return len(graph.buffers())
+
+
+@pytest.mark.parametrize(("model", "devices"), [
+    ("transformer", 4), ("transformer", 8), ("gpt2_small", 8), ("inception_v3", 4),
+])
+def test_shared_tables_prune_as_copies_do(model: str, devices: int) -> None:
+    """Identical layers of repeated blocks are pruned once and share their pruned tables;
+    the result is bit for bit that of pruning every table on its own, and so is the DP's."""
+    graph = build_problem(parse_file(str(MODELS / f"{model}.dnn")), devices).cost_graph()
+    shared, shared_kept = prune(graph)
+    alone, alone_kept = prune(unshared(graph))
+    for mine, theirs in zip(shared_kept, alone_kept, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    for mine, theirs in zip(shared.vertex_costs, alone.vertex_costs, strict=True):
+        assert mine.tobytes() == theirs.tobytes()
+    assert shared.edge_costs.keys() == alone.edge_costs.keys()
+    for edge, matrix in shared.edge_costs.items():
+        assert matrix.tobytes() == alone.edge_costs[edge].tobytes()
+    assert buffers(shared) <= buffers(graph) + len(graph.names) // 4
+    assert buffers(shared) < buffers(alone)
+    mine_dp, theirs_dp = solve_dp(shared), solve_dp(alone)
+    assert mine_dp.cost.hex() == theirs_dp.cost.hex()
+    assert mine_dp.choice == theirs_dp.choice

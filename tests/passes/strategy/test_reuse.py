@@ -73,7 +73,8 @@ def assert_same(graph: CostGraph, order: str = "genseq") -> int:
     assert on.choice == off.choice
     assert (on.order, on.table_entries, on.max_dependent_set) == (
         off.order, off.table_entries, off.max_dependent_set)
-    assert on.peak_table_bytes == off.peak_table_bytes
+    # Shared tables are charged once, and a reused step allocates nothing.
+    assert on.peak_table_bytes <= off.peak_table_bytes
     assert off.reused_steps == 0
     return on.reused_steps
 
