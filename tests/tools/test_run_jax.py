@@ -115,8 +115,13 @@ def test_two_processes_of_four_devices_give_the_losses_of_one_of_eight(
             child.wait()
     assert [child.returncode for child in children] == [0, 0], outputs[0][1][-2000:]
     # Gloo prints its connections on stdout too: compare the losses only.
-    losses = [line for line in outputs[0][0].splitlines() if line.startswith("step ")]
-    assert losses == single.stdout.splitlines()
+    # Gloo's cross-process all-reduce adds in another order than XLA's in-process one,
+    # so the losses agree to f32 rounding, not bit for bit.
+    losses = [line.split() for line in outputs[0][0].splitlines() if line.startswith("step ")]
+    expected = [line.split() for line in single.stdout.splitlines()]
+    assert [words[:3] for words in losses] == [words[:3] for words in expected]
+    assert [float(words[3]) for words in losses] == pytest.approx(
+        [float(words[3]) for words in expected], rel=1e-5)
     assert len(losses) == 2
 
 
