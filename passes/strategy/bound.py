@@ -37,6 +37,7 @@ their survivors, so that their pruned tables stay shared and the DP still reuses
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -61,6 +62,9 @@ KERNEL_MIN_ENTRIES = 1 << 14
 FIRST_ROUND_ENTRIES = 1 << 26
 # Below this the bounds cannot pay for themselves: the plain DP runs.
 MIN_DP_ENTRIES = 1 << 24
+# What a sweep costs per edge entry (7 reads), in the DP's table entries (measured: the DP
+# computes 1.5e9 entries/s, a sweep reads 0.9e9 edge entries/s with numpy or the kernel).
+SWEEP_ENTRIES = 12
 # Sweeps stop once one raises `lower` by less than this fraction of the gap to `upper`.
 STALL = 0.02
 # Rounding in the bounds is some 1e-13 of the costs; a bound is trusted only this far.
@@ -88,30 +92,34 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
                   reuse: bool = True) -> DPResult:
     """`solve_dp(graph, ...)`'s result (the same choice and cost, bit for bit), found on
     the configurations the bounds cannot rule out. Graphs whose costs are not all finite,
-    and those whose DP is small anyway, go to `solve_dp` unchanged."""
+    and those where the bounds would not pay for themselves (the DP is small, or its
+    repeated steps make it cheap and the bounds converge slowly), go to `solve_dp`
+    unchanged."""
     budget = as_budget(memory_budget)
     sequence = (elimination_order(graph.neighbours(), order) if isinstance(order, str)
                 else [int(vertex) for vertex in order])
-    if len(sequence) != len(graph.names) or not _finite(graph):
+    if len(sequence) != len(graph.names) or not graph.edge_costs or not _finite(graph):
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
-    dependent = [sorted(d) for d in dependent_sets(graph.neighbours(), sequence)]
-    sizes = np.array(graph.sizes, dtype=np.float64)
-    if _predicted_entries(sizes, sequence, dependent) < MIN_DP_ENTRIES:
+    plan = _Plan(graph, sequence, reuse)
+    sweep_entries = SWEEP_ENTRIES * sum(table.size for table in graph.edge_costs.values())
+    plain = plan.entries(np.array(graph.sizes, dtype=np.float64))
+    if plain < max(MIN_DP_ENTRIES, 2 * sweep_entries):
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     # Per edge end: its move, the star minima and a few vectors in flight; one edge-sized sum.
     working = 8 * (6 * sum(graph.sizes[u] + graph.sizes[v] for u, v in graph.edge_costs)
                    + max(table.size for table in graph.edge_costs.values()))
     with budget.holding(working, "the bounds' working arrays"):
-        bounds = diffusion_bounds(graph, sequence, dependent, jit)
-    roles = _roles(graph)
+        bounds = diffusion_bounds(graph, plan, plain, jit)
+    if bounds is None:
+        return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     limit = float(FIRST_ROUND_ENTRIES)
     upper = bounds.upper
     while True:
-        threshold = _threshold(bounds, upper, sequence, dependent, roles, limit)
+        threshold = _threshold(bounds, upper, plan, limit)
         final = threshold >= upper
         if final:
             threshold = upper
-        keep = _kept(bounds, threshold, roles)
+        keep = _kept(bounds, threshold, plan.roles)
         if all(mask.any() for mask in keep):
             restricted, kept, charged = _restrict(graph, keep, budget)
             try:
@@ -125,15 +133,21 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
         limit *= 16
 
 
-def diffusion_bounds(graph: CostGraph, sequence: Sequence[int],
-                     dependent: Sequence[Sequence[int]], jit: str = "auto") -> Bounds:
+def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
+                     jit: str = "auto") -> Bounds | None:
     """The per-configuration bounds after min-sum diffusion sweeps (forward, then backward
-    over the vertices): until the DP over what the best known strategy's cost keeps is
-    predicted to take fewer table entries than a sweep reads (some 7 per edge entry), or a
-    sweep raises `lower` by less than `STALL` of the gap to `upper`, or `MAX_SWEEPS`."""
+    over the vertices), or None where the plain DP (`plain` table entries to compute) is
+    the cheaper way.
+
+    The DP over what the best known strategy's cost keeps is predicted after each sweep
+    (`_Plan.entries`). Sweeps go on while the next one, shrinking that prediction by the
+    factor the last one did, would save more than it costs; they stop too once a sweep
+    raises `lower` by less than `STALL` of the gap to `upper`, or after `MAX_SWEEPS`.
+    """
     diffusion = _Diffusion(graph, jit)
-    sweep_entries = 7.0 * sum(table.size for table in graph.edge_costs.values())
+    sweep_entries = SWEEP_ENTRIES * sum(table.size for table in graph.edge_costs.values())
     best: Bounds | None = None
+    predicted = math.inf
     for sweep in range(1, MAX_SWEEPS + 1):
         diffusion.sweep()
         lower, per_config, decoded = diffusion.bounds()
@@ -142,12 +156,60 @@ def diffusion_bounds(graph: CostGraph, sequence: Sequence[int],
             upper, decoded = best.upper, best.decoded
         gained = lower - (best.lower if best is not None else -math.inf)
         best = Bounds(lower, per_config, upper, decoded, sweep)
-        counts = [np.count_nonzero(bound <= upper + _margin(upper)) for bound in per_config]
-        if (_predicted_entries(np.array(counts, dtype=np.float64), sequence, dependent)
-                <= sweep_entries or gained < STALL * (upper - lower)):
+        before, predicted = predicted, plan.entries(_counts(best, upper, plan.roles))
+        saving = predicted * (1 - predicted / before) if before > predicted else 0.0
+        if saving < sweep_entries or gained < STALL * (upper - lower):
             break
-    assert best is not None
+    if best is None or predicted > plain:
+        return None
     return best
+
+
+class _Plan:
+    """The DP's steps as the elimination order makes them, computed on names instead of
+    numbers: `roles` numbers the vertices (equal for vertices with the very same cost
+    vector and incident tables in the same order and orientation: the layers of repeated
+    blocks), and `entries(counts)` predicts the table entries the DP computes with
+    `counts[v]` configurations per vertex, a step whose inputs are those of an earlier one
+    counted once, as the DP's reuse cache counts them (`reuse=False`: every step)."""
+
+    def __init__(self, graph: CostGraph, sequence: Sequence[int], reuse: bool) -> None:
+        self.roles = _roles(graph)
+        dependent = dependent_sets(graph.neighbours(), sequence)
+        # The factors as solve_dp keys them: vertex vectors, then edges, then results.
+        factors: dict[int, tuple[tuple[int, ...], object]] = {}
+        factors_of: list[set[int]] = [set() for _ in graph.names]
+        for vertex, cost in enumerate(graph.vertex_costs):
+            factors[vertex] = ((vertex,), _buffer_key(cost))
+            factors_of[vertex].add(vertex)
+        for (u, v), table in graph.edge_costs.items():
+            key = len(factors)
+            factors[key] = ((u, v), _buffer_key(table))
+            factors_of[u].add(key)
+            factors_of[v].add(key)
+        keys = itertools.count(len(factors))
+        steps: dict[tuple[object, ...], int] = {}
+        self.steps: list[tuple[int, tuple[int, ...]]] = []
+        for vertex, dependent_set in zip(sequence, dependent, strict=True):
+            layout = (*sorted(dependent_set), vertex)
+            consumed = sorted(factors_of[vertex])
+            name = tuple((tuple(layout.index(axis) for axis in factors[key][0]),
+                          factors[key][1]) for key in consumed)
+            for key in consumed:
+                for axis in factors.pop(key)[0]:
+                    factors_of[axis].discard(key)
+            number = steps.setdefault(name, len(steps)) if reuse else len(self.steps)
+            if number == len(self.steps):
+                self.steps.append((vertex, layout[:-1]))
+            if dependent_set:
+                key = next(keys)
+                factors[key] = (layout[:-1], ("step", number))
+                for axis in layout[:-1]:
+                    factors_of[axis].add(key)
+
+    def entries(self, counts: np.ndarray) -> float:
+        return math.fsum(float(counts[vertex]) * math.prod(float(counts[a]) for a in axes)
+                         for vertex, axes in self.steps)
 
 
 class _Diffusion:
@@ -274,11 +336,9 @@ def _margin(threshold: float) -> float:
     return MARGIN * max(abs(threshold), np.finfo(np.float64).tiny)
 
 
-def _predicted_entries(counts: np.ndarray, sequence: Sequence[int],
-                       dependent: Sequence[Sequence[int]]) -> float:
-    """The DP's table entries with `counts[v]` configurations per vertex."""
-    return math.fsum(float(counts[vertex]) * math.prod(float(counts[a]) for a in axes)
-                     for vertex, axes in zip(sequence, dependent, strict=True))
+def _counts(bounds: Bounds, threshold: float, roles: Sequence[int]) -> np.ndarray:
+    return np.array([np.count_nonzero(mask) for mask in _kept(bounds, threshold, roles)],
+                    dtype=np.float64)
 
 
 def _roles(graph: CostGraph) -> list[int]:
@@ -308,22 +368,15 @@ def _kept(bounds: Bounds, threshold: float, roles: Sequence[int]) -> list[np.nda
     return [by_role[role] for role in roles]
 
 
-def _threshold(bounds: Bounds, upper: float, sequence: Sequence[int],
-               dependent: Sequence[Sequence[int]], roles: Sequence[int], limit: float) -> float:
+def _threshold(bounds: Bounds, upper: float, plan: _Plan, limit: float) -> float:
     """The largest threshold in [lower, upper] whose kept configurations the DP is predicted
     to solve in at most `limit` table entries (`lower` if none is)."""
-
-    def entries(threshold: float) -> float:
-        counts = np.array([np.count_nonzero(mask) for mask in _kept(bounds, threshold, roles)],
-                          dtype=np.float64)
-        return _predicted_entries(counts, sequence, dependent)
-
-    if entries(upper) <= limit:
+    if plan.entries(_counts(bounds, upper, plan.roles)) <= limit:
         return upper
     low, high = bounds.lower, upper
     for _ in range(40):
         middle = (low + high) / 2
-        if entries(middle) <= limit:
+        if plan.entries(_counts(bounds, middle, plan.roles)) <= limit:
             low = middle
         else:
             high = middle
