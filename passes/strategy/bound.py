@@ -94,8 +94,10 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
     the configurations the bounds cannot rule out. Graphs whose costs are not all finite,
     and those where the bounds would not pay for themselves (the DP is small, or its
     repeated steps make it cheap and the bounds converge slowly), go to `solve_dp`
-    unchanged."""
+    unchanged. `memory_budget` is charged as `solve_dp` charges it."""
     budget = as_budget(memory_budget)
+    if not isinstance(memory_budget, MemoryBudget):
+        budget.count(sum(graph.buffers().values()))
     sequence = (elimination_order(graph.neighbours(), order) if isinstance(order, str)
                 else [int(vertex) for vertex in order])
     if len(sequence) != len(graph.names) or not graph.edge_costs or not _finite(graph):
