@@ -127,5 +127,6 @@ def test_bundled_models_keep_their_optimum(model: str, devices: int,
     bounded = solve(problem)
     assert bounded.assignment == plain.assignment
     assert bounded.cost == plain.cost
-    assert bounded.stats is not None and plain.stats is not None
+    assert bounded.stats is not None
+    assert plain.stats is not None
     assert bounded.stats.choice == plain.stats.choice
