@@ -67,7 +67,8 @@ MIN_DP_ENTRIES = 1 << 24
 SWEEP_ENTRIES = 12
 # Sweeps stop once one raises `lower` by less than this fraction of the gap to `upper`.
 STALL = 0.02
-# Rounding in the bounds is some 1e-13 of the costs; a bound is trusted only this far.
+# Rounding in the bounds and in a strategy's sum is some 1e-13 of the largest |cost| a
+# strategy could add up to; a bound is trusted only to this fraction of it.
 MARGIN = 1e-9
 
 EdgeKey = tuple[int, int]
@@ -77,13 +78,16 @@ Prepared = Callable[[Sequence[np.ndarray]], tuple[np.ndarray, np.ndarray]]
 @dataclass(frozen=True)
 class Bounds:
     """`lower` bounds the optimum; `per_config[v][a]` bounds every strategy with x_v = a;
-    `upper` is the cost of `decoded`, the best strategy read off the bounds so far."""
+    `upper` is the cost of `decoded`, the best strategy read off the bounds so far;
+    `margin` is how far above a threshold a bound is still kept (`MARGIN` of the sum of
+    every table's largest |cost|)."""
 
     lower: float
     per_config: list[np.ndarray]
     upper: float
     decoded: tuple[int, ...]
     sweeps: int
+    margin: float
 
 
 def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
@@ -129,7 +133,7 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
             finally:
                 budget.release(charged)
             choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
-            if final or result.cost <= threshold + _margin(threshold) / 2:
+            if final or result.cost <= threshold + bounds.margin / 2:
                 return replace(result, choice=choice)
             upper = min(upper, graph.total_cost(choice))
         limit *= 16
@@ -147,6 +151,8 @@ def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     raises `lower` by less than `STALL` of the gap to `upper`, or after `MAX_SWEEPS`.
     """
     diffusion = _Diffusion(graph, jit)
+    tables = [*graph.vertex_costs, *graph.edge_costs.values()]
+    margin = MARGIN * math.fsum(float(np.abs(table).max()) for table in tables)
     sweep_entries = SWEEP_ENTRIES * sum(table.size for table in graph.edge_costs.values())
     best: Bounds | None = None
     predicted = math.inf
@@ -157,7 +163,7 @@ def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
         if best is not None and best.upper <= upper:
             upper, decoded = best.upper, best.decoded
         gained = lower - (best.lower if best is not None else -math.inf)
-        best = Bounds(lower, per_config, upper, decoded, sweep)
+        best = Bounds(lower, per_config, upper, decoded, sweep, margin)
         before, predicted = predicted, plan.entries(_counts(best, upper, plan.roles))
         saving = predicted * (1 - predicted / before) if before > predicted else 0.0
         if saving < sweep_entries or gained < STALL * (upper - lower):
@@ -334,10 +340,6 @@ def _finite(graph: CostGraph) -> bool:
     return all(bool(np.isfinite(table).all()) for table in tables)
 
 
-def _margin(threshold: float) -> float:
-    return MARGIN * max(abs(threshold), np.finfo(np.float64).tiny)
-
-
 def _counts(bounds: Bounds, threshold: float, roles: Sequence[int]) -> np.ndarray:
     return np.array([np.count_nonzero(mask) for mask in _kept(bounds, threshold, roles)],
                     dtype=np.float64)
@@ -362,7 +364,7 @@ def _buffer_key(table: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...
 
 def _kept(bounds: Bounds, threshold: float, roles: Sequence[int]) -> list[np.ndarray]:
     """Which configurations survive `threshold`: per role, those of any of its vertices."""
-    limit = threshold + _margin(threshold)
+    limit = threshold + bounds.margin
     by_role: dict[int, np.ndarray] = {}
     for role, bound in zip(roles, bounds.per_config, strict=True):
         mask = bound <= limit
