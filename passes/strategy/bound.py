@@ -65,6 +65,8 @@ MIN_DP_ENTRIES = 1 << 24
 # What a sweep costs per edge entry (7 reads), in the DP's table entries (measured: the DP
 # computes 1.5e9 entries/s, a sweep reads 0.9e9 edge entries/s with numpy or the kernel).
 SWEEP_ENTRIES = 12
+# The plain DP must be predicted to cost this many sweeps for the bounds to be tried.
+SWEEPS_WORTH = 8
 # Sweeps stop once one raises `lower` by less than this fraction of the gap to `upper`.
 STALL = 0.02
 # Rounding in the bounds and in a strategy's sum is some 1e-13 of the largest |cost| a
@@ -109,7 +111,9 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
     plan = _Plan(graph, sequence, reuse)
     sweep_entries = SWEEP_ENTRIES * sum(table.size for table in graph.edge_costs.values())
     plain = plan.entries(np.array(graph.sizes, dtype=np.float64))
-    if plain < max(MIN_DP_ENTRIES, 2 * sweep_entries):
+    # The bounds take a few sweeps at least (deep stacks of repeated blocks make the sweeps
+    # dear and the plain DP, which reuses their steps, cheap).
+    if plain < max(MIN_DP_ENTRIES, SWEEPS_WORTH * sweep_entries):
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     # Per edge end: its move, the star minima and a few vectors in flight; one edge-sized sum.
     working = 8 * (6 * sum(graph.sizes[u] + graph.sizes[v] for u, v in graph.edge_costs)

@@ -28,6 +28,7 @@ def always_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     that the rounds that grow the threshold run as well."""
     monkeypatch.setattr(bound, "MIN_DP_ENTRIES", 0)
     monkeypatch.setattr(bound, "SWEEP_ENTRIES", 0)
+    monkeypatch.setattr(bound, "SWEEPS_WORTH", 0)
     monkeypatch.setattr(bound, "FIRST_ROUND_ENTRIES", 1)
 
 
