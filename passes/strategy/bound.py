@@ -60,6 +60,9 @@ MAX_SWEEPS = 24
 KERNEL_MIN_ENTRIES = 1 << 14
 # The first round's limit on the DP's table entries; each failed round multiplies it by 16.
 FIRST_ROUND_ENTRIES = 1 << 26
+# A DP predicted to compute fewer entries runs in numpy (about 0.1 s) rather than compile
+# the kernel's variants (about 0.1 s each).
+NUMPY_DP_ENTRIES = 1 << 26
 # Below this the bounds cannot pay for themselves: the plain DP runs.
 MIN_DP_ENTRIES = 1 << 24
 # What a sweep costs per edge entry (7 reads), in the DP's table entries (measured: the DP
@@ -106,14 +109,14 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
         budget.count(sum(graph.buffers().values()))
     sequence = (elimination_order(graph.neighbours(), order) if isinstance(order, str)
                 else [int(vertex) for vertex in order])
-    if len(sequence) != len(graph.names) or not graph.edge_costs or not _finite(graph):
+    if len(sequence) != len(graph.names) or not graph.edge_costs:
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     plan = _Plan(graph, sequence, reuse)
     sweep_entries = SWEEP_ENTRIES * sum(table.size for table in graph.edge_costs.values())
     plain = plan.entries(np.array(graph.sizes, dtype=np.float64))
     # The bounds take a few sweeps at least (deep stacks of repeated blocks make the sweeps
     # dear and the plain DP, which reuses their steps, cheap).
-    if plain < max(MIN_DP_ENTRIES, SWEEPS_WORTH * sweep_entries):
+    if plain < max(MIN_DP_ENTRIES, SWEEPS_WORTH * sweep_entries) or not _finite(graph):
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     # Per edge end: its move, the star minima and a few vectors in flight; one edge-sized sum.
     working = 8 * (6 * sum(graph.sizes[u] + graph.sizes[v] for u, v in graph.edge_costs)
@@ -131,9 +134,13 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
             threshold = upper
         keep = _kept(bounds, threshold, plan.roles)
         if all(mask.any() for mask in keep):
+            # A small DP is quicker in numpy than compiling kernels for it (same results).
+            small = plan.entries(_counts(bounds, threshold, plan.roles)) < NUMPY_DP_ENTRIES
+            step_jit = "off" if jit == "auto" and small else jit
             restricted, kept, charged = _restrict(graph, keep, budget)
             try:
-                result = solve_dp(restricted, sequence, budget, jit, progress, reuse=reuse)
+                result = solve_dp(restricted, sequence, budget, step_jit, progress,
+                                  reuse=reuse)
             finally:
                 budget.release(charged)
             choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
