@@ -33,6 +33,9 @@ micro-batch. Options:
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
   export do).
+- bounding: true (default) runs the DP on the configurations that lower bounds on the
+  cost cannot rule out (`strategy/bound.py`), false on all of them; the same strategy
+  bit for bit
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ class PaseSearchPass(PasePass):
     export: str = ""
     report: bool = False
     device_memory_gib: float | int = 0.0
+    bounding: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
@@ -144,7 +148,8 @@ class PaseSearchPass(PasePass):
                         solution = Solution(capped.assignment, capped.cost, capped.stats)
                     else:
                         solution = solve(problem, self.method, self.order, budget,
-                                         jit=self.jit, progress=progress)
+                                         jit=self.jit, progress=progress,
+                                         bounding=self.bounding)
                 finally:
                     progress.done()
         except MachineError as error:

@@ -186,7 +186,7 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     if jit not in JIT_MODES:
         raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got '{jit}'")
     if jit == "on":
-        _compiled_eliminate(required=True)
+        compiled_eliminate(required=True)
     factors: dict[int, Factor] = {}
     factors_of: list[set[int]] = [set() for _ in sizes]
     keys = itertools.count()
@@ -241,7 +241,7 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
                          _remedy(order))
             budget.charge(working, f"the DP table of layer '{graph.names[vertex]}'")
             use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
-            eliminate_vertex = _compiled_eliminate(jit == "on") if use_kernel else eliminate
+            eliminate_vertex = compiled_eliminate(jit == "on") if use_kernel else eliminate
             axes, minimum, argmin = eliminate_vertex(consumed, vertex)
             budget.release(working - minimum.nbytes - argmin.nbytes)
             for table in (minimum, argmin):
@@ -421,7 +421,7 @@ def _same_bits(table: np.ndarray, other: np.ndarray) -> bool:
                                np.ascontiguousarray(other).view(as_bits)))
 
 
-def _compiled_eliminate(required: bool) -> Eliminate:
+def compiled_eliminate(required: bool) -> Eliminate:
     """The llvmlite kernel's `eliminate`, or numpy's when llvmlite cannot compile here.
 
     Raises `SearchError` instead of falling back when the kernel is `required`.

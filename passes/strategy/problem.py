@@ -32,6 +32,7 @@ import numpy as np
 
 from pase.core.placement import check_devices
 from pase.core.space import IterationSpace
+from pase.passes.strategy.bound import solve_bounded
 from pase.passes.strategy.budget import (
     MemoryBudget,
     SearchError,
@@ -510,12 +511,15 @@ def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
 def solve(problem: Problem, method: str = "dp", order: str = "genseq",
           memory_budget: int | MemoryBudget = 4 << 30, exhaustive_limit: int = 10**7,
           pruning: bool = True, jit: str = "auto",
-          progress: Callable[[int, int, int], None] | None = None) -> Solution:
+          progress: Callable[[int, int, int], None] | None = None,
+          bounding: bool = True) -> Solution:
     """The optimal strategy: `method="dp"` (exact, PaSE's DP over an elimination order)
     or `method="exhaustive"` (brute force, small graphs).
 
     With `pruning`, dominated and duplicate configurations are dropped first
-    (`pase.passes.strategy.prune`); the optimum is the same. `jit` ("auto", "on", "off")
+    (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, the DP then
+    runs on the configurations that bounds cannot rule out (`pase.passes.strategy.bound`):
+    the same strategy, bit for bit. `jit` ("auto", "on", "off")
     picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
     hears of each eliminated layer. `memory_budget` (bytes, or the `MemoryBudget` that
     `from_layers` charged the configurations to) bounds the cost tables, pruning and the
@@ -527,22 +531,26 @@ def solve(problem: Problem, method: str = "dp", order: str = "genseq",
         budget = as_budget(memory_budget)
         # The unpruned tables stay cached on the problem: they count throughout.
         result = solve_graph(problem.cost_graph(budget), method, order, budget,
-                             exhaustive_limit, pruning, jit, progress)
+                             exhaustive_limit, pruning, jit, progress, bounding)
     return Solution(problem.assignment(result.choice), result.cost, result)
 
 
 def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
                 budget: MemoryBudget | None = None, exhaustive_limit: int = 10**7,
                 pruning: bool = True, jit: str = "auto",
-                progress: Callable[[int, int, int], None] | None = None) -> DPResult:
-    """`solve`'s search on a cost graph (pruned first with `pruning`); the choice indexes
+                progress: Callable[[int, int, int], None] | None = None,
+                bounding: bool = True) -> DPResult:
+    """`solve`'s search on a cost graph (pruned first with `pruning`, the DP bounded with
+    `bounding`); the choice indexes
     `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
     vertex costs carry an added term this way."""
     budget = budget if budget is not None else as_budget(4 << 30)
     kept = [np.arange(size) for size in graph.sizes]
     if pruning:
         graph, kept = prune(graph, budget)
-    if method == "dp":
+    if method == "dp" and bounding:
+        result = solve_bounded(graph, order, budget, jit, progress)
+    elif method == "dp":
         result = solve_dp(graph, order, budget, jit, progress)
     else:
         result = solve_exhaustive(graph, exhaustive_limit)

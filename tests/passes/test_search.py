@@ -167,6 +167,18 @@ def test_runs_are_deterministic(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert exports[0] == exports[1]
 
 
+def test_bounding_false_writes_the_same_ir(capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bounds on however small a graph, so that both paths really differ.
+    from pase.passes.strategy import bound
+
+    for name in ("MIN_DP_ENTRIES", "SWEEP_ENTRIES", "SWEEPS_WORTH"):
+        monkeypatch.setattr(bound, name, 0)
+    for path in (MLP, MLP.replace("mlp.dnn", "transformer.dnn")):
+        assert search(capsys, "devices=8", path) == search(capsys, "devices=8 bounding=false",
+                                                           path)
+
+
 def test_memory_gib_takes_an_integer(capsys: pytest.CaptureFixture[str]) -> None:
     assert search(capsys, "devices=4 memory-gib=4") == search(capsys, "devices=4")
 

@@ -81,6 +81,25 @@ def eliminate(factors: Sequence[Factor], vertex: int) -> tuple[Axes, np.ndarray,
 
     Raises `RuntimeError` if llvmlite cannot compile here (see `compiler.jit_available`).
     """
+    dependent_set, run = prepare(factors, vertex)
+    minimum, argmin = run([table for _, table in factors])
+    return dependent_set, minimum, argmin
+
+
+Prepared = Callable[[Sequence[np.ndarray]], tuple[np.ndarray, np.ndarray]]
+
+
+def prepare(factors: Sequence[Factor], vertex: int) -> tuple[Axes, Prepared]:
+    """`eliminate(factors, vertex)` set up once, for steps repeated on other numbers: the
+    dependent set, and a function that eliminates `vertex` from tables of the same shapes,
+    strides and order as `factors`' and returns its minimum and argmin tables (the same two
+    arrays every call, overwritten).
+
+    >>> edge_cost = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 5.0]])
+    >>> axes, run = prepare([((0,), np.zeros(2)), ((0, 1), edge_cost)], 0)
+    >>> run([np.array([1.0, 0.0]), edge_cost])[0].tolist()
+    [1.0, 0.0, 1.0]
+    """
     sizes, dependent_set = axis_sizes(factors, vertex)
     if sizes[vertex] > np.iinfo(np.int32).max:
         raise ValueError(f"vertex {vertex} has {sizes[vertex]} configurations, over 2**31 - 1")
@@ -105,16 +124,28 @@ def eliminate(factors: Sequence[Factor], vertex: int) -> tuple[Axes, np.ndarray,
         argmin_bits=argmin.itemsize * 8,
     )
     kernel = compile_kernel(signature)
+    pointers = np.zeros(len(tables), dtype=np.uintp)
     arguments = [
-        np.array([table.ctypes.data for table in tables], dtype=np.uintp),
+        pointers,
         np.ascontiguousarray(strides, dtype=np.int64),
         np.ascontiguousarray(shape, dtype=np.int64),
         np.array(padding + [output_strides[axis] for axis in loop_axes], dtype=np.int64),
         minimum,
         argmin,
     ]
-    kernel(*(argument.ctypes.data for argument in arguments))
-    return dependent_set, minimum, argmin
+    layouts = [(table.shape, table.strides) for table in tables]
+
+    def run(step_tables: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        readable = [_readable(table) for table in step_tables]
+        if [(table.shape, table.strides) for table in readable] != layouts:
+            raise ValueError("a prepared elimination needs tables of the shapes and strides "
+                             "it was prepared for")
+        pointers[:] = [table.ctypes.data for table in readable]
+        # (`arguments` is read here, so the closure keeps the arrays the kernel reads alive.)
+        kernel(*(argument.ctypes.data for argument in arguments))
+        return minimum, argmin
+
+    return dependent_set, run
 
 
 def _readable(table: np.ndarray) -> np.ndarray:

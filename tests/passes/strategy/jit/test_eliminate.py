@@ -15,6 +15,7 @@ from pase.passes.strategy.dp import SearchError, eliminate, solve_dp
 from pase.passes.strategy.factors import Factor
 from pase.passes.strategy.jit import compiler
 from pase.passes.strategy.jit.eliminate import eliminate as compiled_eliminate
+from pase.passes.strategy.jit.eliminate import prepare
 
 MODELS = sorted(Path(__file__).parents[4].joinpath("models").glob("*.dnn"))
 # The largest dependent-set table of each random case, so that every case runs in milliseconds.
@@ -124,6 +125,30 @@ def test_eliminate_every_row_length(extent: int) -> None:
     ]
     assert_same_elimination(factors, 0)
     assert_same_elimination(factors[1:], 1)
+
+
+@requires_jit
+@pytest.mark.parametrize("seed", range(20))
+def test_a_prepared_elimination_runs_on_new_numbers(seed: int) -> None:
+    views, vertex = random_factors(seed)
+    rng = np.random.default_rng(seed)
+    factors = [(axes, np.ascontiguousarray(table)) for axes, table in views]
+    again = [(axes, rng.random(table.shape)) for axes, table in factors]
+    dependent_set, run = prepare(factors, vertex)
+    for step in (factors, again):
+        expected_axes, minimum, argmin = eliminate(step, vertex)
+        got_minimum, got_argmin = run([table for _, table in step])
+        assert dependent_set == expected_axes
+        assert got_minimum.tobytes() == minimum.tobytes()
+        assert got_argmin.tolist() == argmin.tolist()
+
+
+@requires_jit
+def test_a_prepared_elimination_refuses_other_layouts() -> None:
+    table = np.arange(6.0).reshape(2, 3)
+    _, run = prepare([((0, 1), table)], 0)
+    with pytest.raises(ValueError, match="shapes and strides"):
+        run([np.ascontiguousarray(table.T).T])
 
 
 @requires_jit
