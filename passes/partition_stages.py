@@ -62,12 +62,8 @@ from pase.passes.options import PasePass
 from pase.passes.search import machine_diagnostic, write_json
 from pase.passes.strategy.from_ir import GraphData, read_graph
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.pipeline import (
-    Partitioner,
-    PipelinePlan,
-    microbatch_layers,
-    stage_solver,
-)
+from pase.passes.strategy.partition import Partitioner, stage_solver
+from pase.passes.strategy.pipeline import PipelinePlan, microbatch_layers
 from pase.passes.strategy.problem import collector_paused
 from pase.passes.strategy.segments import segments
 

@@ -10,7 +10,7 @@ from pase.frontend import parse_file, parse_text
 from pase.passes.strategy import build_problem, solve
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
-from pase.passes.strategy.pipeline import Partitioner, stage_solver
+from pase.passes.strategy.partition import Partitioner, stage_solver
 from pase.passes.strategy.segments import segments
 
 
