@@ -57,7 +57,7 @@ from pase.passes.strategy.pipeline import (
     stage_cost,
 )
 from pase.passes.strategy.problem import Problem, SharedTables, solve
-from pase.passes.strategy.schedule import in_flight, simulate
+from pase.passes.strategy.schedule import in_flight, simulate, step_time
 from pase.passes.strategy.vertices import Edge, Layer
 
 SLACK = 1e-9
@@ -322,8 +322,9 @@ class Partitioner:
         return plan
 
     def _evaluate(self, bounds: Sequence[int], microbatches: int, schedule: str,
-                  memory: float | None) -> PipelinePlan | None:
-        """`evaluate`, each stage fitting in `memory` (None if one cannot)."""
+                  memory: float | None, beat: float = math.inf) -> PipelinePlan | None:
+        """`evaluate`, each stage fitting in `memory`; None if one cannot, or if the
+        step is not less than `beat` (then the events are not recorded)."""
         count = len(bounds)
         group = self.devices // count
         ends = [*bounds[1:], len(self.layers)]
@@ -334,31 +335,18 @@ class Partitioner:
             if stage is None:
                 return None
             solved.append(stage)
-        stage_of = [0] * len(self.layers)
-        for s, (start, stop) in enumerate(zip(bounds, ends, strict=True)):
-            stage_of[start:stop] = [s] * (stop - start)
-        send_f = [0.0] * (count - 1)
-        send_b = [0.0] * (count - 1)
-        once = [0.0] * count
-        micro = self.micro(microbatches)
-        configs = {name: c for stage in solved for name, c in stage.assignment.items()}
-        for edge, small in zip(self.edges, micro.edges, strict=True):
-            u, v = stage_of[edge.producer], stage_of[edge.consumer]
-            if u == v:
-                continue
-            ahead, back = boundary_seconds(small, configs[micro.layers[edge.producer].name],
-                                           configs[micro.layers[edge.consumer].name],
-                                           u * group, v * group, self.machine)
-            if carries_param(edge):  # once per step: into the consumer, and back
-                once[v] += ahead
-                once[u] += back
-                continue
-            # A tensor skipping stages arrives with the last boundary it crosses.
-            send_f[v - 1] += ahead
-            send_b[v - 1] += back
-        sim = simulate(schedule, [p.cost.forward for p in solved],
-                       [p.cost.backward for p in solved], microbatches, send_f, send_b,
-                       [p.cost.allreduce + extra for p, extra in zip(solved, once, strict=True)])
+        send_f, send_b, once = self._transfers(bounds, solved, microbatches)
+        forward = [p.cost.forward for p in solved]
+        backward = [p.cost.backward for p in solved]
+        allreduce = [p.cost.allreduce + extra for p, extra in zip(solved, once, strict=True)]
+        if beat < math.inf:
+            if _critical_path(forward, backward, microbatches, send_f, send_b,
+                              allreduce) * (1 - SLACK) >= beat:
+                return None
+            if step_time(schedule, forward, backward, microbatches, send_f, send_b,
+                         allreduce) >= beat:
+                return None
+        sim = simulate(schedule, forward, backward, microbatches, send_f, send_b, allreduce)
         stages = tuple(StagePlan(start, stop, s * group, group, p.assignment, p.cost,
                                  p.parameter_bytes, p.activation_bytes,
                                  p.parameter_bytes + p.activation_bytes * sim.in_flight[s],
@@ -367,6 +355,37 @@ class Partitioner:
                                                                 strict=True)))
         return PipelinePlan(stages, microbatches, schedule, sim.step, sim.bubble,
                             max(stage.memory for stage in stages), sim)
+
+    def _transfers(self, bounds: Sequence[int], solved: Sequence[SolvedStage],
+                   microbatches: int) -> tuple[list[float], list[float], list[float]]:
+        """Per boundary the forward and backward seconds per micro-batch of the tensors
+        crossing it, and per stage the moves of shared parameters once per step."""
+        count = len(bounds)
+        group = self.devices // count
+        stage_of = [0] * len(self.layers)
+        for s, (start, stop) in enumerate(zip(bounds, [*bounds[1:], len(self.layers)],
+                                              strict=True)):
+            stage_of[start:stop] = [s] * (stop - start)
+        send_f = [0.0] * (count - 1)
+        send_b = [0.0] * (count - 1)
+        once = [0.0] * count
+        micro = self.micro(microbatches)
+        for edge, small in zip(self.edges, micro.edges, strict=True):
+            u, v = stage_of[edge.producer], stage_of[edge.consumer]
+            if u == v:
+                continue
+            ahead, back = boundary_seconds(
+                small, solved[u].assignment[micro.layers[edge.producer].name],
+                solved[v].assignment[micro.layers[edge.consumer].name], u * group, v * group,
+                self.machine)
+            if carries_param(edge):  # once per step: into the consumer, and back
+                once[v] += ahead
+                once[u] += back
+                continue
+            # A tensor skipping stages arrives with the last boundary it crosses.
+            send_f[v - 1] += ahead
+            send_b[v - 1] += back
+        return send_f, send_b, once
 
     def best(self, stages: int, microbatches: int, schedule: str,
              memory: float | None = None, method: str = "dp",
@@ -397,7 +416,7 @@ class Partitioner:
             return best[0].step if best[0] is not None else bound
 
         def consider(bounds: list[int]) -> None:
-            plan = self._evaluate(bounds, microbatches, schedule, memory)
+            plan = self._evaluate(bounds, microbatches, schedule, memory, reached())
             if plan is None or (memory is not None and plan.memory > memory):
                 return
             if plan.step < reached():
@@ -448,3 +467,19 @@ class Partitioner:
         else:
             walk([0], 0, 0.0, 0.0)
         return best[0]
+
+
+def _critical_path(forward: Sequence[float], backward: Sequence[float], microbatches: int,
+                   send_forward: Sequence[float], send_backward: Sequence[float],
+                   allreduce: Sequence[float]) -> float:
+    """A lower bound on the simulated step (module docstring) with the transfers: stage
+    s starts when micro-batch 0 arrives, works M (F_s + B_s), and its last gradient goes
+    back to stage 0 before that all-reduces; or stage s all-reduces itself."""
+    bound = arrival = back = 0.0
+    for s in range(len(forward)):
+        end = arrival + microbatches * (forward[s] + backward[s])
+        bound = max(bound, end + back + allreduce[0], end + allreduce[s])
+        if s + 1 < len(forward):
+            arrival += forward[s] + send_forward[s]
+            back += backward[s] + send_backward[s]
+    return bound
