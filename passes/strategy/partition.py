@@ -237,6 +237,8 @@ class Partitioner:
         self._stages: dict[tuple, SolvedStage | None] = {}
         self._least: dict[tuple[int, int], list[float]] = {}
         self._memo: dict = {}
+        # (Keyed by the id of a solved stage: `_stages` keeps every one alive.)
+        self._crossings: dict[tuple[int, int, int, bool], tuple[float, float]] = {}
 
     def micro(self, microbatches: int) -> _Micro:
         """The graph's layers and edges at micro-batch shapes (made once per M)."""
@@ -322,14 +324,18 @@ class Partitioner:
         return plan
 
     def _evaluate(self, bounds: Sequence[int], microbatches: int, schedule: str,
-                  memory: float | None, beat: float = math.inf) -> PipelinePlan | None:
+                  memory: float | None, beat: float = math.inf,
+                  prefix: Sequence[SolvedStage] = ()) -> PipelinePlan | None:
         """`evaluate`, each stage fitting in `memory`; None if one cannot, or if the
-        step is not less than `beat` (then the events are not recorded)."""
+        step is not less than `beat` (then the events are not recorded). `prefix` holds
+        the first stages, solved already."""
         count = len(bounds)
         group = self.devices // count
         ends = [*bounds[1:], len(self.layers)]
-        solved: list[SolvedStage] = []
+        solved = list(prefix)
         for s, (start, stop) in enumerate(zip(bounds, ends, strict=True)):
+            if s < len(prefix):
+                continue
             stage = self.stage(start, stop, group, microbatches,
                                in_flight(schedule, count, microbatches, s), memory)
             if stage is None:
@@ -370,14 +376,21 @@ class Partitioner:
         send_b = [0.0] * (count - 1)
         once = [0.0] * count
         micro = self.micro(microbatches)
-        for edge, small in zip(self.edges, micro.edges, strict=True):
+        per_node = self.machine.devices_per_node
+        for index, (edge, small) in enumerate(zip(self.edges, micro.edges, strict=True)):
             u, v = stage_of[edge.producer], stage_of[edge.consumer]
             if u == v:
                 continue
-            ahead, back = boundary_seconds(
-                small, solved[u].assignment[micro.layers[edge.producer].name],
-                solved[v].assignment[micro.layers[edge.consumer].name], u * group, v * group,
-                self.machine)
+            # The seconds depend on the two stages' configurations and whether their
+            # groups are on other nodes: the same for many candidate plans.
+            key = (index, id(solved[u]), id(solved[v]),
+                   u * group // per_node != v * group // per_node)
+            if key not in self._crossings:
+                self._crossings[key] = boundary_seconds(
+                    small, solved[u].assignment[micro.layers[edge.producer].name],
+                    solved[v].assignment[micro.layers[edge.consumer].name], u * group,
+                    v * group, self.machine)
+            ahead, back = self._crossings[key]
             if carries_param(edge):  # once per step: into the consumer, and back
                 once[v] += ahead
                 once[u] += back
@@ -415,8 +428,8 @@ class Partitioner:
         def reached() -> float:
             return best[0].step if best[0] is not None else bound
 
-        def consider(bounds: list[int]) -> None:
-            plan = self._evaluate(bounds, microbatches, schedule, memory, reached())
+        def consider(bounds: list[int], prefix: Sequence[SolvedStage] = ()) -> None:
+            plan = self._evaluate(bounds, microbatches, schedule, memory, reached(), prefix)
             if plan is None or (memory is not None and plan.memory > memory):
                 return
             if plan.step < reached():
@@ -430,13 +443,14 @@ class Partitioner:
                                       work + rest * spread(microbatches, left))
             return step * (1 - SLACK) >= reached()
 
-        def walk(bounds: list[int], after: int, done: float, first: float) -> None:
+        def walk(bounds: list[int], after: int, done: float, first: float,
+                 prefix: list[SolvedStage]) -> None:
             index = len(bounds) - 1  # the stage [after, cut) about to be chosen
             if len(bounds) == stages:
                 if method == "dp" and pruned(done, first, least[last] - least[after],
                                              0.0, 0):
                     return
-                consider(bounds)
+                consider(bounds, prefix)
                 return
             left = stages - len(bounds)
             choices = [c for c in self.cuts if c > after]
@@ -446,6 +460,7 @@ class Partitioner:
                     break
                 work = done
                 ar = first
+                solved = prefix
                 if method == "dp":
                     rest = least[last] - least[cut]
                     if pruned(done, first, least[cut] - least[after], rest, left):
@@ -458,14 +473,15 @@ class Partitioner:
                     if alone >= reached() or pruned(done, ar, stage.work, rest, left):
                         continue
                     work = done + stage.work
-                walk([*bounds, cut], cut, work, ar)
+                    solved = [*prefix, stage]
+                walk([*bounds, cut], cut, work, ar, solved)
 
         if stages == 1:
             if method == "dp" and pruned(0.0, 0.0, least[last], 0.0, 0):
                 return None
             consider([0])
         else:
-            walk([0], 0, 0.0, 0.0)
+            walk([0], 0, 0.0, 0.0, [])
         return best[0]
 
 
