@@ -350,7 +350,7 @@ class Partitioner:
                               allreduce) * (1 - SLACK) >= beat:
                 return None
             if step_time(schedule, forward, backward, microbatches, send_f, send_b,
-                         allreduce) >= beat:
+                         allreduce, beat) >= beat:
                 return None
         sim = simulate(schedule, forward, backward, microbatches, send_f, send_b, allreduce)
         stages = tuple(StagePlan(start, stop, s * group, group, p.assignment, p.cost,

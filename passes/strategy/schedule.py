@@ -31,6 +31,7 @@ program by `stage_order` and the start times in `events`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -99,10 +100,12 @@ def in_flight(schedule: str, stages: int, microbatches: int, stage: int) -> int:
 
 def step_time(schedule: str, forward: Sequence[float], backward: Sequence[float],
               microbatches: int, send_forward: Sequence[float],
-              send_backward: Sequence[float], allreduce: Sequence[float]) -> float:
+              send_backward: Sequence[float], allreduce: Sequence[float],
+              beat: float = math.inf) -> float:
     """`simulate(...).step` without the events: the same sums and maxima in the same
     order, so the same float, at a fraction of the cost (the stage search simulates
-    many candidate plans and keeps the events only of the best)."""
+    many candidate plans and keeps the events only of the best). It stops, returning
+    inf, as soon as an operation ends at `beat` or later (the step cannot be less)."""
     stages = len(forward)
     orders = _orders(schedule, stages, microbatches)
     forward_end = [[-1.0] * microbatches for _ in range(stages)]
@@ -126,6 +129,8 @@ def step_time(schedule: str, forward: Sequence[float], backward: Sequence[float]
                         ready = produced + send_forward[s - 1]
                     start = free[s] if free[s] > ready else ready
                     free[s] = forward_end[s][m] = start + forward[s]
+                    if free[s] >= beat:
+                        return math.inf
                 else:
                     own = forward_end[s][m]
                     if own < 0:
@@ -140,6 +145,8 @@ def step_time(schedule: str, forward: Sequence[float], backward: Sequence[float]
                         ready = own if own >= arrival else arrival
                     start = free[s] if free[s] > ready else ready
                     free[s] = backward_end[s][m] = start + backward[s]
+                    if free[s] >= beat:
+                        return math.inf
                 position[s] += 1
                 remaining -= 1
     step = 0.0

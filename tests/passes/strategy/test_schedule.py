@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -96,6 +97,13 @@ def test_random_stages_respect_every_dependency(schedule: str) -> None:
         # The search's step without events is the same float.
         assert step_time(schedule, forward, backward, micro, sends_f, sends_b,
                          reduce) == sim.step
+        # Stopped early (inf) or not, a step of at least `beat` is reported as such.
+        assert step_time(schedule, forward, backward, micro, sends_f, sends_b, reduce,
+                         beat=sim.step) >= sim.step
+        assert step_time(schedule, forward, backward, micro, sends_f, sends_b, reduce,
+                         beat=sim.step / 2) == math.inf
+        assert step_time(schedule, forward, backward, micro, sends_f, sends_b, reduce,
+                         beat=sim.step * (1 + 1e-9)) == sim.step
 
 
 def test_one_stage_is_sequential_training() -> None:
