@@ -276,6 +276,7 @@ class Partitioner:
         edges = [replace(micro.edges[i], producer=micro.edges[i].producer - start,
                          consumer=micro.edges[i].consumer - start) for i in inside]
         solution: StageSolution | None
+        kinds = None
         if isinstance(self.solve_stage, StageSolver):
             assert micro.kinds is not None
             kinds = (micro.kinds[0][start:stop], [micro.kinds[1][i] for i in inside])
@@ -286,7 +287,7 @@ class Partitioner:
         result = None if solution is None else SolvedStage(
             solution.assignment,
             stage_cost(layers, edges, solution.assignment, devices, self.machine,
-                       self._memo),
+                       self._memo, kinds),
             parameter_bytes(layers, solution.assignment),
             activation_bytes(layers, solution.assignment), solution.gap)
         self._stages[key] = result

@@ -79,16 +79,21 @@ class StageCost:
 
 def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
                assignment: Mapping[str, Config], devices: int,
-               machine: Machine, memo: dict | None = None) -> StageCost:
+               machine: Machine, memo: dict | None = None,
+               kinds: tuple[Sequence[int], Sequence[int]] | None = None) -> StageCost:
     """The times of a stage whose `layers` (micro-batch shapes) run under `assignment`
     on `devices` devices; `edges` are those between two of its layers, numbered
     within `layers`. `memo` keeps each layer's and edge's seconds under its
-    configurations for the next call (the same layers recur in many stage ranges)."""
+    configurations for the next call (the same layers recur in many stage ranges);
+    with `kinds` (a number per layer and per edge, equal where only names differ, as
+    `SharedTables` gives them) repeated blocks share those entries too."""
     memo = {} if memo is None else memo
     forward = backward = allreduce = 0.0
     configs = [dict(assignment[layer.name]) for layer in layers]
-    for layer, config in zip(layers, configs, strict=True):
-        key: tuple = (layer.name, layer.space, _frozen(config))
+    frozen = [_frozen(config) for config in configs]
+    for index, (layer, config) in enumerate(zip(layers, configs, strict=True)):
+        key: tuple = ((kinds[0][index],) if kinds is not None else (layer.name, layer.space)
+                      ) + (frozen[index],)
         if key not in memo:
             cost = layer_cost(layer, config, machine)
             memo[key] = (cost.forward, cost.backward, cost.param_communication)
@@ -96,10 +101,11 @@ def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
         forward += ahead
         backward += back
         allreduce += once
-    for edge in edges:
+    for index, edge in enumerate(edges):
         producer, consumer = layers[edge.producer], layers[edge.consumer]
-        key = (producer.name, consumer.name, edge.held, edge.needed, edge.backward,
-               _frozen(configs[edge.producer]), _frozen(configs[edge.consumer]), devices)
+        ends = (frozen[edge.producer], frozen[edge.consumer], devices)
+        key = (("edge", kinds[1][index]) if kinds is not None else
+               (producer.name, consumer.name, edge.held, edge.needed, edge.backward)) + ends
         if key not in memo:
             memo[key] = _edge_seconds(edge, producer, configs[edge.producer], consumer,
                                       configs[edge.consumer], devices, machine)
