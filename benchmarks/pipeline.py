@@ -9,13 +9,16 @@ prints the modelled step time (seconds) and the most memory a device needs of
   configuration, as pase-search's speedup counts it);
 - PaSE alone: `pase-partition-stages{stages=1 microbatches=1}`, which is pase-search;
 - the best hybrid: `stages=auto microbatches=auto` (its S and M),
-and the search time of the hybrid (wall-clock, in this process). "-" marks a plan over
-the cap. The modelled memory is that of docs/cost-model.md, "Pipelines".
+and the search time of the hybrid: wall-clock and CPU (user + system) seconds, in this
+process. "-" marks a plan over the cap. The modelled memory is that of
+docs/cost-model.md, "Pipelines". Progress goes to stderr, and only when it is a
+terminal, so the table on stdout is all there is to capture.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -48,6 +51,7 @@ COLUMNS = (
     ("vs PaSE", ">"),
     ("vs data-parallel", ">"),
     ("search (s)", ">"),
+    ("search CPU (s)", ">"),
 )
 
 
@@ -76,9 +80,9 @@ def row(path: Path, devices: int, machine: str, cap: float) -> list[str]:
     dp_step = problem.cost(data_parallel)
     dp_fits = not cap or dp_memory <= cap * GIB
     pase = plan(path, devices, machine, cap, stages=1, microbatches=1)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     hybrid = plan(path, devices, machine, cap)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
 
     def number(value: float | None) -> str:
         return "-" if value is None else f"{value:.4g}"
@@ -99,6 +103,7 @@ def row(path: Path, devices: int, machine: str, cap: float) -> list[str]:
         number(pase.step.data / hybrid.step.data if pase and hybrid else None),
         number(dp_step / hybrid.step.data if hybrid and dp_fits else None),
         f"{seconds:.2f}",
+        f"{cpu_seconds:.2f}",
     ]
 
 
@@ -117,15 +122,17 @@ def main() -> None:
     )
     args = parser.parse_args()
     rows = []
+    progress = sys.stderr.isatty()
     for path in args.models:
         for devices in args.devices:
             for machine in args.machines:
                 for cap in args.cap:
+                    if progress:
+                        sys.stderr.write(f"\r\033[K{path.stem} P={devices} {machine} cap={cap:g}")
+                        sys.stderr.flush()
                     rows.append(row(path, devices, machine, cap))
-                    print(
-                        "\r" + " " * 60 + f"\r{path.stem} P={devices} {machine}", end="", flush=True
-                    )
-    print("\r" + " " * 60 + "\r", end="")
+    if progress:
+        sys.stderr.write("\r\033[K")
     print("\n".join(markdown_table(COLUMNS, rows)))
     print(f"\n{cpus()}; {versions()}")
 

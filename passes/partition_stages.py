@@ -10,6 +10,16 @@ the stage's sub-problem). Stage boundaries fall only at segment ends: the layers
 stages minimise the step time of the schedule, simulated (docs/cost-model.md,
 "Pipelines"), among the plans whose devices all fit in `device-memory-gib`.
 
+Under `device-memory-gib`, stage s of a plan must fit holding the activations of the
+micro-batches its position keeps at once (`schedule.in_flight`: M under GPipe,
+min(S - s, M) under 1F1B): parameters and gradients plus that many times its
+activations. A stage whose PaSE-optimal configurations do not fit so is solved under
+that cap instead (`memory.solve_capped`: the least-cost configurations of its
+sub-problem that fit), and a stage none of whose configurations fit ends the plan.
+Where the capped search stops before proving its strategy optimal, the plan says how
+far above the optimum it may be: a warning (and `report`'s first line, and "gap" in
+the exported plan). The search over S, M and the cuts is exact (`partition.py`).
+
 Writes `pase.config` (for one micro-batch) and `pase.stage` on every layer and
 `pase.pipeline` on the graph (removing a `pase.strategy` an earlier search left).
 Options:
@@ -62,12 +72,8 @@ from pase.passes.options import PasePass
 from pase.passes.search import machine_diagnostic, write_json
 from pase.passes.strategy.from_ir import GraphData, read_graph
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.pipeline import (
-    Partitioner,
-    PipelinePlan,
-    microbatch_layers,
-    stage_solver,
-)
+from pase.passes.strategy.partition import Partitioner, stage_solver
+from pase.passes.strategy.pipeline import PipelinePlan, microbatch_layers
 from pase.passes.strategy.problem import collector_paused
 from pase.passes.strategy.segments import segments
 
@@ -215,6 +221,8 @@ class PartitionStagesPass(PasePass):
             best.step, best.bubble, best.memory)
         if self.report:
             sys.stderr.write(format_plan(name, best, names))
+        elif best.gap > 0:
+            sys.stderr.write(f"pase-partition-stages on @{name}: warning: {gap_note(best)}\n")
         return plan_json(name, self.devices, machine, best, names)
 
 
@@ -313,11 +321,20 @@ def graphs_in(graph: GraphOp) -> list[GraphOp]:
     return [g for g in module.walk() if isinstance(g, GraphOp)] if module else [graph]
 
 
+def gap_note(plan: PipelinePlan) -> str:
+    """What is known of a plan with stages solved under the memory cap unproven."""
+    stages = [str(s) for s, stage in enumerate(plan.stages) if stage.gap > 0]
+    return (f"stage{'s' if len(stages) > 1 else ''} {', '.join(stages)} solved under "
+            f"device-memory-gib not proven optimal: within {plan.gap:.2%} of the proven "
+            "lower bound")
+
+
 def format_plan(graph: str, plan: PipelinePlan, names: list[str]) -> str:
     """The per-stage table `report=true` prints."""
     lines = [f"pipeline @{graph}: {len(plan.stages)} stages, {plan.microbatches} "
              f"micro-batches, {plan.schedule}; step {plan.step:.6g} s, bubble "
-             f"{plan.bubble:.3f}, memory {plan.memory / GIB:.4g} GiB per device",
+             f"{plan.bubble:.3f}, memory {plan.memory / GIB:.4g} GiB per device"
+             + (f"; {gap_note(plan)}" if plan.gap > 0 else ""),
              f"{'stage':>5}  {'devices':>9}  {'layers':<32}  {'F (s)':>11}  {'B (s)':>11}  "
              f"{'all-reduce (s)':>14}  {'memory (GiB)':>12}"]
     for s, stage in enumerate(plan.stages):
@@ -337,10 +354,11 @@ def plan_json(graph: str, devices: int, machine: Machine, plan: PipelinePlan,
         "graph": graph, "devices": devices, "machine": machine.to_json(),
         "pipeline": {"stages": len(plan.stages), "microbatches": plan.microbatches,
                      "schedule": plan.schedule, "step": plan.step, "bubble": plan.bubble,
-                     "memory": plan.memory},
+                     "memory": plan.memory, "gap": plan.gap},
         "stages": [{"stage": s, "offset": stage.offset, "devices": stage.devices,
                     "layers": names[stage.start:stage.stop], "forward": stage.cost.forward,
                     "backward": stage.cost.backward, "allreduce": stage.cost.allreduce,
-                    "memory": stage.memory} for s, stage in enumerate(plan.stages)],
+                    "memory": stage.memory, "gap": stage.gap}
+                   for s, stage in enumerate(plan.stages)],
         "layers": [{"name": name, "config": plan.assignment[name]} for name in names],
     }

@@ -19,7 +19,8 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.dialect.pase import pipeline_of, stage_of
 from pase.formats.machine_toml import load_machine
 from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.pipeline import Partitioner, PipelinePlan
+from pase.passes.strategy.partition import Partitioner
+from pase.passes.strategy.pipeline import PipelinePlan
 from pase.passes.strategy.schedule import ideal_bubble
 from pase.runtime.program import Program, Step
 from pase.tools.run_check import TrainingReport

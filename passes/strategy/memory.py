@@ -84,13 +84,15 @@ def memory_parts(problem: Problem, assignment: Mapping[str, Config]) -> Memory:
                   activation_bytes(problem.layer_data, assignment))
 
 
-def memory_vectors(problem: Problem) -> list[np.ndarray]:
+def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
     """For each layer, the bytes per device of each of its configurations (the order of
-    `problem.config_lists`); a strategy's memory is the sum of its choices'."""
+    `problem.config_lists`) with the activations of `in_flight` micro-batches held at
+    once (a pipeline stage's, `schedule.in_flight`); a strategy's memory is the sum of
+    its choices'."""
     vectors = []
     for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True):
         vectors.append(np.array([parameter_bytes([layer], {layer.name: config})
-                                 + activation_bytes([layer], {layer.name: config})
+                                 + in_flight * activation_bytes([layer], {layer.name: config})
                                  for config in configs], dtype=np.float64))
     return vectors
 
@@ -137,17 +139,20 @@ class CappedSolution:
 def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = "genseq",
                  memory_budget: int | MemoryBudget = 4 << 30,
                  exhaustive_limit: int = 10**7, jit: str = "auto",
-                 progress: Callable[[int, int, int], None] | None = None) -> CappedSolution:
+                 progress: Callable[[int, int, int], None] | None = None,
+                 in_flight: int = 1) -> CappedSolution:
     """The least-cost strategy of `problem` needing at most `cap` bytes per device
-    (module docstring). Raises `MemoryCapError` when even the least memory any strategy
-    needs is more than `cap`, and `SearchError` as `solve` does.
+    (module docstring), counting the activations `in_flight` times (a pipeline stage
+    holding that many micro-batches, `memory_vectors`). Raises `MemoryCapError` when
+    even the least memory any strategy needs is more than `cap`, and `SearchError` as
+    `solve` does.
     """
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
     with collector_paused():
         budget = as_budget(memory_budget)
         graph = problem.cost_graph(budget)
-        memory = memory_vectors(problem)
+        memory = memory_vectors(problem, in_flight)
         least = sum(float(vector.min()) for vector in memory)
         if least > cap:
             raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "

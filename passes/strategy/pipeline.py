@@ -25,14 +25,13 @@ its cost model is made of, as plain data:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
 from pase.passes.strategy.cost import Config, edge_costs, layer_cost, local_elements
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.schedule import Simulation, simulate
+from pase.passes.strategy.schedule import Simulation
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 
@@ -80,16 +79,21 @@ class StageCost:
 
 def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
                assignment: Mapping[str, Config], devices: int,
-               machine: Machine, memo: dict | None = None) -> StageCost:
+               machine: Machine, memo: dict | None = None,
+               kinds: tuple[Sequence[int], Sequence[int]] | None = None) -> StageCost:
     """The times of a stage whose `layers` (micro-batch shapes) run under `assignment`
     on `devices` devices; `edges` are those between two of its layers, numbered
     within `layers`. `memo` keeps each layer's and edge's seconds under its
-    configurations for the next call (the same layers recur in many stage ranges)."""
+    configurations for the next call (the same layers recur in many stage ranges);
+    with `kinds` (a number per layer and per edge, equal where only names differ, as
+    `SharedTables` gives them) repeated blocks share those entries too."""
     memo = {} if memo is None else memo
     forward = backward = allreduce = 0.0
     configs = [dict(assignment[layer.name]) for layer in layers]
-    for layer, config in zip(layers, configs, strict=True):
-        key: tuple = (layer.name, layer.space, _frozen(config))
+    frozen = [_frozen(config) for config in configs]
+    for index, (layer, config) in enumerate(zip(layers, configs, strict=True)):
+        key: tuple = ((kinds[0][index],) if kinds is not None else (layer.name, layer.space)
+                      ) + (frozen[index],)
         if key not in memo:
             cost = layer_cost(layer, config, machine)
             memo[key] = (cost.forward, cost.backward, cost.param_communication)
@@ -97,10 +101,11 @@ def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
         forward += ahead
         backward += back
         allreduce += once
-    for edge in edges:
+    for index, edge in enumerate(edges):
         producer, consumer = layers[edge.producer], layers[edge.consumer]
-        key = (producer.name, consumer.name, edge.held, edge.needed, edge.backward,
-               _frozen(configs[edge.producer]), _frozen(configs[edge.consumer]), devices)
+        ends = (frozen[edge.producer], frozen[edge.consumer], devices)
+        key = (("edge", kinds[1][index]) if kinds is not None else
+               (producer.name, consumer.name, edge.held, edge.needed, edge.backward)) + ends
         if key not in memo:
             memo[key] = _edge_seconds(edge, producer, configs[edge.producer], consumer,
                                       configs[edge.consumer], devices, machine)
@@ -193,6 +198,9 @@ class StagePlan:
     parameter_bytes: float
     activation_bytes: float
     memory: float
+    gap: float = 0.0
+    """Solved under the memory cap without a proof of optimality: how far above the
+    least cost under it its configurations may be (`CappedSolution.gap`); else 0."""
 
 
 @dataclass(frozen=True)
@@ -207,166 +215,17 @@ class PipelinePlan:
     memory: float
     """The most memory any device needs, in bytes."""
     simulation: Simulation | None = field(default=None, compare=False)
-    """The simulated step (its events), from `Partitioner.evaluate`."""
+    """The simulated step (its events), from `partition.Partitioner.evaluate`."""
 
     @property
     def assignment(self) -> dict[str, Config]:
         return {name: config for stage in self.stages
                 for name, config in stage.assignment.items()}
 
-
-class PlanError(ValueError):
-    """No plan fits: the message says why (and how much memory the best plan needs)."""
-
-
-class Partitioner:
-    """Plans for one graph on `devices` devices: stage ranges solved once each.
-
-    `cuts` are the positions (0 < i < len(layers)) where a stage may begin: the first
-    layer of each segment but the first. `solve_stage(layers, edges, devices)` returns
-    a stage's configurations (the search engine on the stage's sub-problem).
-    """
-
-    def __init__(self, layers: Sequence[Layer], edges: Sequence[Edge], batch: str,
-                 devices: int, machine: Machine, cuts: Sequence[int],
-                 solve_stage: Callable[[list[Layer], list[Edge], int], dict[str, Config]]):
-        self.layers = list(layers)
-        self.edges = list(edges)
-        self.batch = batch
-        self.devices = devices
-        self.machine = machine
-        self.cuts = sorted(set(cuts))
-        self.solve_stage = solve_stage
-        self._stages: dict[tuple[int, int, int, int], tuple[dict[str, Config], StageCost,
-                                                            float, float]] = {}
-        self._memo: dict = {}
-
-    def stage(self, start: int, stop: int, devices: int, microbatches: int
-              ) -> tuple[dict[str, Config], StageCost, float, float]:
-        """(configs, cost, parameter bytes, activation bytes per micro-batch) of layers
-        [start, stop) on `devices` devices for a micro-batch of batch / M."""
-        key = (start, stop, devices, microbatches)
-        if key not in self._stages:
-            layers = microbatch_layers(self.layers[start:stop], self.batch, microbatches)
-            edges = [replace(e, producer=e.producer - start, consumer=e.consumer - start)
-                     for e in edges_at(self.edges, layers, self.batch, microbatches)
-                     if start <= e.producer and e.consumer < stop]
-            assignment = self.solve_stage(layers, edges, devices)
-            self._stages[key] = (assignment,
-                                 stage_cost(layers, edges, assignment, devices, self.machine,
-                                            self._memo),
-                                 parameter_bytes(layers, assignment),
-                                 activation_bytes(layers, assignment))
-        return self._stages[key]
-
-    def ideal(self, start: int, stop: int, devices: int, microbatches: int) -> float:
-        """A lower bound on M (F + B) of layers [start, stop) on `devices` devices: their
-        FLOPs for the whole batch spread evenly, without communication."""
-        flops = sum(layer.space.points * (layer.space.flops_forward
-                                          + (layer.space.flops_backward
-                                             if layer.backward else 0.0))
-                    for layer in self.layers[start:stop])
-        return flops / devices / self.machine.flops
-
-    def evaluate(self, bounds: Sequence[int], microbatches: int,
-                 schedule: str) -> PipelinePlan:
-        """The plan whose stages begin at `bounds` (0 first), simulated."""
-        count = len(bounds)
-        group = self.devices // count
-        edges_of = list(bounds[1:]) + [len(self.layers)]
-        stage_of = [0] * len(self.layers)
-        for s, (start, stop) in enumerate(zip(bounds, edges_of, strict=True)):
-            for i in range(start, stop):
-                stage_of[i] = s
-        plans: list[tuple[int, int, int, dict[str, Config], StageCost, float, float]] = []
-        for s, (start, stop) in enumerate(zip(bounds, edges_of, strict=True)):
-            assignment, cost, params, acts = self.stage(start, stop, group, microbatches)
-            plans.append((start, stop, s * group, assignment, cost, params, acts))
-        send_f = [0.0] * (count - 1)
-        send_b = [0.0] * (count - 1)
-        once = [0.0] * count
-        micro = microbatch_layers(self.layers, self.batch, microbatches)
-        configs = {name: c for plan in plans for name, c in plan[3].items()}
-        for edge in self.edges:
-            u, v = stage_of[edge.producer], stage_of[edge.consumer]
-            if u == v:
-                continue
-            small = replace(edge, held=_use_of(edge.held, self.batch, microbatches),
-                            needed=_use_of(edge.needed, self.batch, microbatches))
-            ahead, back = boundary_seconds(small, configs[micro[edge.producer].name],
-                                           configs[micro[edge.consumer].name], u * group,
-                                           v * group, self.machine)
-            if carries_param(edge):  # once per step: into the consumer, and back
-                once[v] += ahead
-                once[u] += back
-                continue
-            # A tensor skipping stages arrives with the last boundary it crosses.
-            send_f[v - 1] += ahead
-            send_b[v - 1] += back
-        sim = simulate(schedule, [p[4].forward for p in plans],
-                       [p[4].backward for p in plans], microbatches, send_f, send_b,
-                       [p[4].allreduce + extra for p, extra in zip(plans, once, strict=True)])
-        stages = tuple(StagePlan(start, stop, offset, group, assignment, cost, params, acts,
-                                 params + acts * sim.in_flight[s])
-                       for s, (start, stop, offset, assignment, cost, params, acts)
-                       in enumerate(plans))
-        return PipelinePlan(stages, microbatches, schedule, sim.step, sim.bubble,
-                            max(stage.memory for stage in stages), sim)
-
-    def best(self, stages: int, microbatches: int, schedule: str,
-             memory: float | None = None, method: str = "dp",
-             bound: float = math.inf) -> PipelinePlan | None:
-        """The plan with the least step among those with `stages` contiguous stages
-        that fit in `memory` bytes per device, or None if none fits.
-
-        `method="exhaustive"` simulates every choice of stage beginnings among the cuts;
-        `method="dp"` walks the same choices depth-first, stage by stage, and skips a
-        prefix once one of its stages alone takes at least the best step found (a stage
-        needs M(F + B) + AR whatever the others do, and the simulated step is at least
-        that of every stage) or needs more memory than allowed even holding one
-        micro-batch: the same optimum, with ties broken alike (the first in the order).
-        Before solving a stage it tries a cheaper bound, the stage's FLOPs spread evenly
-        over its devices. With `bound` (a step already reached elsewhere, for example
-        with another S or M), only plans strictly faster than it are returned.
-        """
-        if stages > len(self.cuts) + 1:
-            return None
-        group = self.devices // stages
-        best: list[PipelinePlan | None] = [None]
-
-        def consider(bounds: list[int]) -> None:
-            plan = self.evaluate(bounds, microbatches, schedule)
-            if memory is not None and plan.memory > memory:
-                return
-            if plan.step < (best[0].step if best[0] is not None else bound):
-                best[0] = plan
-
-        def walk(bounds: list[int], after: int) -> None:
-            if len(bounds) == stages:
-                consider(bounds)
-                return
-            left = stages - len(bounds)
-            choices = [c for c in self.cuts if c > after]
-            for k, cut in enumerate(choices):
-                if len(choices) - k < left:
-                    break
-                if method == "dp":
-                    reached = best[0].step if best[0] is not None else bound
-                    if self.ideal(after, cut, group, microbatches) >= reached:
-                        continue
-                    _, cost, params, acts = self.stage(after, cut, group, microbatches)
-                    alone = microbatches * (cost.forward + cost.backward) + cost.allreduce
-                    if alone >= reached:
-                        continue
-                    if memory is not None and params + acts > memory:
-                        continue
-                walk([*bounds, cut], cut)
-
-        if stages == 1:
-            consider([0])
-        else:
-            walk([0], 0)
-        return best[0]
+    @property
+    def gap(self) -> float:
+        """The largest gap of a stage solved under the cap (0 when all are proven)."""
+        return max(stage.gap for stage in self.stages)
 
 
 def _use_of(use: TensorUse, batch: str, microbatches: int) -> TensorUse:
@@ -382,19 +241,3 @@ def edges_at(edges: Sequence[Edge], layers: Sequence[Layer], batch: str,
     del layers
     return [replace(edge, held=_use_of(edge.held, batch, microbatches),
                     needed=_use_of(edge.needed, batch, microbatches)) for edge in edges]
-
-
-def stage_solver(machine: Machine, batch: str | None, min_shard: int = 4,
-                 method: str = "dp", memory_budget: int = 4 << 30
-                 ) -> Callable[[list[Layer], list[Edge], int], dict[str, Config]]:
-    """A `solve_stage` for `Partitioner`: pase's search on the stage's sub-problem."""
-    from pase.passes.strategy.problem import Problem, solve
-
-    def solve_stage(layers: list[Layer], edges: list[Edge], devices: int
-                    ) -> dict[str, Config]:
-        problem = Problem.from_layers(layers, edges, devices, machine, batch=batch,
-                                      min_shard=min_shard)
-        return {name: dict(config) for name, config in
-                solve(problem, method, memory_budget=memory_budget).assignment.items()}
-
-    return solve_stage

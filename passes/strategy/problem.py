@@ -87,6 +87,63 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+@dataclass
+class SharedTables:
+    """Configuration lists and cost tables that many problems on one machine share: the
+    stage sub-problems of a pipeline search (`pipeline.Partitioner`), whose layers and
+    edges recur in many stage ranges.
+
+    The caller numbers the layers and edges by what their costs depend on (`layer_kind`,
+    `edge_kind`: equal for layers that differ only in their names), so a problem built
+    with these tables (`Problem.from_layers(..., tables=...)`) finds a layer's list and
+    vector, and an edge's matrix, by (number, devices) without hashing the layer again.
+    The tables hold at most `limit` bytes (`nbytes`); past it they are cleared, so
+    memory stays bounded (the values are the same either way). One `SharedTables` serves
+    one machine, min-shard, batch dim and compat mode.
+
+        >>> from pase.frontend import parse_file
+        >>> from pase.passes.strategy.from_ir import read_graph
+        >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+        >>> tables = SharedTables("v100-nvlink", mlp.batch)
+        >>> [tables.layer_kind(layer) for layer in mlp.layers]
+        [0, 1, 2, 3]
+    """
+
+    machine: Machine | str
+    batch: str | None
+    min_shard: int = 4
+    compat: str = ""
+    limit: int = 1 << 30
+    nbytes: int = 0
+    configs: dict[tuple[int, int], list[Config]] = field(default_factory=dict, repr=False)
+    vertex: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False)
+    edge: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False)
+    _layer_kinds: dict[Layer, int] = field(default_factory=dict, repr=False)
+    _edge_kinds: dict[tuple[int, int, Edge], int] = field(default_factory=dict, repr=False)
+
+    def layer_kind(self, layer: Layer) -> int:
+        """A number equal for layers that differ only in their names."""
+        return self._layer_kinds.setdefault(replace(layer, name=""), len(self._layer_kinds))
+
+    def edge_kind(self, edge: Edge, producer_kind: int, consumer_kind: int) -> int:
+        """A number equal for edges between layers of the same kinds that differ only in
+        their ends' positions and the name of the value they carry."""
+        key = (producer_kind, consumer_kind, replace(edge, producer=0, consumer=0,
+                                                      carried=""))
+        return self._edge_kinds.setdefault(key, len(self._edge_kinds))
+
+    def store(self, table: dict[tuple[int, ...], np.ndarray], key: tuple[int, ...],
+              value: np.ndarray) -> None:
+        """Keep `value` under `key` if it fits; clear every table first if it does not."""
+        if self.nbytes + value.nbytes > self.limit:
+            self.vertex.clear()
+            self.edge.clear()
+            self.nbytes = 0
+        if value.nbytes <= self.limit:
+            table[key] = value
+            self.nbytes += value.nbytes
+
+
 @dataclass(frozen=True)
 class Breakdown:
     """A strategy's cost in seconds and its parts; `per_layer` charges each edge to its
@@ -131,6 +188,9 @@ class Problem:
     compiled_redistribution: bool = field(init=False, repr=False)
     """Whether the edge tables are large enough to pay for compiling the redistribution
     kernel (`jit/overlap.py`); either way the volumes are the same integers."""
+    tables: SharedTables | None = field(default=None, repr=False)
+    """Tables shared with other problems (`SharedTables`), with `_kind_numbers` their
+    numbers of this problem's layers and edges."""
     _cost_graph: CostGraph | None = field(default=None, repr=False)
     _cost_graph_budget: MemoryBudget | None = field(default=None, repr=False)
     _kind_numbers: tuple[list[int], list[int]] | None = field(default=None, repr=False)
@@ -144,7 +204,9 @@ class Problem:
     def from_layers(cls, layers: Sequence[Layer], edges: Sequence[Edge], devices: int,
                     machine: Machine | str, pins: Mapping[str, Mapping[str, int]] | None = None,
                     batch: str | None = None, min_shard: int = 4, compat: str = "",
-                    graph: str = "graph", budget: MemoryBudget | None = None) -> Problem:
+                    graph: str = "graph", budget: MemoryBudget | None = None,
+                    tables: SharedTables | None = None,
+                    kinds: tuple[list[int], list[int]] | None = None) -> Problem:
         """The problem of plain layers and edges (edges index `layers`) on `devices` devices
         of `machine` (a `Machine` or a preset's name; `pase.formats.machine_toml` reads files).
 
@@ -156,7 +218,10 @@ class Problem:
         Raises ValueError for a bad device count, compat mode or pinned layer name, and
         `PinError` for a pin that does not fit its layer. With `budget`, each layer's
         configurations are counted and charged before they are listed, so a space too
-        large to list raises `SearchMemoryError` at once.
+        large to list raises `SearchMemoryError` at once. With `tables` (no pins; the
+        tables' machine, batch, min-shard and compat) and `kinds` (its `layer_kind` of each
+        layer and `edge_kind` of each edge), the configuration lists and cost tables come
+        from, and go to, the shared tables.
 
             >>> from pase.frontend import parse_file
             >>> from pase.passes.strategy.from_ir import read_graph
@@ -189,6 +254,10 @@ class Problem:
                     fixed[layer.name] = config
                     config_lists.append([config])
                     continue
+                shared = (kinds[0][len(config_lists)], devices) if kinds else None
+                if tables is not None and shared in tables.configs:
+                    config_lists.append(tables.configs[shared])
+                    continue
                 if layer.space in listed:
                     config_lists.append(listed[layer.space])
                     continue
@@ -202,10 +271,15 @@ class Problem:
                 if data_parallel not in configs and compat != "pase":
                     configs.append(data_parallel)
                 listed[layer.space] = configs
+                if tables is not None and shared is not None:
+                    tables.configs[shared] = configs
                 config_lists.append(configs)
         resolved = machine if isinstance(machine, Machine) else preset(machine)
+        if tables is not None and (kinds is None or pins):
+            raise ValueError("shared tables need the kinds of the layers and edges, and no "
+                             "pins")
         return cls(graph, devices, resolved, list(layers), list(edges), config_lists, batch,
-                   compat, fixed, min_shard)
+                   compat, fixed, min_shard, tables=tables, _kind_numbers=kinds)
 
     def subproblem(self, layers: Collection[str], devices: int) -> Problem:
         """This problem restricted to `layers` (names; in practice a contiguous range in
@@ -277,30 +351,49 @@ class Problem:
 
     def _build_cost_graph(self, budget: MemoryBudget | None) -> CostGraph:
         layer_kinds, edge_kinds = self._kinds()
-        configs_key = _list_numbers(self.config_lists)
-        vertex_keys = list(zip(layer_kinds, configs_key, strict=True))
-        edge_keys = [(kind, configs_key[e.producer], configs_key[e.consumer])
-                     for kind, e in zip(edge_kinds, self.edges, strict=True)]
+        vertex_keys: list[tuple[int, ...]]
+        edge_keys: list[tuple[int, ...]]
+        if self.tables is not None:
+            # Shared numbers fix the configuration lists too (one per kind and devices).
+            vertex_keys = [(kind, self.devices) for kind in layer_kinds]
+            edge_keys = [(kind, self.devices) for kind in edge_kinds]
+        else:
+            configs_key = _list_numbers(self.config_lists)
+            vertex_keys = list(zip(layer_kinds, configs_key, strict=True))
+            edge_keys = [(kind, configs_key[e.producer], configs_key[e.consumer])
+                         for kind, e in zip(edge_kinds, self.edges, strict=True)]
+        missing_vertices = [key not in self.tables.vertex for key in vertex_keys] \
+            if self.tables is not None else [True] * len(vertex_keys)
+        missing_edges = [key not in self.tables.edge for key in edge_keys] \
+            if self.tables is not None else [True] * len(edge_keys)
         if budget is not None:
-            self._check_table_memory(vertex_keys, edge_keys, budget)
-        vertex_cache: dict[object, np.ndarray] = {}
+            self._check_table_memory(vertex_keys, edge_keys, budget, missing_vertices,
+                                     missing_edges)
+        vertex_cache: dict[tuple[int, ...], np.ndarray] = {}
         vertex = []
         for i, (key, configs) in enumerate(zip(vertex_keys, self.config_lists, strict=True)):
-            if key not in vertex_cache:
+            table = self.tables.vertex.get(key) if self.tables else None
+            if table is None and key not in vertex_cache:
                 vertex_cache[key] = np.array([self._vertex(i, c) for c in configs],
                                              dtype=np.float64)
                 _count(budget, vertex_cache[key].nbytes)
-            vertex.append(vertex_cache[key])
+                if self.tables is not None:
+                    self.tables.store(self.tables.vertex, key, vertex_cache[key])
+            vertex.append(table if table is not None else vertex_cache[key])
         graph = CostGraph(self.layers, vertex)
-        edge_cache: dict[object, np.ndarray] = {}
+        edge_cache: dict[tuple[int, ...], np.ndarray] = {}
         for edge, edge_key in zip(self.edges, edge_keys, strict=True):
             u, v = edge.producer, edge.consumer
-            if edge_key not in edge_cache:
+            table = self.tables.edge.get(edge_key) if self.tables else None
+            if table is None and edge_key not in edge_cache:
                 edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
                                                   self.config_lists[v])
                 _count(budget, edge_cache[edge_key].nbytes)
-            graph.add_edge(u, v, edge_cache[edge_key])
+                if self.tables is not None:
+                    self.tables.store(self.tables.edge, edge_key, edge_cache[edge_key])
+            graph.add_edge(u, v, table if table is not None else edge_cache[edge_key])
         return graph
+
 
     def _kinds(self) -> tuple[list[int], list[int]]:
         """A number per layer and per edge, equal for layers (edges) that differ only in
@@ -315,16 +408,19 @@ class Problem:
         return self._kind_numbers
 
     def _check_table_memory(self, vertex_keys: list[tuple], edge_keys: list[tuple],
-                            budget: MemoryBudget) -> None:
+                            budget: MemoryBudget, missing_vertices: list[bool],
+                            missing_edges: list[bool]) -> None:
         """Raise `SearchMemoryError` if the cost tables (float64, one per distinct layer and
         edge, twice: pruning makes a smaller copy) plus the largest edge's working arrays
         (`cost.edge_working_bytes`) and pruning's rows of the widest layer
-        (`prune.rows_bytes`) would not fit in what is left of `budget`."""
+        (`prune.rows_bytes`) would not fit in what is left of `budget`. Tables the shared
+        tables hold already (`missing_*` false) are counted once, for pruning's copy."""
         sizes = [len(configs) for configs in self.config_lists]
-        tables: dict[object, int] = {key: 8 * size
-                                     for key, size in zip(vertex_keys, sizes, strict=True)}
-        for edge, key in zip(self.edges, edge_keys, strict=True):
-            tables[key] = 8 * sizes[edge.producer] * sizes[edge.consumer]
+        tables: dict[object, int] = {
+            key: 8 * size * (1 + missing)
+            for key, size, missing in zip(vertex_keys, sizes, missing_vertices, strict=True)}
+        for edge, key, missing in zip(self.edges, edge_keys, missing_edges, strict=True):
+            tables[key] = 8 * sizes[edge.producer] * sizes[edge.consumer] * (1 + missing)
         working = max((edge_working_bytes(e, sizes[e.producer], sizes[e.consumer],
                                           self.devices) for e in self.edges), default=0)
         widths = [1] * len(sizes)
@@ -333,7 +429,7 @@ class Problem:
             widths[edge.consumer] += sizes[edge.producer]
         rows = max((rows_bytes(size, width) for size, width in zip(sizes, widths, strict=True)),
                    default=0)
-        needed = 2 * sum(tables.values()) + max(working, rows)
+        needed = sum(tables.values()) + max(working, rows)
         if budget.used + needed <= budget.limit:
             return
         detail = ""

@@ -22,7 +22,7 @@ from pase.passes.microbatch import loss_weight, microbatch_problem
 from pase.passes.partition_stages import PartitionStagesPass, plan_json
 from pase.passes.scale import scale_module
 from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.pipeline import Partitioner, stage_solver
+from pase.passes.strategy.partition import Partitioner, stage_solver
 from pase.passes.strategy.segments import segments
 from pase.runtime.program import program_from_ir
 from pase.tools.run_check import check_problems

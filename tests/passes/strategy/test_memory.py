@@ -29,7 +29,7 @@ from pase.passes.strategy.memory import (
     solve_capped,
     strategy_memory,
 )
-from pase.passes.strategy.pipeline import Partitioner, stage_solver
+from pase.passes.strategy.partition import Partitioner, stage_solver
 
 MODELS = Path(__file__).resolve().parents[3] / "models"
 STRATEGY_LIMIT = 20_000

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from random_graphs import DIMS, LAYER_KINDS, RandomGraph
 
 from pase.frontend import parse_file, parse_text
-from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy import Problem, build_problem, solve
+from pase.passes.strategy.cost import Config
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
-from pase.passes.strategy.pipeline import Partitioner, stage_solver
+from pase.passes.strategy.partition import Partitioner, stage_solver
 from pase.passes.strategy.segments import segments
+from pase.passes.strategy.vertices import Edge, Layer
 
 
 def random_source(seed: int, chain: bool) -> str:
@@ -56,6 +60,37 @@ def test_dp_equals_exhaustive_on_random_chains_and_dags(seed: int) -> None:
                 assert dp is not None
                 assert dp.step == exhaustive.step
                 assert [s.start for s in dp.stages] == [s.start for s in exhaustive.stages]
+
+
+def plain_solver(machine: str, batch: str) -> Callable[[list[Layer], list[Edge], int],
+                                                        dict[str, Config]]:
+    """The stage solve without shared tables, signatures or caps: a fresh problem each."""
+    def solve_stage(layers: list[Layer], edges: list[Edge], devices: int
+                    ) -> dict[str, Config]:
+        problem = Problem.from_layers(layers, edges, devices, machine, batch=batch,
+                                      min_shard=1)
+        return solve(problem).assignment
+
+    return solve_stage
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_shared_tables_and_bounds_find_the_plain_search_plan(seed: int) -> None:
+    source = random_source(seed, chain=seed % 2 == 0)
+    fast = partitioner(source, devices=8)
+    graph = read_graph(parse_text(source))
+    assert graph.batch is not None
+    plain = Partitioner(graph.layers, graph.edges, graph.batch, 8, preset("v100-nvlink"),
+                        fast.cuts, plain_solver("v100-nvlink", graph.batch))
+    for stages in (1, 2, 4):
+        for micro in (1, 4):
+            found = fast.best(stages, micro, "1f1b")
+            expected = plain.best(stages, micro, "1f1b", method="exhaustive")
+            assert (found is None) == (expected is None)
+            if found is not None and expected is not None:
+                assert found.step == expected.step
+                assert found.assignment == expected.assignment
+                assert [s.start for s in found.stages] == [s.start for s in expected.stages]
 
 
 @pytest.mark.parametrize("seed", range(6))

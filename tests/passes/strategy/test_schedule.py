@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -13,6 +14,7 @@ from pase.passes.strategy.schedule import (
     in_flight,
     simulate,
     stage_order,
+    step_time,
 )
 
 SHAPES = [(1, 1), (1, 4), (2, 1), (2, 4), (3, 5), (4, 4), (4, 8), (8, 3)]
@@ -28,6 +30,13 @@ def test_equal_stages_have_the_ideal_bubble(schedule: str, stages: int, micro: i
 
 @pytest.mark.parametrize(("stages", "micro"), SHAPES)
 def test_activations_in_flight(stages: int, micro: int) -> None:
+    for schedule in SCHEDULES:
+        for s in range(stages):
+            held = peak = 0
+            for kind, _ in stage_order(schedule, stages, micro, s):
+                held += 1 if kind == "forward" else -1
+                peak = max(peak, held)
+            assert in_flight(schedule, stages, micro, s) == peak
     assert [in_flight("gpipe", stages, micro, s) for s in range(stages)] == [micro] * stages
     assert [in_flight("1f1b", stages, micro, s) for s in range(stages)] == \
         [min(stages - s, micro) for s in range(stages)]
@@ -85,6 +94,16 @@ def test_random_stages_respect_every_dependency(schedule: str) -> None:
         faster = simulate(schedule, [f / 2 for f in forward], backward, micro,
                           sends_f, sends_b, reduce)
         assert faster.step <= sim.step + 1e-12
+        # The search's step without events is the same float.
+        assert step_time(schedule, forward, backward, micro, sends_f, sends_b,
+                         reduce) == sim.step
+        # Stopped early (inf) or not, a step of at least `beat` is reported as such.
+        assert step_time(schedule, forward, backward, micro, sends_f, sends_b, reduce,
+                         beat=sim.step) >= sim.step
+        assert step_time(schedule, forward, backward, micro, sends_f, sends_b, reduce,
+                         beat=sim.step / 2) == math.inf
+        assert step_time(schedule, forward, backward, micro, sends_f, sends_b, reduce,
+                         beat=sim.step * (1 + 1e-9)) == sim.step
 
 
 def test_one_stage_is_sequential_training() -> None:

@@ -1,0 +1,502 @@
+"""The stage search of pase-partition-stages: S contiguous stages, M micro-batches.
+
+`Partitioner` holds one graph on P devices and finds, for given S, M and schedule, the
+choice of stage beginnings (among the segment cuts) with the least simulated step
+(`pipeline.py` has the cost pieces, `schedule.py` the simulation). Each stage's layers
+get the configurations of pase's search on the stage's sub-problem at micro-batch
+shapes (`StageSolver`); under a device-memory cap, a stage whose configurations need
+more than the cap with the micro-batches its position holds at once is solved under
+that cap instead (`memory.solve_capped`), so every plan's stages fit by construction.
+
+The walk over cuts is exact: it prunes only with lower bounds on the simulated step
+(docs/cost-model.md, "Pipelines"). Stage s cannot start before micro-batch 0 has gone
+through stages 0..s-1, does M(F_s + B_s) of work, and its last backward's gradient then
+goes back through them, so with w_t = F_t + B_t
+
+    step >= w_0 + ... + w_{s-1} + M w_s + AR_0          for every stage s,
+
+and over any split of work W into r stages, max_s (w_0 + ... + w_{s-1} + M w_s) is at
+least W / (1 - (1 - 1/M)^r) (`spread`). Before a stage is solved, w is bounded below by
+its layers' least compute (`least_compute`: FLOPs over the most devices any of its
+configurations uses). Sub-problems that are structurally the same (layers equal but for
+their names, the same edges between them: the blocks of a transformer) are solved once.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy.from_ir import read_graph
+    >>> from pase.passes.strategy.machines import preset
+    >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+    >>> machine = preset("v100-nvlink")
+    >>> search = Partitioner(mlp.layers, mlp.edges, mlp.batch, 8, machine, [1, 2, 3],
+    ...                      stage_solver(machine, mlp.batch))
+    >>> plan = search.best(2, 4, "1f1b")
+    >>> [(stage.start, stage.stop, stage.devices) for stage in plan.stages]
+    [(0, 3, 4), (3, 4, 4)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.configs import split_factors
+from pase.passes.strategy.cost import Config
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.memory import MemoryCapError, solve_capped
+from pase.passes.strategy.pipeline import (
+    PipelinePlan,
+    StageCost,
+    StagePlan,
+    activation_bytes,
+    boundary_seconds,
+    carries_param,
+    edges_at,
+    microbatch_layers,
+    parameter_bytes,
+    stage_cost,
+)
+from pase.passes.strategy.problem import Problem, SharedTables, solve
+from pase.passes.strategy.schedule import in_flight, simulate, step_time
+from pase.passes.strategy.vertices import Edge, Layer
+
+SLACK = 1e-9
+"""Bounds are lowered by this, relative, before they prune: the simulated step adds the
+same seconds in another order, so an exact tie must not be pruned by a rounding."""
+
+SolveStage = Callable[[list[Layer], list[Edge], int], dict[str, Config]]
+
+
+@dataclass(frozen=True)
+class StageSolution:
+    """A stage's configurations and, solved under a cap, how far above the least cost
+    under it they may be (`CappedSolution.gap`: 0 when proven optimal)."""
+
+    assignment: dict[str, Config]
+    gap: float = 0.0
+
+
+@dataclass(frozen=True)
+class SolvedStage:
+    """A stage range solved on some devices for a micro-batch size: its configurations,
+    times, parameter bytes and activation bytes per micro-batch per device, and gap."""
+
+    assignment: dict[str, Config]
+    cost: StageCost
+    parameter_bytes: float
+    activation_bytes: float
+    gap: float = 0.0
+
+    @property
+    def work(self) -> float:
+        """F + B: one micro-batch's seconds on the stage."""
+        return self.cost.forward + self.cost.backward
+
+
+class StageSolver:
+    """A `solve_stage` for `Partitioner`: pase's search on a stage's sub-problem, each
+    structurally distinct sub-problem solved once, with cost tables and configuration
+    lists shared between sub-problems (`SharedTables`, a quarter of `memory_budget`;
+    each solve gets the rest).
+
+    Called as `solver(layers, edges, devices)` it returns the configurations by layer
+    name; `solve` takes the layers' and edges' `kinds` (from `kinds`) and, with
+    `memory`, solves under that cap with `in_flight` micro-batches' activations held.
+    """
+
+    def __init__(self, machine: Machine, batch: str | None, min_shard: int = 4,
+                 method: str = "dp", memory_budget: int = 4 << 30):
+        self.machine = machine
+        self.batch = batch
+        self.min_shard = min_shard
+        self.method = method
+        self.memory_budget = memory_budget
+        self.tables = SharedTables(machine, batch, min_shard, limit=memory_budget // 4)
+        self._solved: dict[tuple, tuple[tuple[Config, ...], float] | None] = {}
+        self.solves = 0
+        """How many sub-problems were solved (the others came from the cache)."""
+
+    def kinds(self, layers: Sequence[Layer], edges: Sequence[Edge]
+              ) -> tuple[list[int], list[int]]:
+        """`SharedTables.layer_kind` of each layer and `edge_kind` of each edge (edges
+        index `layers`)."""
+        layer_kinds = [self.tables.layer_kind(layer) for layer in layers]
+        return layer_kinds, [self.tables.edge_kind(edge, layer_kinds[edge.producer],
+                                                   layer_kinds[edge.consumer])
+                             for edge in edges]
+
+    def __call__(self, layers: list[Layer], edges: list[Edge], devices: int
+                 ) -> dict[str, Config]:
+        solution = self.solve(layers, edges, devices, self.kinds(layers, edges))
+        assert solution is not None  # without a cap every sub-problem has a solution
+        return solution.assignment
+
+    def solve(self, layers: list[Layer], edges: list[Edge], devices: int,
+              kinds: tuple[list[int], list[int]], memory: float | None = None,
+              in_flight: int = 1) -> StageSolution | None:
+        """The stage's configurations (under `memory` bytes per device with `in_flight`
+        micro-batches held, if given), or None if none fits under it."""
+        signature = (tuple(kinds[0]),
+                     tuple((kind, edge.producer, edge.consumer)
+                           for kind, edge in zip(kinds[1], edges, strict=True)),
+                     devices, memory, in_flight if memory is not None else 0)
+        if signature not in self._solved:
+            self._solved[signature] = self._solve(layers, edges, devices, kinds, memory,
+                                                  in_flight)
+        solved = self._solved[signature]
+        if solved is None:
+            return None
+        configs, gap = solved
+        return StageSolution({layer.name: dict(config)
+                              for layer, config in zip(layers, configs, strict=True)}, gap)
+
+    def _solve(self, layers: list[Layer], edges: list[Edge], devices: int,
+               kinds: tuple[list[int], list[int]], memory: float | None, in_flight: int
+               ) -> tuple[tuple[Config, ...], float] | None:
+        self.solves += 1
+        problem = Problem.from_layers(layers, edges, devices, self.machine, batch=self.batch,
+                                      min_shard=self.min_shard, tables=self.tables,
+                                      kinds=kinds)
+        budget = MemoryBudget(self.memory_budget)
+        budget.count(self.tables.nbytes)  # the shared tables are held throughout
+        if memory is None:
+            assignment = solve(problem, self.method, memory_budget=budget).assignment
+            return tuple(assignment[layer.name] for layer in layers), 0.0
+        try:
+            capped = solve_capped(problem, memory, self.method, memory_budget=budget,
+                                  in_flight=in_flight)
+        except MemoryCapError:
+            return None
+        return (tuple(capped.assignment[layer.name] for layer in layers),
+                0.0 if capped.proven else capped.gap)
+
+
+def stage_solver(machine: Machine, batch: str | None, min_shard: int = 4,
+                 method: str = "dp", memory_budget: int = 4 << 30) -> StageSolver:
+    """A `solve_stage` for `Partitioner`: pase's search on the stage's sub-problem."""
+    return StageSolver(machine, batch, min_shard, method, memory_budget)
+
+
+def spread(microbatches: int, stages: int) -> float:
+    """The least max_s (w_0 + ... + w_{s-1} + M w_s) over work split into `stages`
+    parts, per unit of work: 1 / (1 - (1 - 1/M)^r) (the weighted sum with weights
+    (1 - 1/M)^(r-1-s) gives it; equal at w_s proportional to (1 - 1/M)^s).
+
+        >>> spread(1, 4), spread(4, 1)
+        (1.0, 4.0)
+    """
+    if stages < 1:
+        return 0.0
+    return 1.0 / (1.0 - (1.0 - 1.0 / microbatches) ** stages)
+
+
+def most_devices(layer: Layer, devices: int, min_shard: int, batch: str | None) -> int:
+    """The most devices any configuration of `layer` in pase's space on `devices`
+    devices works on (the data-parallel configuration included)."""
+    products = {1}
+    for dim in layer.space.splittable:
+        factors = split_factors(dim.size, devices, min_shard)
+        products = {p * f for p in products for f in factors if p * f <= devices}
+    most = max(products)
+    if batch is not None and batch in layer.space.names and \
+            layer.space.dim(batch).splittable:
+        most = max(most, max(split_factors(layer.space.dim(batch).size, devices, 1)))
+    return most
+
+
+@dataclass
+class _Micro:
+    """The graph at one micro-batch size: layers, edges (global numbering) and the
+    shared tables' kinds of both (when the solver is a `StageSolver`)."""
+
+    layers: list[Layer]
+    edges: list[Edge]
+    kinds: tuple[list[int], list[int]] | None
+
+
+class Partitioner:
+    """Plans for one graph on `devices` devices: stage ranges solved once each.
+
+    `cuts` are the positions (0 < i < len(layers)) where a stage may begin: the first
+    layer of each segment but the first. `solve_stage(layers, edges, devices)` returns
+    a stage's configurations (the search engine on the stage's sub-problem); a
+    `StageSolver` also solves stages under a memory cap and shares its tables.
+    """
+
+    def __init__(self, layers: Sequence[Layer], edges: Sequence[Edge], batch: str,
+                 devices: int, machine: Machine, cuts: Sequence[int],
+                 solve_stage: SolveStage):
+        self.layers = list(layers)
+        self.edges = list(edges)
+        self.batch = batch
+        self.devices = devices
+        self.machine = machine
+        self.cuts = sorted(set(cuts))
+        self.solve_stage = solve_stage
+        self._micro: dict[int, _Micro] = {}
+        self._stages: dict[tuple, SolvedStage | None] = {}
+        self._least: dict[tuple[int, int], list[float]] = {}
+        self._memo: dict = {}
+        # (Keyed by the id of a solved stage: `_stages` keeps every one alive.)
+        self._crossings: dict[tuple[int, int, int, bool], tuple[float, float]] = {}
+
+    def micro(self, microbatches: int) -> _Micro:
+        """The graph's layers and edges at micro-batch shapes (made once per M)."""
+        if microbatches not in self._micro:
+            layers = microbatch_layers(self.layers, self.batch, microbatches)
+            edges = edges_at(self.edges, layers, self.batch, microbatches)
+            kinds = self.solve_stage.kinds(layers, edges) \
+                if isinstance(self.solve_stage, StageSolver) else None
+            self._micro[microbatches] = _Micro(layers, edges, kinds)
+        return self._micro[microbatches]
+
+    def stage(self, start: int, stop: int, devices: int, microbatches: int,
+              in_flight: int = 1, memory: float | None = None) -> SolvedStage | None:
+        """Layers [start, stop) solved on `devices` devices for a micro-batch of batch / M;
+        with `memory`, the stage must fit in it holding `in_flight` micro-batches (solved
+        under the cap where its unconstrained configurations do not): None if it cannot."""
+        free = self._solved(start, stop, devices, microbatches, None, 1)
+        assert free is not None
+        if memory is None or \
+                free.parameter_bytes + in_flight * free.activation_bytes <= memory:
+            return free
+        if not isinstance(self.solve_stage, StageSolver):
+            return None  # fixed configurations (a plan read back) cannot change
+        return self._solved(start, stop, devices, microbatches, memory, in_flight)
+
+    def _solved(self, start: int, stop: int, devices: int, microbatches: int,
+                memory: float | None, in_flight: int) -> SolvedStage | None:
+        key = (start, stop, devices, microbatches, memory, in_flight)
+        if key in self._stages:
+            return self._stages[key]
+        micro = self.micro(microbatches)
+        layers = micro.layers[start:stop]
+        inside = [i for i, e in enumerate(micro.edges)
+                  if start <= e.producer and e.consumer < stop]
+        edges = [replace(micro.edges[i], producer=micro.edges[i].producer - start,
+                         consumer=micro.edges[i].consumer - start) for i in inside]
+        solution: StageSolution | None
+        kinds = None
+        if isinstance(self.solve_stage, StageSolver):
+            assert micro.kinds is not None
+            kinds = (micro.kinds[0][start:stop], [micro.kinds[1][i] for i in inside])
+            solution = self.solve_stage.solve(layers, edges, devices, kinds, memory,
+                                              in_flight)
+        else:
+            solution = StageSolution(self.solve_stage(layers, edges, devices))
+        result = None if solution is None else SolvedStage(
+            solution.assignment,
+            stage_cost(layers, edges, solution.assignment, devices, self.machine,
+                       self._memo, kinds),
+            parameter_bytes(layers, solution.assignment),
+            activation_bytes(layers, solution.assignment), solution.gap)
+        self._stages[key] = result
+        return result
+
+    def least_compute(self, devices: int, microbatches: int) -> list[float]:
+        """Prefix sums of the layers' least compute seconds per micro-batch on `devices`
+        devices (FLOPs over the most devices any configuration uses): entry i bounds
+        from below the F + B of layers [0, i) in any configurations."""
+        key = (devices, microbatches)
+        if key not in self._least:
+            solver = self.solve_stage
+            min_shard = solver.min_shard if isinstance(solver, StageSolver) else 1
+            sums = [0.0]
+            for layer in self.micro(microbatches).layers:
+                space = layer.space
+                flops = space.points * (space.flops_forward
+                                        + (space.flops_backward if layer.backward else 0.0))
+                most = most_devices(layer, devices, min_shard, self.batch)
+                sums.append(sums[-1] + flops / most / self.machine.flops)
+            self._least[key] = sums
+        return self._least[key]
+
+    def lower_bound(self, stages: int, microbatches: int) -> float:
+        """A lower bound on the step of every plan with `stages` stages and M micro-batches
+        (the graph's least compute per micro-batch, spread over the stages)."""
+        least = self.least_compute(self.devices // stages, microbatches)
+        return least[-1] * spread(microbatches, stages)
+
+    def evaluate(self, bounds: Sequence[int], microbatches: int,
+                 schedule: str) -> PipelinePlan:
+        """The plan whose stages begin at `bounds` (0 first), simulated."""
+        plan = self._evaluate(bounds, microbatches, schedule, None)
+        assert plan is not None
+        return plan
+
+    def _evaluate(self, bounds: Sequence[int], microbatches: int, schedule: str,
+                  memory: float | None, beat: float = math.inf,
+                  prefix: Sequence[SolvedStage] = ()) -> PipelinePlan | None:
+        """`evaluate`, each stage fitting in `memory`; None if one cannot, or if the
+        step is not less than `beat` (then the events are not recorded). `prefix` holds
+        the first stages, solved already."""
+        count = len(bounds)
+        group = self.devices // count
+        ends = [*bounds[1:], len(self.layers)]
+        solved = list(prefix)
+        for s, (start, stop) in enumerate(zip(bounds, ends, strict=True)):
+            if s < len(prefix):
+                continue
+            stage = self.stage(start, stop, group, microbatches,
+                               in_flight(schedule, count, microbatches, s), memory)
+            if stage is None:
+                return None
+            solved.append(stage)
+        send_f, send_b, once = self._transfers(bounds, solved, microbatches)
+        forward = [p.cost.forward for p in solved]
+        backward = [p.cost.backward for p in solved]
+        allreduce = [p.cost.allreduce + extra for p, extra in zip(solved, once, strict=True)]
+        if beat < math.inf:
+            if _critical_path(forward, backward, microbatches, send_f, send_b,
+                              allreduce) * (1 - SLACK) >= beat:
+                return None
+            if step_time(schedule, forward, backward, microbatches, send_f, send_b,
+                         allreduce, beat) >= beat:
+                return None
+        sim = simulate(schedule, forward, backward, microbatches, send_f, send_b, allreduce)
+        stages = tuple(StagePlan(start, stop, s * group, group, p.assignment, p.cost,
+                                 p.parameter_bytes, p.activation_bytes,
+                                 p.parameter_bytes + p.activation_bytes * sim.in_flight[s],
+                                 p.gap)
+                       for s, (start, stop, p) in enumerate(zip(bounds, ends, solved,
+                                                                strict=True)))
+        return PipelinePlan(stages, microbatches, schedule, sim.step, sim.bubble,
+                            max(stage.memory for stage in stages), sim)
+
+    def _transfers(self, bounds: Sequence[int], solved: Sequence[SolvedStage],
+                   microbatches: int) -> tuple[list[float], list[float], list[float]]:
+        """Per boundary the forward and backward seconds per micro-batch of the tensors
+        crossing it, and per stage the moves of shared parameters once per step."""
+        count = len(bounds)
+        group = self.devices // count
+        stage_of = [0] * len(self.layers)
+        for s, (start, stop) in enumerate(zip(bounds, [*bounds[1:], len(self.layers)],
+                                              strict=True)):
+            stage_of[start:stop] = [s] * (stop - start)
+        send_f = [0.0] * (count - 1)
+        send_b = [0.0] * (count - 1)
+        once = [0.0] * count
+        micro = self.micro(microbatches)
+        per_node = self.machine.devices_per_node
+        for index, (edge, small) in enumerate(zip(self.edges, micro.edges, strict=True)):
+            u, v = stage_of[edge.producer], stage_of[edge.consumer]
+            if u == v:
+                continue
+            # The seconds depend on the two stages' configurations and whether their
+            # groups are on other nodes: the same for many candidate plans.
+            key = (index, id(solved[u]), id(solved[v]),
+                   u * group // per_node != v * group // per_node)
+            if key not in self._crossings:
+                self._crossings[key] = boundary_seconds(
+                    small, solved[u].assignment[micro.layers[edge.producer].name],
+                    solved[v].assignment[micro.layers[edge.consumer].name], u * group,
+                    v * group, self.machine)
+            ahead, back = self._crossings[key]
+            if carries_param(edge):  # once per step: into the consumer, and back
+                once[v] += ahead
+                once[u] += back
+                continue
+            # A tensor skipping stages arrives with the last boundary it crosses.
+            send_f[v - 1] += ahead
+            send_b[v - 1] += back
+        return send_f, send_b, once
+
+    def best(self, stages: int, microbatches: int, schedule: str,
+             memory: float | None = None, method: str = "dp",
+             bound: float = math.inf) -> PipelinePlan | None:
+        """The plan with the least step among those with `stages` contiguous stages
+        that fit in `memory` bytes per device, or None if none fits.
+
+        `method="exhaustive"` simulates every choice of stage beginnings among the cuts;
+        `method="dp"` walks the same choices depth-first, stage by stage, and skips a
+        prefix once a lower bound on the step of all its plans (module docstring: the
+        stages so far, the next one alone, the rest spread) reaches the best step found,
+        trying its least-compute bound before solving the next stage: the same optimum,
+        with ties broken alike (the first in the order). A stage that cannot fit in
+        `memory` with the micro-batches its position holds ends the prefix too. With
+        `bound` (a step already reached elsewhere, for example with another S or M),
+        only plans strictly faster than it are returned.
+        """
+        if stages > len(self.cuts) + 1:
+            return None
+        if method == "dp" and self.lower_bound(stages, microbatches) * (1 - SLACK) >= bound:
+            return None
+        group = self.devices // stages
+        least = self.least_compute(group, microbatches)
+        last = len(self.layers)
+        best: list[PipelinePlan | None] = [None]
+
+        def reached() -> float:
+            return best[0].step if best[0] is not None else bound
+
+        def consider(bounds: list[int], prefix: Sequence[SolvedStage] = ()) -> None:
+            plan = self._evaluate(bounds, microbatches, schedule, memory, reached(), prefix)
+            if plan is None or (memory is not None and plan.memory > memory):
+                return
+            if plan.step < reached():
+                best[0] = plan
+
+        def pruned(done: float, first: float, work: float, rest: float, left: int) -> bool:
+            """Whether every plan whose stages so far did `done` seconds of work per
+            micro-batch (the first's all-reduce `first`), the next `work`, and whose
+            remaining `left` stages share at least `rest`, reaches the best step."""
+            step = done + first + max(microbatches * work,
+                                      work + rest * spread(microbatches, left))
+            return step * (1 - SLACK) >= reached()
+
+        def walk(bounds: list[int], after: int, done: float, first: float,
+                 prefix: list[SolvedStage]) -> None:
+            index = len(bounds) - 1  # the stage [after, cut) about to be chosen
+            if len(bounds) == stages:
+                if method == "dp" and pruned(done, first, least[last] - least[after],
+                                             0.0, 0):
+                    return
+                consider(bounds, prefix)
+                return
+            left = stages - len(bounds)
+            choices = [c for c in self.cuts if c > after]
+            holds = in_flight(schedule, stages, microbatches, index)
+            for k, cut in enumerate(choices):
+                if len(choices) - k < left:
+                    break
+                work = done
+                ar = first
+                solved = prefix
+                if method == "dp":
+                    rest = least[last] - least[cut]
+                    if pruned(done, first, least[cut] - least[after], rest, left):
+                        continue
+                    stage = self.stage(after, cut, group, microbatches, holds, memory)
+                    if stage is None:
+                        continue
+                    ar = stage.cost.allreduce if index == 0 else first
+                    alone = microbatches * stage.work + stage.cost.allreduce
+                    if alone >= reached() or pruned(done, ar, stage.work, rest, left):
+                        continue
+                    work = done + stage.work
+                    solved = [*prefix, stage]
+                walk([*bounds, cut], cut, work, ar, solved)
+
+        if stages == 1:
+            if method == "dp" and pruned(0.0, 0.0, least[last], 0.0, 0):
+                return None
+            consider([0])
+        else:
+            walk([0], 0, 0.0, 0.0, [])
+        return best[0]
+
+
+def _critical_path(forward: Sequence[float], backward: Sequence[float], microbatches: int,
+                   send_forward: Sequence[float], send_backward: Sequence[float],
+                   allreduce: Sequence[float]) -> float:
+    """A lower bound on the simulated step (module docstring) with the transfers: stage
+    s starts when micro-batch 0 arrives, works M (F_s + B_s), and its last gradient goes
+    back to stage 0 before that all-reduces; or stage s all-reduces itself."""
+    bound = arrival = back = 0.0
+    for s in range(len(forward)):
+        end = arrival + microbatches * (forward[s] + backward[s])
+        bound = max(bound, end + back + allreduce[0], end + allreduce[s])
+        if s + 1 < len(forward):
+            arrival += forward[s] + send_forward[s]
+            back += backward[s] + send_backward[s]
+    return bound
