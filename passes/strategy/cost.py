@@ -242,7 +242,15 @@ def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
 def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
                    devices: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct block layouts of a tensor over `configs` (each as `blocks` gives it),
-    and each config's index among them, built for all configs at once."""
+    and each config's index among them, built for all configs at once.
+
+    Configs are told apart by a key that a layout determines and that determines it: the
+    number of working devices q and, per tensor dim, whether every working device holds
+    all of it, none of it (a split into blocks of length 0), or blocks of length l > 0
+    from a split f > 1 with stride s (lo = (device // s) % f · l: l is a block's extent, s
+    the first device whose block starts elsewhere, f the number of distinct starts, as
+    s·f ≤ q). Only the first config of each key has its layout built.
+    """
     names = layer.space.names
     factors = np.array([[config.get(name, 1) for name in names] for config in configs],
                        dtype=np.int64).reshape(len(configs), len(names))
@@ -251,10 +259,28 @@ def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
     strides = np.ones_like(factors)
     for j in range(len(names) - 2, -1, -1):
         strides[:, j] = strides[:, j + 1] * factors[:, j + 1]
+    working_count = factors.prod(axis=1)
+    columns = [working_count]
+    for dim, size in zip(use.dims, use.sizes, strict=True):
+        if dim is None or dim not in names:
+            continue                        # the same blocks under every config
+        j = names.index(dim)
+        length = size // factors[:, j]
+        split = (factors[:, j] > 1) & (length > 0)
+        columns.append(np.where(split, factors[:, j], 0))
+        columns.append(np.where(split, strides[:, j], 0))
+        columns.append(np.where(split, length, np.where(length > 0, -1, 0)))
+    seen: dict[tuple[int, ...], int] = {}
+    inverse = np.array([seen.setdefault(key, len(seen))
+                        for key in map(tuple, np.stack(columns, axis=1).tolist())],
+                       dtype=np.int64)
+    first = np.zeros(len(seen), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(configs) - 1, -1, -1)
+    factors, strides, working_count = factors[first], strides[first], working_count[first]
     device = np.arange(devices, dtype=np.int64)[None, :]
-    working = device < factors.prod(axis=1)[:, None]                  # (configs, devices)
+    working = device < working_count[:, None]                         # (layouts, devices)
     rank = len(use.sizes)
-    layouts = np.zeros((len(configs), devices, rank + 1, 2), dtype=np.int64)
+    layouts = np.zeros((len(first), devices, rank + 1, 2), dtype=np.int64)
     layouts[:, :, rank, 1] = working
     for k, (dim, size) in enumerate(zip(use.dims, use.sizes, strict=True)):
         if dim is None or dim not in names:
@@ -265,12 +291,7 @@ def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
         lo = (device // strides[:, j:j + 1]) % factors[:, j:j + 1] * length
         layouts[:, :, k, 0] = np.where(working, lo, 0)
         layouts[:, :, k, 1] = np.where(working, lo + length, 0)
-    seen: dict[bytes, int] = {}
-    inverse = np.array([seen.setdefault(layout.tobytes(), len(seen)) for layout in layouts],
-                       dtype=np.int64)
-    first = np.zeros(len(seen), dtype=np.int64)
-    first[inverse[::-1]] = np.arange(len(configs) - 1, -1, -1)
-    return layouts[first], inverse
+    return layouts, inverse
 
 
 # A problem whose edges take at least this many (pair, device, dim) steps in all uses the
