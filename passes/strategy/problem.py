@@ -87,6 +87,17 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _layer_kind_key(layer: Layer) -> Layer:
+    """What a layer's costs depend on besides its configuration: all but its name."""
+    return replace(layer, name="")
+
+
+def _edge_kind_key(edge: Edge, producer_kind: int, consumer_kind: int) -> tuple:
+    """What an edge's costs depend on besides its ends' configurations: its ends' kinds
+    and all of it but their positions and the name of the value it carries."""
+    return (producer_kind, consumer_kind, replace(edge, producer=0, consumer=0, carried=""))
+
+
 @dataclass
 class SharedTables:
     """Configuration lists and cost tables that many problems on one machine share: the
@@ -123,14 +134,13 @@ class SharedTables:
 
     def layer_kind(self, layer: Layer) -> int:
         """A number equal for layers that differ only in their names."""
-        return self._layer_kinds.setdefault(replace(layer, name=""), len(self._layer_kinds))
+        return self._layer_kinds.setdefault(_layer_kind_key(layer), len(self._layer_kinds))
 
     def edge_kind(self, edge: Edge, producer_kind: int, consumer_kind: int) -> int:
         """A number equal for edges between layers of the same kinds that differ only in
         their ends' positions and the name of the value they carry."""
-        key = (producer_kind, consumer_kind, replace(edge, producer=0, consumer=0,
-                                                      carried=""))
-        return self._edge_kinds.setdefault(key, len(self._edge_kinds))
+        return self._edge_kinds.setdefault(_edge_kind_key(edge, producer_kind, consumer_kind),
+                                           len(self._edge_kinds))
 
     def store(self, table: dict[tuple[int, ...], np.ndarray], key: tuple[int, ...],
               value: np.ndarray) -> None:
@@ -394,15 +404,14 @@ class Problem:
             graph.add_edge(u, v, table if table is not None else edge_cache[edge_key])
         return graph
 
-
     def _kinds(self) -> tuple[list[int], list[int]]:
         """A number per layer and per edge, equal for layers (edges) that differ only in
         their names (and their ends' names): what their costs depend on, besides the
         configurations. Computed once."""
         if self._kind_numbers is None:
-            layer_kinds = _numbers([replace(layer, name="") for layer in self.layer_data])
-            edge_kinds = _numbers([(layer_kinds[e.producer], layer_kinds[e.consumer],
-                                    replace(e, producer=0, consumer=0, carried=""))
+            layer_kinds = _numbers([_layer_kind_key(layer) for layer in self.layer_data])
+            edge_kinds = _numbers([_edge_kind_key(e, layer_kinds[e.producer],
+                                                  layer_kinds[e.consumer])
                                    for e in self.edges])
             self._kind_numbers = (layer_kinds, edge_kinds)
         return self._kind_numbers
