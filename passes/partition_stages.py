@@ -179,20 +179,8 @@ class PartitionStagesPass(PasePass):
                 partitioner = Partitioner(
                     data.layers, data.edges, batch, self.devices, machine, cuts,
                     stage_solver(machine, batch, self.min_shard))
-                best: PipelinePlan | None = None
-                least_memory = math.inf
-                for stages in stage_counts:
-                    for micro in micro_counts:
-                        plan = partitioner.best(stages, micro, self.schedule, cap,
-                                                self.method,
-                                                best.step if best is not None else math.inf)
-                        if plan is not None and (best is None or plan.step < best.step):
-                            best = plan
-                        if cap is not None and plan is None and best is None:
-                            free = partitioner.best(stages, micro, self.schedule, None,
-                                                    self.method)
-                            if free is not None:
-                                least_memory = min(least_memory, free.memory)
+                best, least_memory = partitioner.search(stage_counts, micro_counts,
+                                                        self.schedule, cap, self.method)
         except MachineError as error:
             raise machine_diagnostic(error) from None
         except ValueError as error:

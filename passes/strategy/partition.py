@@ -39,9 +39,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.configs import split_factors
-from pase.passes.strategy.cost import Config
+from pase.passes.strategy.cost import Config, layer_cost, local_elements
+from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import MemoryCapError, solve_capped
 from pase.passes.strategy.pipeline import (
@@ -56,8 +59,9 @@ from pase.passes.strategy.pipeline import (
     parameter_bytes,
     stage_cost,
 )
-from pase.passes.strategy.problem import Problem, SharedTables, solve
+from pase.passes.strategy.problem import Problem, SharedTables, solve, solve_graph
 from pase.passes.strategy.schedule import in_flight, simulate, step_time
+from pase.passes.strategy.stagebound import SegmentBounds
 from pase.passes.strategy.vertices import Edge, Layer
 
 SLACK = 1e-9
@@ -236,6 +240,8 @@ class Partitioner:
         self._micro: dict[int, _Micro] = {}
         self._stages: dict[tuple, SolvedStage | None] = {}
         self._least: dict[tuple[int, int], list[float]] = {}
+        self._bounds: dict[tuple[int, int], SegmentBounds] = {}
+        self._segments: dict[tuple, tuple[float, float, float]] = {}
         self._memo: dict = {}
         # (Keyed by the id of a solved stage: `_stages` keeps every one alive.)
         self._crossings: dict[tuple[int, int, int, bool], tuple[float, float]] = {}
@@ -310,6 +316,115 @@ class Partitioner:
                 sums.append(sums[-1] + flops / most / self.machine.flops)
             self._least[key] = sums
         return self._least[key]
+
+    def segment_bounds(self, stages: int, microbatches: int) -> SegmentBounds | None:
+        """The segments' least costs for `stages` stages of `microbatches`
+        (`stagebound.SegmentBounds`), or None where stages are not solved by a
+        `StageSolver` (configurations read back)."""
+        if not isinstance(self.solve_stage, StageSolver):
+            return None
+        key = (stages, microbatches)
+        if key not in self._bounds:
+            group = self.devices // stages
+            positions = [0, *self.cuts, len(self.layers)]
+            forward, work, own = [0.0], [0.0], [0.0]
+            for start, stop in zip(positions, positions[1:], strict=False):
+                least = self._segment_least(start, stop, group, microbatches)
+                forward.append(forward[-1] + least[0])
+                work.append(work[-1] + least[1])
+                own.append(own[-1] + least[2])
+            ahead, back = self._least_sends(positions, group, microbatches)
+            self._bounds[key] = SegmentBounds.of(positions, forward, work, own,
+                                                 microbatches, stages, ahead, back)
+        return self._bounds[key]
+
+    def _least_sends(self, positions: Sequence[int], devices: int, microbatches: int
+                     ) -> tuple[list[float], list[float]]:
+        """Per position, the least forward and backward seconds per micro-batch of the
+        tensors a stage beginning there receives into its first segment (consumer in
+        [p, next position)) from earlier layers: each block under its consumer's (for
+        the gradient, its producer's) most split configuration, over the fastest link
+        two groups of `devices` devices can have.
+        The configuration lists come from `_segment_least`'s problems."""
+        solver = self.solve_stage
+        assert isinstance(solver, StageSolver)
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        # Groups of at least a node's devices begin on other nodes than the one before.
+        fastest = self.machine.inter_node_bandwidth \
+            if devices >= self.machine.devices_per_node else \
+            max(self.machine.intra_node_bandwidth, self.machine.inter_node_bandwidth)
+        ahead = [0.0] * len(positions)
+        back = [0.0] * len(positions)
+        for i in range(1, len(positions) - 1):
+            cut, end = positions[i], positions[i + 1]
+            for edge in micro.edges:
+                if not (edge.producer < cut <= edge.consumer < end) or carries_param(edge):
+                    continue
+                consumer = solver.tables.configs[(micro.kinds[0][edge.consumer], devices)]
+                ahead[i] += min(local_elements(edge.needed, config) for config in consumer) \
+                    * edge.needed.element_bytes / fastest
+                if edge.backward:
+                    producer = solver.tables.configs[(micro.kinds[0][edge.producer], devices)]
+                    back[i] += min(local_elements(edge.held, config) for config in producer) \
+                        * edge.held.element_bytes / fastest
+        return ahead, back
+
+    def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
+                       ) -> tuple[float, float, float]:
+        """Layers [start, stop) on `devices` devices at micro-batch shapes: the sum of
+        their least forward seconds, the least F + B of the whole (pase's DP; edges that
+        move a shared parameter left out) and the least M (F + B) + AR (every edge once).
+        Structurally equal ranges are solved once."""
+        solver = self.solve_stage
+        assert isinstance(solver, StageSolver)
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        layers = micro.layers[start:stop]
+        inside = [i for i, e in enumerate(micro.edges)
+                  if start <= e.producer and e.consumer < stop]
+        edges = [replace(micro.edges[i], producer=micro.edges[i].producer - start,
+                         consumer=micro.edges[i].consumer - start) for i in inside]
+        kinds = (micro.kinds[0][start:stop], [micro.kinds[1][i] for i in inside])
+        signature = (tuple(kinds[0]), tuple((kind, edge.producer, edge.consumer)
+                                            for kind, edge in zip(kinds[1], edges,
+                                                                  strict=True)),
+                     devices, microbatches)
+        if signature in self._segments:
+            return self._segments[signature]
+        problem = Problem.from_layers(layers, edges, devices, self.machine, batch=self.batch,
+                                      min_shard=solver.min_shard, tables=solver.tables,
+                                      kinds=kinds)
+        budget = MemoryBudget(solver.memory_budget)
+        budget.count(solver.tables.nbytes)
+        problem.cost_graph(budget)  # the tables, shared with the stages solved later
+        forward_least = 0.0
+        work_vectors, own_vectors = [], []
+        for index, (layer, configs) in enumerate(zip(layers, problem.config_lists,
+                                                     strict=True)):
+            parts = []
+            for config in configs:
+                key = (kinds[0][index], tuple(sorted(config.items())))
+                if key not in self._memo:  # as `pipeline.stage_cost` keeps them
+                    cost = layer_cost(layer, config, self.machine)
+                    self._memo[key] = (cost.forward, cost.backward, cost.param_communication)
+                parts.append(self._memo[key])
+            split = np.array(parts, dtype=np.float64).reshape(len(configs), 3)
+            forward_least += float(split[:, 0].min())
+            work_vectors.append(split[:, 0] + split[:, 1])
+            own_vectors.append(microbatches * (split[:, 0] + split[:, 1]) + split[:, 2])
+        names = [layer.name for layer in layers]
+        work_graph = CostGraph(names, work_vectors)
+        own_graph = CostGraph(names, own_vectors)
+        for index, edge in enumerate(edges):
+            table = problem.edge_table(index)
+            if not carries_param(edge):
+                work_graph.add_edge(edge.producer, edge.consumer, table)
+            own_graph.add_edge(edge.producer, edge.consumer, table)
+        least = (forward_least, solve_graph(work_graph, budget=budget).cost,
+                 solve_graph(own_graph, budget=budget).cost)
+        self._segments[signature] = least
+        return least
 
     def lower_bound(self, stages: int, microbatches: int) -> float:
         """A lower bound on the step of every plan with `stages` stages and M micro-batches
@@ -401,6 +516,51 @@ class Partitioner:
             send_b[v - 1] += back
         return send_f, send_b, once
 
+    def search(self, stage_counts: Sequence[int], micro_counts: Sequence[int],
+               schedule: str, memory: float | None = None, method: str = "dp"
+               ) -> tuple[PipelinePlan | None, float]:
+        """The plan with the least step over every S in `stage_counts` and M in
+        `micro_counts` that fits in `memory`, ties going to the first S, then the first
+        M, in the order given (and within one (S, M) as `best` breaks them); with the
+        least memory per device of the unconstrained plans when none fits (inf if one
+        does, or if there is no plan at all).
+
+        The (S, M) are searched in the order of their lower bounds (S = 1, M = 1 first:
+        pase-search's strategy), so that a good plan is found early and prunes the
+        others; each (S, M) keeps its plans whose step is at most the least found so far,
+        so the result is the one the order given would find.
+        """
+        pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
+
+        def rank(pair: tuple[int, int]) -> tuple[int, float]:
+            stages, micro = pair
+            if (stages, micro) == (1, 1):
+                return (0, 0.0)
+            cheap = self.lower_bound(stages, micro)
+            tight = self.segment_bounds(stages, micro) \
+                if method == "dp" and stages > 1 else None
+            return (1, max(cheap, tight.whole(stages)) if tight is not None else cheap)
+
+        order = sorted(range(len(pairs)), key=lambda i: (*rank(pairs[i]), i))
+        found: dict[int, PipelinePlan] = {}
+        least = math.inf
+        for i in order:
+            stages, micro = pairs[i]
+            plan = self.best(stages, micro, schedule, memory, method,
+                             math.nextafter(least, math.inf))
+            if plan is not None:
+                found[i] = plan
+                least = min(least, plan.step)
+        if found:
+            return min(found.items(), key=lambda item: (item[1].step, item[0]))[1], math.inf
+        least_memory = math.inf
+        if memory is not None:
+            for stages, micro in pairs:
+                free = self.best(stages, micro, schedule, None, method)
+                if free is not None:
+                    least_memory = min(least_memory, free.memory)
+        return None, least_memory
+
     def best(self, stages: int, microbatches: int, schedule: str,
              memory: float | None = None, method: str = "dp",
              bound: float = math.inf) -> PipelinePlan | None:
@@ -420,6 +580,11 @@ class Partitioner:
         if stages > len(self.cuts) + 1:
             return None
         if method == "dp" and self.lower_bound(stages, microbatches) * (1 - SLACK) >= bound:
+            return None
+        # (One stage is solved at once: its bounds would cost more than they save.)
+        tight = self.segment_bounds(stages, microbatches) \
+            if method == "dp" and stages > 1 else None
+        if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
         group = self.devices // stages
         least = self.least_compute(group, microbatches)
@@ -444,16 +609,37 @@ class Partitioner:
                                       work + rest * spread(microbatches, left))
             return step * (1 - SLACK) >= reached()
 
+        def beaten(step: float) -> bool:
+            return step * (1 - SLACK) >= reached()
+
         def walk(bounds: list[int], after: int, done: float, first: float,
-                 prefix: list[SolvedStage]) -> None:
+                 chained: float, done_forward: float, prefix: list[SolvedStage]) -> None:
+            """Choose the stages after `bounds` (stage beginnings; the last begins at
+            `after`): the stages so far did `done` seconds of F + B per micro-batch,
+            `chained` with the least sends between them and into `after` (`done_forward`
+            their F and forward sends), the first all-reducing `first`."""
             index = len(bounds) - 1  # the stage [after, cut) about to be chosen
             if len(bounds) == stages:
                 if method == "dp" and pruned(done, first, least[last] - least[after],
                                              0.0, 0):
                     return
+                if tight is not None:
+                    if beaten(tight.next_stage(0, after, last, chained, first, done_forward)):
+                        return
+                    stage = self.stage(after, last, group, microbatches,
+                                       in_flight(schedule, stages, microbatches, index),
+                                       memory)
+                    if stage is None or beaten(tight.solved_stage(
+                            0, last, chained, first, done_forward, stage.work,
+                            stage.cost.forward, stage.cost.allreduce)):
+                        return
+                    prefix = [*prefix, stage]
                 consider(bounds, prefix)
                 return
             left = stages - len(bounds)
+            if tight is not None and beaten(tight.rest(left + 1, after, chained, first,
+                                                       done_forward)):
+                return
             choices = [c for c in self.cuts if c > after]
             holds = in_flight(schedule, stages, microbatches, index)
             for k, cut in enumerate(choices):
@@ -461,10 +647,15 @@ class Partitioner:
                     break
                 work = done
                 ar = first
+                chain = chained
+                forward = done_forward
                 solved = prefix
                 if method == "dp":
                     rest = least[last] - least[cut]
                     if pruned(done, first, least[cut] - least[after], rest, left):
+                        continue
+                    if tight is not None and beaten(tight.next_stage(
+                            left, after, cut, chained, first, done_forward)):
                         continue
                     stage = self.stage(after, cut, group, microbatches, holds, memory)
                     if stage is None:
@@ -473,16 +664,24 @@ class Partitioner:
                     alone = microbatches * stage.work + stage.cost.allreduce
                     if alone >= reached() or pruned(done, ar, stage.work, rest, left):
                         continue
+                    if tight is not None:
+                        if beaten(tight.solved_stage(left, cut, chained, ar, done_forward,
+                                                     stage.work, stage.cost.forward,
+                                                     stage.cost.allreduce)):
+                            continue
+                        ahead, back = tight.sends(cut)
+                        chain = chained + stage.work + ahead + back
+                        forward = done_forward + stage.cost.forward + ahead
                     work = done + stage.work
                     solved = [*prefix, stage]
-                walk([*bounds, cut], cut, work, ar, solved)
+                walk([*bounds, cut], cut, work, ar, chain, forward, solved)
 
         if stages == 1:
             if method == "dp" and pruned(0.0, 0.0, least[last], 0.0, 0):
                 return None
             consider([0])
         else:
-            walk([0], 0, 0.0, 0.0, [])
+            walk([0], 0, 0.0, 0.0, 0.0, 0.0, [])
         return best[0]
 
 

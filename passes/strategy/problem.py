@@ -464,6 +464,18 @@ class Problem:
         cost = self._layer_cost(self.layer_data[index], config)
         return cost.compute + cost.communication
 
+    def edge_table(self, index: int) -> np.ndarray:
+        """Edge `index`'s matrix of seconds over its ends' configurations (from the
+        shared tables when they hold it)."""
+        edge = self.edges[index]
+        if self.tables is not None:
+            kinds = self._kinds()[1]
+            table = self.tables.edge.get((kinds[index], self.devices))
+            if table is not None:
+                return table
+        return self._edge(edge, self.config_lists[edge.producer],
+                          self.config_lists[edge.consumer])
+
     def _edge(self, edge: Edge, producer_configs: list[Config],
               consumer_configs: list[Config]) -> np.ndarray:
         return edge_costs(edge, self.layer_data[edge.producer], producer_configs,

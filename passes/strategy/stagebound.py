@@ -1,0 +1,153 @@
+"""Lower bounds on a pipeline plan's step from its segments, before its stages are solved.
+
+The stage search (`partition.Partitioner.best`) must solve a stage range (pase's search
+on its sub-problem) to know its times. It skips ranges and whole (S, M) with lower bounds
+on the simulated step, so the tighter they are before solving, the fewer solves it
+makes. With w_t = F_t + B_t a stage's seconds per micro-batch (its edges inside
+included) and AR_t what it runs once per step, the simulated step of every plan is at
+least, for every stage s (docs/cost-model.md, "Pipelines"):
+
+    chain:  w_0 + ... + w_{s-1} + M w_s + AR_0
+    own:    F_0 + ... + F_{s-1} + M w_s + AR_s
+
+(stage s starts when micro-batch 0 has gone forward through the stages before it, does
+M micro-batches of work, and then either its last gradient goes back to stage 0, which
+all-reduces, or it all-reduces itself). Both are sums over stages of quantities that are
+themselves least costs of PaSE problems on the stage's layers: w_s is at least the least
+F + B of the stage in any configurations, and M w_s + AR_s at least the least
+M (F + B) + AR. A least cost is superadditive over disjoint parts of a graph (the
+cost of the whole is the parts' costs plus the edges between them, which are never
+negative), so the least of a stage is at least the sum of the least of its segments
+(the layers between two consecutive cuts). `SegmentBounds` holds those sums as prefix
+sums over the cut positions, each segment's least costs found once by pase's DP on the
+segment with vertex costs F + B (edges that move a shared parameter left out: they run
+once per step) and M (F + B) + AR (every edge once, which is at most what it costs:
+M >= 1), and per layer the least forward seconds. The sends between stages delay the
+chain too: a stage beginning at a cut receives at least the tensors that cross it into
+its first segment, each consumer device its block under the consumer's most split
+configuration, over the fastest link. Then a small DP over the cut positions gives, for
+k stages covering the layers from a position to the end, the least over the choices of
+cuts of the largest stage bound: `chain[k][a]` and `own[k][a]`. `rest`, `next_stage` and
+`solved_stage` are the bounds the stage walk prunes with.
+
+    >>> import numpy as np
+    >>> bounds = SegmentBounds.of([0, 2, 4], forward=[0.0, 1.0, 2.0], work=[0.0, 2.0, 4.0],
+    ...                           own=[0.0, 3.0, 6.0], microbatches=2, stages=2)
+    >>> float(bounds.chain[2][0]), float(bounds.own[2][0])
+    (6.0, 4.0)
+    >>> bounds.whole(2), bounds.whole(1)
+    (6.0, 8.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SegmentBounds:
+    """Bounds for one (S, M) over the positions 0 = p_0 < ... < p_m = layers (the cuts):
+    prefix sums of the least forward seconds per micro-batch (`forward`), of the
+    segments' least F + B (`work`) and least M (F + B) + AR (`own_least`); per position
+    the least seconds of the tensors a stage beginning there receives forward
+    (`send_forward`) and sends back (`send_backward`) per micro-batch; and for k = 1..S
+    stages covering [p_a, p_m), `chain[k][a]` and `own[k][a]`: the least over the
+    choices of cuts of the largest chain (own) bound, counted from p_a (the stages
+    before it, and the sends into p_a, not included)."""
+
+    positions: tuple[int, ...]
+    index: dict[int, int]
+    forward: np.ndarray
+    work: np.ndarray
+    own_least: np.ndarray
+    send_forward: np.ndarray
+    send_backward: np.ndarray
+    microbatches: int
+    chain: np.ndarray
+    own: np.ndarray
+
+    @classmethod
+    def of(cls, positions: Sequence[int], forward: Sequence[float], work: Sequence[float],
+           own: Sequence[float], microbatches: int, stages: int,
+           send_forward: Sequence[float] | None = None,
+           send_backward: Sequence[float] | None = None) -> SegmentBounds:
+        """The bounds of prefix sums at `positions` (`forward`, `work`, `own`: one entry
+        per position, 0 at the first) and sends into each position (none if not given)
+        for up to `stages` stages of `microbatches`."""
+        size = len(positions)
+        f = np.asarray(forward, dtype=np.float64)
+        w = np.asarray(work, dtype=np.float64)
+        o = np.asarray(own, dtype=np.float64)
+        ahead = np.zeros(size) if send_forward is None else np.asarray(send_forward, float)
+        back = np.zeros(size) if send_backward is None else np.asarray(send_backward, float)
+        # Stage [p_a, p_b) for a < b < m (it is not the last): inf elsewhere.
+        inner = np.triu(np.ones((size, size), dtype=bool), 1)
+        inner[:, -1] = False
+        work_ab = np.where(inner, w[None, :] - w[:, None], np.inf)
+        forward_ab = np.where(inner, f[None, :] - f[:, None], np.inf)
+        own_ab = np.where(inner, o[None, :] - o[:, None], np.inf)
+        chain = np.full((stages + 1, size), np.inf)
+        own_dp = np.full((stages + 1, size), np.inf)
+        chain[1, :-1] = microbatches * (w[-1] - w[:-1])
+        own_dp[1, :-1] = o[-1] - o[:-1]
+        for k in range(2, stages + 1):
+            # The first of k stages ends at some b < m; k - 1 stages cover the rest.
+            later_chain = (ahead + back + chain[k - 1])[None, :]
+            chain[k] = np.maximum(microbatches * work_ab, work_ab + later_chain).min(axis=1)
+            later_own = (ahead + own_dp[k - 1])[None, :]
+            own_dp[k] = np.maximum(own_ab, forward_ab + later_own).min(axis=1)
+        return cls(tuple(positions), {p: i for i, p in enumerate(positions)}, f, w, o,
+                   ahead, back, microbatches, chain, own_dp)
+
+    def whole(self, stages: int) -> float:
+        """A lower bound on the step of every plan with `stages` stages."""
+        return max(float(self.chain[stages][0]), float(self.own[stages][0]))
+
+    def sends(self, position: int) -> tuple[float, float]:
+        """The least forward and backward seconds per micro-batch into a stage beginning
+        at `position`."""
+        a = self.index[position]
+        return float(self.send_forward[a]), float(self.send_backward[a])
+
+    def rest(self, stages: int, start: int, done: float, first: float,
+             done_forward: float) -> float:
+        """A lower bound on the step of every plan whose stages before layer `start` (a
+        position) and the sends between them and into `start` took `done` seconds
+        forward and backward and `done_forward` forward per micro-batch, the first stage
+        all-reducing `first`, and `stages` stages cover the rest."""
+        a = self.index[start]
+        return max(done + first + float(self.chain[stages][a]),
+                   done_forward + float(self.own[stages][a]))
+
+    def next_stage(self, stages_after: int, start: int, stop: int, done: float,
+                   first: float, done_forward: float) -> float:
+        """`rest` for the plans whose next stage is [start, stop), at its segments'
+        least, with `stages_after` stages after it (0: it is the last)."""
+        a, b = self.index[start], self.index[stop]
+        work = float(self.work[b] - self.work[a])
+        chain = self.microbatches * work
+        own = float(self.own_least[b] - self.own_least[a])
+        if stages_after:
+            chain = max(chain, work + float(self.send_forward[b] + self.send_backward[b]
+                                            + self.chain[stages_after][b]))
+            own = max(own, float(self.forward[b] - self.forward[a] + self.send_forward[b]
+                                 + self.own[stages_after][b]))
+        return max(done + first + chain, done_forward + own)
+
+    def solved_stage(self, stages_after: int, stop: int, done: float, first: float,
+                     done_forward: float, work: float, forward: float,
+                     allreduce: float) -> float:
+        """`rest` for the plans whose next stage, ending at `stop`, has been solved:
+        `work` F + B and `forward` F per micro-batch, `allreduce` once per step (`first`
+        is the first stage's all-reduce, this one's if it is the first)."""
+        b = self.index[stop]
+        chain = self.microbatches * work
+        own = self.microbatches * work + allreduce
+        if stages_after:
+            chain = max(chain, work + float(self.send_forward[b] + self.send_backward[b]
+                                            + self.chain[stages_after][b]))
+            own = max(own, forward + float(self.send_forward[b] + self.own[stages_after][b]))
+        return max(done + first + chain, done_forward + own)

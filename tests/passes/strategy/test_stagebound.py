@@ -1,0 +1,101 @@
+"""The stage walk's segment bounds never exceed the simulated step of a plan they cover,
+and `Partitioner.search` finds the plan that trying every (S, M) in order finds."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from stage_plans import partitioner, random_source
+
+from pase.passes.strategy.partition import Partitioner
+from pase.passes.strategy.schedule import in_flight
+
+SLACK = 1e-12
+
+
+def check_plan_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: str
+                      ) -> None:
+    """Every bound the walk could apply on the way to the plan beginning at `starts`
+    (before and after solving each stage) is at most the plan's simulated step."""
+    stages = len(starts)
+    tight = plans.segment_bounds(stages, micro)
+    assert tight is not None
+    step = plans.evaluate(starts, micro, schedule).step
+    limit = step * (1 + SLACK)
+    assert tight.whole(stages) <= limit
+    group = plans.devices // stages
+    ends = [*starts[1:], len(plans.layers)]
+    chained = forward = first = 0.0
+    for index, (start, stop) in enumerate(zip(starts, ends, strict=True)):
+        after = stages - index - 1
+        assert tight.rest(after + 1, start, chained, first, forward) <= limit
+        assert tight.next_stage(after, start, stop, chained, first, forward) <= limit
+        stage = plans.stage(start, stop, group, micro,
+                            in_flight(schedule, stages, micro, index))
+        assert stage is not None
+        if index == 0:
+            first = stage.cost.allreduce
+        assert tight.solved_stage(after, stop, chained, first, forward, stage.work,
+                                  stage.cost.forward, stage.cost.allreduce) <= limit
+        if after:
+            ahead, back = tight.sends(stop)
+            chained += stage.work + ahead + back
+            forward += stage.cost.forward + ahead
+
+
+@pytest.mark.parametrize(("seed", "devices", "machine"),
+                         [(seed, devices, machine) for seed in range(6)
+                          for devices, machine in ((8, "v100-nvlink"), (16, "2080ti-pcie"))])
+def test_segment_bounds_hold_for_every_plan(seed: int, devices: int, machine: str) -> None:
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=devices, machine=machine)
+    for stages in (2, 4):
+        for micro in (1, 2, 4):
+            for cuts in itertools.combinations(plans.cuts, stages - 1):
+                check_plan_bounds(plans, [0, *cuts], micro, "1f1b" if seed % 3 else "gpipe")
+
+
+def ordered_search(plans: Partitioner, stage_counts: list[int], micro_counts: list[int],
+                   schedule: str, memory: float | None = None):
+    """pase-partition-stages' loop before `search`: every (S, M) in order, each keeping
+    only plans strictly faster than the best so far, every cut tried."""
+    best = None
+    for stages in stage_counts:
+        for micro in micro_counts:
+            plan = plans.best(stages, micro, schedule, memory, "exhaustive",
+                              best.step if best is not None else math.inf)
+            if plan is not None and (best is None or plan.step < best.step):
+                best = plan
+    return best
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_search_finds_the_plan_of_the_ordered_loop(seed: int) -> None:
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=8)
+    reference = partitioner(source, devices=8)
+    schedule = "gpipe" if seed % 4 == 3 else "1f1b"
+    found, _ = plans.search([1, 2, 4, 8], [1, 2, 4], schedule)
+    expected = ordered_search(reference, [1, 2, 4, 8], [1, 2, 4], schedule)
+    assert found is not None
+    assert expected is not None
+    assert found.step == expected.step
+    assert (len(found.stages), found.microbatches) == \
+        (len(expected.stages), expected.microbatches)
+    assert [s.start for s in found.stages] == [s.start for s in expected.stages]
+    assert found.assignment == expected.assignment
+
+
+def test_search_breaks_ties_by_the_order_given() -> None:
+    # Two layers that cost nothing to split: many plans tie, the first (S, M) wins.
+    source = ("graph @tie(b = 8, d = 8) {\n  %x = input [b, d]\n"
+              "  %y = relu %x\n  %z = relu %y\n  return %z\n}\n")
+    plans = partitioner(source, devices=4)
+    found, _ = plans.search([1, 2, 4], [1, 2], "1f1b")
+    expected = ordered_search(partitioner(source, devices=4), [1, 2, 4], [1, 2], "1f1b")
+    assert found is not None
+    assert expected is not None
+    assert (len(found.stages), found.microbatches, found.step) == \
+        (len(expected.stages), expected.microbatches, expected.step)
