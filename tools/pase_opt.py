@@ -11,15 +11,24 @@ everything succeeded.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
-
-from pase.core.files import deferred_writes
-from pase.core.nesting import allow_nesting
-from pase.tools.errors import report_errors
-from pase.tools.opt_main import PaseOptMain
 
 
 def main(args: Sequence[str] | None = None) -> None:
+    # pase-opt's passes use no BLAS, and OpenBLAS starts a thread per core when numpy loads,
+    # which cost a small search 50 ms of CPU (issue 13). OpenBLAS reads the setting when it
+    # loads, so it is made before anything imports numpy (hence the imports below), and
+    # only then: called in a process that has numpy already (a test), main changes nothing.
+    # A user's own setting wins. pase-opt starts no process that would inherit it.
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from pase.core.files import deferred_writes
+    from pase.core.nesting import allow_nesting
+    from pase.tools.errors import report_errors
+    from pase.tools.opt_main import PaseOptMain
+
     allow_nesting()
     with report_errors("pase-opt"), deferred_writes():
         driver = PaseOptMain(args)

@@ -70,6 +70,18 @@ same seconds in another order, so an exact tie must not be pruned by a rounding.
 
 SolveStage = Callable[[list[Layer], list[Edge], int], dict[str, Config]]
 
+FIRST_EFFORT = 20_000
+"""`Partitioner.search` first gives each (S, M) this much effort (`best`'s `effort`), and
+four times more in each later round to those that used it up."""
+SOLVE_EFFORT = 0
+"""A stage solve counts as this many steps of the walk in `best`'s `effort`."""
+LEAF_EFFORT = 5
+"""So does a plan's evaluation (its transfers), plus S M / 4 for its simulation."""
+
+
+class EffortSpent(Exception):
+    """`Partitioner.best` used up its `effort` before it finished."""
+
 
 @dataclass(frozen=True)
 class StageSolution:
@@ -528,7 +540,11 @@ class Partitioner:
         The (S, M) are searched in the order of their lower bounds (S = 1, M = 1 first:
         pase-search's strategy), so that a good plan is found early and prunes the
         others; each (S, M) keeps its plans whose step is at most the least found so far,
-        so the result is the one the order given would find.
+        so the result is the one the order given would find. A low bound can belong to a
+        costly walk (many stages, many cuts), which a plan found elsewhere would prune:
+        each (S, M) first gets `FIRST_EFFORT` steps of the walk (`best`'s `effort`), and
+        those that use them up are searched again afterwards, in rounds of four times
+        more (the stages solved meanwhile are kept), until every one has finished.
         """
         pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
 
@@ -541,16 +557,25 @@ class Partitioner:
                 if method == "dp" and stages > 1 else None
             return (1, max(cheap, tight.whole(stages)) if tight is not None else cheap)
 
-        order = sorted(range(len(pairs)), key=lambda i: (*rank(pairs[i]), i))
+        waiting = sorted(range(len(pairs)), key=lambda i: (*rank(pairs[i]), i))
         found: dict[int, PipelinePlan] = {}
         least = math.inf
-        for i in order:
-            stages, micro = pairs[i]
-            plan = self.best(stages, micro, schedule, memory, method,
-                             math.nextafter(least, math.inf))
-            if plan is not None:
-                found[i] = plan
-                least = min(least, plan.step)
+        effort: int | None = FIRST_EFFORT
+        while waiting:
+            again = []
+            for i in waiting:
+                stages, micro = pairs[i]
+                try:
+                    plan = self.best(stages, micro, schedule, memory, method,
+                                     math.nextafter(least, math.inf), effort)
+                except EffortSpent:
+                    again.append(i)
+                    continue
+                if plan is not None:
+                    found[i] = plan
+                    least = min(least, plan.step)
+            waiting = again
+            effort = effort * 4 if effort is not None and len(again) > 1 else None
         if found:
             return min(found.items(), key=lambda item: (item[1].step, item[0]))[1], math.inf
         least_memory = math.inf
@@ -563,7 +588,7 @@ class Partitioner:
 
     def best(self, stages: int, microbatches: int, schedule: str,
              memory: float | None = None, method: str = "dp",
-             bound: float = math.inf) -> PipelinePlan | None:
+             bound: float = math.inf, effort: int | None = None) -> PipelinePlan | None:
         """The plan with the least step among those with `stages` contiguous stages
         that fit in `memory` bytes per device, or None if none fits.
 
@@ -575,7 +600,10 @@ class Partitioner:
         with ties broken alike (the first in the order). A stage that cannot fit in
         `memory` with the micro-batches its position holds ends the prefix too. With
         `bound` (a step already reached elsewhere, for example with another S or M),
-        only plans strictly faster than it are returned.
+        only plans strictly faster than it are returned. With `effort`, raises
+        `EffortSpent` once the walk has visited that many prefixes, a stage solve
+        counting as `SOLVE_EFFORT` of them and a plan evaluated as `LEAF_EFFORT` and
+        S M / 4 more (roughly their costs in time).
         """
         if stages > len(self.cuts) + 1:
             return None
@@ -612,12 +640,24 @@ class Partitioner:
         def beaten(step: float) -> bool:
             return step * (1 - SLACK) >= reached()
 
+        solver = self.solve_stage
+        solves = solver.solves if isinstance(solver, StageSolver) else 0
+        visits = [0]
+
+        def spend(steps: int = 1) -> None:
+            visits[0] += steps
+            if effort is not None and visits[0] + SOLVE_EFFORT * (
+                    (solver.solves if isinstance(solver, StageSolver) else 0) - solves
+            ) > effort:
+                raise EffortSpent
+
         def walk(bounds: list[int], after: int, done: float, first: float,
                  chained: float, done_forward: float, prefix: list[SolvedStage]) -> None:
             """Choose the stages after `bounds` (stage beginnings; the last begins at
             `after`): the stages so far did `done` seconds of F + B per micro-batch,
             `chained` with the least sends between them and into `after` (`done_forward`
             their F and forward sends), the first all-reducing `first`."""
+            spend()
             index = len(bounds) - 1  # the stage [after, cut) about to be chosen
             if len(bounds) == stages:
                 if method == "dp" and pruned(done, first, least[last] - least[after],
@@ -634,6 +674,7 @@ class Partitioner:
                             stage.cost.forward, stage.cost.allreduce)):
                         return
                     prefix = [*prefix, stage]
+                spend(LEAF_EFFORT + stages * microbatches // 4)  # the simulation
                 consider(bounds, prefix)
                 return
             left = stages - len(bounds)

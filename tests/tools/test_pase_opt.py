@@ -4,6 +4,9 @@ or stderr is a lit test (`tests/lit/tools/`)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import IO
 
@@ -19,7 +22,8 @@ from pase.frontend.dnn import DnnFrontend
 from pase.tools.opt_main import verify_located, verify_once
 from pase.tools.pase_opt import main
 
-TINY = str(Path(__file__).resolve().parents[1] / "lit" / "tools" / "Inputs" / "tiny.dnn")
+ROOT = Path(__file__).resolve().parents[2]
+TINY = str(ROOT / "tests" / "lit" / "tools" / "Inputs" / "tiny.dnn")
 
 
 def test_output_file_leaves_no_temporary_file(tmp_path: Path,
@@ -57,3 +61,48 @@ def test_verify_once_raises_what_op_by_op_and_whole_module_verification_raise() 
         verify_once(module)
     empty.body.block.add_op(func.ReturnOp())
     verify_once(module)
+
+
+NOT_ON_THE_SEARCH_PATH = (
+    "pase.runtime",
+    "pase.targets.jax",
+    "pase.passes.strategy.jit",
+    "llvmlite",
+    "tomllib",
+)
+
+
+def test_a_small_search_imports_only_what_it_uses() -> None:
+    """Issue 13 (start-up): pase-opt on mlp at P=8, in a process of its own, loads none of
+    the modules it does not need and OpenBLAS single-threaded."""
+    probe = ("import os, sys\n"
+             "from pase.tools.pase_opt import main\n"
+             "try:\n"
+             "    main(sys.argv[1:])\n"
+             "finally:\n"
+             "    print(os.environ.get('OPENBLAS_NUM_THREADS'), *sorted(sys.modules),\n"
+             "          file=sys.stderr)\n")
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", probe, str(ROOT / "models" / "mlp.dnn"),
+                           "-p", "pase-search{devices=8}"], capture_output=True, text=True,
+                          env=env, check=True)
+    assert "pase.strategy = #pase.strategy<devices = 8" in done.stdout
+    threads, *modules = done.stderr.split()
+    assert threads == "1"
+    assert "pase.passes.search" in modules
+    loaded = [name for name in modules
+              if any(name == unwanted or name.startswith(unwanted + ".")
+                     for unwanted in NOT_ON_THE_SEARCH_PATH)]
+    assert loaded == []
+
+
+def test_a_users_blas_threads_win() -> None:
+    probe = ("import os, sys\n"
+             "from pase.tools.pase_opt import main\n"
+             "try:\n"
+             "    main(['--version'])\n"
+             "finally:\n"
+             "    print(os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "3"}, check=True)
+    assert done.stderr.strip() == "3"
