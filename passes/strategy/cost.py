@@ -424,7 +424,7 @@ class EdgeEnd:
     def of(cls, layer: Layer, configs: Sequence[Config], use: TensorUse,
            devices: int) -> EdgeEnd:
         layouts, index = _unique_blocks(layer, configs, use, devices)
-        return cls(layouts, index, _used_devices(configs))
+        return cls(np.ascontiguousarray(layouts), index, _used_devices(configs))
 
 
 def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],

@@ -405,31 +405,29 @@ class Problem:
             self._vertex_parts.append(parts_cache.get(key) if table is None else None)
         graph = CostGraph(self.layers, vertex)
         edge_cache: dict[tuple[int, ...], np.ndarray] = {}
-        # Many edges share an end (a layer's result read by several consumers): build each
-        # end's block layouts once. (The lists outlive this loop, so their ids are keys.)
-        ends: dict[tuple[int, tuple[str, ...], TensorUse], EdgeEnd] = {}
-
-        def end(index: int, use: TensorUse) -> EdgeEnd:
-            layer, configs = self.layer_data[index], self.config_lists[index]
-            key = (id(configs), layer.space.names, use)
-            if key not in ends:
-                ends[key] = EdgeEnd.of(layer, configs, use, self.devices)
-            return ends[key]
-
+        # The tables shared tables hold now (storing new ones may clear them), and the
+        # edge that builds each of the others.
+        held_tables: dict[tuple[int, ...], np.ndarray] = {}
+        built: dict[tuple[int, ...], int] = {}
+        for number, edge_key in enumerate(edge_keys):
+            if self.tables is not None and edge_key in self.tables.edge:
+                held_tables[edge_key] = self.tables.edge[edge_key]
+            else:
+                built.setdefault(edge_key, number)
+        ends = _EdgeEnds(self, [self.edges[number] for number in built.values()])
         self._edge_tables = []
-        for edge, edge_key in zip(self.edges, edge_keys, strict=True):
+        for number, (edge, edge_key) in enumerate(zip(self.edges, edge_keys, strict=True)):
             u, v = edge.producer, edge.consumer
-            table = self.tables.edge.get(edge_key) if self.tables else None
-            if table is None and edge_key not in edge_cache:
-                edge_ends = None if self.compat == "pase" else (end(u, edge.held),
-                                                                 end(v, edge.needed))
+            if built.get(edge_key) == number:
+                edge_ends = None if self.compat == "pase" else ends.pair(edge)
                 edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
                                                   self.config_lists[v], edge_ends)
                 _count(budget, edge_cache[edge_key].nbytes)
                 if self.tables is not None:
                     self.tables.store(self.tables.edge, edge_key, edge_cache[edge_key])
-            self._edge_tables.append(table if table is not None else edge_cache[edge_key])
-            graph.add_edge(u, v, self._edge_tables[-1])
+            table = edge_cache[edge_key] if edge_key in built else held_tables[edge_key]
+            self._edge_tables.append(table)
+            graph.add_edge(u, v, table)
         return graph
 
     def _kinds(self) -> tuple[list[int], list[int]]:
@@ -594,6 +592,48 @@ class Problem:
         whatever the min-shard rule allows: PaSE's baseline."""
         return {layer.name: _data_parallel(layer, self.batch_dim, self.devices)
                 for layer in self.layer_data}
+
+
+EndKey = tuple[int, tuple[str, ...], TensorUse]
+
+
+class _EdgeEnds:
+    """The ends of the edges whose tables a problem builds (`cost.EdgeEnd`): each built
+    once, for edges that share an end (a layer's result read by several consumers), and
+    dropped after the last of those edges, so only the ends still to be read are held.
+
+    An end is a configuration list (by id: the lists outlive the build), the layer's
+    dims and the tensor use.
+    """
+
+    def __init__(self, problem: Problem, edges: Sequence[Edge]):
+        self.problem = problem
+        self.held: dict[EndKey, EdgeEnd] = {}
+        self.readers: dict[EndKey, int] = {}
+        for edge in edges:
+            for key in self._keys(edge):
+                self.readers[key] = self.readers.get(key, 0) + 1
+
+    def _keys(self, edge: Edge) -> tuple[EndKey, EndKey]:
+        lists, layers = self.problem.config_lists, self.problem.layer_data
+        return ((id(lists[edge.producer]), layers[edge.producer].space.names, edge.held),
+                (id(lists[edge.consumer]), layers[edge.consumer].space.names, edge.needed))
+
+    def pair(self, edge: Edge) -> tuple[EdgeEnd, EdgeEnd]:
+        """The held and the needed end of one of the edges."""
+        (held_key, needed_key) = self._keys(edge)
+        return (self._take(held_key, edge.producer, edge.held),
+                self._take(needed_key, edge.consumer, edge.needed))
+
+    def _take(self, key: EndKey, index: int, use: TensorUse) -> EdgeEnd:
+        end = self.held.pop(key, None)
+        if end is None:
+            end = EdgeEnd.of(self.problem.layer_data[index], self.problem.config_lists[index],
+                             use, self.problem.devices)
+        self.readers[key] -= 1
+        if self.readers[key]:
+            self.held[key] = end
+        return end
 
 
 def _config_key(config: Config) -> tuple[tuple[str, int], ...]:
