@@ -277,21 +277,27 @@ def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
     first = np.zeros(len(seen), dtype=np.int64)
     first[inverse[::-1]] = np.arange(len(configs) - 1, -1, -1)
     factors, strides, working_count = factors[first], strides[first], working_count[first]
-    device = np.arange(devices, dtype=np.int64)[None, :]
-    working = device < working_count[:, None]                         # (layouts, devices)
+    device = np.arange(devices, dtype=np.int64)
     rank = len(use.sizes)
-    layouts = np.zeros((len(first), devices, rank + 1, 2), dtype=np.int64)
-    layouts[:, :, rank, 1] = working
+    # Built dim-major, so that each step writes one contiguous (layouts, devices) plane;
+    # idle devices are zeroed at the end, all dims at once.
+    planes = np.empty((rank + 1, 2, len(first), devices), dtype=np.int64)
+    planes[rank, 0] = 0
+    planes[rank, 1] = 1
     for k, (dim, size) in enumerate(zip(use.dims, use.sizes, strict=True)):
         if dim is None or dim not in names:
-            layouts[:, :, k, 1] = np.where(working, size, 0)
+            planes[k, 0] = 0
+            planes[k, 1] = size
             continue
         j = names.index(dim)
         length = (size // factors[:, j])[:, None]
-        lo = (device // strides[:, j:j + 1]) % factors[:, j:j + 1] * length
-        layouts[:, :, k, 0] = np.where(working, lo, 0)
-        layouts[:, :, k, 1] = np.where(working, lo + length, 0)
-    return layouts, inverse
+        lo = planes[k, 0]
+        np.floor_divide(device, strides[:, j:j + 1], out=lo)
+        np.remainder(lo, factors[:, j:j + 1], out=lo)
+        np.multiply(lo, length, out=lo)
+        np.add(lo, length, out=planes[k, 1])
+    planes *= device < working_count[:, None]
+    return planes.transpose(2, 3, 0, 1), inverse
 
 
 # A problem whose edges take at least this many (pair, device, dim) steps in all uses the
@@ -403,25 +409,48 @@ def edge_working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
     return layouts + 8 * 8 * producer_configs * consumer_configs
 
 
+@dataclass(frozen=True)
+class EdgeEnd:
+    """What `edge_costs` needs of one end of an edge under each of its configurations:
+    the distinct block layouts of the tensor and each configuration's index among them
+    (`_unique_blocks`), and each configuration's number of working devices. Edges that
+    share an end (a layer's result read by several consumers) can share one."""
+
+    layouts: np.ndarray
+    index: np.ndarray
+    working: np.ndarray
+
+    @classmethod
+    def of(cls, layer: Layer, configs: Sequence[Config], use: TensorUse,
+           devices: int) -> EdgeEnd:
+        layouts, index = _unique_blocks(layer, configs, use, devices)
+        return cls(np.ascontiguousarray(layouts), index, _used_devices(configs))
+
+
 def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                consumer: Layer, consumer_configs: Sequence[Config], devices: int,
-               machine: Machine, compat: str = "", compiled: bool = False) -> np.ndarray:
+               machine: Machine, compat: str = "", compiled: bool = False,
+               ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
     """Redistribution seconds, matrix (producer configs, consumer configs); `compiled`
     picks the llvmlite loop for the volumes (same results). `compat="pase"` charges the
-    prototype's estimate (`prototype.prototype_edge_words`) instead."""
+    prototype's estimate (`prototype.prototype_edge_words`) instead. `ends`, the held
+    and the needed end (`EdgeEnd.of` of the producer's `edge.held` and the consumer's
+    `edge.needed`), saves building them again."""
     if compat == "pase":
         # (Imported here: the prototype's model builds on this module.)
         from pase.passes.strategy.prototype import prototype_edge_words
 
         words = prototype_edge_words(edge, producer_configs, consumer_configs)
+        held_working = _used_devices(producer_configs)
+        needed_working = _used_devices(consumer_configs)
     else:
-        held, held_index = _unique_blocks(producer, producer_configs, edge.held, devices)
-        needed, needed_index = _unique_blocks(consumer, consumer_configs, edge.needed,
-                                              devices)
-        forward, backward = redistribution_words(held, needed, compiled)
+        held, needed = ends or (EdgeEnd.of(producer, producer_configs, edge.held, devices),
+                                EdgeEnd.of(consumer, consumer_configs, edge.needed, devices))
+        forward, backward = redistribution_words(held.layouts, needed.layouts, compiled)
         words = forward + backward if edge.backward else forward
-        words = words[np.ix_(held_index, needed_index)]
-    spans = np.maximum(_used_devices(producer_configs)[:, None],
-                       _used_devices(consumer_configs)[None, :]) > machine.devices_per_node
+        words = words[np.ix_(held.index, needed.index)]
+        held_working, needed_working = held.working, needed.working
+    spans = np.maximum(held_working[:, None],
+                       needed_working[None, :]) > machine.devices_per_node
     bandwidth = np.where(spans, machine.inter_node_bandwidth, machine.intra_node_bandwidth)
     return words * edge.needed.element_bytes / bandwidth

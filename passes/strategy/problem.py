@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from math import prod
 from typing import Any
 
@@ -48,6 +48,7 @@ from pase.passes.strategy.configs import (
 from pase.passes.strategy.cost import (
     JIT_REDISTRIBUTION_STEPS,
     Config,
+    EdgeEnd,
     LayerCost,
     edge_costs,
     edge_working_bytes,
@@ -56,10 +57,11 @@ from pase.passes.strategy.cost import (
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult, solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
+from pase.passes.strategy.layer_costs import LayerCosts, layer_costs
 from pase.passes.strategy.machines import Machine, preset
 from pase.passes.strategy.prototype import prototype_edges, prototype_layer_cost
 from pase.passes.strategy.prune import prune, rows_bytes
-from pase.passes.strategy.vertices import Edge, Layer
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 Assignment = dict[str, Config]
 
@@ -204,6 +206,13 @@ class Problem:
     _cost_graph: CostGraph | None = field(default=None, repr=False)
     _cost_graph_budget: MemoryBudget | None = field(default=None, repr=False)
     _kind_numbers: tuple[list[int], list[int]] | None = field(default=None, repr=False)
+    _vertex_parts: list[tuple[np.ndarray, np.ndarray] | None] = field(default_factory=list,
+                                                                      repr=False)
+    """Per layer, the compute and collective vectors its vertex vector sums (None where
+    the vector came from shared tables); with `_edge_tables`, per edge, the matrix the
+    graph was given, for `breakdown`. Filled when the cost graph is built."""
+    _edge_tables: list[np.ndarray] = field(default_factory=list, repr=False)
+    _config_positions: list[dict[tuple, int]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
@@ -380,28 +389,45 @@ class Problem:
             self._check_table_memory(vertex_keys, edge_keys, budget, missing_vertices,
                                      missing_edges)
         vertex_cache: dict[tuple[int, ...], np.ndarray] = {}
+        parts_cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
         vertex = []
+        self._vertex_parts = []
         for i, (key, configs) in enumerate(zip(vertex_keys, self.config_lists, strict=True)):
             table = self.tables.vertex.get(key) if self.tables else None
             if table is None and key not in vertex_cache:
-                vertex_cache[key] = np.array([self._vertex(i, c) for c in configs],
-                                             dtype=np.float64)
-                _count(budget, vertex_cache[key].nbytes)
+                costs = self._layer_costs(self.layer_data[i], configs)
+                parts_cache[key] = (costs.compute, costs.communication)
+                vertex_cache[key] = costs.total
+                _count(budget, 3 * vertex_cache[key].nbytes)
                 if self.tables is not None:
                     self.tables.store(self.tables.vertex, key, vertex_cache[key])
             vertex.append(table if table is not None else vertex_cache[key])
+            self._vertex_parts.append(parts_cache.get(key) if table is None else None)
         graph = CostGraph(self.layers, vertex)
         edge_cache: dict[tuple[int, ...], np.ndarray] = {}
-        for edge, edge_key in zip(self.edges, edge_keys, strict=True):
+        # The tables shared tables hold now (storing new ones may clear them), and the
+        # edge that builds each of the others.
+        held_tables: dict[tuple[int, ...], np.ndarray] = {}
+        built: dict[tuple[int, ...], int] = {}
+        for number, edge_key in enumerate(edge_keys):
+            if self.tables is not None and edge_key in self.tables.edge:
+                held_tables[edge_key] = self.tables.edge[edge_key]
+            else:
+                built.setdefault(edge_key, number)
+        ends = _EdgeEnds(self, [self.edges[number] for number in built.values()])
+        self._edge_tables = []
+        for number, (edge, edge_key) in enumerate(zip(self.edges, edge_keys, strict=True)):
             u, v = edge.producer, edge.consumer
-            table = self.tables.edge.get(edge_key) if self.tables else None
-            if table is None and edge_key not in edge_cache:
+            if built.get(edge_key) == number:
+                edge_ends = None if self.compat == "pase" else ends.pair(edge)
                 edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
-                                                  self.config_lists[v])
+                                                  self.config_lists[v], edge_ends)
                 _count(budget, edge_cache[edge_key].nbytes)
                 if self.tables is not None:
                     self.tables.store(self.tables.edge, edge_key, edge_cache[edge_key])
-            graph.add_edge(u, v, table if table is not None else edge_cache[edge_key])
+            table = edge_cache[edge_key] if edge_key in built else held_tables[edge_key]
+            self._edge_tables.append(table)
+            graph.add_edge(u, v, table)
         return graph
 
     def _kinds(self) -> tuple[list[int], list[int]]:
@@ -420,13 +446,14 @@ class Problem:
                             budget: MemoryBudget, missing_vertices: list[bool],
                             missing_edges: list[bool]) -> None:
         """Raise `SearchMemoryError` if the cost tables (float64, one per distinct layer and
-        edge, twice: pruning makes a smaller copy) plus the largest edge's working arrays
+        edge, twice: pruning makes a smaller copy; a layer's compute and collective
+        vectors besides, which `breakdown` reads) plus the largest edge's working arrays
         (`cost.edge_working_bytes`) and pruning's rows of the widest layer
         (`prune.rows_bytes`) would not fit in what is left of `budget`. Tables the shared
         tables hold already (`missing_*` false) are counted once, for pruning's copy."""
         sizes = [len(configs) for configs in self.config_lists]
         tables: dict[object, int] = {
-            key: 8 * size * (1 + missing)
+            key: 8 * size * (1 + 3 * missing)
             for key, size, missing in zip(vertex_keys, sizes, missing_vertices, strict=True)}
         for edge, key, missing in zip(self.edges, edge_keys, missing_edges, strict=True):
             tables[key] = 8 * sizes[edge.producer] * sizes[edge.consumer] * (1 + missing)
@@ -460,6 +487,16 @@ class Problem:
         charge = prototype_layer_cost if self.compat == "pase" else layer_cost
         return charge(layer, config, self.machine)
 
+    def _layer_costs(self, layer: Layer, configs: list[Config]) -> LayerCosts:
+        """`_layer_cost` of every configuration, as vectors (`layer_costs.layer_costs`;
+        the prototype's one by one)."""
+        if self.compat != "pase":
+            return layer_costs(layer, configs, self.machine)
+        costs = [self._layer_cost(layer, config) for config in configs]
+        return LayerCosts(*(np.array([getattr(cost, part.name) for cost in costs],
+                                     dtype=np.float64).reshape(len(costs))
+                            for part in fields(LayerCosts)))
+
     def _vertex(self, index: int, config: Config) -> float:
         cost = self._layer_cost(self.layer_data[index], config)
         return cost.compute + cost.communication
@@ -477,10 +514,11 @@ class Problem:
                           self.config_lists[edge.consumer])
 
     def _edge(self, edge: Edge, producer_configs: list[Config],
-              consumer_configs: list[Config]) -> np.ndarray:
+              consumer_configs: list[Config],
+              ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
         return edge_costs(edge, self.layer_data[edge.producer], producer_configs,
                           self.layer_data[edge.consumer], consumer_configs, self.devices,
-                          self.machine, self.compat, self.compiled_redistribution)
+                          self.machine, self.compat, self.compiled_redistribution, ends)
 
     def _complete(self, assignment: Mapping[str, Mapping[str, int]]) -> list[Config]:
         configs = []
@@ -491,32 +529,66 @@ class Problem:
         return configs
 
     def breakdown(self, assignment: Mapping[str, Mapping[str, int]]) -> Breakdown:
-        """The cost of an assignment (every layer named) and its parts."""
+        """The cost of an assignment (every layer named) and its parts.
+
+        Once the cost tables are built (`cost_graph`), a layer whose configuration is in
+        its list reads its costs there, and so does an edge between two such layers: the
+        same floats the search added up.
+        """
         configs = self._complete(assignment)
         compute = communication = redistribution = 0.0
         per_layer = {}
         layer_kinds, edge_kinds = self._kinds()
+        positions = self._positions(configs)
         # Repeated blocks with the same configurations cost the same: compute each once.
-        layer_costs: dict[tuple, LayerCost] = {}
+        costs_of: dict[tuple, LayerCost] = {}
         edge_seconds: dict[tuple, float] = {}
-        for layer, kind, config in zip(self.layer_data, layer_kinds, configs, strict=True):
-            key = (kind, tuple(config.items()))
-            if key not in layer_costs:
-                layer_costs[key] = self._layer_cost(layer, config)
-            cost = layer_costs[key]
-            compute += cost.compute
-            communication += cost.communication
-            per_layer[layer.name] = cost.compute + cost.communication
-        for edge, kind in zip(self.edges, edge_kinds, strict=True):
+        for i, (layer, kind, config) in enumerate(zip(self.layer_data, layer_kinds, configs,
+                                                      strict=True)):
+            parts = self._vertex_parts[i] if self._vertex_parts else None
+            if parts is not None and positions[i] is not None:
+                layer_compute = float(parts[0][positions[i]])
+                layer_communication = float(parts[1][positions[i]])
+            else:
+                key = (kind, tuple(config.items()))
+                if key not in costs_of:
+                    costs_of[key] = self._layer_cost(layer, config)
+                layer_compute = costs_of[key].compute
+                layer_communication = costs_of[key].communication
+            compute += layer_compute
+            communication += layer_communication
+            per_layer[layer.name] = layer_compute + layer_communication
+        for number, (edge, kind) in enumerate(zip(self.edges, edge_kinds, strict=True)):
             producer, consumer = configs[edge.producer], configs[edge.consumer]
-            ends = (kind, tuple(producer.items()), tuple(consumer.items()))
-            if ends not in edge_seconds:
-                edge_seconds[ends] = float(self._edge(edge, [producer], [consumer])[0, 0])
-            seconds = edge_seconds[ends]
+            row, column = positions[edge.producer], positions[edge.consumer]
+            if self._edge_tables and row is not None and column is not None:
+                seconds = float(self._edge_tables[number][row, column])
+            else:
+                ends = (kind, tuple(producer.items()), tuple(consumer.items()))
+                if ends not in edge_seconds:
+                    edge_seconds[ends] = float(self._edge(edge, [producer], [consumer])[0, 0])
+                seconds = edge_seconds[ends]
             redistribution += seconds
             per_layer[self.layer_data[edge.consumer].name] += seconds
         return Breakdown(compute + communication + redistribution, compute, communication,
                          redistribution, per_layer)
+
+    def _positions(self, configs: list[Config]) -> list[int | None]:
+        """Each layer's configuration's index in its list, or None where it is not
+        listed or the cost tables are not built yet."""
+        if self._cost_graph is None:
+            return [None] * len(configs)
+        if self._config_positions is None:
+            by_list: dict[int, dict[tuple, int]] = {}
+            for configs_of in self.config_lists:
+                if id(configs_of) not in by_list:
+                    by_list[id(configs_of)] = {}
+                    for index, config in enumerate(configs_of):
+                        by_list[id(configs_of)].setdefault(_config_key(config), index)
+            self._config_positions = [by_list[id(configs_of)]
+                                      for configs_of in self.config_lists]
+        return [positions.get(_config_key(config))
+                for positions, config in zip(self._config_positions, configs, strict=True)]
 
     def cost(self, assignment: Mapping[str, Mapping[str, int]]) -> float:
         """Total cost in seconds of an assignment `{layer: {dim: factor}}`."""
@@ -532,6 +604,53 @@ class Problem:
         whatever the min-shard rule allows: PaSE's baseline."""
         return {layer.name: _data_parallel(layer, self.batch_dim, self.devices)
                 for layer in self.layer_data}
+
+
+EndKey = tuple[int, tuple[str, ...], TensorUse]
+
+
+class _EdgeEnds:
+    """The ends of the edges whose tables a problem builds (`cost.EdgeEnd`): each built
+    once, for edges that share an end (a layer's result read by several consumers), and
+    dropped after the last of those edges, so only the ends still to be read are held.
+
+    An end is a configuration list (by id: the lists outlive the build), the layer's
+    dims and the tensor use.
+    """
+
+    def __init__(self, problem: Problem, edges: Sequence[Edge]):
+        self.problem = problem
+        self.held: dict[EndKey, EdgeEnd] = {}
+        self.readers: dict[EndKey, int] = {}
+        for edge in edges:
+            for key in self._keys(edge):
+                self.readers[key] = self.readers.get(key, 0) + 1
+
+    def _keys(self, edge: Edge) -> tuple[EndKey, EndKey]:
+        lists, layers = self.problem.config_lists, self.problem.layer_data
+        return ((id(lists[edge.producer]), layers[edge.producer].space.names, edge.held),
+                (id(lists[edge.consumer]), layers[edge.consumer].space.names, edge.needed))
+
+    def pair(self, edge: Edge) -> tuple[EdgeEnd, EdgeEnd]:
+        """The held and the needed end of one of the edges."""
+        (held_key, needed_key) = self._keys(edge)
+        return (self._take(held_key, edge.producer, edge.held),
+                self._take(needed_key, edge.consumer, edge.needed))
+
+    def _take(self, key: EndKey, index: int, use: TensorUse) -> EdgeEnd:
+        end = self.held.pop(key, None)
+        if end is None:
+            end = EdgeEnd.of(self.problem.layer_data[index], self.problem.config_lists[index],
+                             use, self.problem.devices)
+        self.readers[key] -= 1
+        if self.readers[key]:
+            self.held[key] = end
+        return end
+
+
+def _config_key(config: Config) -> tuple[tuple[str, int], ...]:
+    """A configuration as a key, whatever the order of its dims and without factors of 1."""
+    return tuple(sorted((dim, factor) for dim, factor in config.items() if factor != 1))
 
 
 def _numbers(items: Sequence[object]) -> list[int]:
