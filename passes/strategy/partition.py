@@ -36,6 +36,7 @@ their names, the same edges between them: the blocks of a transformer) are solve
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -43,8 +44,9 @@ import numpy as np
 
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.configs import split_factors
-from pase.passes.strategy.cost import Config, layer_cost, local_elements
+from pase.passes.strategy.cost import Config, local_elements
 from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.layer_costs import layer_costs
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import MemoryCapError, solve_capped
 from pase.passes.strategy.pipeline import (
@@ -254,6 +256,8 @@ class Partitioner:
         self._least: dict[tuple[int, int], list[float]] = {}
         self._bounds: dict[tuple[int, int], SegmentBounds] = {}
         self._segments: dict[tuple, tuple[float, float, float]] = {}
+        self._spans: list[tuple[int, int, int]] | None = None
+        self._carried: list[tuple[int, int, int]] | None = None
         self._memo: dict = {}
         # (Keyed by the id of a solved stage: `_stages` keeps every one alive.)
         self._crossings: dict[tuple[int, int, int, bool], tuple[float, float]] = {}
@@ -345,19 +349,21 @@ class Partitioner:
                 forward.append(forward[-1] + least[0])
                 work.append(work[-1] + least[1])
                 own.append(own[-1] + least[2])
-            ahead, back = self._least_sends(positions, group, microbatches)
+            ahead, back, shared = self._least_sends(positions, group, microbatches)
             self._bounds[key] = SegmentBounds.of(positions, forward, work, own,
-                                                 microbatches, stages, ahead, back)
+                                                 microbatches, stages, ahead, back, shared)
         return self._bounds[key]
 
     def _least_sends(self, positions: Sequence[int], devices: int, microbatches: int
-                     ) -> tuple[list[float], list[float]]:
-        """Per position, the least forward and backward seconds per micro-batch of the
-        tensors a stage beginning there receives into its first segment (consumer in
-        [p, next position)) from earlier layers: each block under its consumer's (for
-        the gradient, its producer's) most split configuration, over the fastest link
-        two groups of `devices` devices can have.
-        The configuration lists come from `_segment_least`'s problems."""
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each stage [p_a, p_b) between two positions, the least forward and
+        backward seconds per micro-batch of the tensors it receives from earlier layers
+        (those its layers read; a tensor skipping stages comes with the last boundary it
+        crosses), and the least seconds it moves once per step of parameters shared
+        with other stages' layers (`carries_param`: into the reader, and its gradient
+        back): each block under its consumer's (for a gradient, its producer's) most
+        split configuration on `devices` devices, over the fastest link two groups of
+        them can have. The configuration lists come from `_segment_least`'s problems."""
         solver = self.solve_stage
         assert isinstance(solver, StageSolver)
         micro = self.micro(microbatches)
@@ -366,21 +372,35 @@ class Partitioner:
         fastest = self.machine.inter_node_bandwidth \
             if devices >= self.machine.devices_per_node else \
             max(self.machine.intra_node_bandwidth, self.machine.inter_node_bandwidth)
-        ahead = [0.0] * len(positions)
-        back = [0.0] * len(positions)
-        for i in range(1, len(positions) - 1):
-            cut, end = positions[i], positions[i + 1]
-            for edge in micro.edges:
-                if not (edge.producer < cut <= edge.consumer < end) or carries_param(edge):
-                    continue
-                consumer = solver.tables.configs[(micro.kinds[0][edge.consumer], devices)]
-                ahead[i] += min(local_elements(edge.needed, config) for config in consumer) \
-                    * edge.needed.element_bytes / fastest
+        size = len(positions)
+        ahead = np.zeros((size, size))
+        back = np.zeros((size, size))
+        shared = np.zeros((size, size))
+        places = np.asarray(positions)
+        for index, producer, consumer in self._spanning():
+            edge = micro.edges[index]
+            consumers = solver.tables.configs[(micro.kinds[0][consumer], devices)]
+            seconds = min(local_elements(edge.needed, config) for config in consumers) \
+                * edge.needed.element_bytes / fastest
+            if edge.backward:
+                producers = solver.tables.configs[(micro.kinds[0][producer], devices)]
+                gradient = min(local_elements(edge.held, config) for config in producers) \
+                    * edge.held.element_bytes / fastest
+            # Stages [p_a, p_b) with producer < p_a <= consumer < p_b receive it.
+            receives = np.outer((places > producer) & (places <= consumer),
+                                places > consumer).astype(np.float64)
+            if carries_param(edge):
+                # ... once per step, and the stage with p_a <= producer < p_b <= consumer
+                # receives its gradient.
+                shared += seconds * receives
                 if edge.backward:
-                    producer = solver.tables.configs[(micro.kinds[0][edge.producer], devices)]
-                    back[i] += min(local_elements(edge.held, config) for config in producer) \
-                        * edge.held.element_bytes / fastest
-        return ahead, back
+                    shared += gradient * np.outer(places <= producer,
+                                                  (places > producer) & (places <= consumer))
+                continue
+            ahead += seconds * receives
+            if edge.backward:
+                back += gradient * receives
+        return ahead, back, shared
 
     def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
                        ) -> tuple[float, float, float]:
@@ -412,19 +432,14 @@ class Partitioner:
         problem.cost_graph(budget)  # the tables, shared with the stages solved later
         forward_least = 0.0
         work_vectors, own_vectors = [], []
-        for index, (layer, configs) in enumerate(zip(layers, problem.config_lists,
-                                                     strict=True)):
-            parts = []
-            for config in configs:
-                key = (kinds[0][index], tuple(sorted(config.items())))
-                if key not in self._memo:  # as `pipeline.stage_cost` keeps them
-                    cost = layer_cost(layer, config, self.machine)
-                    self._memo[key] = (cost.forward, cost.backward, cost.param_communication)
-                parts.append(self._memo[key])
-            split = np.array(parts, dtype=np.float64).reshape(len(configs), 3)
-            forward_least += float(split[:, 0].min())
-            work_vectors.append(split[:, 0] + split[:, 1])
-            own_vectors.append(microbatches * (split[:, 0] + split[:, 1]) + split[:, 2])
+        for layer, configs in zip(layers, problem.config_lists, strict=True):
+            costs = layer_costs(layer, configs, self.machine)
+            forward = costs.forward_compute + costs.forward_communication
+            work = forward + (costs.compute - costs.forward_compute + costs.communication
+                              - costs.forward_communication - costs.param_communication)
+            forward_least += float(forward.min())
+            work_vectors.append(work)
+            own_vectors.append(microbatches * work + costs.param_communication)
         names = [layer.name for layer in layers]
         work_graph = CostGraph(names, work_vectors)
         own_graph = CostGraph(names, own_vectors)
@@ -446,7 +461,10 @@ class Partitioner:
 
     def evaluate(self, bounds: Sequence[int], microbatches: int,
                  schedule: str) -> PipelinePlan:
-        """The plan whose stages begin at `bounds` (0 first), simulated."""
+        """The plan whose stages begin at `bounds` (0 first, the others among the
+        cuts), simulated."""
+        if not bounds or bounds[0] != 0 or not set(bounds[1:]) <= set(self.cuts):
+            raise ValueError(f"stages must begin at 0 and at cuts, not at {list(bounds)}")
         plan = self._evaluate(bounds, microbatches, schedule, None)
         assert plan is not None
         return plan
@@ -490,36 +508,65 @@ class Partitioner:
         return PipelinePlan(stages, microbatches, schedule, sim.step, sim.bubble,
                             max(stage.memory for stage in stages), sim)
 
+    def _spanning(self) -> list[tuple[int, int, int]]:
+        """(index, producer, consumer) of the edges whose layers are in different
+        segments: the only ones a stage boundary can cut."""
+        if self._spans is None:
+            positions = [0, *self.cuts]
+            self._spans = [(i, e.producer, e.consumer) for i, e in enumerate(self.edges)
+                           if bisect_right(positions, e.producer)
+                           != bisect_right(positions, e.consumer)]
+        return self._spans
+
+    def _crossing(self, index: int, u: int, v: int, solved: Sequence[SolvedStage],
+                  microbatches: int) -> tuple[float, float]:
+        """`boundary_seconds` of edge `index` from stage u to stage v of `solved`."""
+        group = self.devices // len(solved)
+        per_node = self.machine.devices_per_node
+        # The seconds depend on the two stages' configurations and whether their
+        # groups are on other nodes: the same for many candidate plans.
+        key = (index, id(solved[u]), id(solved[v]),
+               u * group // per_node != v * group // per_node)
+        if key not in self._crossings:
+            micro = self.micro(microbatches)
+            edge = micro.edges[index]
+            self._crossings[key] = boundary_seconds(
+                edge, solved[u].assignment[micro.layers[edge.producer].name],
+                solved[v].assignment[micro.layers[edge.consumer].name], u * group,
+                v * group, self.machine)
+        return self._crossings[key]
+
+    def _moves(self, bounds: Sequence[int], solved: Sequence[SolvedStage],
+               microbatches: int) -> list[float]:
+        """`_transfers`' moves of shared parameters once per step, per stage, alone."""
+        once = [0.0] * len(bounds)
+        if self._carried is None:
+            self._carried = [span for span in self._spanning()
+                             if carries_param(self.edges[span[0]])]
+        for index, producer, consumer in self._carried:
+            u = bisect_right(bounds, producer) - 1
+            v = bisect_right(bounds, consumer) - 1
+            if u != v:
+                ahead, back = self._crossing(index, u, v, solved, microbatches)
+                once[v] += ahead
+                once[u] += back
+        return once
+
     def _transfers(self, bounds: Sequence[int], solved: Sequence[SolvedStage],
                    microbatches: int) -> tuple[list[float], list[float], list[float]]:
         """Per boundary the forward and backward seconds per micro-batch of the tensors
         crossing it, and per stage the moves of shared parameters once per step."""
         count = len(bounds)
-        group = self.devices // count
-        stage_of = [0] * len(self.layers)
-        for s, (start, stop) in enumerate(zip(bounds, [*bounds[1:], len(self.layers)],
-                                              strict=True)):
-            stage_of[start:stop] = [s] * (stop - start)
         send_f = [0.0] * (count - 1)
         send_b = [0.0] * (count - 1)
         once = [0.0] * count
-        micro = self.micro(microbatches)
-        per_node = self.machine.devices_per_node
-        for index, (edge, small) in enumerate(zip(self.edges, micro.edges, strict=True)):
-            u, v = stage_of[edge.producer], stage_of[edge.consumer]
+        for index, producer, consumer in self._spanning():
+            u = bisect_right(bounds, producer) - 1
+            v = bisect_right(bounds, consumer) - 1
             if u == v:
                 continue
-            # The seconds depend on the two stages' configurations and whether their
-            # groups are on other nodes: the same for many candidate plans.
-            key = (index, id(solved[u]), id(solved[v]),
-                   u * group // per_node != v * group // per_node)
-            if key not in self._crossings:
-                self._crossings[key] = boundary_seconds(
-                    small, solved[u].assignment[micro.layers[edge.producer].name],
-                    solved[v].assignment[micro.layers[edge.consumer].name], u * group,
-                    v * group, self.machine)
-            ahead, back = self._crossings[key]
-            if carries_param(edge):  # once per step: into the consumer, and back
+            ahead, back = self._crossing(index, u, v, solved, microbatches)
+            if carries_param(self.edges[index]):  # once per step: into the consumer, back
                 once[v] += ahead
                 once[u] += back
                 continue
@@ -655,8 +702,8 @@ class Partitioner:
                  chained: float, done_forward: float, prefix: list[SolvedStage]) -> None:
             """Choose the stages after `bounds` (stage beginnings; the last begins at
             `after`): the stages so far did `done` seconds of F + B per micro-batch,
-            `chained` with the least sends between them and into `after` (`done_forward`
-            their F and forward sends), the first all-reducing `first`."""
+            `chained` with the least sends into them (`done_forward` their F and
+            forward sends), the first all-reducing `first`."""
             spend()
             index = len(bounds) - 1  # the stage [after, cut) about to be chosen
             if len(bounds) == stages:
@@ -670,10 +717,22 @@ class Partitioner:
                                        in_flight(schedule, stages, microbatches, index),
                                        memory)
                     if stage is None or beaten(tight.solved_stage(
-                            0, last, chained, first, done_forward, stage.work,
+                            0, after, last, chained, first, done_forward, stage.work,
                             stage.cost.forward, stage.cost.allreduce)):
                         return
                     prefix = [*prefix, stage]
+                    # The critical path with the least sends, before the sends themselves.
+                    sends = [tight.into(start, stop)
+                             for start, stop in zip(bounds[1:], [*bounds[2:], last],
+                                                    strict=True)]
+                    moves = self._moves(bounds, prefix, microbatches)
+                    if beaten(_critical_path(
+                            [p.cost.forward for p in prefix],
+                            [p.cost.backward for p in prefix], microbatches,
+                            [ahead for ahead, _ in sends], [back for _, back in sends],
+                            [p.cost.allreduce + moved
+                             for p, moved in zip(prefix, moves, strict=True)])):
+                        return
                 spend(LEAF_EFFORT + stages * microbatches // 4)  # the simulation
                 consider(bounds, prefix)
                 return
@@ -706,13 +765,16 @@ class Partitioner:
                     if alone >= reached() or pruned(done, ar, stage.work, rest, left):
                         continue
                     if tight is not None:
-                        if beaten(tight.solved_stage(left, cut, chained, ar, done_forward,
-                                                     stage.work, stage.cost.forward,
+                        if beaten(tight.solved_stage(left, after, cut, chained, ar,
+                                                     done_forward, stage.work,
+                                                     stage.cost.forward,
                                                      stage.cost.allreduce)):
                             continue
-                        ahead, back = tight.sends(cut)
-                        chain = chained + stage.work + ahead + back
-                        forward = done_forward + stage.cost.forward + ahead
+                        if index == 0:  # its moves of shared parameters, once per step
+                            ar += tight.moved(after, cut)
+                        ahead, back = tight.into(after, cut)
+                        chain = chained + ahead + back + stage.work
+                        forward = done_forward + ahead + stage.cost.forward
                     work = done + stage.work
                     solved = [*prefix, stage]
                 walk([*bounds, cut], cut, work, ar, chain, forward, solved)

@@ -23,9 +23,10 @@ sums over the cut positions, each segment's least costs found once by pase's DP 
 segment with vertex costs F + B (edges that move a shared parameter left out: they run
 once per step) and M (F + B) + AR (every edge once, which is at most what it costs:
 M >= 1), and per layer the least forward seconds. The sends between stages delay the
-chain too: a stage beginning at a cut receives at least the tensors that cross it into
-its first segment, each consumer device its block under the consumer's most split
-configuration, over the fastest link. Then a small DP over the cut positions gives, for
+chain too: a stage receives the tensors of the layers before it that its layers read,
+each consumer device at least its block under the consumer's most split configuration
+(and the gradient's producer device its block under the producer's), over the fastest
+link. Then a small DP over the cut positions gives, for
 k stages covering the layers from a position to the end, the least over the choices of
 cuts of the largest stage bound: `chain[k][a]` and `own[k][a]`. `rest`, `next_stage` and
 `solved_stage` are the bounds the stage walk prunes with.
@@ -51,20 +52,23 @@ import numpy as np
 class SegmentBounds:
     """Bounds for one (S, M) over the positions 0 = p_0 < ... < p_m = layers (the cuts):
     prefix sums of the least forward seconds per micro-batch (`forward`), of the
-    segments' least F + B (`work`) and least M (F + B) + AR (`own_least`); per position
-    the least seconds of the tensors a stage beginning there receives forward
-    (`send_forward`) and sends back (`send_backward`) per micro-batch; and for k = 1..S
+    segments' least F + B (`work`) and least M (F + B) + AR (`own_least`); the least
+    seconds per micro-batch of the tensors a stage [p_a, p_b) receives forward
+    (`into_forward[a][b]`) and sends back (`into_backward[a][b]`), and the least seconds
+    it moves once per step of parameters that layers of other stages share with its own
+    (`shared[a][b]`, part of its all-reduce); and for k = 1..S
     stages covering [p_a, p_m), `chain[k][a]` and `own[k][a]`: the least over the
-    choices of cuts of the largest chain (own) bound, counted from p_a (the stages
-    before it, and the sends into p_a, not included)."""
+    choices of cuts of the largest chain (own) bound, counted from the end of the
+    stages before p_a, the sends into the stage beginning at p_a included."""
 
     positions: tuple[int, ...]
     index: dict[int, int]
     forward: np.ndarray
     work: np.ndarray
     own_least: np.ndarray
-    send_forward: np.ndarray
-    send_backward: np.ndarray
+    into_forward: np.ndarray
+    into_backward: np.ndarray
+    shared: np.ndarray
     microbatches: int
     chain: np.ndarray
     own: np.ndarray
@@ -72,17 +76,22 @@ class SegmentBounds:
     @classmethod
     def of(cls, positions: Sequence[int], forward: Sequence[float], work: Sequence[float],
            own: Sequence[float], microbatches: int, stages: int,
-           send_forward: Sequence[float] | None = None,
-           send_backward: Sequence[float] | None = None) -> SegmentBounds:
+           into_forward: np.ndarray | None = None,
+           into_backward: np.ndarray | None = None,
+           shared: np.ndarray | None = None) -> SegmentBounds:
         """The bounds of prefix sums at `positions` (`forward`, `work`, `own`: one entry
-        per position, 0 at the first) and sends into each position (none if not given)
+        per position, 0 at the first) and the sends into each stage (none if not given)
         for up to `stages` stages of `microbatches`."""
         size = len(positions)
         f = np.asarray(forward, dtype=np.float64)
         w = np.asarray(work, dtype=np.float64)
         o = np.asarray(own, dtype=np.float64)
-        ahead = np.zeros(size) if send_forward is None else np.asarray(send_forward, float)
-        back = np.zeros(size) if send_backward is None else np.asarray(send_backward, float)
+        ahead = np.zeros((size, size)) if into_forward is None else into_forward
+        back = np.zeros((size, size)) if into_backward is None else into_backward
+        moved = np.zeros((size, size)) if shared is None else shared
+        # A chain bound adds the sends into each stage and the first stage's all-reduce.
+        chain_add = ahead + back
+        chain_add[0] += moved[0]
         # Stage [p_a, p_b) for a < b < m (it is not the last): inf elsewhere.
         inner = np.triu(np.ones((size, size), dtype=bool), 1)
         inner[:, -1] = False
@@ -91,33 +100,40 @@ class SegmentBounds:
         own_ab = np.where(inner, o[None, :] - o[:, None], np.inf)
         chain = np.full((stages + 1, size), np.inf)
         own_dp = np.full((stages + 1, size), np.inf)
-        chain[1, :-1] = microbatches * (w[-1] - w[:-1])
-        own_dp[1, :-1] = o[-1] - o[:-1]
+        chain[1, :-1] = chain_add[:-1, -1] + microbatches * (w[-1] - w[:-1])
+        own_dp[1, :-1] = ahead[:-1, -1] + o[-1] - o[:-1] + moved[:-1, -1]
         for k in range(2, stages + 1):
-            # The first of k stages ends at some b < m; k - 1 stages cover the rest.
-            later_chain = (ahead + back + chain[k - 1])[None, :]
-            chain[k] = np.maximum(microbatches * work_ab, work_ab + later_chain).min(axis=1)
-            later_own = (ahead + own_dp[k - 1])[None, :]
-            own_dp[k] = np.maximum(own_ab, forward_ab + later_own).min(axis=1)
+            # The first of k stages is [p_a, p_b) for some b < m; k - 1 cover the rest.
+            chain[k] = (chain_add + np.maximum(microbatches * work_ab,
+                                               work_ab + chain[k - 1][None, :])
+                        ).min(axis=1)
+            own_dp[k] = (ahead + np.maximum(own_ab + moved,
+                                            forward_ab + own_dp[k - 1][None, :])
+                         ).min(axis=1)
         return cls(tuple(positions), {p: i for i, p in enumerate(positions)}, f, w, o,
-                   ahead, back, microbatches, chain, own_dp)
+                   ahead, back, moved, microbatches, chain, own_dp)
 
     def whole(self, stages: int) -> float:
         """A lower bound on the step of every plan with `stages` stages."""
         return max(float(self.chain[stages][0]), float(self.own[stages][0]))
 
-    def sends(self, position: int) -> tuple[float, float]:
-        """The least forward and backward seconds per micro-batch into a stage beginning
-        at `position`."""
-        a = self.index[position]
-        return float(self.send_forward[a]), float(self.send_backward[a])
+    def into(self, start: int, stop: int) -> tuple[float, float]:
+        """The least forward and backward seconds per micro-batch of the tensors the
+        stage [start, stop) receives from the stages before it."""
+        a, b = self.index[start], self.index[stop]
+        return float(self.into_forward[a][b]), float(self.into_backward[a][b])
+
+    def moved(self, start: int, stop: int) -> float:
+        """The least seconds the stage [start, stop) moves once per step of parameters
+        shared with layers of other stages."""
+        return float(self.shared[self.index[start]][self.index[stop]])
 
     def rest(self, stages: int, start: int, done: float, first: float,
              done_forward: float) -> float:
         """A lower bound on the step of every plan whose stages before layer `start` (a
-        position) and the sends between them and into `start` took `done` seconds
-        forward and backward and `done_forward` forward per micro-batch, the first stage
-        all-reducing `first`, and `stages` stages cover the rest."""
+        position) and the sends into them took `done` seconds forward and backward and
+        `done_forward` forward per micro-batch, the first stage all-reducing `first`,
+        and `stages` stages cover the rest."""
         a = self.index[start]
         return max(done + first + float(self.chain[stages][a]),
                    done_forward + float(self.own[stages][a]))
@@ -129,25 +145,31 @@ class SegmentBounds:
         a, b = self.index[start], self.index[stop]
         work = float(self.work[b] - self.work[a])
         chain = self.microbatches * work
-        own = float(self.own_least[b] - self.own_least[a])
+        own = float(self.own_least[b] - self.own_least[a] + self.shared[a][b])
         if stages_after:
-            chain = max(chain, work + float(self.send_forward[b] + self.send_backward[b]
-                                            + self.chain[stages_after][b]))
-            own = max(own, float(self.forward[b] - self.forward[a] + self.send_forward[b]
-                                 + self.own[stages_after][b]))
-        return max(done + first + chain, done_forward + own)
+            chain = max(chain, work + float(self.chain[stages_after][b]))
+            own = max(own, float(self.forward[b] - self.forward[a])
+                      + float(self.own[stages_after][b]))
+        ahead, back = float(self.into_forward[a][b]), float(self.into_backward[a][b])
+        if a == 0:
+            first += float(self.shared[a][b])
+        return max(done + first + ahead + back + chain, done_forward + ahead + own)
 
-    def solved_stage(self, stages_after: int, stop: int, done: float, first: float,
-                     done_forward: float, work: float, forward: float,
+    def solved_stage(self, stages_after: int, start: int, stop: int, done: float,
+                     first: float, done_forward: float, work: float, forward: float,
                      allreduce: float) -> float:
-        """`rest` for the plans whose next stage, ending at `stop`, has been solved:
-        `work` F + B and `forward` F per micro-batch, `allreduce` once per step (`first`
-        is the first stage's all-reduce, this one's if it is the first)."""
-        b = self.index[stop]
+        """`rest` for the plans whose next stage, [start, stop), has been solved: `work`
+        F + B and `forward` F per micro-batch, `allreduce` once per step (`first` is the
+        first stage's all-reduce, this one's if it is the first, the moves of shared
+        parameters not included in either)."""
+        a, b = self.index[start], self.index[stop]
+        moved = float(self.shared[a][b])
         chain = self.microbatches * work
-        own = self.microbatches * work + allreduce
+        own = self.microbatches * work + allreduce + moved
+        if a == 0:
+            first += moved
         if stages_after:
-            chain = max(chain, work + float(self.send_forward[b] + self.send_backward[b]
-                                            + self.chain[stages_after][b]))
-            own = max(own, forward + float(self.send_forward[b] + self.own[stages_after][b]))
-        return max(done + first + chain, done_forward + own)
+            chain = max(chain, work + float(self.chain[stages_after][b]))
+            own = max(own, forward + float(self.own[stages_after][b]))
+        ahead, back = float(self.into_forward[a][b]), float(self.into_backward[a][b])
+        return max(done + first + ahead + back + chain, done_forward + ahead + own)

@@ -27,6 +27,7 @@ def check_plan_bounds(plans: Partitioner, starts: list[int], micro: int, schedul
     assert tight.whole(stages) <= limit
     group = plans.devices // stages
     ends = [*starts[1:], len(plans.layers)]
+    solved = []
     chained = forward = first = 0.0
     for index, (start, stop) in enumerate(zip(starts, ends, strict=True)):
         after = stages - index - 1
@@ -35,14 +36,24 @@ def check_plan_bounds(plans: Partitioner, starts: list[int], micro: int, schedul
         stage = plans.stage(start, stop, group, micro,
                             in_flight(schedule, stages, micro, index))
         assert stage is not None
+        solved.append(stage)
         if index == 0:
             first = stage.cost.allreduce
-        assert tight.solved_stage(after, stop, chained, first, forward, stage.work,
+        assert tight.solved_stage(after, start, stop, chained, first, forward, stage.work,
                                   stage.cost.forward, stage.cost.allreduce) <= limit
-        if after:
-            ahead, back = tight.sends(stop)
-            chained += stage.work + ahead + back
-            forward += stage.cost.forward + ahead
+        if index == 0:
+            first += tight.moved(start, stop)
+        ahead, back = tight.into(start, stop)
+        chained += ahead + back + stage.work
+        forward += ahead + stage.cost.forward
+    # The least sends into each stage are at most what its boundary carries.
+    send_forward, send_backward, once = plans._transfers(starts, solved, micro)
+    for s, (start, stop) in enumerate(zip(starts[1:], ends[1:], strict=True)):
+        ahead, back = tight.into(start, stop)
+        assert ahead <= send_forward[s] * (1 + SLACK)
+        assert back <= send_backward[s] * (1 + SLACK)
+    for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
+        assert tight.moved(start, stop) <= once[s] * (1 + SLACK)
 
 
 @pytest.mark.parametrize(("seed", "devices", "machine"),
@@ -99,3 +110,39 @@ def test_search_breaks_ties_by_the_order_given() -> None:
     assert expected is not None
     assert (len(found.stages), found.microbatches, found.step) == \
         (len(expected.stages), expected.microbatches, expected.step)
+
+
+TIED = """graph @tied(b = 16, d = 32, h = 64) {
+  %x = input [b, d]
+  %t = input [b] : i32
+  %w = param [d, h]
+  %h1 = einsum %x, %w -> [b, h]
+  %a1 = relu %h1
+  %v = param [h, d]
+  %h2 = einsum %a1, %v -> [b, d]
+  %a2 = relu %h2
+  %h3 = einsum %a2, %w -> [b, h]
+  %a3 = relu %h3
+  %z = einsum %a3, %v -> [b, d]
+  %l = softmax_cross_entropy %z, %t over d
+  return %l
+}
+"""
+
+
+@pytest.mark.parametrize(("devices", "machine"), [(8, "v100-nvlink"), (16, "2080ti-pcie")])
+def test_segment_bounds_hold_with_parameters_shared_across_stages(devices: int,
+                                                                   machine: str) -> None:
+    plans = partitioner(TIED, devices=devices, machine=machine)
+    assert any(edge.carried and edge.backward for edge in plans.edges)
+    for stages in (2, 4):
+        for micro in (1, 4):
+            for cuts in itertools.combinations(plans.cuts, stages - 1):
+                check_plan_bounds(plans, [0, *cuts], micro, "1f1b")
+    found, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b")
+    expected = ordered_search(partitioner(TIED, devices=devices, machine=machine),
+                              [1, 2, 4], [1, 2, 4], "1f1b")
+    assert found is not None
+    assert expected is not None
+    assert (found.step, [s.start for s in found.stages]) == \
+        (expected.step, [s.start for s in expected.stages])
