@@ -18,8 +18,10 @@ goes back through them, so with w_t = F_t + B_t
 and over any split of work W into r stages, max_s (w_0 + ... + w_{s-1} + M w_s) is at
 least W / (1 - (1 - 1/M)^r) (`spread`). Before a stage is solved, w is bounded below by
 its layers' least compute (`least_compute`: FLOPs over the most devices any of its
-configurations uses). Sub-problems that are structurally the same (layers equal but for
-their names, the same edges between them: the blocks of a transformer) are solved once.
+configurations uses), and tighter by the segments' least costs and the least transfers
+(`stagebound.SegmentBounds`). Sub-problems that are structurally the same (layers equal
+but for their names, the same edges between them: the blocks of a transformer) are
+solved once. `search` tries every (S, M), the most promising first.
 
     >>> from pase.frontend import parse_file
     >>> from pase.passes.strategy.from_ir import read_graph
