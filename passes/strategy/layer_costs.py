@@ -53,6 +53,17 @@ class LayerCosts:
         return LayerCost(*(float(getattr(self, part.name)[index]) for part in fields(self)))
 
     @property
+    def forward(self) -> np.ndarray:
+        """`LayerCost.forward` of every configuration."""
+        return self.forward_compute + self.forward_communication
+
+    @property
+    def backward(self) -> np.ndarray:
+        """`LayerCost.backward` of every configuration."""
+        return (self.compute - self.forward_compute + self.communication
+                - self.forward_communication - self.param_communication)
+
+    @property
     def total(self) -> np.ndarray:
         """The DP's vertex vector: compute plus collectives."""
         return self.compute + self.communication

@@ -77,10 +77,10 @@ SolveStage = Callable[[list[Layer], list[Edge], int], dict[str, Config]]
 FIRST_EFFORT = 20_000
 """`Partitioner.search` first gives each (S, M) this much effort (`best`'s `effort`), and
 four times more in each later round to those that used it up."""
-SOLVE_EFFORT = 0
-"""A stage solve counts as this many steps of the walk in `best`'s `effort`."""
 LEAF_EFFORT = 5
-"""So does a plan's evaluation (its transfers), plus S M / 4 for its simulation."""
+"""A plan's evaluation (its transfers) counts as this many steps of the walk in `best`'s
+`effort`, plus S M / 4 for its simulation. Stage solves count nothing: they are kept
+between rounds (counting them made the Transformer re-solve ranges a later plan prunes)."""
 
 
 class EffortSpent(Exception):
@@ -436,10 +436,8 @@ class Partitioner:
         work_vectors, own_vectors = [], []
         for layer, configs in zip(layers, problem.config_lists, strict=True):
             costs = layer_costs(layer, configs, self.machine)
-            forward = costs.forward_compute + costs.forward_communication
-            work = forward + (costs.compute - costs.forward_compute + costs.communication
-                              - costs.forward_communication - costs.param_communication)
-            forward_least += float(forward.min())
+            work = costs.forward + costs.backward
+            forward_least += float(costs.forward.min())
             work_vectors.append(work)
             own_vectors.append(microbatches * work + costs.param_communication)
         names = [layer.name for layer in layers]
@@ -650,9 +648,8 @@ class Partitioner:
         `memory` with the micro-batches its position holds ends the prefix too. With
         `bound` (a step already reached elsewhere, for example with another S or M),
         only plans strictly faster than it are returned. With `effort`, raises
-        `EffortSpent` once the walk has visited that many prefixes, a stage solve
-        counting as `SOLVE_EFFORT` of them and a plan evaluated as `LEAF_EFFORT` and
-        S M / 4 more (roughly their costs in time).
+        `EffortSpent` once the walk has visited that many prefixes, a plan evaluated
+        counting as `LEAF_EFFORT` and S M / 4 more (roughly its cost in time).
         """
         if stages > len(self.cuts) + 1:
             return None
@@ -689,15 +686,11 @@ class Partitioner:
         def beaten(step: float) -> bool:
             return step * (1 - SLACK) >= reached()
 
-        solver = self.solve_stage
-        solves = solver.solves if isinstance(solver, StageSolver) else 0
         visits = [0]
 
         def spend(steps: int = 1) -> None:
             visits[0] += steps
-            if effort is not None and visits[0] + SOLVE_EFFORT * (
-                    (solver.solves if isinstance(solver, StageSolver) else 0) - solves
-            ) > effort:
+            if effort is not None and visits[0] > effort:
                 raise EffortSpent
 
         def walk(bounds: list[int], after: int, done: float, first: float,

@@ -502,16 +502,10 @@ class Problem:
         return cost.compute + cost.communication
 
     def edge_table(self, index: int) -> np.ndarray:
-        """Edge `index`'s matrix of seconds over its ends' configurations (from the
-        shared tables when they hold it)."""
-        edge = self.edges[index]
-        if self.tables is not None:
-            kinds = self._kinds()[1]
-            table = self.tables.edge.get((kinds[index], self.devices))
-            if table is not None:
-                return table
-        return self._edge(edge, self.config_lists[edge.producer],
-                          self.config_lists[edge.consumer])
+        """Edge `index`'s matrix of seconds over its ends' configurations, as the cost
+        graph (built first if it is not) was given it."""
+        self.cost_graph()
+        return self._edge_tables[index]
 
     def _edge(self, edge: Edge, producer_configs: list[Config],
               consumer_configs: list[Config],
