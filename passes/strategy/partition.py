@@ -234,6 +234,19 @@ class _Micro:
     kinds: tuple[list[int], list[int]] | None
 
 
+@dataclass
+class _Bytes:
+    """At least the bytes of one edge between segments each stage [p_a, p_b) receives
+    (`Partitioner._least_bytes`): `ahead` per micro-batch, or once per step if
+    `carried`; `back` its gradient."""
+
+    producer: int
+    consumer: int
+    carried: bool
+    ahead: np.ndarray
+    back: np.ndarray
+
+
 class Partitioner:
     """Plans for one graph on `devices` devices: stage ranges solved once each.
 
@@ -257,6 +270,7 @@ class Partitioner:
         self._stages: dict[tuple, SolvedStage | None] = {}
         self._least: dict[tuple[int, int], list[float]] = {}
         self._bounds: dict[tuple[int, int], SegmentBounds] = {}
+        self._ranges: dict[tuple, SegmentBounds] = {}
         self._segments: dict[tuple, tuple[float, float, float]] = {}
         self._spans: list[tuple[int, int, int]] | None = None
         self._carried: list[tuple[int, int, int]] | None = None
@@ -351,58 +365,156 @@ class Partitioner:
                 forward.append(forward[-1] + least[0])
                 work.append(work[-1] + least[1])
                 own.append(own[-1] + least[2])
-            ahead, back, shared = self._least_sends(positions, group, microbatches)
+            ahead, back, shared = self._sends(positions, stages,
+                                              self._least_bytes(positions, group,
+                                                                microbatches))
             self._bounds[key] = SegmentBounds.of(positions, forward, work, own,
                                                  microbatches, stages, ahead, back, shared)
         return self._bounds[key]
 
-    def _least_sends(self, positions: Sequence[int], devices: int, microbatches: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each stage [p_a, p_b) between two positions, the least forward and
-        backward seconds per micro-batch of the tensors it receives from earlier layers
-        (those its layers read; a tensor skipping stages comes with the last boundary it
-        crosses), and the least seconds it moves once per step of parameters shared
-        with other stages' layers (`carries_param`: into the reader, and its gradient
-        back): each block under its consumer's (for a gradient, its producer's) most
-        split configuration on `devices` devices, over the fastest link two groups of
-        them can have. The configuration lists come from `_segment_least`'s problems."""
+    def range_bounds(self, stages: int, microbatches: int, schedule: str,
+                     memory: float | None = None) -> SegmentBounds | None:
+        """`segment_bounds` with every stage range a plan of `stages` stages can have
+        solved first: its F, F + B and M (F + B) + AR exactly, the tensors it receives
+        forward and the parameters it shares with other stages moved under its own
+        configurations, and as the first stage its all-reduce. Solving them costs what
+        a long walk costs, so `search` builds these only for the (S, M) whose walk with
+        segment bounds ran out of effort. Under `memory`, a range whose configurations
+        would not fit holding the most micro-batches a stage holds keeps its segments'
+        bounds (it may be solved under the cap instead)."""
+        tight = self.segment_bounds(stages, microbatches)
+        if tight is None:
+            return None
+        key = (stages, microbatches, schedule, memory)
+        if key in self._ranges:
+            return self._ranges[key]
+        positions = tight.positions
+        size = len(positions)
+        group = self.devices // stages
+        holds = in_flight(schedule, stages, microbatches, 0)
+        forward = tight.forward.copy()
+        work = tight.work.copy()
+        own = tight.own_least.copy()
+        opening = np.zeros(size)
+        micro = self.micro(microbatches)
+        parts = self._least_bytes(positions, group, microbatches)
+        for a in range(size - 1):
+            for b in range(a + 1, size):
+                if not _possible(a, b, size, stages):
+                    continue
+                start, stop = positions[a], positions[b]
+                stage = self._solved(start, stop, group, microbatches, None, 1)
+                assert stage is not None
+                if memory is not None and \
+                        stage.parameter_bytes + holds * stage.activation_bytes > memory:
+                    continue
+                forward[a][b] = stage.cost.forward
+                work[a][b] = stage.work
+                own[a][b] = microbatches * stage.work + stage.cost.allreduce
+                if a == 0:
+                    opening[b] = stage.cost.allreduce
+                for (index, producer, consumer), part in zip(self._spanning(), parts,
+                                                             strict=True):
+                    edge = micro.edges[index]
+                    if start <= consumer < stop and producer < start:
+                        part.ahead[a][b] = local_elements(
+                            edge.needed, stage.assignment[micro.layers[consumer].name]) \
+                            * edge.needed.element_bytes
+                    elif part.carried and start <= producer < stop <= consumer:
+                        part.back[a][b] = local_elements(
+                            edge.held, stage.assignment[micro.layers[producer].name]) \
+                            * edge.held.element_bytes
+        ahead, back, shared = self._sends(positions, stages, parts)
+        bounds = SegmentBounds.of_ranges(positions, forward, work, own, microbatches,
+                                         stages, ahead, back, shared, opening)
+        self._ranges[key] = bounds
+        return bounds
+
+    def _least_bytes(self, positions: Sequence[int], devices: int, microbatches: int
+                     ) -> list[_Bytes]:
+        """For each edge between segments (`_spanning`), at least the bytes each stage
+        [p_a, p_b) between two positions receives of it: its block forward where the
+        stage holds the consumer and not the producer (a tensor skipping stages comes
+        with the last boundary it crosses) and the gradient it sends back for it; for
+        an edge that carries a parameter (`carries_param`: once per step) the gradient
+        where the stage holds the producer and not the consumer. Each block is the
+        least under its consumer's (for a gradient, its producer's) most split
+        configuration on `devices` devices; the lists come from `_segment_least`'s
+        problems."""
         solver = self.solve_stage
         assert isinstance(solver, StageSolver)
         micro = self.micro(microbatches)
         assert micro.kinds is not None
-        # Groups of at least a node's devices begin on other nodes than the one before.
-        fastest = self.machine.inter_node_bandwidth \
-            if devices >= self.machine.devices_per_node else \
-            max(self.machine.intra_node_bandwidth, self.machine.inter_node_bandwidth)
-        size = len(positions)
-        ahead = np.zeros((size, size))
-        back = np.zeros((size, size))
-        shared = np.zeros((size, size))
         places = np.asarray(positions)
+        parts = []
         for index, producer, consumer in self._spanning():
             edge = micro.edges[index]
             consumers = solver.tables.configs[(micro.kinds[0][consumer], devices)]
-            seconds = min(local_elements(edge.needed, config) for config in consumers) \
-                * edge.needed.element_bytes / fastest
+            ahead = min(local_elements(edge.needed, config) for config in consumers) \
+                * edge.needed.element_bytes
+            gradient = 0.0
             if edge.backward:
                 producers = solver.tables.configs[(micro.kinds[0][producer], devices)]
                 gradient = min(local_elements(edge.held, config) for config in producers) \
-                    * edge.held.element_bytes / fastest
+                    * edge.held.element_bytes
             # Stages [p_a, p_b) with producer < p_a <= consumer < p_b receive it.
             receives = np.outer((places > producer) & (places <= consumer),
                                 places > consumer).astype(np.float64)
-            if carries_param(edge):
-                # ... once per step, and the stage with p_a <= producer < p_b <= consumer
-                # receives its gradient.
-                shared += seconds * receives
-                if edge.backward:
-                    shared += gradient * np.outer(places <= producer,
-                                                  (places > producer) & (places <= consumer))
-                continue
-            ahead += seconds * receives
-            if edge.backward:
-                back += gradient * receives
+            carried = carries_param(edge)
+            if carried:  # the stage with p_a <= producer < p_b <= consumer: its gradient
+                back = gradient * np.outer(places <= producer,
+                                           (places > producer) & (places <= consumer))
+            else:
+                back = gradient * receives
+            parts.append(_Bytes(producer, consumer, carried, ahead * receives, back))
+        return parts
+
+    def _sends(self, positions: Sequence[int], stages: int, parts: Sequence[_Bytes]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The seconds of `parts`' bytes (`_least_bytes`) per stage index s and range
+        [a][b]: forward and backward per micro-batch (a tensor into stage s and its
+        gradient), and once per step (a shared parameter into stage s, or its gradient
+        to the producer's stage s). A link is the inter-node one where the other stage
+        is on another node whatever the cuts (the stage holding the other end of the
+        edge is at most, or at least, the one its segment's position allows), else the
+        fastest two groups of P/S devices can have."""
+        group = self.devices // stages
+        per_node = self.machine.devices_per_node
+        fastest = self._fastest(group)
+        inter = self.machine.inter_node_bandwidth
+        size = len(positions)
+        ahead = np.zeros((stages, size, size))
+        back = np.zeros((stages, size, size))
+        shared = np.zeros((stages, size, size))
+
+        def apart(u: int, v: int) -> bool:
+            return u * group // per_node != v * group // per_node
+
+        for part in parts:
+            produced = bisect_right(positions, part.producer) - 1  # segments
+            consumed = bisect_right(positions, part.consumer) - 1
+            for s in range(stages):
+                if s > 0:  # the producer's stage is at most s - 1 and its segment
+                    link = inter if apart(min(s - 1, produced), s) else fastest
+                    if part.carried:
+                        shared[s] += part.ahead / link
+                    else:
+                        ahead[s] += part.ahead / link
+                        back[s] += part.back / link
+                if part.carried and s < stages - 1:
+                    # The consumer's stage is at least s + 1, and leaves a segment to
+                    # each stage after it.
+                    link = inter if apart(s, max(s + 1, stages + 1 - size + consumed)) \
+                        else fastest
+                    shared[s] += part.back / link
         return ahead, back, shared
+
+    def _fastest(self, devices: int) -> float:
+        """The fastest link between two stage groups of `devices` devices: groups of
+        at least a node's devices begin on other nodes than the one before."""
+        if devices >= self.machine.devices_per_node:
+            return self.machine.inter_node_bandwidth
+        return max(self.machine.intra_node_bandwidth, self.machine.inter_node_bandwidth)
 
     def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
                        ) -> tuple[float, float, float]:
@@ -614,7 +726,8 @@ class Partitioner:
                 stages, micro = pairs[i]
                 try:
                     plan = self.best(stages, micro, schedule, memory, method,
-                                     math.nextafter(least, math.inf), effort)
+                                     math.nextafter(least, math.inf), effort,
+                                     ranges=effort != FIRST_EFFORT)
                 except EffortSpent:
                     again.append(i)
                     continue
@@ -635,7 +748,8 @@ class Partitioner:
 
     def best(self, stages: int, microbatches: int, schedule: str,
              memory: float | None = None, method: str = "dp",
-             bound: float = math.inf, effort: int | None = None) -> PipelinePlan | None:
+             bound: float = math.inf, effort: int | None = None,
+             ranges: bool = False) -> PipelinePlan | None:
         """The plan with the least step among those with `stages` contiguous stages
         that fit in `memory` bytes per device, or None if none fits.
 
@@ -649,7 +763,8 @@ class Partitioner:
         `bound` (a step already reached elsewhere, for example with another S or M),
         only plans strictly faster than it are returned. With `effort`, raises
         `EffortSpent` once the walk has visited that many prefixes, a plan evaluated
-        counting as `LEAF_EFFORT` and S M / 4 more (roughly its cost in time).
+        counting as `LEAF_EFFORT` and S M / 4 more (roughly its cost in time). With
+        `ranges`, every stage range is solved first and prunes with `range_bounds`.
         """
         if stages > len(self.cuts) + 1:
             return None
@@ -660,6 +775,11 @@ class Partitioner:
             if method == "dp" and stages > 1 else None
         if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
+        if tight is not None and ranges:
+            tight = self.range_bounds(stages, microbatches, schedule, memory)
+            assert tight is not None
+            if tight.whole(stages) * (1 - SLACK) >= bound:
+                return None
         group = self.devices // stages
         least = self.least_compute(group, microbatches)
         last = len(self.layers)
@@ -717,9 +837,9 @@ class Partitioner:
                         return
                     prefix = [*prefix, stage]
                     # The critical path with the least sends, before the sends themselves.
-                    sends = [tight.into(start, stop)
-                             for start, stop in zip(bounds[1:], [*bounds[2:], last],
-                                                    strict=True)]
+                    sends = [tight.into(start, stop, s)
+                             for s, (start, stop) in enumerate(
+                                 zip(bounds[1:], [*bounds[2:], last], strict=True), 1)]
                     moves = self._moves(bounds, prefix, microbatches)
                     if beaten(_critical_path(
                             [p.cost.forward for p in prefix],
@@ -766,8 +886,8 @@ class Partitioner:
                                                      stage.cost.allreduce)):
                             continue
                         if index == 0:  # its moves of shared parameters, once per step
-                            ar += tight.moved(after, cut)
-                        ahead, back = tight.into(after, cut)
+                            ar += tight.moved(after, cut, 0)
+                        ahead, back = tight.into(after, cut, index)
                         chain = chained + ahead + back + stage.work
                         forward = done_forward + ahead + stage.cost.forward
                     work = done + stage.work
@@ -781,6 +901,19 @@ class Partitioner:
         else:
             walk([0], 0, 0.0, 0.0, 0.0, 0.0, [])
         return best[0]
+
+
+def _possible(a: int, b: int, size: int, stages: int) -> bool:
+    """Whether [p_a, p_b) of `size` positions is a stage of some plan of `stages`
+    stages: the first begins at p_0, the last ends at p_{size - 1}, and every stage
+    holds at least one segment."""
+    last = size - 1
+    if b == last:
+        return a >= stages - 1
+    if a == 0:
+        return b <= last - (stages - 1)
+    # As stage s, 1 <= s <= S - 2: s <= a, and S - 1 - s stages after b.
+    return max(1, b - last + stages - 1) <= min(a, stages - 2)
 
 
 def _critical_path(forward: Sequence[float], backward: Sequence[float], microbatches: int,

@@ -50,16 +50,19 @@ import numpy as np
 
 @dataclass(frozen=True)
 class SegmentBounds:
-    """Bounds for one (S, M) over the positions 0 = p_0 < ... < p_m = layers (the cuts):
-    prefix sums of the least forward seconds per micro-batch (`forward`), of the
-    segments' least F + B (`work`) and least M (F + B) + AR (`own_least`); the least
-    seconds per micro-batch of the tensors a stage [p_a, p_b) receives forward
-    (`into_forward[a][b]`) and sends back (`into_backward[a][b]`), and the least seconds
-    it moves once per step of parameters that layers of other stages share with its own
-    (`shared[a][b]`, part of its all-reduce); and for k = 1..S
-    stages covering [p_a, p_m), `chain[k][a]` and `own[k][a]`: the least over the
-    choices of cuts of the largest chain (own) bound, counted from the end of the
-    stages before p_a, the sends into the stage beginning at p_a included."""
+    """Bounds for S stages of M micro-batches over the positions 0 = p_0 < ... < p_m =
+    layers (the cuts). For each stage [p_a, p_b) (entry [a][b] of each matrix; a >= b
+    unused): at least its forward seconds per micro-batch (`forward`), its F + B
+    (`work`), its M (F + B) + AR (`own_least`); as stage s (entry [s][a][b]) at least
+    the seconds per micro-batch of the tensors it receives forward (`into_forward`)
+    and sends back (`into_backward`) from the stages before it, and the seconds it
+    moves once per step of parameters that layers of other stages share with its own
+    (`shared`, part of its all-reduce; as stage s, for the links between groups depend
+    on where they are); and as the first stage [p_0, p_b), at least its all-reduce
+    (`opening[b]`, 0 where unknown). And for k = 1..S stages covering [p_a, p_m) (the
+    last k of the S), `chain[k][a]` and `own[k][a]`: the least over the choices of cuts
+    of the largest chain (own) bound, counted from the end of the stages before p_a, the
+    sends into the stage beginning at p_a included."""
 
     positions: tuple[int, ...]
     index: dict[int, int]
@@ -69,6 +72,7 @@ class SegmentBounds:
     into_forward: np.ndarray
     into_backward: np.ndarray
     shared: np.ndarray
+    opening: np.ndarray
     microbatches: int
     chain: np.ndarray
     own: np.ndarray
@@ -79,80 +83,104 @@ class SegmentBounds:
            into_forward: np.ndarray | None = None,
            into_backward: np.ndarray | None = None,
            shared: np.ndarray | None = None) -> SegmentBounds:
-        """The bounds of prefix sums at `positions` (`forward`, `work`, `own`: one entry
-        per position, 0 at the first) and the sends into each stage (none if not given)
-        for up to `stages` stages of `microbatches`."""
+        """The bounds of the segments' prefix sums at `positions` (`forward`, `work`,
+        `own`: one entry per position, 0 at the first; a stage's bound is the sum over
+        its segments) and the sends into each stage (none if not given) for `stages`
+        stages of `microbatches`."""
+        def ranges(prefix: Sequence[float]) -> np.ndarray:
+            sums = np.asarray(prefix, dtype=np.float64)
+            return sums[None, :] - sums[:, None]
+
+        return cls.of_ranges(positions, ranges(forward), ranges(work), ranges(own),
+                             microbatches, stages, into_forward, into_backward, shared)
+
+    @classmethod
+    def of_ranges(cls, positions: Sequence[int], forward: np.ndarray, work: np.ndarray,
+                  own: np.ndarray, microbatches: int, stages: int,
+                  into_forward: np.ndarray | None = None,
+                  into_backward: np.ndarray | None = None,
+                  shared: np.ndarray | None = None,
+                  opening: np.ndarray | None = None) -> SegmentBounds:
+        """The bounds of per-stage bounds (class docstring: matrices [a][b], the sends
+        [s][a][b]; none if not given) for `stages` stages of `microbatches`."""
         size = len(positions)
-        f = np.asarray(forward, dtype=np.float64)
-        w = np.asarray(work, dtype=np.float64)
-        o = np.asarray(own, dtype=np.float64)
-        ahead = np.zeros((size, size)) if into_forward is None else into_forward
-        back = np.zeros((size, size)) if into_backward is None else into_backward
-        moved = np.zeros((size, size)) if shared is None else shared
-        # A chain bound adds the sends into each stage and the first stage's all-reduce.
-        chain_add = ahead + back
-        chain_add[0] += moved[0]
+        zeros = np.zeros((stages, size, size))
+        ahead = zeros if into_forward is None else into_forward
+        back = zeros if into_backward is None else into_backward
+        moved = zeros if shared is None else shared
+        first = np.zeros(size) if opening is None else opening
         # Stage [p_a, p_b) for a < b < m (it is not the last): inf elsewhere.
         inner = np.triu(np.ones((size, size), dtype=bool), 1)
         inner[:, -1] = False
-        work_ab = np.where(inner, w[None, :] - w[:, None], np.inf)
-        forward_ab = np.where(inner, f[None, :] - f[:, None], np.inf)
-        own_ab = np.where(inner, o[None, :] - o[:, None], np.inf)
+        work_ab = np.where(inner, work, np.inf)
+        forward_ab = np.where(inner, forward, np.inf)
+        own_ab = np.where(inner, own, np.inf)
         chain = np.full((stages + 1, size), np.inf)
         own_dp = np.full((stages + 1, size), np.inf)
-        chain[1, :-1] = chain_add[:-1, -1] + microbatches * (w[-1] - w[:-1])
-        own_dp[1, :-1] = ahead[:-1, -1] + o[-1] - o[:-1] + moved[:-1, -1]
-        for k in range(2, stages + 1):
+        for k in range(1, stages + 1):
+            s = stages - k  # the first of the last k stages
+            # A chain bound adds the sends into each stage and the first one's all-reduce.
+            chain_add = ahead[s] + back[s]
+            if s == 0:
+                chain_add[0] += first + moved[0][0]
+            if k == 1:
+                chain[1, :-1] = chain_add[:-1, -1] + microbatches * work[:-1, -1]
+                own_dp[1, :-1] = ahead[s][:-1, -1] + own[:-1, -1] + moved[s][:-1, -1]
+                continue
             # The first of k stages is [p_a, p_b) for some b < m; k - 1 cover the rest.
             chain[k] = (chain_add + np.maximum(microbatches * work_ab,
                                                work_ab + chain[k - 1][None, :])
                         ).min(axis=1)
-            own_dp[k] = (ahead + np.maximum(own_ab + moved,
-                                            forward_ab + own_dp[k - 1][None, :])
+            own_dp[k] = (ahead[s] + np.maximum(own_ab + moved[s],
+                                               forward_ab + own_dp[k - 1][None, :])
                          ).min(axis=1)
-        return cls(tuple(positions), {p: i for i, p in enumerate(positions)}, f, w, o,
-                   ahead, back, moved, microbatches, chain, own_dp)
+        return cls(tuple(positions), {p: i for i, p in enumerate(positions)}, forward,
+                   work, own, ahead, back, moved, first, microbatches, chain, own_dp)
+
+    @property
+    def stages(self) -> int:
+        return len(self.into_forward)
 
     def whole(self, stages: int) -> float:
-        """A lower bound on the step of every plan with `stages` stages."""
+        """A lower bound on the step of every plan with `stages` stages (all of them)."""
         return max(float(self.chain[stages][0]), float(self.own[stages][0]))
 
-    def into(self, start: int, stop: int) -> tuple[float, float]:
-        """The least forward and backward seconds per micro-batch of the tensors the
-        stage [start, stop) receives from the stages before it."""
+    def into(self, start: int, stop: int, stage: int) -> tuple[float, float]:
+        """At least the forward and backward seconds per micro-batch of the tensors
+        stage `stage`, [start, stop), receives from the stages before it."""
         a, b = self.index[start], self.index[stop]
-        return float(self.into_forward[a][b]), float(self.into_backward[a][b])
+        return float(self.into_forward[stage][a][b]), float(self.into_backward[stage][a][b])
 
-    def moved(self, start: int, stop: int) -> float:
-        """The least seconds the stage [start, stop) moves once per step of parameters
-        shared with layers of other stages."""
-        return float(self.shared[self.index[start]][self.index[stop]])
+    def moved(self, start: int, stop: int, stage: int) -> float:
+        """At least the seconds stage `stage`, [start, stop), moves once per step of
+        parameters shared with layers of other stages."""
+        return float(self.shared[stage][self.index[start]][self.index[stop]])
 
     def rest(self, stages: int, start: int, done: float, first: float,
              done_forward: float) -> float:
         """A lower bound on the step of every plan whose stages before layer `start` (a
         position) and the sends into them took `done` seconds forward and backward and
         `done_forward` forward per micro-batch, the first stage all-reducing `first`,
-        and `stages` stages cover the rest."""
+        and the last `stages` stages cover the rest."""
         a = self.index[start]
         return max(done + first + float(self.chain[stages][a]),
                    done_forward + float(self.own[stages][a]))
 
     def next_stage(self, stages_after: int, start: int, stop: int, done: float,
                    first: float, done_forward: float) -> float:
-        """`rest` for the plans whose next stage is [start, stop), at its segments'
-        least, with `stages_after` stages after it (0: it is the last)."""
+        """`rest` for the plans whose next stage is [start, stop), at its bounds, with
+        `stages_after` stages after it (0: it is the last)."""
+        s = self.stages - 1 - stages_after
         a, b = self.index[start], self.index[stop]
-        work = float(self.work[b] - self.work[a])
+        work = float(self.work[a][b])
         chain = self.microbatches * work
-        own = float(self.own_least[b] - self.own_least[a] + self.shared[a][b])
+        own = float(self.own_least[a][b] + self.shared[s][a][b])
         if stages_after:
             chain = max(chain, work + float(self.chain[stages_after][b]))
-            own = max(own, float(self.forward[b] - self.forward[a])
-                      + float(self.own[stages_after][b]))
-        ahead, back = float(self.into_forward[a][b]), float(self.into_backward[a][b])
-        if a == 0:
-            first += float(self.shared[a][b])
+            own = max(own, float(self.forward[a][b]) + float(self.own[stages_after][b]))
+        ahead, back = float(self.into_forward[s][a][b]), float(self.into_backward[s][a][b])
+        if s == 0:
+            first += float(self.opening[b] + self.shared[0][0][b])
         return max(done + first + ahead + back + chain, done_forward + ahead + own)
 
     def solved_stage(self, stages_after: int, start: int, stop: int, done: float,
@@ -162,14 +190,15 @@ class SegmentBounds:
         F + B and `forward` F per micro-batch, `allreduce` once per step (`first` is the
         first stage's all-reduce, this one's if it is the first, the moves of shared
         parameters not included in either)."""
+        s = self.stages - 1 - stages_after
         a, b = self.index[start], self.index[stop]
-        moved = float(self.shared[a][b])
+        moved = float(self.shared[s][a][b])
         chain = self.microbatches * work
         own = self.microbatches * work + allreduce + moved
-        if a == 0:
+        if s == 0:
             first += moved
         if stages_after:
             chain = max(chain, work + float(self.chain[stages_after][b]))
             own = max(own, forward + float(self.own[stages_after][b]))
-        ahead, back = float(self.into_forward[a][b]), float(self.into_backward[a][b])
+        ahead, back = float(self.into_forward[s][a][b]), float(self.into_backward[s][a][b])
         return max(done + first + ahead + back + chain, done_forward + ahead + own)

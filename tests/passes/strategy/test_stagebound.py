@@ -18,9 +18,17 @@ SLACK = 1e-12
 def check_plan_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: str
                       ) -> None:
     """Every bound the walk could apply on the way to the plan beginning at `starts`
-    (before and after solving each stage) is at most the plan's simulated step."""
+    (before and after solving each stage) is at most the plan's simulated step, with
+    the segments' bounds and with every range solved."""
+    for ranges in (False, True):
+        check_bounds(plans, starts, micro, schedule, ranges)
+
+
+def check_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: str,
+                 ranges: bool) -> None:
     stages = len(starts)
-    tight = plans.segment_bounds(stages, micro)
+    tight = plans.range_bounds(stages, micro, schedule) if ranges \
+        else plans.segment_bounds(stages, micro)
     assert tight is not None
     step = plans.evaluate(starts, micro, schedule).step
     limit = step * (1 + SLACK)
@@ -42,18 +50,18 @@ def check_plan_bounds(plans: Partitioner, starts: list[int], micro: int, schedul
         assert tight.solved_stage(after, start, stop, chained, first, forward, stage.work,
                                   stage.cost.forward, stage.cost.allreduce) <= limit
         if index == 0:
-            first += tight.moved(start, stop)
-        ahead, back = tight.into(start, stop)
+            first += tight.moved(start, stop, 0)
+        ahead, back = tight.into(start, stop, index)
         chained += ahead + back + stage.work
         forward += ahead + stage.cost.forward
     # The least sends into each stage are at most what its boundary carries.
     send_forward, send_backward, once = plans._transfers(starts, solved, micro)
     for s, (start, stop) in enumerate(zip(starts[1:], ends[1:], strict=True)):
-        ahead, back = tight.into(start, stop)
+        ahead, back = tight.into(start, stop, s + 1)
         assert ahead <= send_forward[s] * (1 + SLACK)
         assert back <= send_backward[s] * (1 + SLACK)
     for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
-        assert tight.moved(start, stop) <= once[s] * (1 + SLACK)
+        assert tight.moved(start, stop, s) <= once[s] * (1 + SLACK)
 
 
 @pytest.mark.parametrize(("seed", "devices", "machine"),
