@@ -18,7 +18,9 @@ that cap instead (`memory.solve_capped`: the least-cost configurations of its
 sub-problem that fit), and a stage none of whose configurations fit ends the plan.
 Where the capped search stops before proving its strategy optimal, the plan says how
 far above the optimum it may be: a warning (and `report`'s first line, and "gap" in
-the exported plan). The search over S, M and the cuts is exact (`partition.py`).
+the exported plan). When no plan fits, the error gives the least memory any plan of
+the S and M tried needs (`Partitioner.least_memory`, rounded up: that cap has a plan).
+The search over S, M and the cuts is exact (`partition.py`).
 
 Writes `pase.config` (for one micro-batch) and `pase.stage` on every layer and
 `pase.pipeline` on the graph (removing a `pase.strategy` an earlier search left).
@@ -186,7 +188,8 @@ class PartitionStagesPass(PasePass):
         except ValueError as error:
             raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
         if best is None:
-            needs = (f"; the best plan needs {least_memory / GIB:.3g} GiB per device"
+            needs = (f"; the least any plan needs is {rounded_up(least_memory / GIB)} GiB "
+                     "per device"
                      if least_memory < math.inf else "")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}{needs}")
@@ -350,3 +353,12 @@ def plan_json(graph: str, devices: int, machine: Machine, plan: PipelinePlan,
                    for s, stage in enumerate(plan.stages)],
         "layers": [{"name": name, "config": plan.assignment[name]} for name in names],
     }
+
+
+def rounded_up(value: float, digits: int = 3) -> str:
+    """`value` rounded up to `digits` significant digits, so that the number shown is
+    enough: rounded_up(0.058941) == '0.059'."""
+    if value <= 0 or not math.isfinite(value):
+        return f"{value:.{digits}g}"
+    scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return f"{math.ceil(value / scale * (1 - 1e-12)) * scale:.{digits}g}"

@@ -693,8 +693,9 @@ class Partitioner:
         """The plan with the least step over every S in `stage_counts` and M in
         `micro_counts` that fits in `memory`, ties going to the first S, then the first
         M, in the order given (and within one (S, M) as `best` breaks them); with the
-        least memory per device of the unconstrained plans when none fits (inf if one
-        does, or if there is no plan at all).
+        least memory per device any plan needs when none fits (`least_memory`; inf if
+        one does, or if there is no plan at all). Under `memory`, an (S, M) whose plans
+        all need more is skipped.
 
         The (S, M) are searched in the order of their lower bounds (S = 1, M = 1 first:
         pase-search's strategy), so that a good plan is found early and prunes the
@@ -706,6 +707,11 @@ class Partitioner:
         more (the stages solved meanwhile are kept), until every one has finished.
         """
         pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
+        if memory is not None and isinstance(self.solve_stage, StageSolver):
+            fitting = [pair for pair in pairs if self.least_memory(*pair, schedule) <= memory]
+            if not fitting:
+                return None, min(self.least_memory(*pair, schedule) for pair in pairs)
+            pairs = fitting
 
         def rank(pair: tuple[int, int]) -> tuple[int, float]:
             stages, micro = pair
@@ -738,13 +744,46 @@ class Partitioner:
             effort = effort * 4 if effort is not None and len(again) > 1 else None
         if found:
             return min(found.items(), key=lambda item: (item[1].step, item[0]))[1], math.inf
-        least_memory = math.inf
-        if memory is not None:
-            for stages, micro in pairs:
-                free = self.best(stages, micro, schedule, None, method)
-                if free is not None:
-                    least_memory = min(least_memory, free.memory)
-        return None, least_memory
+        if memory is None or not isinstance(self.solve_stage, StageSolver):
+            return None, math.inf
+        return None, min(self.least_memory(stages, micro, schedule)
+                         for stages, micro in pairs)
+
+    def least_memory(self, stages: int, microbatches: int, schedule: str) -> float:
+        """The least memory per device any plan with `stages` stages of `microbatches`
+        needs (bytes): a device's memory is a sum of per-layer terms, each fixed by the
+        layer's configuration and the micro-batches its stage holds (`in_flight`), so
+        each layer's least is taken alone, and a DP over the cut positions finds the
+        cuts with the least largest stage. Every cap at least this has a plan (the
+        layers in those configurations); none below it does. Needs a `StageSolver`
+        (inf if there is no such plan)."""
+        if stages > len(self.cuts) + 1:
+            return math.inf
+        solver = self.solve_stage
+        assert isinstance(solver, StageSolver)
+        self.segment_bounds(stages, microbatches)  # makes the configuration lists
+        group = self.devices // stages
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
+        sums = {held: [0.0] for held in set(holds)}
+        for layer, kind in zip(micro.layers, micro.kinds[0], strict=True):
+            configs = solver.tables.configs[(kind, group)]
+            params = np.array([parameter_bytes([layer], {layer.name: c}) for c in configs])
+            acts = np.array([activation_bytes([layer], {layer.name: c}) for c in configs])
+            for held, prefix in sums.items():
+                prefix.append(prefix[-1] + float((params + held * acts).min()))
+        positions = [0, *self.cuts, len(self.layers)]
+        last = len(positions) - 1
+        # rest[i]: the least largest stage of stages s.. covering [positions[i], end).
+        prefix = sums[holds[-1]]
+        rest = [prefix[-1] - prefix[positions[i]] for i in range(last)] + [math.inf]
+        for s in reversed(range(stages - 1)):
+            prefix = sums[holds[s]]
+            rest = [min((max(prefix[positions[j]] - prefix[positions[i]], rest[j])
+                         for j in range(i + 1, last)), default=math.inf)
+                    for i in range(last)] + [math.inf]
+        return rest[0]
 
     def best(self, stages: int, microbatches: int, schedule: str,
              memory: float | None = None, method: str = "dp",
@@ -908,6 +947,8 @@ def _possible(a: int, b: int, size: int, stages: int) -> bool:
     stages: the first begins at p_0, the last ends at p_{size - 1}, and every stage
     holds at least one segment."""
     last = size - 1
+    if stages == 1:
+        return a == 0 and b == last
     if b == last:
         return a >= stages - 1
     if a == 0:

@@ -25,8 +25,12 @@ once per step) and M (F + B) + AR (every edge once, which is at most what it cos
 M >= 1), and per layer the least forward seconds. The sends between stages delay the
 chain too: a stage receives the tensors of the layers before it that its layers read,
 each consumer device at least its block under the consumer's most split configuration
-(and the gradient's producer device its block under the producer's), over the fastest
-link. Then a small DP over the cut positions gives, for
+(and the gradient's producer device its block under the producer's), over the inter-node
+link where the stage at the other end must be on another node (the producer of a tensor
+in segment j is in stage j at the latest: each stage holds a segment), else the fastest;
+so these depend on the stage's index s. `Partitioner.range_bounds` puts exact values of
+solved stage ranges in place of the segments' sums (`of_ranges`: the same bounds, per
+range). Then a small DP over the cut positions gives, for
 k stages covering the layers from a position to the end, the least over the choices of
 cuts of the largest stage bound: `chain[k][a]` and `own[k][a]`. `rest`, `next_stage` and
 `solved_stage` are the bounds the stage walk prunes with.

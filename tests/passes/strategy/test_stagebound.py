@@ -9,7 +9,7 @@ import math
 import pytest
 from stage_plans import partitioner, random_source
 
-from pase.passes.strategy.partition import Partitioner
+from pase.passes.strategy.partition import Partitioner, _possible
 from pase.passes.strategy.schedule import in_flight
 
 SLACK = 1e-12
@@ -25,12 +25,15 @@ def check_plan_bounds(plans: Partitioner, starts: list[int], micro: int, schedul
 
 
 def check_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: str,
-                 ranges: bool) -> None:
+                 ranges: bool, memory: float | None = None) -> None:
     stages = len(starts)
-    tight = plans.range_bounds(stages, micro, schedule) if ranges \
+    tight = plans.range_bounds(stages, micro, schedule, memory) if ranges \
         else plans.segment_bounds(stages, micro)
     assert tight is not None
-    step = plans.evaluate(starts, micro, schedule).step
+    plan = plans._evaluate(starts, micro, schedule, memory)
+    if plan is None:  # a stage does not fit under the cap
+        return
+    step = plan.step
     limit = step * (1 + SLACK)
     assert tight.whole(stages) <= limit
     group = plans.devices // stages
@@ -42,7 +45,7 @@ def check_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: st
         assert tight.rest(after + 1, start, chained, first, forward) <= limit
         assert tight.next_stage(after, start, stop, chained, first, forward) <= limit
         stage = plans.stage(start, stop, group, micro,
-                            in_flight(schedule, stages, micro, index))
+                            in_flight(schedule, stages, micro, index), memory)
         assert stage is not None
         solved.append(stage)
         if index == 0:
@@ -74,6 +77,31 @@ def test_segment_bounds_hold_for_every_plan(seed: int, devices: int, machine: st
         for micro in (1, 2, 4):
             for cuts in itertools.combinations(plans.cuts, stages - 1):
                 check_plan_bounds(plans, [0, *cuts], micro, "1f1b" if seed % 3 else "gpipe")
+
+
+def test_range_bounds_hold_under_a_memory_cap() -> None:
+    # A cap between the least and the most memory of the plans: some stages are solved
+    # under it (their times differ from the unconstrained ones), some cannot fit.
+    source = random_source(3, chain=False)
+    plans = partitioner(source, devices=16, machine="2080ti-pcie")
+    for stages in (2, 4):
+        for micro in (1, 2):
+            memories = [plans.evaluate([0, *cuts], micro, "gpipe").memory
+                        for cuts in itertools.combinations(plans.cuts, stages - 1)]
+            cap = (min(memories) + max(memories)) / 2
+            for cuts in itertools.combinations(plans.cuts, stages - 1):
+                check_bounds(plans, [0, *cuts], micro, "gpipe", True, cap)
+
+
+def test_possible_ranges_are_those_of_some_plan() -> None:
+    for size in range(2, 8):
+        for stages in range(1, size):
+            used = set()
+            for cuts in itertools.combinations(range(1, size - 1), stages - 1):
+                starts = [0, *cuts, size - 1]
+                used.update(zip(starts, starts[1:], strict=False))
+            assert used == {(a, b) for a in range(size) for b in range(a + 1, size)
+                            if _possible(a, b, size, stages)}
 
 
 def ordered_search(plans: Partitioner, stage_counts: list[int], micro_counts: list[int],
@@ -154,3 +182,32 @@ def test_segment_bounds_hold_with_parameters_shared_across_stages(devices: int,
     assert expected is not None
     assert (found.step, [s.start for s in found.stages]) == \
         (expected.step, [s.start for s in expected.stages])
+
+
+@pytest.mark.parametrize(("seed", "schedule"), [(1, "1f1b"), (2, "gpipe"), (5, "1f1b")])
+def test_least_memory_is_the_least_cap_with_a_plan(seed: int, schedule: str) -> None:
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=8)
+    for stages in (1, 2, 4):
+        for micro in (1, 2):
+            least = plans.least_memory(stages, micro, schedule)
+            for cuts in itertools.combinations(plans.cuts, stages - 1):
+                assert least <= plans.evaluate([0, *cuts], micro, schedule).memory
+            fits = plans.best(stages, micro, schedule, least, "exhaustive")
+            assert fits is not None
+            assert fits.memory <= least
+            assert plans.best(stages, micro, schedule, least * (1 - 1e-9),
+                              "exhaustive") is None
+
+
+def test_search_reports_the_least_memory_when_nothing_fits() -> None:
+    plans = partitioner(TIED, devices=8)
+    least = min(plans.least_memory(stages, micro, "1f1b")
+                for stages in (1, 2, 4) for micro in (1, 2, 4))
+    found, needs = plans.search([1, 2, 4], [1, 2, 4], "1f1b", least * 0.99)
+    assert found is None
+    assert needs == least
+    found, needs = plans.search([1, 2, 4], [1, 2, 4], "1f1b", least)
+    assert found is not None
+    assert found.memory <= least
+    assert needs == math.inf
