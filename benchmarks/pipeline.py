@@ -10,7 +10,11 @@ prints the modelled step time (seconds) and the most memory a device needs of
 - PaSE alone: `pase-partition-stages{stages=1 microbatches=1}`, which is pase-search;
 - the best hybrid: `stages=auto microbatches=auto` (its S and M),
 and the search time of the hybrid: wall-clock and CPU (user + system) seconds, in this
-process. "-" marks a plan over the cap. The modelled memory is that of
+process. "-" marks a plan over the cap. With `--floors`, instead, per model, P and
+schedule: the least memory per device any plan with S = 1 needs and any with S > 1
+(`Partitioner.least_memory`, over the S and M `stages=auto microbatches=auto` tries),
+and where the hybrid's is the lower, a cap between the two: PaSE alone has no plan
+under it, the hybrid's plan (searched on each machine) is shown. The modelled memory is that of
 docs/cost-model.md, "Pipelines". Progress goes to stderr, and only when it is a
 terminal, so the table on stdout is all there is to capture.
 """
@@ -29,10 +33,14 @@ from pase.core.diagnostics import Diagnostic
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import PipelineAttr
 from pase.frontend import parse_file
-from pase.passes.partition_stages import PartitionStagesPass
+from pase.passes.partition_stages import MAX_AUTO_MICROBATCHES, PartitionStagesPass
 from pase.passes.strategy import build_problem
 from pase.passes.strategy.from_ir import read_graph
+from pase.passes.strategy.machines import preset
+from pase.passes.strategy.partition import Partitioner, stage_solver
 from pase.passes.strategy.pipeline import activation_bytes, parameter_bytes
+from pase.passes.strategy.schedule import SCHEDULES
+from pase.passes.strategy.segments import segments
 
 GIB = 1 << 30
 COLUMNS = (
@@ -107,6 +115,61 @@ def row(path: Path, devices: int, machine: str, cap: float) -> list[str]:
     ]
 
 
+FLOOR_COLUMNS = (
+    ("model", "<"),
+    ("P", ">"),
+    ("schedule", "<"),
+    ("S = 1 least memory (GiB)", ">"),
+    ("its M", ">"),
+    ("S > 1 least memory (GiB)", ">"),
+    ("its S, M", ">"),
+    ("cap between (GiB)", ">"),
+    ("machine", "<"),
+    ("S = 1 under the cap", "<"),
+    ("hybrid under the cap", "<"),
+    ("search CPU (s)", ">"),
+)
+
+
+def floors(path: Path, devices: int, schedule: str, machines: list[str]) -> list[list[str]]:
+    """The rows of `--floors` for one model, P and schedule."""
+    data = read_graph(parse_file(str(path)))
+    index = segments(data.layers, data.edges)
+    cuts = [i for i in range(1, len(index)) if index[i] != index[i - 1]]
+    assert data.batch is not None
+    size = next(d.size for layer in data.layers for d in layer.space.dims if d.name == data.batch)
+    stage_counts = [s for s in range(1, devices + 1) if devices % s == 0 and s <= len(cuts) + 1]
+    micro_counts = [m for m in range(1, min(size, MAX_AUTO_MICROBATCHES) + 1) if size % m == 0]
+    machine = preset(machines[0])  # memory does not depend on the machine
+    plans = Partitioner(data.layers, data.edges, data.batch, devices, machine, cuts,
+                        stage_solver(machine, data.batch))
+    least = {(s, m): plans.least_memory(s, m, schedule) / GIB
+             for s in stage_counts for m in micro_counts}
+    alone, alone_at = min((v, k) for k, v in least.items() if k[0] == 1)
+    head = [path.stem, str(devices), schedule, f"{alone:.4g}", str(alone_at[1])]
+    hybrids = [(v, k) for k, v in least.items() if k[0] > 1]
+    if not hybrids:
+        return [[*head, "-", "-", "-", "-", "-", "-", "-"]]
+    hybrid, hybrid_at = min(hybrids)
+    head += [f"{hybrid:.4g}", f"{hybrid_at[0]}, {hybrid_at[1]}"]
+    if hybrid >= alone:
+        return [[*head, "none", "-", "-", "-", "-"]]
+    cap = float(f"{(hybrid + alone) / 2:.4g}")
+    rows = []
+    for name in machines:
+        found_alone = plan(path, devices, name, cap, stages=1, schedule=schedule)
+        cpu = time.process_time()
+        found = plan(path, devices, name, cap, schedule=schedule)
+        cpu = time.process_time() - cpu
+        rows.append([*head, f"{cap:g}", name,
+                     "no plan" if found_alone is None else f"step {found_alone.step.data:.4g}",
+                     "no plan" if found is None else
+                     f"S={found.stages.data} M={found.microbatches.data} step "
+                     f"{found.step.data:.4g}, {found.memory.data / GIB:.4g} GiB",
+                     f"{cpu:.2f}"])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_model_arguments(
@@ -120,9 +183,27 @@ def main() -> None:
         default=[0.0],
         help="device-memory caps in GiB, 0 for none (default: 0)",
     )
+    parser.add_argument(
+        "--floors",
+        action="store_true",
+        help="the least memory of PaSE alone and of the hybrid, and a cap between (above)",
+    )
     args = parser.parse_args()
     rows = []
     progress = sys.stderr.isatty()
+    if args.floors:
+        for path in args.models:
+            for devices in args.devices:
+                for schedule in SCHEDULES:
+                    if progress:
+                        sys.stderr.write(f"\r\033[K{path.stem} P={devices} {schedule}")
+                        sys.stderr.flush()
+                    rows += floors(path, devices, schedule, args.machines)
+        if progress:
+            sys.stderr.write("\r\033[K")
+        print("\n".join(markdown_table(FLOOR_COLUMNS, rows)))
+        print(f"\n{cpus()}; {versions()}")
+        return
     for path in args.models:
         for devices in args.devices:
             for machine in args.machines:

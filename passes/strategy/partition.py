@@ -271,6 +271,7 @@ class Partitioner:
         self._least: dict[tuple[int, int], list[float]] = {}
         self._bounds: dict[tuple[int, int], SegmentBounds] = {}
         self._ranges: dict[tuple, SegmentBounds] = {}
+        self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._segments: dict[tuple, tuple[float, float, float]] = {}
         self._spans: list[tuple[int, int, int]] | None = None
         self._carried: list[tuple[int, int, int]] | None = None
@@ -761,16 +762,21 @@ class Partitioner:
             return math.inf
         solver = self.solve_stage
         assert isinstance(solver, StageSolver)
-        self.segment_bounds(stages, microbatches)  # makes the configuration lists
         group = self.devices // stages
         micro = self.micro(microbatches)
         assert micro.kinds is not None
+        lists = Problem.from_layers(micro.layers, micro.edges, group, self.machine,
+                                    batch=self.batch, min_shard=solver.min_shard,
+                                    tables=solver.tables, kinds=micro.kinds).config_lists
         holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
         sums = {held: [0.0] for held in set(holds)}
-        for layer, kind in zip(micro.layers, micro.kinds[0], strict=True):
-            configs = solver.tables.configs[(kind, group)]
-            params = np.array([parameter_bytes([layer], {layer.name: c}) for c in configs])
-            acts = np.array([activation_bytes([layer], {layer.name: c}) for c in configs])
+        for layer, kind, configs in zip(micro.layers, micro.kinds[0], lists, strict=True):
+            key = (kind, group)
+            if key not in self._layer_memory:  # (parameters, activations) per config
+                self._layer_memory[key] = (
+                    np.array([parameter_bytes([layer], {layer.name: c}) for c in configs]),
+                    np.array([activation_bytes([layer], {layer.name: c}) for c in configs]))
+            params, acts = self._layer_memory[key]
             for held, prefix in sums.items():
                 prefix.append(prefix[-1] + float((params + held * acts).min()))
         positions = [0, *self.cuts, len(self.layers)]
