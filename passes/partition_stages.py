@@ -77,6 +77,7 @@ from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.partition import Partitioner, stage_solver
 from pase.passes.strategy.pipeline import PipelinePlan, microbatch_layers
 from pase.passes.strategy.problem import collector_paused
+from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.segments import segments
 
 MAX_AUTO_MICROBATCHES = 32
@@ -181,8 +182,12 @@ class PartitionStagesPass(PasePass):
                 partitioner = Partitioner(
                     data.layers, data.edges, batch, self.devices, machine, cuts,
                     stage_solver(machine, batch, self.min_shard))
-                best, least_memory = partitioner.search(stage_counts, micro_counts,
-                                                        self.schedule, cap, self.method)
+                partitioner.progress = Progress("pase-partition-stages")
+                try:
+                    best, least_memory = partitioner.search(stage_counts, micro_counts,
+                                                            self.schedule, cap, self.method)
+                finally:
+                    partitioner.progress.done()
         except MachineError as error:
             raise machine_diagnostic(error) from None
         except ValueError as error:

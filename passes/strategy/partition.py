@@ -64,6 +64,7 @@ from pase.passes.strategy.pipeline import (
     stage_cost,
 )
 from pase.passes.strategy.problem import Problem, SharedTables, solve, solve_graph
+from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.schedule import in_flight, simulate, step_time
 from pase.passes.strategy.stagebound import SegmentBounds
 from pase.passes.strategy.vertices import Edge, Layer
@@ -272,6 +273,9 @@ class Partitioner:
         self._bounds: dict[tuple[int, int], SegmentBounds] = {}
         self._ranges: dict[tuple, SegmentBounds] = {}
         self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.progress: Progress | None = None
+        """Where `search` reports what it is doing (a line on a terminal), if set."""
+        self._status = ""
         self._segments: dict[tuple, tuple[float, float, float]] = {}
         self._spans: list[tuple[int, int, int]] | None = None
         self._carried: list[tuple[int, int, int]] | None = None
@@ -727,10 +731,16 @@ class Partitioner:
         found: dict[int, PipelinePlan] = {}
         least = math.inf
         effort: int | None = FIRST_EFFORT
+        rounds = 1
         while waiting:
             again = []
-            for i in waiting:
+            for done, i in enumerate(waiting):
                 stages, micro = pairs[i]
+                if self.progress is not None:
+                    best_yet = f", best step {least:.4g} s" if least < math.inf else ""
+                    self._status = (f"S={stages} M={micro}, {done + 1} of {len(waiting)} "
+                                    f"(S, M) in round {rounds}{best_yet}")
+                    self.progress.message(self._status)
                 try:
                     plan = self.best(stages, micro, schedule, memory, method,
                                      math.nextafter(least, math.inf), effort,
@@ -742,6 +752,7 @@ class Partitioner:
                     found[i] = plan
                     least = min(least, plan.step)
             waiting = again
+            rounds += 1
             effort = effort * 4 if effort is not None and len(again) > 1 else None
         if found:
             return min(found.items(), key=lambda item: (item[1].step, item[0]))[1], math.inf
@@ -857,6 +868,8 @@ class Partitioner:
             visits[0] += steps
             if effort is not None and visits[0] > effort:
                 raise EffortSpent
+            if self.progress is not None and visits[0] & 1023 < steps:
+                self.progress.message(f"{self._status}: {visits[0]:,} choices of cuts")
 
         def walk(bounds: list[int], after: int, done: float, first: float,
                  chained: float, done_forward: float, prefix: list[SolvedStage]) -> None:

@@ -3,6 +3,7 @@ and `Partitioner.search` finds the plan that trying every (S, M) in order finds.
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 
@@ -10,6 +11,7 @@ import pytest
 from stage_plans import partitioner, random_source
 
 from pase.passes.strategy.partition import Partitioner, _possible
+from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.schedule import in_flight
 
 SLACK = 1e-12
@@ -211,3 +213,19 @@ def test_search_reports_the_least_memory_when_nothing_fits() -> None:
     assert found is not None
     assert found.memory <= least
     assert needs == math.inf
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_search_reports_progress_on_a_terminal() -> None:
+    plans = partitioner(TIED, devices=8)
+    screen = Terminal()
+    plans.progress = Progress("pase-partition-stages", screen, delay=0.0, interval=0.0)
+    found, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b")
+    assert found is not None
+    shown = screen.getvalue()
+    assert "pase-partition-stages: S=1 M=1, 1 of 9 (S, M) in round 1" in shown
+    assert "best step" in shown
