@@ -74,6 +74,7 @@ from pase.passes.options import PasePass
 from pase.passes.search import machine_diagnostic, write_json
 from pase.passes.strategy.from_ir import GraphData, read_graph
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.memory import gib_up
 from pase.passes.strategy.partition import Partitioner, stage_solver
 from pase.passes.strategy.pipeline import PipelinePlan, microbatch_layers
 from pase.passes.strategy.problem import collector_paused
@@ -193,7 +194,7 @@ class PartitionStagesPass(PasePass):
         except ValueError as error:
             raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
         if best is None:
-            needs = (f"; the least any plan needs is {rounded_up(least_memory / GIB)} GiB "
+            needs = (f"; the least memory any plan needs is {gib_up(least_memory)} GiB "
                      "per device"
                      if least_memory < math.inf else "")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
@@ -359,11 +360,3 @@ def plan_json(graph: str, devices: int, machine: Machine, plan: PipelinePlan,
         "layers": [{"name": name, "config": plan.assignment[name]} for name in names],
     }
 
-
-def rounded_up(value: float, digits: int = 3) -> str:
-    """`value` rounded up to `digits` significant digits, so that the number shown is
-    enough: rounded_up(0.058941) == '0.059'."""
-    if value <= 0 or not math.isfinite(value):
-        return f"{value:.{digits}g}"
-    scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
-    return f"{math.ceil(value / scale * (1 - 1e-12)) * scale:.{digits}g}"

@@ -62,6 +62,7 @@ from pase.passes.strategy.memory import (
     GIB,
     CappedSolution,
     MemoryCapError,
+    gib_up,
     memory_parts,
     solve_capped,
 )
@@ -161,7 +162,7 @@ class PaseSearchPass(PasePass):
         except MemoryCapError as error:
             raise Diagnostic(f"pase-search on @{name}: no strategy fits in device-memory-gib="
                              f"{self.device_memory_gib}; the least memory any strategy needs "
-                             f"is {error.least / GIB:.4g} GiB per device") from None
+                             f"is {gib_up(error.least)} GiB per device") from None
         except (SearchError, ValueError) as error:
             raise Diagnostic(f"pase-search on @{name}: {error}") from None
         breakdown = problem.breakdown(solution.assignment)

@@ -54,6 +54,16 @@ from pase.passes.strategy.problem import Assignment, Problem, collector_paused, 
 from pase.passes.strategy.prune import prune
 
 GIB = 1 << 30
+
+
+def gib_up(nbytes: float, digits: int = 4) -> str:
+    """`nbytes` in GiB, rounded up to `digits` significant digits: a cap of the number
+    shown holds `nbytes` (gib_up(0.058941 * GIB, 3) == '0.059')."""
+    value = nbytes / GIB
+    if value <= 0 or not math.isfinite(value):
+        return f"{value:.{digits}g}"
+    scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return f"{math.ceil(value / scale * (1 - 1e-12)) * scale:.{digits}g}"
 RELATIVE_TOLERANCE = 1e-9
 """A strategy within this of the lower bound (relative) is proven optimal."""
 MAX_SOLVES = 100
@@ -156,7 +166,7 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         least = sum(float(vector.min()) for vector in memory)
         if least > cap:
             raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
-                                 f"least memory any strategy needs is {least / GIB:.4g} GiB "
+                                 f"least memory any strategy needs is {gib_up(least)} GiB "
                                  "per device", least)
 
         def run(candidate: CostGraph, how: str = "dp") -> DPResult:

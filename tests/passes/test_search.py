@@ -17,7 +17,13 @@ from pase.dialect.pase import ConfigAttr, StrategyAttr
 from pase.frontend import Diagnostic, parse_file
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, solve
-from pase.passes.strategy.memory import GIB, memory_vectors, solve_capped, strategy_memory
+from pase.passes.strategy.memory import (
+    GIB,
+    gib_up,
+    memory_vectors,
+    solve_capped,
+    strategy_memory,
+)
 from pase.tools.pase_opt import main
 
 MLP = str(Path(__file__).resolve().parents[2] / "models" / "mlp.dnn")
@@ -254,5 +260,5 @@ def test_a_memory_cap_nothing_meets_is_an_error(capsys: pytest.CaptureFixture[st
     status, out, err = run(capsys, MLP, "-p", "pase-search{devices=8 device-memory-gib=1e-4}")
     assert (status, out) == (1, "")
     assert err == ("error: pase-search on @mlp: no strategy fits in device-memory-gib=0.0001; "
-                   f"the least memory any strategy needs is {least / GIB:.4g} GiB per "
+                   f"the least memory any strategy needs is {gib_up(least)} GiB per "
                    "device\n")
