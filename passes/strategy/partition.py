@@ -273,6 +273,9 @@ class Partitioner:
         self._bounds: dict[tuple[int, int], SegmentBounds] = {}
         self._ranges: dict[tuple, SegmentBounds] = {}
         self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._free_only = False
+        """Whether a stage that does not fit unconstrained is infeasible (instead of
+        solved under the cap): `search`'s first pass under a cap."""
         self.progress: Progress | None = None
         """Where `search` reports what it is doing (a line on a terminal), if set."""
         self._status = ""
@@ -303,9 +306,17 @@ class Partitioner:
         if memory is None or \
                 free.parameter_bytes + in_flight * free.activation_bytes <= memory:
             return free
-        if not isinstance(self.solve_stage, StageSolver):
+        if not isinstance(self.solve_stage, StageSolver) or self._free_only:
             return None  # fixed configurations (a plan read back) cannot change
         return self._solved(start, stop, devices, microbatches, memory, in_flight)
+
+    def _fits(self, start: int, stop: int, devices: int, microbatches: int, in_flight: int,
+              memory: float) -> bool:
+        """Whether the stage's unconstrained configurations fit in `memory` holding
+        `in_flight` micro-batches."""
+        free = self._solved(start, stop, devices, microbatches, None, 1)
+        assert free is not None
+        return free.parameter_bytes + in_flight * free.activation_bytes <= memory
 
     def _solved(self, start: int, stop: int, devices: int, microbatches: int,
                 memory: float | None, in_flight: int) -> SolvedStage | None:
@@ -700,7 +711,9 @@ class Partitioner:
         M, in the order given (and within one (S, M) as `best` breaks them); with the
         least memory per device any plan needs when none fits (`least_memory`; inf if
         one does, or if there is no plan at all). Under `memory`, an (S, M) whose plans
-        all need more is skipped.
+        all need more is skipped, and the plans whose stages all fit with their
+        unconstrained configurations are searched first: the best of them is a bound
+        that prunes the others before their stages are solved under the cap.
 
         The (S, M) are searched in the order of their lower bounds (S = 1, M = 1 first:
         pase-search's strategy), so that a good plan is found early and prunes the
@@ -730,6 +743,17 @@ class Partitioner:
         waiting = sorted(range(len(pairs)), key=lambda i: (*rank(pairs[i]), i))
         found: dict[int, PipelinePlan] = {}
         least = math.inf
+        if memory is not None and isinstance(self.solve_stage, StageSolver) \
+                and not self._free_only:
+            # First the plans whose stages all fit unconstrained (no stage solved under
+            # the cap, each of which takes many solves): the best of them prunes the rest.
+            self._free_only = True
+            try:
+                free, _ = self.search(stage_counts, micro_counts, schedule, memory, method)
+            finally:
+                self._free_only = False
+            if free is not None:
+                least = free.step
         effort: int | None = FIRST_EFFORT
         rounds = 1
         while waiting:
@@ -827,8 +851,13 @@ class Partitioner:
         if method == "dp" and self.lower_bound(stages, microbatches) * (1 - SLACK) >= bound:
             return None
         # (One stage is solved at once: its bounds would cost more than they save.)
+        # (One stage is solved at once: its bounds would cost more than they save, but
+        # where it is solved under the cap, which takes many solves.)
+        capped_alone = stages == 1 and memory is not None and not self._fits(
+            0, len(self.layers), self.devices, microbatches,
+            in_flight(schedule, 1, microbatches, 0), memory)
         tight = self.segment_bounds(stages, microbatches) \
-            if method == "dp" and stages > 1 else None
+            if method == "dp" and (stages > 1 or capped_alone) else None
         if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
         if tight is not None and ranges:

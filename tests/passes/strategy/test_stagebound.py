@@ -229,3 +229,23 @@ def test_search_reports_progress_on_a_terminal() -> None:
     shown = screen.getvalue()
     assert "pase-partition-stages: S=1 M=1, 1 of 9 (S, M) in round 1" in shown
     assert "best step" in shown
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_search_under_a_cap_finds_the_plan_of_the_ordered_loop(seed: int) -> None:
+    # A cap that some unconstrained stages do not meet: the search first finds the best
+    # plan whose stages all fit unconstrained, then the others solved under the cap.
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=8)
+    free, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b")
+    assert free is not None
+    cap = free.memory * 0.8
+    found, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b", cap)
+    expected = ordered_search(partitioner(source, devices=8), [1, 2, 4], [1, 2, 4], "1f1b",
+                              cap)
+    assert (found is None) == (expected is None)
+    if found is not None and expected is not None:
+        assert found.memory <= cap
+        assert (found.step, len(found.stages), found.microbatches) == \
+            (expected.step, len(expected.stages), expected.microbatches)
+        assert found.assignment == expected.assignment
