@@ -50,7 +50,7 @@ from pase.passes.strategy.cost import Config, local_elements
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.layer_costs import layer_costs
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import MemoryCapError, solve_capped
+from pase.passes.strategy.memory import MemoryCapError, memory_vectors, solve_capped
 from pase.passes.strategy.pipeline import (
     PipelinePlan,
     StageCost,
@@ -285,6 +285,9 @@ class Partitioner:
         self._memo: dict = {}
         # (Keyed by the id of a solved stage: `_stages` keeps every one alive.)
         self._crossings: dict[tuple[int, int, int, bool], tuple[float, float]] = {}
+        self._work_graphs: dict[tuple, tuple[CostGraph, CostGraph, Problem,
+                                              MemoryBudget]] = {}
+        self._hulls: dict[tuple, _Hull] = {}
 
     def micro(self, microbatches: int) -> _Micro:
         """The graph's layers and edges at micro-batch shapes (made once per M)."""
@@ -532,12 +535,11 @@ class Partitioner:
             return self.machine.inter_node_bandwidth
         return max(self.machine.intra_node_bandwidth, self.machine.inter_node_bandwidth)
 
-    def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
-                       ) -> tuple[float, float, float]:
-        """Layers [start, stop) on `devices` devices at micro-batch shapes: the sum of
-        their least forward seconds, the least F + B of the whole (pase's DP; edges that
-        move a shared parameter left out) and the least M (F + B) + AR (every edge once).
-        Structurally equal ranges are solved once."""
+    def _segment_problem(self, start: int, stop: int, devices: int, microbatches: int
+                         ) -> tuple[tuple, Callable[[], tuple[Problem, MemoryBudget]]]:
+        """Layers [start, stop) at micro-batch shapes: a signature equal for structurally
+        equal ranges, and a function making their problem on `devices` devices (its cost
+        tables built, shared with the stages solved later) and a budget for solving it."""
         solver = self.solve_stage
         assert isinstance(solver, StageSolver)
         micro = self.micro(microbatches)
@@ -552,14 +554,29 @@ class Partitioner:
                                             for kind, edge in zip(kinds[1], edges,
                                                                   strict=True)),
                      devices, microbatches)
+
+        def make() -> tuple[Problem, MemoryBudget]:
+            problem = Problem.from_layers(layers, edges, devices, self.machine,
+                                          batch=self.batch, min_shard=solver.min_shard,
+                                          tables=solver.tables, kinds=kinds)
+            budget = MemoryBudget(solver.memory_budget)
+            budget.count(solver.tables.nbytes)
+            problem.cost_graph(budget)
+            return problem, budget
+
+        return signature, make
+
+    def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
+                       ) -> tuple[float, float, float]:
+        """Layers [start, stop) on `devices` devices at micro-batch shapes: the sum of
+        their least forward seconds, the least F + B of the whole (pase's DP; edges that
+        move a shared parameter left out) and the least M (F + B) + AR (every edge once).
+        Structurally equal ranges are solved once."""
+        signature, make = self._segment_problem(start, stop, devices, microbatches)
         if signature in self._segments:
             return self._segments[signature]
-        problem = Problem.from_layers(layers, edges, devices, self.machine, batch=self.batch,
-                                      min_shard=solver.min_shard, tables=solver.tables,
-                                      kinds=kinds)
-        budget = MemoryBudget(solver.memory_budget)
-        budget.count(solver.tables.nbytes)
-        problem.cost_graph(budget)  # the tables, shared with the stages solved later
+        problem, budget = make()
+        layers, edges = problem.layer_data, problem.edges
         forward_least = 0.0
         work_vectors, own_vectors = [], []
         for layer, configs in zip(layers, problem.config_lists, strict=True):
@@ -579,7 +596,46 @@ class Partitioner:
         least = (forward_least, solve_graph(work_graph, budget=budget).cost,
                  solve_graph(own_graph, budget=budget).cost)
         self._segments[signature] = least
+        self._work_graphs[signature] = (work_graph, own_graph, problem, budget)
         return least
+
+    def capped_least(self, start: int, stop: int, devices: int, microbatches: int,
+                     in_flight: int, memory: float) -> tuple[float, float]:
+        """Lower bounds on the F + B per micro-batch and on M (F + B) + AR of layers
+        [start, stop) (a stage range: both ends positions) on `devices` devices in any
+        configurations that fit in `memory` bytes per device holding `in_flight`
+        micro-batches (inf if none does), before the range is solved under the cap.
+        Each is a Lagrangian bound, max over λ >= 0 of (the sum over the range's
+        segments of their least cost + λ memory) − λ cap, which holds because a stage's
+        memory is the sum of its layers' and the edges between its segments cost no
+        less than 0 (`_Hull`: each segment's least as a function of λ, exactly; the
+        costs are `_segment_least`'s)."""
+        positions = [0, *self.cuts, len(self.layers)]
+        a, b = positions.index(start), positions.index(stop)
+        bounds = []
+        for which in (0, 1):
+            hulls: dict[int, tuple[_Hull, int]] = {}
+            for first, last in zip(positions[a:b], positions[a + 1:b + 1], strict=True):
+                hull = self._segment_hull(first, last, devices, microbatches, in_flight,
+                                          which)
+                seen = hulls.get(id(hull))
+                hulls[id(hull)] = (hull, 1 if seen is None else seen[1] + 1)
+            bounds.append(_lagrangian_bound(list(hulls.values()), memory))
+        return bounds[0], bounds[1]
+
+    def _segment_hull(self, start: int, stop: int, devices: int, microbatches: int,
+                      in_flight: int, which: int) -> _Hull:
+        """`_Hull` of layers [start, stop) (a segment) for F + B (`which` 0) or
+        M (F + B) + AR (1), structurally equal segments once."""
+        signature, _ = self._segment_problem(start, stop, devices, microbatches)
+        key = (signature, in_flight, which)
+        if key not in self._hulls:
+            if signature not in self._work_graphs:
+                self._segment_least(start, stop, devices, microbatches)
+            work_graph, own_graph, problem, budget = self._work_graphs[signature]
+            self._hulls[key] = _Hull.of(work_graph if which == 0 else own_graph,
+                                        memory_vectors(problem, in_flight), budget)
+        return self._hulls[key]
 
     def lower_bound(self, stages: int, microbatches: int) -> float:
         """A lower bound on the step of every plan with `stages` stages and M micro-batches
@@ -891,6 +947,18 @@ class Partitioner:
         def beaten(step: float) -> bool:
             return step * (1 - SLACK) >= reached()
 
+        capped_bounds = memory is not None and isinstance(self.solve_stage, StageSolver) \
+            and not self._free_only
+
+        def capped(start: int, stop: int, index: int) -> tuple[float, float]:
+            """Lower bounds on the F + B and M (F + B) + AR of stage `index`, [start,
+            stop), solved under the cap (`capped_least`): 0 where it fits unconstrained."""
+            assert memory is not None
+            holds = in_flight(schedule, stages, microbatches, index)
+            if self._fits(start, stop, group, microbatches, holds, memory):
+                return 0.0, 0.0
+            return self.capped_least(start, stop, group, microbatches, holds, memory)
+
         visits = [0]
 
         def spend(steps: int = 1) -> None:
@@ -914,6 +982,10 @@ class Partitioner:
                     return
                 if tight is not None:
                     if beaten(tight.next_stage(0, after, last, chained, first, done_forward)):
+                        return
+                    if capped_bounds and beaten(tight.next_stage(
+                            0, after, last, chained, first, done_forward,
+                            *capped(after, last, index))):
                         return
                     stage = self.stage(after, last, group, microbatches,
                                        in_flight(schedule, stages, microbatches, index),
@@ -959,6 +1031,10 @@ class Partitioner:
                     if tight is not None and beaten(tight.next_stage(
                             left, after, cut, chained, first, done_forward)):
                         continue
+                    if tight is not None and capped_bounds and beaten(tight.next_stage(
+                            left, after, cut, chained, first, done_forward,
+                            *capped(after, cut, index))):
+                        continue
                     stage = self.stage(after, cut, group, microbatches, holds, memory)
                     if stage is None:
                         continue
@@ -984,10 +1060,100 @@ class Partitioner:
         if stages == 1:
             if method == "dp" and pruned(0.0, 0.0, least[last], 0.0, 0):
                 return None
+            if tight is not None and capped_bounds and beaten(tight.next_stage(
+                    0, 0, last, 0.0, 0.0, 0.0, *capped(0, last, 0))):
+                return None
             consider([0])
         else:
             walk([0], 0, 0.0, 0.0, 0.0, 0.0, [])
         return best[0]
+
+
+HULL_TOLERANCE = 1e-12
+"""A strategy below the line through two points of a `_Hull` by no more than this
+(relative) is taken as on it."""
+
+
+@dataclass(frozen=True)
+class _Hull:
+    """The least F + B + λ memory of a segment as a function of λ >= 0: the lower-left
+    convex hull of its strategies' (F + B, memory), by Eisner and Severance's method
+    (solve at λ = 0 and with each layer at its least memory; then at the λ where two
+    neighbouring points tie, until no strategy is below their line). Each point is a
+    strategy's exact F + B and memory, and the function is the least over the points
+    of work + λ memory, exact for every λ: between two neighbours the true function
+    is concave and equal to the points' line at both ends' ties."""
+
+    work: np.ndarray
+    """Ascending."""
+    memory: np.ndarray
+    """Descending (strictly, but where work ties)."""
+
+    @classmethod
+    def of(cls, graph: CostGraph, weights: Sequence[np.ndarray],
+           budget: MemoryBudget) -> _Hull:
+        def point(rate: float, allowed: Sequence[np.ndarray] | None = None
+                  ) -> tuple[float, float]:
+            costs = [cost + rate * weight if rate else cost
+                     for cost, weight in zip(graph.vertex_costs, weights, strict=True)]
+            if allowed is not None:
+                costs = [np.where(ok, cost, math.inf)
+                         for cost, ok in zip(costs, allowed, strict=True)]
+            used = budget.used
+            try:
+                choice = solve_graph(CostGraph(graph.names, costs, dict(graph.edge_costs)),
+                                     budget=budget).choice
+            finally:
+                budget.release(budget.used - used)
+            return (graph.total_cost(choice),
+                    sum(float(weight[c]) for weight, c in zip(weights, choice, strict=True)))
+
+        left = point(0.0)
+        right = point(0.0, [weight == weight.min() for weight in weights])
+        points = [left]
+        if right[1] < left[1]:
+            pending = [(left, right)]
+            inner = []
+            while pending:  # depth first, left to right: the points come in order
+                a, b = pending.pop()
+                rate = (b[0] - a[0]) / (a[1] - b[1])
+                line = a[0] + rate * a[1]
+                c = point(rate)
+                if c[0] + rate * c[1] >= line - HULL_TOLERANCE * abs(line) or \
+                        not b[1] < c[1] < a[1]:
+                    inner.append(b)
+                    continue
+                pending.append((c, b))
+                pending.append((a, c))
+            points.extend(inner)
+        return cls(np.array([p[0] for p in points]), np.array([p[1] for p in points]))
+
+    def least(self, rate: float) -> float:
+        """The least work + `rate` memory."""
+        return float((self.work + rate * self.memory).min())
+
+
+def _lagrangian_bound(hulls: Sequence[tuple[_Hull, int]], cap: float) -> float:
+    """max over λ >= 0 of sum(count * hull.least(λ)) − λ cap for (hull, count) pairs, or
+    inf if even their least memory exceeds `cap` (the sum is concave in λ: its maximum
+    is at the first λ, among the hulls' ties, past which it no longer rises)."""
+    if sum(count * float(hull.memory[-1]) for hull, count in hulls) > cap:
+        return math.inf
+    slope = sum(count * float(hull.memory[0]) for hull, count in hulls) - cap
+    rate = 0.0
+    if slope > 0:
+        ties = []
+        for hull, count in hulls:
+            drops = hull.memory[:-1] - hull.memory[1:]
+            ties.append(np.stack([(hull.work[1:] - hull.work[:-1]) / np.where(
+                drops > 0, drops, 1.0), count * drops]))
+        joined = np.concatenate(ties, axis=1)
+        order = np.argsort(joined[0], kind="stable")
+        falls = slope - np.cumsum(joined[1][order])
+        at = int(np.argmax(falls <= 0))  # some tie brings it to <= 0: the least fits
+        rate = float(joined[0][order][at])
+    total = sum(count * hull.least(rate) for hull, count in hulls) - rate * cap
+    return total * (1 - SLACK)
 
 
 def _possible(a: int, b: int, size: int, stages: int) -> bool:

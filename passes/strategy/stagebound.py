@@ -171,14 +171,18 @@ class SegmentBounds:
                    done_forward + float(self.own[stages][a]))
 
     def next_stage(self, stages_after: int, start: int, stop: int, done: float,
-                   first: float, done_forward: float) -> float:
+                   first: float, done_forward: float, work: float = 0.0,
+                   own: float = 0.0) -> float:
         """`rest` for the plans whose next stage is [start, stop), at its bounds, with
-        `stages_after` stages after it (0: it is the last)."""
+        `stages_after` stages after it (0: it is the last); `work` and `own` are other
+        lower bounds on its F + B and M (F + B) + AR (a stage under a memory cap:
+        `Partitioner.capped_least`)."""
         s = self.stages - 1 - stages_after
         a, b = self.index[start], self.index[stop]
-        work = float(self.work[a][b])
+        work = max(float(self.work[a][b]), work)
         chain = self.microbatches * work
-        own = float(self.own_least[a][b] + self.shared[s][a][b])
+        own = max(float(self.own_least[a][b]), self.microbatches * work, own) \
+            + float(self.shared[s][a][b])
         if stages_after:
             chain = max(chain, work + float(self.chain[stages_after][b]))
             own = max(own, float(self.forward[a][b]) + float(self.own[stages_after][b]))

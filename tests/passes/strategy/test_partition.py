@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -10,10 +12,12 @@ from stage_plans import partitioner, random_source
 
 from pase.frontend import parse_file, parse_text
 from pase.passes.strategy import Problem, build_problem, solve
+from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config
+from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
-from pase.passes.strategy.partition import Partitioner, stage_solver
+from pase.passes.strategy.partition import Partitioner, _Hull, _lagrangian_bound, stage_solver
 from pase.passes.strategy.vertices import Edge, Layer
 
 
@@ -112,3 +116,81 @@ def test_stages_split_the_devices_and_the_layers() -> None:
     for stage in plan.stages:
         for config in stage.assignment.values():
             assert np.prod(list(config.values()) or [1]) <= 4
+
+
+def _random_graph(rng: np.random.Generator, vertices: int, configs: int
+                  ) -> tuple[CostGraph, list[np.ndarray]]:
+    """A cost graph with random vertex and edge costs, and random memory per config
+    (a few levels, so that strategies tie in memory as real layers do)."""
+    costs = [rng.uniform(0.0, 1.0, configs) for _ in range(vertices)]
+    graph = CostGraph([f"v{i}" for i in range(vertices)], costs)
+    for v in range(1, vertices):
+        for u in rng.choice(v, size=min(v, 2), replace=False):
+            graph.add_edge(int(u), v, rng.uniform(0.0, 0.5, (configs, configs)))
+    weights = [rng.integers(1, 4, configs).astype(np.float64) * 100.0
+               for _ in range(vertices)]
+    return graph, weights
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_segment_hull_is_the_least_work_plus_rate_times_memory(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    graph, weights = _random_graph(rng, vertices=4, configs=5)
+    hull = _Hull.of(graph, weights, MemoryBudget(1 << 30))
+    strategies = [(graph.total_cost(choice),
+                   sum(float(w[c]) for w, c in zip(weights, choice, strict=True)))
+                  for choice in itertools.product(range(5), repeat=4)]
+    assert np.all(np.diff(hull.work) >= 0)
+    assert np.all(np.diff(hull.memory) < 0)
+    for rate in (0.0, 1e-4, 1e-3, 3e-3, 1e-2, 0.1, 1.0):
+        least = min(work + rate * memory for work, memory in strategies)
+        assert hull.least(rate) == pytest.approx(least, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_lagrangian_bound_is_at_most_the_least_work_that_fits(seed: int) -> None:
+    # Two segments (one repeated), as a stage of three segments; no edges between them.
+    rng = np.random.default_rng(100 + seed)
+    parts = [_random_graph(rng, vertices=2, configs=4) for _ in range(2)]
+    budget = MemoryBudget(1 << 30)
+    hulls = [_Hull.of(graph, weights, budget) for graph, weights in parts]
+    sums = []
+    for (graph, weights), count in zip(parts, (2, 1), strict=True):
+        own = [(graph.total_cost(c), sum(float(w[i]) for w, i in zip(weights, c, strict=True)))
+               for c in itertools.product(range(4), repeat=2)]
+        sums.append([own] * count)
+    strategies = [(sum(p[0] for p in pick), sum(p[1] for p in pick))
+                  for pick in itertools.product(*(s for both in sums for s in both))]
+    least_memory = min(memory for _, memory in strategies)
+    for share in (0.0, 0.2, 0.5, 0.8, 1.0):
+        cap = least_memory + share * (max(m for _, m in strategies) - least_memory)
+        bound = _lagrangian_bound([(hulls[0], 2), (hulls[1], 1)], cap)
+        best = min(work for work, memory in strategies if memory <= cap)
+        assert bound <= best
+        if share == 1.0:  # nothing binds: the bound is the least work
+            assert bound == pytest.approx(best, rel=3e-9)
+    assert _lagrangian_bound([(hulls[0], 2), (hulls[1], 1)], least_memory * 0.999) \
+        == math.inf
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_searches_under_caps_that_bind_equal_exhaustive_search(seed: int) -> None:
+    # Caps between the least memory and the unconstrained plan's: stages solved under
+    # the cap, pruned first by their Lagrangian bounds.
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=4)
+    for stages, micro in ((1, 2), (2, 1), (2, 2), (4, 2)):
+        free = plans.best(stages, micro, "1f1b")
+        if free is None:
+            continue
+        floor = plans.least_memory(stages, micro, "1f1b")
+        for share in (0.3, 0.7):
+            cap = floor + share * (free.memory - floor)
+            capped = plans.best(stages, micro, "1f1b", memory=cap, method="dp")
+            expected = plans.best(stages, micro, "1f1b", memory=cap, method="exhaustive")
+            assert (capped is None) == (expected is None)
+            if capped is not None and expected is not None:
+                assert capped.step == expected.step
+                assert [s.start for s in capped.stages] == \
+                    [s.start for s in expected.stages]
+                assert capped.memory <= cap
