@@ -288,6 +288,7 @@ class Partitioner:
         self._work_graphs: dict[tuple, tuple[CostGraph, CostGraph, Problem,
                                               MemoryBudget]] = {}
         self._hulls: dict[tuple, _Hull] = {}
+        self._signatures: dict[tuple[int, int, int, int], tuple] = {}
 
     def micro(self, microbatches: int) -> _Micro:
         """The graph's layers and edges at micro-batch shapes (made once per M)."""
@@ -535,11 +536,12 @@ class Partitioner:
             return self.machine.inter_node_bandwidth
         return max(self.machine.intra_node_bandwidth, self.machine.inter_node_bandwidth)
 
-    def _segment_problem(self, start: int, stop: int, devices: int, microbatches: int
-                         ) -> tuple[tuple, Callable[[], tuple[Problem, MemoryBudget]]]:
-        """Layers [start, stop) at micro-batch shapes: a signature equal for structurally
-        equal ranges, and a function making their problem on `devices` devices (its cost
-        tables built, shared with the stages solved later) and a budget for solving it."""
+    def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
+                       ) -> tuple[float, float, float]:
+        """Layers [start, stop) on `devices` devices at micro-batch shapes: the sum of
+        their least forward seconds, the least F + B of the whole (pase's DP; edges that
+        move a shared parameter left out) and the least M (F + B) + AR (every edge once).
+        Structurally equal ranges are solved once."""
         solver = self.solve_stage
         assert isinstance(solver, StageSolver)
         micro = self.micro(microbatches)
@@ -554,29 +556,15 @@ class Partitioner:
                                             for kind, edge in zip(kinds[1], edges,
                                                                   strict=True)),
                      devices, microbatches)
-
-        def make() -> tuple[Problem, MemoryBudget]:
-            problem = Problem.from_layers(layers, edges, devices, self.machine,
-                                          batch=self.batch, min_shard=solver.min_shard,
-                                          tables=solver.tables, kinds=kinds)
-            budget = MemoryBudget(solver.memory_budget)
-            budget.count(solver.tables.nbytes)
-            problem.cost_graph(budget)
-            return problem, budget
-
-        return signature, make
-
-    def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
-                       ) -> tuple[float, float, float]:
-        """Layers [start, stop) on `devices` devices at micro-batch shapes: the sum of
-        their least forward seconds, the least F + B of the whole (pase's DP; edges that
-        move a shared parameter left out) and the least M (F + B) + AR (every edge once).
-        Structurally equal ranges are solved once."""
-        signature, make = self._segment_problem(start, stop, devices, microbatches)
+        self._signatures[(start, stop, devices, microbatches)] = signature
         if signature in self._segments:
             return self._segments[signature]
-        problem, budget = make()
-        layers, edges = problem.layer_data, problem.edges
+        problem = Problem.from_layers(layers, edges, devices, self.machine, batch=self.batch,
+                                      min_shard=solver.min_shard, tables=solver.tables,
+                                      kinds=kinds)
+        budget = MemoryBudget(solver.memory_budget)
+        budget.count(solver.tables.nbytes)
+        problem.cost_graph(budget)  # the tables, shared with the stages solved later
         forward_least = 0.0
         work_vectors, own_vectors = [], []
         for layer, configs in zip(layers, problem.config_lists, strict=True):
@@ -612,26 +600,25 @@ class Partitioner:
         costs are `_segment_least`'s)."""
         positions = [0, *self.cuts, len(self.layers)]
         a, b = positions.index(start), positions.index(stop)
+        counts: dict[tuple, int] = {}  # structurally equal segments: one hull, counted
+        for first, last in zip(positions[a:b], positions[a + 1:b + 1], strict=True):
+            key = (first, last, devices, microbatches)
+            if key not in self._signatures:
+                self._segment_least(first, last, devices, microbatches)
+            signature = self._signatures[key]
+            counts[signature] = counts.get(signature, 0) + 1
         bounds = []
         for which in (0, 1):
-            hulls: dict[int, tuple[_Hull, int]] = {}
-            for first, last in zip(positions[a:b], positions[a + 1:b + 1], strict=True):
-                hull = self._segment_hull(first, last, devices, microbatches, in_flight,
-                                          which)
-                seen = hulls.get(id(hull))
-                hulls[id(hull)] = (hull, 1 if seen is None else seen[1] + 1)
-            bounds.append(_lagrangian_bound(list(hulls.values()), memory))
+            hulls = [(self._segment_hull(signature, in_flight, which), count)
+                     for signature, count in counts.items()]
+            bounds.append(_lagrangian_bound(hulls, memory))
         return bounds[0], bounds[1]
 
-    def _segment_hull(self, start: int, stop: int, devices: int, microbatches: int,
-                      in_flight: int, which: int) -> _Hull:
-        """`_Hull` of layers [start, stop) (a segment) for F + B (`which` 0) or
-        M (F + B) + AR (1), structurally equal segments once."""
-        signature, _ = self._segment_problem(start, stop, devices, microbatches)
+    def _segment_hull(self, signature: tuple, in_flight: int, which: int) -> _Hull:
+        """`_Hull` of the segments of `signature` (`_segment_least` solved them) for F + B
+        (`which` 0) or M (F + B) + AR (1), holding `in_flight` micro-batches."""
         key = (signature, in_flight, which)
         if key not in self._hulls:
-            if signature not in self._work_graphs:
-                self._segment_least(start, stop, devices, microbatches)
             work_graph, own_graph, problem, budget = self._work_graphs[signature]
             self._hulls[key] = _Hull.of(work_graph if which == 0 else own_graph,
                                         memory_vectors(problem, in_flight), budget)

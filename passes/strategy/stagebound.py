@@ -181,8 +181,7 @@ class SegmentBounds:
         a, b = self.index[start], self.index[stop]
         work = max(float(self.work[a][b]), work)
         chain = self.microbatches * work
-        own = max(float(self.own_least[a][b]), self.microbatches * work, own) \
-            + float(self.shared[s][a][b])
+        own = max(float(self.own_least[a][b]), own) + float(self.shared[s][a][b])
         if stages_after:
             chain = max(chain, work + float(self.chain[stages_after][b]))
             own = max(own, float(self.forward[a][b]) + float(self.own[stages_after][b]))
