@@ -587,6 +587,21 @@ class Partitioner:
         self._work_graphs[signature] = (work_graph, own_graph, problem, budget)
         return least
 
+    def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
+                      work: float) -> float:
+        """A lower bound on M (F + B) + AR of layers [start, stop) on `devices` devices
+        in the configurations the stage solver gives them under any cap, given `work`,
+        a lower bound on their F + B: the solver minimises F + B + AR (the stage's
+        sub-problem's cost), so under a cap that is at least the unconstrained stage's,
+        and M (F + B) + AR = (F + B + AR) + (M - 1)(F + B). Costs the unconstrained solve,
+        which deciding whether the stage fits makes anyway. (`capped_least` bounds
+        M (F + B) + AR over every configuration that fits instead, which is lower where
+        the least of it lies in configurations with a heavy all-reduce that the solver,
+        minimising F + B + AR, would not choose.)"""
+        free = self._solved(start, stop, devices, microbatches, None, 1)
+        assert free is not None
+        return free.work + free.cost.allreduce + (microbatches - 1) * work
+
     def capped_least(self, start: int, stop: int, devices: int, microbatches: int,
                      in_flight: int, memory: float) -> tuple[float, float]:
         """Lower bounds on the F + B per micro-batch and on M (F + B) + AR of layers
@@ -598,6 +613,12 @@ class Partitioner:
         memory is the sum of its layers' and the edges between its segments cost no
         less than 0 (`_Hull`: each segment's least as a function of λ, exactly; the
         costs are `_segment_least`'s)."""
+        return (self.capped_bound(start, stop, devices, microbatches, in_flight, memory, 0),
+                self.capped_bound(start, stop, devices, microbatches, in_flight, memory, 1))
+
+    def capped_bound(self, start: int, stop: int, devices: int, microbatches: int,
+                     in_flight: int, memory: float, which: int) -> float:
+        """`capped_least`'s bound on F + B (`which` 0) or on M (F + B) + AR (1) alone."""
         positions = [0, *self.cuts, len(self.layers)]
         a, b = positions.index(start), positions.index(stop)
         counts: dict[tuple, int] = {}  # structurally equal segments: one hull, counted
@@ -607,12 +628,8 @@ class Partitioner:
                 self._segment_least(first, last, devices, microbatches)
             signature = self._signatures[key]
             counts[signature] = counts.get(signature, 0) + 1
-        bounds = []
-        for which in (0, 1):
-            hulls = [(self._segment_hull(signature, in_flight, which), count)
-                     for signature, count in counts.items()]
-            bounds.append(_lagrangian_bound(hulls, memory))
-        return bounds[0], bounds[1]
+        return _lagrangian_bound([(self._segment_hull(signature, in_flight, which), count)
+                                  for signature, count in counts.items()], memory)
 
     def _segment_hull(self, signature: tuple, in_flight: int, which: int) -> _Hull:
         """`_Hull` of the segments of `signature` (`_segment_least` solved them) for F + B
@@ -937,14 +954,32 @@ class Partitioner:
         capped_bounds = memory is not None and isinstance(self.solve_stage, StageSolver) \
             and not self._free_only
 
-        def capped(start: int, stop: int, index: int) -> tuple[float, float]:
-            """Lower bounds on the F + B and M (F + B) + AR of stage `index`, [start,
-            stop), solved under the cap (`capped_least`): 0 where it fits unconstrained."""
+        def capped_beaten(stages_after: int, start: int, stop: int, done: float,
+                          first: float, done_forward: float, index: int) -> bool:
+            """Whether every plan whose next stage, `index`, is [start, stop) solved under
+            the cap reaches the best step (`rest`'s arguments, `SegmentBounds.next_stage`):
+            never where the stage fits unconstrained. First with `objective_own`, which
+            costs nothing more, then with `capped_least`'s Lagrangian bounds."""
             assert memory is not None
+            assert tight is not None
             holds = in_flight(schedule, stages, microbatches, index)
             if self._fits(start, stop, group, microbatches, holds, memory):
-                return 0.0, 0.0
-            return self.capped_least(start, stop, group, microbatches, holds, memory)
+                return False
+            least_work = tight.least_work(start, stop)
+            if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
+                                       0.0, self.objective_own(start, stop, group,
+                                                               microbatches, least_work))):
+                return True
+            # Each hull costs DP solves on every distinct segment: F + B's first.
+            work = self.capped_bound(start, stop, group, microbatches, holds, memory, 0)
+            objective = self.objective_own(start, stop, group, microbatches,
+                                           max(work, least_work))
+            if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
+                                       work, objective)):
+                return True
+            own = self.capped_bound(start, stop, group, microbatches, holds, memory, 1)
+            return beaten(tight.next_stage(stages_after, start, stop, done, first,
+                                           done_forward, work, max(own, objective)))
 
         visits = [0]
 
@@ -970,9 +1005,8 @@ class Partitioner:
                 if tight is not None:
                     if beaten(tight.next_stage(0, after, last, chained, first, done_forward)):
                         return
-                    if capped_bounds and beaten(tight.next_stage(
-                            0, after, last, chained, first, done_forward,
-                            *capped(after, last, index))):
+                    if capped_bounds and capped_beaten(0, after, last, chained, first,
+                                                       done_forward, index):
                         return
                     stage = self.stage(after, last, group, microbatches,
                                        in_flight(schedule, stages, microbatches, index),
@@ -1018,9 +1052,8 @@ class Partitioner:
                     if tight is not None and beaten(tight.next_stage(
                             left, after, cut, chained, first, done_forward)):
                         continue
-                    if tight is not None and capped_bounds and beaten(tight.next_stage(
-                            left, after, cut, chained, first, done_forward,
-                            *capped(after, cut, index))):
+                    if tight is not None and capped_bounds and capped_beaten(
+                            left, after, cut, chained, first, done_forward, index):
                         continue
                     stage = self.stage(after, cut, group, microbatches, holds, memory)
                     if stage is None:
@@ -1047,8 +1080,8 @@ class Partitioner:
         if stages == 1:
             if method == "dp" and pruned(0.0, 0.0, least[last], 0.0, 0):
                 return None
-            if tight is not None and capped_bounds and beaten(tight.next_stage(
-                    0, 0, last, 0.0, 0.0, 0.0, *capped(0, last, 0))):
+            if tight is not None and capped_bounds and capped_beaten(
+                    0, 0, last, 0.0, 0.0, 0.0, 0):
                 return None
             consider([0])
         else:

@@ -160,6 +160,10 @@ class SegmentBounds:
         parameters shared with layers of other stages."""
         return float(self.shared[stage][self.index[start]][self.index[stop]])
 
+    def least_work(self, start: int, stop: int) -> float:
+        """At least the F + B per micro-batch of the stage [start, stop) (positions)."""
+        return float(self.work[self.index[start]][self.index[stop]])
+
     def rest(self, stages: int, start: int, done: float, first: float,
              done_forward: float) -> float:
         """A lower bound on the step of every plan whose stages before layer `start` (a

@@ -17,6 +17,7 @@ from pase.passes.strategy.cost import Config
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
+from pase.passes.strategy.memory import memory_vectors
 from pase.passes.strategy.partition import Partitioner, _Hull, _lagrangian_bound, stage_solver
 from pase.passes.strategy.vertices import Edge, Layer
 
@@ -171,6 +172,44 @@ def test_the_lagrangian_bound_is_at_most_the_least_work_that_fits(seed: int) -> 
             assert bound == pytest.approx(best, rel=3e-9)
     assert _lagrangian_bound([(hulls[0], 2), (hulls[1], 1)], least_memory * 0.999) \
         == math.inf
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_objective_bound_holds_for_stages_solved_under_a_cap(seed: int) -> None:
+    # M (F + B) + AR of a stage the solver gives under a cap is at least its unconstrained
+    # F + B + AR plus M - 1 times any lower bound on its F + B (here: the segments' least,
+    # and the Lagrangian bound of capped_least), for every range and several caps.
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=4)
+    positions = [0, *plans.cuts, len(plans.layers)]
+    checked = 0
+    for micro in (1, 2, 4):
+        bounds = plans.segment_bounds(1, micro)
+        assert bounds is not None
+        for a, b in itertools.combinations(range(len(positions)), 2):
+            start, stop = positions[a], positions[b]
+            free = plans.stage(start, stop, 4, micro)
+            assert free is not None
+            objective = free.work + free.cost.allreduce
+            assert plans.objective_own(start, stop, 4, micro, 0.0) == objective
+            layers = plans.micro(micro).layers[start:stop]
+            floor = sum(float(v.min()) for v in memory_vectors(
+                Problem.from_layers(layers, [], 4, plans.machine, batch=plans.batch,
+                                    min_shard=1), 2))
+            full = free.parameter_bytes + 2 * free.activation_bytes
+            for share in (0.0, 0.4, 0.9):
+                cap = floor + share * (full - floor)
+                stage = plans.stage(start, stop, 4, micro, 2, cap)
+                if stage is None:
+                    continue
+                own = micro * stage.work + stage.cost.allreduce
+                work, _ = plans.capped_least(start, stop, 4, micro, 2, cap)
+                for least in (bounds.least_work(start, stop), work):
+                    assert least <= stage.work * (1 + 1e-12)
+                    assert plans.objective_own(start, stop, 4, micro, least) <= \
+                        own * (1 + 1e-12)
+                checked += 1
+    assert checked > 0
 
 
 @pytest.mark.parametrize("seed", range(8))
