@@ -115,6 +115,15 @@ class MemoryCapError(SearchError):
         self.least = least
 
 
+class BoundReached(Exception):
+    """`solve_capped`'s `enough` accepted a proven lower bound on the cost of every
+    strategy that fits (`bound`): the search stopped without a strategy."""
+
+    def __init__(self, bound: float):
+        super().__init__(f"every strategy that fits costs at least {bound}")
+        self.bound = bound
+
+
 @dataclass(frozen=True)
 class CappedSolution:
     """The least-cost strategy found under a memory cap, and how sure that is.
@@ -150,12 +159,20 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                  memory_budget: int | MemoryBudget = 4 << 30,
                  exhaustive_limit: int = 10**7, jit: str = "auto",
                  progress: Callable[[int, int, int], None] | None = None,
-                 in_flight: int = 1) -> CappedSolution:
+                 in_flight: int = 1,
+                 enough: Callable[[float], bool] | None = None) -> CappedSolution:
     """The least-cost strategy of `problem` needing at most `cap` bytes per device
     (module docstring), counting the activations `in_flight` times (a pipeline stage
     holding that many micro-batches, `memory_vectors`). Raises `MemoryCapError` when
     even the least memory any strategy needs is more than `cap`, and `SearchError` as
     `solve` does.
+
+    `enough`, given each proven lower bound on the cost of every strategy that fits as
+    the search raises it (the unconstrained optimum's cost first), may end the search:
+    when it returns True, `BoundReached` is raised with that bound. A caller that only
+    needs the strategy if it is cheap enough (the stage search, whose other bounds then
+    prune it) so saves the rest of the solves; without it, and whenever it returns
+    False throughout, the result is the same as without `enough`.
     """
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
@@ -183,9 +200,11 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         if free_memory <= cap:
             return _solution(problem, free.choice, free.cost, free_memory, cap, free.cost,
                              True, 1, free)
+        if enough is not None and enough(free.cost):
+            raise BoundReached(free.cost)
         if method == "exhaustive":
             return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
-        return _lagrangian(problem, graph, memory, cap, free, run)
+        return _lagrangian(problem, graph, memory, cap, free, run, enough)
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
@@ -214,11 +233,14 @@ class _Relaxation:
     """LARAC on branches of one problem, counting the DP solves."""
 
     def __init__(self, graph: CostGraph, memory: list[np.ndarray], cap: float,
-                 run: Callable[[CostGraph], DPResult]):
+                 run: Callable[[CostGraph], DPResult],
+                 enough: Callable[[float], bool] | None = None):
         self.graph = graph
         self.memory = memory
         self.cap = cap
         self.run = run
+        self.enough = enough
+        """Told of the root's bound as LARAC raises it (`solve_capped`)."""
         self.solves = 0
         self.last: DPResult | None = None
 
@@ -237,7 +259,8 @@ class _Relaxation:
         self.last = self.run(CostGraph(self.graph.names, costs, dict(self.graph.edge_costs)))
         return self.last
 
-    def node(self, allowed: list[np.ndarray], free: DPResult | None = None) -> _Node:
+    def node(self, allowed: list[np.ndarray], free: DPResult | None = None,
+             root: bool = False) -> _Node:
         least = [weight[ok].min() for weight, ok in zip(self.memory, allowed, strict=True)]
         if sum(float(value) for value in least) > self.cap:
             return _Node(allowed, math.inf, None, None)
@@ -254,6 +277,8 @@ class _Relaxation:
             rate = (fits[1] - over[1]) / (over[2] - fits[2])
             result = self.solve(allowed, rate)
             bound = max(bound, result.cost - rate * self.cap)
+            if root and self.enough is not None and self.enough(min(bound, best[1])):
+                raise BoundReached(min(bound, best[1]))
             found = self.strategy(result.choice)
             if found[2] <= self.cap and found[1] < best[1]:
                 best = found
@@ -268,12 +293,14 @@ class _Relaxation:
 
 
 def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
-                free: DPResult, run: Callable[[CostGraph], DPResult]) -> CappedSolution:
+                free: DPResult, run: Callable[[CostGraph], DPResult],
+                enough: Callable[[float], bool] | None = None) -> CappedSolution:
     """Branch and bound on LARAC's bounds (module docstring), until every branch is
-    closed or `MAX_SOLVES` DP solves are spent."""
-    relaxation = _Relaxation(graph, memory, cap, run)
+    closed or `MAX_SOLVES` DP solves are spent (or `enough` accepts the bound so far:
+    `solve_capped`)."""
+    relaxation = _Relaxation(graph, memory, cap, run, enough)
     relaxation.solves = 1  # the unconstrained solve, made already
-    root = relaxation.node([np.ones(w.size, dtype=bool) for w in memory], free)
+    root = relaxation.node([np.ones(w.size, dtype=bool) for w in memory], free, root=True)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
     best = root.fits
     open_nodes = [root]
@@ -293,6 +320,10 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
         reached = best[1] * (1 - RELATIVE_TOLERANCE)
         closed = min([closed, *(n.bound for n in open_nodes if n.bound >= reached)])
         open_nodes = [n for n in open_nodes if n.bound < reached]
+        if enough is not None:
+            bound = min([best[1], closed, *(n.bound for n in open_nodes)])
+            if enough(bound):
+                raise BoundReached(bound)
     bound = min([best[1], closed, *(n.bound for n in open_nodes)])
     return _solution(problem, best[0], best[1], best[2], cap, bound, False,
                      relaxation.solves, relaxation.last)

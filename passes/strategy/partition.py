@@ -50,7 +50,12 @@ from pase.passes.strategy.cost import Config, local_elements
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.layer_costs import layer_costs
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import MemoryCapError, memory_vectors, solve_capped
+from pase.passes.strategy.memory import (
+    BoundReached,
+    MemoryCapError,
+    memory_vectors,
+    solve_capped,
+)
 from pase.passes.strategy.pipeline import (
     PipelinePlan,
     StageCost,
@@ -134,6 +139,9 @@ class StageSolver:
         self.memory_budget = memory_budget
         self.tables = SharedTables(machine, batch, min_shard, limit=memory_budget // 4)
         self._solved: dict[tuple, tuple[tuple[Config, ...], float] | None] = {}
+        self._floors: dict[tuple, float] = {}
+        """A proven lower bound on the cost of a capped sub-problem whose search an
+        `enough` ended (`solve`)."""
         self.solves = 0
         """How many sub-problems were solved (the others came from the cache)."""
 
@@ -154,16 +162,27 @@ class StageSolver:
 
     def solve(self, layers: list[Layer], edges: list[Edge], devices: int,
               kinds: tuple[list[int], list[int]], memory: float | None = None,
-              in_flight: int = 1) -> StageSolution | None:
+              in_flight: int = 1, enough: Callable[[float], bool] | None = None
+              ) -> StageSolution | None:
         """The stage's configurations (under `memory` bytes per device with `in_flight`
-        micro-batches held, if given), or None if none fits under it."""
+        micro-batches held, if given), or None if none fits under it. Under `memory`,
+        `enough` may end the search (`solve_capped`'s, on the stage's F + B + AR): then
+        `BoundReached` is raised, and the bound is kept for the next call, which solves
+        again only if its `enough` does not accept that bound."""
         signature = (tuple(kinds[0]),
                      tuple((kind, edge.producer, edge.consumer)
                            for kind, edge in zip(kinds[1], edges, strict=True)),
                      devices, memory, in_flight if memory is not None else 0)
         if signature not in self._solved:
-            self._solved[signature] = self._solve(layers, edges, devices, kinds, memory,
-                                                  in_flight)
+            floor = self._floors.get(signature)
+            if enough is not None and floor is not None and enough(floor):
+                raise BoundReached(floor)
+            try:
+                self._solved[signature] = self._solve(layers, edges, devices, kinds, memory,
+                                                      in_flight, enough)
+            except BoundReached as reached:
+                self._floors[signature] = max(reached.bound, floor or -math.inf)
+                raise
         solved = self._solved[signature]
         if solved is None:
             return None
@@ -172,7 +191,8 @@ class StageSolver:
                               for layer, config in zip(layers, configs, strict=True)}, gap)
 
     def _solve(self, layers: list[Layer], edges: list[Edge], devices: int,
-               kinds: tuple[list[int], list[int]], memory: float | None, in_flight: int
+               kinds: tuple[list[int], list[int]], memory: float | None, in_flight: int,
+               enough: Callable[[float], bool] | None = None
                ) -> tuple[tuple[Config, ...], float] | None:
         self.solves += 1
         problem = Problem.from_layers(layers, edges, devices, self.machine, batch=self.batch,
@@ -185,7 +205,7 @@ class StageSolver:
             return tuple(assignment[layer.name] for layer in layers), 0.0
         try:
             capped = solve_capped(problem, memory, self.method, memory_budget=budget,
-                                  in_flight=in_flight)
+                                  in_flight=in_flight, enough=enough)
         except MemoryCapError:
             return None
         return (tuple(capped.assignment[layer.name] for layer in layers),
@@ -301,10 +321,13 @@ class Partitioner:
         return self._micro[microbatches]
 
     def stage(self, start: int, stop: int, devices: int, microbatches: int,
-              in_flight: int = 1, memory: float | None = None) -> SolvedStage | None:
+              in_flight: int = 1, memory: float | None = None,
+              enough: Callable[[float], bool] | None = None) -> SolvedStage | None:
         """Layers [start, stop) solved on `devices` devices for a micro-batch of batch / M;
         with `memory`, the stage must fit in it holding `in_flight` micro-batches (solved
-        under the cap where its unconstrained configurations do not): None if it cannot."""
+        under the cap where its unconstrained configurations do not): None if it cannot.
+        Solved under the cap, `enough` may end that search first (`StageSolver.solve`:
+        `BoundReached`)."""
         free = self._solved(start, stop, devices, microbatches, None, 1)
         assert free is not None
         if memory is None or \
@@ -312,7 +335,7 @@ class Partitioner:
             return free
         if not isinstance(self.solve_stage, StageSolver) or self._free_only:
             return None  # fixed configurations (a plan read back) cannot change
-        return self._solved(start, stop, devices, microbatches, memory, in_flight)
+        return self._solved(start, stop, devices, microbatches, memory, in_flight, enough)
 
     def _fits(self, start: int, stop: int, devices: int, microbatches: int, in_flight: int,
               memory: float) -> bool:
@@ -323,7 +346,8 @@ class Partitioner:
         return free.parameter_bytes + in_flight * free.activation_bytes <= memory
 
     def _solved(self, start: int, stop: int, devices: int, microbatches: int,
-                memory: float | None, in_flight: int) -> SolvedStage | None:
+                memory: float | None, in_flight: int,
+                enough: Callable[[float], bool] | None = None) -> SolvedStage | None:
         key = (start, stop, devices, microbatches, memory, in_flight)
         if key in self._stages:
             return self._stages[key]
@@ -339,7 +363,7 @@ class Partitioner:
             assert micro.kinds is not None
             kinds = (micro.kinds[0][start:stop], [micro.kinds[1][i] for i in inside])
             solution = self.solve_stage.solve(layers, edges, devices, kinds, memory,
-                                              in_flight)
+                                              in_flight, enough)
         else:
             solution = StageSolution(self.solve_stage(layers, edges, devices))
         result = None if solution is None else SolvedStage(
@@ -954,32 +978,44 @@ class Partitioner:
         capped_bounds = memory is not None and isinstance(self.solve_stage, StageSolver) \
             and not self._free_only
 
-        def capped_beaten(stages_after: int, start: int, stop: int, done: float,
-                          first: float, done_forward: float, index: int) -> bool:
-            """Whether every plan whose next stage, `index`, is [start, stop) solved under
-            the cap reaches the best step (`rest`'s arguments, `SegmentBounds.next_stage`):
-            never where the stage fits unconstrained. First with `objective_own`, which
-            costs nothing more, then with `capped_least`'s Lagrangian bounds."""
+        def capped_check(stages_after: int, start: int, stop: int, done: float,
+                         first: float, done_forward: float, index: int
+                         ) -> tuple[bool, Callable[[float], bool] | None]:
+            """For the plans whose next stage, `index`, is [start, stop) (`rest`'s
+            arguments, `SegmentBounds.next_stage`): whether they all reach the best step
+            if it is solved under the cap, and if not, when its solve may end (`stage`'s
+            `enough`: on a bound on its F + B + AR). Never pruned where the stage fits
+            unconstrained. First with `objective_own`, which costs nothing more, then
+            with `capped_least`'s Lagrangian bounds."""
             assert memory is not None
             assert tight is not None
             holds = in_flight(schedule, stages, microbatches, index)
             if self._fits(start, stop, group, microbatches, holds, memory):
-                return False
+                return False, None
             least_work = tight.least_work(start, stop)
             if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
                                        0.0, self.objective_own(start, stop, group,
                                                                microbatches, least_work))):
-                return True
+                return True, None
             # Each hull costs DP solves on every distinct segment: F + B's first.
             work = self.capped_bound(start, stop, group, microbatches, holds, memory, 0)
             objective = self.objective_own(start, stop, group, microbatches,
                                            max(work, least_work))
             if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
                                        work, objective)):
-                return True
-            own = self.capped_bound(start, stop, group, microbatches, holds, memory, 1)
-            return beaten(tight.next_stage(stages_after, start, stop, done, first,
-                                           done_forward, work, max(own, objective)))
+                return True, None
+            own = max(objective, self.capped_bound(start, stop, group, microbatches, holds,
+                                                   memory, 1))
+            if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
+                                       work, own)):
+                return True, None
+            rest = (microbatches - 1) * max(work, least_work)
+
+            def enough(cost: float) -> bool:  # the solver's F + B + AR is at least cost
+                return beaten(tight.next_stage(stages_after, start, stop, done, first,
+                                               done_forward, work, max(own, cost + rest)))
+
+            return False, enough
 
         visits = [0]
 
@@ -1005,12 +1041,18 @@ class Partitioner:
                 if tight is not None:
                     if beaten(tight.next_stage(0, after, last, chained, first, done_forward)):
                         return
-                    if capped_bounds and capped_beaten(0, after, last, chained, first,
-                                                       done_forward, index):
+                    enough = None
+                    if capped_bounds:
+                        cut_off, enough = capped_check(0, after, last, chained, first,
+                                                       done_forward, index)
+                        if cut_off:
+                            return
+                    try:
+                        stage = self.stage(after, last, group, microbatches,
+                                           in_flight(schedule, stages, microbatches, index),
+                                           memory, enough)
+                    except BoundReached:
                         return
-                    stage = self.stage(after, last, group, microbatches,
-                                       in_flight(schedule, stages, microbatches, index),
-                                       memory)
                     if stage is None or beaten(tight.solved_stage(
                             0, after, last, chained, first, done_forward, stage.work,
                             stage.cost.forward, stage.cost.allreduce)):
@@ -1052,10 +1094,17 @@ class Partitioner:
                     if tight is not None and beaten(tight.next_stage(
                             left, after, cut, chained, first, done_forward)):
                         continue
-                    if tight is not None and capped_bounds and capped_beaten(
-                            left, after, cut, chained, first, done_forward, index):
+                    enough = None
+                    if tight is not None and capped_bounds:
+                        cut_off, enough = capped_check(left, after, cut, chained, first,
+                                                       done_forward, index)
+                        if cut_off:
+                            continue
+                    try:
+                        stage = self.stage(after, cut, group, microbatches, holds, memory,
+                                           enough)
+                    except BoundReached:
                         continue
-                    stage = self.stage(after, cut, group, microbatches, holds, memory)
                     if stage is None:
                         continue
                     ar = stage.cost.allreduce if index == 0 else first
@@ -1080,9 +1129,15 @@ class Partitioner:
         if stages == 1:
             if method == "dp" and pruned(0.0, 0.0, least[last], 0.0, 0):
                 return None
-            if tight is not None and capped_bounds and capped_beaten(
-                    0, 0, last, 0.0, 0.0, 0.0, 0):
-                return None
+            if tight is not None and capped_bounds:
+                cut_off, enough = capped_check(0, 0, last, 0.0, 0.0, 0.0, 0)
+                if cut_off:
+                    return None
+                try:  # (solved here to end its capped search early; `consider` reuses it)
+                    self.stage(0, last, group, microbatches,
+                               in_flight(schedule, 1, microbatches, 0), memory, enough)
+                except BoundReached:
+                    return None
             consider([0])
         else:
             walk([0], 0, 0.0, 0.0, 0.0, 0.0, [])

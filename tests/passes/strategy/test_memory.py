@@ -24,6 +24,7 @@ from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 from pase.passes.strategy.memory import (
     GIB,
+    BoundReached,
     MemoryCapError,
     memory_vectors,
     solve_capped,
@@ -149,6 +150,32 @@ def test_capped_search_against_brute_force_on_random_graphs(seed: int) -> None:
         if capped.proven:
             assert close(capped.cost, best)
         assert abs(problem.cost(capped.assignment) - capped.cost) <= 1e-12 * capped.cost
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_enough_ends_the_capped_search_only_with_a_true_bound(seed: int) -> None:
+    # `enough` hears proven bounds only: every bound it is told is at most the least cost
+    # under the cap; ending at one raises BoundReached with it; never ending gives the
+    # same strategy as no `enough`.
+    problem = random_problem(seed)
+    for cap in caps(problem):
+        best = brute_force(problem, cap)
+        heard: list[float] = []
+
+        def never(bound: float, heard: list[float] = heard) -> bool:
+            heard.append(bound)
+            return False
+
+        plain = solve_capped(problem, cap)
+        assert solve_capped(problem, cap, enough=never) == plain
+        assert all(bound <= best * (1 + 1e-12) for bound in heard)
+        if plain.cost == solve(problem).cost:
+            continue  # the unconstrained optimum fits: nothing to end
+        assert heard
+        highest = max(heard)
+        with pytest.raises(BoundReached) as ended:
+            solve_capped(problem, cap, enough=lambda bound: bound >= highest)
+        assert ended.value.bound == highest
 
 
 def test_random_graphs_have_binding_caps_and_proofs() -> None:
