@@ -223,8 +223,10 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
         entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
         if progress is not None:
             progress(step, len(sequence), entries)
-        found = None if cache is None else cache.find(consumed_keys, consumed, vertex,
-                                                      dependent_set)
+        step_key = None if cache is None else cache.key(consumed_keys, consumed,
+                                                        (*dependent_set, vertex))
+        found = None if cache is None or step_key is None else cache.find(
+            step_key, consumed, dependent_set)
         if found is not None:
             # An earlier step's tables, shared: nothing new is allocated.
             axes, minimum, argmin = found
@@ -246,8 +248,8 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
             budget.release(working - minimum.nbytes - argmin.nbytes)
             for table in (minimum, argmin):
                 live.hold(table, charged=True)
-            if cache is not None:
-                cache.store(consumed_keys, consumed, vertex, dependent_set, minimum, argmin)
+            if cache is not None and step_key is not None:
+                cache.store(step_key, consumed_keys, consumed, minimum, argmin)
         for key, (_, table) in zip(consumed_keys, consumed, strict=True):
             if key >= inputs:
                 live.drop(table)
@@ -314,10 +316,10 @@ class _ReuseCache:
                       self._digest(key, table))
                      for key, (axes, table) in zip(keys, factors, strict=True))
 
-    def find(self, keys: Sequence[int], factors: Sequence[Factor], vertex: int,
+    def find(self, step_key: StepKey, factors: Sequence[Factor],
              dependent_set: Sequence[int]) -> tuple[Axes, np.ndarray, np.ndarray] | None:
-        """An earlier step's result for eliminating `vertex` from `factors`, or None."""
-        step_key = self.key(keys, factors, (*dependent_set, vertex))
+        """An earlier step's result for the step of `step_key` (`key`, over the layout of
+        the dependent set, then the vertex) on `factors`, or None."""
         for number, (tables, minimum, argmin) in self.steps.get(step_key, {}).items():
             if all(_same_bits(table, earlier)
                    for (_, table), earlier in zip(factors, tables, strict=True)):
@@ -325,10 +327,9 @@ class _ReuseCache:
                 return tuple(dependent_set), minimum, argmin
         return None
 
-    def store(self, keys: Sequence[int], factors: Sequence[Factor], vertex: int,
-              dependent_set: Sequence[int], minimum: np.ndarray, argmin: np.ndarray) -> None:
-        """Remember that eliminating `vertex` from `factors` gave `minimum` and `argmin`."""
-        step_key = self.key(keys, factors, (*dependent_set, vertex))
+    def store(self, step_key: StepKey, keys: Sequence[int], factors: Sequence[Factor],
+              minimum: np.ndarray, argmin: np.ndarray) -> None:
+        """Remember that the step of `step_key` on `factors` gave `minimum` and `argmin`."""
         arrays = [minimum, argmin, *(table for key, (_, table) in zip(keys, factors, strict=True)
                                      if key >= self.inputs)]
         kept = sum(array.nbytes for array in {id(array): array for array in arrays}.values()

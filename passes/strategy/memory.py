@@ -104,7 +104,34 @@ def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
         vectors.append(np.array([parameter_bytes([layer], {layer.name: config})
                                  + in_flight * activation_bytes([layer], {layer.name: config})
                                  for config in configs], dtype=np.float64))
-    return vectors
+    return one_array_each(vectors)
+
+
+def one_array_each(vectors: list[np.ndarray]) -> list[np.ndarray]:
+    """`vectors` with equal ones (the same values) as one array object: the identical
+    layers of repeated blocks then share their vectors, as their cost vectors are shared
+    (`Problem.cost_graph`), and pruning and the DP's reuse, which recognise a table by
+    its buffer, treat them once (`priced` keeps them shared)."""
+    seen: dict[tuple[str, tuple[int, ...], bytes], np.ndarray] = {}
+    return [seen.setdefault((vector.dtype.str, vector.shape, vector.tobytes()), vector)
+            for vector in vectors]
+
+
+def priced(costs: list[np.ndarray], weights: list[np.ndarray], rate: float,
+           allowed: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Each vertex's costs plus `rate` times its weights (`rate` 0: the costs as they are),
+    inf where `allowed` is False; one array for layers whose cost, weight and allowed
+    vectors are the same arrays (`one_array_each`), so that shared layers stay shared."""
+    made: dict[tuple[int, int, int], np.ndarray] = {}
+    result = []
+    for index, (cost, weight) in enumerate(zip(costs, weights, strict=True)):
+        ok = allowed[index] if allowed is not None else None
+        key = (id(cost), id(weight), id(ok))
+        if key not in made:
+            vector = cost + rate * weight if rate else cost
+            made[key] = vector if ok is None else np.where(ok, vector, math.inf)
+        result.append(made[key])
+    return result
 
 
 class MemoryCapError(SearchError):
@@ -252,9 +279,7 @@ class _Relaxation:
         """The least cost + rate·memory over the configurations in `keep` (default
         `allowed`); the others cost inf."""
         mask = keep if keep is not None else allowed
-        costs = [np.where(ok, cost + rate * weight if rate else cost, math.inf)
-                 for cost, weight, ok in zip(self.graph.vertex_costs, self.memory, mask,
-                                             strict=True)]
+        costs = priced(self.graph.vertex_costs, self.memory, rate, mask)
         self.solves += 1
         self.last = self.run(CostGraph(self.graph.names, costs, dict(self.graph.edge_costs)))
         return self.last
@@ -269,8 +294,8 @@ class _Relaxation:
         if over[2] <= self.cap:
             return _Node(allowed, over[1], over, None)
         bound = free.cost  # L(0)
-        lean = [ok & (weight == value) for weight, ok, value
-                in zip(self.memory, allowed, least, strict=True)]
+        lean = one_array_each([ok & (weight == value) for weight, ok, value
+                               in zip(self.memory, allowed, least, strict=True)])
         fits = self.strategy(self.solve(allowed, 0.0, lean).choice)
         best = fits
         while self.solves < MAX_SOLVES and fits[1] > over[1] and fits[2] < over[2]:
@@ -300,7 +325,8 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
     `solve_capped`)."""
     relaxation = _Relaxation(graph, memory, cap, run, enough)
     relaxation.solves = 1  # the unconstrained solve, made already
-    root = relaxation.node([np.ones(w.size, dtype=bool) for w in memory], free, root=True)
+    root = relaxation.node(one_array_each([np.ones(w.size, dtype=bool) for w in memory]),
+                           free, root=True)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
     best = root.fits
     open_nodes = [root]

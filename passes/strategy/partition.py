@@ -54,6 +54,8 @@ from pase.passes.strategy.memory import (
     BoundReached,
     MemoryCapError,
     memory_vectors,
+    one_array_each,
+    priced,
     solve_capped,
 )
 from pase.passes.strategy.pipeline import (
@@ -308,6 +310,7 @@ class Partitioner:
         self._work_graphs: dict[tuple, tuple[CostGraph, CostGraph, Problem,
                                               MemoryBudget]] = {}
         self._hulls: dict[tuple, _Hull] = {}
+        self._capped: dict[tuple, float] = {}
         self._signatures: dict[tuple[int, int, int, int], tuple] = {}
 
     def micro(self, microbatches: int) -> _Micro:
@@ -642,7 +645,11 @@ class Partitioner:
 
     def capped_bound(self, start: int, stop: int, devices: int, microbatches: int,
                      in_flight: int, memory: float, which: int) -> float:
-        """`capped_least`'s bound on F + B (`which` 0) or on M (F + B) + AR (1) alone."""
+        """`capped_least`'s bound on F + B (`which` 0) or on M (F + B) + AR (1) alone
+        (each computed once)."""
+        key = (start, stop, devices, microbatches, in_flight, memory, which)
+        if key in self._capped:
+            return self._capped[key]
         positions = [0, *self.cuts, len(self.layers)]
         a, b = positions.index(start), positions.index(stop)
         counts: dict[tuple, int] = {}  # structurally equal segments: one hull, counted
@@ -652,8 +659,10 @@ class Partitioner:
                 self._segment_least(first, last, devices, microbatches)
             signature = self._signatures[key]
             counts[signature] = counts.get(signature, 0) + 1
-        return _lagrangian_bound([(self._segment_hull(signature, in_flight, which), count)
-                                  for signature, count in counts.items()], memory)
+        self._capped[key] = _lagrangian_bound(
+            [(self._segment_hull(signature, in_flight, which), count)
+             for signature, count in counts.items()], memory)
+        return self._capped[key]
 
     def _segment_hull(self, signature: tuple, in_flight: int, which: int) -> _Hull:
         """`_Hull` of the segments of `signature` (`_segment_least` solved them) for F + B
@@ -1169,11 +1178,8 @@ class _Hull:
            budget: MemoryBudget) -> _Hull:
         def point(rate: float, allowed: Sequence[np.ndarray] | None = None
                   ) -> tuple[float, float]:
-            costs = [cost + rate * weight if rate else cost
-                     for cost, weight in zip(graph.vertex_costs, weights, strict=True)]
-            if allowed is not None:
-                costs = [np.where(ok, cost, math.inf)
-                         for cost, ok in zip(costs, allowed, strict=True)]
+            costs = priced(graph.vertex_costs, list(weights), rate,
+                           None if allowed is None else list(allowed))
             used = budget.used
             try:
                 choice = solve_graph(CostGraph(graph.names, costs, dict(graph.edge_costs)),
@@ -1184,7 +1190,7 @@ class _Hull:
                     sum(float(weight[c]) for weight, c in zip(weights, choice, strict=True)))
 
         left = point(0.0)
-        right = point(0.0, [weight == weight.min() for weight in weights])
+        right = point(0.0, one_array_each([weight == weight.min() for weight in weights]))
         points = [left]
         if right[1] < left[1]:
             pending = [(left, right)]
