@@ -654,10 +654,10 @@ class Partitioner:
         a, b = positions.index(start), positions.index(stop)
         counts: dict[tuple, int] = {}  # structurally equal segments: one hull, counted
         for first, last in zip(positions[a:b], positions[a + 1:b + 1], strict=True):
-            key = (first, last, devices, microbatches)
-            if key not in self._signatures:
+            segment = (first, last, devices, microbatches)
+            if segment not in self._signatures:
                 self._segment_least(first, last, devices, microbatches)
-            signature = self._signatures[key]
+            signature = self._signatures[segment]
             counts[signature] = counts.get(signature, 0) + 1
         self._capped[key] = _lagrangian_bound(
             [(self._segment_hull(signature, in_flight, which), count)
