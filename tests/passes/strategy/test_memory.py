@@ -174,7 +174,7 @@ def test_enough_ends_the_capped_search_only_with_a_true_bound(seed: int) -> None
         assert heard
         highest = max(heard)
         with pytest.raises(BoundReached) as ended:
-            solve_capped(problem, cap, enough=lambda bound: bound >= highest)
+            solve_capped(problem, cap, enough=lambda bound, top=highest: bound >= top)
         assert ended.value.bound == highest
 
 
