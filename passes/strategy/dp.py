@@ -223,10 +223,10 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
         entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
         if progress is not None:
             progress(step, len(sequence), entries)
-        step_key = None if cache is None else cache.key(consumed_keys, consumed,
-                                                        (*dependent_set, vertex))
-        found = None if cache is None or step_key is None else cache.find(
-            step_key, consumed, dependent_set)
+        found = None
+        if cache is not None:
+            step_key = cache.key(consumed_keys, consumed, (*dependent_set, vertex))
+            found = cache.find(step_key, consumed, dependent_set)
         if found is not None:
             # An earlier step's tables, shared: nothing new is allocated.
             axes, minimum, argmin = found
@@ -248,7 +248,7 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
             budget.release(working - minimum.nbytes - argmin.nbytes)
             for table in (minimum, argmin):
                 live.hold(table, charged=True)
-            if cache is not None and step_key is not None:
+            if cache is not None:
                 cache.store(step_key, consumed_keys, consumed, minimum, argmin)
         for key, (_, table) in zip(consumed_keys, consumed, strict=True):
             if key >= inputs:

@@ -260,14 +260,11 @@ class _Relaxation:
     """LARAC on branches of one problem, counting the DP solves."""
 
     def __init__(self, graph: CostGraph, memory: list[np.ndarray], cap: float,
-                 run: Callable[[CostGraph], DPResult],
-                 enough: Callable[[float], bool] | None = None):
+                 run: Callable[[CostGraph], DPResult]):
         self.graph = graph
         self.memory = memory
         self.cap = cap
         self.run = run
-        self.enough = enough
-        """Told of the root's bound as LARAC raises it (`solve_capped`)."""
         self.solves = 0
         self.last: DPResult | None = None
 
@@ -285,7 +282,9 @@ class _Relaxation:
         return self.last
 
     def node(self, allowed: list[np.ndarray], free: DPResult | None = None,
-             root: bool = False) -> _Node:
+             enough: Callable[[float], bool] | None = None) -> _Node:
+        """LARAC on the branch `allowed` (`free`: its unconstrained solve, if made);
+        `enough` is told each bound it proves (`solve_capped`)."""
         least = [weight[ok].min() for weight, ok in zip(self.memory, allowed, strict=True)]
         if sum(float(value) for value in least) > self.cap:
             return _Node(allowed, math.inf, None, None)
@@ -302,7 +301,7 @@ class _Relaxation:
             rate = (fits[1] - over[1]) / (over[2] - fits[2])
             result = self.solve(allowed, rate)
             bound = max(bound, result.cost - rate * self.cap)
-            if root and self.enough is not None and self.enough(min(bound, best[1])):
+            if enough is not None and enough(min(bound, best[1])):
                 raise BoundReached(min(bound, best[1]))
             found = self.strategy(result.choice)
             if found[2] <= self.cap and found[1] < best[1]:
@@ -323,10 +322,10 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
     """Branch and bound on LARAC's bounds (module docstring), until every branch is
     closed or `MAX_SOLVES` DP solves are spent (or `enough` accepts the bound so far:
     `solve_capped`)."""
-    relaxation = _Relaxation(graph, memory, cap, run, enough)
+    relaxation = _Relaxation(graph, memory, cap, run)
     relaxation.solves = 1  # the unconstrained solve, made already
     root = relaxation.node(one_array_each([np.ones(w.size, dtype=bool) for w in memory]),
-                           free, root=True)
+                           free, enough)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
     best = root.fits
     open_nodes = [root]

@@ -183,7 +183,8 @@ class StageSolver:
                 self._solved[signature] = self._solve(layers, edges, devices, kinds, memory,
                                                       in_flight, enough)
             except BoundReached as reached:
-                self._floors[signature] = max(reached.bound, floor or -math.inf)
+                self._floors[signature] = reached.bound if floor is None else \
+                    max(reached.bound, floor)
                 raise
         solved = self._solved[signature]
         if solved is None:
@@ -1001,28 +1002,29 @@ class Partitioner:
             holds = in_flight(schedule, stages, microbatches, index)
             if self._fits(start, stop, group, microbatches, holds, memory):
                 return False, None
+
+            def reaches(work: float, own: float) -> bool:
+                return beaten(tight.next_stage(stages_after, start, stop, done, first,
+                                               done_forward, work, own))
+
             least_work = tight.least_work(start, stop)
-            if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
-                                       0.0, self.objective_own(start, stop, group,
-                                                               microbatches, least_work))):
+            if reaches(least_work, self.objective_own(start, stop, group, microbatches,
+                                                      least_work)):
                 return True, None
             # Each hull costs DP solves on every distinct segment: F + B's first.
-            work = self.capped_bound(start, stop, group, microbatches, holds, memory, 0)
-            objective = self.objective_own(start, stop, group, microbatches,
-                                           max(work, least_work))
-            if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
-                                       work, objective)):
+            work = max(least_work,
+                       self.capped_bound(start, stop, group, microbatches, holds, memory, 0))
+            own = self.objective_own(start, stop, group, microbatches, work)
+            if reaches(work, own):
                 return True, None
-            own = max(objective, self.capped_bound(start, stop, group, microbatches, holds,
-                                                   memory, 1))
-            if beaten(tight.next_stage(stages_after, start, stop, done, first, done_forward,
-                                       work, own)):
+            own = max(own, self.capped_bound(start, stop, group, microbatches, holds,
+                                             memory, 1))
+            if reaches(work, own):
                 return True, None
-            rest = (microbatches - 1) * max(work, least_work)
+            rest = (microbatches - 1) * work
 
             def enough(cost: float) -> bool:  # the solver's F + B + AR is at least cost
-                return beaten(tight.next_stage(stages_after, start, stop, done, first,
-                                               done_forward, work, max(own, cost + rest)))
+                return reaches(work, max(own, cost + rest))
 
             return False, enough
 
