@@ -1,4 +1,4 @@
-"""`run_check`: the tolerance pase-run --check applies, from errors given here.
+"""`pase.tools.run.check`: the tolerance pase-run --check applies, from errors given here.
 
 Whether a real model loses more than 1e-4 to f32 rounding depends on the host's BLAS, so
 these tests pick the errors themselves instead of running a model."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pase.tools.run_check import (
+from pase.tools.run.check import (
     DIVERGED,
     TrainingReport,
     WordsRow,

@@ -19,8 +19,8 @@ from cli import run_tool
 from pase.frontend import parse_file
 from pase.targets.jax import jax_program
 from pase.tools.pase_run import main
-from pase.tools.run_jax import Collective, child_environment, child_error, collectives
-from pase.tools.run_pipeline import strategy_and_scale
+from pase.tools.run.jax import Collective, child_environment, child_error, collectives
+from pase.tools.run.load import strategy_and_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = sorted((Path(__file__).parent / "jax_probes").glob("*.dnn"))

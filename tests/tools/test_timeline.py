@@ -12,7 +12,7 @@ import pytest
 
 from pase.core.files import WriteError, deferred_writes
 from pase.passes.strategy.schedule import Simulation, ideal_bubble, simulate
-from pase.tools.timeline import (
+from pase.tools.run.timeline import (
     PlottingUnavailable,
     Span,
     draw,
