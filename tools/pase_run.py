@@ -50,7 +50,7 @@ from pase.tools.run.load import (
     pipeline_spec,
     strategy_and_scale,
 )
-from pase.tools.run.report import print_pipeline, print_report
+from pase.tools.run.report import print_pipeline, print_report, print_unsplit
 from pase.tools.run.runtime import RuntimeBackend
 
 # Each device is a thread (or a Python process) of this machine: past these counts a run
@@ -241,8 +241,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _print(args: argparse.Namespace, module: ModuleOp, report: TrainingReport,
            backend: Backend, seconds: float) -> None:
-    """Print the run's report, write its files, and with `--check` exit 1 unless it passed
-    (then no file is written: `deferred_writes` drops them)."""
+    """Print the run's report and write its files; with `--check`, a run that fails it
+    writes no file (`--timeline`, `--dump-mlir`) and exits 1."""
+    problems = check_problems(report) if args.check else []
+    files = [] if problems else [name for name in (args.timeline, args.dump_mlir) if name]
     if args.engine == "jax":
         from pase.tools.run.jax import JaxBackend, JaxReport
         from pase.tools.run.report import print_collectives
@@ -251,16 +253,20 @@ def _print(args: argparse.Namespace, module: ModuleOp, report: TrainingReport,
         assert backend.compiled is not None
         print_report(report, seconds, engine="JAX")
         print_collectives(JaxReport(report, backend.compiled))
-        if args.dump_mlir:
+        if args.dump_mlir in files:
             write_atomically(args.dump_mlir, backend.compiled.stablehlo)
     else:
         print_report(report, seconds)
+        print_unsplit(module)
         print_pipeline(module)
-        if args.timeline is not None:
+        if args.timeline in files:
             from pase.tools.run.timeline import draw_timeline  # (matplotlib: an extra)
 
-            draw_timeline(args.timeline, module, report)
+            draw_timeline(args.timeline, module, report, args.scale)
+    if problems:
+        unwritten = [name for name in (args.timeline, args.dump_mlir) if name]
+        fail("check failed: " + "; ".join(problems) + (
+            f" (so {' and '.join(unwritten)} {'was' if len(unwritten) == 1 else 'were'} "
+            "not written)" if unwritten else ""))
     if args.check:
-        if problems := check_problems(report):
-            fail("check failed: " + "; ".join(problems))
         print("check passed")

@@ -64,6 +64,27 @@ def test_check_problems_name_the_error_and_each_words_mismatch() -> None:
     assert check_problems(report(error=5e-5)) == []
 
 
+@pytest.mark.parametrize(("measured", "predicted", "rings", "matches"), [
+    (16.0, 16.0, 0, True),      # a redistribution moves exactly what is predicted
+    (17.0, 16.0, 0, False),     # ... so one word more is a mismatch
+    (15.0, 16.0, 0, False),     # ... and one word less too
+    (2.0, 1.5, 1, True),        # a ring all-reduce of 1 word on 4 devices: 1.5 predicted
+    (3.5, 1.5, 1, False),       # 2 words above one all-reduce's average is more than chunks make
+    (5.0, 1.5, 2, True),        # two all-reduces under one tag: under 4 words above
+    (1.0, 1.5, 1, False),       # the most any device receives is never under the average
+    (0.0, 0.0, 0, True),
+])
+def test_words_match_up_to_the_whole_element_chunks_of_ring_all_reduces(
+        measured: float, predicted: float, rings: int, matches: bool) -> None:
+    assert WordsRow("t", "layer", measured, predicted, rings).matches() is matches
+
+
+def test_a_words_mismatch_under_all_reduces_names_what_they_may_add() -> None:
+    rows = [WordsRow("l", "layer", 8.0, 6.0, rings=1)]
+    assert check_problems(report(words=rows)) == [
+        "l: measured 8 words, predicted 6.0 (at most 2 more for its 1 ring all-reduce)"]
+
+
 def test_a_nan_in_any_tensor_makes_the_normwise_error_nan() -> None:
     finite = np.ones(3)
     broken = np.array([1.0, np.nan, 1.0])

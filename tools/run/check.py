@@ -62,7 +62,8 @@ class WordsRow:
         """
         rounding = 1e-9 * max(1.0, abs(self.predicted))
         above = self.measured - self.predicted
-        return -rounding <= above < RING_SLACK * self.rings + rounding
+        return -rounding <= above and (above < RING_SLACK * self.rings if self.rings
+                                       else above <= rounding)
 
 
 def tolerance(element: str, noise: float = 0.0) -> float:

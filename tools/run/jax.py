@@ -201,7 +201,8 @@ def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: i
             raise ToolError(f"the JAX program did not finish within {timeout:g} s "
                             "(--timeout)") from None
         if finished.returncode != 0:
-            raise ToolError(child_error(finished.stderr))
+            log = keep_output(command, finished, source)
+            raise ToolError(child_error(finished.stderr, finished.returncode, log))
         with np.load(outputs) as saved:
             return dict(saved)
 
@@ -215,10 +216,49 @@ def child_environment(devices: int) -> dict[str, str]:
     return env
 
 
-def child_error(stderr: str) -> str:
-    """The JAX program's one `error:` line (it words its own errors), else its last line."""
+FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n'
+                   r'(?:[ \t]+(?P<code>\S[^\n]*))?')
+
+
+def child_error(stderr: str, returncode: int = 1, log: str = "") -> str:
+    """What failed in the JAX program: its own `error:` line (it words its own errors),
+    else the exception its traceback ends with, where it was raised (the program's last
+    frame, else the last one) and the line that raised it, else its exit status; then
+    where its whole output is (`log`, from `keep_output`).
+
+        >>> child_error('Traceback (most recent call last):\\n  File "/t/step.py", line 9, '
+        ...             'in f\\n    assert x\\nAssertionError\\n')
+        'the JAX program failed at step.py line 9 (in f): AssertionError, raised by `assert x`'
+    """
+    where = f"; its whole output, and the program, are in {log}" if log else ""
     lines = [line for line in stderr.splitlines() if line.strip()]
     for line in lines:
         if line.startswith("error: "):
-            return "the JAX program failed: " + line[len("error: "):]
-    return "the JAX program failed: " + (lines[-1] if lines else "no output")
+            return "the JAX program failed: " + line[len("error: "):] + where
+    if not lines:
+        status = (f"was killed by signal {-returncode}" if returncode < 0
+                  else f"exited with status {returncode}")
+        return f"the JAX program {status} and printed nothing{where}"
+    frames = list(FRAME.finditer(stderr))
+    own = [frame for frame in frames if os.path.basename(frame["file"]) == "step.py"]
+    place = raised = ""
+    if frames:
+        frame = (own or frames)[-1]
+        place = (f" at {os.path.basename(frame['file'])} line {frame['line']} "
+                 f"(in {frame['function']})")
+        if frame["code"] and frame is frames[-1]:
+            raised = f", raised by `{frame['code'].strip()}`"
+    return f"the JAX program failed{place}: {lines[-1].strip()}{raised}{where}"
+
+
+def keep_output(command: list[str], finished: subprocess.CompletedProcess[str],
+                source: str) -> str:
+    """Write a failed JAX program's command, exit status, output and source to a file
+    that outlives the temporary folder (`pase-jax-*.log` in the system's temporary
+    folder); its path."""
+    handle, path = tempfile.mkstemp(prefix="pase-jax-", suffix=".log")
+    with os.fdopen(handle, "w", encoding="utf-8") as log:
+        log.write(f"command: {' '.join(command)}\nexit status: {finished.returncode}\n"
+                  f"--- stdout\n{finished.stdout}--- stderr\n{finished.stderr}"
+                  f"--- step.py\n{source}")
+    return path

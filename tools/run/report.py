@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.shapes import ELEMENTS
 from pase.dialect.pase import pipeline_of, stage_of
-from pase.tools.run.check import DIVERGED, TrainingReport
+from pase.tools.run.check import DIVERGED, RING_SLACK, TrainingReport
 from pase.tools.run.jax import KINDS, Collective, JaxReport
 from pase.tools.run.load import forward_graph
 
@@ -38,6 +38,9 @@ def print_report(report: TrainingReport, seconds: float, engine: str = "") -> No
     if engine:
         return
     rows = [row for row in report.words if row.measured or row.predicted]
+    if not rows:
+        print("words moved per step: none, no layer or edge communicates")
+        return
     print(f"words moved per step (most any device received), {len(rows)} layers and edges "
           "that communicate:")
     width = max([len(row.name) for row in rows] + [10])
@@ -46,6 +49,31 @@ def print_report(report: TrainingReport, seconds: float, engine: str = "") -> No
         print(f"  {row.name:<{width}}  {row.measured:>12.0f}  {row.predicted:>12.1f}")
     total = sum(row.measured for row in rows), sum(row.predicted for row in rows)
     print(f"  {'total':<{width}}  {total[0]:>12.0f}  {total[1]:>12.1f}")
+    if any(row.rings and row.measured != row.predicted for row in rows):
+        print(f"  (a ring all-reduce of W words on g devices moves 2(g-1)W/g words per device "
+              f"on average;\n  its chunks are whole elements, so a device may receive up to "
+              f"{RING_SLACK} words more per all-reduce)")
+
+
+def print_unsplit(module: ModuleOp) -> None:
+    """Say so when the plan splits no layer: the whole step runs on one device, nothing is
+    communicated, and the check compares a one-device run with another."""
+    graph = forward_graph(module)
+    pipeline = pipeline_of(graph)
+    if pipeline is not None and pipeline.stages.data > 1 or any(
+            factor > 1 for layer in graph.layers if layer.config is not None
+            for factor in layer.config.splits.values()):
+        return
+    strategy = graph.strategy
+    why = ("at these sizes the cost model finds that every split costs more in "
+           "communication than it saves in compute")
+    if strategy is not None and strategy.data_parallel.data > strategy.total.data:
+        why += (f" (data parallelism {strategy.data_parallel.data:.4g} s per step, one "
+                f"device {strategy.total.data:.4g} s, at full size on "
+                f"{strategy.machine.data}: the 'predicted speedup' of pase-search's report "
+                "is over data parallelism, not over one device)")
+    print(f"the plan splits no layer: {why}; the whole step runs on device 0 and the "
+          f"other devices idle, so the check compares a one-device run with another")
 
 
 def print_pipeline(module: ModuleOp) -> None:
@@ -57,8 +85,8 @@ def print_pipeline(module: ModuleOp) -> None:
     names = graph.layer_names()
     stages_count, micro = pipeline.stages.data, pipeline.microbatches.data
     print(f"pipeline: {stages_count} stage{'s' if stages_count > 1 else ''} x {micro} "
-          f"micro-batch{'es' if micro > 1 else ''}, {pipeline.schedule.data}; modelled step "
-          f"{pipeline.step.data:.4g} s at full size on {pipeline.machine.data}, bubble "
+          f"micro-batch{'es' if micro > 1 else ''}, {pipeline.schedule.data}; modelled at "
+          f"full size on {pipeline.machine.data}: step {pipeline.step.data:.4g} s, bubble "
           f"{pipeline.bubble.data:.3f}")
     stages: dict[int, list[str]] = {}
     groups: dict[int, range] = {}
