@@ -167,6 +167,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--print-pipeline", action="store_true",
                         help="print the pass pipeline (pase-opt's -p spec) and exit")
     args = parser.parse_args(argv)
+    _validate(parser, args)
+    return args
+
+
+def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse flags that do not go together or are out of range, one line each, and
+    default `--timeout` by engine."""
     if args.timeout is None:
         args.timeout = 600.0 if args.engine == "jax" else 120.0
     workers = MAX_WORKERS[args.backend]
@@ -203,7 +210,6 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
         if bad:
             parser.error(message)
-    return args
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -77,6 +77,26 @@ def predictions(graph: dnn.GraphOp, devices: int) -> Words:
                                     load_machine(pipeline.machine.data))
 
 
+def ring_all_reduces(program: Program, graph: dnn.GraphOp) -> Counter[str]:
+    """Per tag, the ring all-reduces one step of `program` runs: its `all_reduce` steps,
+    and those the kernels of layers with statistics run themselves (a split batch norm's
+    mean and variance, forward and backward: `IterationSpace.statistics`). Each may move
+    up to `check.RING_SLACK` words more than the cost model's average."""
+    statistics = {layer.name: layer.space.statistics for layer in read_graph(graph).layers
+                  if layer.space.statistics is not None}
+    rings: Counter[str] = Counter()
+    for step in program.steps:
+        if step.kind == "all_reduce":
+            rings[step.tag] += 1
+        elif step.kind == "layer" and step.axes and step.tag in statistics:
+            backward = step.kernel == "dnn.vjp"
+            rings[step.tag] += sum(collective.count for collective
+                                   in statistics[step.tag].collectives
+                                   if collective.kind == "all_reduce"
+                                   and collective.backward == backward)
+    return rings
+
+
 class RuntimeBackend:
     """pase's runtime on `devices` workers of `backend` (threads or processes); `record`
     keeps when each device ran each op of the first step (for `pase-run --timeline`),
@@ -105,9 +125,9 @@ class RuntimeBackend:
         trained = Trained(losses, assemble(results, "grads", data),
                           assemble(results, "params", data))
         if self.words:
-            rings = Counter(step.tag for step in program.steps if step.kind == "all_reduce")
-            trained.words = words_rows(predictions(forward_graph(module), self.devices),
-                                       counters, steps, rings)
+            graph = forward_graph(module)
+            trained.words = words_rows(predictions(graph, self.devices), counters, steps,
+                                       ring_all_reduces(program, graph))
         if self.record:
             trained.spans = [r.spans for r in results]
             trained.program = program
