@@ -23,6 +23,12 @@ def get_dnn_frontend() -> type[Frontend]:
     return DnnFrontend
 
 
+def get_located_mlir_frontend() -> type[Frontend]:
+    from pase.frontend.mlir import LocatedMlirFrontend
+
+    return LocatedMlirFrontend
+
+
 def get_onnx_frontend() -> type[Frontend]:
     from pase.frontend.onnx import OnnxFrontend
 
@@ -36,3 +42,8 @@ PASE = Universe(
     all_frontends={"dnn": get_dnn_frontend, "onnx": get_onnx_frontend},
     all_targets=get_all_targets(),
 )
+
+FRONTENDS = {**PASE.all_frontends, "mlir": get_located_mlir_frontend}
+"""The frontends pase's own tools read with, by name (the file extension): PASE's, and MLIR
+text with every op located (`pase.frontend.mlir`). That one is not in PASE: the name `mlir`
+is xDSL's own frontend's, and plain xdsl-opt merges PASE with xDSL's universe."""

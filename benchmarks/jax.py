@@ -36,21 +36,20 @@ COLUMNS = (("model", "<"), *((title, ">") for title in (
 
 
 def row(path: Path, devices: int, steps: int, data_parallel: bool) -> list[str]:
-    from pase.tools.run_check import check_problems, make_data
-    from pase.tools.run_jax import train_jax
-    from pase.tools.run_pipeline import (
-        execute,
+    from pase.tools.run.check import check_problems, make_data
+    from pase.tools.run.jax import train_jax
+    from pase.tools.run.load import (
         forward_graph,
         layer_configs,
         load_model,
-        lower,
         strategy_and_scale,
         with_configs,
     )
+    from pase.tools.run.runtime import execute, lower
 
     model = path.stem
     float_type = "f64" if model in F64 else None
-    module = strategy_and_scale(load_model(str(path)), devices, SCALES.get(model, 0.0625),
+    module = strategy_and_scale(load_model(str(path))[0], devices, SCALES.get(model, 0.0625),
                                 data_parallel=data_parallel)
     report = train_jax(module, devices, steps, float_type=float_type)
     graph = forward_graph(module)
@@ -60,11 +59,12 @@ def row(path: Path, devices: int, steps: int, data_parallel: bool) -> list[str]:
     execute(program, data, steps, "threads", 600.0, float_type)
     pase_step = (time.perf_counter() - start) / steps
     training = report.training
-    xla_words = sum(c.words() * c.bytes / c.elements for c in report.collectives
+    xla_words = sum(c.words() * c.bytes / c.elements for c in report.compiled.collectives
                     if c.elements) / (8 if training.element == "f64" else 4)
-    return [model, str(devices), f"{report.step_seconds:.3f}", f"{report.compile_seconds:.1f}",
+    compiled = report.compiled
+    return [model, str(devices), f"{compiled.step_seconds:.3f}", f"{compiled.compile_seconds:.1f}",
             f"{pase_step:.3f}", f"{training.max_error():.1e} ({training.tolerance():.0e})",
-            f"{xla_words:,.0f}", f"{sum(report.predicted.values()):,.0f}",
+            f"{xla_words:,.0f}", f"{sum(report.compiled.predicted.values()):,.0f}",
             "passed" if not check_problems(training) else "FAILED"]
 
 

@@ -121,7 +121,7 @@ def strategy(module: ModuleOp, devices: int, args: argparse.Namespace) -> Module
 
     from pase.passes.search import PaseSearchPass
     from pase.passes.strategy.problem import build_problem
-    from pase.tools.run_pipeline import with_configs
+    from pase.tools.run.load import with_configs
 
     if args.data_parallel:
         return with_configs(module, build_problem(module, devices, args.machine).data_parallel())
@@ -142,8 +142,9 @@ def prepare(path: Path, devices: int, args: argparse.Namespace
     search runs on the full-size model."""
     from pase.frontend import parse_file
     from pase.passes.scale import scale_module
-    from pase.tools.run_check import make_data
-    from pase.tools.run_pipeline import layer_configs, lower, with_configs
+    from pase.tools.run.check import make_data
+    from pase.tools.run.load import layer_configs, with_configs
+    from pase.tools.run.runtime import lower
 
     module = scale_module(strategy(parse_file(str(path)), devices, args), args.scale)
     configs = layer_configs(graph_of(module))
@@ -156,7 +157,7 @@ def prepare(path: Path, devices: int, args: argparse.Namespace
 def best_of(program: Program, data: dict[str, np.ndarray], args: argparse.Namespace
             ) -> tuple[float, dict[int, dict[str, dict[str, int]]]]:
     """The best wall-clock seconds per training step of `execute`, and its counters."""
-    from pase.tools.run_pipeline import execute
+    from pase.tools.run.runtime import execute
 
     float_type = "f64" if args.f64 else None
     best = float("inf")
@@ -191,8 +192,9 @@ def interpreter_microseconds(devices: int, args: argparse.Namespace) -> float:
     over the devices (as far as it divides), so every device runs every layer."""
     from pase.frontend import parse_text
     from pase.passes.strategy.problem import build_problem
-    from pase.tools.run_check import make_data
-    from pase.tools.run_pipeline import execute, lower, with_configs
+    from pase.tools.run.check import make_data
+    from pase.tools.run.load import with_configs
+    from pase.tools.run.runtime import execute, lower
 
     module = parse_text(tiny_source(TINY_LAYERS))
     module = with_configs(module, build_problem(module, devices).data_parallel())

@@ -8,7 +8,8 @@
     data parallel 2.39e-04 s: predicted speedup 159.81x
     memory 3.171e-04 GiB per device = parameters and gradients 3.052e-04 + activations 1.19e-05
 
-Under `device-memory-gib` one more line says whether the strategy is proven optimal
+A strategy that splits no layer says so, and why, under the speedup. Under
+`device-memory-gib` one more line says whether the strategy is proven optimal
 under the cap, or how far above the proven lower bound it may be (`cap_note`).
 """
 
@@ -42,6 +43,12 @@ def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown
                  f"+ redistribution {breakdown.redistribution:.4e}")
     speedup = data_parallel / breakdown.total if breakdown.total > 0 else 1.0
     lines.append(f"data parallel {data_parallel:.4e} s: predicted speedup {speedup:.2f}x")
+    if problem.devices > 1 and all(factor == 1 for config in assignment.values()
+                                   for factor in config.values()):
+        lines.append("no layer is split: at these sizes every split costs more in "
+                     "communication than it saves in compute, so the step runs on one of the "
+                     f"{problem.devices} devices (the speedup is over data parallelism, not "
+                     "over one device)")
     if memory is not None:
         lines.append(f"memory {memory.total / GIB:.4g} GiB per device = parameters and "
                      f"gradients {memory.parameters / GIB:.4g} + activations "

@@ -14,36 +14,27 @@ until the run succeeded, and `--help` lists pase's passes with their options.
 from __future__ import annotations
 
 import argparse
-import struct
 import sys
 import textwrap
 from collections.abc import Sequence
 from io import BytesIO, StringIO
-from typing import IO, Any, NoReturn
+from typing import IO, NoReturn
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import AttributeInvT, Operation, SSAValue
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp
 from xdsl.passes import ModulePass, get_pass_option_infos
 from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.utils.lexer import Span, Token
-from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
+from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pase.core.diagnostics import (
     Diagnostic,
-    LineIndex,
-    at_op,
     shown_line,
 )
 from pase.core.files import decode_text, write_atomically
-from pase.core.nesting import check_nesting
 from pase.core.numbers import LONGEST_INTEGER
-from pase.dialect.traits import VerifyExceptionAt
+from pase.frontend.mlir import LocatedMlirFrontend, verify_located
 from pase.universe import PASE
 
-NOTHING_PARSED = "Could not parse entire input!"
 BINARY_FRONTENDS = ("onnx",)
 ONNX_HELP = """
 
@@ -54,73 +45,6 @@ ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
                  cross-entropy (default; over the output's last axis, against a new
                  'labels' input) or mean
   -t dnn prints the imported graph as .dnn source: pase-opt model.onnx -t dnn -o model.dnn"""
-
-
-class LocatedParser(Parser):
-    """The MLIR parser, recording each op's `file:line:col` as its location, and reporting
-    an undefined value at its first use (xDSL reports it at the end of the input)."""
-
-    def __init__(self, *args: Any, line_offset: int = 0, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.line_offset = line_offset
-        self.first_uses: dict[str, Span] = {}
-        self.lines: LineIndex | None = None  # of the input, made at the first op
-        lexer = self._parser_state.lexer
-        lex = lexer.lex
-
-        def checked_lex() -> Token:
-            return _checked_integer(lex())
-
-        _checked_integer(self._current_token)
-        lexer.lex = checked_lex  # type: ignore[method-assign]
-
-    def resolve_operand(self, operand: UnresolvedOperand,
-                        type: AttributeInvT) -> SSAValue[AttributeInvT]:
-        name = operand.operand_name
-        if name not in self.ssa_values:
-            self.first_uses.setdefault(name, operand.span)
-        return super().resolve_operand(operand, type)
-
-    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        try:
-            return super().parse_module(allow_implicit_module)
-        except ParseError as error:
-            if self._current_token.kind == TokenKind.EOF and error.msg == NOTHING_PARSED:
-                return ModuleOp([])  # as mlir-opt: no ops (only comments) is an empty module
-            undefined = [name for name in self.forward_ssa_references
-                         if name in self.first_uses]
-            if not error.msg.startswith("values used but not defined") or not undefined:
-                raise
-            more = f" (and {len(undefined) - 1} more)" if len(undefined) > 1 else ""
-            raise ParseError(self.first_uses[undefined[0]],
-                             f"use of undefined value %{undefined[0]}{more}") from None
-
-    def parse_operation(self) -> Operation:
-        span = self._current_token.span
-        try:
-            op = super().parse_operation()
-        except struct.error as error:  # xDSL packs `[...]` of an i16/i64 array unchecked
-            raise ParseError(Span(span.start, self.pos, span.input),
-                             f"an integer of this op does not fit its type ({error})") from None
-        if not isinstance(op.location, FileLineColLoc):
-            if self.lines is None:
-                content = span.input.content
-                self.lines = LineIndex(content if isinstance(content, str)
-                                       else content.decode("utf-8", "replace"))
-            line, column = self.lines.line_column(span.start)
-            op.location = FileLineColLoc(StringAttr(span.input.name),
-                                         IntAttr(line + self.line_offset), IntAttr(column))
-        return op
-
-
-def _checked_integer(token: Token) -> Token:
-    """`token`, unless it is an integer literal too long to convert (`LONGEST_INTEGER`): that
-    is a parse error at the token, before xDSL converts it."""
-    if token.kind == TokenKind.INTEGER_LIT and len(token.text) > LONGEST_INTEGER:
-        raise ParseError(token.span, f"integer literal of {len(token.text):,} digits; pase "
-                         f"reads integers of at most {LONGEST_INTEGER} digits (a dim, size or "
-                         "factor is at most 2^53)")
-    return token
 
 
 class _Output(StringIO):
@@ -171,7 +95,7 @@ class PaseOptMain(xDSLOptMain):
         """Parse one chunk; `start_offset` is the number of file lines before it.
 
         xDSL passes `start_offset` to this hook only, not to a `Frontend`, and shifts
-        only the lines of MLIR parse errors. So MLIR goes through `LocatedParser` (which
+        only the lines of MLIR parse errors. So MLIR goes through `LocatedMlirFrontend` (which
         also gives ops their locations), and for any other frontend (`.dnn`) the
         locations and the diagnostic are moved to file lines here."""
         name = self.get_input_name()
@@ -180,9 +104,8 @@ class PaseOptMain(xDSLOptMain):
             return super().parse_chunk(chunk, file_extension)
         text = chunk.read().decode("utf-8")  # valid: `get_input_stream` checked the whole input
         if frontend == "mlir":
-            check_nesting(text, name, start_offset)
-            return LocatedParser(self.ctx, text, name, line_offset=start_offset).parse_module(
-                not self.args.no_implicit_module)
+            return LocatedMlirFrontend(self.args.no_implicit_module, start_offset).parse(
+                self.ctx, BytesIO(text.encode()), name)
         if self.args.split_input_file and all(
                 not line.strip() or line.lstrip().startswith("//")
                 for line in text.split("\n")):
@@ -290,17 +213,6 @@ def verify_once(module: ModuleOp) -> None:
     except Exception:
         verify_located(module)  # raises the first op's error, located
         raise  # else the structural error, as xDSL words it
-
-
-def verify_located(module: ModuleOp) -> None:
-    """Verify op by op, so a failure names the op's source location."""
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except DiagnosticException as error:
-            culprit = error.op if isinstance(error, VerifyExceptionAt) else op
-            message = f"'{culprit.name}' op " + str(error).split("\n", 1)[0]
-            raise DiagnosticException(str(at_op(culprit, message))) from None
 
 
 def _usage_error(message: str) -> NoReturn:

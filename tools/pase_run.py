@@ -31,27 +31,27 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
 from pase.formats.strategy_json import is_pipeline_plan
-from pase.passes.strategy.machines import PRESETS
+from pase.passes.strategy import PRESETS
 from pase.passes.strategy.schedule import SCHEDULES
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
-from pase.tools.run_check import DIVERGED, TrainingReport, check_problems
-from pase.tools.run_pipeline import (
+from pase.tools.run.check import TrainingReport, check_problems
+from pase.tools.run.harness import Backend, check_training
+from pase.tools.run.load import (
     Stages,
     check_run_memory,
     load_model,
-    load_onnx,
     pipeline_spec,
-    print_pipeline,
     strategy_and_scale,
-    train,
 )
+from pase.tools.run.report import print_pipeline, print_report, print_unsplit
+from pase.tools.run.runtime import RuntimeBackend
 
 # Each device is a thread (or a Python process) of this machine: past these counts a run
 # spends its time starting workers and its memory on their interpreters.
@@ -167,6 +167,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--print-pipeline", action="store_true",
                         help="print the pass pipeline (pase-opt's -p spec) and exit")
     args = parser.parse_args(argv)
+    _validate(parser, args)
+    return args
+
+
+def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse flags that do not go together or are out of range, one line each, and
+    default `--timeout` by engine."""
     if args.timeout is None:
         args.timeout = 600.0 if args.engine == "jax" else 120.0
     workers = MAX_WORKERS[args.backend]
@@ -203,88 +210,69 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
         if bad:
             parser.error(message)
-    return args
-
-
-def print_report(report: TrainingReport, seconds: float, engine: str = "") -> None:
-    """The losses, errors and (pase's runtime) words of a run; `engine` names the sharded
-    side when it is not pase's runtime."""
-    print(f"@{report.graph} on {report.devices} {engine + ' ' if engine else ''}devices "
-          f"({report.element}), {seconds:.1f} s")
-    sharded = f"loss ({engine or 'sharded'})"
-    print(f"step  {sharded:<19} loss (1 device)     rel. error")
-    for step, (loss, reference, error) in enumerate(zip(
-            report.losses, report.reference_losses, report.loss_errors, strict=True), 1):
-        print(f"{step:<5} {loss:<19.10g} {reference:<19.10g} {error:.2e}")
-    print(f"max rel. error: gradients {report.gradient_error:.2e}, "
-          f"updated parameters {report.parameter_error:.2e} "
-          f"(tolerance {report.tolerance():.1e})")
-    if report.diverged:
-        print(DIVERGED)
-    if report.noise:
-        print(f"f32 rounding alone moves the 1-device result by {report.noise:.2e} "
-              "(its error against an f64 run), so the tolerance is twice that")
-    if engine:
-        return
-    rows = [row for row in report.words if row.measured or row.predicted]
-    print(f"words moved per step (most any device received), {len(rows)} layers and edges "
-          "that communicate:")
-    width = max([len(row.name) for row in rows] + [10])
-    print(f"  {'layer/edge':<{width}}  {'measured':>12}  {'predicted':>12}")
-    for row in rows:
-        print(f"  {row.name:<{width}}  {row.measured:>12.0f}  {row.predicted:>12.1f}")
-    total = sum(row.measured for row in rows), sum(row.predicted for row in rows)
-    print(f"  {'total':<{width}}  {total[0]:>12.0f}  {total[1]:>12.1f}")
-
-
-def run_jax(args: argparse.Namespace, module: ModuleOp,
-            initial: dict[str, np.ndarray] | None, start: float) -> None:
-    """`--engine jax`: the -t jax program against pase's 1-device run."""
-    from pase.tools.run_jax import print_collectives, train_jax
-
-    report = train_jax(module, args.devices, args.steps, args.seed, args.lr,
-                       "f64" if args.f64 else None, initial, args.timeout, args.dump_mlir)
-    print_report(report.training, time.perf_counter() - start, engine="JAX")
-    print_collectives(report)
-    if args.check:
-        if problems := check_problems(report.training):
-            fail("check failed: " + "; ".join(problems))
-        print("check passed")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _arguments(argv)
     allow_nesting()
-    with report_errors("pase-run"):
+    # Every file pase-run writes (--timeline, --dump-mlir) waits for the run to succeed.
+    with report_errors("pase-run"), deferred_writes():
         stages = stages_of(args)
         spec = pipeline_spec(args.devices, args.scale, args.lr, args.machine,
                              args.strategy or "", args.data_parallel, stages)
         if args.print_pipeline:
             print(spec)
             return
-        initial = None
-        if args.model.endswith(".onnx"):
-            model, initial = load_onnx(args.model, args.batch, args.loss)
-        else:
-            model = load_model(args.model)
+        model, initial = load_model(args.model, args.batch, args.loss)
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", args.data_parallel,
                                     stages)
+        float_type = "f64" if args.f64 else None
         check_run_memory(module, args.devices, args.scale, int(args.memory_gib * (1 << 30)),
-                         "f64" if args.f64 else None)
+                         float_type)
         start = time.perf_counter()
+        backend: Backend
         if args.engine == "jax":
-            return run_jax(args, module, initial, start)
-        report = train(module, args.devices, args.steps, args.seed, args.lr, args.backend,
-                       args.timeout, "f64" if args.f64 else None, initial,
-                       record=args.timeline is not None)
-        print_report(report, time.perf_counter() - start)
-        print_pipeline(module)
-        if args.timeline is not None:
-            from pase.tools.run_timeline import draw_timeline  # (matplotlib: an extra)
+            from pase.tools.run.jax import JaxBackend
 
-            draw_timeline(args.timeline, module, report)
-        if args.check:
-            if problems := check_problems(report):
-                fail("check failed: " + "; ".join(problems))
-            print("check passed")
+            backend = JaxBackend(args.devices, args.timeout)
+        else:
+            backend = RuntimeBackend(args.devices, args.backend, args.timeout,
+                                     record=args.timeline is not None)
+        reference = RuntimeBackend(1, args.backend, args.timeout, words=False)
+        report, _ = check_training(module, backend, reference, args.steps, args.seed,
+                                   args.lr, float_type, initial)
+        _print(args, module, report, backend, time.perf_counter() - start)
+
+
+def _print(args: argparse.Namespace, module: ModuleOp, report: TrainingReport,
+           backend: Backend, seconds: float) -> None:
+    """Print the run's report and write its files; with `--check`, a run that fails it
+    writes no file (`--timeline`, `--dump-mlir`) and exits 1."""
+    problems = check_problems(report) if args.check else []
+    files = [] if problems else [name for name in (args.timeline, args.dump_mlir) if name]
+    if args.engine == "jax":
+        from pase.tools.run.jax import JaxBackend, JaxReport
+        from pase.tools.run.report import print_collectives
+
+        assert isinstance(backend, JaxBackend)
+        assert backend.compiled is not None
+        print_report(report, seconds, engine="JAX")
+        print_collectives(JaxReport(report, backend.compiled))
+        if args.dump_mlir in files:
+            write_atomically(args.dump_mlir, backend.compiled.stablehlo)
+    else:
+        print_report(report, seconds)
+        print_unsplit(module)
+        print_pipeline(module)
+        if args.timeline in files:
+            from pase.tools.run.timeline import draw_timeline  # (matplotlib: an extra)
+
+            draw_timeline(args.timeline, module, report, args.scale)
+    if problems:
+        unwritten = [name for name in (args.timeline, args.dump_mlir) if name]
+        fail("check failed: " + "; ".join(problems) + (
+            f" (so {' and '.join(unwritten)} {'was' if len(unwritten) == 1 else 'were'} "
+            "not written)" if unwritten else ""))
+    if args.check:
+        print("check passed")

@@ -9,6 +9,7 @@ exact DP and its JIT kernels. The stable API (DESIGN.md):
     problem.layers, problem.configs(name), problem.cost(assignment)
     problem.subproblem(layers, devices) -> Problem
     solve(problem, method="dp"|"exhaustive", order="genseq"|"bfs"|"minfill") -> Solution
+    predicted_words(problem, configs), predicted_pipeline_words(...) -> words per layer/edge
 
 The files pase reads and writes around a search (strategy JSON, machine TOML, the
 report) are `pase.formats`'.
@@ -19,8 +20,10 @@ from pase.passes.strategy.dp import SearchError, SearchMemoryError
 from pase.passes.strategy.from_ir import build_problem, read_graph
 from pase.passes.strategy.machines import PRESETS, Machine
 from pase.passes.strategy.problem import Breakdown, Problem, Solution, solve
+from pase.passes.strategy.words import Words, predicted_pipeline_words, predicted_words
 
 __all__ = [
     "PRESETS", "Breakdown", "Machine", "Problem", "SearchError", "SearchMemoryError", "Solution",
-    "build_problem", "enumerate_configs", "read_graph", "solve", "split_factors",
+    "Words", "build_problem", "enumerate_configs", "predicted_pipeline_words", "predicted_words",
+    "read_graph", "solve", "split_factors",
 ]

@@ -17,8 +17,9 @@ from pase.dialect import dnn  # noqa: E402
 from pase.frontend import parse_text  # noqa: E402
 from pase.frontend.onnx import import_model  # noqa: E402
 from pase.passes.strategy import build_problem, solve  # noqa: E402
-from pase.tools.run_check import check_problems, make_data  # noqa: E402
-from pase.tools.run_pipeline import strategy_and_scale, train, with_initial  # noqa: E402
+from pase.tools.run.check import check_problems, make_data  # noqa: E402
+from pase.tools.run.load import strategy_and_scale, with_initial  # noqa: E402
+from pase.tools.run.runtime import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["mlp", "cnn", "transformer"]
@@ -59,9 +60,9 @@ def test_the_import_trains_sharded_like_on_one_device(name: str, tmp_path: Path)
     build, _ = MODELS[name]
     path = tmp_path / f"{name}.onnx"
     onnx.save(build(), path)
-    from pase.tools.run_pipeline import load_onnx
+    from pase.tools.run.load import load_model
 
-    module, initial = load_onnx(str(path))
+    module, initial = load_model(str(path))
     report = train(strategy_and_scale(module, 4), 4, initial=initial)
     assert check_problems(report) == []
 

@@ -25,8 +25,8 @@ from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.partition import Partitioner, stage_solver
 from pase.passes.strategy.segments import segments
 from pase.runtime.program import program_from_ir
-from pase.tools.run_check import check_problems
-from pase.tools.run_pipeline import train
+from pase.tools.run.check import check_problems
+from pase.tools.run.runtime import train
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

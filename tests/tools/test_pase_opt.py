@@ -19,7 +19,8 @@ from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
 from pase.frontend.dnn import DnnFrontend
-from pase.tools.opt_main import verify_located, verify_once
+from pase.frontend.mlir import verify_located
+from pase.tools.opt_main import verify_once
 from pase.tools.pase_opt import main
 
 ROOT = Path(__file__).resolve().parents[2]

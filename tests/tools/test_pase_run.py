@@ -13,20 +13,22 @@ from cli import run_tool
 import pase.tools.pase_run as pase_run
 from pase.runtime import executor
 from pase.tools.pase_run import main
+from pase.tools.run.check import TrainingReport
+from pase.tools.run.harness import Trained
 
 MLP = str(Path(__file__).resolve().parents[2] / "models" / "mlp.dnn")
 
 
 def test_check_fails_when_the_errors_are_too_large(monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    train = pase_run.train
+    check_training = pase_run.check_training
 
-    def wrong(*args: object, **kwargs: object) -> pase_run.TrainingReport:
-        report = train(*args, **kwargs)  # type: ignore[arg-type]
+    def wrong(*args: object, **kwargs: object) -> tuple[TrainingReport, Trained]:
+        report, trained = check_training(*args, **kwargs)  # type: ignore[arg-type]
         report.gradient_error = 0.5
-        return report
+        return report, trained
 
-    monkeypatch.setattr(pase_run, "train", wrong)
+    monkeypatch.setattr(pase_run, "check_training", wrong)
     status, out, err = run_tool(main, [MLP, "--devices", "2", "--check"], capsys)
     assert status == 1
     assert "check passed" not in out

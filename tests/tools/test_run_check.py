@@ -1,4 +1,4 @@
-"""`run_check`: the tolerance pase-run --check applies, from errors given here.
+"""`pase.tools.run.check`: the tolerance pase-run --check applies, from errors given here.
 
 Whether a real model loses more than 1e-4 to f32 rounding depends on the host's BLAS, so
 these tests pick the errors themselves instead of running a model."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pase.tools.run_check import (
+from pase.tools.run.check import (
     DIVERGED,
     TrainingReport,
     WordsRow,
@@ -62,6 +62,27 @@ def test_check_problems_name_the_error_and_each_words_mismatch() -> None:
         "relative error 5.00e-04 exceeds 1e-04", "x->y: measured 50 words, predicted 10.0"]
     assert check_problems(report(error=float("nan"), diverged=True)) == [DIVERGED]
     assert check_problems(report(error=5e-5)) == []
+
+
+@pytest.mark.parametrize(("measured", "predicted", "rings", "matches"), [
+    (16.0, 16.0, 0, True),      # a redistribution moves exactly what is predicted
+    (17.0, 16.0, 0, False),     # ... so one word more is a mismatch
+    (15.0, 16.0, 0, False),     # ... and one word less too
+    (2.0, 1.5, 1, True),        # a ring all-reduce of 1 word on 4 devices: 1.5 predicted
+    (3.5, 1.5, 1, False),       # 2 words above one all-reduce's average is more than chunks make
+    (5.0, 1.5, 2, True),        # two all-reduces under one tag: under 4 words above
+    (1.0, 1.5, 1, False),       # the most any device receives is never under the average
+    (0.0, 0.0, 0, True),
+])
+def test_words_match_up_to_the_whole_element_chunks_of_ring_all_reduces(
+        measured: float, predicted: float, rings: int, matches: bool) -> None:
+    assert WordsRow("t", "layer", measured, predicted, rings).matches() is matches
+
+
+def test_a_words_mismatch_under_all_reduces_names_what_they_may_add() -> None:
+    rows = [WordsRow("l", "layer", 8.0, 6.0, rings=1)]
+    assert check_problems(report(words=rows)) == [
+        "l: measured 8 words, predicted 6.0 (at most 2 more for its 1 ring all-reduce)"]
 
 
 def test_a_nan_in_any_tensor_makes_the_normwise_error_nan() -> None:

@@ -18,9 +18,11 @@ from cli import run_tool
 
 from pase.frontend import parse_file
 from pase.targets.jax import jax_program
+from pase.tools.errors import ToolError
 from pase.tools.pase_run import main
-from pase.tools.run_jax import Collective, child_environment, child_error, collectives
-from pase.tools.run_pipeline import strategy_and_scale
+from pase.tools.run.jax import Collective, child_environment, child_error, collectives
+from pase.tools.run.jax import run_program as pase_run_program
+from pase.tools.run.load import strategy_and_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = sorted((Path(__file__).parent / "jax_probes").glob("*.dnn"))
@@ -182,3 +184,29 @@ def test_the_child_gets_its_device_count_and_keeps_other_xla_flags(
     assert child_environment(8)["XLA_FLAGS"] == (
         "--xla_cpu_enable_fast_math=false  --xla_force_host_platform_device_count=8")
     assert os.environ["XLA_FLAGS"].endswith("=3")
+
+
+def test_a_failing_child_says_what_failed_and_where_its_output_is() -> None:
+    """A program that dies on an exception of its own (no `error:` line) is reported at
+    the line that raised it, and its whole output and source are kept in a file."""
+    source = "import sys\n\n\ndef check(x):\n    assert x > 1\n\n\ncheck(1)\n"
+    with pytest.raises(ToolError) as raised:
+        pase_run_program(source, {}, 1, 1, 0.01, False, 60.0)
+    message = str(raised.value)
+    assert message.startswith("the JAX program failed at step.py line 5 (in check): "
+                              "AssertionError, raised by `assert x > 1`; its whole output, "
+                              "and the program, are in ")
+    log = Path(message.rsplit(" are in ", 1)[1])
+    try:
+        text = log.read_text()
+        assert "AssertionError" in text
+        assert text.endswith(source)
+    finally:
+        log.unlink()
+
+
+def test_a_child_that_prints_nothing_gives_its_exit_status() -> None:
+    assert child_error("", 3) == "the JAX program exited with status 3 and printed nothing"
+    assert child_error("\n", -9, "out.log") == (
+        "the JAX program was killed by signal 9 and printed nothing; its whole output, and "
+        "the program, are in out.log")

@@ -30,8 +30,9 @@ from pase.frontend import parse_file, parse_text
 from pase.passes.scale import scale_module
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy.problem import build_problem
-from pase.tools.run_check import TrainingReport, make_data
-from pase.tools.run_pipeline import execute, forward_graph, lower, train, with_configs
+from pase.tools.run.check import TrainingReport, make_data
+from pase.tools.run.load import forward_graph, with_configs
+from pase.tools.run.runtime import execute, lower, train
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 MODEL_NAMES = sorted(path.stem for path in MODELS.glob("*.dnn"))

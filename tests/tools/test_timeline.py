@@ -12,13 +12,18 @@ import pytest
 
 from pase.core.files import WriteError, deferred_writes
 from pase.passes.strategy.schedule import Simulation, ideal_bubble, simulate
-from pase.tools.timeline import (
+from pase.tools.run.load import Stages, load_model, strategy_and_scale
+from pase.tools.run.runtime import train
+from pase.tools.run.timeline import (
     PlottingUnavailable,
     Span,
     draw,
     format_bubbles,
     measured_bubble,
+    measured_spans,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DEVICES_PER_STAGE = 2
 
@@ -84,7 +89,26 @@ def test_the_bubble_counts_idle_devices_and_not_transfers() -> None:
 
 def test_format_bubbles() -> None:
     assert format_bubbles(0.4123, 0.375, ideal_bubble(3, 4)) == \
-        "bubble: measured 0.412, modelled 0.375, (S-1)/(M+S-1) = 0.333"
+        "bubble: measured 0.412, modelled 0.375 (at full size), (S-1)/(M+S-1) = 0.333"
+    assert format_bubbles(0.5, 0.25, 0.0, "--scale 0.5") == \
+        "bubble: measured 0.500, modelled 0.250 (at --scale 0.5), (S-1)/(M+S-1) = 0.000"
+
+
+def test_a_one_stage_step_shows_its_forward_backward_and_update() -> None:
+    """One stage and one micro-batch lower to a plain program (no `dist.phase`): its
+    spans are still the forward and backward of micro-batch 0, then the update."""
+    module, _ = load_model(str(ROOT / "models" / "mlp.dnn"))
+    module = strategy_and_scale(module, 4, 0.125, stages=Stages(1, 1))
+    report = train(module, 4, record=True)
+    assert report.program is not None
+    assert (report.program.stages, report.program.microbatches) == (1, 1)
+    spans = measured_spans(report)
+    kinds = [span.kind for span in spans if span.device == 0]
+    assert kinds.index("backward") > max(i for i, k in enumerate(kinds) if k == "forward")
+    assert kinds[-1] == "update"
+    assert {span.microbatch for span in spans if span.kind in ("forward", "backward")} == {0}
+    assert {span.microbatch for span in spans if span.kind in ("update", "allreduce")} == {-1}
+    assert {span.stage for span in spans} == {0}
 
 
 @pytest.mark.parametrize(("fields", "message"), [

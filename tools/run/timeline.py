@@ -1,5 +1,17 @@
-"""Pictures of a pipelined training step: the measured timeline of every device above the
-modelled one of every stage, and the bubble fractions pase-run prints beside them (issue 10).
+"""`pase-run --timeline FILE`: pictures of a pipelined training step, the measured timeline
+of every device above the modelled one of every stage, and the bubble fractions pase-run
+prints beside them (issue 10).
+
+    report = train(module, 8, record=True)
+    draw_timeline("step.svg", module, report)   # prints the bubbles too
+
+The runtime records when each device ran each op of the first step
+(`train(record=True)`); each op is a forward or backward piece of its micro-batch (its
+`dist.phase` and `dist.microbatch`), a send or receive between stages (a
+`dist.redistribute` from one stage's grid to another's), or the once-per-step update
+(the parameter-gradient all-reduce and SGD). The modelled timeline is the cost model's
+simulation of the same plan, on the shapes that ran (`pase.passes.strategy.schedule`).
+The pieces, drawn by `draw`:
 
     spans = [Span(device=0, stage=0, kind="forward", microbatch=0, start=0.0, end=0.002),
              ...]                        # what the runtime recorded, seconds from the step's start
@@ -28,9 +40,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from xdsl.dialects.builtin import ModuleOp
+
 from pase.core.files import write_atomically, write_bytes_atomically
-from pase.passes.strategy.schedule import Simulation
+from pase.dialect.pase import pipeline_of, stage_of
+from pase.formats.machine_toml import load_machine
+from pase.passes.strategy import read_graph
+from pase.passes.strategy.partition import Partitioner
+from pase.passes.strategy.pipeline import PipelinePlan
+from pase.passes.strategy.schedule import Simulation, ideal_bubble
+from pase.runtime.program import Program, Step
 from pase.tools.errors import ToolError
+from pase.tools.run.check import TrainingReport
+from pase.tools.run.load import forward_graph, layer_configs
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -102,14 +124,16 @@ def measured_bubble(spans: Sequence[Span], devices: int) -> float:
     return max(1.0 - busy / (devices * length), 0.0)
 
 
-def format_bubbles(measured_bubble: float, modelled_bubble: float, ideal: float) -> str:
-    """The line pase-run prints under a timeline.
+def format_bubbles(measured_bubble: float, modelled_bubble: float, ideal: float,
+                   size: str = "full size") -> str:
+    """The line pase-run prints under a timeline; `size` says which shapes the modelled
+    bubble is of (the ones that ran).
 
-        >>> format_bubbles(0.4123, 0.375, 0.375)
-        'bubble: measured 0.412, modelled 0.375, (S-1)/(M+S-1) = 0.375'
+        >>> format_bubbles(0.4123, 0.375, 0.375, "--scale 0.125")
+        'bubble: measured 0.412, modelled 0.375 (at --scale 0.125), (S-1)/(M+S-1) = 0.375'
     """
-    return (f"bubble: measured {measured_bubble:.3f}, modelled {modelled_bubble:.3f}, "
-            f"(S-1)/(M+S-1) = {ideal:.3f}")
+    return (f"bubble: measured {measured_bubble:.3f}, modelled {modelled_bubble:.3f} "
+            f"(at {size}), (S-1)/(M+S-1) = {ideal:.3f}")
 
 
 @dataclass(frozen=True)
@@ -126,7 +150,9 @@ class _Box:
 
 
 def draw(path: str, measured: Sequence[Span], modelled: Simulation,
-         stage_devices: Sequence[tuple[int, int]], title: str) -> None:
+         stage_devices: Sequence[tuple[int, int]], title: str, *,
+         measured_what: str = "measured", modelled_what: str = "modelled",
+         active: int | None = None) -> None:
     """Draw the measured and modelled timelines of one step to `path`, an .svg or a .png
     (written atomically: a failed run leaves no file).
 
@@ -134,7 +160,9 @@ def draw(path: str, measured: Sequence[Span], modelled: Simulation,
     are consecutive and the stages' groups disjoint. Each span is one SVG group with id
     `span-measured-I` (I its index in `measured`), each modelled event `span-modelled-I`.
     Raises ValueError for another file type or spans the stages do not place, and
-    `PlottingUnavailable` (an ImportError) without matplotlib.
+    `PlottingUnavailable` (an ImportError) without matplotlib. `measured_what` and
+    `modelled_what` head the two panels; `active` is the number of devices the measured
+    bubble is over (default: every device drawn).
     """
     file_format = _format_of(path)
     rows = _device_rows(stage_devices)
@@ -163,10 +191,11 @@ def draw(path: str, measured: Sequence[Span], modelled: Simulation,
         figure.suptitle(title, fontsize=10)
         top, bottom = figure.subplots(2, 1, height_ratios=[devices + 1.5, stages + 1.5])
         _panel(top, measured_boxes, device_labels, _stage_starts(rows), width,
-               f"measured: {devices} devices, bubble {measured_bubble(measured, devices):.3f}, "
+               f"{measured_what}: {devices} devices, bubble "
+               f"{measured_bubble(measured, active or devices):.3f}, "
                f"step {max((span.end for span in measured), default=0.0) * 1e3:.4g} ms")
         _panel(bottom, modelled_boxes, stage_labels, list(range(1, stages)), width,
-               f"modelled: {stages} stages, bubble {modelled.bubble:.3f}, "
+               f"{modelled_what}: {plural(stages, 'stage')}, bubble {modelled.bubble:.3f}, "
                f"step {modelled.step * 1e3:.4g} ms")
         kinds = {box.kind for box in measured_boxes + modelled_boxes}
         handles = [Patch(facecolor=colour, label=label,
@@ -324,3 +353,119 @@ def _shade(rgb: tuple[float, float, float], toward: float,
     """`rgb` moved `amount` of the way to white (`toward` 1) or black (0)."""
     red, green, blue = (channel + (toward - channel) * amount for channel in rgb)
     return red, green, blue
+
+
+def modelled_plan(module: ModuleOp) -> PipelinePlan:
+    """The cost model's plan of `module`'s pipeline (its stages, configurations and
+    micro-batches as they are), simulated."""
+    graph = forward_graph(module)
+    pipeline = pipeline_of(graph)
+    assert pipeline is not None
+    data = read_graph(graph)
+    assert data.batch is not None
+    configs = layer_configs(graph)
+    starts: list[int] = []
+    for index, layer in enumerate(graph.layers):
+        stage = stage_of(layer)
+        assert stage is not None
+        if index == 0 or stage.index.data != len(starts) - 1:
+            starts.append(index)
+    partitioner = Partitioner(
+        data.layers, data.edges, data.batch, pipeline.devices.data,
+        load_machine(pipeline.machine.data), starts[1:],
+        lambda layers, edges, devices: {layer.name: configs[layer.name] for layer in layers})
+    return partitioner.evaluate(starts, pipeline.microbatches.data, pipeline.schedule.data)
+
+
+def phases(program: Program) -> list[tuple[str, int]]:
+    """The (phase, micro-batch) of each step of `program`: a pipelined program's own
+    (`dist.phase`, `dist.microbatch`); a plain one's (one stage, one micro-batch: its
+    steps carry neither) from its order, the steps before the loss's seeded gradient the
+    forward of micro-batch 0, the others its backward, except the SGD steps and the
+    all-reduces of the gradients they apply, which are the step's update (micro-batch -1)."""
+    steps = program.steps
+    if program.stages > 1 or program.microbatches > 1:
+        return [(step.phase, step.microbatch) for step in steps]
+    applied = {step.operands[1] for step in steps if step.kernel == "dnn.sgd"}
+    phase = "forward"
+    result = []
+    for step in steps:
+        if step.seeded:
+            phase = "backward"
+        update = step.kernel == "dnn.sgd" or (step.kind == "all_reduce"
+                                              and step.results[0] in applied)
+        result.append(("update", -1) if update else (phase, 0))
+    return result
+
+
+def _kind(step: Step, phase: str, program: Program, device: int, group: int) -> str | None:
+    """What a device did in `step` of `phase`, as a timeline shows it (None: not shown)."""
+    if step.kind in ("input", "param", "return"):
+        return None
+    if step.kind == "redistribute":
+        source = program.first.get(step.operand_types[0].grid, 0) // group
+        target = program.first.get(step.result_types[0].grid, 0) // group
+        if source != target:
+            return "send" if device // group == source else "recv"
+    if phase == "update":
+        return "allreduce" if step.kind == "all_reduce" else "update"
+    return phase or "forward"
+
+
+def measured_spans(report: TrainingReport) -> list[Span]:
+    """The spans of the first step on every device, in seconds from its start."""
+    program = report.program
+    assert program is not None
+    group = program.devices // program.stages
+    origin = min((start for spans in report.spans for _, start, _ in spans), default=0.0)
+    of_step = phases(program)
+    result = []
+    for device, spans in enumerate(report.spans):
+        for index, start, end in spans:
+            step = program.steps[index]
+            phase, microbatch = of_step[index]
+            kind = _kind(step, phase, program, device, group)
+            if kind is not None:
+                result.append(Span(device, min(device // group, program.stages - 1), kind,
+                                   microbatch, start - origin, end - origin))
+    return result
+
+
+def draw_timeline(path: str, module: ModuleOp, report: TrainingReport,
+                  scale: float = 1.0) -> None:
+    """Draw the measured and modelled timelines to `path` and print both bubbles; `scale`
+    is the `--scale` the model ran at (the modelled lane is the cost model's time of the
+    shapes that ran, on the plan's machine: another time axis than the measured one)."""
+    program = report.program
+    assert program is not None
+    plan = modelled_plan(module)
+    assert plan.simulation is not None
+    pipeline = pipeline_of(forward_graph(module))
+    assert pipeline is not None
+    spans = measured_spans(report)
+    group = program.devices // program.stages
+    stages, micro = program.stages, program.microbatches
+    # The devices no layer of the plan uses are not the schedule's bubble.
+    active = len({span.device for span in spans}) or 1
+    size = "full size" if scale == 1 else f"--scale {scale:g}"
+    draw(path, spans, plan.simulation,
+         [(s * group, group) for s in range(stages)],
+         f"@{report.graph}: {plural(stages, 'stage')} x {plural(micro, 'micro-batch')}, "
+         f"{plan.schedule}, {program.devices} devices",
+         measured_what="measured (pase's runtime on this machine)",
+         modelled_what=f"modelled (the cost model on {pipeline.machine.data}, {size}; "
+         "its own time axis)", active=active)
+    print(format_bubbles(measured_bubble(spans, active), plan.simulation.bubble,
+                         ideal_bubble(stages, micro), size))
+    print(f"timeline written to {path}")
+
+
+def plural(count: int, noun: str) -> str:
+    """`count` `noun`s, in English.
+
+        >>> plural(1, "stage"), plural(2, "stage"), plural(4, "micro-batch")
+        ('1 stage', '2 stages', '4 micro-batches')
+    """
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count} {noun}{'es' if noun.endswith(('ch', 'sh', 's', 'x')) else 's'}"

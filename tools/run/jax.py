@@ -1,14 +1,14 @@
-"""`pase-run --engine jax`: the `-t jax` program on P XLA devices, against pase's reference.
+"""`pase-run --engine jax`: the `-t jax` program on P XLA devices as a pase-run backend.
 
-    report = train_jax(strategy_and_scale(load_model("models/mlp.dnn"), 8, 0.125), 8)
-    print_collectives(report)
+    report = train_jax(strategy_and_scale(load_model("models/mlp.dnn")[0], 8, 0.125), 8)
+    print_collectives(report)   # pase.tools.run.report
 
 The JAX program runs in a child process (`XLA_FLAGS=--xla_force_host_platform_device_count=P`
 gives a CPU machine P devices) on pase's seeded data, passed to it as an `.npz` in a
 temporary folder that is always removed; it returns its losses, last gradients, updated
 parameters and the compiled HLO. The reference is pase's runtime on one device
-(`run_pipeline.lower` of the unsplit graph), so JAX's autodiff checks pase's gradient
-rules. `collectives(hlo)` reads XLA's collectives from the compiled HLO text.
+(`harness.check_training`), so JAX's autodiff checks pase's gradient rules.
+`collectives(hlo)` reads XLA's collectives from the compiled HLO text.
 """
 
 from __future__ import annotations
@@ -24,26 +24,14 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from pase.core.shapes import ELEMENTS
-from pase.passes.strategy.problem import build_problem
+from pase.dialect import dnn
+from pase.passes.strategy import build_problem, predicted_words
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
-from pase.tools.run_check import (
-    TrainingReport,
-    make_data,
-    needs_rounding_reference,
-    normwise_error,
-    predicted_words,
-    relative_error,
-)
-from pase.tools.run_pipeline import (
-    execute,
-    forward_graph,
-    layer_configs,
-    lower,
-    with_configs,
-    with_initial,
-)
+from pase.tools.run.check import TrainingReport
+from pase.tools.run.harness import Trained, check_training, element_of
+from pase.tools.run.load import forward_graph, layer_configs, with_configs
+from pase.tools.run.runtime import RuntimeBackend
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 """XLA's collective instructions, as the HLO text names them."""
@@ -71,15 +59,24 @@ class Collective:
                 "collective-permute": float(n)}[self.kind]
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """What XLA compiled of a step: its collectives, the words pase's cost model predicts
+    per kind ("layer", "edge"), the compile and step times, the StableHLO text."""
+
+    collectives: list[Collective] = field(default_factory=list)
+    predicted: dict[str, float] = field(default_factory=dict)
+    compile_seconds: float = 0.0
+    step_seconds: float = 0.0
+    stablehlo: str = ""
+
+
 @dataclass
 class JaxReport:
     """A `TrainingReport` of the JAX run, with what XLA compiled and pase predicted."""
 
     training: TrainingReport
-    collectives: list[Collective] = field(default_factory=list)
-    predicted: dict[str, float] = field(default_factory=dict)
-    compile_seconds: float = 0.0
-    step_seconds: float = 0.0
+    compiled: Compiled
 
 
 HLO_LINE = re.compile(r"=\s*(?P<type>\(.*?\)|\S+)\s+(?P<kind>" + "|".join(KINDS)
@@ -140,55 +137,49 @@ def _group_size(groups: str, line: str, everyone: int) -> int:
     return everyone
 
 
+class JaxBackend:
+    """The `-t jax` program of a model's strategy on `devices` XLA devices, in a child
+    process (`run_program`) that may run `timeout` seconds; after `train`, `compiled`
+    holds what XLA compiled and how long it took."""
+
+    def __init__(self, devices: int, timeout: float = 600.0):
+        self.devices = devices
+        self.timeout = timeout
+        self.compiled: Compiled | None = None
+
+    def train(self, module: ModuleOp, data: dict[str, np.ndarray], steps: int, lr: float,
+              float_type: str | None) -> Trained:
+        graph = forward_graph(module)
+        configs = layer_configs(graph)
+        source = jax_program(with_configs(module, configs), self.devices)
+        saved = run_program(source, data, self.devices, steps, lr,
+                            element_of(graph, float_type) == "f64", self.timeout)
+        names = [op.output.name_hint or "v" for op in graph.body.block.ops
+                 if isinstance(op, dnn.ParamOp)]
+        problem = build_problem(graph, self.devices, pinned=configs)
+        predicted: dict[str, float] = {}
+        for (kind, _), words in predicted_words(problem, configs).items():
+            predicted[kind] = predicted.get(kind, 0.0) + words
+        self.compiled = Compiled(collectives(str(saved["hlo"])), predicted,
+                                 float(saved["compile_seconds"]),
+                                 float(saved["step_seconds"]), str(saved["stablehlo"]))
+        return Trained([float(v) for v in saved["losses"]],
+                       {n: saved[f"grad/{n}"] for n in names},
+                       {n: saved[f"param/{n}"] for n in names})
+
+
 def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,
               lr: float = 0.01, float_type: str | None = None,
               initial: dict[str, np.ndarray] | None = None, timeout: float = 600.0,
-              dump_mlir: str | None = None) -> JaxReport:
+              backend: str = "threads") -> JaxReport:
     """The JAX program of `module`'s strategy on `devices` XLA devices against pase's
-    1-device run, on the same data; `dump_mlir` receives the lowered StableHLO text."""
-    graph = forward_graph(module)
-    configs = layer_configs(graph)
-    element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
-                                  if op.name == "dnn.param"), "f32")
-    source = jax_program(with_configs(module, configs), devices)
-    data = with_initial(make_data(graph, seed, float_type), initial)
-    with np.errstate(all="ignore"):
-        reference = lower(with_configs(module, None), 1, lr)
-        expected, _ = execute(reference, data, steps, "threads", timeout, float_type)
-    saved = run_program(source, data, devices, steps, lr, element == "f64", timeout)
-    names = list(expected[0].params)
-    reference_grads = {n: expected[0].grads[n][1] for n in names}
-    reference_params = {n: expected[0].params[n][1] for n in names}
-    grads = {n: saved[f"grad/{n}"] for n in names}
-    params = {n: saved[f"param/{n}"] for n in names}
-    losses = [float(v) for v in saved["losses"]]
-    errors = [relative_error(np.asarray(a), np.asarray(b))
-              for a, b in zip(losses, expected[0].losses, strict=True)]
-    errors += [normwise_error(grads, reference_grads), normwise_error(params, reference_params)]
-    diverged = not all(np.all(np.isfinite(a)) for a in [
-        np.asarray(expected[0].losses), *reference_grads.values(), *reference_params.values()])
-    noise = 0.0
-    if needs_rounding_reference(element, errors, diverged):
-        exact_data = with_initial(make_data(graph, seed, "f64"), initial)
-        with np.errstate(all="ignore"):
-            exact, _ = execute(reference, exact_data, steps, "threads", timeout, "f64")
-        noise = max(normwise_error(reference_grads, {n: exact[0].grads[n][1] for n in names}),
-                    normwise_error(reference_params, {n: exact[0].params[n][1]
-                                                      for n in names}))
-    *loss_errors, gradient_error, parameter_error = errors
-    training = TrainingReport(graph.sym_name.data, devices, element, losses,
-                              expected[0].losses, loss_errors, gradient_error,
-                              parameter_error, [], noise, diverged)
-    if dump_mlir:
-        from pase.core.files import write_atomically
-
-        write_atomically(dump_mlir, str(saved["stablehlo"]))
-    problem = build_problem(graph, devices, pinned=configs)
-    predicted: dict[str, float] = {}
-    for (kind, _), words in predicted_words(problem, configs).items():
-        predicted[kind] = predicted.get(kind, 0.0) + words
-    return JaxReport(training, collectives(str(saved["hlo"])), predicted,
-                     float(saved["compile_seconds"]), float(saved["step_seconds"]))
+    1-device run (on `backend`), on the same data (`check_training`)."""
+    jax = JaxBackend(devices, timeout)
+    reference = RuntimeBackend(1, backend, timeout, words=False)
+    training, _ = check_training(module, jax, reference, steps, seed, lr, float_type,
+                                 initial)
+    assert jax.compiled is not None
+    return JaxReport(training, jax.compiled)
 
 
 def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: int,
@@ -210,7 +201,8 @@ def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: i
             raise ToolError(f"the JAX program did not finish within {timeout:g} s "
                             "(--timeout)") from None
         if finished.returncode != 0:
-            raise ToolError(child_error(finished.stderr))
+            log = keep_output(command, finished, source)
+            raise ToolError(child_error(finished.stderr, finished.returncode, log))
         with np.load(outputs) as saved:
             return dict(saved)
 
@@ -224,36 +216,49 @@ def child_environment(devices: int) -> dict[str, str]:
     return env
 
 
-def child_error(stderr: str) -> str:
-    """The JAX program's one `error:` line (it words its own errors), else its last line."""
+FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n'
+                   r'(?:[ \t]+(?P<code>\S[^\n]*))?')
+
+
+def child_error(stderr: str, returncode: int = 1, log: str = "") -> str:
+    """What failed in the JAX program: its own `error:` line (it words its own errors),
+    else the exception its traceback ends with, where it was raised (the program's last
+    frame, else the last one) and the line that raised it, else its exit status; then
+    where its whole output is (`log`, from `keep_output`).
+
+        >>> child_error('Traceback (most recent call last):\\n  File "/t/step.py", line 9, '
+        ...             'in f\\n    assert x\\nAssertionError\\n')
+        'the JAX program failed at step.py line 9 (in f): AssertionError, raised by `assert x`'
+    """
+    where = f"; its whole output, and the program, are in {log}" if log else ""
     lines = [line for line in stderr.splitlines() if line.strip()]
     for line in lines:
         if line.startswith("error: "):
-            return "the JAX program failed: " + line[len("error: "):]
-    return "the JAX program failed: " + (lines[-1] if lines else "no output")
+            return "the JAX program failed: " + line[len("error: "):] + where
+    if not lines:
+        status = (f"was killed by signal {-returncode}" if returncode < 0
+                  else f"exited with status {returncode}")
+        return f"the JAX program {status} and printed nothing{where}"
+    frames = list(FRAME.finditer(stderr))
+    own = [frame for frame in frames if os.path.basename(frame["file"]) == "step.py"]
+    place = raised = ""
+    if frames:
+        frame = (own or frames)[-1]
+        place = (f" at {os.path.basename(frame['file'])} line {frame['line']} "
+                 f"(in {frame['function']})")
+        if frame["code"] and frame is frames[-1]:
+            raised = f", raised by `{frame['code'].strip()}`"
+    return f"the JAX program failed{place}: {lines[-1].strip()}{raised}{where}"
 
 
-def print_collectives(report: JaxReport) -> None:
-    """XLA's collectives per kind next to the words pase's cost model predicts."""
-    width = ELEMENTS[report.training.element].bytes
-    print(f"XLA compile {report.compile_seconds:.2f} s, step {report.step_seconds * 1e3:.1f} ms")
-    print("collectives of the compiled step (words: received per device, ring formulas):")
-    print(f"  {'kind':<20} {'count':>5}  {'group sizes':<12} {'bytes':>12} {'words':>12}")
-    total = 0.0
-    for kind in KINDS:
-        ops = [c for c in report.collectives if c.kind == kind]
-        if not ops:
-            continue
-        words = sum(c.words() * _element_bytes_of(c) / width for c in ops)
-        total += words
-        groups = ",".join(str(g) for g in sorted({c.group for c in ops}))
-        print(f"  {kind:<20} {len(ops):>5}  {groups:<12} {sum(c.bytes for c in ops):>12} "
-              f"{words:>12.0f}")
-    print(f"  {'total (XLA)':<20} {'':>5}  {'':<12} {'':>12} {total:>12.0f}")
-    layer, edge = report.predicted.get("layer", 0.0), report.predicted.get("edge", 0.0)
-    print(f"  pase predicts {layer + edge:.0f} words: {layer:.0f} within layers "
-          f"(all-reduce, all-gather), {edge:.0f} between layers (redistribution)")
-
-
-def _element_bytes_of(collective: Collective) -> float:
-    return collective.bytes / collective.elements if collective.elements else 0.0
+def keep_output(command: list[str], finished: subprocess.CompletedProcess[str],
+                source: str) -> str:
+    """Write a failed JAX program's command, exit status, output and source to a file
+    that outlives the temporary folder (`pase-jax-*.log` in the system's temporary
+    folder); its path."""
+    handle, path = tempfile.mkstemp(prefix="pase-jax-", suffix=".log")
+    with os.fdopen(handle, "w", encoding="utf-8") as log:
+        log.write(f"command: {' '.join(command)}\nexit status: {finished.returncode}\n"
+                  f"--- stdout\n{finished.stdout}--- stderr\n{finished.stderr}"
+                  f"--- step.py\n{source}")
+    return path

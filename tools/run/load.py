@@ -1,6 +1,6 @@
-"""pase-run's pipeline, one pass per line: strategy, scale, autodiff, SPMD; then it runs.
+"""pase-run's input: the model through its frontend, and its passes, one pass per line.
 
-    module = load_model("models/mlp.dnn")
+    module, initial = load_model("models/mlp.dnn")
     pipeline_spec(devices=4, factor=0.125)  # what pase-run --print-pipeline prints:
     # 'pase-search{devices=4},pase-scale{factor=0.125},pase-autodiff,pase-lower-spmd{devices=4}'
     report = train(strategy_and_scale(module, devices=4, factor=0.125), devices=4)
@@ -10,22 +10,26 @@ As in Toy's `compiler.transform`, each stage is a pass pipeline spec that
 spec that `pase-opt model.dnn -p SPEC` replays. The graph with `#pase.config` on every
 layer then goes through `pase-autodiff` and `pase-lower-spmd` twice: as it is, on
 `devices` workers, and with every layer unsplit, on one worker (the reference). Both
-run the same numpy kernels on the same seeded data (`run_check`), which compares them.
+run the same numpy kernels on the same seeded data (`check.make_data`), and
+`harness.check_training` compares them.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
-from functools import partial
+from io import BytesIO
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.universe import Universe
 from xdsl.utils.arg_spec import ArgSpec
 
 from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.files import decode_text
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dist, dnn
 from pase.dialect.pase import (
@@ -34,34 +38,18 @@ from pase.dialect.pase import (
     STAGE_ATTR_NAME,
     STRATEGY_ATTR_NAME,
     ConfigAttr,
-    pipeline_of,
-    stage_of,
 )
 from pase.formats.machine_toml import load_machine
 from pase.formats.strategy_json import is_pipeline_plan
-from pase.frontend import parse_file
+from pase.frontend.mlir import verify_located
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.scale import ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
+from pase.passes.strategy import build_problem
 from pase.passes.strategy.budget import format_bytes
-from pase.passes.strategy.problem import build_problem
-from pase.runtime.executor import DeviceResult, run_device
-from pase.runtime.program import Program, program_from_ir
-from pase.runtime.workers import run_workers
-from pase.tools.run_check import (
-    TrainingReport,
-    assemble,
-    make_data,
-    needs_rounding_reference,
-    normwise_error,
-    predicted_pipeline_words,
-    predicted_words,
-    relative_error,
-    words_rows,
-)
-from pase.universe import PASE
+from pase.universe import FRONTENDS, PASE
 
 
 @dataclass(frozen=True)
@@ -133,39 +121,47 @@ def run_passes(module: ModuleOp, spec: str) -> None:
     PassPipeline.parse_spec(PASE.all_passes, spec).apply(Context(), module)
 
 
-def load_model(path: str) -> ModuleOp:
-    """The model's forward graph, parsed and verified like pase-opt does (`.mlir` errors
-    are located diagnostics too)."""
-    if path.endswith(".dnn"):
-        module = parse_file(path)
-    else:
-        from pase.tools.opt_main import PaseOptMain, verify_located
+def load_model(path: str, batch: int = 0, loss: str = "cross-entropy"
+               ) -> tuple[ModuleOp, dict[str, np.ndarray] | None]:
+    """The model's forward graph, read by the frontend of its file extension
+    (`pase.universe.FRONTENDS`: `.dnn`, `.onnx`, `.mlir`) and verified as pase-opt does
+    (`.mlir` errors are located diagnostics too), and an ONNX model's initializer values
+    by param name (None for the other formats); `batch` and `loss` are the ONNX
+    frontend's options."""
+    extension = os.path.splitext(path)[1].lstrip(".")
+    if extension not in FRONTENDS:
+        raise Diagnostic(f"pase-run reads .dnn, .onnx and .mlir models, not '.{extension}'"
+                         if extension else "pase-run reads .dnn, .onnx and .mlir models; "
+                         "this file has no extension", path)
+    initial = None
+    if extension == "onnx":
+        # (The frontend's own reader: `OnnxFrontend.parse` keeps only the module, and
+        # pase-run starts from the model's initializers.)
+        from pase.frontend.onnx import load_model as load_onnx_model
 
-        driver = PaseOptMain(["--", path])
+        imported = load_onnx_model(path, batch, loss)
+        module, initial = imported.module, imported.initial_values
+    else:
         try:
-            chunks, extension = driver.prepare_input()
+            with open(path, "rb") as stream:
+                data = stream.read()
         except OSError as error:
             raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
-        try:
-            parsed = driver.parse_chunk(chunks[0][0], extension)
-        finally:
-            chunks[0][0].close()
-        assert parsed is not None
-        module = parsed
-        verify_located(module)
+        text = decode_text(data, path, "file" if extension == "dnn" else "input")
+        module = FRONTENDS[extension]()().parse(_context(), BytesIO(text.encode()), path)
+        if extension == "mlir":
+            verify_located(module)
     forward_graph(module, path)
-    return module
+    return module, initial
 
 
-def load_onnx(path: str, batch: int = 0, loss: str = "cross-entropy"
-              ) -> tuple[ModuleOp, dict[str, np.ndarray]]:
-    """An ONNX model's forward graph (`pase.frontend.onnx` with its `batch` and `loss`
-    options), and its initializers' values by param name: `train(initial=...)`."""
-    from pase.frontend.onnx import load_model as load_onnx_model
-
-    imported = load_onnx_model(path, batch, loss)
-    forward_graph(imported.module, path)
-    return imported.module, imported.initial_values
+def _context() -> Context:
+    """A context with every dialect of xDSL's multiverse (pase's and xDSL's own), as
+    pase-opt has."""
+    context = Context()
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        context.register_dialect(name, factory)
+    return context
 
 
 def with_initial(data: dict[str, np.ndarray], initial: dict[str, np.ndarray] | None
@@ -204,7 +200,7 @@ def run_memory(module: ModuleOp, devices: int, float_type: str | None = None) ->
     (params, inputs, activations) with its gradient, in each of the `devices` workers
     (at most whole, however sharded) and in the one-device reference.
 
-        >>> run_memory(parse_file("models/mlp.dnn"), devices=2) // 1024
+        >>> run_memory(load_model("models/mlp.dnn")[0], devices=2) // 1024
         9856
     """
     graph = forward_graph(module)
@@ -289,118 +285,3 @@ def with_configs(module: ModuleOp, configs: dict[str, dict[str, int]] | None) ->
     if configs is None:
         graph.attributes.pop(PIPELINE_ATTR_NAME, None)
     return copy
-
-
-def lower(module: ModuleOp, devices: int, lr: float) -> Program:
-    """`module` through pase-autodiff and pase-lower-spmd, as a runtime `Program`."""
-    lowered = module.clone()
-    run_passes(lowered, lowering_spec(devices, lr))
-    lowered.verify()
-    return program_from_ir(lowered)
-
-
-def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
-            timeout: float, float_type: str | None = None, record: bool = False
-            ) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
-    results = run_workers(partial(run_device, program=program, data=data, steps=steps,
-                                  float_type=float_type, record=record),
-                          program.devices, backend=backend, timeout=timeout)
-    return list(results), results.counters()
-
-
-def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = 0.01,
-          backend: str = "threads", timeout: float = 120.0,
-          float_type: str | None = None,
-          initial: dict[str, np.ndarray] | None = None,
-          record: bool = False) -> TrainingReport:
-    """Run `steps` SGD steps sharded (the configurations in `module`) and unsharded;
-    `float_type="f64"` runs an f32 model in double precision. Training that overflows
-    (too large an `lr`) shows as losses and errors that are not finite, and
-    `report.diverged`; it raises no numpy warnings. `initial` gives parameters their
-    starting values by name (an ONNX model's initializers); the others are seeded.
-    `record` keeps when each device ran each op of the first step (`report.spans`,
-    `report.program`), for `pase-run --timeline`."""
-    graph = forward_graph(module)
-    # Workers silence floating-point warnings themselves (run_device); inf and nan
-    # reach the report, which says the training diverged.
-    with np.errstate(all="ignore"):
-        return _train(module, graph, devices, steps, seed, lr, backend, timeout, float_type,
-                      initial, record)
-
-
-def _train(module: ModuleOp, graph: dnn.GraphOp, devices: int, steps: int, seed: int,
-           lr: float, backend: str, timeout: float, float_type: str | None,
-           initial: dict[str, np.ndarray] | None = None,
-           record: bool = False) -> TrainingReport:
-    configs = layer_configs(graph)
-    element = float_type or next((op.output.type.shape.element for op in graph.body.block.ops
-                                  if isinstance(op, dnn.ParamOp)), "f32")
-    data = with_initial(make_data(graph, seed, float_type), initial)
-    sharded = lower(with_configs(module, configs), devices, lr)
-    reference = lower(with_configs(module, None), 1, lr)
-    results, counters = execute(sharded, data, steps, backend, timeout, float_type, record)
-    expected, _ = execute(reference, data, steps, backend, timeout, float_type)
-    errors = _errors(results, data, expected, data)
-    diverged = not all(np.all(np.isfinite(array)) for array in [
-        np.asarray(expected[0].losses), *assemble(expected, "grads", data).values(),
-        *assemble(expected, "params", data).values()])
-    noise = 0.0
-    if needs_rounding_reference(element, errors, diverged):
-        exact_data = with_initial(make_data(graph, seed, "f64"), initial)
-        exact, _ = execute(reference, exact_data, steps, backend, timeout, "f64")
-        noise = max(_errors(expected, data, exact, exact_data))
-    pipeline = pipeline_of(graph)
-    if pipeline is not None and (pipeline.stages.data > 1 or pipeline.microbatches.data > 1):
-        predicted = predicted_pipeline_words(graph, configs, load_machine(pipeline.machine.data))
-    else:
-        predicted = predicted_words(build_problem(graph, devices, pinned=configs), configs)
-    rows = words_rows(predicted, counters, steps)
-    *loss_errors, gradient_error, parameter_error = errors
-    return TrainingReport(graph.sym_name.data, devices, element, _losses(results),
-                          expected[0].losses, loss_errors, gradient_error, parameter_error,
-                          rows, noise, diverged,
-                          spans=[r.spans for r in results] if record else [],
-                          program=sharded if record else None)
-
-
-def _errors(measured: list[DeviceResult], measured_data: dict[str, np.ndarray],
-            reference: list[DeviceResult], reference_data: dict[str, np.ndarray]
-            ) -> list[float]:
-    """`measured` against `reference`: per step the loss's relative error, then the
-    normwise errors of the gradients and of the updated parameters."""
-    losses = [relative_error(np.asarray(a), np.asarray(b))
-              for a, b in zip(_losses(measured), _losses(reference), strict=True)]
-    return [*losses, *(normwise_error(assemble(measured, which, measured_data),
-                                      assemble(reference, which, reference_data))
-                       for which in ("grads", "params"))]
-
-
-def _losses(results: list[DeviceResult]) -> list[float]:
-    """The losses of every step, from a device that holds the loss."""
-    return next((r.losses for r in results if r.holds_loss), results[0].losses)
-
-
-def print_pipeline(module: ModuleOp) -> None:
-    """The plan a pipelined run trained: its stages, their devices and layers."""
-    graph = forward_graph(module)
-    pipeline = pipeline_of(graph)
-    if pipeline is None:
-        return
-    names = graph.layer_names()
-    stages_count, micro = pipeline.stages.data, pipeline.microbatches.data
-    print(f"pipeline: {stages_count} stage{'s' if stages_count > 1 else ''} x {micro} "
-          f"micro-batch{'es' if micro > 1 else ''}, {pipeline.schedule.data}; modelled step "
-          f"{pipeline.step.data:.4g} s at full size on {pipeline.machine.data}, bubble "
-          f"{pipeline.bubble.data:.3f}")
-    stages: dict[int, list[str]] = {}
-    groups: dict[int, range] = {}
-    for layer in graph.layers:
-        stage = stage_of(layer)
-        assert stage is not None  # pase-partition-stages put one on every layer
-        stages.setdefault(stage.index.data, []).append(names[layer])
-        groups[stage.index.data] = stage.device_ids
-    for index, layers in sorted(stages.items()):
-        devices = groups[index]
-        span = layers[0] if len(layers) == 1 else f"{layers[0]} .. {layers[-1]}"
-        print(f"  stage {index}: devices {devices.start}-{devices.stop - 1}, "
-              f"{len(layers)} layer{'s' if len(layers) > 1 else ''} ({span})")

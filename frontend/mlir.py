@@ -1,0 +1,132 @@
+"""MLIR text as an xDSL frontend that locates every op: `file:line:col` on each op, so that
+verifier and pass errors point at the source.
+
+    module = LocatedMlirFrontend().parse(context, open("model.mlir", "rb"), "model.mlir")
+    verify_located(module)   # a failing op's error names its line
+
+xDSL's own `mlir` frontend (`xdsl.frontend.mlir`) leaves ops unlocated and reports an
+undefined value at the end of the input; `LocatedParser` records each op's place, reports
+an undefined value at its first use, refuses an integer literal too long to convert and
+brackets nested past `pase.core.nesting`'s limit. pase-opt reads `.mlir` with it (each
+`--split-input-file` chunk with its `line_offset`) and so does pase-run. It is not in
+`pase.universe.PASE`, whose names plain xdsl-opt merges with xDSL's own: the name `mlir`
+is xDSL's. `pase.universe.FRONTENDS` holds the frontends pase's tools read with.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import IO, Any
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import AttributeInvT, Operation, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.frontend import Frontend
+from xdsl.utils.lexer import Span, Token
+from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
+
+from pase.core.diagnostics import LineIndex, at_op
+from pase.core.files import decode_text
+from pase.core.nesting import check_nesting
+from pase.core.numbers import LONGEST_INTEGER
+from pase.dialect.traits import VerifyExceptionAt
+
+NOTHING_PARSED = "Could not parse entire input!"
+
+
+@dataclass(frozen=True)
+class LocatedMlirFrontend(Frontend):
+    """MLIR text, each op located (`LocatedParser`); `no_implicit_module` as xDSL's `mlir`
+    frontend has it, `line_offset` the file lines before this text (a split chunk)."""
+
+    name = "mlir"
+
+    no_implicit_module: bool = False
+    line_offset: int = 0
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
+        text = decode_text(input.read(), input_name)
+        check_nesting(text, input_name, self.line_offset)
+        return LocatedParser(ctx, text, input_name, line_offset=self.line_offset).parse_module(
+            not self.no_implicit_module)
+
+
+class LocatedParser(Parser):
+    """The MLIR parser, recording each op's `file:line:col` as its location, and reporting
+    an undefined value at its first use (xDSL reports it at the end of the input)."""
+
+    def __init__(self, *args: Any, line_offset: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.line_offset = line_offset
+        self.first_uses: dict[str, Span] = {}
+        self.lines: LineIndex | None = None  # of the input, made at the first op
+        lexer = self._parser_state.lexer
+        lex = lexer.lex
+
+        def checked_lex() -> Token:
+            return _checked_integer(lex())
+
+        _checked_integer(self._current_token)
+        lexer.lex = checked_lex  # type: ignore[method-assign]
+
+    def resolve_operand(self, operand: UnresolvedOperand,
+                        type: AttributeInvT) -> SSAValue[AttributeInvT]:
+        name = operand.operand_name
+        if name not in self.ssa_values:
+            self.first_uses.setdefault(name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            if self._current_token.kind == TokenKind.EOF and error.msg == NOTHING_PARSED:
+                return ModuleOp([])  # as mlir-opt: no ops (only comments) is an empty module
+            undefined = [name for name in self.forward_ssa_references
+                         if name in self.first_uses]
+            if not error.msg.startswith("values used but not defined") or not undefined:
+                raise
+            more = f" (and {len(undefined) - 1} more)" if len(undefined) > 1 else ""
+            raise ParseError(self.first_uses[undefined[0]],
+                             f"use of undefined value %{undefined[0]}{more}") from None
+
+    def parse_operation(self) -> Operation:
+        span = self._current_token.span
+        try:
+            op = super().parse_operation()
+        except struct.error as error:  # xDSL packs `[...]` of an i16/i64 array unchecked
+            raise ParseError(Span(span.start, self.pos, span.input),
+                             f"an integer of this op does not fit its type ({error})") from None
+        if not isinstance(op.location, FileLineColLoc):
+            if self.lines is None:
+                content = span.input.content
+                self.lines = LineIndex(content if isinstance(content, str)
+                                       else content.decode("utf-8", "replace"))
+            line, column = self.lines.line_column(span.start)
+            op.location = FileLineColLoc(StringAttr(span.input.name),
+                                         IntAttr(line + self.line_offset), IntAttr(column))
+        return op
+
+
+def _checked_integer(token: Token) -> Token:
+    """`token`, unless it is an integer literal too long to convert (`LONGEST_INTEGER`): that
+    is a parse error at the token, before xDSL converts it."""
+    if token.kind == TokenKind.INTEGER_LIT and len(token.text) > LONGEST_INTEGER:
+        raise ParseError(token.span, f"integer literal of {len(token.text):,} digits; pase "
+                         f"reads integers of at most {LONGEST_INTEGER} digits (a dim, size or "
+                         "factor is at most 2^53)")
+    return token
+
+
+def verify_located(module: ModuleOp) -> None:
+    """Verify op by op, so a failure names the op's source location."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as error:
+            culprit = error.op if isinstance(error, VerifyExceptionAt) else op
+            message = f"'{culprit.name}' op " + str(error).split("\n", 1)[0]
+            raise DiagnosticException(str(at_op(culprit, message))) from None
