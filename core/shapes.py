@@ -186,16 +186,31 @@ def _spatial_result(op: str, x: NamedShape, kernel: Pair, stride: int, padding: 
 
 
 def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: Pair,
-                 result: NamedShape) -> NamedShape:
-    """NCHW convolution: x [b, ci, h, w], filter [co, ci, r, s] -> [b, co, ho, wo]."""
+                 result: NamedShape, groups: int = 1) -> NamedShape:
+    """NCHW convolution: x [b, ci, h, w], filter [co, cig, r, s] -> [b, co, ho, wo].
+
+    With `groups` G the channels form G groups: ci = G·cig, co divisible by G, and output
+    channel o reads the input channels of its group, o // (co / G). Ungrouped (G = 1) the
+    filter's second dim is the input's channel dim itself; grouped it is a dim of its own
+    (depthwise: G = ci = co and cig = 1).
+    """
     _float_element("conv2d", [x, w])
     _expect_rank("conv2d", "input [batch, channels, height, width]", x, 4)
     _expect_rank("conv2d", "filter [out-channels, in-channels, height, width]", w, 4)
     _expect_rank("conv2d", "result [batch, out-channels, height, width]", result, 4)
     _check_window("conv2d", stride, padding)
-    if w.dims[1] != x.dims[1]:
+    if groups < 1:
+        raise ShapeError(f"conv2d groups must be at least 1, got {groups}")
+    if groups == 1 and w.dims[1] != x.dims[1]:
         raise ShapeError(f"conv2d filter {w} must have the input channel dimension "
                          f"'{x.dims[1]}' second, got '{w.dims[1]}'")
+    if groups > 1 and x.sizes[1] != groups * w.sizes[1]:
+        raise ShapeError(f"conv2d with {groups} groups needs {groups} times the filter's "
+                         f"'{w.dims[1]}' ({w.sizes[1]}) input channels, but '{x.dims[1]}' "
+                         f"is {x.sizes[1]}")
+    if w.sizes[0] % groups:
+        raise ShapeError(f"conv2d output channels '{w.dims[0]}' ({w.sizes[0]}) must divide "
+                         f"into the {groups} groups")
     if result.dims[0] != x.dims[0]:
         raise ShapeError(f"conv2d result must keep the batch dimension '{x.dims[0]}' first, "
                          f"got '{result.dims[0]}'")
@@ -203,6 +218,8 @@ def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: Pair,
         raise ShapeError(f"conv2d result must have the filter's output channel dimension "
                          f"'{w.dims[0]}' second, got '{result.dims[1]}'")
     check_unique(result.dims + w.dims[2:])
+    if groups > 1:
+        check_unique((x.dims[0], w.dims[1], *result.dims[1:], *w.dims[2:]))
     _spatial_result("conv2d", x, (w.sizes[2], w.sizes[3]), stride, padding, result)
     return NamedShape(result.dims, result.sizes, x.element)
 

@@ -268,9 +268,12 @@ class _Emitter:
                 return (f"jnp.einsum({subscripts(inputs, result)!r}, {', '.join(operands)}, "
                         "precision=jax.lax.Precision.HIGHEST)")
             case dnn.Conv2dOp():
-                self.helpers.add("conv2d")
-                return (f"conv2d({operands[0]}, {operands[1]}, {op.stride.data}, "
-                        f"{_pair(op.ints_prop('padding'))})")
+                groups = op.count_prop("groups")
+                call = "conv2d" if groups == 1 else "grouped_conv2d"
+                self.helpers.add(call)
+                return (f"{call}({operands[0]}, {operands[1]}, {op.stride.data}, "
+                        f"{_pair(op.ints_prop('padding'))}"
+                        + (f", {groups})" if groups != 1 else ")"))
             case dnn.Pool2dOp():
                 self.helpers.add("pool2d")
                 return (f"pool2d({op.kind_prop()!r}, {operands[0]}, "

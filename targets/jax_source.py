@@ -79,6 +79,14 @@ def conv2d(x, w, stride, padding):
         x, w, (stride, stride), [(padding[0], padding[0]), (padding[1], padding[1])],
         dimension_numbers=("NCHW", "OIHW", "NCHW"), precision=jax.lax.Precision.HIGHEST)
 ''',
+    "grouped_conv2d": '''\
+def grouped_conv2d(x, w, stride, padding, groups):
+    """conv2d with the channels in `groups` groups (depthwise: one channel each)."""
+    return jax.lax.conv_general_dilated(
+        x, w, (stride, stride), [(padding[0], padding[0]), (padding[1], padding[1])],
+        dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=groups,
+        precision=jax.lax.Precision.HIGHEST)
+''',
     "pool2d": '''\
 def pool2d(kind, x, window, stride, padding):
     """NCHW max or average pooling; the average counts padded zeros."""

@@ -70,12 +70,13 @@ class VjpOp(IRDLOperation):
     window = opt_prop_def(ArrayAttr[IntAttr])
     stride = opt_prop_def(IntAttr)
     padding = opt_prop_def(ArrayAttr[IntAttr])
+    groups = opt_prop_def(IntAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
-                                                      "padding")
+                                                      "padding", "groups")
 
     @property
     def indices(self) -> tuple[int, ...]:

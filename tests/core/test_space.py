@@ -75,6 +75,27 @@ def test_conv2d_splits_batch_and_channels_only():
         ("ci", "r", "s"), None, ())
 
 
+def test_grouped_conv2d_splits_output_channels_and_with_them_x_when_aligned():
+    # Depthwise: one output channel per group, so x's channels split with the outputs.
+    depthwise = layer("b = 8, c = 4, h = 6, w = 6, one = 1, r = 3, s = 3", """
+  %x = input [b, c, h, w]
+  %f = param [c, one, r, s]
+  %y = conv2d %x, %f padding 1 groups 4 -> [b, c, h, w]""").iteration_space()
+    assert summary(depthwise)[:3] == [("b", 8, True, False), ("c", 4, True, False),
+                                      ("one", 1, False, True)]
+    assert depthwise.operands == (("b", "c", None, None), ("c", "one", "r", "s"))
+    assert [d.name for d in depthwise.splittable] == ["b", "c"]
+    assert depthwise.points == 8 * 4 * 1 * 6 * 6 * 3 * 3
+    # Two outputs per group: a block of co may start inside a group, so x stays whole.
+    grouped = layer("b = 8, ci = 4, co = 8, c2 = 2, h = 6, w = 6, r = 1, s = 1", """
+  %x = input [b, ci, h, w]
+  %f = param [co, c2, r, s]
+  %y = conv2d %x, %f groups 2 -> [b, co, h, w]""").iteration_space()
+    assert grouped.operands == (("b", None, None, None), ("co", "c2", "r", "s"))
+    assert [d.name for d in grouped.splittable] == ["b", "co"]
+    assert grouped.partial == ("c2", "r", "s")
+
+
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_pool2d_splits_batch_and_channels_only(kind: str):
     pool = layer("b = 8, c = 4, h = 8, w = 8, ho = 5, wo = 4", f"""

@@ -32,6 +32,8 @@ CASES = [
     ("dnn.einsum", {}, [("b", "h"), ("h", "w")], ("b", "w"), {}),
     ("dnn.conv2d", {"stride": 1, "padding": [1, 1]}, [("b", "c", "h", "w"), ("o", "c", "r", "s")],
      ("b", "o", "h", "w"), {}),
+    ("dnn.conv2d", {"stride": 1, "padding": [1, 1], "groups": 2},
+     [("b", "z", "h", "w"), ("o", "e", "r", "s")], ("b", "o", "h", "w"), {}),
     ("dnn.pool2d", {**POOL, "kind": "max"}, [("b", "c", "h", "w")], ("b", "c", "h1", "h2"), {}),
     ("dnn.pool2d", {**POOL, "kind": "avg"}, [("b", "c", "h", "w")], ("b", "c", "h1", "h2"), {}),
     *[(f"dnn.{kind}", {}, [("b", "h")], ("b", "h"), {}) for kind in elementwise.UNARY],
