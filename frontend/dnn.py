@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -43,7 +42,7 @@ from xdsl.utils.frontend import Frontend
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import decode_text, read_text
-from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
@@ -373,19 +372,6 @@ class _Builder:
             raise self.error(str(error), token) from None
 
 
-    def finite_float(self, token: Node, what: str) -> float:
-        """`token` as a finite float, or an error about `what`."""
-        text = str(token)
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not math.isfinite(value) or "_" in text:
-            shown = text if len(text) <= SHOWN_DIGITS else f"{text[:SHOWN_DIGITS]}..."
-            raise self.error(f"{what} must be a finite number, got '{shown}'", token)
-        return value
-
-
 class _Scope:
     """The values and dimensions of one graph while it is being built."""
 
@@ -560,7 +546,10 @@ class _Scope:
             number = self.builder.positive_int(value, name, least=0 if form == "index" else 1)
             return None if form == "count" and number == 1 else IntAttr(number)
         if form == "float":
-            return FloatAttr(self.builder.finite_float(value, name), f64)
+            try:
+                return FloatAttr(read_float(str(value), name), f64)
+            except ValueError as error:
+                raise self.error(str(error), value) from None
         pads = _items(value)
         if len(pads) not in (1, 2):
             raise self.error("padding is one number or [height, width]", keyword)
