@@ -421,3 +421,11 @@ def cross_entropy_shape(logits: NamedShape, labels: NamedShape, over: str) -> Na
         raise ShapeError(f"softmax_cross_entropy labels must be {_fmt(expected)} "
                          f"(the logits without '{over}'), got {labels}")
     return NamedShape((), (), logits.element)
+
+
+def clip_shape(x: NamedShape, low: float, high: float) -> NamedShape:
+    """Elementwise clamp of x into [low, high]."""
+    _float_element("clip", [x])
+    if not low <= high:
+        raise ShapeError(f"clip min {low} must be at most its max {high}")
+    return x

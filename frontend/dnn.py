@@ -148,6 +148,7 @@ STATEMENTS: dict[str, Statement] = {
     "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
     "reshape": Statement(dnn.ReshapeOp, result=True),
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
+    "clip": Statement(dnn.ClipOp),
 }
 DATA_STATEMENTS = ("input", "param")
 # The result type of the op `build` probes for its shape, before it knows it.

@@ -279,6 +279,10 @@ class _Emitter:
                 return (f"pool2d({op.kind_prop()!r}, {operands[0]}, "
                         f"{_pair(op.ints_prop('window'))}, {op.stride.data}, "
                         f"{_pair(op.ints_prop('padding'))})")
+            case dnn.ClipOp():
+                self.helpers.add("clip")
+                return (f"clip({operands[0]}, {op.float_prop('min')!r}, "
+                        f"{op.float_prop('max')!r})")
             case dnn.UnaryOp():
                 self.helpers.add(op.short_name)
                 return f"{op.short_name}({operands[0]})"

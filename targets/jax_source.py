@@ -52,6 +52,12 @@ def sigmoid(x):
 def exp(x):
     return jnp.exp(x)
 ''',
+    "clip": '''\
+def clip(x, low, high):
+    """x clamped into [low, high]; the gradient passes strictly inside, as pase's."""
+    inside = (x > low) & (x < high)
+    return jnp.where(inside, x, jax.lax.stop_gradient(jnp.clip(x, low, high)))
+''',
     "softmax": '''\
 def softmax(x, axes):
     exps = jnp.exp(x - jax.lax.stop_gradient(jnp.max(x, axis=axes, keepdims=True)))

@@ -71,12 +71,14 @@ class VjpOp(IRDLOperation):
     stride = opt_prop_def(IntAttr)
     padding = opt_prop_def(ArrayAttr[IntAttr])
     groups = opt_prop_def(IntAttr)
+    min = opt_prop_def(FloatAttr)
+    max = opt_prop_def(FloatAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
-                                                      "padding", "groups")
+                                                      "padding", "groups", "min", "max")
 
     @property
     def indices(self) -> tuple[int, ...]:

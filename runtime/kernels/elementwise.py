@@ -1,4 +1,4 @@
-"""Elementwise ops: relu, gelu, tanh, sigmoid, exp; add, sub, mul broadcasting by name.
+"""Elementwise ops: relu, gelu, tanh, sigmoid, exp; clip; add, sub, mul broadcasting by name.
 
 Unary kernels are purely local. A binary op's result has the larger operand's dims
 (lhs's when both have the same set, as `pase.core.shapes.binary_shape`); the smaller
@@ -128,6 +128,18 @@ def binary_backward(kind: str, grad_output: np.ndarray, lhs: np.ndarray,
     return dlhs, drhs
 
 
+def clip_forward(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """x clamped into [low, high]."""
+    return np.clip(x, low, high)
+
+
+def clip_backward(grad_output: np.ndarray, x: np.ndarray, low: float,
+                  high: float) -> np.ndarray:
+    """The gradient passes where low < x < high, and is 0 where x is clamped (or on a
+    bound)."""
+    return np.where((x > low) & (x < high), grad_output, 0).astype(grad_output.dtype)
+
+
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
@@ -156,5 +168,11 @@ def _binary(kind: str) -> tuple[Forward, Backward]:
     return forward, backward
 
 
-KERNELS: Kernels = {**{f"dnn.{kind}": _unary(kind) for kind in UNARY},
-                    **{f"dnn.{kind}": _binary(kind) for kind in BINARY}}
+KERNELS: Kernels = {
+    **{f"dnn.{kind}": _unary(kind) for kind in UNARY},
+    **{f"dnn.{kind}": _binary(kind) for kind in BINARY},
+    "dnn.clip": (lambda ctx, inputs: (clip_forward(inputs[0], ctx.props["min"],
+                                                   ctx.props["max"]), None),
+                 lambda ctx, inputs, output, grad_output, saved, needs: [
+                     clip_backward(grad_output, inputs[0], ctx.props["min"], ctx.props["max"])]),
+}

@@ -292,3 +292,12 @@ def test_vjp_carries_its_forward_record():
     assert softmax.iteration_space().stats_dims == ("t",)
     reduce = next(op for op in vjps if op.forward.data == "dnn.reduce")
     assert reduce.iteration_space().partial == ("b", "t")
+
+
+def test_clip_iterates_over_its_input_and_splits_every_dim():
+    space = layer("b = 8, h = 16", """
+  %x = input [b, h]
+  %y = clip %x min 0.0 max 6.0""").iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("h", 16, True, False)]
+    assert space.operands == (("b", "h"),)
+    assert (space.partial, space.statistics) == ((), None)

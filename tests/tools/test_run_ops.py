@@ -27,6 +27,7 @@ SPLITS: dict[str, list[tuple[int, dict[str, dict[str, int]]]]] = {
         (8, {"y": {"c": 8}, "z": {"b": 2, "c": 4}, "u": {"b": 2, "k": 4},
              "u2": {"b": 4, "q": 2}}),
     ],
+    "clip": [(4, {"h": {"b": 2, "h": 2}, "a": {"h": 4}, "n": {"b": 2, "h": 2}})],
 }
 
 

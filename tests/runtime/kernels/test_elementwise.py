@@ -14,6 +14,8 @@ from pase.runtime.kernels.elementwise import (
     binary_backward,
     binary_dims,
     binary_forward,
+    clip_backward,
+    clip_forward,
     unary_backward,
     unary_forward,
 )
@@ -110,3 +112,27 @@ def test_binary_of_scalars_is_a_scalar(kind: str) -> None:
     assert dlhs is not None
     assert drhs is not None
     assert (dlhs.shape, drhs.shape) == ((), ())
+
+
+def test_clip_clamps_and_passes_the_gradient_strictly_inside() -> None:
+    x = np.array([-1.0, 0.0, 0.5, 6.0, 7.0])
+    np.testing.assert_array_equal(clip_forward(x, 0.0, 6.0), [0.0, 0.0, 0.5, 6.0, 6.0])
+    np.testing.assert_array_equal(clip_backward(np.ones(5), x, 0.0, 6.0), [0, 0, 1, 0, 0])
+
+
+def test_clip_backward_matches_finite_differences(rng: np.random.Generator, kit) -> None:
+    x = random(["b", "s", "h"], rng)
+    x[np.abs(np.abs(x) - 0.5) < 1e-3] = 0.1  # away from the kinks
+    weights = random(["b", "s", "h"], rng)
+    kit.assert_gradients(lambda v: clip_forward(v, -0.5, 0.5), [x], weights,
+                         [clip_backward(weights, x, -0.5, 0.5)])
+
+
+@pytest.mark.parametrize(("axis", "parts"), [(0, 2), (2, 4)])
+def test_clip_sharded_equals_unsharded(axis: int, parts: int, rng: np.random.Generator,
+                                       kit) -> None:
+    def step(grad_output: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        return [clip_forward(x, -0.5, 0.5), clip_backward(grad_output, x, -0.5, 0.5)]
+
+    kit.assert_sharded(step, [random(["b", "s", "h"], rng), random(["b", "s", "h"], rng)],
+                       [axis, axis], parts)

@@ -38,6 +38,7 @@ CASES = [
     ("dnn.pool2d", {**POOL, "kind": "avg"}, [("b", "c", "h", "w")], ("b", "c", "h1", "h2"), {}),
     *[(f"dnn.{kind}", {}, [("b", "h")], ("b", "h"), {}) for kind in elementwise.UNARY],
     *[(f"dnn.{kind}", {}, [("b", "h"), ("h",)], ("b", "h"), {}) for kind in elementwise.BINARY],
+    ("dnn.clip", {"min": -0.5, "max": 0.5}, [("b", "h")], ("b", "h"), {}),
     ("dnn.softmax", {"over": ["h"]}, [("b", "h")], ("b", "h"), {}),
     ("dnn.layernorm", {"over": ["h"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
     ("dnn.batchnorm", {"over": ["b"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
