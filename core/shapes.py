@@ -429,3 +429,24 @@ def clip_shape(x: NamedShape, low: float, high: float) -> NamedShape:
     if not low <= high:
         raise ShapeError(f"clip min {low} must be at most its max {high}")
     return x
+
+
+def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> NamedShape:
+    """x's entries start .. start + n - 1 along `dim`: the result has x's dims with `dim`
+    replaced, in place, by a new dim of size n (the result's)."""
+    _float_element("slice", [x])
+    if dim not in x.dims:
+        raise ShapeError(f"slice along '{dim}', which is not a dimension of {x}")
+    axis = x.dims.index(dim)
+    if result.rank != x.rank or any(r != d for k, (r, d) in enumerate(
+            zip(result.dims, x.dims, strict=True)) if k != axis):
+        raise ShapeError(f"slice result {result} must be {x} with '{dim}' replaced by a new "
+                         f"dimension")
+    new = result.dims[axis]
+    if new in x.dims:
+        raise ShapeError(f"slice result must replace '{dim}' by a dimension {x} does not "
+                         f"have, got '{new}'")
+    if start < 0 or start + result.sizes[axis] > x.sizes[axis]:
+        raise ShapeError(f"slice from {start} of {result.sizes[axis]} entries ('{new}') "
+                         f"runs past '{dim}' ({x.sizes[axis]})")
+    return NamedShape(result.dims, result.sizes, x.element)

@@ -149,6 +149,7 @@ STATEMENTS: dict[str, Statement] = {
     "reshape": Statement(dnn.ReshapeOp, result=True),
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
     "clip": Statement(dnn.ClipOp),
+    "slice": Statement(dnn.SliceOp, result=True),
 }
 DATA_STATEMENTS = ("input", "param")
 # The result type of the op `build` probes for its shape, before it knows it.

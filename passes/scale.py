@@ -5,7 +5,7 @@ is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
 What shape rules tie together is recomputed instead of scaled: a conv or pool's output
 height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e,
 a grouped conv's group count (the largest dividing its old count and its scaled
-channels) and filter channels.
+channels) and filter channels, a slice's start (as far in as it was).
 Filter heights and widths keep their sizes; the input images shrink only as far as every
 conv and pool stays valid, and a global pool's window follows its input. A layer's
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
@@ -86,13 +86,13 @@ def _spatial(graph: dnn.GraphOp) -> tuple[set[str], set[str]]:
 
 def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
                kernels: set[str]) -> tuple[dict[str, int], dict[dnn.LayerOp, tuple[int, int]],
-                                           dict[dnn.LayerOp, int]]:
-    """New sizes of every dim, new windows of global pools and new group counts of
-    grouped convs; raises ScaleError."""
+                                           dict[dnn.LayerOp, dict[str, Attribute]]]:
+    """New sizes of every dim, new windows of global pools and other properties that
+    follow the sizes (a grouped conv's groups, a slice's start); raises ScaleError."""
     old = graph.dims
     new: dict[str, int] = {}
     windows: dict[dnn.LayerOp, tuple[int, int]] = {}
-    groups: dict[dnn.LayerOp, int] = {}
+    overrides: dict[dnn.LayerOp, dict[str, Attribute]] = {}
     # A grouped conv's filter channels (ci / groups) follow its scaled input channels.
     group_widths = {op.input_shapes[1].dims[1] for op in graph.layers
                     if isinstance(op, dnn.Conv2dOp) and op.count_prop("groups") > 1}
@@ -121,7 +121,7 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
                 w = op.input_shapes[1]
                 if (count := op.count_prop("groups")) > 1:
                     free(tuple(d for d in w.dims if d not in group_widths))
-                    groups[op] = _regroup(op, count, new, assign)
+                    overrides[op] = {"groups": IntAttr(_regroup(op, count, new, assign))}
                 free(w.dims)
                 window = (new[w.dims[2]], new[w.dims[3]])
             else:
@@ -157,6 +157,8 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
                     if total % rest:
                         raise ScaleError(f"{_name(op)}: cannot split {total} evenly")
                     assign(y.dims[outputs[-1]], total // rest)
+        elif isinstance(op, dnn.SliceOp):
+            overrides[op] = {"start": IntAttr(_reslice(op, new, free, assign))}
         elif isinstance(op, dnn.LstmOp):
             x, w = op.input_shapes
             assign(w.dims[0], old[w.dims[0]])
@@ -166,7 +168,7 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
             free(op.result_shape.dims)
     for dim, size in old.items():
         new.setdefault(dim, scaled_size(size, factor))
-    return new, windows, groups
+    return new, windows, overrides
 
 
 def _regroup(op: dnn.Conv2dOp, count: int, new: dict[str, int],
@@ -181,6 +183,22 @@ def _regroup(op: dnn.Conv2dOp, count: int, new: dict[str, int],
         raise ScaleError(f"{_name(op)}: its scaled channels form no groups")
     assign(w.dims[1], channels // count)
     return count
+
+
+def _reslice(op: dnn.SliceOp, new: dict[str, int], free: Callable[[tuple[str, ...]], None],
+             assign: Callable[[str, int], None]) -> int:
+    """The scaled start of a slice, after assigning its result's dims: the slice keeps
+    its size's scaling and starts as far in as it did, within the scaled dim."""
+    x, y = op.input_shapes[0], op.result_shape
+    axis = x.dims.index(op.dim.data)
+    for k, dim in enumerate(y.dims):
+        if k != axis:
+            assign(dim, new[x.dims[k]])
+    free((y.dims[axis],))
+    whole, part = new[x.dims[axis]], new[y.dims[axis]]
+    if part > whole:
+        raise ScaleError(f"{_name(op)}: a slice of {part} does not fit in {whole}")
+    return min(round(op.start.data * whole / x.sizes[axis]), whole - part)
 
 
 def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
@@ -199,7 +217,7 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
     image = {d: scaled_size(old[d], factor) for d in images}
     while True:
         try:
-            sizes, windows, groups = _propagate(graph, factor, image, kernels)
+            sizes, windows, overrides = _propagate(graph, factor, image, kernels)
             break
         except ScaleError:
             if not image or all(image[d] >= old[d] for d in image):
@@ -218,8 +236,7 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
         properties: dict[str, Attribute] = dict(op.properties)
         if op in windows:
             properties["window"] = ArrayAttr(IntAttr(s) for s in windows[op])  # type: ignore[index]
-        if op in groups:
-            properties["groups"] = IntAttr(groups[op])  # type: ignore[index]
+        properties |= overrides.get(op, {})  # type: ignore[call-overload]
         new_op: Operation = type(op).create(
             operands=[mapping[v] for v in op.operands], result_types=results,
             properties=properties, attributes=dict(op.attributes))

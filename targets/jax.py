@@ -311,6 +311,11 @@ class _Emitter:
             case dnn.ConcatOp():
                 axis = shapes.concat_axis(inputs, result)
                 return f"jnp.concatenate([{', '.join(operands)}], axis={axis})"
+            case dnn.SliceOp():
+                (axis,) = _axes(inputs[0], (op.dim.data,))
+                start, size = op.start.data, result.sizes[axis]
+                return (f"jax.lax.slice_in_dim({operands[0]}, {start}, {start + size}, "
+                        f"axis={axis})")
             case dnn.ReshapeOp():
                 return f"jnp.reshape({operands[0]}, {result.sizes!r})"
             case dnn.SoftmaxCrossEntropyOp():

@@ -56,7 +56,7 @@ from pase.dialect.dnn.layers import (
     TanhOp,
     UnaryOp,
 )
-from pase.dialect.dnn.more_layers import ClipOp
+from pase.dialect.dnn.more_layers import ClipOp, SliceOp
 from pase.dialect.dnn.training import SgdOp, VjpOp, is_gradient, layer_class
 from pase.dialect.dnn.types import ELEMENT_TYPES, TensorType, element_name, shape_of
 
@@ -69,6 +69,6 @@ __all__ = [
     "Conv2dOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
     "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MulOp", "NormOp",
     "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "SgdOp", "SigmoidOp",
-    "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
+    "SliceOp", "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
     "VjpOp", "element_name", "is_gradient", "layer_class", "shape_of",
 ]

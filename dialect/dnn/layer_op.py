@@ -67,9 +67,10 @@ class LayerOp(IRDLOperation):
 
     Subclasses list their syntax in `KIND` (the property holding the leading keyword,
     e.g. `max` of pool2d, with its choices) and `CLAUSES` (`(keyword, property, form)`,
-    form one of "dims", "dim" (one dim name), "int", "count" (an int whose default 1 is
-    left out: `groups`), "float", "ints", "pair" -- a pair of ints printed as one int when
-    both are equal), and implement `infer` and `iteration_space`.
+    form one of "dims", "dim" (one dim name), "int", "index" (an int that may be 0),
+    "count" (an int whose default 1 is left out: `groups`), "float", "ints", "pair" -- a
+    pair of ints printed as one int when both are equal), and implement `infer` and
+    `iteration_space`.
     """
 
     inputs = var_operand_def(TensorType)
@@ -204,7 +205,7 @@ class LayerOp(IRDLOperation):
         for keyword, prop, form in cls.CLAUSES:
             if parser.parse_optional_keyword(keyword) is None:
                 continue
-            if form == "int":
+            if form in ("int", "index"):
                 properties[prop] = IntAttr(parser.parse_integer(allow_boolean=False))
             elif form == "count":
                 if (count := parser.parse_integer(allow_boolean=False)) != 1:

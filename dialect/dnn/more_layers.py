@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import FloatAttr, IntAttr, StringAttr
 from xdsl.irdl import irdl_op_definition, prop_def
 
 from pase.core import shapes
 from pase.core.shapes import NamedShape
-from pase.dialect.dnn.layer_op import Clauses, Flops
+from pase.core.space import IterationSpace, IterDim
+from pase.dialect.dnn.layer_op import Clauses, Flops, LayerOp
 from pase.dialect.dnn.layers import UnaryOp
 
 
@@ -35,3 +36,34 @@ class ClipOp(UnaryOp):
     def infer(self) -> NamedShape:
         (x,) = self.operand_shapes(1)
         return shapes.clip_shape(x, self.float_prop("min"), self.float_prop("max"))
+
+
+@irdl_op_definition
+class SliceOp(LayerOp):
+    """`%y = dnn.slice %x along d from 16 : (...) -> ...`: x's entries 16 .. 16 + n - 1
+    along `d`; the result has x's dims with `d` replaced in place by a new dim of size n.
+
+    Iteration space: the result's dims. Every dim but the new one splits (with the same
+    dim of x); the new one does not, so x stays whole along `d` and a device's block of
+    x holds its slice. The backward scatters the gradient into zeros of x's shape.
+    """
+
+    name = "dnn.slice"
+
+    dim = prop_def(StringAttr)
+    start = prop_def(IntAttr)
+
+    CLAUSES: ClassVar[Clauses] = (("along", "dim", "dim"), ("from", "start", "index"))
+
+    def infer(self) -> NamedShape:
+        (x,) = self.operand_shapes(1)
+        return shapes.slice_shape(x, self.dim.data, self.start.data, self.result_shape)
+
+    def iteration_space(self) -> IterationSpace:
+        (x,) = self.input_shapes
+        y = self.result_shape
+        new = y.dims[x.dims.index(self.dim.data)]
+        dims = tuple(IterDim(d, s, splittable=d != new)
+                     for d, s in zip(y.dims, y.sizes, strict=True))
+        operand = tuple(None if d == self.dim.data else d for d in x.dims)
+        return IterationSpace(dims, (operand,), y.dims, 0.0, 0.0)

@@ -73,12 +73,15 @@ class VjpOp(IRDLOperation):
     groups = opt_prop_def(IntAttr)
     min = opt_prop_def(FloatAttr)
     max = opt_prop_def(FloatAttr)
+    dim = opt_prop_def(StringAttr)
+    start = opt_prop_def(IntAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
-                                                      "padding", "groups", "min", "max")
+                                                      "padding", "groups", "min", "max",
+                                                      "dim", "start")
 
     @property
     def indices(self) -> tuple[int, ...]:

@@ -9,7 +9,7 @@
 | `reduce` | reduce sum, mean |
 | `embedding` | embedding |
 | `lstm` | lstm |
-| `shape` | concat, reshape |
+| `shape` | concat, reshape, slice |
 | `optimizer` | sgd |
 
 Each module exports `KERNELS = {op name: (forward, backward)}` of functions with one

@@ -301,3 +301,14 @@ def test_clip_iterates_over_its_input_and_splits_every_dim():
     assert summary(space) == [("b", 8, True, False), ("h", 16, True, False)]
     assert space.operands == (("b", "h"),)
     assert (space.partial, space.statistics) == ((), None)
+
+
+def test_slice_splits_every_dim_but_its_new_one():
+    space = layer("b = 8, e3 = 24, e = 8", """
+  %x = input [b, e3]
+  %k = slice %x along e3 from 8 -> [b, e]""").iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("e", 8, False, False)]
+    # x stays whole along the sliced dim: it follows no iteration dim.
+    assert space.operands == (("b", None),)
+    assert space.result == ("b", "e")
+    assert (space.flops_forward, space.flops_backward, space.partial) == (0.0, 0.0, ())

@@ -9,3 +9,27 @@ dnn.graph @g(b = 2, d = 3) {
 }
 
 // CHECK: {{.*}}dnn-exported-invalid.mlir:7:3: error: 'dnn.clip' op clip min 6.0 must be at most its max 0.0
+
+// -----
+
+/// slice past the end of its dim
+
+dnn.graph @g(b = 2, d = 6, e = 4) {
+  %x = dnn.input : !dnn.tensor<[b = 2, d = 6], f32>
+  %y = dnn.slice %x along d from 3 : (!dnn.tensor<[b = 2, d = 6], f32>) -> !dnn.tensor<[b = 2, e = 4], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, e = 4], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:19:3: error: 'dnn.slice' op slice from 3 of 4 entries ('e') runs past 'd' (6)
+
+// -----
+
+/// slice along a dim its operand does not have
+
+dnn.graph @g(b = 2, d = 6, e = 4) {
+  %x = dnn.input : !dnn.tensor<[b = 2, d = 6], f32>
+  %y = dnn.slice %x along e from 0 : (!dnn.tensor<[b = 2, d = 6], f32>) -> !dnn.tensor<[b = 2, e = 4], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, e = 4], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:31:3: error: 'dnn.slice' op slice along 'e', which is not a dimension of [b, d]

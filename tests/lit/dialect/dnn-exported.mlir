@@ -15,3 +15,20 @@ dnn.graph @clip(b = 4, d = 8) {
 // CHECK-NEXT:    %r6 = dnn.clip %x min 0.0 max 6.0 : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
 // CHECK-NEXT:    %c = dnn.clip %r6 min -1.0e-05 max 2.5e+20 : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
 // GENERIC:     %r6 = "dnn.clip"(%x) <{min = 0.000000e+00 : f64, max = 6.000000e+00 : f64}>
+
+// -----
+
+/// slice: a range along one dim, replaced in place by a new dim
+
+dnn.graph @slice(b = 4, e3 = 12, e = 4, p = 6, s = 2) {
+  %x = dnn.input : !dnn.tensor<[b = 4, e3 = 12], f32>
+  %k = dnn.slice %x along e3 from 4 : (!dnn.tensor<[b = 4, e3 = 12], f32>) -> !dnn.tensor<[b = 4, e = 4], f32>
+  %t = dnn.param : !dnn.tensor<[p = 6, e = 4], f32>
+  %pos = dnn.slice %t along p from 0 : (!dnn.tensor<[p = 6, e = 4], f32>) -> !dnn.tensor<[s = 2, e = 4], f32>
+  dnn.return %k, %pos : !dnn.tensor<[b = 4, e = 4], f32>, !dnn.tensor<[s = 2, e = 4], f32>
+}
+
+// CHECK-LABEL: dnn.graph @slice(b = 4, e3 = 12, e = 4, p = 6, s = 2) {
+// CHECK:         %k = dnn.slice %x along e3 from 4 : (!dnn.tensor<[b = 4, e3 = 12], f32>) -> !dnn.tensor<[b = 4, e = 4], f32>
+// CHECK:         %pos = dnn.slice %t along p from 0 : (!dnn.tensor<[p = 6, e = 4], f32>) -> !dnn.tensor<[s = 2, e = 4], f32>
+// GENERIC:     %k = "dnn.slice"(%x) <{dim = "e3", start = #builtin.int<4>}>
