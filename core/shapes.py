@@ -450,3 +450,15 @@ def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> Name
         raise ShapeError(f"slice from {start} of {result.sizes[axis]} entries ('{new}') "
                          f"runs past '{dim}' ({x.sizes[axis]})")
     return NamedShape(result.dims, result.sizes, x.element)
+
+
+def mask_shape(x: NamedShape, over: Sequence[str]) -> NamedShape:
+    """A causal mask over [q, k]: two dims of x of one size."""
+    _float_element("mask", [x])
+    _dims_in("mask", over, x)
+    if len(over) != 2:
+        raise ShapeError(f"mask causal is over two dimensions [query, key], got {_fmt(over)}")
+    if x.size_of(over[0]) != x.size_of(over[1]):
+        raise ShapeError(f"mask causal needs '{over[0]}' ({x.size_of(over[0])}) and "
+                         f"'{over[1]}' ({x.size_of(over[1])}) of one size")
+    return x

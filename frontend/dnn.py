@@ -150,6 +150,7 @@ STATEMENTS: dict[str, Statement] = {
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
     "clip": Statement(dnn.ClipOp),
     "slice": Statement(dnn.SliceOp, result=True),
+    "mask": Statement(dnn.MaskOp),
 }
 DATA_STATEMENTS = ("input", "param")
 # The result type of the op `build` probes for its shape, before it knows it.

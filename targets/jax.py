@@ -283,6 +283,11 @@ class _Emitter:
                 self.helpers.add("clip")
                 return (f"clip({operands[0]}, {op.float_prop('min')!r}, "
                         f"{op.float_prop('max')!r})")
+            case dnn.MaskOp():
+                self.helpers.add("causal_mask")
+                q_axis, k_axis = _axes(inputs[0], op.dims_prop("over"))
+                return (f"causal_mask({operands[0]}, {q_axis}, {k_axis}, "
+                        f"{op.float_prop('fill')!r})")
             case dnn.UnaryOp():
                 self.helpers.add(op.short_name)
                 return f"{op.short_name}({operands[0]})"

@@ -58,6 +58,13 @@ def clip(x, low, high):
     inside = (x > low) & (x < high)
     return jnp.where(inside, x, jax.lax.stop_gradient(jnp.clip(x, low, high)))
 ''',
+    "causal_mask": '''\
+def causal_mask(x, q_axis, k_axis, fill):
+    """x where key position <= query position, else `fill`."""
+    q = jax.lax.broadcasted_iota(jnp.int32, x.shape, q_axis)
+    k = jax.lax.broadcasted_iota(jnp.int32, x.shape, k_axis)
+    return jnp.where(k <= q, x, fill)
+''',
     "softmax": '''\
 def softmax(x, axes):
     exps = jnp.exp(x - jax.lax.stop_gradient(jnp.max(x, axis=axes, keepdims=True)))

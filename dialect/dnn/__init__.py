@@ -56,7 +56,7 @@ from pase.dialect.dnn.layers import (
     TanhOp,
     UnaryOp,
 )
-from pase.dialect.dnn.more_layers import ClipOp, SliceOp
+from pase.dialect.dnn.more_layers import ClipOp, MaskOp, SliceOp
 from pase.dialect.dnn.training import SgdOp, VjpOp, is_gradient, layer_class
 from pase.dialect.dnn.types import ELEMENT_TYPES, TensorType, element_name, shape_of
 
@@ -67,7 +67,8 @@ __all__ = [
     "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "Clauses", "ClipOp",
     "ConcatOp",
     "Conv2dOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
-    "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MulOp", "NormOp",
+    "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MaskOp", "MulOp",
+    "NormOp",
     "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "SgdOp", "SigmoidOp",
     "SliceOp", "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
     "VjpOp", "element_name", "is_gradient", "layer_class", "shape_of",

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import FloatAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr
 from xdsl.irdl import irdl_op_definition, prop_def
 
 from pase.core import shapes
 from pase.core.shapes import NamedShape
 from pase.core.space import IterationSpace, IterDim
-from pase.dialect.dnn.layer_op import Clauses, Flops, LayerOp
-from pase.dialect.dnn.layers import UnaryOp
+from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
+from pase.dialect.dnn.layers import UnaryOp, _identity_space
 
 
 @irdl_op_definition
@@ -67,3 +67,30 @@ class SliceOp(LayerOp):
                      for d, s in zip(y.dims, y.sizes, strict=True))
         operand = tuple(None if d == self.dim.data else d for d in x.dims)
         return IterationSpace(dims, (operand,), y.dims, 0.0, 0.0)
+
+
+@irdl_op_definition
+class MaskOp(LayerOp):
+    """`%y = dnn.mask causal %x over [q, k] fill -1.0e9 : (...) -> ...`: x where k <= q,
+    `fill` where k > q (q and k: two dims of x of one size, by global position); the
+    gradient is 0 where the fill is.
+
+    Iteration space: x's dims, all of which split; the kernel finds its block's
+    positions from the block's offsets.
+    """
+
+    name = "dnn.mask"
+
+    kind = prop_def(StringAttr)
+    over = prop_def(ArrayAttr[StringAttr])
+    fill = prop_def(FloatAttr)
+
+    KIND: ClassVar[Kind] = ("kind", ("causal",))
+    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"), ("fill", "fill", "float"))
+
+    def infer(self) -> NamedShape:
+        (x,) = self.operand_shapes(1)
+        return shapes.mask_shape(x, self.dims_prop("over"))
+
+    def iteration_space(self) -> IterationSpace:
+        return _identity_space(self.result_shape, self.input_shapes, 1.0, 1.0)

@@ -75,13 +75,14 @@ class VjpOp(IRDLOperation):
     max = opt_prop_def(FloatAttr)
     dim = opt_prop_def(StringAttr)
     start = opt_prop_def(IntAttr)
+    fill = opt_prop_def(FloatAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
                                                       "padding", "groups", "min", "max",
-                                                      "dim", "start")
+                                                      "dim", "start", "fill")
 
     @property
     def indices(self) -> tuple[int, ...]:

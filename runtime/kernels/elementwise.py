@@ -1,4 +1,5 @@
-"""Elementwise ops: relu, gelu, tanh, sigmoid, exp; clip; add, sub, mul broadcasting by name.
+"""Elementwise ops: relu, gelu, tanh, sigmoid, exp; clip; add, sub, mul broadcasting by name;
+the causal mask, which finds its block's positions from the block's offsets.
 
 Unary kernels are purely local. A binary op's result has the larger operand's dims
 (lhs's when both have the same set, as `pase.core.shapes.binary_shape`); the smaller
@@ -140,6 +141,32 @@ def clip_backward(grad_output: np.ndarray, x: np.ndarray, low: float,
     return np.where((x > low) & (x < high), grad_output, 0).astype(grad_output.dtype)
 
 
+def causal_keep(shape: Sequence[int], axes: tuple[int, int],
+                offsets: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """Where a block of `shape` keeps its entries: key position <= query position, the
+    query and key dims at `axes`, the block starting at global `offsets` along them."""
+    (q_axis, k_axis), expand = axes, [1] * len(shape)
+    q = np.arange(shape[q_axis]) + offsets[0]
+    k = np.arange(shape[k_axis]) + offsets[1]
+    q_shape, k_shape = list(expand), list(expand)
+    q_shape[q_axis], k_shape[k_axis] = len(q), len(k)
+    return np.asarray(k.reshape(k_shape) <= q.reshape(q_shape))
+
+
+def mask_forward(x: np.ndarray, keep: np.ndarray, fill: float) -> np.ndarray:
+    return np.where(keep, x, fill).astype(x.dtype)
+
+
+def mask_backward(grad_output: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return np.where(keep, grad_output, 0).astype(grad_output.dtype)
+
+
+def _keep(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    axes = (ctx.operands[0].dims.index(ctx.props["over"][0]),
+            ctx.operands[0].dims.index(ctx.props["over"][1]))
+    return causal_keep(x.shape, axes, (ctx.offset(0, axes[0]), ctx.offset(0, axes[1])))
+
+
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
@@ -175,4 +202,8 @@ KERNELS: Kernels = {
                                                    ctx.props["max"]), None),
                  lambda ctx, inputs, output, grad_output, saved, needs: [
                      clip_backward(grad_output, inputs[0], ctx.props["min"], ctx.props["max"])]),
+    "dnn.mask": (lambda ctx, inputs: (mask_forward(inputs[0], _keep(ctx, inputs[0]),
+                                                   ctx.props["fill"]), None),
+                 lambda ctx, inputs, output, grad_output, saved, needs: [
+                     mask_backward(grad_output, _keep(ctx, inputs[0]))]),
 }

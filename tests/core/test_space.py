@@ -312,3 +312,12 @@ def test_slice_splits_every_dim_but_its_new_one():
     assert space.operands == (("b", None),)
     assert space.result == ("b", "e")
     assert (space.flops_forward, space.flops_backward, space.partial) == (0.0, 0.0, ())
+
+
+def test_mask_splits_every_dim_even_its_query_and_key():
+    space = layer("b = 2, s = 4, t = 4", """
+  %x = input [b, s, t]
+  %m = mask causal %x over [s, t] fill -1.0e9""").iteration_space()
+    assert [d.name for d in space.splittable] == ["b", "s", "t"]
+    assert space.operands == (("b", "s", "t"),)
+    assert (space.partial, space.statistics) == ((), None)

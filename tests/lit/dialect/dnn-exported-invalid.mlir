@@ -33,3 +33,15 @@ dnn.graph @g(b = 2, d = 6, e = 4) {
 }
 
 // CHECK: {{.*}}dnn-exported-invalid.mlir:31:3: error: 'dnn.slice' op slice along 'e', which is not a dimension of [b, d]
+
+// -----
+
+/// mask causal over dims of different sizes
+
+dnn.graph @g(b = 2, s = 4, t = 3) {
+  %x = dnn.input : !dnn.tensor<[b = 2, s = 4, t = 3], f32>
+  %y = dnn.mask causal %x over [s, t] fill 0.0 : (!dnn.tensor<[b = 2, s = 4, t = 3], f32>) -> !dnn.tensor<[b = 2, s = 4, t = 3], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, s = 4, t = 3], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:43:3: error: 'dnn.mask' op mask causal needs 's' (4) and 't' (3) of one size

@@ -32,3 +32,17 @@ dnn.graph @slice(b = 4, e3 = 12, e = 4, p = 6, s = 2) {
 // CHECK:         %k = dnn.slice %x along e3 from 4 : (!dnn.tensor<[b = 4, e3 = 12], f32>) -> !dnn.tensor<[b = 4, e = 4], f32>
 // CHECK:         %pos = dnn.slice %t along p from 0 : (!dnn.tensor<[p = 6, e = 4], f32>) -> !dnn.tensor<[s = 2, e = 4], f32>
 // GENERIC:     %k = "dnn.slice"(%x) <{dim = "e3", start = #builtin.int<4>}>
+
+// -----
+
+/// mask causal: over [query, key], a fill
+
+dnn.graph @mask(b = 2, s = 4, t = 4) {
+  %x = dnn.input : !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+  %m = dnn.mask causal %x over [s, t] fill -1.0e+09 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+  dnn.return %m : !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+}
+
+// CHECK-LABEL: dnn.graph @mask(b = 2, s = 4, t = 4) {
+// CHECK:         %m = dnn.mask causal %x over [s, t] fill -1000000000.0 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+// GENERIC:     %m = "dnn.mask"(%x) <{kind = "causal", over = ["s", "t"], fill = -1.000000e+09 : f64}>

@@ -14,8 +14,11 @@ from pase.runtime.kernels.elementwise import (
     binary_backward,
     binary_dims,
     binary_forward,
+    causal_keep,
     clip_backward,
     clip_forward,
+    mask_backward,
+    mask_forward,
     unary_backward,
     unary_forward,
 )
@@ -136,3 +139,36 @@ def test_clip_sharded_equals_unsharded(axis: int, parts: int, rng: np.random.Gen
 
     kit.assert_sharded(step, [random(["b", "s", "h"], rng), random(["b", "s", "h"], rng)],
                        [axis, axis], parts)
+
+
+def test_causal_mask_fills_the_keys_after_each_query() -> None:
+    x = np.arange(9.0).reshape(3, 3)
+    keep = causal_keep(x.shape, (0, 1))
+    np.testing.assert_array_equal(mask_forward(x, keep, -1.0),
+                                  [[0, -1, -1], [3, 4, -1], [6, 7, 8]])
+    np.testing.assert_array_equal(mask_backward(np.ones((3, 3)), keep),
+                                  [[1, 0, 0], [1, 1, 0], [1, 1, 1]])
+
+
+def test_causal_mask_backward_matches_finite_differences(rng: np.random.Generator,
+                                                         kit) -> None:
+    x = random(["b", "s", "h"], rng)[:, :2, :2]
+    keep = causal_keep(x.shape, (2, 1))  # queries along axis 2, keys along axis 1
+    weights = rng.standard_normal(x.shape)
+    kit.assert_gradients(lambda v: mask_forward(v, keep, -3.0), [x], weights,
+                         [mask_backward(weights, keep)])
+
+
+@pytest.mark.parametrize(("q_parts", "k_parts"), [(2, 1), (1, 4), (2, 2)])
+def test_causal_mask_of_blocks_equals_unsharded(q_parts: int, k_parts: int,
+                                                rng: np.random.Generator) -> None:
+    # Each block, placed by its offsets, is the block of the whole mask.
+    x = rng.standard_normal((2, 4, 4))
+    whole = mask_forward(x, causal_keep(x.shape, (1, 2)), -5.0)
+    for i in range(q_parts):
+        for j in range(k_parts):
+            rows, cols = slice(i * 4 // q_parts, (i + 1) * 4 // q_parts), slice(
+                j * 4 // k_parts, (j + 1) * 4 // k_parts)
+            block = x[:, rows, cols]
+            keep = causal_keep(block.shape, (1, 2), (rows.start, cols.start))
+            np.testing.assert_array_equal(mask_forward(block, keep, -5.0), whole[:, rows, cols])

@@ -39,6 +39,8 @@ CASES = [
     *[(f"dnn.{kind}", {}, [("b", "h")], ("b", "h"), {}) for kind in elementwise.UNARY],
     *[(f"dnn.{kind}", {}, [("b", "h"), ("h",)], ("b", "h"), {}) for kind in elementwise.BINARY],
     ("dnn.clip", {"min": -0.5, "max": 0.5}, [("b", "h")], ("b", "h"), {}),
+    ("dnn.mask", {"kind": "causal", "over": ["h", "w"], "fill": -1e9}, [("b", "h", "w")],
+     ("b", "h", "w"), {}),
     ("dnn.softmax", {"over": ["h"]}, [("b", "h")], ("b", "h"), {}),
     ("dnn.layernorm", {"over": ["h"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
     ("dnn.batchnorm", {"over": ["b"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
