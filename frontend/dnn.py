@@ -151,6 +151,8 @@ STATEMENTS: dict[str, Statement] = {
     "clip": Statement(dnn.ClipOp),
     "slice": Statement(dnn.SliceOp, result=True),
     "mask": Statement(dnn.MaskOp),
+    "div": Statement(dnn.DivOp, (2, 2)),
+    **{op.name[4:]: Statement(op) for op in (dnn.SqrtOp, dnn.NegOp, dnn.PowOp)},
 }
 DATA_STATEMENTS = ("input", "param")
 # The result type of the op `build` probes for its shape, before it knows it.

@@ -288,11 +288,13 @@ class _Emitter:
                 q_axis, k_axis = _axes(inputs[0], op.dims_prop("over"))
                 return (f"causal_mask({operands[0]}, {q_axis}, {k_axis}, "
                         f"{op.float_prop('fill')!r})")
+            case dnn.PowOp():
+                return f"jnp.power({operands[0]}, {op.float_prop('exponent')!r})"
             case dnn.UnaryOp():
                 self.helpers.add(op.short_name)
                 return f"{op.short_name}({operands[0]})"
             case dnn.BinaryOp():
-                symbol = {"add": "+", "sub": "-", "mul": "*"}[op.short_name]
+                symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[op.short_name]
                 lhs, rhs = (self.aligned(operand, shape, result.dims)
                             for operand, shape in zip(operands, inputs, strict=True))
                 return f"{lhs} {symbol} {rhs}"

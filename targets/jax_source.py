@@ -65,6 +65,14 @@ def causal_mask(x, q_axis, k_axis, fill):
     k = jax.lax.broadcasted_iota(jnp.int32, x.shape, k_axis)
     return jnp.where(k <= q, x, fill)
 ''',
+    "sqrt": '''\
+def sqrt(x):
+    return jnp.sqrt(x)
+''',
+    "neg": '''\
+def neg(x):
+    return -x
+''',
     "softmax": '''\
 def softmax(x, axes):
     exps = jnp.exp(x - jax.lax.stop_gradient(jnp.max(x, axis=axes, keepdims=True)))

@@ -56,7 +56,7 @@ from pase.dialect.dnn.layers import (
     TanhOp,
     UnaryOp,
 )
-from pase.dialect.dnn.more_layers import ClipOp, MaskOp, SliceOp
+from pase.dialect.dnn.more_layers import ClipOp, DivOp, MaskOp, NegOp, PowOp, SliceOp, SqrtOp
 from pase.dialect.dnn.training import SgdOp, VjpOp, is_gradient, layer_class
 from pase.dialect.dnn.types import ELEMENT_TYPES, TensorType, element_name, shape_of
 
@@ -66,9 +66,9 @@ Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, Sg
 __all__ = [
     "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "Clauses", "ClipOp",
     "ConcatOp",
-    "Conv2dOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
+    "Conv2dOp", "DivOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
     "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MaskOp", "MulOp",
-    "NormOp",
+    "NegOp", "NormOp", "PowOp", "SqrtOp",
     "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "SgdOp", "SigmoidOp",
     "SliceOp", "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
     "VjpOp", "element_name", "is_gradient", "layer_class", "shape_of",

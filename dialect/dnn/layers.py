@@ -467,10 +467,18 @@ class SoftmaxCrossEntropyOp(_OverOp):
 
 # The ops of `more_layers` build on the classes above, so they are imported after them
 # (the package imports this module before that one).
-from pase.dialect.dnn.more_layers import ClipOp, MaskOp, SliceOp  # noqa: E402
+from pase.dialect.dnn.more_layers import (  # noqa: E402
+    ClipOp,
+    DivOp,
+    MaskOp,
+    NegOp,
+    PowOp,
+    SliceOp,
+    SqrtOp,
+)
 
 LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
-    ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp,
+    ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
 )

@@ -1,6 +1,6 @@
 """`layers` continued: the layer ops real PyTorch exports need (issue 31).
 
-clip (ReLU6), the elementwise div, sqrt, pow and neg, slice (ONNX Slice, Split and
+clip (ReLU6), the elementwise div, sqrt, neg and pow, slice (ONNX Slice, Split and
 constant-index Gather), the causal mask (GPT-2's Where with a lower-triangular mask) and
 rmsnorm (T5's norm). Like every layer op they answer `infer()` from `pase.core.shapes` and
 `iteration_space()`; `layers.LAYER_OPS` lists them with the others.
@@ -17,7 +17,7 @@ from pase.core import shapes
 from pase.core.shapes import NamedShape
 from pase.core.space import IterationSpace, IterDim
 from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
-from pase.dialect.dnn.layers import UnaryOp, _identity_space
+from pase.dialect.dnn.layers import BinaryOp, UnaryOp, _identity_space
 
 
 @irdl_op_definition
@@ -94,3 +94,38 @@ class MaskOp(LayerOp):
 
     def iteration_space(self) -> IterationSpace:
         return _identity_space(self.result_shape, self.input_shapes, 1.0, 1.0)
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """`%y = dnn.div %a, %b : (...) -> ...`, broadcasting by name as mul."""
+
+    name = "dnn.div"
+    FLOPS: ClassVar[Flops] = (1.0, 4.0)
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """`%y = dnn.sqrt %x : (...) -> ...`"""
+
+    name = "dnn.sqrt"
+    FLOPS: ClassVar[Flops] = (1.0, 2.0)
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """`%y = dnn.neg %x : (...) -> ...`"""
+
+    name = "dnn.neg"
+
+
+@irdl_op_definition
+class PowOp(UnaryOp):
+    """`%y = dnn.pow %x exponent 2.0 : (...) -> ...`: x to a constant power."""
+
+    name = "dnn.pow"
+
+    exponent = prop_def(FloatAttr)
+
+    CLAUSES: ClassVar[Clauses] = (("exponent", "exponent", "float"),)
+    FLOPS: ClassVar[Flops] = (2.0, 3.0)

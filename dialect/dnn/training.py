@@ -76,13 +76,14 @@ class VjpOp(IRDLOperation):
     dim = opt_prop_def(StringAttr)
     start = opt_prop_def(IntAttr)
     fill = opt_prop_def(FloatAttr)
+    exponent = opt_prop_def(FloatAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
                                                       "padding", "groups", "min", "max",
-                                                      "dim", "start", "fill")
+                                                      "dim", "start", "fill", "exponent")
 
     @property
     def indices(self) -> tuple[int, ...]:

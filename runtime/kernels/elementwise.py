@@ -1,5 +1,6 @@
-"""Elementwise ops: relu, gelu, tanh, sigmoid, exp; clip; add, sub, mul broadcasting by name;
-the causal mask, which finds its block's positions from the block's offsets.
+"""Elementwise ops: relu, gelu, tanh, sigmoid, exp, sqrt, neg; clip, pow; add, sub, mul, div
+broadcasting by name; the causal mask, which finds its block's positions from the block's
+offsets.
 
 Unary kernels are purely local. A binary op's result has the larger operand's dims
 (lhs's when both have the same set, as `pase.core.shapes.binary_shape`); the smaller
@@ -47,6 +48,8 @@ UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "tanh": (np.tanh, lambda dy, x, y: dy * (1.0 - y * y)),
     "sigmoid": (sigmoid, lambda dy, x, y: dy * y * (1.0 - y)),
     "exp": (np.exp, lambda dy, x, y: dy * y),
+    "sqrt": (np.sqrt, lambda dy, x, y: dy * 0.5 / y),
+    "neg": (np.negative, lambda dy, x, y: -dy),
 }
 """kind -> (x ↦ y, (dy, x, y) ↦ dx)."""
 
@@ -54,6 +57,7 @@ BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "add": (np.add, lambda dy, a, b: (dy, dy)),
     "sub": (np.subtract, lambda dy, a, b: (dy, -dy)),
     "mul": (np.multiply, lambda dy, a, b: (dy * b, dy * a)),
+    "div": (np.divide, lambda dy, a, b: (dy / b, -dy * a / (b * b))),
 }
 """kind -> ((a, b) ↦ y, (dy, a, b) ↦ (da, db)) over operands aligned to the result."""
 
@@ -141,6 +145,15 @@ def clip_backward(grad_output: np.ndarray, x: np.ndarray, low: float,
     return np.where((x > low) & (x < high), grad_output, 0).astype(grad_output.dtype)
 
 
+def pow_forward(x: np.ndarray, exponent: float) -> np.ndarray:
+    return np.power(x, exponent)
+
+
+def pow_backward(grad_output: np.ndarray, x: np.ndarray, exponent: float) -> np.ndarray:
+    """`dy · e · x^(e − 1)`."""
+    return grad_output * exponent * np.power(x, exponent - 1)
+
+
 def causal_keep(shape: Sequence[int], axes: tuple[int, int],
                 offsets: tuple[int, int] = (0, 0)) -> np.ndarray:
     """Where a block of `shape` keeps its entries: key position <= query position, the
@@ -206,4 +219,7 @@ KERNELS: Kernels = {
                                                    ctx.props["fill"]), None),
                  lambda ctx, inputs, output, grad_output, saved, needs: [
                      mask_backward(grad_output, _keep(ctx, inputs[0]))]),
+    "dnn.pow": (lambda ctx, inputs: (pow_forward(inputs[0], ctx.props["exponent"]), None),
+                lambda ctx, inputs, output, grad_output, saved, needs: [
+                    pow_backward(grad_output, inputs[0], ctx.props["exponent"])]),
 }

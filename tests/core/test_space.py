@@ -321,3 +321,17 @@ def test_mask_splits_every_dim_even_its_query_and_key():
     assert [d.name for d in space.splittable] == ["b", "s", "t"]
     assert space.operands == (("b", "s", "t"),)
     assert (space.partial, space.statistics) == ((), None)
+
+
+@pytest.mark.parametrize(("statement", "flops"), [
+    ("%y = div %x, %v", (1.0, 4.0)), ("%y = sqrt %x", (1.0, 2.0)),
+    ("%y = neg %x", (1.0, 1.0)), ("%y = pow %x exponent 2.0", (2.0, 3.0))])
+def test_elementwise_arithmetic_iterates_over_its_result(statement: str,
+                                                         flops: tuple[float, float]):
+    space = layer("b = 8, h = 16", f"""
+  %x = input [b, h]
+  %v = param [h]
+  {statement}""").iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("h", 16, True, False)]
+    assert space.operands[0] == ("b", "h")
+    assert (space.flops_forward, space.flops_backward) == flops

@@ -45,3 +45,28 @@ dnn.graph @g(b = 2, s = 4, t = 3) {
 }
 
 // CHECK: {{.*}}dnn-exported-invalid.mlir:43:3: error: 'dnn.mask' op mask causal needs 's' (4) and 't' (3) of one size
+
+// -----
+
+/// div broadcasts by name: one operand's dims must all be the other's
+
+dnn.graph @g(b = 2, c = 3, e = 3) {
+  %x = dnn.input : !dnn.tensor<[b = 2, c = 3], f32>
+  %y = dnn.input : !dnn.tensor<[b = 2, e = 3], f32>
+  %q = dnn.div %x, %y : (!dnn.tensor<[b = 2, c = 3], f32>, !dnn.tensor<[b = 2, e = 3], f32>) -> !dnn.tensor<[b = 2, c = 3], f32>
+  dnn.return %q : !dnn.tensor<[b = 2, c = 3], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:56:3: error: 'dnn.div' op div broadcasts by name, so the dims of one operand must all be dims of the other; [b, c] has [c] and [b, e] has [e]
+
+// -----
+
+/// sqrt takes floating-point tensors
+
+dnn.graph @g(b = 2) {
+  %x = dnn.input : !dnn.tensor<[b = 2], i32>
+  %y = dnn.sqrt %x : (!dnn.tensor<[b = 2], i32>) -> !dnn.tensor<[b = 2], i32>
+  dnn.return %y : !dnn.tensor<[b = 2], i32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:68:3: error: 'dnn.sqrt' op sqrt takes floating-point tensors, got i32

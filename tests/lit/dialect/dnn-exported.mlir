@@ -46,3 +46,24 @@ dnn.graph @mask(b = 2, s = 4, t = 4) {
 // CHECK-LABEL: dnn.graph @mask(b = 2, s = 4, t = 4) {
 // CHECK:         %m = dnn.mask causal %x over [s, t] fill -1000000000.0 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
 // GENERIC:     %m = "dnn.mask"(%x) <{kind = "causal", over = ["s", "t"], fill = -1.000000e+09 : f64}>
+
+// -----
+
+/// div (broadcasting by name), sqrt, neg, pow with a constant exponent
+
+dnn.graph @arithmetic(b = 4, d = 8) {
+  %x = dnn.input : !dnn.tensor<[b = 4, d = 8], f32>
+  %v = dnn.param : !dnn.tensor<[d = 8], f32>
+  %q = dnn.div %x, %v : (!dnn.tensor<[b = 4, d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+  %r = dnn.sqrt %q : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+  %n = dnn.neg %r : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+  %p = dnn.pow %n exponent 2.0 : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+  dnn.return %p : !dnn.tensor<[b = 4, d = 8], f32>
+}
+
+// CHECK-LABEL: dnn.graph @arithmetic(b = 4, d = 8) {
+// CHECK:         %q = dnn.div %x, %v : (!dnn.tensor<[b = 4, d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+// CHECK-NEXT:    %r = dnn.sqrt %q : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+// CHECK-NEXT:    %n = dnn.neg %r : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+// CHECK-NEXT:    %p = dnn.pow %n exponent 2.0 : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
+// GENERIC:     %p = "dnn.pow"(%n) <{exponent = 2.000000e+00 : f64}>

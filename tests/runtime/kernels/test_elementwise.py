@@ -19,6 +19,8 @@ from pase.runtime.kernels.elementwise import (
     clip_forward,
     mask_backward,
     mask_forward,
+    pow_backward,
+    pow_forward,
     unary_backward,
     unary_forward,
 )
@@ -45,6 +47,8 @@ def test_unary_backward_matches_finite_differences(kind: str, rng: np.random.Gen
                                                    kit) -> None:
     x = random(["b", "s", "h"], rng)
     x[np.abs(x) < 1e-3] = 0.5  # away from relu's kink
+    if kind == "sqrt":
+        x = np.abs(x) + 0.5
     weights = random(["b", "s", "h"], rng)
     kit.assert_gradients(partial(unary_forward, kind), [x], weights,
                          [unary_backward(kind, weights, x, unary_forward(kind, x))])
@@ -58,8 +62,8 @@ def test_unary_sharded_equals_unsharded(kind: str, axis: int, parts: int,
         y = unary_forward(kind, x)
         return [y, unary_backward(kind, grad_output, x, y)]
 
-    kit.assert_sharded(step, [random(["b", "s", "h"], rng), random(["b", "s", "h"], rng)],
-                       [axis, axis], parts)
+    kit.assert_sharded(step, [random(["b", "s", "h"], rng),
+                              np.abs(random(["b", "s", "h"], rng)) + 0.5], [axis, axis], parts)
 
 
 def test_binary_broadcasts_by_name() -> None:
@@ -172,3 +176,28 @@ def test_causal_mask_of_blocks_equals_unsharded(q_parts: int, k_parts: int,
             block = x[:, rows, cols]
             keep = causal_keep(block.shape, (1, 2), (rows.start, cols.start))
             np.testing.assert_array_equal(mask_forward(block, keep, -5.0), whole[:, rows, cols])
+
+
+@pytest.mark.parametrize(("lhs_dims", "rhs_dims"), [(["b", "h"], ["h"]), (["s"], ["b", "s", "h"])])
+def test_div_backward_matches_finite_differences(lhs_dims: list[str], rhs_dims: list[str],
+                                                 rng: np.random.Generator, kit) -> None:
+    lhs, rhs = random(lhs_dims, rng), np.abs(random(rhs_dims, rng)) + 0.5
+    weights = random(list(binary_dims(lhs_dims, rhs_dims)), rng)
+    kit.assert_gradients(lambda a, b: binary_forward("div", a, lhs_dims, b, rhs_dims),
+                         [lhs, rhs], weights,
+                         binary_backward("div", weights, lhs, lhs_dims, rhs, rhs_dims))
+
+
+@pytest.mark.parametrize("exponent", [2.0, 3.0, 0.5, -1.5])
+def test_pow_backward_matches_finite_differences(exponent: float, rng: np.random.Generator,
+                                                 kit) -> None:
+    x = np.abs(random(["b", "s", "h"], rng)) + 0.5
+    weights = random(["b", "s", "h"], rng)
+    kit.assert_gradients(lambda v: pow_forward(v, exponent), [x], weights,
+                         [pow_backward(weights, x, exponent)])
+
+
+def test_pow_of_negative_bases_with_whole_exponents() -> None:
+    x = np.array([-2.0, 3.0])
+    np.testing.assert_array_equal(pow_forward(x, 2.0), [4.0, 9.0])
+    np.testing.assert_array_equal(pow_backward(np.ones(2), x, 3.0), [12.0, 27.0])
