@@ -462,3 +462,16 @@ def mask_shape(x: NamedShape, over: Sequence[str]) -> NamedShape:
         raise ShapeError(f"mask causal needs '{over[0]}' ({x.size_of(over[0])}) and "
                          f"'{over[1]}' ({x.size_of(over[1])}) of one size")
     return x
+
+
+def rms_norm_shape(x: NamedShape, scale: Sequence[NamedShape], over: Sequence[str]) -> NamedShape:
+    """rmsnorm: x over its root mean square over `over`, times an optional scale over
+    `over`."""
+    _float_element("rmsnorm", [x, *scale])
+    _dims_in("rmsnorm", over, x)
+    if len(scale) > 1:
+        raise ShapeError(f"rmsnorm takes 1 operand, or 2 with a scale, got {1 + len(scale)}")
+    for param in scale:
+        if sorted(param.dims) != sorted(over):
+            raise ShapeError(f"rmsnorm scale must range over {_fmt(over)}, got {param}")
+    return x

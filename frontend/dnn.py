@@ -152,6 +152,7 @@ STATEMENTS: dict[str, Statement] = {
     "slice": Statement(dnn.SliceOp, result=True),
     "mask": Statement(dnn.MaskOp),
     "div": Statement(dnn.DivOp, (2, 2)),
+    "rmsnorm": Statement(dnn.RmsNormOp, (1, 2)),
     **{op.name[4:]: Statement(op) for op in (dnn.SqrtOp, dnn.NegOp, dnn.PowOp)},
 }
 DATA_STATEMENTS = ("input", "param")

@@ -235,7 +235,7 @@ class _Emitter:
                     high = user.input_shapes[0].size_of(user.dims_prop("over")[0])
             return ("ints", high)
         user, index = uses[0] if uses else (None, 0)
-        if isinstance(user, dnn.NormOp):
+        if isinstance(user, dnn.NormOp | dnn.RmsNormOp):
             return ("normal+1" if index == 1 else "normal", 0.1)
         if isinstance(value.owner, dnn.ParamOp) and len(shape.sizes) > 1:
             return ("normal", 1.0 / sqrt(prod(shape.sizes[:-1])))
@@ -307,6 +307,12 @@ class _Emitter:
                           for operand, shape in zip(operands[1:], inputs[1:], strict=True)]
                 return (f"norm({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))}"
                         + "".join(f", {a}" for a in affine) + ")")
+            case dnn.RmsNormOp():
+                self.helpers.add("rms_norm")
+                scale = [self.aligned(operand, shape, inputs[0].dims)
+                         for operand, shape in zip(operands[1:], inputs[1:], strict=True)]
+                return (f"rms_norm({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))}"
+                        + "".join(f", {a}" for a in scale) + ")")
             case dnn.ReduceOp():
                 return (f"jnp.{op.kind_prop()}({operands[0]}, "
                         f"axis={_axes(inputs[0], op.dims_prop('over'))})")

@@ -86,6 +86,12 @@ def norm(x, axes, scale=None, bias=None, eps=1e-5):
     y = (x - mean) * jax.lax.rsqrt(variance + eps)
     return y if scale is None else y * scale + bias
 ''',
+    "rms_norm": '''\
+def rms_norm(x, axes, scale=None, eps=1e-5):
+    """x over its root mean square over `axes` (T5's norm), times the scale."""
+    y = x * jax.lax.rsqrt(jnp.mean(jnp.square(x), axis=axes, keepdims=True) + eps)
+    return y if scale is None else y * scale
+''',
     "softmax_cross_entropy": '''\
 def softmax_cross_entropy(logits, labels, axis):
     """The mean over the rows of logsumexp(z) - z[label], the classes along `axis`."""

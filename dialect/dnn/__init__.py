@@ -56,7 +56,16 @@ from pase.dialect.dnn.layers import (
     TanhOp,
     UnaryOp,
 )
-from pase.dialect.dnn.more_layers import ClipOp, DivOp, MaskOp, NegOp, PowOp, SliceOp, SqrtOp
+from pase.dialect.dnn.more_layers import (
+    ClipOp,
+    DivOp,
+    MaskOp,
+    NegOp,
+    PowOp,
+    RmsNormOp,
+    SliceOp,
+    SqrtOp,
+)
 from pase.dialect.dnn.training import SgdOp, VjpOp, is_gradient, layer_class
 from pase.dialect.dnn.types import ELEMENT_TYPES, TensorType, element_name, shape_of
 
@@ -69,7 +78,8 @@ __all__ = [
     "Conv2dOp", "DivOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
     "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MaskOp", "MulOp",
     "NegOp", "NormOp", "PowOp", "SqrtOp",
-    "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "SgdOp", "SigmoidOp",
+    "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "RmsNormOp",
+    "SgdOp", "SigmoidOp",
     "SliceOp", "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
     "VjpOp", "element_name", "is_gradient", "layer_class", "shape_of",
 ]

@@ -473,6 +473,7 @@ from pase.dialect.dnn.more_layers import (  # noqa: E402
     MaskOp,
     NegOp,
     PowOp,
+    RmsNormOp,
     SliceOp,
     SqrtOp,
 )
@@ -481,4 +482,5 @@ LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
     ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
+    RmsNormOp,
 )

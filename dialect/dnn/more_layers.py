@@ -15,9 +15,15 @@ from xdsl.irdl import irdl_op_definition, prop_def
 
 from pase.core import shapes
 from pase.core.shapes import NamedShape
-from pase.core.space import IterationSpace, IterDim
+from pase.core.space import Collective, IterationSpace, IterDim
 from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
-from pase.dialect.dnn.layers import BinaryOp, UnaryOp, _identity_space
+from pase.dialect.dnn.layers import (
+    BinaryOp,
+    UnaryOp,
+    _identity_space,
+    _OverOp,
+    _row_statistics,
+)
 
 
 @irdl_op_definition
@@ -129,3 +135,26 @@ class PowOp(UnaryOp):
 
     CLAUSES: ClassVar[Clauses] = (("exponent", "exponent", "float"),)
     FLOPS: ClassVar[Flops] = (2.0, 3.0)
+
+
+@irdl_op_definition
+class RmsNormOp(_OverOp):
+    """`%y = dnn.rmsnorm %x, %scale over [d] : (...) -> ...` (T5's norm):
+    `x / √(mean_d(x²) + 1e-5) · scale`, the scale over `d` and optional; epsilon as
+    layernorm's. A split `d` all-reduces Σ x² forward and Σ g·x̂ backward (one word per
+    row each)."""
+
+    name = "dnn.rmsnorm"
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if not inputs:
+            raise shapes.ShapeError("rmsnorm takes 1 operand, or 2 with a scale, got 0")
+        return shapes.rms_norm_shape(inputs[0], inputs[1:], self.dims_prop("over"))
+
+    def iteration_space(self) -> IterationSpace:
+        statistics = _row_statistics(self.input_shapes[0], self.dims_prop("over"),
+                                     Collective("all_reduce", 1),
+                                     Collective("all_reduce", 1, backward=True))
+        return _identity_space(self.result_shape, self.input_shapes, 4.0, 6.0,
+                               statistics=statistics)

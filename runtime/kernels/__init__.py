@@ -5,7 +5,7 @@
 | `einsum` | einsum |
 | `conv` | conv2d, pool2d (max, avg) |
 | `elementwise` | relu, gelu, tanh, sigmoid, exp, sqrt, neg, clip, pow, mask; add, sub, mul, div |
-| `normalization` | softmax, layernorm, batchnorm, softmax_cross_entropy |
+| `normalization` | softmax, layernorm, batchnorm, rmsnorm, softmax_cross_entropy |
 | `reduce` | reduce sum, mean |
 | `embedding` | embedding |
 | `lstm` | lstm |

@@ -335,3 +335,14 @@ def test_elementwise_arithmetic_iterates_over_its_result(statement: str,
     assert summary(space) == [("b", 8, True, False), ("h", 16, True, False)]
     assert space.operands[0] == ("b", "h")
     assert (space.flops_forward, space.flops_backward) == flops
+
+
+def test_rmsnorm_all_reduces_one_word_per_row_each_way():
+    space = layer("b = 4, s = 2, d = 8", """
+  %x = input [b, s, d]
+  %g = param [d]
+  %y = rmsnorm %x, %g over d""").iteration_space()
+    assert [d.name for d in space.splittable] == ["b", "s", "d"]
+    assert space.statistics == Statistics(("d",), ("b", "s"), (
+        Collective("all_reduce", 1), Collective("all_reduce", 1, backward=True)))
+    assert space.partial == ()

@@ -70,3 +70,16 @@ dnn.graph @g(b = 2) {
 }
 
 // CHECK: {{.*}}dnn-exported-invalid.mlir:68:3: error: 'dnn.sqrt' op sqrt takes floating-point tensors, got i32
+
+// -----
+
+/// rmsnorm's scale ranges over the normalized dims
+
+dnn.graph @g(b = 2, d = 4) {
+  %x = dnn.input : !dnn.tensor<[b = 2, d = 4], f32>
+  %g = dnn.param : !dnn.tensor<[b = 2], f32>
+  %y = dnn.rmsnorm %x, %g over [d] : (!dnn.tensor<[b = 2, d = 4], f32>, !dnn.tensor<[b = 2], f32>) -> !dnn.tensor<[b = 2, d = 4], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, d = 4], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:81:3: error: 'dnn.rmsnorm' op rmsnorm scale must range over [d], got [b]

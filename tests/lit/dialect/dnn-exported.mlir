@@ -67,3 +67,20 @@ dnn.graph @arithmetic(b = 4, d = 8) {
 // CHECK-NEXT:    %n = dnn.neg %r : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
 // CHECK-NEXT:    %p = dnn.pow %n exponent 2.0 : (!dnn.tensor<[b = 4, d = 8], f32>) -> !dnn.tensor<[b = 4, d = 8], f32>
 // GENERIC:     %p = "dnn.pow"(%n) <{exponent = 2.000000e+00 : f64}>
+
+// -----
+
+/// rmsnorm with a scale over the normalized dims, and without
+
+dnn.graph @rmsnorm(b = 4, s = 2, d = 8) {
+  %x = dnn.input : !dnn.tensor<[b = 4, s = 2, d = 8], f32>
+  %g = dnn.param : !dnn.tensor<[d = 8], f32>
+  %y = dnn.rmsnorm %x, %g over [d] : (!dnn.tensor<[b = 4, s = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[b = 4, s = 2, d = 8], f32>
+  %z = dnn.rmsnorm %y over [s, d] : (!dnn.tensor<[b = 4, s = 2, d = 8], f32>) -> !dnn.tensor<[b = 4, s = 2, d = 8], f32>
+  dnn.return %z : !dnn.tensor<[b = 4, s = 2, d = 8], f32>
+}
+
+// CHECK-LABEL: dnn.graph @rmsnorm(b = 4, s = 2, d = 8) {
+// CHECK:         %y = dnn.rmsnorm %x, %g over [d] : (!dnn.tensor<[b = 4, s = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[b = 4, s = 2, d = 8], f32>
+// CHECK-NEXT:    %z = dnn.rmsnorm %y over [s, d] : (!dnn.tensor<[b = 4, s = 2, d = 8], f32>) -> !dnn.tensor<[b = 4, s = 2, d = 8], f32>
+// GENERIC:     %y = "dnn.rmsnorm"(%x, %g) <{over = ["d"]}>

@@ -45,6 +45,7 @@ CASES = [
     ("dnn.softmax", {"over": ["h"]}, [("b", "h")], ("b", "h"), {}),
     ("dnn.layernorm", {"over": ["h"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
     ("dnn.batchnorm", {"over": ["b"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
+    ("dnn.rmsnorm", {"over": ["h"]}, [("b", "h"), ("h",)], ("b", "h"), {}),
     ("dnn.softmax_cross_entropy", {"over": ["k"]}, [("b", "k"), ("b",)], (), {1: "k"}),
     ("dnn.reduce", {"kind": "mean", "over": ["h"]}, [("b", "h")], ("b",), {}),
     ("dnn.embedding", {}, [("b",), ("v", "e")], ("b", "e"), {0: "v"}),
