@@ -346,3 +346,13 @@ def test_rmsnorm_all_reduces_one_word_per_row_each_way():
     assert space.statistics == Statistics(("d",), ("b", "s"), (
         Collective("all_reduce", 1), Collective("all_reduce", 1, backward=True)))
     assert space.partial == ()
+
+
+def test_concat_of_a_size_one_class_token_keeps_its_joined_dim_whole():
+    space = layer("b = 4, one = 1, p = 16, s = 17, e = 8", """
+  %cls = input [b, one, e]
+  %x = input [b, p, e]
+  %y = concat %cls, %x -> [b, s, e]""").iteration_space()
+    assert summary(space) == [("b", 4, True, False), ("s", 17, False, False),
+                              ("e", 8, True, False)]
+    assert space.operands == (("b", None, "e"), ("b", None, "e"))

@@ -116,3 +116,17 @@ def test_slice_sharded_along_other_dims_equals_unsharded(axis: int, parts: int, 
         return [slice_forward(x, 1, 1, 2), slice_backward(grad_output, x.shape, 1, 1)]
 
     kit.assert_sharded(step, [grad_output, x], [axis, axis], parts)
+
+
+def test_concat_of_a_size_one_token_and_its_gradient(kit) -> None:
+    # ViT's class token: [b, one, e] joined before [b, p, e].
+    rng = np.random.default_rng(5)
+    token, patches = rng.standard_normal((2, 1, 3)), rng.standard_normal((2, 4, 3))
+    dims = [["b", "one", "e"], ["b", "p", "e"]]
+    y = concat_forward([token, patches], dims, ["b", "s", "e"])
+    np.testing.assert_array_equal(y[:, 0], token[:, 0])
+    np.testing.assert_array_equal(y[:, 1:], patches)
+    weights = rng.standard_normal(y.shape)
+    kit.assert_gradients(lambda a, b: concat_forward([a, b], dims, ["b", "s", "e"]),
+                         [token, patches], weights,
+                         concat_backward(weights, dims, ["b", "s", "e"], [1, 4]))
