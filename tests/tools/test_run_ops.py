@@ -14,7 +14,8 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.frontend import parse_file
 from pase.passes.scale import scale_module
 from pase.passes.search import PaseSearchPass
-from pase.tools.run_pipeline import train, with_configs
+from pase.tools.run.load import forward_graph, with_configs
+from pase.tools.run.runtime import train
 
 GRAPHS = Path(__file__).resolve().parent / "op_graphs"
 
@@ -42,7 +43,6 @@ SPLITS: dict[str, list[tuple[int, dict[str, dict[str, int]]]]] = {
 
 
 def _configs(module: ModuleOp, given: dict[str, dict[str, int]]) -> ModuleOp:
-    from pase.tools.run_pipeline import forward_graph
     names = forward_graph(module).layer_names().values()
     return with_configs(module, {name: given.get(name, {}) for name in names})
 
