@@ -116,6 +116,16 @@ def shown_line(text: str, line: int) -> str | None:
     return shown if line >= 1 and len(shown) <= LONGEST_SHOWN_LINE else None
 
 
+def read_line(path: str, line: int) -> str | None:
+    """Line `line` (1-based) of a text file, to show under a diagnostic; None if it cannot be
+    read or is too long to show."""
+    try:
+        with open(path, encoding="utf-8", newline="") as stream:
+            return shown_line(stream.read(), line)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def printable(line: str) -> str:
     """A source line as a terminal shows it column for column: every character that is not
     printable (a tab, form feed, lone "\r", U+2028, ...) becomes one space.
@@ -130,8 +140,6 @@ def at_op(op: Operation, message: str, filename: str = "", prefix: str = "") -> 
     """`message` at `op`'s `file:line:col`, with its source line. An op without a place
     (IR built in Python) is reported as `prefix + message` in `filename` (or nowhere)."""
     from xdsl.dialects.builtin import FileLineColLoc
-
-    from pase.core.files import read_line
 
     location = op.location
     if not isinstance(location, FileLineColLoc):

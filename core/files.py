@@ -82,16 +82,6 @@ def decode_text(data: bytes, path: str, what: str = "input") -> str:
                          source_line=shown_line(source_line, 1)) from None
 
 
-def read_line(path: str, line: int) -> str | None:
-    """Line `line` (1-based) of a text file, to show under a diagnostic; None if it cannot be
-    read or is too long to show."""
-    try:
-        with open(path, encoding="utf-8", newline="") as stream:
-            return shown_line(stream.read(), line)
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 class WriteError(OSError):
     """An output that could not be written: `cannot write PATH: reason`."""
 
