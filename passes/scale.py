@@ -8,6 +8,8 @@ Filter heights and widths keep their sizes; the input images shrink only as far 
 conv and pool stays valid, and a global pool's window follows its input. A layer's
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
 divides it (for a pipeline, the scaled micro-batch size's divisor).
+Which dims a layer's shape rule ties is data on its op class (`SCALE_TIE`, `SCALE_KEEP`,
+`SCALE_MULTIPLES` in dialect/dnn/layer_op.py), not a list of op classes here.
 
     pase-opt models/alexnet.dnn -p 'pase-scale{factor=0.125}'
     small = scale_module(parse_file("models/alexnet.dnn"), 0.125)
@@ -68,93 +70,117 @@ def scaled_size(size: int, factor: float) -> int:
 
 
 def _spatial(graph: dnn.GraphOp) -> tuple[set[str], set[str]]:
-    """(image dims that conv and pool outputs derive from, filter height/width dims)."""
+    """(image dims that windowed layers' outputs derive from, dims that keep their size)."""
     derived: set[str] = set()
     spatial: set[str] = set()
-    kernels: set[str] = set()
+    kept: set[str] = set()
     for op in graph.layers:
-        if isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
+        if op.SCALE_TIE == "window":
             spatial |= set(op.input_shapes[0].dims[2:])
             derived |= set(op.result_shape.dims[2:])
-            if isinstance(op, dnn.Conv2dOp):
-                kernels |= set(op.input_shapes[1].dims[2:])
-    return spatial - derived, kernels
+        kept |= {op.input_shapes[operand].dims[axis] for operand, axis in op.SCALE_KEEP}
+    return spatial - derived, kept
 
 
-def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
-               kernels: set[str]) -> tuple[dict[str, int], dict[dnn.LayerOp, tuple[int, int]]]:
-    """New sizes of every dim, and new windows of global pools; raises ScaleError."""
-    old = graph.dims
-    new: dict[str, int] = {}
-    windows: dict[dnn.LayerOp, tuple[int, int]] = {}
+def _sized_by_a_layer(value: SSAValue) -> bool:
+    """Whether a layer sizes this value's dims from its other operands' (an LSTM's weight)."""
+    return any(isinstance(use.operation, dnn.LayerOp) and any(
+        target == use.index for (target, _), _, _ in use.operation.SCALE_MULTIPLES)
+        for use in value.uses)
 
-    def assign(dim: str, size: int) -> None:
-        if new.setdefault(dim, size) != size:
-            raise ScaleError(f"dimension '{dim}' would be both {new[dim]} and {size}")
 
-    def free(dims: tuple[str, ...]) -> None:
+class _Propagation:
+    """New sizes of every dim of a graph, in program order: each layer's `SCALE_*` data
+    (dialect/dnn/layer_op.py) says which dims its shape rule ties, and those are recomputed;
+    every other dim is scaled where it first appears. Raises ScaleError."""
+
+    def __init__(self, graph: dnn.GraphOp, factor: float, image: dict[str, int],
+                 kept: set[str]):
+        self.old = graph.dims
+        self.factor, self.image, self.kept = factor, image, kept
+        self.new: dict[str, int] = {}
+        self.windows: dict[dnn.LayerOp, tuple[int, int]] = {}
+        """New windows of global pools (a window that covers its whole input)."""
+        for op in graph.body.block.ops:
+            if isinstance(op, dnn.InputOp | dnn.ParamOp):
+                if not _sized_by_a_layer(op.output):
+                    self.free(op.output.type.shape.dims)
+            elif isinstance(op, dnn.LayerOp):
+                self.layer(op)
+        for dim, size in self.old.items():
+            self.new.setdefault(dim, scaled_size(size, factor))
+
+    def assign(self, dim: str, size: int) -> None:
+        if self.new.setdefault(dim, size) != size:
+            raise ScaleError(f"dimension '{dim}' would be both {self.new[dim]} and {size}")
+
+    def free(self, dims: tuple[str, ...]) -> None:
+        """Size the dims not sized yet: kept, an input image's, or scaled."""
         for dim in dims:
-            if dim not in new:
-                new[dim] = (old[dim] if dim in kernels else image[dim] if dim in image
-                            else scaled_size(old[dim], factor))
+            if dim not in self.new:
+                self.new[dim] = (self.old[dim] if dim in self.kept else self.image[dim]
+                                 if dim in self.image else scaled_size(self.old[dim],
+                                                                       self.factor))
 
-    for op in graph.body.block.ops:
-        if isinstance(op, dnn.InputOp | dnn.ParamOp):
-            shape = op.output.type.shape
-            if isinstance(op, dnn.ParamOp) and any(
-                    isinstance(use.operation, dnn.LstmOp) and use.index == 1
-                    for use in op.output.uses):
-                continue  # the LSTM weight follows its input's width
-            free(shape.dims)
-        elif isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
-            x, y = op.input_shapes[0], op.result_shape
-            if isinstance(op, dnn.Conv2dOp):
-                w = op.input_shapes[1]
-                free(w.dims)
-                window = (new[w.dims[2]], new[w.dims[3]])
+    def layer(self, op: dnn.LayerOp) -> None:
+        inputs = op.input_shapes
+        for operand, axis in op.SCALE_KEEP:
+            dim = inputs[operand].dims[axis]
+            self.assign(dim, self.old[dim])
+        for (operand, axis), multiple, (source, source_axis) in op.SCALE_MULTIPLES:
+            self.assign(inputs[operand].dims[axis],
+                        multiple * self.new[inputs[source].dims[source_axis]])
+        if op.SCALE_TIE == "window":
+            self.window(op)
+        elif op.SCALE_TIE == "concat":
+            self.concat(op)
+        elif op.SCALE_TIE == "regroup":
+            self.regroup(op)
+        self.free(op.result_shape.dims)
+
+    def window(self, op: dnn.LayerOp) -> None:
+        """Height and width of an NCHW sliding window's result, from the input's; a global
+        pool's window (its whole input, to 1x1) follows the input."""
+        x, y = op.input_shapes[0], op.result_shape
+        new = self.new
+        if "window" in op.properties:
+            window = op.ints_prop("window")
+            if window == tuple(x.sizes[2:]) and y.sizes[2:] == (1, 1):
+                window = self.windows[op] = (new[x.dims[2]], new[x.dims[3]])
+        else:
+            w = op.input_shapes[1]
+            window = (new[w.dims[2]], new[w.dims[3]])
+        stride = op.properties["stride"]
+        assert isinstance(stride, IntAttr)
+        padding = op.ints_prop("padding")
+        for axis in (0, 1):
+            size = conv_output_size(new[x.dims[2 + axis]], window[axis], stride.data,
+                                    padding[axis])
+            if size < 1:
+                raise ScaleError(f"{_name(op)}: the input is too small")
+            self.assign(y.dims[2 + axis], size)
+
+    def concat(self, op: dnn.LayerOp) -> None:
+        """The joined dim is the operands' sum."""
+        y = op.result_shape
+        axis = [i for i in range(y.rank) if op.input_shapes[0].dims[i] != y.dims[i]][0]
+        self.assign(y.dims[axis], sum(self.new[s.dims[axis]] for s in op.input_shapes))
+
+    def regroup(self, op: dnn.LayerOp) -> None:
+        """A merged dim is the product of its group; a split group scales all its dims but
+        the last, which keeps the group's product."""
+        x, y = op.input_shapes[0], op.result_shape
+        new = self.new
+        for inputs, outputs in reshape_groups(x, y):
+            total = prod(new[x.dims[i]] for i in inputs)
+            if len(outputs) == 1:
+                self.assign(y.dims[outputs[0]], total)
             else:
-                window = tuple(op.ints_prop("window"))  # type: ignore[assignment]
-                if window == tuple(x.sizes[2:]) and y.sizes[2:] == (1, 1):
-                    window = (new[x.dims[2]], new[x.dims[3]])
-                    windows[op] = window
-            padding = op.ints_prop("padding")
-            assign(y.dims[0], new[x.dims[0]])
-            assign(y.dims[1], new[op.input_shapes[-1].dims[0]] if isinstance(op, dnn.Conv2dOp)
-                   else new[x.dims[1]])
-            for axis in (0, 1):
-                size = conv_output_size(new[x.dims[2 + axis]], window[axis],
-                                        op.stride.data, padding[axis])
-                if size < 1:
-                    raise ScaleError(f"{_name(op)}: the input is too small")
-                assign(y.dims[2 + axis], size)
-        elif isinstance(op, dnn.ConcatOp):
-            y = op.result_shape
-            axis = [i for i in range(y.rank) if op.input_shapes[0].dims[i] != y.dims[i]][0]
-            for index, dim in enumerate(y.dims):
-                assign(dim, sum(new[s.dims[axis]] for s in op.input_shapes) if index == axis
-                       else new[dim])
-        elif isinstance(op, dnn.ReshapeOp):
-            x, y = op.input_shapes[0], op.result_shape
-            for inputs, outputs in reshape_groups(x, y):
-                total = prod(new[x.dims[i]] for i in inputs)
-                if len(outputs) == 1:
-                    assign(y.dims[outputs[0]], total)
-                else:
-                    free(tuple(y.dims[j] for j in outputs[:-1]))
-                    rest = prod(new[y.dims[j]] for j in outputs[:-1])
-                    if total % rest:
-                        raise ScaleError(f"{_name(op)}: cannot split {total} evenly")
-                    assign(y.dims[outputs[-1]], total // rest)
-        elif isinstance(op, dnn.LstmOp):
-            x, w = op.input_shapes
-            assign(w.dims[0], old[w.dims[0]])
-            assign(w.dims[1], 2 * new[x.dims[2]])
-            assign(w.dims[2], 4 * new[x.dims[2]])
-        elif isinstance(op, dnn.LayerOp):
-            free(op.result_shape.dims)
-    for dim, size in old.items():
-        new.setdefault(dim, scaled_size(size, factor))
-    return new, windows
+                self.free(tuple(y.dims[j] for j in outputs[:-1]))
+                rest = prod(new[y.dims[j]] for j in outputs[:-1])
+                if total % rest:
+                    raise ScaleError(f"{_name(op)}: cannot split {total} evenly")
+                self.assign(y.dims[outputs[-1]], total // rest)
 
 
 def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
@@ -168,12 +194,13 @@ def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
 
 
 def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
-    images, kernels = _spatial(graph)
+    images, kept = _spatial(graph)
     old = graph.dims
     image = {d: scaled_size(old[d], factor) for d in images}
     while True:
         try:
-            sizes, windows = _propagate(graph, factor, image, kernels)
+            propagation = _Propagation(graph, factor, image, kept)
+            sizes, windows = propagation.new, propagation.windows
             break
         except ScaleError:
             if not image or all(image[d] >= old[d] for d in image):

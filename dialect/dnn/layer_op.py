@@ -10,7 +10,7 @@ form no import circle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Operation
@@ -35,6 +35,9 @@ from pase.dialect.pase import (
 Kind = tuple[str, tuple[str, ...]] | None
 Clauses = tuple[tuple[str, str, str], ...]
 Flops = tuple[float, float]
+ScaleTie = Literal["window", "concat", "regroup"] | None
+OperandDim = tuple[int, int]
+Multiple = tuple[OperandDim, int, OperandDim]
 
 
 class HoldsLayers(OpTrait):
@@ -58,7 +61,9 @@ class LayerOp(IRDLOperation):
     Subclasses list their syntax in `KIND` (the property holding the leading keyword,
     e.g. `max` of pool2d, with its choices) and `CLAUSES` (`(keyword, property, form)`,
     form one of "dims", "int", "ints", "pair" -- a pair of ints printed as one int when
-    both are equal), and implement `infer` and `iteration_space`.
+    both are equal), and implement `infer` and `iteration_space`. The `SCALE_*` attributes
+    say what `pase-scale` recomputes rather than scales; the defaults suit a layer whose
+    result has its operands' dims (elementwise, einsum, a norm, a reduction).
     """
 
     inputs = var_operand_def(TensorType)
@@ -68,6 +73,18 @@ class LayerOp(IRDLOperation):
 
     KIND: ClassVar[Kind] = None
     CLAUSES: ClassVar[Clauses] = ()
+
+    SCALE_TIE: ClassVar[ScaleTie] = None
+    """How the shape rule ties the result's dims to the operands' (passes/scale.py):
+    "window" -- an NCHW sliding window, the result's height and width follow from the
+    input's, the window (a `window` property, else the filter operand's last two dims),
+    `stride` and `padding`; "concat" -- the joined dim is the sum of the operands'; "regroup"
+    -- merged dims multiply, a split group keeps its product. None: no tie."""
+    SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ()
+    """(operand, axis) of dims that keep their size (a filter's height and width)."""
+    SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = ()
+    """((operand, axis), k, (operand, axis)): the first dim is k times the second. The
+    value feeding that first operand is sized by this layer, not where it is defined."""
 
     # -- the shape rule and the layer-op interface --
 
