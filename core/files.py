@@ -1,4 +1,4 @@
-"""Reading the files pase's tools are given, and writing the ones they produce, all or nothing.
+r"""Reading the files pase's tools are given, and writing the ones they produce, all or nothing.
 
     >>> write_atomically("strategy.json", "{}\n")   # doctest: +SKIP
     >>> write_bytes_atomically("timeline.png", png)  # doctest: +SKIP
