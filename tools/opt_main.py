@@ -6,7 +6,8 @@ Dialects, passes and the `.dnn` frontend come from `pase.universe.PASE`, which x
 multiverse (the registry plain `xdsl-opt` reads too) loads through pase's `xdsl.universe`
 entry point. What xDSL's driver does not do, and this class adds:
 MLIR ops get their `file:line:col` as location (so verifier and pass errors point at
-the source), an undefined value is reported at its first use, `--split-input-file`
+the source), an attribute xDSL rejects as it builds it (`300 : i8`) is a parse
+error at its text, an undefined value is reported at its first use, `--split-input-file`
 chunks count lines of the file, an option given twice is an error, the output is held
 until the run succeeded, and `--help` lists pase's passes with their options.
 """
@@ -22,11 +23,16 @@ from io import BytesIO, StringIO
 from typing import IO, Any, NoReturn
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import AttributeInvT, Operation, SSAValue
+from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.passes import ModulePass, get_pass_option_infos
 from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    VerifyException,
+)
 from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -94,6 +100,21 @@ class LocatedParser(Parser):
             more = f" (and {len(undefined) - 1} more)" if len(undefined) > 1 else ""
             raise ParseError(self.first_uses[undefined[0]],
                              f"use of undefined value %{undefined[0]}{more}") from None
+
+    def parse_optional_attribute(self) -> Attribute | None:
+        start = self._current_token.span
+        try:
+            return super().parse_optional_attribute()
+        except VerifyException as error:  # xDSL verifies an attribute as it builds it
+            raise ParseError(self._span_from(start), str(error)) from None
+
+    def _span_from(self, start: Span) -> Span:
+        """From `start` to the end of the last token read (blanks after it aside)."""
+        text = start.input.content
+        end = self.pos
+        while end > start.start and text[end - 1] in " \t\r\n":
+            end -= 1
+        return Span(start.start, max(end, start.end), start.input)
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
