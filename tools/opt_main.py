@@ -6,10 +6,11 @@ Dialects, passes and the `.dnn` frontend come from `pase.universe.PASE`, which x
 multiverse (the registry plain `xdsl-opt` reads too) loads through pase's `xdsl.universe`
 entry point. What xDSL's driver does not do, and this class adds:
 MLIR ops get their `file:line:col` as location (so verifier and pass errors point at
-the source), an attribute xDSL rejects as it builds it (`300 : i8`) is a parse
-error at its text, an undefined value is reported at its first use, `--split-input-file`
-chunks count lines of the file, an option given twice is an error, the output is held
-until the run succeeded, and `--help` lists pase's passes with their options.
+the source), an attribute xDSL rejects as it builds it (`300 : i8`) or a number of
+the wrong type (`7 : (i32) -> i32`) is a parse error at its text, an undefined value
+is reported at its first use, `--split-input-file` chunks count lines of the file, an
+option given twice is an error, the output is held until the run succeeded, and
+`--help` lists pase's passes with their options.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from collections.abc import Sequence
 from io import BytesIO, StringIO
 from typing import IO, Any, NoReturn
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.passes import ModulePass, get_pass_option_infos
@@ -107,6 +115,16 @@ class LocatedParser(Parser):
             return super().parse_optional_attribute()
         except VerifyException as error:  # xDSL verifies an attribute as it builds it
             raise ParseError(self._span_from(start), str(error)) from None
+
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        start = self._current_token.span
+        try:
+            return super().parse_optional_builtin_int_or_float_attr()
+        except ParseError as error:
+            if error.span.start < self.pos:
+                raise
+            # xDSL reports a literal's bad type (`7 : (i32) -> i32`) at the token after it.
+            raise ParseError(self._span_from(start), error.msg) from None
 
     def _span_from(self, start: Span) -> Span:
         """From `start` to the end of the last token read (blanks after it aside)."""

@@ -29,6 +29,15 @@ dnn.graph @g(b = 4) {
 // ARRAY-NEXT: {{^}}  "test.op"() {y = [1, -129 : i8  ]} : () -> (){{$}}
 // ARRAY-NEXT: {{^}}                       ^^^^^^^^^{{$}}
 
+// A number whose type does not fit it is an error at the number and its type, not at the
+// token after them (xDSL's place: here the next line's "}").
+// RUN: sed -n 's|^// TYPE-INPUT: ||p' %s | not pase-opt 2>&1 | filecheck %s --check-prefix=TYPE --strict-whitespace
+// TYPE-INPUT: "test.op"() {x = 7 : (i32) -> i32
+// TYPE-INPUT: } : () -> ()
+// TYPE:      {{^}}stdin:1:18: error: Invalid type given for integer or float attribute.{{$}}
+// TYPE-NEXT: {{^}}"test.op"() {x = 7 : (i32) -> i32{{$}}
+// TYPE-NEXT: {{^}}                 ^^^^^^^^^^^^^^^^{{$}}
+
 // A file of comments only is an empty module, as in mlir-opt.
 // EMPTY:      builtin.module {
 // EMPTY-NEXT: }
