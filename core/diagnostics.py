@@ -1,4 +1,4 @@
-"""User-facing diagnostics: `file:line:col: error: message`, the source line, a caret.
+r"""User-facing diagnostics: `file:line:col: error: message`, the source line, a caret.
 
 Every error pase reports about an input file (`.dnn` source, `.mlir` IR, a strategy
 file) is a `Diagnostic`; the drivers print it and exit with status 1, never with a
@@ -66,7 +66,7 @@ class Diagnostic(PassFailedException):
 
 
 def offset_to_line_column(source: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of a character offset (lines end at "\n" only).
+    r"""1-based line and column of a character offset (lines end at "\n" only).
 
     >>> offset_to_line_column("a\fb\nc\u2028d", 5)
     (2, 2)
@@ -77,7 +77,7 @@ def offset_to_line_column(source: str, offset: int) -> tuple[int, int]:
 
 
 class LineIndex:
-    """`offset_to_line_column` for many offsets of one text, each in O(log lines): a parser
+    r"""`offset_to_line_column` for many offsets of one text, each in O(log lines): a parser
     locating every op of a large file calls it once per op.
 
     >>> LineIndex("a\fb\nc\u2028d").line_column(5)
@@ -97,7 +97,7 @@ class LineIndex:
 
 
 def shown_line(text: str, line: int) -> str | None:
-    """Line `line` (1-based) of `text`, without its line end, or None when there is none (an
+    r"""Line `line` (1-based) of `text`, without its line end, or None when there is none (an
     empty text has no line, and a final "\n" ends the last line) or it is too long to show
     under a diagnostic (a minified file).
 
@@ -116,8 +116,18 @@ def shown_line(text: str, line: int) -> str | None:
     return shown if line >= 1 and len(shown) <= LONGEST_SHOWN_LINE else None
 
 
+def read_line(path: str, line: int) -> str | None:
+    """Line `line` (1-based) of a text file, to show under a diagnostic; None if it cannot be
+    read or is too long to show."""
+    try:
+        with open(path, encoding="utf-8", newline="") as stream:
+            return shown_line(stream.read(), line)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def printable(line: str) -> str:
-    """A source line as a terminal shows it column for column: every character that is not
+    r"""A source line as a terminal shows it column for column: every character that is not
     printable (a tab, form feed, lone "\r", U+2028, ...) becomes one space.
 
     >>> printable("a\tb\x0cc\u2028d")
@@ -130,8 +140,6 @@ def at_op(op: Operation, message: str, filename: str = "", prefix: str = "") -> 
     """`message` at `op`'s `file:line:col`, with its source line. An op without a place
     (IR built in Python) is reported as `prefix + message` in `filename` (or nowhere)."""
     from xdsl.dialects.builtin import FileLineColLoc
-
-    from pase.core.files import read_line
 
     location = op.location
     if not isinstance(location, FileLineColLoc):

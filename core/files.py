@@ -1,4 +1,4 @@
-"""Reading the files pase's tools are given, and writing the ones they produce, all or nothing.
+r"""Reading the files pase's tools are given, and writing the ones they produce, all or nothing.
 
     >>> write_atomically("strategy.json", "{}\n")   # doctest: +SKIP
     >>> write_bytes_atomically("timeline.png", png)  # doctest: +SKIP
@@ -80,16 +80,6 @@ def decode_text(data: bytes, path: str, what: str = "input") -> str:
         raise Diagnostic(f"the {what} is not UTF-8 text ({error.reason} at byte "
                          f"{error.start})", path, line, column,
                          source_line=shown_line(source_line, 1)) from None
-
-
-def read_line(path: str, line: int) -> str | None:
-    """Line `line` (1-based) of a text file, to show under a diagnostic; None if it cannot be
-    read or is too long to show."""
-    try:
-        with open(path, encoding="utf-8", newline="") as stream:
-            return shown_line(stream.read(), line)
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 class WriteError(OSError):

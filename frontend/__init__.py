@@ -12,17 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pase.core.diagnostics import Diagnostic
     from pase.frontend.dnn import DnnFrontend, parse_file, parse_text
 
-__all__ = ["Diagnostic", "DnnFrontend", "parse_file", "parse_text"]
+__all__ = ["DnnFrontend", "parse_file", "parse_text"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Diagnostic":
-        from pase.core.diagnostics import Diagnostic
-
-        return Diagnostic
     if name in __all__:
         from pase.frontend import dnn
 

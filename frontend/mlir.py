@@ -6,7 +6,9 @@ verifier and pass errors point at the source.
 
 xDSL's own `mlir` frontend (`xdsl.frontend.mlir`) leaves ops unlocated and reports an
 undefined value at the end of the input; `LocatedParser` records each op's place, reports
-an undefined value at its first use, refuses an integer literal too long to convert and
+an undefined value at its first use, reports an attribute xDSL rejects as it builds it
+(`300 : i8`) or a number of the wrong type (`7 : (i32) -> i32`) at its text, refuses an
+integer literal too long to convert and
 brackets nested past `pase.core.nesting`'s limit. pase-opt reads `.mlir` with it (each
 `--split-input-file` chunk with its `line_offset`) and so does pase-run. It is not in
 `pase.universe.PASE`, whose names plain xdsl-opt merges with xDSL's own: the name `mlir`
@@ -20,10 +22,17 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import AttributeInvT, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
@@ -92,6 +101,31 @@ class LocatedParser(Parser):
             more = f" (and {len(undefined) - 1} more)" if len(undefined) > 1 else ""
             raise ParseError(self.first_uses[undefined[0]],
                              f"use of undefined value %{undefined[0]}{more}") from None
+
+    def parse_optional_attribute(self) -> Attribute | None:
+        start = self._current_token.span
+        try:
+            return super().parse_optional_attribute()
+        except VerifyException as error:  # xDSL verifies an attribute as it builds it
+            raise ParseError(self._span_from(start), str(error)) from None
+
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        start = self._current_token.span
+        try:
+            return super().parse_optional_builtin_int_or_float_attr()
+        except ParseError as error:
+            if error.span.start < self.pos:
+                raise
+            # xDSL reports a literal's bad type (`7 : (i32) -> i32`) at the token after it.
+            raise ParseError(self._span_from(start), error.msg) from None
+
+    def _span_from(self, start: Span) -> Span:
+        """From `start` to the end of the last token read (blanks after it aside)."""
+        text = start.input.content
+        end = self.pos
+        while end > start.start and text[end - 1] in " \t\r\n":
+            end -= 1
+        return Span(start.start, max(end, start.end), start.input)
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span

@@ -3,13 +3,13 @@
 Every dimension is scaled by F: exactly where the result is whole (batch 128 at F = 1/8
 is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
 What shape rules tie together is recomputed instead of scaled: a conv or pool's output
-height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e,
-a grouped conv's group count (the largest dividing its old count and its scaled
-channels) and filter channels, a slice's start (as far in as it was).
+height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e.
 Filter heights and widths keep their sizes; the input images shrink only as far as every
 conv and pool stays valid, and a global pool's window follows its input. A layer's
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
 divides it (for a pipeline, the scaled micro-batch size's divisor).
+Which dims a layer's shape rule ties is data on its op class (`SCALE_TIE`, `SCALE_KEEP`,
+`SCALE_MULTIPLES` in dialect/dnn/layer_op.py), not a list of op classes here.
 
     pase-opt models/alexnet.dnn -p 'pase-scale{factor=0.125}'
     small = scale_module(parse_file("models/alexnet.dnn"), 0.125)
@@ -17,12 +17,11 @@ divides it (for a pipeline, the scaled micro-batch size's divisor).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from math import ceil, gcd, isfinite, prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -71,134 +70,159 @@ def scaled_size(size: int, factor: float) -> int:
 
 
 def _spatial(graph: dnn.GraphOp) -> tuple[set[str], set[str]]:
-    """(image dims that conv and pool outputs derive from, filter height/width dims)."""
+    """(image dims that windowed layers' outputs derive from, dims that keep their size)."""
     derived: set[str] = set()
     spatial: set[str] = set()
-    kernels: set[str] = set()
+    kept: set[str] = set()
     for op in graph.layers:
-        if isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
+        if op.SCALE_TIE == "window":
             spatial |= set(op.input_shapes[0].dims[2:])
             derived |= set(op.result_shape.dims[2:])
-            if isinstance(op, dnn.Conv2dOp):
-                kernels |= set(op.input_shapes[1].dims[2:])
-    return spatial - derived, kernels
+        kept |= {op.input_shapes[operand].dims[axis] for operand, axis in op.SCALE_KEEP}
+    return spatial - derived, kept
 
 
-def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
-               kernels: set[str]) -> tuple[dict[str, int], dict[dnn.LayerOp, tuple[int, int]],
-                                           dict[dnn.LayerOp, dict[str, Attribute]]]:
-    """New sizes of every dim, new windows of global pools and other properties that
-    follow the sizes (a grouped conv's groups, a slice's start); raises ScaleError."""
-    old = graph.dims
-    new: dict[str, int] = {}
-    windows: dict[dnn.LayerOp, tuple[int, int]] = {}
-    overrides: dict[dnn.LayerOp, dict[str, Attribute]] = {}
-    # A grouped conv's filter channels (ci / groups) follow its scaled input channels.
-    group_widths = {op.input_shapes[1].dims[1] for op in graph.layers
-                    if isinstance(op, dnn.Conv2dOp) and op.count_prop("groups") > 1}
+def _sized_by_a_layer(value: SSAValue) -> bool:
+    """Whether a layer sizes this value's dims from its other operands' (an LSTM's weight)."""
+    return any(isinstance(use.operation, dnn.LayerOp) and any(
+        target == use.index for (target, _), _, _ in use.operation.SCALE_MULTIPLES)
+        for use in value.uses)
 
-    def assign(dim: str, size: int) -> None:
-        if new.setdefault(dim, size) != size:
-            raise ScaleError(f"dimension '{dim}' would be both {new[dim]} and {size}")
 
-    def free(dims: tuple[str, ...]) -> None:
+class _Propagation:
+    """New sizes of every dim of a graph, in program order: each layer's `SCALE_*` data
+    (dialect/dnn/layer_op.py) says which dims its shape rule ties, and those are recomputed;
+    every other dim is scaled where it first appears. Raises ScaleError."""
+
+    def __init__(self, graph: dnn.GraphOp, factor: float, image: dict[str, int],
+                 kept: set[str]):
+        self.old = graph.dims
+        self.factor, self.image, self.kept = factor, image, kept
+        self.new: dict[str, int] = {}
+        self.windows: dict[dnn.LayerOp, tuple[int, int]] = {}
+        """New windows of global pools (a window that covers its whole input)."""
+        self.overrides: dict[dnn.LayerOp, dict[str, Attribute]] = {}
+        """Other properties that follow the sizes: a grouped conv's groups, a slice's start."""
+        # A grouped conv's filter channels (ci / groups) follow its scaled input channels.
+        self.group_widths = {op.input_shapes[1].dims[1] for op in graph.layers
+                             if "groups" in op.properties and op.count_prop("groups") > 1}
+        for op in graph.body.block.ops:
+            if isinstance(op, dnn.InputOp | dnn.ParamOp):
+                if not _sized_by_a_layer(op.output):
+                    self.free(tuple(d for d in op.output.type.shape.dims
+                                    if d not in self.group_widths))
+            elif isinstance(op, dnn.LayerOp):
+                self.layer(op)
+        for dim, size in self.old.items():
+            self.new.setdefault(dim, scaled_size(size, factor))
+
+    def assign(self, dim: str, size: int) -> None:
+        if self.new.setdefault(dim, size) != size:
+            raise ScaleError(f"dimension '{dim}' would be both {self.new[dim]} and {size}")
+
+    def free(self, dims: tuple[str, ...]) -> None:
+        """Size the dims not sized yet: kept, an input image's, or scaled."""
         for dim in dims:
-            if dim not in new:
-                new[dim] = (old[dim] if dim in kernels else image[dim] if dim in image
-                            else scaled_size(old[dim], factor))
+            if dim not in self.new:
+                self.new[dim] = (self.old[dim] if dim in self.kept else self.image[dim]
+                                 if dim in self.image else scaled_size(self.old[dim],
+                                                                       self.factor))
 
-    for op in graph.body.block.ops:
-        if isinstance(op, dnn.InputOp | dnn.ParamOp):
-            shape = op.output.type.shape
-            if isinstance(op, dnn.ParamOp) and any(
-                    isinstance(use.operation, dnn.LstmOp) and use.index == 1
-                    for use in op.output.uses):
-                continue  # the LSTM weight follows its input's width
-            free(tuple(d for d in shape.dims if d not in group_widths))
-        elif isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
-            x, y = op.input_shapes[0], op.result_shape
-            if isinstance(op, dnn.Conv2dOp):
-                w = op.input_shapes[1]
-                if (count := op.count_prop("groups")) > 1:
-                    free(tuple(d for d in w.dims if d not in group_widths))
-                    overrides[op] = {"groups": IntAttr(_regroup(op, count, new, assign))}
-                free(w.dims)
-                window = (new[w.dims[2]], new[w.dims[3]])
+    def layer(self, op: dnn.LayerOp) -> None:
+        inputs = op.input_shapes
+        for operand, axis in op.SCALE_KEEP:
+            dim = inputs[operand].dims[axis]
+            self.assign(dim, self.old[dim])
+        for (operand, axis), multiple, (source, source_axis) in op.SCALE_MULTIPLES:
+            self.assign(inputs[operand].dims[axis],
+                        multiple * self.new[inputs[source].dims[source_axis]])
+        if op.SCALE_TIE == "window":
+            self.window(op)
+        elif op.SCALE_TIE == "concat":
+            self.concat(op)
+        elif op.SCALE_TIE == "regroup":
+            self.regroup(op)
+        elif op.SCALE_TIE == "slice":
+            self.slice(op)
+        self.free(op.result_shape.dims)
+
+    def window(self, op: dnn.LayerOp) -> None:
+        """Height and width of an NCHW sliding window's result, from the input's; a global
+        pool's window (its whole input, to 1x1) follows the input."""
+        x, y = op.input_shapes[0], op.result_shape
+        new = self.new
+        if "window" in op.properties:
+            window = op.ints_prop("window")
+            if window == tuple(x.sizes[2:]) and y.sizes[2:] == (1, 1):
+                window = self.windows[op] = (new[x.dims[2]], new[x.dims[3]])
+        else:
+            w = op.input_shapes[1]
+            if "groups" in op.properties and (count := op.count_prop("groups")) > 1:
+                self.free(tuple(d for d in w.dims if d not in self.group_widths))
+                self.overrides[op] = {"groups": IntAttr(self.groups(op, count))}
+            self.free(w.dims)
+            window = (new[w.dims[2]], new[w.dims[3]])
+        stride = op.properties["stride"]
+        assert isinstance(stride, IntAttr)
+        padding = op.ints_prop("padding")
+        for axis in (0, 1):
+            size = conv_output_size(new[x.dims[2 + axis]], window[axis], stride.data,
+                                    padding[axis])
+            if size < 1:
+                raise ScaleError(f"{_name(op)}: the input is too small")
+            self.assign(y.dims[2 + axis], size)
+
+    def groups(self, op: dnn.LayerOp, count: int) -> int:
+        """The scaled group count of a grouped conv, the largest that still divides its
+        old count and its scaled input and output channels (a depthwise conv's follows its
+        channels); assigns the filter's channels per group."""
+        x, w = op.input_shapes
+        channels = self.new[x.dims[1]]
+        count = gcd(count, channels, self.new[w.dims[0]])
+        if count == 1:
+            raise ScaleError(f"{_name(op)}: its scaled channels form no groups")
+        self.assign(w.dims[1], channels // count)
+        return count
+
+    def slice(self, op: dnn.LayerOp) -> None:
+        """A slice keeps its size's scaling and starts as far in as it did, within the
+        scaled dim (its `start` property follows)."""
+        x, y = op.input_shapes[0], op.result_shape
+        dim, start = op.properties["dim"], op.properties["start"]
+        assert isinstance(dim, StringAttr)
+        assert isinstance(start, IntAttr)
+        axis = x.dims.index(dim.data)
+        for k, result_dim in enumerate(y.dims):
+            if k != axis:
+                self.assign(result_dim, self.new[x.dims[k]])
+        self.free((y.dims[axis],))
+        whole, part = self.new[x.dims[axis]], self.new[y.dims[axis]]
+        if part > whole:
+            raise ScaleError(f"{_name(op)}: a slice of {part} does not fit in {whole}")
+        self.overrides[op] = {"start": IntAttr(
+            min(round(start.data * whole / x.sizes[axis]), whole - part))}
+
+    def concat(self, op: dnn.LayerOp) -> None:
+        """The joined dim is the operands' sum."""
+        y = op.result_shape
+        axis = [i for i in range(y.rank) if op.input_shapes[0].dims[i] != y.dims[i]][0]
+        self.assign(y.dims[axis], sum(self.new[s.dims[axis]] for s in op.input_shapes))
+
+    def regroup(self, op: dnn.LayerOp) -> None:
+        """A merged dim is the product of its group; a split group scales all its dims but
+        the last, which keeps the group's product."""
+        x, y = op.input_shapes[0], op.result_shape
+        new = self.new
+        for inputs, outputs in reshape_groups(x, y):
+            total = prod(new[x.dims[i]] for i in inputs)
+            if len(outputs) == 1:
+                self.assign(y.dims[outputs[0]], total)
             else:
-                window = tuple(op.ints_prop("window"))  # type: ignore[assignment]
-                if window == tuple(x.sizes[2:]) and y.sizes[2:] == (1, 1):
-                    window = (new[x.dims[2]], new[x.dims[3]])
-                    windows[op] = window
-            padding = op.ints_prop("padding")
-            assign(y.dims[0], new[x.dims[0]])
-            assign(y.dims[1], new[op.input_shapes[-1].dims[0]] if isinstance(op, dnn.Conv2dOp)
-                   else new[x.dims[1]])
-            for axis in (0, 1):
-                size = conv_output_size(new[x.dims[2 + axis]], window[axis],
-                                        op.stride.data, padding[axis])
-                if size < 1:
-                    raise ScaleError(f"{_name(op)}: the input is too small")
-                assign(y.dims[2 + axis], size)
-        elif isinstance(op, dnn.ConcatOp):
-            y = op.result_shape
-            axis = [i for i in range(y.rank) if op.input_shapes[0].dims[i] != y.dims[i]][0]
-            for index, dim in enumerate(y.dims):
-                assign(dim, sum(new[s.dims[axis]] for s in op.input_shapes) if index == axis
-                       else new[dim])
-        elif isinstance(op, dnn.ReshapeOp):
-            x, y = op.input_shapes[0], op.result_shape
-            for inputs, outputs in reshape_groups(x, y):
-                total = prod(new[x.dims[i]] for i in inputs)
-                if len(outputs) == 1:
-                    assign(y.dims[outputs[0]], total)
-                else:
-                    free(tuple(y.dims[j] for j in outputs[:-1]))
-                    rest = prod(new[y.dims[j]] for j in outputs[:-1])
-                    if total % rest:
-                        raise ScaleError(f"{_name(op)}: cannot split {total} evenly")
-                    assign(y.dims[outputs[-1]], total // rest)
-        elif isinstance(op, dnn.SliceOp):
-            overrides[op] = {"start": IntAttr(_reslice(op, new, free, assign))}
-        elif isinstance(op, dnn.LstmOp):
-            x, w = op.input_shapes
-            assign(w.dims[0], old[w.dims[0]])
-            assign(w.dims[1], 2 * new[x.dims[2]])
-            assign(w.dims[2], 4 * new[x.dims[2]])
-        elif isinstance(op, dnn.LayerOp):
-            free(op.result_shape.dims)
-    for dim, size in old.items():
-        new.setdefault(dim, scaled_size(size, factor))
-    return new, windows, overrides
-
-
-def _regroup(op: dnn.Conv2dOp, count: int, new: dict[str, int],
-             assign: Callable[[str, int], None]) -> int:
-    """The scaled group count of a grouped conv, the largest that still divides its
-    old count and its scaled input and output channels (a depthwise conv's follows its
-    channels); assigns the filter's channels per group."""
-    x, w = op.input_shapes
-    channels = new[x.dims[1]]
-    count = gcd(count, channels, new[w.dims[0]])
-    if count == 1:
-        raise ScaleError(f"{_name(op)}: its scaled channels form no groups")
-    assign(w.dims[1], channels // count)
-    return count
-
-
-def _reslice(op: dnn.SliceOp, new: dict[str, int], free: Callable[[tuple[str, ...]], None],
-             assign: Callable[[str, int], None]) -> int:
-    """The scaled start of a slice, after assigning its result's dims: the slice keeps
-    its size's scaling and starts as far in as it did, within the scaled dim."""
-    x, y = op.input_shapes[0], op.result_shape
-    axis = x.dims.index(op.dim.data)
-    for k, dim in enumerate(y.dims):
-        if k != axis:
-            assign(dim, new[x.dims[k]])
-    free((y.dims[axis],))
-    whole, part = new[x.dims[axis]], new[y.dims[axis]]
-    if part > whole:
-        raise ScaleError(f"{_name(op)}: a slice of {part} does not fit in {whole}")
-    return min(round(op.start.data * whole / x.sizes[axis]), whole - part)
+                self.free(tuple(y.dims[j] for j in outputs[:-1]))
+                rest = prod(new[y.dims[j]] for j in outputs[:-1])
+                if total % rest:
+                    raise ScaleError(f"{_name(op)}: cannot split {total} evenly")
+                self.assign(y.dims[outputs[-1]], total // rest)
 
 
 def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
@@ -212,12 +236,14 @@ def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
 
 
 def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
-    images, kernels = _spatial(graph)
+    images, kept = _spatial(graph)
     old = graph.dims
     image = {d: scaled_size(old[d], factor) for d in images}
     while True:
         try:
-            sizes, windows, overrides = _propagate(graph, factor, image, kernels)
+            propagation = _Propagation(graph, factor, image, kept)
+            sizes, windows = propagation.new, propagation.windows
+            overrides = propagation.overrides
             break
         except ScaleError:
             if not image or all(image[d] >= old[d] for d in image):
@@ -236,7 +262,7 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
         properties: dict[str, Attribute] = dict(op.properties)
         if op in windows:
             properties["window"] = ArrayAttr(IntAttr(s) for s in windows[op])  # type: ignore[index]
-        properties |= overrides.get(op, {})  # type: ignore[call-overload]
+        properties.update(overrides.get(op, {}))  # type: ignore[arg-type]
         new_op: Operation = type(op).create(
             operands=[mapping[v] for v in op.operands], result_types=results,
             properties=properties, attributes=dict(op.attributes))

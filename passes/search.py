@@ -48,8 +48,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from pase.core.diagnostics import Diagnostic, at_op
-from pase.core.files import read_line, write_atomically
+from pase.core.diagnostics import Diagnostic, at_op, read_line
+from pase.core.files import write_atomically
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
 from pase.formats.machine_toml import MachineError, load_machine

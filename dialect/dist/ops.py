@@ -49,6 +49,7 @@ from xdsl.utils.exceptions import VerifyException
 from pase.core.placement import check_devices
 from pase.core.shapes import ShapeError
 from pase.dialect import dnn
+from pase.dialect.dist.quoted import Quoted
 from pase.dialect.dist.types import KERNELS, TensorType
 from pase.dialect.dnn import LAYER_OPS
 from pase.dialect.traits import OrderedDataflow, VerifyExceptionAt
@@ -224,7 +225,8 @@ class _ValueSource(IRDLOperation):
     output = result_def(TensorType)
 
     traits = traits_def(HasParent(ProgramOp))
-    assembly_format = "$value_name attr-dict `:` type($output)"
+    custom_directives = (Quoted,)
+    assembly_format = "custom<Quoted>($value_name) attr-dict `:` type($output)"
 
     def verify_(self) -> None:
         verify_values(self)
@@ -246,7 +248,7 @@ class InputOp(_ValueSource):
 
     at = opt_prop_def(DenseArrayBase[I64])
 
-    assembly_format = "$value_name (`at` $at^)? attr-dict `:` type($output)"
+    assembly_format = "custom<Quoted>($value_name) (`at` $at^)? attr-dict `:` type($output)"
 
     def verify_(self) -> None:
         super().verify_()
@@ -304,9 +306,10 @@ class LayerOp(IRDLOperation):
     outputs = var_result_def(TensorType)
 
     traits = traits_def(HasParent(ProgramOp))
-    assembly_format = ("$kernel `(` $inputs `)` (`seeded` $seeded^)? `stats` $stats_axes "
-                       "`props` $op_properties `tag` $tag attr-dict `:` "
-                       "functional-type($inputs, $outputs)")
+    custom_directives = (Quoted,)
+    assembly_format = ("custom<Quoted>($kernel) `(` $inputs `)` (`seeded` $seeded^)? "
+                       "`stats` $stats_axes `props` $op_properties `tag` custom<Quoted>($tag) "
+                       "attr-dict `:` functional-type($inputs, $outputs)")
 
     @property
     def is_seeded(self) -> bool:
@@ -459,8 +462,9 @@ class AllReduceOp(IRDLOperation):
     result = result_def(TensorType)
 
     traits = traits_def(HasParent(ProgramOp))
-    assembly_format = ("$input `on` $grid `grid_axes` `=` $grid_axes `tag` $tag attr-dict "
-                       "`:` type($input) `->` type($result)")
+    custom_directives = (Quoted,)
+    assembly_format = ("$input `on` $grid `grid_axes` `=` $grid_axes `tag` custom<Quoted>($tag) "
+                       "attr-dict `:` type($input) `->` type($result)")
 
     def verify_(self) -> None:
         verify_values(self)
@@ -489,7 +493,9 @@ class RedistributeOp(IRDLOperation):
     result = result_def(TensorType)
 
     traits = traits_def(HasParent(ProgramOp))
-    assembly_format = "$input `tag` $tag attr-dict `:` type($input) `->` type($result)"
+    custom_directives = (Quoted,)
+    assembly_format = ("$input `tag` custom<Quoted>($tag) attr-dict `:` type($input) `->` "
+                       "type($result)")
 
     def verify_(self) -> None:
         verify_values(self)
@@ -518,7 +524,8 @@ class AccumulateOp(IRDLOperation):
     result = result_def(T)
 
     traits = traits_def(HasParent(ProgramOp))
-    assembly_format = "$lhs `,` $rhs `tag` $tag attr-dict `:` type($result)"
+    custom_directives = (Quoted,)
+    assembly_format = "$lhs `,` $rhs `tag` custom<Quoted>($tag) attr-dict `:` type($result)"
 
     def verify_(self) -> None:
         verify_values(self)
@@ -538,7 +545,9 @@ class ScaleOp(IRDLOperation):
     result = result_def(T)
 
     traits = traits_def(HasParent(ProgramOp))
-    assembly_format = "$input `by` $factor `tag` $tag attr-dict `:` type($result)"
+    custom_directives = (Quoted,)
+    assembly_format = ("$input `by` $factor `tag` custom<Quoted>($tag) attr-dict `:` "
+                       "type($result)")
 
     def verify_(self) -> None:
         verify_values(self)

@@ -10,7 +10,7 @@ form no import circle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr, f64
 from xdsl.ir import Attribute, Operation
@@ -35,6 +35,9 @@ from pase.dialect.pase import (
 Kind = tuple[str, tuple[str, ...]] | None
 Clauses = tuple[tuple[str, str, str], ...]
 Flops = tuple[float, float]
+ScaleTie = Literal["window", "concat", "regroup", "slice"] | None
+OperandDim = tuple[int, int]
+Multiple = tuple[OperandDim, int, OperandDim]
 
 
 def float_text(value: float) -> str:
@@ -70,7 +73,9 @@ class LayerOp(IRDLOperation):
     form one of "dims", "dim" (one dim name), "int", "index" (an int that may be 0),
     "count" (an int whose default 1 is left out: `groups`), "float", "ints", "pair" -- a
     pair of ints printed as one int when both are equal), and implement `infer` and
-    `iteration_space`.
+    `iteration_space`. The `SCALE_*` attributes
+    say what `pase-scale` recomputes rather than scales; the defaults suit a layer whose
+    result has its operands' dims (elementwise, einsum, a norm, a reduction).
     """
 
     inputs = var_operand_def(TensorType)
@@ -80,6 +85,18 @@ class LayerOp(IRDLOperation):
 
     KIND: ClassVar[Kind] = None
     CLAUSES: ClassVar[Clauses] = ()
+
+    SCALE_TIE: ClassVar[ScaleTie] = None
+    """How the shape rule ties the result's dims to the operands' (passes/scale.py):
+    "window" -- an NCHW sliding window, the result's height and width follow from the
+    input's, the window (a `window` property, else the filter operand's last two dims),
+    `stride` and `padding`; "concat" -- the joined dim is the sum of the operands'; "regroup"
+    -- merged dims multiply, a split group keeps its product. None: no tie."""
+    SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ()
+    """(operand, axis) of dims that keep their size (a filter's height and width)."""
+    SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = ()
+    """((operand, axis), k, (operand, axis)): the first dim is k times the second. The
+    value feeding that first operand is sized by this layer, not where it is defined."""
 
     # -- the shape rule and the layer-op interface --
 

@@ -17,7 +17,7 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 from pase.core import shapes
 from pase.core.shapes import NamedShape, ShapeError
 from pase.core.space import Collective, IterationSpace, IterDim, Statistics
-from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
+from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp, Multiple, OperandDim, ScaleTie
 
 
 def _pair(values: tuple[int, ...]) -> tuple[int, int]:
@@ -103,6 +103,8 @@ class Conv2dOp(LayerOp):
 
     CLAUSES: ClassVar[Clauses] = (("stride", "stride", "int"), ("padding", "padding", "pair"),
                                   ("groups", "groups", "count"))
+    SCALE_TIE: ClassVar[ScaleTie] = "window"
+    SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ((1, 2), (1, 3))
 
     def infer(self) -> NamedShape:
         x, w = self.operand_shapes(2, " (input, filter)")
@@ -140,6 +142,7 @@ class Pool2dOp(LayerOp):
     KIND: ClassVar[Kind] = ("kind", ("max", "avg"))
     CLAUSES: ClassVar[Clauses] = (("window", "window", "ints"), ("stride", "stride", "int"),
                ("padding", "padding", "pair"))
+    SCALE_TIE: ClassVar[ScaleTie] = "window"
 
     def infer(self) -> NamedShape:
         (x,) = self.operand_shapes(1)
@@ -368,6 +371,8 @@ class LstmOp(LayerOp):
     """
 
     name = "dnn.lstm"
+    SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ((1, 0),)
+    SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = (((1, 1), 2, (0, 2)), ((1, 2), 4, (0, 2)))
 
     def infer(self) -> NamedShape:
         return shapes.lstm_shape(*self.operand_shapes(2, " (input, weight)"))
@@ -399,6 +404,7 @@ class ConcatOp(LayerOp):
     operands' names differ from the result's; that dim is not split."""
 
     name = "dnn.concat"
+    SCALE_TIE: ClassVar[ScaleTie] = "concat"
 
     def infer(self) -> NamedShape:
         return shapes.concat_shape(self.input_shapes, self.result_shape)
@@ -418,6 +424,7 @@ class ReshapeOp(LayerOp):
     """
 
     name = "dnn.reshape"
+    SCALE_TIE: ClassVar[ScaleTie] = "regroup"
 
     def infer(self) -> NamedShape:
         (x,) = self.operand_shapes(1)

@@ -16,7 +16,7 @@ from xdsl.irdl import irdl_op_definition, prop_def
 from pase.core import shapes
 from pase.core.shapes import NamedShape
 from pase.core.space import Collective, IterationSpace, IterDim
-from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
+from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp, ScaleTie
 from pase.dialect.dnn.layers import (
     BinaryOp,
     UnaryOp,
@@ -60,6 +60,7 @@ class SliceOp(LayerOp):
     start = prop_def(IntAttr)
 
     CLAUSES: ClassVar[Clauses] = (("along", "dim", "dim"), ("from", "start", "index"))
+    SCALE_TIE: ClassVar[ScaleTie] = "slice"
 
     def infer(self) -> NamedShape:
         (x,) = self.operand_shapes(1)

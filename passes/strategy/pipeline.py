@@ -20,7 +20,7 @@ its cost model is made of, as plain data:
     >>> from pase.passes.strategy.from_ir import read_graph
     >>> mlp = read_graph(parse_file("models/mlp.dnn"))
     >>> [dim.size for dim in microbatch_layers(mlp.layers, "b", 4)[0].space.dims]
-    [16, 256, 1024]
+    [16, 1024, 256]
 """
 
 from __future__ import annotations

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pase.core.diagnostics import LONGEST_SHOWN_LINE, shown_line
+from pase.core.diagnostics import LONGEST_SHOWN_LINE, read_line, shown_line
 from pase.core.files import (
     WriteError,
     deferred_writes,
-    read_line,
     read_text,
     write_atomically,
     write_bytes_atomically,

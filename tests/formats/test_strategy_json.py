@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pase.core.diagnostics import Diagnostic
 from pase.formats.strategy_json import dump_strategy, load_strategy, locate, strategy_json
-from pase.frontend import Diagnostic, parse_file, parse_text
+from pase.frontend import parse_file, parse_text
 from pase.passes.strategy import build_problem, solve
 from pase.passes.strategy.memory import memory_parts, solve_capped
 

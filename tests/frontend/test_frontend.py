@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.builtin import FileLineColLoc
 
+from pase.core.diagnostics import Diagnostic
 from pase.core.shapes import NamedShape
 from pase.dialect import dnn
 from pase.dialect.pase import ConfigAttr
-from pase.frontend import Diagnostic, parse_file, parse_text
+from pase.frontend import parse_file, parse_text
 
 MLP = Path(__file__).resolve().parents[2] / "models" / "mlp.dnn"
 

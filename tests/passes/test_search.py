@@ -12,9 +12,10 @@ from cli import parse_ir, run_tool
 from xdsl.context import Context
 from xdsl.dialects.builtin import UnknownLoc
 
+from pase.core.diagnostics import Diagnostic
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import ConfigAttr, StrategyAttr
-from pase.frontend import Diagnostic, parse_file
+from pase.frontend import parse_file
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, solve
 from pase.passes.strategy.memory import (

@@ -140,3 +140,43 @@ dist.program @p(devices = 4) {
 
 // CHECK: {{.*}}dist-invalid-parse.mlir:137:37{{$}}
 // CHECK: grid axis 0 both splits 'b' and holds partial sums; a grid axis does one or the other
+
+// -----
+
+/// tags, kernels and value names are quoted strings; anything else is an error at its own
+/// token (issue 35: `tag 7 :` was read as an integer typed by the op's type and reported
+/// on the next line)
+
+dist.program @p(devices = 4) {
+  shard.grid @grid4(shape = 4)
+  %x = dist.input x : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+  dist.return %x : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+}
+
+// CHECK: {{.*}}dist-invalid-parse.mlir:152:19{{$}}
+// CHECK: expected the value name as a quoted string
+
+// -----
+
+dist.program @p(devices = 4) {
+  shard.grid @grid4(shape = 4)
+  %x = dist.input "x" : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+  %y = dist.layer dnn.relu(%x) stats [] props {} tag "y" : (!dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>) -> !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+  dist.return %y : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+}
+
+// CHECK: {{.*}}dist-invalid-parse.mlir:164:19{{$}}
+// CHECK: expected the kernel as a quoted string
+
+// RUN: sed -n 's|^// TAG-INPUT: ||p' %s | not pase-opt 2>&1 | filecheck %s --check-prefix=TAG --strict-whitespace
+// TAG-INPUT: // a dist program whose line 6 has a tag that is not a string
+// TAG-INPUT: dist.program @p(devices = 4) {
+// TAG-INPUT:   shard.grid @grid4(shape = 4)
+// TAG-INPUT:   %x = dist.input "x" : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+// TAG-INPUT:   %s = dist.accumulate %x, %x tag "s" : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+// TAG-INPUT:   %y = dist.accumulate %s, %x tag 7 : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+// TAG-INPUT:   dist.return %y : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>
+// TAG-INPUT: }
+// TAG:      {{^}}stdin:6:35: error: expected the tag as a quoted string{{$}}
+// TAG-NEXT: {{^}}  %y = dist.accumulate %s, %x tag 7 : !dist.tensor<[b = 8] local [2], f32 on @grid4 split [[0]]>{{$}}
+// TAG-NEXT: {{^}}                                  ^{{$}}
