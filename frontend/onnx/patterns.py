@@ -1,7 +1,7 @@
 """Rewrites of the ONNX node list before import: exporters' spellings of one layer
 (the erf-based GELU) become the one node the frontend maps to a `dnn` op.
 
-    nodes = fuse_erf_gelu(onnx, list(model.graph.node), constant_of)
+    nodes = rewrite_patterns(onnx, list(model.graph.node), constant_of)
 """
 
 from __future__ import annotations
@@ -11,6 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+
+def rewrite_patterns(onnx: Any, nodes: list[Any],
+                     constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
+    """`nodes` with every pattern below replaced by the one node it spells."""
+    return fuse_erf_gelu(onnx, nodes, constant_of)
 
 
 def fuse_erf_gelu(onnx: Any, nodes: list[Any],
