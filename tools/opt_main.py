@@ -14,6 +14,7 @@ until the run succeeded, and `--help` lists pase's passes with their options.
 from __future__ import annotations
 
 import argparse
+import re
 import struct
 import sys
 import textwrap
@@ -158,6 +159,7 @@ class PaseOptMain(xDSLOptMain):
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input, checked to be UTF-8 text before `--split-input-file` splits it, so that
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
+        check_frontend_options(self.args.frontend or "")
         stream, file_extension = super().get_input_stream()
         if parse_spec(self.args.frontend or file_extension).name in BINARY_FRONTENDS:
             return stream, file_extension
@@ -279,6 +281,16 @@ def check_pass_options(pipeline: str) -> None:
                 raise ArgSpecParseError(token, f"option '{token.span.text}' is given twice")
             seen.add(key)
         previous = token.kind
+
+
+def check_frontend_options(spec: str) -> None:
+    """A usage error for an integer of more than `LONGEST_INTEGER` digits in `-f`'s options
+    (`-f 'onnx{batch=<45 digits>}'`), as `check_pass_options` refuses one in `-p`."""
+    for match in re.finditer(r"(?<![\w.])[-+]?\d+(?![\w.])", spec):
+        if len(match.group().lstrip("+-")) > LONGEST_INTEGER:
+            _usage_error(f"-f '{spec[:match.start()]}...': an integer of "
+                         f"{len(match.group().lstrip('+-')):,} digits; options take integers "
+                         f"of at most {LONGEST_INTEGER} digits")
 
 
 def verify_once(module: ModuleOp) -> None:

@@ -13,6 +13,10 @@
 # RUN: python %s outputs %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=OUTPUTS
 # RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=SYMBOLIC
 # RUN: python %s sequence %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=4}' 2>&1 | filecheck %s --check-prefix=SEQUENCE
+# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=999999999999999999999999999999999999999999999}' 2>&1 | filecheck %s --check-prefix=DIGITS
+# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=99999999999999999999}' 2>&1 | filecheck %s --check-prefix=BATCH-LIMIT
+# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=4000000000000000}' 2>&1 | filecheck %s --check-prefix=BATCH-ELEMENTS
+# RUN: python %s huge %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=HUGE
 # RUN: python %s input_type %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=INPUT-TYPE
 # RUN: python %s old %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=OLD
 # RUN: python %s new %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=NEW
@@ -180,6 +184,16 @@ def case_text():
 # EMPTY: error: not an ONNX model, or one without nodes: the file is empty, truncated or corrupt
 def case_empty():
     return b""
+
+
+# DIGITS: pase-opt: error: -f 'onnx{batch=...': an integer of 45 digits; options take integers of at most 40 digits
+# BATCH-LIMIT: .onnx: error: batch=99,999,999,999,999,999,999 is over pase's limit of 2^53 (-f 'onnx{batch=N}', pase-run --batch N)
+# BATCH-ELEMENTS: error: input 'x' of shape [4000000000000000, 4] has 16,000,000,000,000,000 elements with batch=4,000,000,000,000,000 (-f 'onnx{batch=N}', pase-run --batch N); pase handles at most 2^53 per tensor
+
+
+# HUGE: error: input 'x' of shape [1099511627776, 1048576] has 1,152,921,504,606,846,976 elements; pase handles at most 2^53 per tensor
+def case_huge():
+    return graph([node("Relu", ["x"], ["y"])], {"x": [2**40, 2**20]}, ("y", [2**40, 2**20]))
 
 
 # LOSS: error: unknown loss 'sum'; expected cross-entropy or mean
