@@ -207,6 +207,12 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             optimized = onnxscript.optimizer.optimize(model)
+            # Its folding keeps ConstantOfShape (so as not to grow a model): fold it too,
+            # it starts the shape and mask computations exporters write, then go on.
+            onnxscript.optimizer.fold_constants(
+                optimized, onnx_shape_inference=True,
+                should_fold=lambda node: True if node.op_type == "ConstantOfShape" else None)
+            optimized = onnxscript.optimizer.optimize(optimized)
     except Exception as error:  # the library's own failure: name it, no traceback
         raise Diagnostic(f"folding the model's static shapes failed (onnxscript's "
                          f"optimizer): {first_line(error)}", filename) from None
