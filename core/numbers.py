@@ -16,6 +16,7 @@ limit:
 
 from __future__ import annotations
 
+import math
 import re
 
 from pase.core.shapes import MAX_ELEMENTS
@@ -36,6 +37,22 @@ def read_integer(text: str, what: str, limit: int = MAX_ELEMENTS,
     if digits > len(str(limit)) or int(text) > limit:
         raise ValueError(f"{what} is {shown_integer(text)}; pase handles at most {limit_name}")
     return int(text)
+
+
+def read_float(text: str, what: str) -> float:
+    """`float(text)` of a finite decimal literal (`-1.0e9`), or `ValueError` naming `what`:
+
+        >>> read_float("6.0", "max")
+        6.0
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or "_" in text:
+        shown = text if len(text) <= SHOWN_DIGITS else f"{text[:SHOWN_DIGITS]}..."
+        raise ValueError(f"{what} must be a finite number, got '{shown}'")
+    return value
 
 
 def shown_integer(text: str) -> str:

@@ -186,16 +186,31 @@ def _spatial_result(op: str, x: NamedShape, kernel: Pair, stride: int, padding: 
 
 
 def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: Pair,
-                 result: NamedShape) -> NamedShape:
-    """NCHW convolution: x [b, ci, h, w], filter [co, ci, r, s] -> [b, co, ho, wo]."""
+                 result: NamedShape, groups: int = 1) -> NamedShape:
+    """NCHW convolution: x [b, ci, h, w], filter [co, cig, r, s] -> [b, co, ho, wo].
+
+    With `groups` G the channels form G groups: ci = G·cig, co divisible by G, and output
+    channel o reads the input channels of its group, o // (co / G). Ungrouped (G = 1) the
+    filter's second dim is the input's channel dim itself; grouped it is a dim of its own
+    (depthwise: G = ci = co and cig = 1).
+    """
     _float_element("conv2d", [x, w])
     _expect_rank("conv2d", "input [batch, channels, height, width]", x, 4)
     _expect_rank("conv2d", "filter [out-channels, in-channels, height, width]", w, 4)
     _expect_rank("conv2d", "result [batch, out-channels, height, width]", result, 4)
     _check_window("conv2d", stride, padding)
-    if w.dims[1] != x.dims[1]:
+    if groups < 1:
+        raise ShapeError(f"conv2d groups must be at least 1, got {groups}")
+    if groups == 1 and w.dims[1] != x.dims[1]:
         raise ShapeError(f"conv2d filter {w} must have the input channel dimension "
                          f"'{x.dims[1]}' second, got '{w.dims[1]}'")
+    if groups > 1 and x.sizes[1] != groups * w.sizes[1]:
+        raise ShapeError(f"conv2d with {groups} groups needs {groups} times the filter's "
+                         f"'{w.dims[1]}' ({w.sizes[1]}) input channels, but '{x.dims[1]}' "
+                         f"is {x.sizes[1]}")
+    if w.sizes[0] % groups:
+        raise ShapeError(f"conv2d output channels '{w.dims[0]}' ({w.sizes[0]}) must divide "
+                         f"into the {groups} groups")
     if result.dims[0] != x.dims[0]:
         raise ShapeError(f"conv2d result must keep the batch dimension '{x.dims[0]}' first, "
                          f"got '{result.dims[0]}'")
@@ -203,6 +218,8 @@ def conv2d_shape(x: NamedShape, w: NamedShape, stride: int, padding: Pair,
         raise ShapeError(f"conv2d result must have the filter's output channel dimension "
                          f"'{w.dims[0]}' second, got '{result.dims[1]}'")
     check_unique(result.dims + w.dims[2:])
+    if groups > 1:
+        check_unique((x.dims[0], w.dims[1], *result.dims[1:], *w.dims[2:]))
     _spatial_result("conv2d", x, (w.sizes[2], w.sizes[3]), stride, padding, result)
     return NamedShape(result.dims, result.sizes, x.element)
 
@@ -404,3 +421,57 @@ def cross_entropy_shape(logits: NamedShape, labels: NamedShape, over: str) -> Na
         raise ShapeError(f"softmax_cross_entropy labels must be {_fmt(expected)} "
                          f"(the logits without '{over}'), got {labels}")
     return NamedShape((), (), logits.element)
+
+
+def clip_shape(x: NamedShape, low: float, high: float) -> NamedShape:
+    """Elementwise clamp of x into [low, high]."""
+    _float_element("clip", [x])
+    if not low <= high:
+        raise ShapeError(f"clip min {low} must be at most its max {high}")
+    return x
+
+
+def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> NamedShape:
+    """x's entries start .. start + n - 1 along `dim`: the result has x's dims with `dim`
+    replaced, in place, by a new dim of size n (the result's)."""
+    _float_element("slice", [x])
+    if dim not in x.dims:
+        raise ShapeError(f"slice along '{dim}', which is not a dimension of {x}")
+    axis = x.dims.index(dim)
+    if result.rank != x.rank or any(r != d for k, (r, d) in enumerate(
+            zip(result.dims, x.dims, strict=True)) if k != axis):
+        raise ShapeError(f"slice result {result} must be {x} with '{dim}' replaced by a new "
+                         f"dimension")
+    new = result.dims[axis]
+    if new in x.dims:
+        raise ShapeError(f"slice result must replace '{dim}' by a dimension {x} does not "
+                         f"have, got '{new}'")
+    if start < 0 or start + result.sizes[axis] > x.sizes[axis]:
+        raise ShapeError(f"slice from {start} of {result.sizes[axis]} entries ('{new}') "
+                         f"runs past '{dim}' ({x.sizes[axis]})")
+    return NamedShape(result.dims, result.sizes, x.element)
+
+
+def mask_shape(x: NamedShape, over: Sequence[str]) -> NamedShape:
+    """A causal mask over [q, k]: two dims of x of one size."""
+    _float_element("mask", [x])
+    _dims_in("mask", over, x)
+    if len(over) != 2:
+        raise ShapeError(f"mask causal is over two dimensions [query, key], got {_fmt(over)}")
+    if x.size_of(over[0]) != x.size_of(over[1]):
+        raise ShapeError(f"mask causal needs '{over[0]}' ({x.size_of(over[0])}) and "
+                         f"'{over[1]}' ({x.size_of(over[1])}) of one size")
+    return x
+
+
+def rms_norm_shape(x: NamedShape, scale: Sequence[NamedShape], over: Sequence[str]) -> NamedShape:
+    """rmsnorm: x over its root mean square over `over`, times an optional scale over
+    `over`."""
+    _float_element("rmsnorm", [x, *scale])
+    _dims_in("rmsnorm", over, x)
+    if len(scale) > 1:
+        raise ShapeError(f"rmsnorm takes 1 operand, or 2 with a scale, got {1 + len(scale)}")
+    for param in scale:
+        if sorted(param.dims) != sorted(over):
+            raise ShapeError(f"rmsnorm scale must range over {_fmt(over)}, got {param}")
+    return x

@@ -27,14 +27,22 @@ from lark import Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.tree import Meta
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    f64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.frontend import Frontend
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import decode_text, read_text
-from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
@@ -109,10 +117,16 @@ class Statement:
 
     @property
     def required(self) -> tuple[str, ...]:
-        return tuple(name for name in self.clauses if name not in self.defaults)
+        """The clauses a statement must give: those with no default (a `count` clause's
+        is 1)."""
+        return tuple(keyword for keyword, _, form in self.op.CLAUSES
+                     if keyword not in self.defaults and form != "count")
 
 
 _WINDOW_DEFAULTS = {"stride": 1, "padding": 0}
+_CLAUSE_EXAMPLES = {"over": "over [d]", "window": "window [2, 2]", "min": "min 0.0",
+                    "max": "max 6.0", "along": "along d", "from": "from 0",
+                    "fill": "fill -1.0e9", "exponent": "exponent 2.0"}
 STATEMENTS: dict[str, Statement] = {
     "einsum": Statement(dnn.EinsumOp, (1, 3), result=True),
     "conv2d": Statement(dnn.Conv2dOp, (2, 2), result=True, defaults=_WINDOW_DEFAULTS),
@@ -134,6 +148,12 @@ STATEMENTS: dict[str, Statement] = {
     "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
     "reshape": Statement(dnn.ReshapeOp, result=True),
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
+    "clip": Statement(dnn.ClipOp),
+    "slice": Statement(dnn.SliceOp, result=True),
+    "mask": Statement(dnn.MaskOp),
+    "div": Statement(dnn.DivOp, (2, 2)),
+    "rmsnorm": Statement(dnn.RmsNormOp, (1, 2)),
+    **{op.name[4:]: Statement(op) for op in (dnn.SqrtOp, dnn.NegOp, dnn.PowOp)},
 }
 DATA_STATEMENTS = ("input", "param")
 # The result type of the op `build` probes for its shape, before it knows it.
@@ -200,8 +220,9 @@ _TOKEN_NAMES = {
     "VALUE": "a %value", "NAME": "a name", "NUMBER": "a number", "GRAPH_NAME": "@name",
     "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
     "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
-    "KIND": "max, avg, sum or mean", "GRAPH": "'graph'", "RETURN": "'return'",
-    "DATA": "input or param",
+    "KIND": "max, avg, sum, mean or causal", "ALONG": "'along'",
+    "NUMBER_CLAUSE": "groups, min, max, from, fill or exponent", "GRAPH": "'graph'",
+    "RETURN": "'return'", "DATA": "input or param",
 }
 
 
@@ -484,40 +505,63 @@ class _Scope:
 
     def clauses(self, op: str, statement: Statement, clauses: list[Tree],
                 op_token: Node) -> dict[str, Attribute]:
+        """The properties of the statement's clauses, each read by its op's clause form
+        (`LayerOp.CLAUSES`)."""
+        forms = {keyword: (prop, form) for keyword, prop, form in statement.op.CLAUSES}
         properties: dict[str, Attribute] = {}
+        given: set[str] = set()
         for clause in clauses:
             keyword, value = clause.children
             name = str(keyword)
             if name not in statement.clauses:
                 raise self.error(f"{op} takes no '{name}'", keyword)
-            if name in properties:
+            if name in given:
                 raise self.error(f"'{name}' given twice", keyword)
-            if name == "over":
-                dims = _items(value)
-                self.shape(dims)
-                properties[name] = ArrayAttr(StringAttr(str(d)) for d in dims)
-            elif name == "window":
-                properties[name] = ArrayAttr(
-                    IntAttr(self.builder.positive_int(n, "window size")) for n in _items(value))
-            elif name == "stride":
-                properties[name] = IntAttr(self.builder.positive_int(value, "stride"))
-            else:
-                pads = _items(value)
-                if len(pads) not in (1, 2):
-                    raise self.error("padding is one number or [height, width]", keyword)
-                values = [self.builder.positive_int(p, "padding", least=0) for p in pads]
-                values = values if len(values) == 2 else values * 2
-                properties[name] = ArrayAttr(IntAttr(v) for v in values)
+            given.add(name)
+            prop, form = forms[name]
+            if (attr := self.clause_value(name, form, value, keyword)) is not None:
+                properties[prop] = attr
         for name in statement.required:
-            if name not in properties:
-                example = "over [d]" if name == "over" else "window [2, 2]"
+            if name not in given:
+                example = _CLAUSE_EXAMPLES.get(name, f"{name} 1")
                 raise self.error(f"{op} needs '{name}', e.g. '{example}'", op_token)
         for name, default in statement.defaults.items():
             properties.setdefault(name, IntAttr(default) if name == "stride"
                                   else ArrayAttr((IntAttr(default), IntAttr(default))))
         # In the op's clause order, as its parser builds them, so that the generic form
         # prints the same whether the module came from .dnn source or from IR.
-        return {name: properties[name] for name in statement.clauses if name in properties}
+        return {prop: properties[prop] for _, prop, _ in statement.op.CLAUSES
+                if prop in properties}
+
+    def clause_value(self, name: str, form: str, value: Node,
+                     keyword: Node) -> Attribute | None:
+        """One clause's property (None: a `count` of 1, which is left out)."""
+        if form == "dims":
+            dims = _items(value)
+            self.shape(dims)
+            return ArrayAttr(StringAttr(str(d)) for d in dims)
+        if form == "dim":
+            if not isinstance(value, Token) or value.type != "NAME":
+                raise self.error(f"'{name}' takes one dimension name", keyword)
+            self.shape([value])
+            return StringAttr(str(value))
+        if form == "ints":
+            return ArrayAttr(IntAttr(self.builder.positive_int(n, f"{name} size"))
+                             for n in _items(value))
+        if form in ("int", "count", "index"):
+            number = self.builder.positive_int(value, name, least=0 if form == "index" else 1)
+            return None if form == "count" and number == 1 else IntAttr(number)
+        if form == "float":
+            try:
+                return FloatAttr(read_float(str(value), name), f64)
+            except ValueError as error:
+                raise self.error(str(error), value) from None
+        pads = _items(value)
+        if len(pads) not in (1, 2):
+            raise self.error("padding is one number or [height, width]", keyword)
+        values = [self.builder.positive_int(p, "padding", least=0) for p in pads]
+        values = values if len(values) == 2 else values * 2
+        return ArrayAttr(IntAttr(v) for v in values)
 
     def build(self, statement: Statement, operands: list[SSAValue],
               properties: dict[str, Attribute], result_type: dnn.TensorType | None,

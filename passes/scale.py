@@ -3,7 +3,9 @@
 Every dimension is scaled by F: exactly where the result is whole (batch 128 at F = 1/8
 is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
 What shape rules tie together is recomputed instead of scaled: a conv or pool's output
-height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e.
+height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e,
+a grouped conv's group count (the largest dividing its old count and its scaled
+channels) and filter channels, a slice's start (as far in as it was).
 Filter heights and widths keep their sizes; the input images shrink only as far as every
 conv and pool stays valid, and a global pool's window follows its input. A layer's
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
@@ -15,6 +17,7 @@ divides it (for a pipeline, the scaled micro-batch size's divisor).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import ceil, gcd, isfinite, prod
 
@@ -82,11 +85,17 @@ def _spatial(graph: dnn.GraphOp) -> tuple[set[str], set[str]]:
 
 
 def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
-               kernels: set[str]) -> tuple[dict[str, int], dict[dnn.LayerOp, tuple[int, int]]]:
-    """New sizes of every dim, and new windows of global pools; raises ScaleError."""
+               kernels: set[str]) -> tuple[dict[str, int], dict[dnn.LayerOp, tuple[int, int]],
+                                           dict[dnn.LayerOp, dict[str, Attribute]]]:
+    """New sizes of every dim, new windows of global pools and other properties that
+    follow the sizes (a grouped conv's groups, a slice's start); raises ScaleError."""
     old = graph.dims
     new: dict[str, int] = {}
     windows: dict[dnn.LayerOp, tuple[int, int]] = {}
+    overrides: dict[dnn.LayerOp, dict[str, Attribute]] = {}
+    # A grouped conv's filter channels (ci / groups) follow its scaled input channels.
+    group_widths = {op.input_shapes[1].dims[1] for op in graph.layers
+                    if isinstance(op, dnn.Conv2dOp) and op.count_prop("groups") > 1}
 
     def assign(dim: str, size: int) -> None:
         if new.setdefault(dim, size) != size:
@@ -105,11 +114,14 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
                     isinstance(use.operation, dnn.LstmOp) and use.index == 1
                     for use in op.output.uses):
                 continue  # the LSTM weight follows its input's width
-            free(shape.dims)
+            free(tuple(d for d in shape.dims if d not in group_widths))
         elif isinstance(op, dnn.Conv2dOp | dnn.Pool2dOp):
             x, y = op.input_shapes[0], op.result_shape
             if isinstance(op, dnn.Conv2dOp):
                 w = op.input_shapes[1]
+                if (count := op.count_prop("groups")) > 1:
+                    free(tuple(d for d in w.dims if d not in group_widths))
+                    overrides[op] = {"groups": IntAttr(_regroup(op, count, new, assign))}
                 free(w.dims)
                 window = (new[w.dims[2]], new[w.dims[3]])
             else:
@@ -145,6 +157,8 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
                     if total % rest:
                         raise ScaleError(f"{_name(op)}: cannot split {total} evenly")
                     assign(y.dims[outputs[-1]], total // rest)
+        elif isinstance(op, dnn.SliceOp):
+            overrides[op] = {"start": IntAttr(_reslice(op, new, free, assign))}
         elif isinstance(op, dnn.LstmOp):
             x, w = op.input_shapes
             assign(w.dims[0], old[w.dims[0]])
@@ -154,7 +168,37 @@ def _propagate(graph: dnn.GraphOp, factor: float, image: dict[str, int],
             free(op.result_shape.dims)
     for dim, size in old.items():
         new.setdefault(dim, scaled_size(size, factor))
-    return new, windows
+    return new, windows, overrides
+
+
+def _regroup(op: dnn.Conv2dOp, count: int, new: dict[str, int],
+             assign: Callable[[str, int], None]) -> int:
+    """The scaled group count of a grouped conv, the largest that still divides its
+    old count and its scaled input and output channels (a depthwise conv's follows its
+    channels); assigns the filter's channels per group."""
+    x, w = op.input_shapes
+    channels = new[x.dims[1]]
+    count = gcd(count, channels, new[w.dims[0]])
+    if count == 1:
+        raise ScaleError(f"{_name(op)}: its scaled channels form no groups")
+    assign(w.dims[1], channels // count)
+    return count
+
+
+def _reslice(op: dnn.SliceOp, new: dict[str, int], free: Callable[[tuple[str, ...]], None],
+             assign: Callable[[str, int], None]) -> int:
+    """The scaled start of a slice, after assigning its result's dims: the slice keeps
+    its size's scaling and starts as far in as it did, within the scaled dim."""
+    x, y = op.input_shapes[0], op.result_shape
+    axis = x.dims.index(op.dim.data)
+    for k, dim in enumerate(y.dims):
+        if k != axis:
+            assign(dim, new[x.dims[k]])
+    free((y.dims[axis],))
+    whole, part = new[x.dims[axis]], new[y.dims[axis]]
+    if part > whole:
+        raise ScaleError(f"{_name(op)}: a slice of {part} does not fit in {whole}")
+    return min(round(op.start.data * whole / x.sizes[axis]), whole - part)
 
 
 def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
@@ -173,7 +217,7 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
     image = {d: scaled_size(old[d], factor) for d in images}
     while True:
         try:
-            sizes, windows = _propagate(graph, factor, image, kernels)
+            sizes, windows, overrides = _propagate(graph, factor, image, kernels)
             break
         except ScaleError:
             if not image or all(image[d] >= old[d] for d in image):
@@ -192,6 +236,7 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
         properties: dict[str, Attribute] = dict(op.properties)
         if op in windows:
             properties["window"] = ArrayAttr(IntAttr(s) for s in windows[op])  # type: ignore[index]
+        properties |= overrides.get(op, {})  # type: ignore[call-overload]
         new_op: Operation = type(op).create(
             operands=[mapping[v] for v in op.operands], result_types=results,
             properties=properties, attributes=dict(op.attributes))

@@ -235,7 +235,7 @@ class _Emitter:
                     high = user.input_shapes[0].size_of(user.dims_prop("over")[0])
             return ("ints", high)
         user, index = uses[0] if uses else (None, 0)
-        if isinstance(user, dnn.NormOp):
+        if isinstance(user, dnn.NormOp | dnn.RmsNormOp):
             return ("normal+1" if index == 1 else "normal", 0.1)
         if isinstance(value.owner, dnn.ParamOp) and len(shape.sizes) > 1:
             return ("normal", 1.0 / sqrt(prod(shape.sizes[:-1])))
@@ -268,19 +268,33 @@ class _Emitter:
                 return (f"jnp.einsum({subscripts(inputs, result)!r}, {', '.join(operands)}, "
                         "precision=jax.lax.Precision.HIGHEST)")
             case dnn.Conv2dOp():
-                self.helpers.add("conv2d")
-                return (f"conv2d({operands[0]}, {operands[1]}, {op.stride.data}, "
-                        f"{_pair(op.ints_prop('padding'))})")
+                groups = op.count_prop("groups")
+                call = "conv2d" if groups == 1 else "grouped_conv2d"
+                self.helpers.add(call)
+                return (f"{call}({operands[0]}, {operands[1]}, {op.stride.data}, "
+                        f"{_pair(op.ints_prop('padding'))}"
+                        + (f", {groups})" if groups != 1 else ")"))
             case dnn.Pool2dOp():
                 self.helpers.add("pool2d")
                 return (f"pool2d({op.kind_prop()!r}, {operands[0]}, "
                         f"{_pair(op.ints_prop('window'))}, {op.stride.data}, "
                         f"{_pair(op.ints_prop('padding'))})")
+            case dnn.ClipOp():
+                self.helpers.add("clip")
+                return (f"clip({operands[0]}, {op.float_prop('min')!r}, "
+                        f"{op.float_prop('max')!r})")
+            case dnn.MaskOp():
+                self.helpers.add("causal_mask")
+                q_axis, k_axis = _axes(inputs[0], op.dims_prop("over"))
+                return (f"causal_mask({operands[0]}, {q_axis}, {k_axis}, "
+                        f"{op.float_prop('fill')!r})")
+            case dnn.PowOp():
+                return f"jnp.power({operands[0]}, {op.float_prop('exponent')!r})"
             case dnn.UnaryOp():
                 self.helpers.add(op.short_name)
                 return f"{op.short_name}({operands[0]})"
             case dnn.BinaryOp():
-                symbol = {"add": "+", "sub": "-", "mul": "*"}[op.short_name]
+                symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[op.short_name]
                 lhs, rhs = (self.aligned(operand, shape, result.dims)
                             for operand, shape in zip(operands, inputs, strict=True))
                 return f"{lhs} {symbol} {rhs}"
@@ -293,6 +307,12 @@ class _Emitter:
                           for operand, shape in zip(operands[1:], inputs[1:], strict=True)]
                 return (f"norm({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))}"
                         + "".join(f", {a}" for a in affine) + ")")
+            case dnn.RmsNormOp():
+                self.helpers.add("rms_norm")
+                scale = [self.aligned(operand, shape, inputs[0].dims)
+                         for operand, shape in zip(operands[1:], inputs[1:], strict=True)]
+                return (f"rms_norm({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))}"
+                        + "".join(f", {a}" for a in scale) + ")")
             case dnn.ReduceOp():
                 return (f"jnp.{op.kind_prop()}({operands[0]}, "
                         f"axis={_axes(inputs[0], op.dims_prop('over'))})")
@@ -304,6 +324,11 @@ class _Emitter:
             case dnn.ConcatOp():
                 axis = shapes.concat_axis(inputs, result)
                 return f"jnp.concatenate([{', '.join(operands)}], axis={axis})"
+            case dnn.SliceOp():
+                (axis,) = _axes(inputs[0], (op.dim.data,))
+                start, size = op.start.data, result.sizes[axis]
+                return (f"jax.lax.slice_in_dim({operands[0]}, {start}, {start + size}, "
+                        f"axis={axis})")
             case dnn.ReshapeOp():
                 return f"jnp.reshape({operands[0]}, {result.sizes!r})"
             case dnn.SoftmaxCrossEntropyOp():

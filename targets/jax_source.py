@@ -52,6 +52,27 @@ def sigmoid(x):
 def exp(x):
     return jnp.exp(x)
 ''',
+    "clip": '''\
+def clip(x, low, high):
+    """x clamped into [low, high]; the gradient passes strictly inside, as pase's."""
+    inside = (x > low) & (x < high)
+    return jnp.where(inside, x, jax.lax.stop_gradient(jnp.clip(x, low, high)))
+''',
+    "causal_mask": '''\
+def causal_mask(x, q_axis, k_axis, fill):
+    """x where key position <= query position, else `fill`."""
+    q = jax.lax.broadcasted_iota(jnp.int32, x.shape, q_axis)
+    k = jax.lax.broadcasted_iota(jnp.int32, x.shape, k_axis)
+    return jnp.where(k <= q, x, fill)
+''',
+    "sqrt": '''\
+def sqrt(x):
+    return jnp.sqrt(x)
+''',
+    "neg": '''\
+def neg(x):
+    return -x
+''',
     "softmax": '''\
 def softmax(x, axes):
     exps = jnp.exp(x - jax.lax.stop_gradient(jnp.max(x, axis=axes, keepdims=True)))
@@ -64,6 +85,12 @@ def norm(x, axes, scale=None, bias=None, eps=1e-5):
     variance = jnp.mean(jnp.square(x - mean), axis=axes, keepdims=True)
     y = (x - mean) * jax.lax.rsqrt(variance + eps)
     return y if scale is None else y * scale + bias
+''',
+    "rms_norm": '''\
+def rms_norm(x, axes, scale=None, eps=1e-5):
+    """x over its root mean square over `axes` (T5's norm), times the scale."""
+    y = x * jax.lax.rsqrt(jnp.mean(jnp.square(x), axis=axes, keepdims=True) + eps)
+    return y if scale is None else y * scale
 ''',
     "softmax_cross_entropy": '''\
 def softmax_cross_entropy(logits, labels, axis):
@@ -78,6 +105,14 @@ def conv2d(x, w, stride, padding):
     return jax.lax.conv_general_dilated(
         x, w, (stride, stride), [(padding[0], padding[0]), (padding[1], padding[1])],
         dimension_numbers=("NCHW", "OIHW", "NCHW"), precision=jax.lax.Precision.HIGHEST)
+''',
+    "grouped_conv2d": '''\
+def grouped_conv2d(x, w, stride, padding, groups):
+    """conv2d with the channels in `groups` groups (depthwise: one channel each)."""
+    return jax.lax.conv_general_dilated(
+        x, w, (stride, stride), [(padding[0], padding[0]), (padding[1], padding[1])],
+        dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=groups,
+        precision=jax.lax.Precision.HIGHEST)
 ''',
     "pool2d": '''\
 def pool2d(kind, x, window, stride, padding):

@@ -21,8 +21,9 @@ MLIR's shape: `%y = dnn.op <kind>? %operands <keyword value>* attr-dict : (types
 
 The dialect is split by a rule: `types` (the tensor type), `graph` (graph, input,
 param, return), `layer_op` (the base class and generic syntax of layers), `layers`
-(one op per layer kind) and `training` (the ops pase-autodiff writes). Everything is
-re-exported here, so `dnn.EinsumOp` and `from pase.dialect.dnn import GraphOp` work.
+(one op per layer kind, continued in `more_layers`) and `training` (the ops
+pase-autodiff writes). Everything is re-exported here, so `dnn.EinsumOp` and
+`from pase.dialect.dnn import GraphOp` work.
 """
 
 from xdsl.ir import Dialect
@@ -55,6 +56,16 @@ from pase.dialect.dnn.layers import (
     TanhOp,
     UnaryOp,
 )
+from pase.dialect.dnn.more_layers import (
+    ClipOp,
+    DivOp,
+    MaskOp,
+    NegOp,
+    PowOp,
+    RmsNormOp,
+    SliceOp,
+    SqrtOp,
+)
 from pase.dialect.dnn.training import SgdOp, VjpOp, is_gradient, layer_class
 from pase.dialect.dnn.types import ELEMENT_TYPES, TensorType, element_name, shape_of
 
@@ -62,10 +73,13 @@ Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, Sg
               [TensorType])
 
 __all__ = [
-    "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "Clauses", "ConcatOp",
-    "Conv2dOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
-    "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MulOp", "NormOp",
-    "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "SgdOp", "SigmoidOp",
-    "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
+    "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "Clauses", "ClipOp",
+    "ConcatOp",
+    "Conv2dOp", "DivOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
+    "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MaskOp", "MulOp",
+    "NegOp", "NormOp", "PowOp", "SqrtOp",
+    "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "RmsNormOp",
+    "SgdOp", "SigmoidOp",
+    "SliceOp", "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
     "VjpOp", "element_name", "is_gradient", "layer_class", "shape_of",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr, f64
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import IRDLOperation, result_def, traits_def, var_operand_def
 from xdsl.parser import Parser
@@ -37,6 +37,16 @@ Clauses = tuple[tuple[str, str, str], ...]
 Flops = tuple[float, float]
 
 
+def float_text(value: float) -> str:
+    """A float as IR and `.dnn` print it, with a point before any exponent (MLIR's float
+    literal needs one): `float_text(1e-05) == "1.0e-05"`, `float_text(6.0) == "6.0"`."""
+    text = repr(float(value))
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        return f"{mantissa}.0e{exponent}"
+    return text
+
+
 class HoldsLayers(OpTrait):
     """Marks the op whose block holds layers: `dnn.graph`."""
 
@@ -57,8 +67,10 @@ class LayerOp(IRDLOperation):
 
     Subclasses list their syntax in `KIND` (the property holding the leading keyword,
     e.g. `max` of pool2d, with its choices) and `CLAUSES` (`(keyword, property, form)`,
-    form one of "dims", "int", "ints", "pair" -- a pair of ints printed as one int when
-    both are equal), and implement `infer` and `iteration_space`.
+    form one of "dims", "dim" (one dim name), "int", "index" (an int that may be 0),
+    "count" (an int whose default 1 is left out: `groups`), "float", "ints", "pair" -- a
+    pair of ints printed as one int when both are equal), and implement `infer` and
+    `iteration_space`.
     """
 
     inputs = var_operand_def(TensorType)
@@ -109,6 +121,16 @@ class LayerOp(IRDLOperation):
         attr = self.properties[prop]
         assert isinstance(attr, ArrayAttr)
         return tuple(i.data for i in attr.data)
+
+    def float_prop(self, prop: str) -> float:
+        attr = self.properties[prop]
+        assert isinstance(attr, FloatAttr)
+        return float(attr.value.data)
+
+    def count_prop(self, prop: str) -> int:
+        """A "count" clause's value: 1 when it is left out."""
+        attr = self.properties.get(prop)
+        return attr.data if isinstance(attr, IntAttr) else 1
 
     def kind_prop(self) -> str:
         assert self.KIND is not None
@@ -183,8 +205,15 @@ class LayerOp(IRDLOperation):
         for keyword, prop, form in cls.CLAUSES:
             if parser.parse_optional_keyword(keyword) is None:
                 continue
-            if form == "int":
+            if form in ("int", "index"):
                 properties[prop] = IntAttr(parser.parse_integer(allow_boolean=False))
+            elif form == "count":
+                if (count := parser.parse_integer(allow_boolean=False)) != 1:
+                    properties[prop] = IntAttr(count)
+            elif form == "float":
+                properties[prop] = FloatAttr(parser.parse_float(), f64)
+            elif form == "dim":
+                properties[prop] = StringAttr(parser.parse_identifier())
             elif form == "pair":
                 single = parser.parse_optional_integer(allow_boolean=False)
                 properties[prop] = (parse_ints() if single is None
@@ -207,6 +236,13 @@ class LayerOp(IRDLOperation):
             if attr is None:
                 continue
             if isinstance(attr, IntAttr):
+                if form != "count" or attr.data != 1:
+                    text += f" {keyword} {attr.data}"
+                continue
+            if isinstance(attr, FloatAttr):
+                text += f" {keyword} {float_text(attr.value.data)}"
+                continue
+            if isinstance(attr, StringAttr):
                 text += f" {keyword} {attr.data}"
                 continue
             assert isinstance(attr, ArrayAttr)

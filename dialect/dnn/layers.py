@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.irdl import irdl_op_definition, prop_def
+from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 
 from pase.core import shapes
 from pase.core.shapes import NamedShape, ShapeError
@@ -80,33 +80,48 @@ class Conv2dOp(LayerOp):
     """NCHW convolution: `%y = dnn.conv2d %x, %w stride 1 padding 1 : (...) -> ...`.
 
     `padding [0, 3]` pads height and width differently (a 1x7 filter keeping the width).
+    `groups G` (left out when 1) groups the channels: x [b, ci, h, w], filter
+    [co, cig, r, s] with ci = G·cig; output channel o reads the cig input channels of
+    group o // (co / G). Depthwise: G = ci = co, cig = 1.
 
-    Iteration space (b, co, ci, ho, wo, r, s); only batch and channels split (PaSE
-    switches height/width splits off: they would need halo exchanges).
+    Iteration space (b, co, cig, ho, wo, r, s), where cig is the filter's input-channel
+    dim (ci itself when ungrouped). Height and width never split (PaSE switches them
+    off: they would need halo exchanges). Batch always splits. Ungrouped, both channel
+    dims split (a split ci leaves the result a partial sum). Grouped, cig does not split
+    (a block of it is no block of ci), and co always does: when each group has one
+    output channel (co = G, as depthwise), a block of co reads exactly the same block of
+    ci, so x's channels split with co; otherwise a block of co may start inside a group,
+    so x's channels are not split (each device holds them all, and its input gradient
+    is a partial sum over co).
     """
 
     name = "dnn.conv2d"
 
     stride = prop_def(IntAttr)
     padding = prop_def(ArrayAttr[IntAttr])
+    groups = opt_prop_def(IntAttr)
 
-    CLAUSES: ClassVar[Clauses] = (("stride", "stride", "int"), ("padding", "padding", "pair"))
+    CLAUSES: ClassVar[Clauses] = (("stride", "stride", "int"), ("padding", "padding", "pair"),
+                                  ("groups", "groups", "count"))
 
     def infer(self) -> NamedShape:
         x, w = self.operand_shapes(2, " (input, filter)")
         return shapes.conv2d_shape(x, w, self.stride.data, _pair(self.ints_prop("padding")),
-                                   self.result_shape)
+                                   self.result_shape, self.count_prop("groups"))
 
     def iteration_space(self) -> IterationSpace:
         x, w = self.input_shapes
         y = self.result_shape
+        groups = self.count_prop("groups")
         dims = (IterDim(y.dims[0], y.sizes[0]), IterDim(y.dims[1], y.sizes[1]),
-                IterDim(x.dims[1], x.sizes[1], reduction=True),
+                IterDim(w.dims[1], w.sizes[1], splittable=groups == 1, reduction=True),
                 IterDim(y.dims[2], y.sizes[2], splittable=False),
                 IterDim(y.dims[3], y.sizes[3], splittable=False),
                 IterDim(w.dims[2], w.sizes[2], splittable=False, reduction=True),
                 IterDim(w.dims[3], w.sizes[3], splittable=False, reduction=True))
-        return IterationSpace(dims, ((x.dims[0], x.dims[1], None, None), w.dims), y.dims,
+        channels = (w.dims[1] if groups == 1 else y.dims[1] if y.sizes[1] == groups
+                    else None)
+        return IterationSpace(dims, ((x.dims[0], channels, None, None), w.dims), y.dims,
                               flops_forward=2.0, flops_backward=4.0,
                               partial=tuple(d.name for d in dims if d.reduction))
 
@@ -450,8 +465,22 @@ class SoftmaxCrossEntropyOp(_OverOp):
             partial=tuple(d for d in logits.dims if d not in over), statistics=statistics)
 
 
+# The ops of `more_layers` build on the classes above, so they are imported after them
+# (the package imports this module before that one).
+from pase.dialect.dnn.more_layers import (  # noqa: E402
+    ClipOp,
+    DivOp,
+    MaskOp,
+    NegOp,
+    PowOp,
+    RmsNormOp,
+    SliceOp,
+    SqrtOp,
+)
+
 LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
-    ReshapeOp, SoftmaxCrossEntropyOp,
+    ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
+    RmsNormOp,
 )

@@ -70,12 +70,20 @@ class VjpOp(IRDLOperation):
     window = opt_prop_def(ArrayAttr[IntAttr])
     stride = opt_prop_def(IntAttr)
     padding = opt_prop_def(ArrayAttr[IntAttr])
+    groups = opt_prop_def(IntAttr)
+    min = opt_prop_def(FloatAttr)
+    max = opt_prop_def(FloatAttr)
+    dim = opt_prop_def(StringAttr)
+    start = opt_prop_def(IntAttr)
+    fill = opt_prop_def(FloatAttr)
+    exponent = opt_prop_def(FloatAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
-                                                      "padding")
+                                                      "padding", "groups", "min", "max",
+                                                      "dim", "start", "fill", "exponent")
 
     @property
     def indices(self) -> tuple[int, ...]:

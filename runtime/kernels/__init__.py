@@ -4,12 +4,12 @@
 |---|---|
 | `einsum` | einsum |
 | `conv` | conv2d, pool2d (max, avg) |
-| `elementwise` | relu, gelu, tanh, sigmoid, exp; add, sub, mul (broadcasting by name) |
-| `normalization` | softmax, layernorm, batchnorm, softmax_cross_entropy |
+| `elementwise` | relu, gelu, tanh, sigmoid, exp, sqrt, neg, clip, pow, mask; add, sub, mul, div |
+| `normalization` | softmax, layernorm, batchnorm, rmsnorm, softmax_cross_entropy |
 | `reduce` | reduce sum, mean |
 | `embedding` | embedding |
 | `lstm` | lstm |
-| `shape` | concat, reshape |
+| `shape` | concat, reshape, slice |
 | `optimizer` | sgd |
 
 Each module exports `KERNELS = {op name: (forward, backward)}` of functions with one

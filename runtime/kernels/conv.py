@@ -10,6 +10,12 @@ partial sum, with output channels split the input gradient is, with the batch sp
 filter gradient is; the caller all-reduces them (docs/cost-model.md, rules 1 and 2).
 pool2d is purely local.
 
+Grouped conv2d (`groups` G, filter [co, cig, r, s]) gathers, for each local output
+channel, the cig input channels of its group (`group_channels`), and contracts each
+output channel with its own gathered channels. Which channels those are depends on where
+the device's blocks start, so the kernel takes the global offsets of its x channel block
+and of its filter's output-channel block (0 when unsplit).
+
 Padding: conv2d and avg pooling pad with zeros, max pooling with −inf. Avg pooling
 counts padded zeros (count_include_pad=True): every window divides by `kh·kw`.
 """
@@ -17,6 +23,7 @@ counts padded zeros (count_include_pad=True): every window divides by `kh·kw`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,17 +73,26 @@ def _check_pool(kind: str) -> None:
 
 
 def conv2d_forward(x: np.ndarray, w: np.ndarray, stride: int = 1,
-                   padding: int | Sequence[int] = 0) -> np.ndarray:
-    """`y[b, o, p, q] = Σ_{c, i, j} xpad[b, c, stride·p + i, stride·q + j] · w[o, c, i, j]`."""
+                   padding: int | Sequence[int] = 0, groups: Groups | None = None
+                   ) -> np.ndarray:
+    """`y[b, o, p, q] = Σ_{c, i, j} xpad[b, c, stride·p + i, stride·q + j] · w[o, c, i, j]`,
+    c over the input channels of o's group when `groups` is given."""
     pad = _pair(padding)
+    if groups is not None:
+        channels = groups.channels(w.shape[0], w.shape[1])
+        windows = _grouped_windows(_pad(x, pad)[:, channels.ravel()], w, stride)
+        return np.einsum("bochwrs,ocrs->bohw", windows, w, optimize=True)
     windows = _windows(_pad(x, pad), (w.shape[2], w.shape[3]), stride)
     return np.einsum("bchwrs,ocrs->bohw", windows, w, optimize=True)
 
 
 def conv2d_backward(grad_output: np.ndarray, x: np.ndarray, w: np.ndarray, stride: int = 1,
-                    padding: int | Sequence[int] = 0, needs_grad: Sequence[bool] = (True, True)
+                    padding: int | Sequence[int] = 0, needs_grad: Sequence[bool] = (True, True),
+                    groups: Groups | None = None
                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Gradients (dx, dw) of the requested operands, local partial sums."""
+    if groups is not None:
+        return _grouped_backward(grad_output, x, w, stride, _pair(padding), needs_grad, groups)
     pad, window = _pair(padding), (w.shape[2], w.shape[3])
     out = (grad_output.shape[2], grad_output.shape[3])
     dx = dw = None
@@ -87,6 +103,58 @@ def conv2d_backward(grad_output: np.ndarray, x: np.ndarray, w: np.ndarray, strid
     if needs_grad[1]:
         windows = _windows(_pad(x, pad), window, stride)
         dw = np.einsum("bohw,bchwrs->ocrs", grad_output, windows, optimize=True)
+    return dx, dw
+
+
+@dataclass(frozen=True)
+class Groups:
+    """A grouped convolution's channel groups, as one device sees them: `count` groups
+    over `out_channels` (global) output channels; the device's output-channel block
+    starts at global channel `out_offset`, its x channel block at `in_offset`.
+
+    >>> Groups(4, 4).channels(2, 1).tolist()  # depthwise, the first two channels
+    [[0], [1]]
+    """
+
+    count: int
+    out_channels: int
+    out_offset: int = 0
+    in_offset: int = 0
+
+    def channels(self, local_out: int, per_group: int) -> np.ndarray:
+        """[o, cig]: the local x channels each local output channel reads."""
+        group = (self.out_offset + np.arange(local_out)) // (self.out_channels // self.count)
+        return group[:, None] * per_group + np.arange(per_group)[None, :] - self.in_offset
+
+
+def _grouped_windows(gathered: np.ndarray, w: np.ndarray, stride: int) -> np.ndarray:
+    """[b, o, cig, ho, wo, r, s]: the windows of the padded channels `gathered`
+    ([b, o·cig, h, w]) each output channel reads."""
+    windows = _windows(gathered, (w.shape[2], w.shape[3]), stride)
+    return windows.reshape(windows.shape[0], w.shape[0], w.shape[1], *windows.shape[2:])
+
+
+def _grouped_backward(grad_output: np.ndarray, x: np.ndarray, w: np.ndarray, stride: int,
+                      pad: Pair, needs_grad: Sequence[bool], groups: Groups
+                      ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    channels = groups.channels(w.shape[0], w.shape[1])
+    outputs, per_group = w.shape[0], w.shape[1]
+    dx = dw = None
+    if needs_grad[0]:
+        batch = grad_output.shape[0]
+        gathered_shape = (batch, outputs * per_group, x.shape[2], x.shape[3])
+        dgathered = _scatter(
+            lambda i, j: np.einsum("bohw,oc->bochw", grad_output, w[:, :, i, j]).reshape(
+                batch, outputs * per_group, *grad_output.shape[2:]),
+            gathered_shape, pad, (w.shape[2], w.shape[3]),
+            (grad_output.shape[2], grad_output.shape[3]), stride, grad_output.dtype)
+        # Summed per input channel, over the output channels that read it.
+        moved = np.zeros((x.shape[1], batch, x.shape[2], x.shape[3]), dtype=grad_output.dtype)
+        np.add.at(moved, channels.ravel(), np.moveaxis(dgathered, 1, 0))
+        dx = np.ascontiguousarray(np.moveaxis(moved, 0, 1))
+    if needs_grad[1]:
+        windows = _grouped_windows(_pad(x, pad)[:, channels.ravel()], w, stride)
+        dw = np.einsum("bohw,bochwrs->ocrs", grad_output, windows, optimize=True)
     return dx, dw
 
 
@@ -120,11 +188,24 @@ def pool2d_backward(kind: str, grad_output: np.ndarray, x: np.ndarray, window: S
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
+def _groups(ctx: KernelContext) -> Groups | None:
+    """The device's channel groups of a grouped conv2d; None when ungrouped."""
+    count = ctx.props.get("groups", 1)
+    if count == 1:
+        return None
+    return Groups(count, ctx.operands[1].sizes[0], ctx.offset(1, 0), ctx.offset(0, 1))
+
+
+def _conv2d(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    x, w = inputs
+    return conv2d_forward(x, w, ctx.props["stride"], ctx.props["padding"], _groups(ctx)), None
+
+
 def _conv2d_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
                      saved: Any, needs: list[bool]) -> list[Any]:
     x, w = inputs
     return list(conv2d_backward(grad_output, x, w, ctx.props["stride"], ctx.props["padding"],
-                                needs))
+                                needs, _groups(ctx)))
 
 
 def _pool2d(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
@@ -141,8 +222,6 @@ def _pool2d_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_ou
 
 
 KERNELS: Kernels = {
-    "dnn.conv2d": (lambda ctx, inputs: (conv2d_forward(inputs[0], inputs[1], ctx.props["stride"],
-                                                       ctx.props["padding"]), None),
-                   _conv2d_backward),
+    "dnn.conv2d": (_conv2d, _conv2d_backward),
     "dnn.pool2d": (_pool2d, _pool2d_backward),
 }

@@ -1,4 +1,6 @@
-"""Elementwise ops: relu, gelu, tanh, sigmoid, exp; add, sub, mul broadcasting by name.
+"""Elementwise ops: relu, gelu, tanh, sigmoid, exp, sqrt, neg; clip, pow; add, sub, mul, div
+broadcasting by name; the causal mask, which finds its block's positions from the block's
+offsets.
 
 Unary kernels are purely local. A binary op's result has the larger operand's dims
 (lhs's when both have the same set, as `pase.core.shapes.binary_shape`); the smaller
@@ -46,6 +48,8 @@ UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "tanh": (np.tanh, lambda dy, x, y: dy * (1.0 - y * y)),
     "sigmoid": (sigmoid, lambda dy, x, y: dy * y * (1.0 - y)),
     "exp": (np.exp, lambda dy, x, y: dy * y),
+    "sqrt": (np.sqrt, lambda dy, x, y: dy * 0.5 / y),
+    "neg": (np.negative, lambda dy, x, y: -dy),
 }
 """kind -> (x ↦ y, (dy, x, y) ↦ dx)."""
 
@@ -53,6 +57,7 @@ BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "add": (np.add, lambda dy, a, b: (dy, dy)),
     "sub": (np.subtract, lambda dy, a, b: (dy, -dy)),
     "mul": (np.multiply, lambda dy, a, b: (dy * b, dy * a)),
+    "div": (np.divide, lambda dy, a, b: (dy / b, -dy * a / (b * b))),
 }
 """kind -> ((a, b) ↦ y, (dy, a, b) ↦ (da, db)) over operands aligned to the result."""
 
@@ -128,6 +133,53 @@ def binary_backward(kind: str, grad_output: np.ndarray, lhs: np.ndarray,
     return dlhs, drhs
 
 
+def clip_forward(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """x clamped into [low, high]."""
+    return np.clip(x, low, high)
+
+
+def clip_backward(grad_output: np.ndarray, x: np.ndarray, low: float,
+                  high: float) -> np.ndarray:
+    """The gradient passes where low < x < high, and is 0 where x is clamped (or on a
+    bound)."""
+    return np.where((x > low) & (x < high), grad_output, 0).astype(grad_output.dtype)
+
+
+def pow_forward(x: np.ndarray, exponent: float) -> np.ndarray:
+    return np.power(x, exponent)
+
+
+def pow_backward(grad_output: np.ndarray, x: np.ndarray, exponent: float) -> np.ndarray:
+    """`dy · e · x^(e − 1)`."""
+    return grad_output * exponent * np.power(x, exponent - 1)
+
+
+def causal_keep(shape: Sequence[int], axes: tuple[int, int],
+                offsets: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """Where a block of `shape` keeps its entries: key position <= query position, the
+    query and key dims at `axes`, the block starting at global `offsets` along them."""
+    (q_axis, k_axis), expand = axes, [1] * len(shape)
+    q = np.arange(shape[q_axis]) + offsets[0]
+    k = np.arange(shape[k_axis]) + offsets[1]
+    q_shape, k_shape = list(expand), list(expand)
+    q_shape[q_axis], k_shape[k_axis] = len(q), len(k)
+    return np.asarray(k.reshape(k_shape) <= q.reshape(q_shape))
+
+
+def mask_forward(x: np.ndarray, keep: np.ndarray, fill: float) -> np.ndarray:
+    return np.where(keep, x, fill).astype(x.dtype)
+
+
+def mask_backward(grad_output: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return np.where(keep, grad_output, 0).astype(grad_output.dtype)
+
+
+def _keep(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    axes = (ctx.operands[0].dims.index(ctx.props["over"][0]),
+            ctx.operands[0].dims.index(ctx.props["over"][1]))
+    return causal_keep(x.shape, axes, (ctx.offset(0, axes[0]), ctx.offset(0, axes[1])))
+
+
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
@@ -156,5 +208,18 @@ def _binary(kind: str) -> tuple[Forward, Backward]:
     return forward, backward
 
 
-KERNELS: Kernels = {**{f"dnn.{kind}": _unary(kind) for kind in UNARY},
-                    **{f"dnn.{kind}": _binary(kind) for kind in BINARY}}
+KERNELS: Kernels = {
+    **{f"dnn.{kind}": _unary(kind) for kind in UNARY},
+    **{f"dnn.{kind}": _binary(kind) for kind in BINARY},
+    "dnn.clip": (lambda ctx, inputs: (clip_forward(inputs[0], ctx.props["min"],
+                                                   ctx.props["max"]), None),
+                 lambda ctx, inputs, output, grad_output, saved, needs: [
+                     clip_backward(grad_output, inputs[0], ctx.props["min"], ctx.props["max"])]),
+    "dnn.mask": (lambda ctx, inputs: (mask_forward(inputs[0], _keep(ctx, inputs[0]),
+                                                   ctx.props["fill"]), None),
+                 lambda ctx, inputs, output, grad_output, saved, needs: [
+                     mask_backward(grad_output, _keep(ctx, inputs[0]))]),
+    "dnn.pow": (lambda ctx, inputs: (pow_forward(inputs[0], ctx.props["exponent"]), None),
+                lambda ctx, inputs, output, grad_output, saved, needs: [
+                    pow_backward(grad_output, inputs[0], ctx.props["exponent"])]),
+}

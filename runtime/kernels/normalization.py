@@ -1,4 +1,4 @@
-"""softmax, layernorm, batchnorm and softmax_cross_entropy over named dims.
+"""softmax, layernorm, batchnorm, rmsnorm and softmax_cross_entropy over named dims.
 
 Each kernel normalizes over dims that may be split across devices, so its statistics
 are all-reduced through the `reduce(array, op)` callback (see `pase.runtime.kernels`),
@@ -11,6 +11,8 @@ device holds: its block of x with the normalized dims removed (the rows).
 | softmax_backward | 1: `reduce(Σ dy·y, "sum")`; W |
 | norm_forward (layernorm, batchnorm) | 1: `reduce([Σ x, Σ x²], "sum")`; 2W |
 | norm_backward | 1: `reduce([Σ g, Σ g·x̂], "sum")`, g = dy·scale; 2W |
+| rms_norm_forward | 1: `reduce(Σ x², "sum")`; W |
+| rms_norm_backward | 1: `reduce(Σ g·x̂, "sum")`, g = dy·scale; W |
 | softmax_cross_entropy_forward | 2: `reduce(row max, "max")`; W, then |
 | | `reduce([Σ exp(z − max), target logit], "sum")`; 2W |
 | softmax_cross_entropy_backward | none (it uses the forward's statistics) |
@@ -142,6 +144,44 @@ def norm_backward(grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str],
             unbroadcast(grad_output, _own_dims(bias_dims, dims, over), dims))
 
 
+def rms_norm_forward(x: np.ndarray, dims: Sequence[str], over: Sequence[str],
+                     scale: np.ndarray | None = None, *,
+                     scale_dims: Sequence[str] | None = None, count: int | None = None,
+                     eps: float = 1e-5, reduce: Reduce = local_reduce
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """`x / √(mean(x²) + eps) · scale` over `over` (the scale over `scale_dims`, by default
+    `over` in x's order), and the reciprocal root mean squares the backward reuses."""
+    axes = axes_of(dims, over)
+    count = count_or_local(count, x.shape, axes)
+    wide = x.astype(np.float64)
+    squares = reduce((wide * wide).sum(axis=axes, keepdims=True), "sum")
+    rms = (1.0 / np.sqrt(squares / count + eps)).astype(x.dtype)
+    y = x * rms
+    if scale is not None:
+        y = y * align(scale, _own_dims(scale_dims, dims, over), dims)
+    return y, rms
+
+
+def rms_norm_backward(grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str],
+                      over: Sequence[str], rms: np.ndarray, scale: np.ndarray | None = None,
+                      *, scale_dims: Sequence[str] | None = None, count: int | None = None,
+                      reduce: Reduce = local_reduce
+                      ) -> tuple[np.ndarray, np.ndarray | None]:
+    """(dx, dscale): `dx = rms · (g − x̂ · mean(g·x̂))` with g = dy·scale and x̂ = x·rms;
+    dscale a local partial sum over the split dims it does not range over."""
+    axes = axes_of(dims, over)
+    count = count_or_local(count, x.shape, axes)
+    own = _own_dims(scale_dims, dims, over)
+    normalized = x * rms
+    scaled = grad_output if scale is None else grad_output * align(scale, own, dims)
+    sums = reduce((scaled.astype(np.float64) * normalized).sum(axis=axes, keepdims=True),
+                  "sum").astype(x.dtype)
+    dx = rms * (scaled - normalized * (sums / count))
+    if scale is None:
+        return dx, None
+    return dx, unbroadcast(grad_output * normalized, own, dims)
+
+
 # --- softmax_cross_entropy ---------------------------------------------------------
 
 
@@ -225,6 +265,14 @@ def _norm_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_outp
                               *inputs[1:2], **_norm_options(ctx)))
 
 
+def _rms_options(ctx: KernelContext) -> dict[str, Any]:
+    """rmsnorm's global count, reduce callback and the scale's own dims."""
+    options = {"count": ctx.count(0, ctx.props["over"]), "reduce": ctx.reduce}
+    if len(ctx.operands) == 2:
+        options["scale_dims"] = ctx.dims[1]
+    return options
+
+
 def _cross_entropy_args(ctx: KernelContext) -> tuple[str, int, int]:
     """The class dim, the offset of the device's class block and the GLOBAL row count."""
     (over,) = ctx.props["over"]
@@ -259,4 +307,10 @@ KERNELS: Kernels = {
     "dnn.layernorm": (_norm, _norm_backward),
     "dnn.batchnorm": (_norm, _norm_backward),
     "dnn.softmax_cross_entropy": (_cross_entropy, _cross_entropy_backward),
+    "dnn.rmsnorm": (
+        lambda ctx, inputs: rms_norm_forward(inputs[0], ctx.dims[0], ctx.props["over"],
+                                             *inputs[1:], **_rms_options(ctx)),
+        lambda ctx, inputs, output, grad_output, saved, needs: list(rms_norm_backward(
+            grad_output, inputs[0], ctx.dims[0], ctx.props["over"], saved, *inputs[1:],
+            **_rms_options(ctx)))[:len(inputs)]),
 }

@@ -1,4 +1,4 @@
-"""concat and reshape: data movement only, purely local, no callbacks.
+"""concat, reshape and slice: data movement only, purely local, no callbacks.
 
 concat joins along the one dim whose name differs between the operands and the result;
 that dim is never split, so the local blocks concatenate into the local result.
@@ -8,6 +8,9 @@ through one-to-one (kept or renamed) may be split, and a row-major reshape of a 
 that is whole along every merged or split group is the block of the reshaped tensor,
 so the kernel reshapes the local block into the LOCAL result shape the caller gives
 (the result's sizes with each passed-through dim at its local extent).
+
+slice takes `start .. start + n - 1` along one dim, which is never split, so the local
+block of x is whole along it; the backward scatters the gradient into zeros.
 
 Example:
     >>> a, b = np.zeros((2, 3)), np.ones((2, 1))
@@ -54,6 +57,32 @@ def reshape(array: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return array.reshape(tuple(shape)).copy()
 
 
+def slice_forward(x: np.ndarray, axis: int, start: int, size: int) -> np.ndarray:
+    """A copy of x's entries `start .. start + size - 1` along `axis`."""
+    return np.take(x, np.arange(start, start + size), axis=axis)
+
+
+def slice_backward(grad_output: np.ndarray, shape: Sequence[int], axis: int,
+                   start: int) -> np.ndarray:
+    """The input gradient: grad_output in its place within zeros of x's `shape`."""
+    grad = np.zeros(tuple(shape), dtype=grad_output.dtype)
+    index = [slice(None)] * len(shape)
+    index[axis] = slice(start, start + grad_output.shape[axis])
+    grad[tuple(index)] = grad_output
+    return grad
+
+
+def _slice(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, None]:
+    axis = ctx.operands[0].dims.index(ctx.props["dim"])
+    return slice_forward(inputs[0], axis, ctx.props["start"], ctx.result.local[axis]), None
+
+
+def _slice_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                    saved: Any, needs: list[bool]) -> list[Any]:
+    axis = ctx.operands[0].dims.index(ctx.props["dim"])
+    return [slice_backward(grad_output, inputs[0].shape, axis, ctx.props["start"])]
+
+
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
@@ -70,4 +99,5 @@ KERNELS: Kernels = {
     "dnn.reshape": (lambda ctx, inputs: (reshape(inputs[0], ctx.result.local), None),
                     lambda ctx, inputs, output, grad_output, saved, needs: [
                         reshape(grad_output, inputs[0].shape)]),
+    "dnn.slice": (_slice, _slice_backward),
 }

@@ -75,6 +75,27 @@ def test_conv2d_splits_batch_and_channels_only():
         ("ci", "r", "s"), None, ())
 
 
+def test_grouped_conv2d_splits_output_channels_and_with_them_x_when_aligned():
+    # Depthwise: one output channel per group, so x's channels split with the outputs.
+    depthwise = layer("b = 8, c = 4, h = 6, w = 6, one = 1, r = 3, s = 3", """
+  %x = input [b, c, h, w]
+  %f = param [c, one, r, s]
+  %y = conv2d %x, %f padding 1 groups 4 -> [b, c, h, w]""").iteration_space()
+    assert summary(depthwise)[:3] == [("b", 8, True, False), ("c", 4, True, False),
+                                      ("one", 1, False, True)]
+    assert depthwise.operands == (("b", "c", None, None), ("c", "one", "r", "s"))
+    assert [d.name for d in depthwise.splittable] == ["b", "c"]
+    assert depthwise.points == 8 * 4 * 1 * 6 * 6 * 3 * 3
+    # Two outputs per group: a block of co may start inside a group, so x stays whole.
+    grouped = layer("b = 8, ci = 4, co = 8, c2 = 2, h = 6, w = 6, r = 1, s = 1", """
+  %x = input [b, ci, h, w]
+  %f = param [co, c2, r, s]
+  %y = conv2d %x, %f groups 2 -> [b, co, h, w]""").iteration_space()
+    assert grouped.operands == (("b", None, None, None), ("co", "c2", "r", "s"))
+    assert [d.name for d in grouped.splittable] == ["b", "co"]
+    assert grouped.partial == ("c2", "r", "s")
+
+
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_pool2d_splits_batch_and_channels_only(kind: str):
     pool = layer("b = 8, c = 4, h = 8, w = 8, ho = 5, wo = 4", f"""
@@ -271,3 +292,67 @@ def test_vjp_carries_its_forward_record():
     assert softmax.iteration_space().stats_dims == ("t",)
     reduce = next(op for op in vjps if op.forward.data == "dnn.reduce")
     assert reduce.iteration_space().partial == ("b", "t")
+
+
+def test_clip_iterates_over_its_input_and_splits_every_dim():
+    space = layer("b = 8, h = 16", """
+  %x = input [b, h]
+  %y = clip %x min 0.0 max 6.0""").iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("h", 16, True, False)]
+    assert space.operands == (("b", "h"),)
+    assert (space.partial, space.statistics) == ((), None)
+
+
+def test_slice_splits_every_dim_but_its_new_one():
+    space = layer("b = 8, e3 = 24, e = 8", """
+  %x = input [b, e3]
+  %k = slice %x along e3 from 8 -> [b, e]""").iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("e", 8, False, False)]
+    # x stays whole along the sliced dim: it follows no iteration dim.
+    assert space.operands == (("b", None),)
+    assert space.result == ("b", "e")
+    assert (space.flops_forward, space.flops_backward, space.partial) == (0.0, 0.0, ())
+
+
+def test_mask_splits_every_dim_even_its_query_and_key():
+    space = layer("b = 2, s = 4, t = 4", """
+  %x = input [b, s, t]
+  %m = mask causal %x over [s, t] fill -1.0e9""").iteration_space()
+    assert [d.name for d in space.splittable] == ["b", "s", "t"]
+    assert space.operands == (("b", "s", "t"),)
+    assert (space.partial, space.statistics) == ((), None)
+
+
+@pytest.mark.parametrize(("statement", "flops"), [
+    ("%y = div %x, %v", (1.0, 4.0)), ("%y = sqrt %x", (1.0, 2.0)),
+    ("%y = neg %x", (1.0, 1.0)), ("%y = pow %x exponent 2.0", (2.0, 3.0))])
+def test_elementwise_arithmetic_iterates_over_its_result(statement: str,
+                                                         flops: tuple[float, float]):
+    space = layer("b = 8, h = 16", f"""
+  %x = input [b, h]
+  %v = param [h]
+  {statement}""").iteration_space()
+    assert summary(space) == [("b", 8, True, False), ("h", 16, True, False)]
+    assert space.operands[0] == ("b", "h")
+    assert (space.flops_forward, space.flops_backward) == flops
+
+
+def test_rmsnorm_all_reduces_one_word_per_row_each_way():
+    space = layer("b = 4, s = 2, d = 8", """
+  %x = input [b, s, d]
+  %g = param [d]
+  %y = rmsnorm %x, %g over d""").iteration_space()
+    assert [d.name for d in space.splittable] == ["b", "s", "d"]
+    assert space.statistics == Statistics(("d",), ("b", "s"), (
+        Collective("all_reduce", 1), Collective("all_reduce", 1, backward=True)))
+    assert space.partial == ()
+
+
+def test_concat_of_a_size_one_class_token_keeps_its_joined_dim_whole():
+    space = layer("b = 4, one = 1, p = 16, s = 17, e = 8", """
+  %cls = input [b, one, e]
+  %x = input [b, p, e]
+  %y = concat %cls, %x -> [b, s, e]""").iteration_space()
+    assert summary(space) == [("b", 4, True, False), ("s", 17, False, False),
+                              ("e", 8, True, False)]
+    assert space.operands == (("b", None, "e"), ("b", None, "e"))

@@ -644,3 +644,29 @@ dnn.graph @g(b = 4, c = 10) {
 }
 
 // CHECK: {{.*}}dnn-invalid-shapes.mlir:642:3: error: 'dnn.softmax_cross_entropy' op softmax_cross_entropy labels must be [b] (the logits without 'c'), got [c]
+
+// -----
+
+/// conv2d groups that do not divide the input channels
+
+dnn.graph @g(b = 2, ci = 6, co = 8, h = 4, w = 4, c2 = 2, r = 3, s = 3, ho = 2, wo = 2) {
+  %x = dnn.input : !dnn.tensor<[b = 2, ci = 6, h = 4, w = 4], f32>
+  %f = dnn.param : !dnn.tensor<[co = 8, c2 = 2, r = 3, s = 3], f32>
+  %y = dnn.conv2d %x, %f stride 1 padding 0 groups 2 : (!dnn.tensor<[b = 2, ci = 6, h = 4, w = 4], f32>, !dnn.tensor<[co = 8, c2 = 2, r = 3, s = 3], f32>) -> !dnn.tensor<[b = 2, co = 8, ho = 2, wo = 2], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, co = 8, ho = 2, wo = 2], f32>
+}
+
+// CHECK: {{.*}}dnn-invalid-shapes.mlir:655:3: error: 'dnn.conv2d' op conv2d with 2 groups needs 2 times the filter's 'c2' (2) input channels, but 'ci' is 6
+
+// -----
+
+/// conv2d output channels that do not form the groups
+
+dnn.graph @g(b = 2, ci = 6, co = 8, h = 4, w = 4, c2 = 2, r = 3, s = 3, ho = 2, wo = 2) {
+  %x = dnn.input : !dnn.tensor<[b = 2, ci = 6, h = 4, w = 4], f32>
+  %f = dnn.param : !dnn.tensor<[co = 8, c2 = 2, r = 3, s = 3], f32>
+  %y = dnn.conv2d %x, %f stride 1 padding 0 groups 3 : (!dnn.tensor<[b = 2, ci = 6, h = 4, w = 4], f32>, !dnn.tensor<[co = 8, c2 = 2, r = 3, s = 3], f32>) -> !dnn.tensor<[b = 2, co = 8, ho = 2, wo = 2], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, co = 8, ho = 2, wo = 2], f32>
+}
+
+// CHECK: {{.*}}dnn-invalid-shapes.mlir:668:3: error: 'dnn.conv2d' op conv2d output channels 'co' (8) must divide into the 3 groups

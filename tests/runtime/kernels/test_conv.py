@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pase.runtime.kernels.conv import (
+    Groups,
     conv2d_backward,
     conv2d_forward,
     pool2d_backward,
@@ -131,3 +132,77 @@ def test_pool2d_sharded_equals_unsharded(kind: str, window: tuple[int, int], str
                 pool2d_backward(kind, grad_output, x, window, stride, padding)]
 
     kit.assert_sharded(step, [grad_output, x], [axis, axis], parts)
+
+
+# --- grouped convolution -------------------------------------------------------------
+
+# (groups, input channels, output channels): depthwise, one output per group, two per
+# group, a depthwise multiplier of two.
+GROUPINGS = [(4, 4, 4), (2, 4, 2), (2, 4, 4), (3, 3, 6)]
+
+
+def naive_grouped(x: np.ndarray, w: np.ndarray, groups: int, stride: int,
+                  padding: tuple[int, int]) -> np.ndarray:
+    """Each group's outputs as an ungrouped conv of its own input channels."""
+    inputs, outputs = x.shape[1] // groups, w.shape[0] // groups
+    return np.concatenate([naive_conv(x[:, g * inputs:(g + 1) * inputs],
+                                      w[g * outputs:(g + 1) * outputs], stride, padding)
+                           for g in range(groups)], axis=1)
+
+
+@pytest.mark.parametrize(("groups", "ci", "co"), GROUPINGS)
+def test_grouped_conv2d_matches_naive_groups(groups: int, ci: int, co: int,
+                                             rng: np.random.Generator, kit) -> None:
+    x = rng.standard_normal((2, ci, 5, 6))
+    w = rng.standard_normal((co, ci // groups, 3, 2))
+    kit.assert_exact(conv2d_forward(x, w, 2, (1, 0), Groups(groups, co)),
+                     naive_grouped(x, w, groups, 2, (1, 0)))
+
+
+@pytest.mark.parametrize(("groups", "ci", "co"), GROUPINGS)
+def test_grouped_conv2d_backward_matches_finite_differences(groups: int, ci: int, co: int,
+                                                            rng: np.random.Generator,
+                                                            kit) -> None:
+    x = rng.standard_normal((2, ci, 5, 5))
+    w = rng.standard_normal((co, ci // groups, 3, 3))
+    split = Groups(groups, co)
+    weights = rng.standard_normal(conv2d_forward(x, w, 1, (1, 1), split).shape)
+    kit.assert_gradients(lambda x, w: conv2d_forward(x, w, 1, (1, 1), split), [x, w], weights,
+                         conv2d_backward(weights, x, w, 1, (1, 1), groups=split))
+
+
+def test_a_one_by_one_conv2d_is_a_contraction(rng: np.random.Generator, kit) -> None:
+    x = rng.standard_normal((2, 3, 4, 5))
+    w = rng.standard_normal((6, 3, 1, 1))
+    kit.assert_exact(conv2d_forward(x, w), np.einsum("bchw,oc->bohw", x, w[:, :, 0, 0]))
+
+
+@pytest.mark.parametrize(("groups", "ci", "co"), GROUPINGS)
+@pytest.mark.parametrize("parts", [1, 2])
+def test_grouped_conv2d_split_output_channels_equals_unsharded(groups: int, ci: int, co: int,
+                                                               parts: int,
+                                                               rng: np.random.Generator,
+                                                               kit) -> None:
+    # Each device holds a block of the output channels; x's channels split with them
+    # when each group has one output channel (co = groups), else every device holds x
+    # whole and its input gradient is a partial sum.
+    x = rng.standard_normal((2, ci, 5, 5))
+    w = rng.standard_normal((co, ci // groups, 3, 3))
+    dy = rng.standard_normal((2, co, 5, 5))
+    aligned = co == groups
+    y, (dx, dw) = (conv2d_forward(x, w, 1, 1, Groups(groups, co)),
+                   conv2d_backward(dy, x, w, 1, 1, groups=Groups(groups, co)))
+    outs, dxs, dws = [], [], []
+    block, in_block = co // parts, ci // parts
+    for device in range(parts):
+        local_x = x[:, device * in_block:(device + 1) * in_block] if aligned else x
+        split = Groups(groups, co, device * block, device * in_block if aligned else 0)
+        local_w, local_dy = w[device * block:(device + 1) * block], dy[:, device * block:
+                                                                          (device + 1) * block]
+        outs.append(conv2d_forward(local_x, local_w, 1, 1, split))
+        grads = conv2d_backward(local_dy, local_x, local_w, 1, 1, groups=split)
+        dxs.append(grads[0])
+        dws.append(grads[1])
+    kit.assert_exact(np.concatenate(outs, axis=1), y)
+    kit.assert_exact(np.concatenate(dws, axis=0), dw)
+    kit.assert_exact(kit.assemble(dxs, 1 if aligned else None), dx)

@@ -14,6 +14,13 @@ from pase.runtime.kernels.elementwise import (
     binary_backward,
     binary_dims,
     binary_forward,
+    causal_keep,
+    clip_backward,
+    clip_forward,
+    mask_backward,
+    mask_forward,
+    pow_backward,
+    pow_forward,
     unary_backward,
     unary_forward,
 )
@@ -40,6 +47,8 @@ def test_unary_backward_matches_finite_differences(kind: str, rng: np.random.Gen
                                                    kit) -> None:
     x = random(["b", "s", "h"], rng)
     x[np.abs(x) < 1e-3] = 0.5  # away from relu's kink
+    if kind == "sqrt":
+        x = np.abs(x) + 0.5
     weights = random(["b", "s", "h"], rng)
     kit.assert_gradients(partial(unary_forward, kind), [x], weights,
                          [unary_backward(kind, weights, x, unary_forward(kind, x))])
@@ -53,8 +62,8 @@ def test_unary_sharded_equals_unsharded(kind: str, axis: int, parts: int,
         y = unary_forward(kind, x)
         return [y, unary_backward(kind, grad_output, x, y)]
 
-    kit.assert_sharded(step, [random(["b", "s", "h"], rng), random(["b", "s", "h"], rng)],
-                       [axis, axis], parts)
+    kit.assert_sharded(step, [random(["b", "s", "h"], rng),
+                              np.abs(random(["b", "s", "h"], rng)) + 0.5], [axis, axis], parts)
 
 
 def test_binary_broadcasts_by_name() -> None:
@@ -110,3 +119,85 @@ def test_binary_of_scalars_is_a_scalar(kind: str) -> None:
     assert dlhs is not None
     assert drhs is not None
     assert (dlhs.shape, drhs.shape) == ((), ())
+
+
+def test_clip_clamps_and_passes_the_gradient_strictly_inside() -> None:
+    x = np.array([-1.0, 0.0, 0.5, 6.0, 7.0])
+    np.testing.assert_array_equal(clip_forward(x, 0.0, 6.0), [0.0, 0.0, 0.5, 6.0, 6.0])
+    np.testing.assert_array_equal(clip_backward(np.ones(5), x, 0.0, 6.0), [0, 0, 1, 0, 0])
+
+
+def test_clip_backward_matches_finite_differences(rng: np.random.Generator, kit) -> None:
+    x = random(["b", "s", "h"], rng)
+    x[np.abs(np.abs(x) - 0.5) < 1e-3] = 0.1  # away from the kinks
+    weights = random(["b", "s", "h"], rng)
+    kit.assert_gradients(lambda v: clip_forward(v, -0.5, 0.5), [x], weights,
+                         [clip_backward(weights, x, -0.5, 0.5)])
+
+
+@pytest.mark.parametrize(("axis", "parts"), [(0, 2), (2, 4)])
+def test_clip_sharded_equals_unsharded(axis: int, parts: int, rng: np.random.Generator,
+                                       kit) -> None:
+    def step(grad_output: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        return [clip_forward(x, -0.5, 0.5), clip_backward(grad_output, x, -0.5, 0.5)]
+
+    kit.assert_sharded(step, [random(["b", "s", "h"], rng), random(["b", "s", "h"], rng)],
+                       [axis, axis], parts)
+
+
+def test_causal_mask_fills_the_keys_after_each_query() -> None:
+    x = np.arange(9.0).reshape(3, 3)
+    keep = causal_keep(x.shape, (0, 1))
+    np.testing.assert_array_equal(mask_forward(x, keep, -1.0),
+                                  [[0, -1, -1], [3, 4, -1], [6, 7, 8]])
+    np.testing.assert_array_equal(mask_backward(np.ones((3, 3)), keep),
+                                  [[1, 0, 0], [1, 1, 0], [1, 1, 1]])
+
+
+def test_causal_mask_backward_matches_finite_differences(rng: np.random.Generator,
+                                                         kit) -> None:
+    x = random(["b", "s", "h"], rng)[:, :2, :2]
+    keep = causal_keep(x.shape, (2, 1))  # queries along axis 2, keys along axis 1
+    weights = rng.standard_normal(x.shape)
+    kit.assert_gradients(lambda v: mask_forward(v, keep, -3.0), [x], weights,
+                         [mask_backward(weights, keep)])
+
+
+@pytest.mark.parametrize(("q_parts", "k_parts"), [(2, 1), (1, 4), (2, 2)])
+def test_causal_mask_of_blocks_equals_unsharded(q_parts: int, k_parts: int,
+                                                rng: np.random.Generator) -> None:
+    # Each block, placed by its offsets, is the block of the whole mask.
+    x = rng.standard_normal((2, 4, 4))
+    whole = mask_forward(x, causal_keep(x.shape, (1, 2)), -5.0)
+    for i in range(q_parts):
+        for j in range(k_parts):
+            rows, cols = slice(i * 4 // q_parts, (i + 1) * 4 // q_parts), slice(
+                j * 4 // k_parts, (j + 1) * 4 // k_parts)
+            block = x[:, rows, cols]
+            keep = causal_keep(block.shape, (1, 2), (rows.start, cols.start))
+            np.testing.assert_array_equal(mask_forward(block, keep, -5.0), whole[:, rows, cols])
+
+
+@pytest.mark.parametrize(("lhs_dims", "rhs_dims"), [(["b", "h"], ["h"]), (["s"], ["b", "s", "h"])])
+def test_div_backward_matches_finite_differences(lhs_dims: list[str], rhs_dims: list[str],
+                                                 rng: np.random.Generator, kit) -> None:
+    lhs, rhs = random(lhs_dims, rng), np.abs(random(rhs_dims, rng)) + 0.5
+    weights = random(list(binary_dims(lhs_dims, rhs_dims)), rng)
+    kit.assert_gradients(lambda a, b: binary_forward("div", a, lhs_dims, b, rhs_dims),
+                         [lhs, rhs], weights,
+                         binary_backward("div", weights, lhs, lhs_dims, rhs, rhs_dims))
+
+
+@pytest.mark.parametrize("exponent", [2.0, 3.0, 0.5, -1.5])
+def test_pow_backward_matches_finite_differences(exponent: float, rng: np.random.Generator,
+                                                 kit) -> None:
+    x = np.abs(random(["b", "s", "h"], rng)) + 0.5
+    weights = random(["b", "s", "h"], rng)
+    kit.assert_gradients(lambda v: pow_forward(v, exponent), [x], weights,
+                         [pow_backward(weights, x, exponent)])
+
+
+def test_pow_of_negative_bases_with_whole_exponents() -> None:
+    x = np.array([-2.0, 3.0])
+    np.testing.assert_array_equal(pow_forward(x, 2.0), [4.0, 9.0])
+    np.testing.assert_array_equal(pow_backward(np.ones(2), x, 3.0), [12.0, 27.0])

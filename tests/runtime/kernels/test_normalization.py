@@ -14,6 +14,8 @@ from pase.runtime.kernels import KERNELS, KernelContext, Reduce, Tensor, local_r
 from pase.runtime.kernels.normalization import (
     norm_backward,
     norm_forward,
+    rms_norm_backward,
+    rms_norm_forward,
     softmax_backward,
     softmax_cross_entropy_backward,
     softmax_cross_entropy_forward,
@@ -160,6 +162,58 @@ def test_norm_sharded_equals_unsharded(kind: str, dims: list[str], over: list[st
     if dim in over:
         local = dict(SIZES, **{dim: SIZES[dim] // parts})
         shape = (2, *statistics_shape(dims, over, local))
+        assert calls == [("reduce", "sum", shape), ("reduce", "sum", shape)]
+
+
+# --- rmsnorm ---------------------------------------------------------------------
+
+# (x dims, normalized dims, scale dims or None)
+RMS_NORMS = [(["b", "s", "d"], ["d"], ["d"]), (["b", "h", "w"], ["h", "w"], ["w", "h"]),
+             (["b", "s", "d"], ["s", "d"], None)]
+
+
+@pytest.mark.parametrize(("dims", "over", "scale_dims"), RMS_NORMS)
+def test_rms_norm_matches_the_reference_and_finite_differences(
+        dims: list[str], over: list[str], scale_dims: list[str] | None,
+        rng: np.random.Generator, kit) -> None:
+    x = random(dims, rng)
+    scales = [] if scale_dims is None else [random(scale_dims, rng) + 1]
+    axes = tuple(dims.index(d) for d in over)
+    expected = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + 1e-5)
+    if scale_dims is not None:
+        aligned = np.transpose(scales[0], [scale_dims.index(d) for d in dims if d in over])
+        expected = expected * aligned.reshape([x.shape[k] if d in over else 1
+                                               for k, d in enumerate(dims)])
+
+    def forward(x: np.ndarray, *scale: np.ndarray) -> np.ndarray:
+        return rms_norm_forward(x, dims, over, *scale, scale_dims=scale_dims)[0]
+
+    kit.assert_exact(forward(x, *scales), expected)
+    weights = random(dims, rng)
+    y, rms = rms_norm_forward(x, dims, over, *scales, scale_dims=scale_dims)
+    grads = rms_norm_backward(weights, x, dims, over, rms, *scales, scale_dims=scale_dims)
+    kit.assert_gradients(forward, [x, *scales], weights, list(grads)[:1 + len(scales)])
+
+
+@pytest.mark.parametrize("dim", ["b", "s", "d"])
+@pytest.mark.parametrize("parts", [2])
+def test_rms_norm_sharded_equals_unsharded(dim: str, parts: int, rng: np.random.Generator,
+                                           kit) -> None:
+    """A split normalized dim all-reduces one W buffer forward and one backward."""
+    dims, over = ["b", "s", "d"], ["d"]
+    x, scale, grad_output = random(dims, rng), random(["d"], rng) + 1, random(dims, rng)
+
+    def step(grad_output: np.ndarray, x: np.ndarray, scale: np.ndarray,
+             reduce: Reduce = local_reduce) -> list[np.ndarray | None]:
+        options = {"count": SIZES["d"], "reduce": reduce}
+        y, rms = rms_norm_forward(x, dims, over, scale, **options)
+        return [y, *rms_norm_backward(grad_output, x, dims, over, rms, scale, **options)]
+
+    axis = dims.index(dim)
+    calls = kit.assert_sharded(step, [grad_output, x, scale],
+                               [axis, axis, 0 if dim == "d" else None], parts, dim in over)
+    if dim in over:
+        shape = statistics_shape(dims, over, dict(SIZES, d=SIZES["d"] // parts))
         assert calls == [("reduce", "sum", shape), ("reduce", "sum", shape)]
 
 

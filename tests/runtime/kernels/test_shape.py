@@ -1,4 +1,5 @@
-"""concat and reshape: finite differences, splits of the dims that may split (f32: test_table)."""
+"""concat, reshape and slice: finite differences, splits of the dims that may split (f32:
+test_table)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pase.runtime.kernels.shape import (
     concat_backward,
     concat_forward,
     reshape,
+    slice_backward,
+    slice_forward,
 )
 
 CONCAT_DIMS = [["b", "c1", "h"], ["b", "c2", "h"], ["b", "c3", "h"]]
@@ -86,3 +89,44 @@ def test_results_never_alias_inputs(rng: np.random.Generator) -> None:
     assert not np.shares_memory(reshape(x, (4, 2, 3)), x)
     grads = concat_backward(x, [["b", "c1"], ["b", "c2"]], ["b", "c"], [2, 4])
     assert not any(np.shares_memory(g, x) for g in grads)
+
+
+def test_slice_takes_a_range_and_scatters_the_gradient_back() -> None:
+    x = np.arange(12.0).reshape(2, 6)
+    y = slice_forward(x, 1, 2, 3)
+    np.testing.assert_array_equal(y, [[2, 3, 4], [8, 9, 10]])
+    dx = slice_backward(np.ones((2, 3)), x.shape, 1, 2)
+    np.testing.assert_array_equal(dx, [[0, 0, 1, 1, 1, 0], [0, 0, 1, 1, 1, 0]])
+
+
+def test_slice_backward_matches_finite_differences(kit) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 5, 2))
+    weights = rng.standard_normal((3, 2, 2))
+    kit.assert_gradients(lambda v: slice_forward(v, 1, 3, 2), [x], weights,
+                         [slice_backward(weights, x.shape, 1, 3)])
+
+
+@pytest.mark.parametrize(("axis", "parts"), [(0, 3), (2, 2)])
+def test_slice_sharded_along_other_dims_equals_unsharded(axis: int, parts: int, kit) -> None:
+    rng = np.random.default_rng(4)
+    x, grad_output = rng.standard_normal((3, 5, 2)), rng.standard_normal((3, 2, 2))
+
+    def step(grad_output: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        return [slice_forward(x, 1, 1, 2), slice_backward(grad_output, x.shape, 1, 1)]
+
+    kit.assert_sharded(step, [grad_output, x], [axis, axis], parts)
+
+
+def test_concat_of_a_size_one_token_and_its_gradient(kit) -> None:
+    # ViT's class token: [b, one, e] joined before [b, p, e].
+    rng = np.random.default_rng(5)
+    token, patches = rng.standard_normal((2, 1, 3)), rng.standard_normal((2, 4, 3))
+    dims = [["b", "one", "e"], ["b", "p", "e"]]
+    y = concat_forward([token, patches], dims, ["b", "s", "e"])
+    np.testing.assert_array_equal(y[:, 0], token[:, 0])
+    np.testing.assert_array_equal(y[:, 1:], patches)
+    weights = rng.standard_normal(y.shape)
+    kit.assert_gradients(lambda a, b: concat_forward([a, b], dims, ["b", "s", "e"]),
+                         [token, patches], weights,
+                         concat_backward(weights, dims, ["b", "s", "e"], [1, 4]))

@@ -32,21 +32,32 @@ CASES = [
     ("dnn.einsum", {}, [("b", "h"), ("h", "w")], ("b", "w"), {}),
     ("dnn.conv2d", {"stride": 1, "padding": [1, 1]}, [("b", "c", "h", "w"), ("o", "c", "r", "s")],
      ("b", "o", "h", "w"), {}),
+    ("dnn.conv2d", {"stride": 1, "padding": [1, 1], "groups": 2},
+     [("b", "z", "h", "w"), ("o", "e", "r", "s")], ("b", "o", "h", "w"), {}),
     ("dnn.pool2d", {**POOL, "kind": "max"}, [("b", "c", "h", "w")], ("b", "c", "h1", "h2"), {}),
     ("dnn.pool2d", {**POOL, "kind": "avg"}, [("b", "c", "h", "w")], ("b", "c", "h1", "h2"), {}),
     *[(f"dnn.{kind}", {}, [("b", "h")], ("b", "h"), {}) for kind in elementwise.UNARY],
     *[(f"dnn.{kind}", {}, [("b", "h"), ("h",)], ("b", "h"), {}) for kind in elementwise.BINARY],
+    ("dnn.clip", {"min": -0.5, "max": 0.5}, [("b", "h")], ("b", "h"), {}),
+    ("dnn.pow", {"exponent": 1.5}, [("b", "h")], ("b", "h"), {}),
+    ("dnn.mask", {"kind": "causal", "over": ["h", "w"], "fill": -1e9}, [("b", "h", "w")],
+     ("b", "h", "w"), {}),
     ("dnn.softmax", {"over": ["h"]}, [("b", "h")], ("b", "h"), {}),
     ("dnn.layernorm", {"over": ["h"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
     ("dnn.batchnorm", {"over": ["b"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
+    ("dnn.rmsnorm", {"over": ["h"]}, [("b", "h"), ("h",)], ("b", "h"), {}),
     ("dnn.softmax_cross_entropy", {"over": ["k"]}, [("b", "k"), ("b",)], (), {1: "k"}),
     ("dnn.reduce", {"kind": "mean", "over": ["h"]}, [("b", "h")], ("b",), {}),
     ("dnn.embedding", {}, [("b",), ("v", "e")], ("b", "e"), {0: "v"}),
     ("dnn.lstm", {}, [("b", "t", "e"), ("l", "z", "g")], ("b", "t", "e"), {}),
     ("dnn.concat", {}, [("b", "c1"), ("b", "c2")], ("b", "c3"), {}),
     ("dnn.reshape", {}, [("b", "h")], ("b", "h1", "h2"), {}),
+    ("dnn.slice", {"dim": "k", "start": 2}, [("b", "k")], ("b", "t"), {}),
     ("dnn.sgd", {"lr": 0.5}, [("h",), ("h",)], ("h",), {}),
 ]
+
+
+POSITIVE = {"dnn.sqrt", "dnn.pow", "dnn.div"}
 
 
 def test_every_op_has_a_float32_case():
@@ -62,6 +73,8 @@ def test_kernels_keep_float32(op: str, props: dict, operand_dims: list[tuple[str
     tensors = [Tensor(dims, tuple(SIZES[d] for d in dims)) for dims in [*operand_dims, result_dims]]
     wide = [rng.integers(0, SIZES[integer[i]], t.sizes) if i in integer
             else rng.standard_normal(t.sizes) for i, t in enumerate(tensors[:-1])]
+    if op in POSITIVE:  # their domain; div divides by a value away from 0
+        wide[-1] = np.abs(wide[-1]) + 0.5
     ctx = KernelContext(props, tuple(tensors[:-1]), tensors[-1])
     forward, backward = KERNELS[op]
 

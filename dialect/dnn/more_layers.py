@@ -1,0 +1,160 @@
+"""`layers` continued: the layer ops real PyTorch exports need (issue 31).
+
+clip (ReLU6), the elementwise div, sqrt, neg and pow, slice (ONNX Slice, Split and
+constant-index Gather), the causal mask (GPT-2's Where with a lower-triangular mask) and
+rmsnorm (T5's norm). Like every layer op they answer `infer()` from `pase.core.shapes` and
+`iteration_space()`; `layers.LAYER_OPS` lists them with the others.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr
+from xdsl.irdl import irdl_op_definition, prop_def
+
+from pase.core import shapes
+from pase.core.shapes import NamedShape
+from pase.core.space import Collective, IterationSpace, IterDim
+from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp
+from pase.dialect.dnn.layers import (
+    BinaryOp,
+    UnaryOp,
+    _identity_space,
+    _OverOp,
+    _row_statistics,
+)
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    """`%y = dnn.clip %x min 0.0 max 6.0 : (...) -> ...`: x clamped into [min, max]
+    (ReLU6 is clip 0 6); the gradient passes where min < x < max."""
+
+    name = "dnn.clip"
+
+    min = prop_def(FloatAttr)
+    max = prop_def(FloatAttr)
+
+    CLAUSES: ClassVar[Clauses] = (("min", "min", "float"), ("max", "max", "float"))
+    FLOPS: ClassVar[Flops] = (1.0, 1.0)
+
+    def infer(self) -> NamedShape:
+        (x,) = self.operand_shapes(1)
+        return shapes.clip_shape(x, self.float_prop("min"), self.float_prop("max"))
+
+
+@irdl_op_definition
+class SliceOp(LayerOp):
+    """`%y = dnn.slice %x along d from 16 : (...) -> ...`: x's entries 16 .. 16 + n - 1
+    along `d`; the result has x's dims with `d` replaced in place by a new dim of size n.
+
+    Iteration space: the result's dims. Every dim but the new one splits (with the same
+    dim of x); the new one does not, so x stays whole along `d` and a device's block of
+    x holds its slice. The backward scatters the gradient into zeros of x's shape.
+    """
+
+    name = "dnn.slice"
+
+    dim = prop_def(StringAttr)
+    start = prop_def(IntAttr)
+
+    CLAUSES: ClassVar[Clauses] = (("along", "dim", "dim"), ("from", "start", "index"))
+
+    def infer(self) -> NamedShape:
+        (x,) = self.operand_shapes(1)
+        return shapes.slice_shape(x, self.dim.data, self.start.data, self.result_shape)
+
+    def iteration_space(self) -> IterationSpace:
+        (x,) = self.input_shapes
+        y = self.result_shape
+        new = y.dims[x.dims.index(self.dim.data)]
+        dims = tuple(IterDim(d, s, splittable=d != new)
+                     for d, s in zip(y.dims, y.sizes, strict=True))
+        operand = tuple(None if d == self.dim.data else d for d in x.dims)
+        return IterationSpace(dims, (operand,), y.dims, 0.0, 0.0)
+
+
+@irdl_op_definition
+class MaskOp(LayerOp):
+    """`%y = dnn.mask causal %x over [q, k] fill -1.0e9 : (...) -> ...`: x where k <= q,
+    `fill` where k > q (q and k: two dims of x of one size, by global position); the
+    gradient is 0 where the fill is.
+
+    Iteration space: x's dims, all of which split; the kernel finds its block's
+    positions from the block's offsets.
+    """
+
+    name = "dnn.mask"
+
+    kind = prop_def(StringAttr)
+    over = prop_def(ArrayAttr[StringAttr])
+    fill = prop_def(FloatAttr)
+
+    KIND: ClassVar[Kind] = ("kind", ("causal",))
+    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"), ("fill", "fill", "float"))
+
+    def infer(self) -> NamedShape:
+        (x,) = self.operand_shapes(1)
+        return shapes.mask_shape(x, self.dims_prop("over"))
+
+    def iteration_space(self) -> IterationSpace:
+        return _identity_space(self.result_shape, self.input_shapes, 1.0, 1.0)
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """`%y = dnn.div %a, %b : (...) -> ...`, broadcasting by name as mul."""
+
+    name = "dnn.div"
+    FLOPS: ClassVar[Flops] = (1.0, 4.0)
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """`%y = dnn.sqrt %x : (...) -> ...`"""
+
+    name = "dnn.sqrt"
+    FLOPS: ClassVar[Flops] = (1.0, 2.0)
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """`%y = dnn.neg %x : (...) -> ...`"""
+
+    name = "dnn.neg"
+
+
+@irdl_op_definition
+class PowOp(UnaryOp):
+    """`%y = dnn.pow %x exponent 2.0 : (...) -> ...`: x to a constant power."""
+
+    name = "dnn.pow"
+
+    exponent = prop_def(FloatAttr)
+
+    CLAUSES: ClassVar[Clauses] = (("exponent", "exponent", "float"),)
+    FLOPS: ClassVar[Flops] = (2.0, 3.0)
+
+
+@irdl_op_definition
+class RmsNormOp(_OverOp):
+    """`%y = dnn.rmsnorm %x, %scale over [d] : (...) -> ...` (T5's norm):
+    `x / √(mean_d(x²) + 1e-5) · scale`, the scale over `d` and optional; epsilon as
+    layernorm's. A split `d` all-reduces Σ x² forward and Σ g·x̂ backward (one word per
+    row each)."""
+
+    name = "dnn.rmsnorm"
+
+    def infer(self) -> NamedShape:
+        inputs = self.input_shapes
+        if not inputs:
+            raise shapes.ShapeError("rmsnorm takes 1 operand, or 2 with a scale, got 0")
+        return shapes.rms_norm_shape(inputs[0], inputs[1:], self.dims_prop("over"))
+
+    def iteration_space(self) -> IterationSpace:
+        statistics = _row_statistics(self.input_shapes[0], self.dims_prop("over"),
+                                     Collective("all_reduce", 1),
+                                     Collective("all_reduce", 1, backward=True))
+        return _identity_space(self.result_shape, self.input_shapes, 4.0, 6.0,
+                               statistics=statistics)
