@@ -18,6 +18,8 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from pase.core.diagnostics import Diagnostic
 from pase.frontend.onnx.values import first_line, node_label
 
@@ -172,6 +174,34 @@ def unshare_identity_initializers(onnx: Any, model: Any) -> None:
     if len(kept) != len(graph.node):
         del graph.node[:]
         graph.node.extend(kept)
+    unshare_constant_fills(onnx, model)
+
+
+def unshare_constant_fills(onnx: Any, model: Any) -> None:
+    """An initializer of one repeated value (all zeros, all ones) that several nodes read
+    becomes one copy per node: exporters merge equal initializers (the dynamo exporter
+    reads one zero bias in every linear layer of a fresh BERT), which the model does not
+    tie; weights it does tie (an embedding and its output layer) are not constant fills."""
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    readers: dict[str, list[tuple[Any, int]]] = {}
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            if name in initializers:
+                readers.setdefault(name, []).append((node, position))
+    for name, uses in readers.items():
+        init = initializers[name]
+        if len(uses) < 2 or not is_parameter(onnx, init):
+            continue
+        values = onnx.numpy_helper.to_array(init)
+        if not np.all(values == values.flat[0]):
+            continue
+        for index, (node, position) in enumerate(uses[1:], start=2):
+            copy = onnx.TensorProto()
+            copy.CopyFrom(init)
+            copy.name = f"{name}_{index}"
+            graph.initializer.append(copy)
+            node.input[position] = copy.name
 
 
 def is_parameter(onnx: Any, init: Any) -> bool:

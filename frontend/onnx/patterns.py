@@ -16,7 +16,29 @@ import numpy as np
 def rewrite_patterns(onnx: Any, nodes: list[Any],
                      constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
     """`nodes` with every pattern below replaced by the one node it spells."""
-    return fuse_erf_gelu(onnx, nodes, constant_of)
+    return drop_nan_guards(onnx, fuse_erf_gelu(onnx, nodes, constant_of))
+
+
+def drop_nan_guards(onnx: Any, nodes: list[Any]) -> list[Any]:
+    """`Where(IsNaN(v), c, v)` as an Identity of `v`: the dynamo exporter's guard on
+    scaled-dot-product attention's softmax (rows masked whole), which pase's finite masks
+    never make NaN. The IsNaN goes when nothing else reads it."""
+    producer = {out: node for node in nodes for out in node.output}
+    uses: dict[str, int] = {}
+    for node in nodes:
+        for name in node.input:
+            uses[name] = uses.get(name, 0) + 1
+    replaced: dict[int, Any] = {}
+    dropped: set[int] = set()
+    for node in nodes:
+        check = producer.get(node.input[0]) if node.op_type == "Where" else None
+        if check is None or check.op_type != "IsNaN" or check.input[0] != node.input[2]:
+            continue
+        replaced[id(node)] = onnx.helper.make_node("Identity", [node.input[2]],
+                                                   [node.output[0]], name=node.name)
+        if uses[check.output[0]] == 1:
+            dropped.add(id(check))
+    return [replaced.get(id(node), node) for node in nodes if id(node) not in dropped]
 
 
 def fuse_erf_gelu(onnx: Any, nodes: list[Any],

@@ -65,7 +65,11 @@ def binary(graph: GraphState, node: Any) -> list[Value]:
 
 @importer("Div")
 def div(graph: GraphState, node: Any) -> list[Value]:
-    """Division by a constant: a product with its reciprocal (a scalar param)."""
+    """Division by a constant: a product with its reciprocal (a scalar param); by a
+    computed tensor: `dnn.div`."""
+    if graph.constant_of(node.input[1]) is None:
+        a, b = graph.tensor(node.input[0]), graph.tensor(node.input[1])
+        return [graph.elementwise(dnn.DivOp, a, b, node.output[0])]
     divisor = graph.constant(node.input[1], "the divisor")
     if not np.issubdtype(divisor.dtype, np.floating) or np.any(divisor == 0):
         raise graph.error("the divisor must be a nonzero float constant")

@@ -53,10 +53,9 @@ def spatial_dims(graph: GraphState, sizes: Sequence[int], kernel: Sequence[int],
 @importer("Conv", attributes=("group", "strides", "pads", "dilations", "kernel_shape",
                               "auto_pad"))
 def conv(graph: GraphState, node: Any) -> list[Value]:
-    """A 2-D convolution (and its bias add); the filter keeps its size-1 axes (1x1)."""
-    group = graph.attribute(node, "group", 1)
-    if group != 1:
-        raise graph.error(f"group={group} is not supported")
+    """A 2-D convolution (and its bias add), grouped with `group`; the filter keeps its
+    size-1 axes (1x1 windows, depthwise filters)."""
+    group = int(graph.attribute(node, "group", 1))
     x = graph.tensor(node.input[0])
     w = graph.tensor(node.input[1], hints=("c", "d", "kh", "kw"), keep=(0, 1, 2, 3))
     if len(x.axes) != 4 or len(w.axes) != 4:
@@ -64,8 +63,12 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
     stride, padding = window(graph, node, [graph.dims.size(a) if a is not None else 1
                                            for a in w.axes[2:]])
     in_channels = graph.real_axis(x, 1)
-    if not graph.same(in_channels, graph.real_axis(w, 1)):
+    if group == 1 and not graph.same(in_channels, graph.real_axis(w, 1)):
         raise graph.error("its input and filter channels are different dimensions")
+    if group != 1 and graph.dims.size(in_channels) != group * graph.dims.size(
+            graph.real_axis(w, 1)):
+        raise graph.error(f"its {graph.dims.size(in_channels)} input channels are not "
+                          f"group={group} times the filter's {graph.dims.size(w.axes[1] or 0)}")
     name = node.output[0]
     x_ssa = graph.ordered(x, f"{name}_input")
     w_ssa = graph.ordered(w, f"{name}_filter", "filter")
@@ -74,7 +77,9 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
     has_bias = len(node.input) > 2 and node.input[2]
     result = [graph.real_axis(x, 0), graph.real_axis(w, 0), *spatial]
     y = graph.build(dnn.Conv2dOp, [x_ssa, w_ssa], f"{name}_conv" if has_bias else name,
-                    [graph.dims.find(d) for d in result], window_properties(stride, padding))
+                    [graph.dims.find(d) for d in result],
+                    window_properties(stride, padding) | (
+                        {"groups": IntAttr(group)} if group != 1 else {}))
     output = Value(tuple(result), y)
     if not has_bias:
         return [output]

@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from pase.core.shapes import NamedShape, ShapeError, reshape_groups
 from pase.dialect import dnn
 from pase.frontend.onnx.registry import importer
@@ -148,7 +150,11 @@ def concat(graph: GraphState, node: Any) -> list[Value]:
 
 @importer("Gather", attributes=("axis",))
 def gather(graph: GraphState, node: Any) -> list[Value]:
-    """An embedding lookup: rows of a table (an initializer) by computed ids."""
+    """An embedding lookup (rows of an initializer table by computed ids), or a slice by
+    constant indices: a run of consecutive ones (position ids) or one index repeated."""
+    ids = graph.values.get(node.input[1])
+    if ids is not None and ids.ssa is None:
+        return [constant_gather(graph, node)]
     if graph.attribute(node, "axis", 0) != 0:
         raise graph.error(f"axis={graph.attribute(node, 'axis')} is not supported (an "
                           "embedding lookup gathers rows, axis 0)")
@@ -157,9 +163,6 @@ def gather(graph: GraphState, node: Any) -> list[Value]:
             data.ssa.owner, dnn.ParamOp):
         raise graph.error("Gather is supported on an embedding table (an initializer), "
                           f"not on the computed '{node.input[0]}'")
-    ids = graph.values.get(node.input[1])
-    if ids is not None and ids.ssa is None:
-        raise graph.error("Gather with constant indices is not supported")
     table = graph.tensor(node.input[0], hints=("v", "d", "d"))
     ids = graph.tensor(node.input[1])
     if len(table.axes) < 2:
@@ -168,3 +171,30 @@ def gather(graph: GraphState, node: Any) -> list[Value]:
     table_ssa = graph.ordered(table, f"{name}_table")
     y = graph.build(dnn.EmbeddingOp, [ids.value, table_ssa], name)
     return [Value((*ids.axes, *table.axes[1:]), y)]
+
+
+def constant_gather(graph: GraphState, node: Any) -> Value:
+    """Gather by constant indices as a `dnn.slice`: consecutive indices give a new dim
+    (position ids: the first rows of a table); one index repeated (BERT's token types,
+    ViT's class token) gives no axis (size 1, broadcast)."""
+    from pase.frontend.onnx.operators.more import drop_axis, slice_axis
+
+    indices = graph.constant(node.input[1], "the indices").astype(np.int64)
+    data = graph.tensor(node.input[0], hints=("v", "d", "d"))
+    position = graph.axis(graph.attribute(node, "axis", 0), len(data.axes))
+    size = graph.dims.size(graph.real_axis(data, position))
+    flat = np.where(indices < 0, indices + size, indices).reshape(-1)
+    name = node.output[0]
+    if flat.size and np.all(flat == flat[0]):
+        row = slice_axis(graph, data, position, int(flat[0]), 1, f"{name}_row")
+        row = drop_axis(graph, row, position, name)
+        return Value((*row.axes[:position], *(None,) * indices.ndim, *row.axes[position:]),
+                     row.ssa)
+    long_axes = [s for s in indices.shape if s != 1]
+    if len(long_axes) != 1 or not np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
+        raise graph.error("Gather with constant indices is supported for consecutive indices "
+                          "(a slice) or one index repeated, not for these")
+    part = slice_axis(graph, data, position, int(flat[0]), flat.size, name)
+    new = part.axes[position]
+    axes = tuple(new if s != 1 else None for s in indices.shape)
+    return Value((*part.axes[:position], *axes, *part.axes[position + 1:]), part.ssa)
