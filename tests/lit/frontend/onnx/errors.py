@@ -83,9 +83,10 @@ def case_alpha():
                  ("y", [2, 3]), {"w": weights(4, 3)})
 
 
-# DIVIDE: error: node 'q' (Div): the divisor must be a constant (an initializer or a Constant node) for pase to know the shapes, but 'x' is not
+# DIVIDE: error: node 'q' (Div): the divisor must be a nonzero float constant
 def case_divide():
-    return graph([node("Div", ["x", "x"], ["q"])], {"x": [2, 4]}, ("q", [2, 4]))
+    return graph([node("Div", ["x", "zero"], ["q"])], {"x": [2, 4]}, ("q", [2, 4]),
+                 {"zero": np.zeros(4, dtype=np.float32)})
 
 
 # COMPUTED-SHAPE: error: node 'r' (Reshape): the target shape must be a constant (an initializer or a Constant node) for pase to know the shapes, but 's' is not
