@@ -14,6 +14,7 @@ until the run succeeded, and `--help` lists pase's passes with their options.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import struct
 import sys
@@ -32,13 +33,14 @@ from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from pase.core import weights
 from pase.core.diagnostics import (
     Diagnostic,
     LineIndex,
     at_op,
     shown_line,
 )
-from pase.core.files import decode_text, write_atomically
+from pase.core.files import decode_text, write_atomically, write_bytes_atomically
 from pase.core.nesting import check_nesting
 from pase.core.numbers import LONGEST_INTEGER
 from pase.dialect.traits import VerifyExceptionAt
@@ -226,8 +228,21 @@ class PaseOptMain(xDSLOptMain):
 
     def write_output(self) -> None:
         """Write the held output to `-o FILE` (a regular file atomically, a stream into) or
-        the standard output: inside `deferred_writes()`, when the run succeeded."""
+        the standard output: inside `deferred_writes()`, when the run succeeded. A `-t jax`
+        program of a model with weights (ONNX) gets them beside it: `FILE.weights.npz`."""
         write_atomically(self.args.output_file or "-", self.output.getvalue())
+        values = getattr(self, "model_weights", None)
+        if values is not None and parse_spec(self.args.target).name == "jax":
+            if not self.args.output_file or self.args.output_file == "-":
+                _usage_error("-t jax of a model with weights writes them beside the program: "
+                             "give -o FILE.py")
+            stem = os.path.splitext(self.args.output_file)[0]
+            write_bytes_atomically(stem + weights.WEIGHTS_SUFFIX, weights.npz_bytes(values))
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """The target's text; the model's weights kept for `write_output`."""
+        self.model_weights = weights.initial_values(prog)
+        return super().output_resulting_program(prog)
 
 
 def at_file_line(error: Diagnostic, start_offset: int) -> Diagnostic:

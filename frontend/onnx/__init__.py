@@ -40,6 +40,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.frontend import Frontend
 
+from pase.core import weights
 from pase.core.diagnostics import Diagnostic
 from pase.core.shapes import MAX_ELEMENTS
 from pase.frontend.onnx.graph import Imported, import_graph
@@ -66,7 +67,11 @@ class OnnxFrontend(Frontend):
     """The training loss of a model whose output is not a scalar: cross-entropy or mean."""
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
-        return import_model(input.read(), input_name, self.batch, self.loss).module
+        """The imported module; its initializers' values go with it (`core.weights`) for
+        the targets that write programs (`-t jax`)."""
+        imported = import_model(input.read(), input_name, self.batch, self.loss)
+        weights.record(imported.module, imported.initial_values)
+        return imported.module
 
 
 def load_model(path: str, batch: int = 0, loss: str = "cross-entropy") -> Imported:
