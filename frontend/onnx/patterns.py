@@ -16,7 +16,93 @@ import numpy as np
 def rewrite_patterns(onnx: Any, nodes: list[Any],
                      constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
     """`nodes` with every pattern below replaced by the one node it spells."""
-    return drop_nan_guards(onnx, fuse_erf_gelu(onnx, nodes, constant_of))
+    nodes = fuse_rms_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of)
+    return drop_nan_guards(onnx, nodes)
+
+
+def fuse_rms_norm(onnx: Any, nodes: list[Any],
+                  constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
+    """`nodes` with each decomposed RMS norm (T5's), `x / √(mean(x²) + ε) · scale`, as
+    one RMSNormalization node (axis -1): Pow(x, 2), ReduceMean over the last axis with
+    keepdims, Add ε, Sqrt, then Div(x, ·) or Mul(x, Reciprocal(·) or Div(1, ·)), then Mul
+    by a 1-D initializer scale; the intermediate values have no other use."""
+    producer = {out: node for node in nodes for out in node.output}
+    consumers: dict[str, list[Any]] = {}
+    for node in nodes:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def only_use(name: str, op_type: str) -> Any:
+        uses = consumers.get(name, [])
+        return uses[0] if len(uses) == 1 and uses[0].op_type == op_type else None
+
+    def scalar(name: str) -> float | None:
+        array = constant_of(name)
+        return float(array.reshape(())) if array is not None and array.size == 1 else None
+
+    removed: set[int] = set()
+    replacement: dict[int, Any] = {}
+    for power in nodes:
+        if power.op_type != "Pow" or scalar(power.input[1]) != 2.0:
+            continue
+        x = power.input[0]
+        chain = [power]
+        for op_type in ("ReduceMean", "Add", "Sqrt"):
+            step = only_use(chain[-1].output[0], op_type)
+            if step is None:
+                break
+            chain.append(step)
+        if len(chain) != 4 or not last_axis_mean(onnx, chain[1], constant_of) or all(
+                scalar(i) is None for i in chain[2].input):
+            continue
+        normed = divide_by(chain[-1].output[0], x, only_use, producer, scalar, chain)
+        if normed is None:
+            continue
+        scale_node = only_use(normed.output[0], "Mul")
+        scale = None if scale_node is None else next(
+            (i for i in scale_node.input if i != normed.output[0]), None)
+        array = constant_of(scale) if scale else None
+        if scale_node is None or array is None or array.ndim != 1:
+            continue
+        matched = [*chain, normed, scale_node]
+        if removed.intersection(id(n) for n in matched):
+            continue
+        removed.update(id(n) for n in matched)
+        replacement[id(scale_node)] = onnx.helper.make_node(
+            "RMSNormalization", [x, scale], [scale_node.output[0]],
+            name=power.name or scale_node.output[0], axis=-1)
+    return [replacement.get(id(node), node) for node in nodes
+            if id(node) not in removed or id(node) in replacement]
+
+
+def last_axis_mean(onnx: Any, node: Any, constant_of: Callable[[str], np.ndarray | None]
+                   ) -> bool:
+    """Whether a ReduceMean keeps its dims and reduces the last axis only."""
+    attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    axes = attributes.get("axes")
+    if len(node.input) > 1 and node.input[1]:
+        array = constant_of(node.input[1])
+        axes = None if array is None else array.tolist()
+    return attributes.get("keepdims", 1) == 1 and axes is not None and list(axes) == [-1]
+
+
+def divide_by(root: str, x: str, only_use: Callable[[str, str], Any],
+              producer: dict[str, Any], scalar: Callable[[str], float | None],
+              chain: list[Any]) -> Any:
+    """The node computing x / root (Div, or Mul by its reciprocal); appends the reciprocal
+    node to `chain`. None if neither spelling is there."""
+    divide = only_use(root, "Div")
+    if divide is not None and list(divide.input) == [x, root]:
+        return divide
+    inverse = divide if divide is not None and scalar(divide.input[0]) == 1.0 else \
+        only_use(root, "Reciprocal")
+    if inverse is None:
+        return None
+    product = only_use(inverse.output[0], "Mul")
+    if product is None or x not in product.input:
+        return None
+    chain.append(inverse)
+    return product
 
 
 def drop_nan_guards(onnx: Any, nodes: list[Any]) -> list[Any]:

@@ -156,3 +156,33 @@ def where(graph: GraphState, node: Any) -> list[Value]:
                     {"kind": StringAttr("causal"), "over": graph.dim_array([q, k]),
                      "fill": FloatAttr(max(value, -FLOAT_LIMIT), f64)})
     return [Value(x.axes, y)]
+
+
+@importer("Cast", attributes=("to", "saturate", "round_mode"))
+def cast(graph: GraphState, node: Any) -> list[Value]:
+    """A Cast to the element type the tensor has (T5 casts its float norm to float): the
+    tensor itself. Casts of constants are folded before import; any other is an error."""
+    x = graph.tensor(node.input[0])
+    target = graph.onnx.helper.tensor_dtype_to_np_dtype(graph.attribute(node, "to"))
+    element = dnn.shape_of(x.value).element
+    if {"f32": np.float32, "f64": np.float64}.get(element) != target:
+        raise graph.error(f"a Cast of a {element} tensor to {target} is not supported (pase "
+                          "keeps one element type per tensor)")
+    return [x]
+
+
+@importer("RMSNormalization", attributes=("axis", "epsilon", "stash_type"))
+def rms_norm(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.rmsnorm` over the axes from `axis` on (patterns.py makes this node of T5's
+    decomposed norm); the epsilon is pase's."""
+    x = graph.tensor(node.input[0])
+    position = graph.axis(graph.attribute(node, "axis", -1), len(x.axes))
+    over = [graph.real_axis(x, p) for p in range(position, len(x.axes))]
+    operands = [x.value]
+    if len(node.input) > 1 and node.input[1]:
+        scale = graph.tensor(node.input[1])
+        graph.broadcast(x.axes[position:], scale.axes)
+        operands.append(scale.value)
+    y = graph.build(dnn.RmsNormOp, operands, node.output[0], None,
+                    {"over": graph.dim_array(over)})
+    return [Value(x.axes, y)]

@@ -53,17 +53,24 @@ def case_qkv():
                   "table": weights(6, 8), "ids": np.arange(4)}, opset=18)
 
 
-# A decomposed RMS norm (T5): Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul by the scale.
-# NORM:      %sq = dnn.pow %x exponent 2.0
-# NORM-NEXT: %ms = dnn.reduce mean %sq over [c]
-# NORM:      %rms = dnn.sqrt
-# NORM-NEXT: %n = dnn.div %x, %rms
+# A decomposed RMS norm (T5): Pow 2, ReduceMean, Add eps, Sqrt, Div (here: Mul by its
+# reciprocal), Mul by the scale is one rmsnorm; without the scale, the ops one by one.
+# NORM:      %y = dnn.rmsnorm %x, %scale over [c]
+# NORM-NEXT: %sq2 = dnn.pow %y exponent 2.0
+# NORM-NEXT: %ms2 = dnn.reduce mean %sq2 over [c]
+# NORM:      %rms2 = dnn.sqrt
+# NORM-NEXT: %z = dnn.div %y, %rms2
 def case_norm():
     return graph([node("Pow", ["x", "two"], ["sq"]),
                   node("ReduceMean", ["sq"], ["ms"], axes=[-1]),
                   node("Add", ["ms", "eps"], ["mse"]), node("Sqrt", ["mse"], ["rms"]),
-                  node("Div", ["x", "rms"], ["n"]), node("Mul", ["n", "scale"], ["y"])],
-                 {"x": [2, 4, 8]}, ("y", [2, 4, 8]),
+                  node("Reciprocal", ["rms"], ["inv"]), node("Mul", ["x", "inv"], ["n"]),
+                  node("Mul", ["n", "scale"], ["y"]),
+                  node("Pow", ["y", "two"], ["sq2"]),
+                  node("ReduceMean", ["sq2"], ["ms2"], axes=[-1]),
+                  node("Add", ["ms2", "eps"], ["mse2"]), node("Sqrt", ["mse2"], ["rms2"]),
+                  node("Div", ["y", "rms2"], ["z"])],
+                 {"x": [2, 4, 8]}, ("z", [2, 4, 8]),
                  {"two": np.float32(2), "eps": np.float32(1e-6), "scale": weights(8)})
 
 
