@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
-from pase.core import shapes
+from pase.core import shapes, weights
 from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
@@ -52,11 +52,14 @@ class JaxTarget(Target):
     devices: int = 0
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        output.write(jax_program(module, self.devices))
+        output.write(jax_program(module, self.devices,
+                                 weights.initial_values(module) is not None))
 
 
-def jax_program(module: ModuleOp, devices: int = 0) -> str:
-    """The JAX module of the one graph in `module` (devices 0: from its strategy)."""
+def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) -> str:
+    """The JAX module of the one graph in `module` (devices 0: from its strategy).
+    `with_weights`: the program starts from the model's weights, the .npz beside it
+    (`core.weights.WEIGHTS_SUFFIX`) that pase-opt writes with it, instead of seeded ones."""
     graphs = [op for op in module.ops if isinstance(op, dnn.GraphOp)]
     if len(graphs) != 1 or len(list(module.ops)) != 1:
         raise Diagnostic("the jax target needs a module with exactly one dnn.graph "
@@ -68,7 +71,42 @@ def jax_program(module: ModuleOp, devices: int = 0) -> str:
     if gradient_ops:
         raise at_op(gradient_ops[0], "the jax target takes the forward graph; JAX derives "
                     "the backward itself: print it before pase-autodiff")
-    return _Emitter(graph, devices or graph_devices(graph)).program()
+    program = _Emitter(graph, devices or graph_devices(graph)).program()
+    return with_model_weights(program) if with_weights else program
+
+
+SEEDED_LINE = ("        initial, inputs = seeded(PARAMS, rng, float_type), "
+               "seeded(INPUTS, rng, float_type)\n")
+"""The line of `MAIN` that seeds the params; the model's weights replace them after it."""
+
+WEIGHTS_LOADER = f'''\
+def model_weights(initial):
+    """The model's weights, from the .npz beside this program (written by pase-opt with
+    it), in place of the seeded params: all of them, each of its param's shape."""
+    import os
+
+    path = os.path.splitext(os.path.abspath(__file__))[0] + "{weights.WEIGHTS_SUFFIX}"
+    try:
+        with np.load(path) as data:
+            values = dict(data)
+    except OSError as error:
+        fail(f"cannot read the model's weights {{path}}: {{error}} (or give --data)")
+    for name, (shape, _, _, _) in PARAMS.items():
+        if name not in values or tuple(values[name].shape) != tuple(shape):
+            fail(f"{{path}} has no weights of shape {{list(shape)}} for param '{{name}}'")
+    return {{name: values[name].astype(initial[name].dtype) for name in PARAMS}}
+
+
+'''
+
+
+def with_model_weights(program: str) -> str:
+    """`program` starting from the model's weights (`model_weights`) unless --data."""
+    assert program.count(SEEDED_LINE) == 1
+    assert program.count("\ndef main(") == 1
+    loaded = SEEDED_LINE + "        initial = model_weights(initial)\n"
+    program = program.replace(SEEDED_LINE, loaded)
+    return program.replace("\ndef main(", "\n" + WEIGHTS_LOADER + "def main(", 1)
 
 
 def graph_devices(graph: dnn.GraphOp) -> int:

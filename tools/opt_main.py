@@ -14,6 +14,8 @@ until the run succeeded, and `--help` lists pase's passes with their options.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -26,11 +28,12 @@ from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from pase.core import weights
 from pase.core.diagnostics import (
     Diagnostic,
     shown_line,
 )
-from pase.core.files import decode_text, write_atomically
+from pase.core.files import decode_text, write_atomically, write_bytes_atomically
 from pase.core.numbers import LONGEST_INTEGER
 from pase.frontend.mlir import LocatedMlirFrontend, verify_located
 from pase.universe import PASE
@@ -82,6 +85,7 @@ class PaseOptMain(xDSLOptMain):
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input, checked to be UTF-8 text before `--split-input-file` splits it, so that
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
+        check_frontend_options(self.args.frontend or "")
         stream, file_extension = super().get_input_stream()
         if parse_spec(self.args.frontend or file_extension).name in BINARY_FRONTENDS:
             return stream, file_extension
@@ -147,8 +151,21 @@ class PaseOptMain(xDSLOptMain):
 
     def write_output(self) -> None:
         """Write the held output to `-o FILE` (a regular file atomically, a stream into) or
-        the standard output: inside `deferred_writes()`, when the run succeeded."""
+        the standard output: inside `deferred_writes()`, when the run succeeded. A `-t jax`
+        program of a model with weights (ONNX) gets them beside it: `FILE.weights.npz`."""
         write_atomically(self.args.output_file or "-", self.output.getvalue())
+        values = getattr(self, "model_weights", None)
+        if values is not None and parse_spec(self.args.target).name == "jax":
+            if not self.args.output_file or self.args.output_file == "-":
+                _usage_error("-t jax of a model with weights writes them beside the program: "
+                             "give -o FILE.py")
+            stem = os.path.splitext(self.args.output_file)[0]
+            write_bytes_atomically(stem + weights.WEIGHTS_SUFFIX, weights.npz_bytes(values))
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """The target's text; the model's weights kept for `write_output`."""
+        self.model_weights = weights.initial_values(prog)
+        return super().output_resulting_program(prog)
 
 
 def at_file_line(error: Diagnostic, start_offset: int) -> Diagnostic:
@@ -202,6 +219,16 @@ def check_pass_options(pipeline: str) -> None:
                 raise ArgSpecParseError(token, f"option '{token.span.text}' is given twice")
             seen.add(key)
         previous = token.kind
+
+
+def check_frontend_options(spec: str) -> None:
+    """A usage error for an integer of more than `LONGEST_INTEGER` digits in `-f`'s options
+    (`-f 'onnx{batch=<45 digits>}'`), as `check_pass_options` refuses one in `-p`."""
+    for match in re.finditer(r"(?<![\w.])[-+]?\d+(?![\w.])", spec):
+        if len(match.group().lstrip("+-")) > LONGEST_INTEGER:
+            _usage_error(f"-f '{spec[:match.start()]}...': an integer of "
+                         f"{len(match.group().lstrip('+-')):,} digits; options take integers "
+                         f"of at most {LONGEST_INTEGER} digits")
 
 
 def verify_once(module: ModuleOp) -> None:

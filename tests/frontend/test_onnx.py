@@ -18,8 +18,8 @@ from pase.core.diagnostics import Diagnostic  # noqa: E402
 from pase.dialect import dnn  # noqa: E402
 from pase.frontend import onnx as frontend  # noqa: E402
 from pase.frontend.onnx import OPERATORS, OnnxFrontend, import_model  # noqa: E402
-from pase.frontend.onnx_dims import DimTable  # noqa: E402
-from pase.frontend.onnx_patterns import fuse_erf_gelu  # noqa: E402
+from pase.frontend.onnx.dims import DimTable  # noqa: E402
+from pase.frontend.onnx.patterns import fuse_erf_gelu  # noqa: E402
 
 ISSUE_OPERATORS = (
     "MatMul Gemm Conv MaxPool AveragePool GlobalAveragePool Relu Gelu Tanh Sigmoid Exp Add Sub "
@@ -49,10 +49,17 @@ def ops_of(imported: frontend.Imported) -> list[str]:
 F = TensorProto.FLOAT
 
 
-def test_every_operator_of_the_issue_has_a_row_and_every_row_a_method():
+def test_every_operator_of_the_issue_has_an_importer():
     assert set(ISSUE_OPERATORS) <= set(OPERATORS)
     for operator in OPERATORS.values():
-        assert callable(getattr(frontend._Importer, operator.method))
+        assert callable(operator.function)
+
+
+def test_an_op_type_registered_twice_is_refused():
+    from pase.frontend.onnx.registry import importer
+
+    with pytest.raises(ValueError, match="two importers of ONNX Relu"):
+        importer("Relu")(lambda graph, node: [])
 
 
 @pytest.mark.parametrize(("op_type", "expected"), [

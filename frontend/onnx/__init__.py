@@ -1,0 +1,101 @@
+"""The ONNX frontend: a model exported from PyTorch, TensorFlow or JAX as a `dnn` graph.
+
+    pase-opt model.onnx                               # the verified dnn IR
+    pase-opt model.onnx -f 'onnx{batch=32 loss=mean}' # a symbolic batch of 32, mean loss
+    pase-opt model.onnx -t dnn -o model.dnn           # as .dnn source, to read and edit
+
+The import runs in three steps, one module each:
+
+- `model`: decode and check the file, read its external data (only from the model's own
+  folder), give each Identity-shared initializer its own copy, fold the static shape
+  computations to constants (onnxscript's optimizer) and infer the shapes;
+- `graph`: the walk. Initializers become `dnn.param`s (their values are the initial
+  parameters `pase-run` uses: `load_model(...).initial_values`), graph inputs become
+  `dnn.input`s, every ONNX axis gets a named dimension (`dims`, `values`), and each node is
+  built by the importer registered for its op type (`registry`, `operators/`), after
+  `patterns` has replaced the spellings of known layers (erf-GELU) by one node;
+- the training loss: by default softmax cross-entropy over the output's last axis (the
+  classes) against a new `labels` input; `loss=mean` takes the mean of the output instead;
+  a model whose output is already a scalar keeps it as the loss.
+
+A model with nodes of op types pase does not read gets one diagnostic listing them all
+(op type, count, the first node's name); any other problem is one diagnostic naming the
+node: `model.onnx: error: node 'Conv_12' (Conv): dilations=[2, 2] is not supported (only 1)`.
+
+Where pase differs from ONNX: Dropout is the identity (pase trains dropout-free);
+BatchNormalization always normalizes with the batch statistics (training mode) and its
+running mean and variance are not read; the epsilons of the norms are pase's (1e-5);
+the erf-based GELU pattern and Gelu both become `dnn.gelu` (the tanh approximation); a
+constant factor (`Div` by a constant, `Mul` by a scalar) becomes a scalar `param` that
+starts at the constant's value.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.frontend import Frontend
+
+from pase.core import weights
+from pase.core.diagnostics import Diagnostic
+from pase.core.shapes import MAX_ELEMENTS
+from pase.frontend.onnx.graph import Imported, import_graph
+from pase.frontend.onnx.model import INSTALL_HINT, import_onnx, read_model
+from pase.frontend.onnx.registry import OPERATORS
+from pase.frontend.onnx.values import identifier
+
+__all__ = ["INSTALL_HINT", "LOSSES", "OPERATORS", "Imported", "OnnxFrontend", "import_model",
+           "load_model"]
+
+LOSSES = ("cross-entropy", "mean")
+
+
+@dataclass(frozen=True)
+class OnnxFrontend(Frontend):
+    """`.onnx` files as an xDSL frontend (`-f onnx`, or any `*.onnx` input); options in
+    xDSL's spec syntax: `-f 'onnx{batch=32 loss=mean}'`."""
+
+    name = "onnx"
+
+    batch: int = 0
+    """The size of a symbolic batch axis (axis 0 of an input); 0: the model has none."""
+    loss: str = "cross-entropy"
+    """The training loss of a model whose output is not a scalar: cross-entropy or mean."""
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
+        """The imported module; its initializers' values go with it (`core.weights`) for
+        the targets that write programs (`-t jax`)."""
+        imported = import_model(input.read(), input_name, self.batch, self.loss)
+        weights.record(imported.module, imported.initial_values)
+        return imported.module
+
+
+def load_model(path: str, batch: int = 0, loss: str = "cross-entropy") -> Imported:
+    """Import the ONNX file at `path`; raises `Diagnostic` on any error."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as error:
+        raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
+    return import_model(data, path, batch, loss)
+
+
+def import_model(data: bytes, filename: str, batch: int = 0,
+                 loss: str = "cross-entropy") -> Imported:
+    """Import a serialized ONNX model; raises `Diagnostic` on any error. External data
+    is read from files beside `filename` (the model's path)."""
+    if loss not in LOSSES:
+        raise Diagnostic(f"unknown loss '{loss}'; expected {' or '.join(LOSSES)}", filename)
+    if batch < 0:
+        raise Diagnostic(f"batch must be a positive size, got {batch}", filename)
+    if batch > MAX_ELEMENTS:
+        raise Diagnostic(f"batch={batch:,} is over pase's limit of 2^53 "
+                         "(-f 'onnx{batch=N}', pase-run --batch N)", filename)
+    onnx = import_onnx(filename)
+    model = read_model(onnx, data, filename)
+    stem = os.path.splitext(os.path.basename(filename))[0]
+    return import_graph(onnx, model, filename, identifier(stem) or "model", batch, loss)

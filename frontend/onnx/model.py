@@ -1,0 +1,253 @@
+"""Reading an ONNX model before import: decode and check it, load its external data from
+the model's own folder, give each Identity-shared initializer its own copy, fold its static
+shape computations to constants, and infer its shapes.
+
+    model = read_model(onnx, data, "resnet.onnx")   # raises Diagnostic on any problem
+
+The folding is onnxscript's optimizer (`onnxscript.optimizer.optimize`: ONNX shape
+inference, constant folding of Shape, ConstantOfShape, Expand, Range, Slice, Equal, Where,
+Cast, Mod, ... on static shapes, and removal of what is then unused), the library the
+PyTorch exporter itself uses on the models it writes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from pase.core.diagnostics import Diagnostic
+from pase.frontend.onnx.values import first_line, node_label
+
+MIN_OPSET = 13
+"""The oldest opset read: Softmax, ReduceSum, Squeeze and Unsqueeze took their current
+form in opset 13 (the default of `torch.onnx.export` is 17 or later)."""
+
+INSTALL_HINT = "pip install 'pase[onnx]' (or: pip install onnx==1.23.1 onnxscript==0.7.2)"
+
+
+def import_onnx(filename: str) -> Any:
+    """The `onnx` module, or a diagnostic saying how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise Diagnostic(f"reading ONNX needs the onnx package: {INSTALL_HINT}",
+                         filename) from None
+    return onnx
+
+
+def read_model(onnx: Any, data: bytes, filename: str) -> Any:
+    """The checked, simplified model with inferred shapes, or one diagnostic."""
+    model = decode(onnx, data, filename)
+    load_external_data(onnx, model, filename)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as error:
+        raise Diagnostic(f"not a valid ONNX model: {first_line(error)}", filename) from None
+    unshare_identity_initializers(onnx, model)
+    model = simplify(onnx, model, filename)
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except onnx.shape_inference.InferenceError as error:
+        raise Diagnostic(f"the shapes of the model cannot be inferred: {first_line(error)}",
+                         filename) from None
+
+
+def decode(onnx: Any, data: bytes, filename: str) -> Any:
+    """The parsed model, with an opset pase reads."""
+    from google.protobuf.message import DecodeError
+
+    try:
+        model = onnx.load_model_from_string(data)
+    except (DecodeError, RuntimeWarning, ValueError) as error:
+        raise Diagnostic(f"not an ONNX model: the file is truncated or corrupt ({error})",
+                         filename) from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise Diagnostic("not an ONNX model, or one without nodes: the file is empty, "
+                         "truncated or corrupt", filename)
+    latest = onnx.defs.onnx_opset_version()
+    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    opset = opsets.get("ai.onnx")
+    if opset is None:
+        raise Diagnostic("the model imports no opset of the default domain (ai.onnx)",
+                         filename)
+    if not MIN_OPSET <= opset <= latest:
+        age = "old" if opset < MIN_OPSET else "new"
+        raise Diagnostic(f"opset {opset} is too {age}: pase reads opsets {MIN_OPSET} to "
+                         f"{latest}; convert the model with onnx.version_converter."
+                         f"convert_version(model, 17), or export it again with "
+                         f"opset_version=17", filename)
+    return model
+
+
+def tensors_of(onnx: Any, model: Any) -> Iterator[tuple[Any, str]]:
+    """Every tensor the graph holds (initializers, Constant values, tensor attributes),
+    with how a diagnostic names its owner."""
+    for init in model.graph.initializer:
+        yield init, f"initializer '{init.name}'"
+    for node in model.graph.node:
+        for attribute in node.attribute:
+            owner = f"node '{node_label(node)}' ({node.op_type})"
+            if attribute.type == onnx.AttributeProto.TENSOR:
+                yield attribute.t, owner
+            for tensor in attribute.tensors:
+                yield tensor, owner
+
+
+def load_external_data(onnx: Any, model: Any, filename: str) -> None:
+    """Read every tensor kept in an external data file (`FILE.onnx.data`, as the dynamo
+    exporter writes) into the model. Files are read only from the model's own folder: a
+    location that leaves it, or a file too short for the tensor, is an error naming both."""
+    external = onnx.TensorProto.EXTERNAL
+    folder = None
+    for tensor, owner in tensors_of(onnx, model):
+        if tensor.data_location != external:
+            continue
+        if folder is None:
+            if not os.path.isfile(filename):
+                raise Diagnostic(f"{owner} keeps its data in an external file, which pase "
+                                 "reads only beside a model read from a file", filename)
+            folder = os.path.realpath(os.path.dirname(os.path.abspath(filename)))
+        tensor.raw_data = read_external(onnx, tensor, owner, folder, filename)
+        del tensor.external_data[:]
+        tensor.data_location = onnx.TensorProto.DEFAULT
+
+
+def read_external(onnx: Any, tensor: Any, owner: str, folder: str, filename: str) -> bytes:
+    """The bytes of one external tensor, from a file inside `folder`."""
+    entries = {entry.key: entry.value for entry in tensor.external_data}
+    location = entries.get("location", "")
+    path = os.path.realpath(os.path.join(folder, location))
+    if not location or os.path.isabs(location) or os.path.commonpath([folder, path]) != folder:
+        raise Diagnostic(f"{owner} keeps its data in '{location}', outside the model's "
+                         "folder; pase reads external data only from files beside the model",
+                         filename)
+    itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    needed = math.prod(tensor.dims) * itemsize
+    try:
+        offset = int(entries.get("offset", "0"))
+        length = int(entries.get("length", str(needed)))
+    except ValueError:
+        raise Diagnostic(f"{owner}: the offset or length of its external data in "
+                         f"'{location}' is not a number", filename) from None
+    if length != needed or offset < 0:
+        raise Diagnostic(f"{owner}: its external data in '{location}' is {length:,} bytes "
+                         f"at offset {offset:,}; the tensor needs {needed:,}", filename)
+    try:
+        with open(path, "rb") as file:
+            if not os.path.isfile(path):
+                raise OSError(0, "not a regular file")
+            file.seek(offset)
+            data = file.read(needed)
+    except OSError as error:
+        raise Diagnostic(f"{owner}: cannot read its external data file '{location}': "
+                         f"{error.strerror}", filename) from None
+    if len(data) != needed:
+        raise Diagnostic(f"{owner}: the external data file '{location}' is too short: "
+                         f"{offset + len(data):,} bytes, the tensor needs {needed:,} bytes "
+                         f"from offset {offset:,}", filename)
+    return data
+
+
+def unshare_identity_initializers(onnx: Any, model: Any) -> None:
+    """Each Identity whose input is an initializer becomes an initializer of its own (a
+    copy): the TorchScript exporter shares equal initializers of different layers (the zero
+    biases of an eval-mode model) behind Identity nodes, which are not tied in the model.
+    An initializer that several nodes read directly stays one (tied) parameter."""
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    kept = []
+    for node in graph.node:
+        source = initializers.get(node.input[0]) if node.op_type == "Identity" \
+            and node.input else None
+        if source is None:
+            kept.append(node)
+            continue
+        copy = onnx.TensorProto()
+        copy.CopyFrom(source)
+        copy.name = node.output[0]
+        graph.initializer.append(copy)
+    if len(kept) != len(graph.node):
+        del graph.node[:]
+        graph.node.extend(kept)
+    unshare_constant_fills(onnx, model)
+
+
+def unshare_constant_fills(onnx: Any, model: Any) -> None:
+    """An initializer of one repeated value (all zeros, all ones) that several nodes read
+    becomes one copy per node: exporters merge equal initializers (the dynamo exporter
+    reads one zero bias in every linear layer of a fresh BERT), which the model does not
+    tie; weights it does tie (an embedding and its output layer) are not constant fills."""
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    readers: dict[str, list[tuple[Any, int]]] = {}
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            if name in initializers:
+                readers.setdefault(name, []).append((node, position))
+    for name, uses in readers.items():
+        init = initializers[name]
+        if len(uses) < 2 or not is_parameter(onnx, init):
+            continue
+        values = onnx.numpy_helper.to_array(init)
+        if not np.all(values == values.flat[0]):
+            continue
+        for index, (node, position) in enumerate(uses[1:], start=2):
+            copy = onnx.TensorProto()
+            copy.CopyFrom(init)
+            copy.name = f"{name}_{index}"
+            graph.initializer.append(copy)
+            node.input[position] = copy.name
+
+
+def is_parameter(onnx: Any, init: Any) -> bool:
+    """Whether an initializer is a trainable parameter (a float tensor of more than one
+    element) rather than a constant of the computation (shapes, axes, scalar factors)."""
+    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+              onnx.TensorProto.BFLOAT16)
+    return init.data_type in floats and math.prod(init.dims) > 1
+
+
+def simplify(onnx: Any, model: Any, filename: str) -> Any:
+    """`model` with its static shape computations folded to constants (onnxscript's
+    optimizer). The parameters are hidden from it as graph inputs while it runs: to a
+    training model they are variables, not constants to fold (it would drop a Gemm's zero
+    bias, or fold a transposed weight into a new constant)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import onnxscript.optimizer
+    except ImportError:
+        raise Diagnostic(f"reading ONNX needs the onnxscript package: {INSTALL_HINT}",
+                         filename) from None
+    graph = model.graph
+    parameters = [init for init in graph.initializer if is_parameter(onnx, init)]
+    hidden = {init.name for init in parameters} - {value.name for value in graph.input}
+    constants = [init for init in graph.initializer if not is_parameter(onnx, init)]
+    del graph.initializer[:]
+    graph.initializer.extend(constants)
+    graph.input.extend(onnx.helper.make_tensor_value_info(init.name, init.data_type,
+                                                          init.dims)
+                       for init in parameters if init.name in hidden)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimized = onnxscript.optimizer.optimize(model)
+            # Its folding keeps ConstantOfShape (so as not to grow a model): fold it too,
+            # it starts the shape and mask computations exporters write, then go on.
+            onnxscript.optimizer.fold_constants(
+                optimized, onnx_shape_inference=True,
+                should_fold=lambda node: True if node.op_type == "ConstantOfShape" else None)
+            optimized = onnxscript.optimizer.optimize(optimized)
+    except Exception as error:  # the library's own failure: name it, no traceback
+        raise Diagnostic(f"folding the model's static shapes failed (onnxscript's "
+                         f"optimizer): {first_line(error)}", filename) from None
+    inputs = [value for value in optimized.graph.input if value.name not in hidden]
+    del optimized.graph.input[:]
+    optimized.graph.input.extend(inputs)
+    optimized.graph.initializer.extend(parameters)
+    return optimized

@@ -1,0 +1,80 @@
+"""Identity, constants and the elementwise ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.ir import Operation
+
+from pase.dialect import dnn
+from pase.frontend.onnx.registry import importer
+from pase.frontend.onnx.values import GraphState, Value
+
+UNARY_OPS: dict[str, type[Operation]] = {
+    "Relu": dnn.ReluOp, "Gelu": dnn.GeluOp, "Tanh": dnn.TanhOp, "Sigmoid": dnn.SigmoidOp,
+    "Exp": dnn.ExpOp,
+}
+BINARY_OPS: dict[str, type[Operation]] = {"Add": dnn.AddOp, "Sub": dnn.SubOp,
+                                          "Mul": dnn.MulOp}
+
+
+@importer("Identity", "Dropout", attributes=("seed",))
+def identity(graph: GraphState, node: Any) -> list[Value]:
+    """The input itself (Dropout: pase trains dropout-free). An Identity of a constant is
+    a constant of its own: the TorchScript exporter shares equal initializers (the zero
+    biases of different layers) behind Identity nodes, which are not tied in the model."""
+    value = graph.values.get(node.input[0])
+    if value is not None and value.ssa is None:
+        return [Value((), constant=value.constant)]
+    return [value if value is not None else graph.tensor(node.input[0])]
+
+
+def constant_node(graph: GraphState, node: Any) -> np.ndarray:
+    """The value of a Constant node."""
+    attribute = node.attribute[0]
+    value = graph.onnx.helper.get_attribute_value(attribute)
+    if attribute.name == "value":
+        return graph.onnx.numpy_helper.to_array(value)
+    dtype = np.float32 if attribute.name.startswith("value_float") else np.int64
+    return np.asarray(value, dtype=dtype)
+
+
+@importer("Constant", attributes=("value", "value_float", "value_floats", "value_int",
+                                  "value_ints"))
+def constant(graph: GraphState, node: Any) -> list[Value]:
+    if len(node.attribute) != 1:
+        raise graph.error("a Constant needs exactly one value attribute")
+    return [Value((), constant=constant_node(graph, node))]
+
+
+@importer(*UNARY_OPS, attributes=("approximate",))
+def unary(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    approximate = graph.attribute(node, "approximate", b"none")
+    if approximate not in (b"none", b"tanh", "none", "tanh"):
+        raise graph.error(f"approximate={approximate!r} is not supported")
+    return [Value(x.axes, graph.build(UNARY_OPS[node.op_type], [x.value], node.output[0]))]
+
+
+@importer(*BINARY_OPS)
+def binary(graph: GraphState, node: Any) -> list[Value]:
+    a, b = graph.tensor(node.input[0]), graph.tensor(node.input[1])
+    return [graph.elementwise(BINARY_OPS[node.op_type], a, b, node.output[0])]
+
+
+@importer("Div")
+def div(graph: GraphState, node: Any) -> list[Value]:
+    """Division by a constant: a product with its reciprocal (a scalar param); by a
+    computed tensor: `dnn.div`."""
+    if graph.constant_of(node.input[1]) is None:
+        a, b = graph.tensor(node.input[0]), graph.tensor(node.input[1])
+        return [graph.elementwise(dnn.DivOp, a, b, node.output[0])]
+    divisor = graph.constant(node.input[1], "the divisor")
+    if not np.issubdtype(divisor.dtype, np.floating) or np.any(divisor == 0):
+        raise graph.error("the divisor must be a nonzero float constant")
+    reciprocal = f"{node.input[1]}_reciprocal"
+    if reciprocal not in graph.values:
+        graph.values[reciprocal] = Value((), constant=(1 / divisor).astype(divisor.dtype))
+    a, b = graph.tensor(node.input[0]), graph.tensor(reciprocal)
+    return [graph.elementwise(dnn.MulOp, a, b, node.output[0])]

@@ -1,0 +1,122 @@
+"""Convolutions and pooling over NCHW tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute
+
+from pase.core.shapes import conv_output_size
+from pase.dialect import dnn
+from pase.frontend.onnx.registry import importer
+from pase.frontend.onnx.values import GraphState, Value
+
+POOL_ATTRIBUTES = ("kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "dilations",
+                   "storage_order", "count_include_pad")
+
+
+def window_properties(stride: int, padding: Sequence[int]) -> dict[str, Attribute]:
+    return {"stride": IntAttr(stride), "padding": ArrayAttr(IntAttr(p) for p in padding)}
+
+
+def window(graph: GraphState, node: Any, kernel: Sequence[int]) -> tuple[int, list[int]]:
+    """The one stride and the [height, width] padding pase's 2-D windows take."""
+    auto_pad = graph.attribute(node, "auto_pad", b"NOTSET")
+    if auto_pad not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
+        raise graph.error(f"auto_pad={auto_pad.decode()} is not supported; export "
+                          "with explicit pads")
+    dilations = graph.attribute(node, "dilations", [1, 1])
+    if any(d != 1 for d in dilations):
+        raise graph.error(f"dilations={list(dilations)} is not supported (only 1)")
+    strides = list(graph.attribute(node, "strides", [1, 1]))
+    if len(set(strides)) != 1:
+        raise graph.error(f"strides={strides} is not supported (pase has one stride "
+                          "for height and width)")
+    pads = list(graph.attribute(node, "pads", [0, 0, 0, 0]))
+    if len(pads) != 4 or pads[0] != pads[2] or pads[1] != pads[3]:
+        raise graph.error(f"pads={pads} is not supported (only the same padding at both "
+                          "ends of an axis)")
+    if len(kernel) != 2:
+        raise graph.error(f"a {len(kernel)}-D window is not supported (only 2-D)")
+    return strides[0], pads[:2]
+
+
+def spatial_dims(graph: GraphState, sizes: Sequence[int], kernel: Sequence[int], stride: int,
+                 padding: Sequence[int]) -> list[int]:
+    """New dims for the output height and width of a window over `sizes` (NCHW)."""
+    return [graph.dims.new(conv_output_size(sizes[2 + i], kernel[i], stride, padding[i]),
+                           hint) for i, hint in enumerate(("h", "w"))]
+
+
+@importer("Conv", attributes=("group", "strides", "pads", "dilations", "kernel_shape",
+                              "auto_pad"))
+def conv(graph: GraphState, node: Any) -> list[Value]:
+    """A 2-D convolution (and its bias add), grouped with `group`; the filter keeps its
+    size-1 axes (1x1 windows, depthwise filters)."""
+    group = int(graph.attribute(node, "group", 1))
+    x = graph.tensor(node.input[0])
+    w = graph.tensor(node.input[1], hints=("c", "d", "kh", "kw"), keep=(0, 1, 2, 3))
+    if len(x.axes) != 4 or len(w.axes) != 4:
+        raise graph.error("only 2-D convolutions (rank-4 NCHW tensors) are supported")
+    stride, padding = window(graph, node, [graph.dims.size(a) if a is not None else 1
+                                           for a in w.axes[2:]])
+    in_channels = graph.real_axis(x, 1)
+    if group == 1 and not graph.same(in_channels, graph.real_axis(w, 1)):
+        raise graph.error("its input and filter channels are different dimensions")
+    if group != 1 and graph.dims.size(in_channels) != group * graph.dims.size(
+            graph.real_axis(w, 1)):
+        raise graph.error(f"its {graph.dims.size(in_channels)} input channels are not "
+                          f"group={group} times the filter's {graph.dims.size(w.axes[1] or 0)}")
+    name = node.output[0]
+    x_ssa = graph.ordered(x, f"{name}_input")
+    w_ssa = graph.ordered(w, f"{name}_filter", "filter")
+    spatial = spatial_dims(graph, dnn.shape_of(x_ssa).sizes, dnn.shape_of(w_ssa).sizes[2:],
+                           stride, padding)
+    has_bias = len(node.input) > 2 and node.input[2]
+    result = [graph.real_axis(x, 0), graph.real_axis(w, 0), *spatial]
+    y = graph.build(dnn.Conv2dOp, [x_ssa, w_ssa], f"{name}_conv" if has_bias else name,
+                    [graph.dims.find(d) for d in result],
+                    window_properties(stride, padding) | (
+                        {"groups": IntAttr(group)} if group != 1 else {}))
+    output = Value(tuple(result), y)
+    if not has_bias:
+        return [output]
+    bias = graph.tensor(node.input[2])
+    bias = Value((*bias.axes, None, None), bias.ssa)  # [co] broadcasts as [co, 1, 1]
+    return [graph.elementwise(dnn.AddOp, output, bias, name)]
+
+
+@importer("MaxPool", "AveragePool", attributes=POOL_ATTRIBUTES)
+def pool(graph: GraphState, node: Any) -> list[Value]:
+    kind = "max" if node.op_type == "MaxPool" else "avg"
+    if graph.attribute(node, "ceil_mode", 0):
+        raise graph.error("ceil_mode=1 is not supported")
+    if graph.attribute(node, "storage_order", 0):
+        raise graph.error("storage_order=1 is not supported")
+    kernel = list(graph.attribute(node, "kernel_shape", []))
+    stride, padding = window(graph, node, kernel)
+    if kind == "avg" and any(padding) and not graph.attribute(node, "count_include_pad", 0):
+        raise graph.error("padded AveragePool with count_include_pad=0 is not supported")
+    x = graph.tensor(node.input[0])
+    if len(x.axes) != 4:
+        raise graph.error("only 2-D pooling (rank-4 NCHW tensors) is supported")
+    name = node.output[0]
+    x_ssa = graph.ordered(x, f"{name}_input")
+    spatial = spatial_dims(graph, dnn.shape_of(x_ssa).sizes, kernel, stride, padding)
+    result = [graph.real_axis(x, 0), graph.real_axis(x, 1), *spatial]
+    properties = {"kind": StringAttr(kind), "window": ArrayAttr(IntAttr(k) for k in kernel),
+                  **window_properties(stride, padding)}
+    y = graph.build(dnn.Pool2dOp, [x_ssa], name, [graph.dims.find(d) for d in result],
+                    properties)
+    return [Value(tuple(result), y)]
+
+
+@importer("GlobalAveragePool")
+def global_average_pool(graph: GraphState, node: Any) -> list[Value]:
+    """A mean over height and width."""
+    x = graph.tensor(node.input[0])
+    if len(x.axes) != 4:
+        raise graph.error("only rank-4 NCHW tensors are supported")
+    return [graph.reduce_over(x, [2, 3], "mean", True, node.output[0])]

@@ -1,0 +1,188 @@
+"""The ops real exports add (issue 31): Clip, Pow, Sqrt, Neg, Slice, Split, Where."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import FloatAttr, IntAttr, StringAttr, f64
+
+from pase.dialect import dnn
+from pase.frontend.onnx.registry import importer
+from pase.frontend.onnx.values import GraphState, Value
+
+FLOAT_LIMIT = 3.4e38
+"""Clip's bound when the node gives none (float32's largest is 3.4028e38)."""
+
+
+def scalar(graph: GraphState, name: str, what: str) -> float:
+    """A constant of one element, as a float."""
+    array = graph.constant(name, what)
+    if array.size != 1:
+        raise graph.error(f"{what} must be one number, got shape {list(array.shape)}")
+    return float(array.reshape(()))
+
+
+@importer("Clip")
+def clip(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.clip` (ReLU6 is Clip 0 6); a bound left out is float32's largest."""
+    x = graph.tensor(node.input[0])
+    low = scalar(graph, node.input[1], "the minimum") if len(node.input) > 1 and \
+        node.input[1] else -FLOAT_LIMIT
+    high = scalar(graph, node.input[2], "the maximum") if len(node.input) > 2 and \
+        node.input[2] else FLOAT_LIMIT
+    y = graph.build(dnn.ClipOp, [x.value], node.output[0], None,
+                    {"min": FloatAttr(low, f64), "max": FloatAttr(high, f64)})
+    return [Value(x.axes, y)]
+
+
+@importer("Pow")
+def power(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.pow` by a constant exponent."""
+    x = graph.tensor(node.input[0])
+    exponent = scalar(graph, node.input[1], "the exponent")
+    y = graph.build(dnn.PowOp, [x.value], node.output[0], None,
+                    {"exponent": FloatAttr(exponent, f64)})
+    return [Value(x.axes, y)]
+
+
+@importer("Sqrt", "Neg")
+def sqrt_or_neg(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    op_class = dnn.SqrtOp if node.op_type == "Sqrt" else dnn.NegOp
+    return [Value(x.axes, graph.build(op_class, [x.value], node.output[0]))]
+
+
+def slice_axis(graph: GraphState, x: Value, position: int, start: int, size: int,
+               name: str) -> Value:
+    """`x`'s entries start .. start + size - 1 along the axis at `position`: `x` itself
+    when that is all of it, else a `dnn.slice` whose result has a new dim there."""
+    axis = graph.real_axis(x, position)
+    if start == 0 and size == graph.dims.size(axis):
+        return x
+    old = graph.dims.find(axis)
+    hint = graph.dims.hints[old]
+    new = graph.dims.new(size, hint)
+    layout = [new if d == old else d for d in graph.layout(x)]
+    y = graph.build(dnn.SliceOp, [x.value], name, layout,
+                    {"dim": StringAttr(graph.dims.placeholder(old)), "start": IntAttr(start)})
+    axes = list(x.axes)
+    axes[position] = new
+    return Value(tuple(axes), y)
+
+
+def drop_axis(graph: GraphState, x: Value, position: int, name: str) -> Value:
+    """`x` without its size-1 axis at `position` (a `dnn.reshape`)."""
+    axis = graph.real_axis(x, position)
+    layout = [d for d in graph.layout(x) if d != graph.dims.find(axis)]
+    y = graph.build(dnn.ReshapeOp, [x.value], name, layout)
+    return Value(tuple(a for p, a in enumerate(x.axes) if p != position), y)
+
+
+@importer("Slice")
+def slice_(graph: GraphState, node: Any) -> list[Value]:
+    """Slices with step 1 along axes of their own, each a `dnn.slice`."""
+    x = graph.tensor(node.input[0])
+    starts = graph.constant(node.input[1], "the starts")
+    ends = graph.constant(node.input[2], "the ends")
+    axes = graph.constant(node.input[3], "the axes") if len(node.input) > 3 and \
+        node.input[3] else np.arange(len(starts))
+    steps = graph.constant(node.input[4], "the steps") if len(node.input) > 4 and \
+        node.input[4] else np.ones(len(starts), dtype=np.int64)
+    if np.any(steps != 1):
+        raise graph.error(f"steps={steps.tolist()} are not supported (only 1)")
+    for i, (start, end, axis) in enumerate(zip(starts, ends, axes, strict=True)):
+        position = graph.axis(int(axis), len(x.axes))
+        axis_dim = x.axes[position]
+        size = graph.dims.size(axis_dim) if axis_dim is not None else 1
+        begin, stop = (int(np.clip(v + size if v < 0 else v, 0, size)) for v in (start, end))
+        if stop <= begin:
+            raise graph.error(f"the slice {int(start)}:{int(end)} of axis {position} is empty")
+        if x.axes[position] is None:
+            continue  # a size-1 axis sliced whole
+        x = slice_axis(graph, x, position, begin, stop - begin,
+                       node.output[0] if i == len(starts) - 1 else f"{node.output[0]}_{i}")
+    return [x]
+
+
+@importer("Split", attributes=("axis", "num_outputs"), outputs=64)
+def split(graph: GraphState, node: Any) -> list[Value]:
+    """One `dnn.slice` per output."""
+    x = graph.tensor(node.input[0])
+    position = graph.axis(graph.attribute(node, "axis", 0), len(x.axes))
+    total = graph.dims.size(graph.real_axis(x, position))
+    if len(node.input) > 1 and node.input[1]:
+        sizes = [int(s) for s in graph.constant(node.input[1], "the split sizes")]
+    else:
+        count = graph.attribute(node, "num_outputs", len(node.output))
+        part = -(-total // count)
+        sizes = [min(part, total - i * part) for i in range(count)]
+    if sum(sizes) != total or any(s < 1 for s in sizes):
+        raise graph.error(f"split sizes {sizes} do not add up to the axis's {total}")
+    results, start = [], 0
+    for size, name in zip(sizes, node.output, strict=True):
+        results.append(slice_axis(graph, x, position, start, size, name))
+        start += size
+    return results
+
+
+def is_causal(mask: np.ndarray) -> bool:
+    """Whether a boolean [..., q, k] mask keeps exactly k <= q (broadcast leading axes)."""
+    if mask.ndim < 2 or mask.shape[-1] != mask.shape[-2] or any(s != 1 for s in
+                                                                  mask.shape[:-2]):
+        return False
+    square = mask.reshape(mask.shape[-2:])
+    return bool(np.array_equal(square, np.tril(np.ones_like(square, dtype=bool))))
+
+
+@importer("Where")
+def where(graph: GraphState, node: Any) -> list[Value]:
+    """A constant causal mask: `Where(tril, scores, fill)` or `Where(not tril, fill,
+    scores)` becomes `dnn.mask causal` over the scores' last two axes."""
+    condition = graph.constant(node.input[0], "the condition").astype(bool)
+    if condition.all() or not condition.any():
+        return [graph.tensor(node.input[1 if condition.all() else 2])]
+    if is_causal(condition):
+        scores, fill = node.input[1], node.input[2]
+    elif is_causal(~condition):
+        scores, fill = node.input[2], node.input[1]
+    else:
+        raise graph.error("Where is supported with a constant causal mask (lower-triangular "
+                          "over the last two axes) only")
+    x = graph.tensor(scores)
+    value = scalar(graph, fill, "the masked value")
+    q, k = graph.real_axis(x, len(x.axes) - 2), graph.real_axis(x, len(x.axes) - 1)
+    y = graph.build(dnn.MaskOp, [x.value], node.output[0], None,
+                    {"kind": StringAttr("causal"), "over": graph.dim_array([q, k]),
+                     "fill": FloatAttr(max(value, -FLOAT_LIMIT), f64)})
+    return [Value(x.axes, y)]
+
+
+@importer("Cast", attributes=("to", "saturate", "round_mode"))
+def cast(graph: GraphState, node: Any) -> list[Value]:
+    """A Cast to the element type the tensor has (T5 casts its float norm to float): the
+    tensor itself. Casts of constants are folded before import; any other is an error."""
+    x = graph.tensor(node.input[0])
+    target = graph.onnx.helper.tensor_dtype_to_np_dtype(graph.attribute(node, "to"))
+    element = dnn.shape_of(x.value).element
+    if {"f32": np.float32, "f64": np.float64}.get(element) != target:
+        raise graph.error(f"a Cast of a {element} tensor to {target} is not supported (pase "
+                          "keeps one element type per tensor)")
+    return [x]
+
+
+@importer("RMSNormalization", attributes=("axis", "epsilon", "stash_type"))
+def rms_norm(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.rmsnorm` over the axes from `axis` on (patterns.py makes this node of T5's
+    decomposed norm); the epsilon is pase's."""
+    x = graph.tensor(node.input[0])
+    position = graph.axis(graph.attribute(node, "axis", -1), len(x.axes))
+    over = [graph.real_axis(x, p) for p in range(position, len(x.axes))]
+    operands = [x.value]
+    if len(node.input) > 1 and node.input[1]:
+        scale = graph.tensor(node.input[1])
+        graph.broadcast(x.axes[position:], scale.axes)
+        operands.append(scale.value)
+    y = graph.build(dnn.RmsNormOp, operands, node.output[0], None,
+                    {"over": graph.dim_array(over)})
+    return [Value(x.axes, y)]

@@ -1,0 +1,67 @@
+"""Reductions, softmax and the norms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pase.dialect import dnn
+from pase.frontend.onnx.registry import importer
+from pase.frontend.onnx.values import GraphState, Value
+
+
+@importer("ReduceMean", "ReduceSum", attributes=("axes", "keepdims", "noop_with_empty_axes"))
+def reduce(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    axes = graph.attribute(node, "axes")
+    if len(node.input) > 1 and node.input[1]:
+        axes = graph.constant(node.input[1], "the axes")
+    keepdims = bool(graph.attribute(node, "keepdims", 1))
+    if axes is None or len(axes) == 0:
+        if graph.attribute(node, "noop_with_empty_axes", 0):
+            return [x]
+        axes = range(len(x.axes))
+    positions = sorted({graph.axis(int(a), len(x.axes)) for a in axes})
+    kind = "mean" if node.op_type == "ReduceMean" else "sum"
+    return [graph.reduce_over(x, positions, kind, keepdims, node.output[0])]
+
+
+@importer("Softmax", attributes=("axis",))
+def softmax(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    position = graph.axis(graph.attribute(node, "axis", -1), len(x.axes))
+    y = graph.build(dnn.SoftmaxOp, [x.value], node.output[0], None,
+                    {"over": graph.dim_array([graph.real_axis(x, position)])})
+    return [Value(x.axes, y)]
+
+
+@importer("LayerNormalization", attributes=("axis", "epsilon", "stash_type"))
+def layer_norm(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    position = graph.axis(graph.attribute(node, "axis", -1), len(x.axes))
+    if len(node.input) < 3 or not node.input[2]:
+        raise graph.error("LayerNormalization without a bias (B) is not supported")
+    over = [graph.real_axis(x, p) for p in range(position, len(x.axes))]
+    scale, bias = graph.tensor(node.input[1]), graph.tensor(node.input[2])
+    for affine in (scale, bias):
+        graph.broadcast(x.axes[position:], affine.axes)
+    y = graph.build(dnn.LayerNormOp, [x.value, scale.value, bias.value], node.output[0], None,
+                    {"over": graph.dim_array(over)})
+    return [Value(x.axes, y)]
+
+
+@importer("BatchNormalization", attributes=("epsilon", "momentum", "training_mode"))
+def batch_norm(graph: GraphState, node: Any) -> list[Value]:
+    """Normalized with the batch statistics (training mode); the running ones are unread."""
+    x = graph.tensor(node.input[0])
+    if len(x.axes) < 2:
+        raise graph.error("BatchNormalization needs a [batch, channels, ...] input")
+    channels = graph.real_axis(x, 1)
+    scale, bias = graph.tensor(node.input[1]), graph.tensor(node.input[2])
+    for affine in (scale, bias):
+        if len(affine.axes) != 1 or not graph.same(channels, graph.real_axis(affine, 0)):
+            raise graph.error("its scale and bias must range over the channels")
+    over = [a for p, a in enumerate(x.axes) if p != 1 and a is not None]
+    y = graph.build(dnn.BatchNormOp, [x.value, scale.value, bias.value], node.output[0], None,
+                    {"over": graph.dim_array(over)})
+    return [Value(x.axes, y)]
+

@@ -1,0 +1,200 @@
+"""Layout ops: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat; and Gather (an
+embedding lookup)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pase.core.shapes import NamedShape, ShapeError, reshape_groups
+from pase.dialect import dnn
+from pase.frontend.onnx.registry import importer
+from pase.frontend.onnx.values import GraphState, Value
+
+
+@importer("Transpose", attributes=("perm",))
+def transpose(graph: GraphState, node: Any) -> list[Value]:
+    """Only a relabelling: named tensors have no axis order."""
+    x = graph.tensor(node.input[0])
+    perm = graph.attribute(node, "perm") or list(range(len(x.axes)))[::-1]
+    return [Value(tuple(x.axes[p] for p in perm), x.ssa)]
+
+
+@importer("Squeeze")
+def squeeze(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    if len(node.input) > 1 and node.input[1]:
+        positions = {graph.axis(int(a), len(x.axes))
+                     for a in graph.constant(node.input[1], "the axes")}
+    else:
+        positions = {p for p, a in enumerate(x.axes) if a is None}
+    if any(x.axes[p] is not None for p in positions):
+        raise graph.error("it squeezes an axis of size 1 that is a dimension of its own "
+                          "in pase; reshape it instead")
+    return [Value(tuple(a for p, a in enumerate(x.axes) if p not in positions), x.ssa)]
+
+
+@importer("Unsqueeze")
+def unsqueeze(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    inserted = graph.constant(node.input[1], "the axes")
+    rank = len(x.axes) + len(inserted)
+    positions = {graph.axis(int(a), rank) for a in inserted}
+    rest = iter(x.axes)
+    return [Value(tuple(None if p in positions else next(rest) for p in range(rank)), x.ssa)]
+
+
+def sizes_of(graph: GraphState, x: Value) -> list[int]:
+    return [graph.dims.size(a) if a is not None else 1 for a in x.axes]
+
+
+@importer("Reshape", attributes=("allowzero",))
+def reshape(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    target = [int(s) for s in graph.constant(node.input[1], "the target shape")]
+    sizes = sizes_of(graph, x)
+    if not graph.attribute(node, "allowzero", 0):
+        target = [sizes[i] if s == 0 else s for i, s in enumerate(target)]
+    if target.count(-1) == 1:
+        known = math.prod(s for s in target if s != -1)
+        target[target.index(-1)] = math.prod(sizes) // max(known, 1)
+    if math.prod(target) != math.prod(sizes) or any(s < 1 for s in target):
+        raise graph.error(f"cannot reshape {sizes} into {target}")
+    return [reshape_to(graph, x, target, node.output[0])]
+
+
+@importer("Flatten", attributes=("axis",))
+def flatten(graph: GraphState, node: Any) -> list[Value]:
+    x = graph.tensor(node.input[0])
+    position = graph.axis(graph.attribute(node, "axis", 1), len(x.axes) + 1)
+    sizes = sizes_of(graph, x)
+    target = [math.prod(sizes[:position]), math.prod(sizes[position:])]
+    return [reshape_to(graph, x, target, node.output[0])]
+
+
+def reshape_to(graph: GraphState, x: Value, target: Sequence[int], name: str) -> Value:
+    """`x` as `target`: only a relabelling when the sizes other than 1 stay as they are
+    (no layer), else a dnn.reshape merging or splitting consecutive axes."""
+    real = [a for a in x.axes if a is not None]
+    sizes = [graph.dims.size(a) for a in real]
+    kept = [j for j, s in enumerate(target) if s != 1]
+    if sizes == [target[j] for j in kept]:
+        axes: list[int | None] = [None] * len(target)
+        for axis, j in zip(real, kept, strict=True):
+            axes[j] = axis
+        return Value(tuple(axes), x.ssa)
+    return split_or_merge(graph, x, real, target, kept, name)
+
+
+def split_or_merge(graph: GraphState, x: Value, real: list[int], target: Sequence[int],
+                   kept: list[int], name: str) -> Value:
+    """A dnn.reshape of `x`'s axes `real` (sizes other than 1) into `target`'s `kept`."""
+    sizes = [graph.dims.size(a) for a in real]
+    source = NamedShape(tuple(f"i{i}" for i in range(len(real))), tuple(sizes))
+    result = NamedShape(tuple(f"o{j}" for j in kept), tuple(target[j] for j in kept))
+    try:
+        groups = reshape_groups(source, result)
+    except ShapeError as error:
+        raise graph.error(str(error).replace(str(source), "its input").replace(
+            str(result), "the target")) from None
+    dims: list[int] = []
+    for in_range, out_range in groups:
+        if len(in_range) == 1 and len(out_range) == 1:
+            dims.append(real[in_range[0]])
+            continue
+        hint = graph.dims.hints[graph.dims.find(real[in_range[0]])] \
+            if len(in_range) == 1 else "d"
+        dims.extend(graph.dims.new(result.sizes[j], hint) for j in out_range)
+    ssa = graph.build(dnn.ReshapeOp, [graph.ordered(x, name)], name,
+                      [graph.dims.find(d) for d in dims])
+    new_axes: list[int | None] = [None] * len(target)
+    for dim, j in zip(dims, kept, strict=True):
+        new_axes[j] = dim
+    return Value(tuple(new_axes), ssa)
+
+
+@importer("Concat", attributes=("axis",))
+def concat(graph: GraphState, node: Any) -> list[Value]:
+    values = [graph.tensor(name) for name in node.input]
+    rank = len(values[0].axes)
+    if len(values) < 2 or any(len(v.axes) != rank for v in values):
+        raise graph.error("Concat takes two or more tensors of one rank")
+    position = graph.axis(graph.attribute(node, "axis", 0), rank)
+    for p in range(rank):
+        if p == position:
+            continue
+        column = [v.axes[p] for v in values]
+        if any(a is None for a in column):
+            raise graph.error(f"axis {p} has size 1 in an operand, which pase does not "
+                              "support in Concat")
+        first = column[0]
+        assert first is not None
+        for axis in column[1:]:
+            assert axis is not None
+            if not graph.same(first, axis):
+                raise graph.error("its operands' axes cannot be one dimension")
+    joined = [graph.real_axis(v, position) for v in values]
+    dim = graph.dims.new(sum(graph.dims.size(a) for a in joined),
+                         graph.dims.hints[graph.dims.find(joined[0])])
+    axes = list(values[0].axes)
+    axes[position] = dim
+    name = node.output[0]
+    operands = [graph.ordered(v, f"{name}_in{i}") for i, v in enumerate(values)]
+    y = graph.build(dnn.ConcatOp, operands, name,
+                    [graph.dims.find(a) for a in axes if a is not None])
+    return [Value(tuple(axes), y)]
+
+
+@importer("Gather", attributes=("axis",))
+def gather(graph: GraphState, node: Any) -> list[Value]:
+    """An embedding lookup (rows of an initializer table by computed ids), or a slice by
+    constant indices: a run of consecutive ones (position ids) or one index repeated."""
+    ids = graph.values.get(node.input[1])
+    if ids is not None and ids.ssa is None:
+        return [constant_gather(graph, node)]
+    if graph.attribute(node, "axis", 0) != 0:
+        raise graph.error(f"axis={graph.attribute(node, 'axis')} is not supported (an "
+                          "embedding lookup gathers rows, axis 0)")
+    data = graph.values.get(node.input[0])
+    if data is not None and data.ssa is not None and not isinstance(
+            data.ssa.owner, dnn.ParamOp):
+        raise graph.error("Gather is supported on an embedding table (an initializer), "
+                          f"not on the computed '{node.input[0]}'")
+    table = graph.tensor(node.input[0], hints=("v", "d", "d"))
+    ids = graph.tensor(node.input[1])
+    if len(table.axes) < 2:
+        raise graph.error("the embedding table must be [vocabulary, features...]")
+    name = node.output[0]
+    table_ssa = graph.ordered(table, f"{name}_table")
+    y = graph.build(dnn.EmbeddingOp, [ids.value, table_ssa], name)
+    return [Value((*ids.axes, *table.axes[1:]), y)]
+
+
+def constant_gather(graph: GraphState, node: Any) -> Value:
+    """Gather by constant indices as a `dnn.slice`: consecutive indices give a new dim
+    (position ids: the first rows of a table); one index repeated (BERT's token types,
+    ViT's class token) gives no axis (size 1, broadcast)."""
+    from pase.frontend.onnx.operators.more import drop_axis, slice_axis
+
+    indices = graph.constant(node.input[1], "the indices").astype(np.int64)
+    data = graph.tensor(node.input[0], hints=("v", "d", "d"))
+    position = graph.axis(graph.attribute(node, "axis", 0), len(data.axes))
+    size = graph.dims.size(graph.real_axis(data, position))
+    flat = np.where(indices < 0, indices + size, indices).reshape(-1)
+    name = node.output[0]
+    if flat.size and np.all(flat == flat[0]):
+        row = slice_axis(graph, data, position, int(flat[0]), 1, f"{name}_row")
+        row = drop_axis(graph, row, position, name)
+        return Value((*row.axes[:position], *(None,) * indices.ndim, *row.axes[position:]),
+                     row.ssa)
+    long_axes = [s for s in indices.shape if s != 1]
+    if len(long_axes) != 1 or not np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
+        raise graph.error("Gather with constant indices is supported for consecutive indices "
+                          "(a slice) or one index repeated, not for these")
+    part = slice_axis(graph, data, position, int(flat[0]), flat.size, name)
+    new = part.axes[position]
+    axes = tuple(new if s != 1 else None for s in indices.shape)
+    return Value((*part.axes[:position], *axes, *part.axes[position + 1:]), part.ssa)

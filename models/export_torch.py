@@ -1,0 +1,208 @@
+"""Export small versions of ten PyTorch architectures to ONNX, with both exporters, as a
+user would: random (seeded) weights, eval mode, batch 8, static shapes.
+
+    pip install -e '.[torch]'                        # torch, torchvision, transformers
+    python models/export_torch.py models/onnx        # writes NAME.dynamo.onnx (+ .data)
+                                                     # and NAME.torchscript.onnx per model
+    python models/export_torch.py models/onnx resnet18 gpt2
+
+The two calls are the ones docs/pytorch.md gives:
+
+    torch.onnx.export(model, args, "m.dynamo.onnx")        # the default (dynamo) exporter,
+                                                           # weights in m.dynamo.onnx.data
+    torch.onnx.export(model, args, "m.torchscript.onnx", dynamo=False, opset_version=17)
+
+The architectures are the real classes (torchvision's ResNet, MobileNetV2, VisionTransformer,
+VGG; Hugging Face's GPT2LMHeadModel, BertForMaskedLM, T5ForConditionalGeneration) built from
+small configurations, so that the files stay small (pase's tests import them; nothing is
+downloaded). Needs torch; pase itself never imports this file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+BATCH = 8
+SEQUENCE = 16
+VOCABULARY = 64
+
+
+class LstmLanguageModel(nn.Module):
+    """Embedding, a one-layer nn.LSTM, a linear head over the vocabulary."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(VOCABULARY, 32)
+        self.lstm = nn.LSTM(32, 32, batch_first=True)
+        self.head = nn.Linear(32, VOCABULARY)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        hidden, _ = self.lstm(self.embedding(ids))
+        return self.head(hidden)
+
+
+class Mlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 32), nn.ReLU(),
+                                    nn.Linear(32, 10))
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return self.layers(image)
+
+
+class Logits(nn.Module):
+    """A Hugging Face model with its logits as the one output."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, *ids: torch.Tensor) -> torch.Tensor:
+        if len(ids) == 2:
+            return self.model(input_ids=ids[0], decoder_input_ids=ids[1]).logits
+        return self.model(input_ids=ids[0]).logits
+
+
+def narrow_resnet(block: str, layers: list[int], divisor: int = 16) -> nn.Module:
+    """torchvision's ResNet with its widths divided by `divisor` (64 -> 4 at the stem)."""
+    from torchvision.models import resnet
+
+    block_class = resnet.BasicBlock if block == "basic" else resnet.Bottleneck
+
+    class NarrowResNet(resnet.ResNet):
+        def _make_layer(self, block: Any, planes: int, blocks: int, stride: int = 1,
+                        dilate: bool = False) -> nn.Sequential:
+            if planes == 64:
+                self.inplanes = 64 // divisor
+            return super()._make_layer(block, planes // divisor, blocks, stride, dilate)
+
+    model = NarrowResNet(block_class, layers, num_classes=10)
+    model.conv1 = nn.Conv2d(3, 64 // divisor, 7, 2, 3, bias=False)
+    model.bn1 = nn.BatchNorm2d(64 // divisor)
+    model.fc = nn.Linear(512 * block_class.expansion // divisor, 10)
+    return model
+
+
+def vgg11() -> nn.Module:
+    """torchvision's VGG with the VGG11 layer list at 1/16 width and a small classifier."""
+    from torchvision.models import vgg
+
+    config = [c if c == "M" else c // 16 for c in vgg.cfgs["A"]]
+    model = vgg.VGG(vgg.make_layers(config, batch_norm=False), num_classes=10)
+    model.avgpool = nn.Identity()
+    model.classifier = nn.Sequential(nn.Linear(32, 32), nn.ReLU(True), nn.Linear(32, 10))
+    return model
+
+
+def mobilenet_v2() -> nn.Module:
+    """torchvision's MobileNetV2 at width 0.25, its last 1x1 convolution 64 wide (not 1280)."""
+    from torchvision.models import mobilenet_v2
+    from torchvision.ops import Conv2dNormActivation
+
+    model = mobilenet_v2(width_mult=0.25, num_classes=10)
+    last = model.features[-1][0]
+    model.features[-1] = Conv2dNormActivation(last.in_channels, 64, kernel_size=1,
+                                              activation_layer=nn.ReLU6)
+    model.classifier[-1] = nn.Linear(64, 10)
+    return model
+
+
+def image(size: int = 32) -> tuple[torch.Tensor, ...]:
+    return (torch.randn(BATCH, 3, size, size),)
+
+
+def ids(count: int = 1) -> tuple[torch.Tensor, ...]:
+    return tuple(torch.randint(0, VOCABULARY, (BATCH, SEQUENCE)) for _ in range(count))
+
+
+def gpt2() -> nn.Module:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return Logits(GPT2LMHeadModel(GPT2Config(
+        vocab_size=VOCABULARY, n_positions=SEQUENCE, n_embd=32, n_layer=2, n_head=2,
+        use_cache=False)))
+
+
+def bert() -> nn.Module:
+    from transformers import BertConfig, BertForMaskedLM
+
+    return Logits(BertForMaskedLM(BertConfig(
+        vocab_size=VOCABULARY, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=SEQUENCE)))
+
+
+def t5() -> nn.Module:
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    return Logits(T5ForConditionalGeneration(T5Config(
+        vocab_size=VOCABULARY, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
+        use_cache=False)))
+
+
+def torchvision_model(name: str, **options: Any) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import torchvision
+
+        return getattr(torchvision.models, name)(**options)
+
+    return build
+
+
+MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
+    "lstm": (LstmLanguageModel, ids),
+    "mlp": (Mlp, lambda: image(16)),
+    "vgg11": (vgg11, image),
+    "resnet18": (lambda: narrow_resnet("basic", [2, 2, 2, 2]), image),
+    "resnet50": (lambda: narrow_resnet("bottleneck", [3, 4, 6, 3]), image),
+    "mobilenet_v2": (mobilenet_v2, image),
+    "vit_b_16": (torchvision_model("VisionTransformer", image_size=32, patch_size=16,
+                                   num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                                   num_classes=10), image),
+    "gpt2": (gpt2, ids),
+    "bert": (bert, ids),
+    "t5": (t5, lambda: ids(2)),
+}
+
+
+def export(name: str, folder: str) -> list[str]:
+    """Both exports of one model; what each exporter said if it failed."""
+    build, example = MODELS[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    args = example()
+    failures = []
+    for exporter, options in (("dynamo", {}),
+                              ("torchscript", {"dynamo": False, "opset_version": 17})):
+        path = os.path.join(folder, f"{name}.{exporter}.onnx")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, args, path, **options)
+        except Exception as error:  # the exporter's own failure: reported, not fatal
+            failures.append(f"{name} ({exporter}): {type(error).__name__}: "
+                            f"{str(error).splitlines()[0] if str(error) else ''}")
+    return failures
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 1
+    folder, names = argv[0], argv[1:] or list(MODELS)
+    os.makedirs(folder, exist_ok=True)
+    failures = [failure for name in names for failure in export(name, folder)]
+    for failure in failures:
+        print(f"export failed: {failure}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

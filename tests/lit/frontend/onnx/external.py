@@ -1,0 +1,71 @@
+# External data (the weights the default PyTorch exporter writes to FILE.onnx.data) is read
+# from the model's own folder only, whatever the current directory: a location that leaves
+# the folder, a missing or short file is one error naming the file and the tensor's owner.
+# RUN: rm -rf %t && mkdir -p %t/model %t/cwd
+# RUN: python %s beside %t/model/m.onnx && cd %t/cwd && pase-opt %t/model/m.onnx | filecheck %s --check-prefix=BESIDE
+# RUN: python %s outside %t/model/m.onnx && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=OUTSIDE
+# RUN: python %s constant %t/model/m.onnx && echo secret > %t/cwd/secret.bin && cd %t/cwd && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=CONSTANT
+# RUN: python %s short %t/model/m.onnx && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=SHORT
+# RUN: python %s beside %t/model/m.onnx && not pase-opt < %t/model/m.onnx -f onnx 2>&1 | filecheck %s --check-prefix=STDIN
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+from onnx_case import graph, node, weights  # noqa: E402
+
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def gemm():
+    return graph([node("Gemm", ["x", "w"], ["y"], name="fc")], {"x": [2, 4]}, ("y", [2, 3]),
+                 {"w": weights(4, 3)})
+
+
+def external(tensor, location, offset=0, length=None):
+    """Mark `tensor` as kept in `location` (its bytes not in the model)."""
+    size = len(tensor.raw_data or numpy_helper.to_array(tensor).tobytes())
+    tensor.ClearField("raw_data")
+    tensor.ClearField("float_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", str(offset)),
+                       ("length", str(size if length is None else length))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+
+
+# BESIDE: %w = dnn.param : !dnn.tensor<[d = 4, c = 3], f32>
+# STDIN: error: initializer 'w' keeps its data in an external file, which pase reads only beside a model read from a file
+def case_beside(path):
+    if os.path.exists(path + ".data"):
+        os.remove(path + ".data")  # onnx.save appends to an existing data file
+    onnx.save(gemm(), path, save_as_external_data=True, location="m.onnx.data",
+              size_threshold=0)
+
+
+# OUTSIDE: m.onnx: error: initializer 'w' keeps its data in '../secret.bin', outside the model's folder; pase reads external data only from files beside the model
+def case_outside(path):
+    model = gemm()
+    external(model.graph.initializer[0], "../secret.bin")
+    onnx.save(model, path)
+
+
+# CONSTANT: m.onnx: error: node 'k' (Constant): cannot read its external data file 'secret.bin': No such file or directory
+def case_constant(path):
+    model = gemm()
+    w = model.graph.initializer.pop()
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["w"], name="k", value=w))
+    external(model.graph.node[0].attribute[0].t, "secret.bin")
+    onnx.save(model, path)
+
+
+# SHORT: m.onnx: error: initializer 'w': the external data file 'm.onnx.data' is too short: 40 bytes, the tensor needs 48 bytes from offset 0
+def case_short(path):
+    case_beside(path)
+    with open(path + ".data", "r+b") as file:
+        file.truncate(40)
+
+
+if __name__ == "__main__":
+    globals()[f"case_{sys.argv[1]}"](sys.argv[2])
