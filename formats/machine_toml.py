@@ -27,7 +27,7 @@ import sys
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text
 from pase.core.numbers import shown_integer, too_long_integer
-from pase.passes.strategy.machines import PRESETS, Machine
+from pase.passes.strategy import PRESETS, Machine
 
 
 class MachineError(ValueError):

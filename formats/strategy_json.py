@@ -29,8 +29,7 @@ from typing import Any
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text, shown_line
 from pase.core.numbers import too_long_integer
-from pase.passes.strategy.memory import CappedSolution, Memory
-from pase.passes.strategy.problem import Assignment, Breakdown, Problem
+from pase.passes.strategy import Assignment, Breakdown, CappedSolution, Memory, Problem
 
 JsonPath = tuple[str | int, ...]
 """Keys and list indices from the top of a JSON document: ("layers", 3, "config", "b")."""

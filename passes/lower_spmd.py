@@ -55,7 +55,7 @@ from pase.dialect.pase import (
 )
 from pase.passes.microbatch import batch_dim, loss_weight, microbatch_problem
 from pase.passes.options import PasePass
-from pase.passes.strategy.schedule import simulate
+from pase.passes.strategy import simulate
 
 
 def placement(space: IterationSpace, config: ConfigAttr | None,

@@ -20,7 +20,7 @@ Where the capped search stops before proving its strategy optimal, the plan says
 far above the optimum it may be: a warning (and `report`'s first line, and "gap" in
 the exported plan). When no plan fits, the error gives the least memory any plan of
 the S and M tried needs (`Partitioner.least_memory`, rounded up: that cap has a plan).
-The search over S, M and the cuts is exact (`partition.py`).
+The search over S, M and the cuts is exact (`pase.passes.strategy.pipeline`).
 
 Writes `pase.config` (for one micro-batch) and `pase.stage` on every layer and
 `pase.pipeline` on the graph (removing a `pase.strategy` an earlier search left).
@@ -72,14 +72,21 @@ from pase.formats.strategy_json import load_strategy
 from pase.passes.microbatch import microbatch_problem
 from pase.passes.options import PasePass
 from pase.passes.search import machine_diagnostic, write_json
-from pase.passes.strategy.from_ir import GraphData, read_graph
-from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import gib_up
-from pase.passes.strategy.partition import Partitioner, stage_solver
-from pase.passes.strategy.pipeline import PipelinePlan, microbatch_layers
-from pase.passes.strategy.problem import collector_paused
-from pase.passes.strategy.progress import Progress
-from pase.passes.strategy.segments import segments
+from pase.passes.strategy import (
+    GraphData,
+    Machine,
+    Partitioner,
+    PipelinePlan,
+    PlanSpec,
+    Progress,
+    collector_paused,
+    evaluate_plan,
+    gib_up,
+    microbatch_layers,
+    read_graph,
+    segments,
+    stage_solver,
+)
 
 MAX_AUTO_MICROBATCHES = 32
 GIB = 1 << 30
@@ -305,11 +312,9 @@ class PartitionStagesPass(PasePass):
                 raise pins.error(f"layer '{layer.name}' needs {math.prod(config.values())} "
                                  f"devices, more than the {group} of its stage", layer.name,
                                  "config")
-        partitioner = Partitioner(
-            data.layers, data.edges, data.batch, self.devices, machine, bounds[1:],
-            lambda layers, edges, devices: {layer.name: dict(pins.configs[layer.name])
-                                            for layer in layers})
-        return partitioner.evaluate(bounds, micro, schedule)
+        spec = PlanSpec(tuple(bounds), micro, schedule,
+                        {layer_name: dict(config) for layer_name, config in pins.configs.items()})
+        return evaluate_plan(data.layers, data.edges, data.batch, self.devices, machine, spec)
 
 
 def graphs_in(graph: GraphOp) -> list[GraphOp]:

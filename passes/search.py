@@ -56,18 +56,22 @@ from pase.formats.machine_toml import MachineError, load_machine
 from pase.formats.report import cap_note, format_report
 from pase.formats.strategy_json import StrategyPins, dump_strategy, load_strategy, strategy_json
 from pase.passes.options import PasePass
-from pase.passes.strategy.budget import MemoryBudget, SearchError
-from pase.passes.strategy.from_ir import build_problem
-from pase.passes.strategy.memory import (
+from pase.passes.strategy import (
     GIB,
     CappedSolution,
+    MemoryBudget,
     MemoryCapError,
+    PinError,
+    Progress,
+    SearchError,
+    Solution,
+    build_problem,
+    collector_paused,
     gib_up,
     memory_parts,
+    solve,
     solve_capped,
 )
-from pase.passes.strategy.problem import PinError, Solution, collector_paused, solve
-from pase.passes.strategy.progress import Progress
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
 from pase.formats.strategy_json import is_pipeline_plan
-from pase.passes.strategy.machines import PRESETS
-from pase.passes.strategy.schedule import SCHEDULES
+from pase.passes.strategy import PRESETS, SCHEDULES
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
 from pase.tools.run_check import DIVERGED, TrainingReport, check_problems

@@ -21,11 +21,18 @@ import numpy as np
 from pase.core.placement import edge_tag
 from pase.dialect import dnn
 from pase.dialect.pase import pipeline_of, stage_of
-from pase.passes.strategy.cost import blocks, layer_cost, local_elements, redistribution_words
-from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.pipeline import carries_param, edges_at, microbatch_layers
-from pase.passes.strategy.problem import Problem
+from pase.passes.strategy import (
+    Machine,
+    Problem,
+    blocks,
+    carries_param,
+    edges_at,
+    layer_cost,
+    local_elements,
+    microbatch_layers,
+    read_graph,
+    redistribution_words,
+)
 from pase.runtime.executor import DTYPES, DeviceResult
 from pase.runtime.program import Program
 

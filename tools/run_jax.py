@@ -25,7 +25,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.shapes import ELEMENTS
-from pase.passes.strategy.problem import build_problem
+from pase.passes.strategy import build_problem
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
 from pase.tools.run_check import (

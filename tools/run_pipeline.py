@@ -45,8 +45,7 @@ from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.scale import ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
-from pase.passes.strategy.budget import format_bytes
-from pase.passes.strategy.problem import build_problem
+from pase.passes.strategy import build_problem, format_bytes
 from pase.runtime.executor import DeviceResult, run_device
 from pase.runtime.program import Program, program_from_ir
 from pase.runtime.workers import run_workers

@@ -6,7 +6,7 @@ The runtime records when each device ran each op of the first step
 `dist.phase` and `dist.microbatch`), a send or receive between stages (a
 `dist.redistribute` from one stage's grid to another's), or the once-per-step update
 (the parameter-gradient all-reduce and SGD). The modelled timeline is the cost model's
-simulation of the same plan, on the shapes that ran (`pase.passes.strategy.schedule`).
+simulation of the same plan, on the shapes that ran (`pase.passes.strategy.evaluate_plan`).
 
     report = train(module, 8, record=True)
     draw_timeline("step.svg", module, report)   # prints the bubbles too
@@ -18,10 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect.pase import pipeline_of, stage_of
 from pase.formats.machine_toml import load_machine
-from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.partition import Partitioner
-from pase.passes.strategy.pipeline import PipelinePlan
-from pase.passes.strategy.schedule import ideal_bubble
+from pase.passes.strategy import PipelinePlan, PlanSpec, evaluate_plan, ideal_bubble, read_graph
 from pase.runtime.program import Program, Step
 from pase.tools.run_check import TrainingReport
 from pase.tools.run_pipeline import forward_graph, layer_configs
@@ -43,11 +40,10 @@ def modelled_plan(module: ModuleOp) -> PipelinePlan:
         assert stage is not None
         if index == 0 or stage.index.data != len(starts) - 1:
             starts.append(index)
-    partitioner = Partitioner(
-        data.layers, data.edges, data.batch, pipeline.devices.data,
-        load_machine(pipeline.machine.data), starts[1:],
-        lambda layers, edges, devices: {layer.name: configs[layer.name] for layer in layers})
-    return partitioner.evaluate(starts, pipeline.microbatches.data, pipeline.schedule.data)
+    spec = PlanSpec(tuple(starts), pipeline.microbatches.data, pipeline.schedule.data,
+                    configs)
+    return evaluate_plan(data.layers, data.edges, data.batch, pipeline.devices.data,
+                         load_machine(pipeline.machine.data), spec)
 
 
 def _kind(step: Step, program: Program, device: int, group: int) -> str | None:

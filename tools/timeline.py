@@ -10,7 +10,7 @@ modelled one of every stage, and the bubble fractions pase-run prints beside the
 
 The picture has two panels on one time axis each (in ms, each its own scale: the runtime's
 numpy kernels are not the modelled machine). "measured" has one row per device, grouped by
-stage; "modelled" one row per stage, from `pase.passes.strategy.schedule.simulate`. Compute
+stage; "modelled" one row per stage, from `pase.passes.strategy.simulate`. Compute
 boxes are coloured by stage, a forward a light shade and a backward a dark one, numbered by
 micro-batch where they are wide enough; transfers and the all-reduce are thin grey bars, the
 update a full-height grey box, idle time the background. The same input draws the same bytes:
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pase.core.files import write_atomically, write_bytes_atomically
-from pase.passes.strategy.schedule import Simulation
+from pase.passes.strategy import Simulation
 from pase.tools.errors import ToolError
 
 if TYPE_CHECKING:

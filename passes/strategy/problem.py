@@ -61,7 +61,7 @@ from pase.passes.strategy.layer_costs import LayerCosts, layer_costs
 from pase.passes.strategy.machines import Machine, preset
 from pase.passes.strategy.prototype import prototype_edges, prototype_layer_cost
 from pase.passes.strategy.prune import prune, rows_bytes
-from pase.passes.strategy.vertices import Edge, Layer, TensorUse
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse, edges_among
 
 Assignment = dict[str, Config]
 
@@ -324,11 +324,7 @@ class Problem:
             raise ValueError(f"no layer {', '.join(repr(name) for name in unknown)} in graph "
                              f"@{self.graph}")
         kept = [i for i, layer in enumerate(self.layer_data) if layer.name in wanted]
-        position = {old: new for new, old in enumerate(kept)}
-        edges = [replace(edge, producer=position[edge.producer],
-                         consumer=position[edge.consumer])
-                 for edge in self.edges
-                 if edge.producer in position and edge.consumer in position]
+        edges = [edge for _, edge in edges_among(self.edges, kept)]
         return Problem.from_layers(
             [self.layer_data[i] for i in kept], edges, devices, self.machine,
             pins={name: pin for name, pin in self.pins.items() if name in wanted},

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pase.core.files import WriteError, deferred_writes
-from pase.passes.strategy.schedule import Simulation, ideal_bubble, simulate
+from pase.passes.strategy.pipeline.schedule import Simulation, ideal_bubble, simulate
 from pase.tools.timeline import (
     PlottingUnavailable,
     Span,

@@ -19,7 +19,7 @@ import pytest
 from random_graphs import DIMS, LAYER_KINDS, RandomGraph
 
 from pase.frontend import parse_file, parse_text
-from pase.passes.strategy import Problem, build_problem, solve
+from pase.passes.strategy import Partitioner, Problem, build_problem, solve, stage_solver
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 from pase.passes.strategy.memory import (
@@ -30,7 +30,6 @@ from pase.passes.strategy.memory import (
     solve_capped,
     strategy_memory,
 )
-from pase.passes.strategy.partition import Partitioner, stage_solver
 
 MODELS = Path(__file__).resolve().parents[3] / "models"
 STRATEGY_LIMIT = 20_000
