@@ -23,16 +23,18 @@ report) are `pase.formats`'.
 """
 
 from pase.passes.strategy.budget import MemoryBudget, SearchError, SearchMemoryError, format_bytes
-from pase.passes.strategy.configs import enumerate_configs, split_factors
+from pase.passes.strategy.configs import PinError, enumerate_configs, split_factors
 from pase.passes.strategy.cost import (
     Config,
+    LayerCost,
     blocks,
-    layer_cost,
     local_elements,
     redistribution_words,
 )
+from pase.passes.strategy.cost_model import CostModel, PaseCost, cost_model
 from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.from_ir import GraphData, build_problem, read_graph
+from pase.passes.strategy.layer_costs import LayerCosts, layer_cost, layer_costs
 from pase.passes.strategy.machines import PRESETS, Machine, preset
 from pase.passes.strategy.memory import (
     GIB,
@@ -44,6 +46,7 @@ from pase.passes.strategy.memory import (
     solve_capped,
     strategy_memory,
 )
+from pase.passes.strategy.options import SearchOptions
 from pase.passes.strategy.pipeline.evaluate import evaluate_plan
 from pase.passes.strategy.pipeline.microbatch import (
     activation_bytes,
@@ -66,23 +69,25 @@ from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.problem import (
     Assignment,
     Breakdown,
-    PinError,
     Problem,
     Solution,
     collector_paused,
     solve,
 )
 from pase.passes.strategy.progress import Progress
+from pase.passes.strategy.prototype import PrototypeCost
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 __all__ = [
     "GIB", "PRESETS", "SCHEDULES", "Assignment", "Breakdown", "CappedSolution", "Config",
-    "DPResult", "GraphData", "Machine", "Memory", "MemoryBudget", "MemoryCapError",
-    "Partitioner", "PinError", "PipelinePlan", "PlanSpec", "Problem", "Progress",
-    "SearchError", "SearchMemoryError", "Simulation", "Solution", "StageCost", "StagePlan",
-    "StageSolver", "activation_bytes", "blocks", "build_problem", "carries_param",
-    "collector_paused", "edges_at", "enumerate_configs", "evaluate_plan", "format_bytes",
-    "gib_up", "ideal_bubble", "in_flight", "layer_cost", "local_elements", "memory_parts",
-    "microbatch_layers", "parameter_bytes", "preset", "read_graph", "redistribution_words",
-    "segments", "simulate", "solve", "solve_capped", "split_factors",
-    "stage_solver", "strategy_memory",
+    "CostModel", "DPResult", "Edge", "GraphData", "Layer", "LayerCost", "LayerCosts",
+    "Machine", "Memory", "MemoryBudget", "MemoryCapError", "Partitioner", "PaseCost",
+    "PinError", "PipelinePlan", "PlanSpec", "Problem", "Progress", "PrototypeCost",
+    "SearchError", "SearchMemoryError", "SearchOptions", "Simulation", "Solution", "StageCost",
+    "StagePlan", "StageSolver", "TensorUse", "activation_bytes", "blocks", "build_problem",
+    "carries_param", "collector_paused", "cost_model", "edges_at", "enumerate_configs",
+    "evaluate_plan", "format_bytes", "gib_up", "ideal_bubble", "in_flight", "layer_cost",
+    "layer_costs", "local_elements", "memory_parts", "microbatch_layers", "parameter_bytes",
+    "preset", "read_graph", "redistribution_words", "segments", "simulate", "solve",
+    "solve_capped", "split_factors", "stage_solver", "strategy_memory",
 ]

@@ -16,7 +16,7 @@ import pytest
 from cli import run_tool
 
 from pase.frontend import parse_text
-from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy import SearchOptions, build_problem, solve
 from pase.passes.strategy import problem as problem_module
 from pase.passes.strategy.budget import MemoryBudget, SearchMemoryError
 from pase.tools.pase_opt import main
@@ -73,7 +73,7 @@ def test_a_huge_configuration_space_is_refused_before_it_is_listed(
     with pytest.raises(SearchMemoryError, match=r"the [0-9,]+ configurations of layer 'y' "
                        r"of @wide on 8,192 devices would bring .* over the memory budget "
                        r"of 4\.0 MiB"):
-        build_problem(graph, 8192, min_shard=1, budget=MemoryBudget(4 * MIB))
+        build_problem(graph, 8192, budget=MemoryBudget(4 * MIB), options=SearchOptions(min_shard=1))
 
 
 def test_the_accountant_ends_where_it_started_but_for_what_stays() -> None:

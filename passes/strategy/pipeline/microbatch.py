@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from pase.passes.strategy.cost import Config, local_elements
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
@@ -88,3 +90,12 @@ def parameter_bytes(layers: Sequence[Layer], assignment: Mapping[str, Config]) -
             if param:
                 total += 2 * local_elements(use, config) * use.element_bytes
     return total
+
+
+def configuration_bytes(layer: Layer, configs: Sequence[Config], in_flight: int = 1
+                        ) -> np.ndarray:
+    """The bytes one device holds of `layer` under each of `configs`: its parameters and
+    gradients, and its activations for `in_flight` micro-batches (`CostModel.memory`)."""
+    return np.array([parameter_bytes([layer], {layer.name: config})
+                     + in_flight * activation_bytes([layer], {layer.name: config})
+                     for config in configs], dtype=np.float64)

@@ -23,9 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pase.passes.strategy.budget import MemoryBudget
-from pase.passes.strategy.cost import Config, edge_costs, layer_cost
+from pase.passes.strategy.cost import Config, edge_costs
+from pase.passes.strategy.layer_costs import layer_cost
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import BoundReached, MemoryCapError, solve_capped
+from pase.passes.strategy.options import SearchOptions
 from pase.passes.strategy.pipeline.microbatch import (
     Micro,
     activation_bytes,
@@ -35,7 +37,7 @@ from pase.passes.strategy.pipeline.microbatch import (
 )
 from pase.passes.strategy.pipeline.plan import SolvedStage, StageCost
 from pase.passes.strategy.pipeline.transfers import carries_param
-from pase.passes.strategy.problem import Problem, SharedTables, solve
+from pase.passes.strategy.problem import DEFAULT_OPTIONS, Problem, SharedTables, solve
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 Kinds = tuple[list[int], list[int]]
@@ -155,14 +157,15 @@ class StageSolver:
     that cap with `in_flight` micro-batches' activations held.
     """
 
-    def __init__(self, machine: Machine, batch: str | None, min_shard: int = 4,
-                 method: str = "dp", memory_budget: int = 4 << 30):
+    def __init__(self, machine: Machine, batch: str | None,
+                 options: SearchOptions = DEFAULT_OPTIONS):
         self.machine = machine
         self.batch = batch
-        self.min_shard = min_shard
-        self.method = method
-        self.memory_budget = memory_budget
-        self.tables = SharedTables(machine, batch, min_shard, limit=memory_budget // 4)
+        self.options = options
+        self.min_shard = options.min_shard
+        self.memory_budget = options.memory_budget
+        self.tables = SharedTables(machine, batch, options.min_shard, options.model,
+                                   limit=options.memory_budget // 4)
         self._solved: dict[tuple, tuple[tuple[Config, ...], float] | None] = {}
         self._floors: dict[tuple, float] = {}
         """A proven lower bound on the cost of a capped sub-problem whose search an
@@ -182,7 +185,8 @@ class StageSolver:
         """The sub-problem of `part` on `devices` devices, on the shared tables."""
         return Problem.from_layers(part.layers, part.edges, devices, self.machine,
                                    batch=self.batch, min_shard=self.min_shard,
-                                   tables=self.tables, kinds=part.kinds)
+                                   tables=self.tables, kinds=part.kinds,
+                                   model=self.options.model)
 
     def budget(self) -> MemoryBudget:
         """A fresh budget for one solve, the shared tables counted (held throughout)."""
@@ -226,10 +230,10 @@ class StageSolver:
         problem = self.problem(part, devices)
         budget = self.budget()
         if memory is None:
-            assignment = solve(problem, self.method, memory_budget=budget).assignment
+            assignment = solve(problem, self.options, memory_budget=budget).assignment
             return tuple(assignment[layer.name] for layer in part.layers), 0.0
         try:
-            capped = solve_capped(problem, memory, self.method, memory_budget=budget,
+            capped = solve_capped(problem, memory, self.options.method, memory_budget=budget,
                                   in_flight=in_flight, enough=enough)
         except MemoryCapError:
             return None
@@ -239,8 +243,10 @@ class StageSolver:
 
 def stage_solver(machine: Machine, batch: str | None, min_shard: int = 4,
                  method: str = "dp", memory_budget: int = 4 << 30) -> StageSolver:
-    """The `StageSolver` of `Partitioner`: pase's search on the stage's sub-problem."""
-    return StageSolver(machine, batch, min_shard, method, memory_budget)
+    """`StageSolver(machine, batch, SearchOptions(...))` with these options, the others
+    their defaults (what the tests and benchmarks vary)."""
+    return StageSolver(machine, batch, SearchOptions(method=method, min_shard=min_shard,
+                                                     memory_budget=memory_budget))
 
 
 class StageTable:
