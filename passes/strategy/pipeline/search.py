@@ -123,13 +123,13 @@ class Partitioner:
         cuts), each stage solved, simulated."""
         if not bounds or bounds[0] != 0 or not set(bounds[1:]) <= set(self.cuts):
             raise ValueError(f"stages must begin at 0 and at cuts, not at {list(bounds)}")
-        plan = self._evaluate(bounds, microbatches, schedule, None)
+        plan = self.plan_within(bounds, microbatches, schedule, None)
         assert plan is not None
         return plan
 
-    def _evaluate(self, bounds: Sequence[int], microbatches: int, schedule: str,
-                  memory: float | None, beat: float = math.inf,
-                  prefix: Sequence[SolvedStage] = ()) -> PipelinePlan | None:
+    def plan_within(self, bounds: Sequence[int], microbatches: int, schedule: str,
+                    memory: float | None, beat: float = math.inf,
+                    prefix: Sequence[SolvedStage] = ()) -> PipelinePlan | None:
         """`evaluate`, each stage fitting in `memory`; None if one cannot, or if the
         step is not less than `beat`. `prefix` holds the first stages, solved already."""
         count = len(bounds)

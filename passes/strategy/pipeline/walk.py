@@ -95,8 +95,8 @@ class Walk:
         return in_flight(self.schedule, self.stages, self.microbatches, index)
 
     def consider(self, bounds: list[int], prefix: Sequence[SolvedStage] = ()) -> None:
-        plan = self.plans._evaluate(bounds, self.microbatches, self.schedule, self.memory,
-                                    self.reached(), prefix)
+        plan = self.plans.plan_within(bounds, self.microbatches, self.schedule, self.memory,
+                                      self.reached(), prefix)
         if plan is None or (self.memory is not None and plan.memory > self.memory):
             return
         if plan.step < self.reached():

@@ -33,7 +33,7 @@ def check_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: st
     tight = plans.range_bounds(stages, micro, schedule, memory) if ranges \
         else plans.segment_bounds(stages, micro)
     assert tight is not None
-    plan = plans._evaluate(starts, micro, schedule, memory)
+    plan = plans.plan_within(starts, micro, schedule, memory)
     if plan is None:  # a stage does not fit under the cap
         return
     step = plan.step
