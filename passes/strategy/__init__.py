@@ -33,6 +33,7 @@ from pase.passes.strategy.cost import (
 )
 from pase.passes.strategy.cost_model import CostModel, PaseCost, cost_model
 from pase.passes.strategy.dp import DPResult
+from pase.passes.strategy.exact import solve
 from pase.passes.strategy.from_ir import GraphData, build_problem, read_graph
 from pase.passes.strategy.layer_costs import LayerCosts, layer_cost, layer_costs
 from pase.passes.strategy.machines import PRESETS, Machine, preset
@@ -72,7 +73,6 @@ from pase.passes.strategy.problem import (
     Problem,
     Solution,
     collector_paused,
-    solve,
 )
 from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.prototype import PrototypeCost

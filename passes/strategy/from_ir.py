@@ -25,8 +25,8 @@ from pase.dialect import dnn
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.options import SearchOptions
-from pase.passes.strategy.problem import DEFAULT_OPTIONS, Problem, collector_paused
+from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
+from pase.passes.strategy.problem import Problem, collector_paused
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 

@@ -45,3 +45,7 @@ class SearchOptions:
     def model(self) -> CostModel:
         """The cost model `compat` names; raises ValueError for an unknown one."""
         return cost_model(self.compat)
+
+
+DEFAULT_OPTIONS = SearchOptions()
+"""Every option at its default."""

@@ -19,17 +19,15 @@ DP's cost tables on demand and evaluates any assignment, even outside the enumer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pase.core.placement import check_devices
 from pase.core.space import IterationSpace
-from pase.passes.strategy.bound import solve_bounded
 from pase.passes.strategy.budget import (
     MemoryBudget,
-    SearchError,
     SearchMemoryError,
     as_budget,
     format_bytes,
@@ -44,12 +42,10 @@ from pase.passes.strategy.cost import (
 )
 from pase.passes.strategy.cost_model import PASE_COST, CostModel, cost_model
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.dp import DPResult, solve_dp
-from pase.passes.strategy.exhaustive import solve_exhaustive
+from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.layer_costs import LayerCosts
 from pase.passes.strategy.machines import Machine, preset
-from pase.passes.strategy.options import SearchOptions
-from pase.passes.strategy.prune import prune, rows_bytes
+from pase.passes.strategy.prune import rows_bytes
 from pase.passes.strategy.tables import (
     EdgeEnds,
     SharedTables,
@@ -60,8 +56,6 @@ from pase.passes.strategy.tables import (
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 Assignment = dict[str, Config]
-
-DEFAULT_OPTIONS = SearchOptions()
 
 CONFIG_BYTES = 200
 """What one configuration holds besides its dims, measured under tracemalloc: its dict
@@ -549,52 +543,3 @@ def _charge_configs(budget: MemoryBudget, layer: Layer, devices: int, min_shard:
     budget.charge(count * (CONFIG_BYTES + CONFIG_DIM_BYTES * dims),
                   f"the {count:,} configurations of layer '{layer.name}' of @{graph} on "
                   f"{devices:,} devices")
-
-
-def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
-          memory_budget: int | MemoryBudget | None = None,
-          progress: Callable[[int, int, int], None] | None = None) -> Solution:
-    """The optimal strategy as `options` say: `method="dp"` (exact, PaSE's DP over an
-    elimination order) or `method="exhaustive"` (brute force, small graphs).
-
-    With `pruning`, dominated and duplicate configurations are dropped first
-    (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, the DP then
-    runs on the configurations that bounds cannot rule out (`pase.passes.strategy.bound`):
-    the same strategy, bit for bit. `jit` ("auto", "on", "off")
-    picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
-    hears of each eliminated layer. `memory_budget` (bytes, or the `MemoryBudget` that
-    `from_layers` charged the configurations to; else `options.memory_budget`) bounds the
-    cost tables, pruning and the DP together.
-    """
-    if options.method not in ("dp", "exhaustive"):
-        raise SearchError(f"unknown method '{options.method}'; use dp or exhaustive")
-    with collector_paused():
-        budget = as_budget(options.memory_budget if memory_budget is None else memory_budget)
-        # The unpruned tables stay cached on the problem: they count throughout.
-        result = solve_graph(problem.cost_graph(budget), options.method, options.order,
-                             budget, options.exhaustive_limit, options.pruning, options.jit,
-                             progress, options.bounding)
-    return Solution(problem.assignment(result.choice), result.cost, result)
-
-
-def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
-                budget: MemoryBudget | None = None, exhaustive_limit: int = 10**7,
-                pruning: bool = True, jit: str = "auto",
-                progress: Callable[[int, int, int], None] | None = None,
-                bounding: bool = True) -> DPResult:
-    """`solve`'s search on a cost graph (pruned first with `pruning`, the DP bounded with
-    `bounding`); the choice indexes
-    `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
-    vertex costs carry an added term this way."""
-    budget = budget if budget is not None else as_budget(4 << 30)
-    kept = [np.arange(size) for size in graph.sizes]
-    if pruning:
-        graph, kept = prune(graph, budget)
-    if method == "dp" and bounding:
-        result = solve_bounded(graph, order, budget, jit, progress)
-    elif method == "dp":
-        result = solve_dp(graph, order, budget, jit, progress)
-    else:
-        result = solve_exhaustive(graph, exhaustive_limit)
-    choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
-    return replace(result, choice=choice)

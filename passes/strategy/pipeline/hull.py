@@ -15,9 +15,9 @@ import numpy as np
 
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.exact import solve_graph
 from pase.passes.strategy.memory import one_array_each, priced
 from pase.passes.strategy.pipeline.bounds import SLACK
-from pase.passes.strategy.problem import solve_graph
 
 HULL_TOLERANCE = 1e-12
 """A strategy below the line through two points of a `Hull` by no more than this

@@ -19,6 +19,7 @@ import numpy as np
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import local_elements
 from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.exact import solve_graph
 from pase.passes.strategy.layer_costs import layer_costs
 from pase.passes.strategy.memory import memory_vectors
 from pase.passes.strategy.pipeline.bounds import SegmentBounds, most_devices, possible, spread
@@ -26,7 +27,7 @@ from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
 from pase.passes.strategy.pipeline.schedule import in_flight
 from pase.passes.strategy.pipeline.stages import StageTable
 from pase.passes.strategy.pipeline.transfers import carries_param
-from pase.passes.strategy.problem import Problem, solve_graph
+from pase.passes.strategy.problem import Problem
 
 
 @dataclass

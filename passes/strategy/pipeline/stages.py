@@ -24,10 +24,11 @@ from dataclasses import dataclass, replace
 
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config, edge_costs
+from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import layer_cost
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import BoundReached, MemoryCapError, solve_capped
-from pase.passes.strategy.options import SearchOptions
+from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.pipeline.microbatch import (
     Micro,
     activation_bytes,
@@ -37,7 +38,7 @@ from pase.passes.strategy.pipeline.microbatch import (
 )
 from pase.passes.strategy.pipeline.plan import SolvedStage, StageCost
 from pase.passes.strategy.pipeline.transfers import carries_param
-from pase.passes.strategy.problem import DEFAULT_OPTIONS, Problem, SharedTables, solve
+from pase.passes.strategy.problem import Problem, SharedTables
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 Kinds = tuple[list[int], list[int]]
