@@ -31,11 +31,11 @@ from pase.passes.strategy.cost import (
     local_elements,
     redistribution_words,
 )
-from pase.passes.strategy.cost_model import CostModel, PaseCost, cost_model
+from pase.passes.strategy.cost_models import CostModel, PaseCost, cost_model
 from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.exact import solve
 from pase.passes.strategy.from_ir import GraphData, build_problem, read_graph
-from pase.passes.strategy.layer_costs import LayerCosts, layer_cost, layer_costs
+from pase.passes.strategy.layer_costs import LayerCosts, layer_cost
 from pase.passes.strategy.machines import PRESETS, Machine, preset
 from pase.passes.strategy.memory import (
     GIB,
@@ -87,7 +87,7 @@ __all__ = [
     "StagePlan", "StageSolver", "TensorUse", "activation_bytes", "blocks", "build_problem",
     "carries_param", "collector_paused", "cost_model", "edges_at", "enumerate_configs",
     "evaluate_plan", "format_bytes", "gib_up", "ideal_bubble", "in_flight", "layer_cost",
-    "layer_costs", "local_elements", "memory_parts", "microbatch_layers", "parameter_bytes",
-    "preset", "read_graph", "redistribution_words", "segments", "simulate", "solve",
-    "solve_capped", "split_factors", "stage_solver", "strategy_memory",
+    "local_elements", "memory_parts", "microbatch_layers", "parameter_bytes", "preset",
+    "read_graph", "redistribution_words", "segments", "simulate", "solve", "solve_capped",
+    "split_factors", "stage_solver", "strategy_memory",
 ]

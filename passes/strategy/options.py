@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pase.passes.strategy.cost_model import CostModel, cost_model
+from pase.passes.strategy.cost_models import CostModel, cost_model
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from pase.passes.strategy.cost import (
     LayerCost,
     edge_working_bytes,
 )
-from pase.passes.strategy.cost_model import PASE_COST, CostModel, cost_model
+from pase.passes.strategy.cost_models import PASE_COST, CostModel, cost_model
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.layer_costs import LayerCosts
@@ -102,7 +102,7 @@ class Problem:
     config_lists: list[list[Config]]
     batch_dim: str | None = None
     model: CostModel = PASE_COST
-    """What the search charges (`cost_model.CostModel`), chosen when the problem is built."""
+    """What the search charges (`cost_models.CostModel`), chosen when the problem is built."""
     pins: dict[str, Config] = field(default_factory=dict)
     """The layers pinned to one configuration (their only entry in `config_lists`)."""
     min_shard: int = 4
@@ -142,7 +142,7 @@ class Problem:
         A layer named in `pins` keeps that single configuration (factors of 1 dropped); the
         others get PaSE's configuration space (`enumerate_configs` with `min_shard`) plus
         the data-parallel configuration over `batch`: the space and the costs are the cost
-        model's (`model`, or the one `compat` names: `cost_model.cost_model`; with
+        model's (`model`, or the one `compat` names: `cost_models.cost_model`; with
         `compat="pase"` the prototype's edges, configuration space and costs). `graph`
         names the problem in messages.
         Raises ValueError for a bad device count, compat mode or pinned layer name, and

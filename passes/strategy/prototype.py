@@ -1,5 +1,5 @@
 """The PaSE prototype's cost model, which `compat=pase` charges instead of pase's own:
-`PrototypeCost`, the second implementation of `cost_model.CostModel`.
+`PrototypeCost`, the second implementation of `cost_models.CostModel`.
 
 PASE-PROTOTYPE.md restates the prototype's formulas; docs/cost-model.md ("compat=pase")
 maps each pase layer kind to its counterpart and tabulates how the two models differ.
@@ -248,7 +248,7 @@ def _tensor_splits(use: TensorUse, configs: Sequence[Config]) -> np.ndarray:
 
 
 class PrototypeCost:
-    """The PaSE prototype's model (`cost_model.CostModel`): PaSE's configuration space
+    """The PaSE prototype's model (`cost_models.CostModel`): PaSE's configuration space
     alone (no data-parallel extra), its graph without parameter or input edges
     (`prototype_edges`), its layer formulas (`prototype_layer_cost`) and edge volumes
     (`prototype_edge_words`). Its memory is pase's: the prototype has none."""

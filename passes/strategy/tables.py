@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pase.passes.strategy.cost import Config, EdgeEnd
-from pase.passes.strategy.cost_model import PASE_COST, CostModel
+from pase.passes.strategy.cost_models import PASE_COST, CostModel
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
