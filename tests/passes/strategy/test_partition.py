@@ -17,6 +17,7 @@ from pase.passes.strategy import (
     Problem,
     build_problem,
     evaluate_plan,
+    segments,
     solve,
     stage_solver,
 )
@@ -108,6 +109,33 @@ def test_a_memory_cap_keeps_only_plans_that_fit(seed: int) -> None:
     if capped is not None:
         assert capped.memory <= cap
         assert capped.step >= free.step
+
+
+@pytest.mark.parametrize(("model", "stages", "micro", "schedule"),
+                         [("mlp", 2, 4, "1f1b"), ("alexnet", 2, 2, "gpipe"),
+                          ("transformer", 4, 2, "1f1b")])
+def test_a_searched_plan_evaluated_as_given_is_the_same_plan(model: str, stages: int,
+                                                               micro: int,
+                                                               schedule: str) -> None:
+    graph = read_graph(parse_file(f"models/{model}.dnn"))
+    machine = preset("v100-nvlink")
+    assert graph.batch is not None
+    plans = Partitioner(graph.layers, graph.edges, graph.batch, 8, machine,
+                        segment_cuts(graph), stage_solver(machine, graph.batch))
+    plan = plans.best(stages, micro, schedule)
+    assert plan is not None
+    spec = PlanSpec(tuple(stage.start for stage in plan.stages), micro, schedule,
+                    plan.assignment)
+    given = evaluate_plan(graph.layers, graph.edges, graph.batch, 8, machine, spec)
+    assert given == plan  # every stage's times, bytes and memory; the step and bubble
+    assert given.simulation is not None
+    assert plan.simulation is not None
+    assert given.simulation.events == plan.simulation.events
+
+
+def segment_cuts(graph: GraphData) -> list[int]:
+    index = segments(graph.layers, graph.edges)
+    return [i for i in range(1, len(index)) if index[i] != index[i - 1]]
 
 
 @pytest.mark.parametrize(("model", "devices"), [("mlp", 8), ("alexnet", 4)])
