@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from math import prod
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,8 +26,10 @@ from pase.passes.strategy.machines import PRESETS
 MODELS = Path(__file__).resolve().parents[3] / "models"
 
 
-def model(name: str, devices: int, **options: object) -> Problem:
-    return build_problem(parse_file(str(MODELS / f"{name}.dnn")), devices, **options)
+def model(name: str, devices: int, machine: str = "pase-default",
+          pinned: dict[str, dict[str, int]] | None = None, **options: Any) -> Problem:
+    return build_problem(parse_file(str(MODELS / f"{name}.dnn")), devices, machine, pinned,
+                         SearchOptions(**options))
 
 
 def test_from_layers_builds_what_build_problem_builds() -> None:
