@@ -34,13 +34,17 @@ from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import PipelineAttr
 from pase.frontend import parse_file
 from pase.passes.partition_stages import MAX_AUTO_MICROBATCHES, PartitionStagesPass
-from pase.passes.strategy import build_problem
-from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.machines import preset
-from pase.passes.strategy.partition import Partitioner, stage_solver
-from pase.passes.strategy.pipeline import activation_bytes, parameter_bytes
-from pase.passes.strategy.schedule import SCHEDULES
-from pase.passes.strategy.segments import segments
+from pase.passes.strategy import (
+    SCHEDULES,
+    Partitioner,
+    activation_bytes,
+    build_problem,
+    parameter_bytes,
+    preset,
+    read_graph,
+    segments,
+    stage_solver,
+)
 
 GIB = 1 << 30
 COLUMNS = (

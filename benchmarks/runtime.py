@@ -120,7 +120,7 @@ def strategy(module: ModuleOp, devices: int, args: argparse.Namespace) -> Module
     from xdsl.context import Context
 
     from pase.passes.search import PaseSearchPass
-    from pase.passes.strategy.problem import build_problem
+    from pase.passes.strategy import build_problem
     from pase.tools.run.load import with_configs
 
     if args.data_parallel:
@@ -191,7 +191,7 @@ def interpreter_microseconds(devices: int, args: argparse.Namespace) -> float:
     """Microseconds per executed program step: a graph of many tiny layers, its batch split
     over the devices (as far as it divides), so every device runs every layer."""
     from pase.frontend import parse_text
-    from pase.passes.strategy.problem import build_problem
+    from pase.passes.strategy import build_problem
     from pase.tools.run.check import make_data
     from pase.tools.run.load import with_configs
     from pase.tools.run.runtime import execute, lower

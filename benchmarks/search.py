@@ -66,6 +66,8 @@ from common import (
     versions,
 )
 
+from pase.passes.strategy import SearchOptions
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
@@ -235,18 +237,19 @@ def measure(args: argparse.Namespace) -> dict:
 
 def search(parse: Callable[[], ModuleOp], devices: int, args: argparse.Namespace) -> dict:
     from pase.formats.machine_toml import load_machine
-    from pase.passes.strategy import build_problem, solve
-    from pase.passes.strategy.problem import collector_paused
+    from pase.passes.strategy import build_problem, collector_paused, solve
 
     start = time.perf_counter()
     module = parse()
     parsed = time.perf_counter()
     budget = int(args.memory_gib * (1 << 30))
     with collector_paused():  # one pause for the whole search, as pase-search does
-        problem = build_problem(module, devices, load_machine(args.machine), args.min_shard)
+        problem = build_problem(module, devices, load_machine(args.machine),
+                                options=SearchOptions(min_shard=args.min_shard))
         problem.cost_graph(budget)
         tabled = time.perf_counter()
-        solution = solve(problem, "dp", args.order, budget)
+        solution = solve(problem, SearchOptions(method="dp", order=args.order),
+                         memory_budget=budget)
         solved = time.perf_counter()
     stats = solution.stats
     assert stats is not None

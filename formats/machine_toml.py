@@ -24,10 +24,10 @@ import os
 import re
 import sys
 
-from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.diagnostics import Diagnostic, offset_to_line_column, read_line
 from pase.core.files import read_text
 from pase.core.numbers import shown_integer, too_long_integer
-from pase.passes.strategy.machines import PRESETS, Machine
+from pase.passes.strategy import PRESETS, Machine
 
 
 class MachineError(ValueError):
@@ -47,6 +47,16 @@ class MachineError(ValueError):
             return self.message
         where = f"{self.filename}:{self.line}:{self.column}" if self.line else self.filename
         return f"{where}: {self.message}"
+
+
+def machine_diagnostic(error: MachineError, where: str) -> Diagnostic:
+    """`error` as one diagnostic: at its place in the machine file, with the source line,
+    or, where there is no file (an unknown preset), naming `where`: the pass or tool that
+    was given the machine (`pase-search`, `pase-partition-stages`, `pase-run`)."""
+    if not error.filename:
+        return Diagnostic(f"{where}: {error.message}")
+    return Diagnostic(error.message, error.filename, error.line, error.column,
+                      source_line=read_line(error.filename, error.line) if error.line else None)
 
 
 def load_machine(name_or_path: str) -> Machine:

@@ -15,9 +15,15 @@ under the cap, or how far above the proven lower bound it may be (`cap_note`).
 
 from __future__ import annotations
 
-from pase.passes.strategy.dp import DPResult
-from pase.passes.strategy.memory import GIB, CappedSolution, Memory
-from pase.passes.strategy.problem import Assignment, Breakdown, Problem
+from pase.passes.strategy import (
+    GIB,
+    Assignment,
+    Breakdown,
+    CappedSolution,
+    DPResult,
+    Memory,
+    Problem,
+)
 
 
 def format_config(config: dict[str, int]) -> str:

@@ -21,16 +21,27 @@ positive integer split factor, not the string "2"`.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
-from pase.core.files import read_text, shown_line
+from pase.core.files import read_text, shown_line, write_atomically
 from pase.core.numbers import too_long_integer
-from pase.passes.strategy.memory import CappedSolution, Memory
-from pase.passes.strategy.problem import Assignment, Breakdown, Problem
+from pase.passes.strategy import (
+    SCHEDULES,
+    Assignment,
+    Breakdown,
+    CappedSolution,
+    Layer,
+    Memory,
+    PlanSpec,
+    Problem,
+    microbatch_layers,
+)
 
 JsonPath = tuple[str | int, ...]
 """Keys and list indices from the top of a JSON document: ("layers", 3, "config", "b")."""
@@ -69,6 +80,15 @@ def strategy_json(problem: Problem, assignment: Assignment, breakdown: Breakdown
 
 def dump_strategy(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2) + "\n"
+
+
+def write_json(path: str, data: object) -> None:
+    """Write the strategy JSON (or a plan's) atomically (`pase.core.files.write_atomically`;
+    inside `deferred_writes()`, when the run succeeds)."""
+    try:
+        write_atomically(path, dump_strategy(data))  # type: ignore[arg-type]
+    except OSError as error:
+        raise Diagnostic(f"cannot write the strategy: {error.strerror}", path) from None
 
 
 @dataclass(frozen=True)
@@ -140,6 +160,122 @@ def load_strategy(path: str, graph: str, devices: int,
         configs[entry["name"]] = entry["config"]
         entries[entry["name"]] = (*prefix, "layers", position)
     return StrategyPins(path, text, configs, entries, strategy, prefix)
+
+
+def load_plan(path: str, graph: str, devices: int, only_graph: bool,
+              layers: Sequence[Layer], batch: str,
+              microbatch_problem: Callable[[int], str | None]) -> PlanSpec:
+    """The pipeline plan of the file at `path` (pase-partition-stages export=) for the
+    graph `graph` of `layers` on `devices` devices, checked against it; raises a
+    Diagnostic pointing into the file. `microbatch_problem(M)` says why the graph cannot
+    run M micro-batches (None if it can: `pase.passes.microbatch`)."""
+    pins = load_strategy(path, graph, devices, only_graph, pipeline=True)
+    plan = pins.strategy or {}
+    if "stages" not in plan:
+        raise Diagnostic(f"pase-partition-stages on @{graph}: {path} has no "
+                         '"stages"; it is a pase-search strategy, not a pipeline plan '
+                         "(pase-partition-stages export=)", path)
+    names = [layer.name for layer in layers]
+    _check_plan_layers(pins, graph, names)
+    micro, schedule = _plan_pipeline(pins, plan)
+    bounds = _plan_bounds(pins, plan, graph, devices, names)
+    divides = all(d.size % micro == 0 for layer in layers for d in layer.space.dims
+                  if d.name == batch)
+    problem = microbatch_problem(micro)
+    if not divides or problem:
+        raise pins.at(problem or f"{micro} micro-batches do not divide the batch of @{graph}",
+                      "pipeline", "microbatches")
+    _check_plan_configs(pins, microbatch_layers(layers, batch, micro),
+                        devices // len(bounds))
+    return PlanSpec(tuple(bounds), micro, schedule,
+                    {name: dict(config) for name, config in pins.configs.items()})
+
+
+def _check_plan_layers(pins: StrategyPins, graph: str, names: list[str]) -> None:
+    """Every layer of the plan is one of the graph's `names`, and every one has one."""
+    for layer_name in pins.configs:
+        if layer_name not in names:
+            raise pins.error(f"no layer '{layer_name}' in graph @{graph}", layer_name, "name")
+    missing = [n for n in names if n not in pins.configs]
+    if missing:
+        raise pins.at(f"the plan has no configuration for layer '{missing[0]}' of @{graph}"
+                      f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}",
+                      "layers")
+
+
+def _plan_pipeline(pins: StrategyPins, plan: dict[str, Any]) -> tuple[int, str]:
+    """The plan's "pipeline": its micro-batches and schedule."""
+    pipeline = plan.get("pipeline")
+    if not isinstance(pipeline, dict):
+        raise pins.at('a pipeline plan needs a "pipeline" object with "microbatches" and '
+                      '"schedule"', "pipeline" if "pipeline" in plan else "stages")
+    micro = pipeline.get("microbatches")
+    if isinstance(micro, bool) or not isinstance(micro, int) or micro < 1:
+        raise pins.at("pipeline.microbatches must be a positive integer", "pipeline",
+                      "microbatches")
+    schedule = pipeline.get("schedule")
+    if schedule not in SCHEDULES:
+        raise pins.at(f"pipeline.schedule must be {' or '.join(SCHEDULES)}", "pipeline",
+                      "schedule")
+    return micro, schedule
+
+
+def _plan_bounds(pins: StrategyPins, plan: dict[str, Any], graph: str, devices: int,
+                 names: list[str]) -> list[int]:
+    """The first layer of each of the plan's "stages", checked: each holds the next
+    layers of the graph in order, all of them together, and as many stages as
+    "pipeline" says (where it says) that divide the devices."""
+    stages = plan["stages"]
+    if not isinstance(stages, list) or not stages:
+        raise pins.at("stages must be a list of stage objects, each with its \"layers\"",
+                      "stages")
+    count = plan["pipeline"].get("stages", len(stages))
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise pins.at("pipeline.stages must be a positive integer", "pipeline", "stages")
+    if count != len(stages):
+        raise pins.at(f"pipeline.stages is {count}, but the plan lists {len(stages)} "
+                      f"stage{'s' if len(stages) != 1 else ''}", "pipeline", "stages")
+    if devices % len(stages):
+        raise pins.at(f"the plan has {len(stages)} stages, which do not divide the "
+                      f"{devices} devices", "stages")
+    bounds, position = [], 0
+    for index, stage in enumerate(stages):
+        layers = stage.get("layers") if isinstance(stage, dict) else None
+        if not isinstance(layers, list) or not layers:
+            raise pins.at(f"stages[{index}] needs a non-empty \"layers\" list", "stages",
+                          index)
+        expected = names[position:position + len(layers)]
+        if layers != expected:
+            raise pins.at(f"stages[{index}].layers must be the next {len(layers)} layers "
+                          f"of @{graph} in order ({', '.join(expected[:3])}"
+                          f"{', ...' if len(expected) > 3 else ''})", "stages", index,
+                          "layers")
+        bounds.append(position)
+        position += len(layers)
+    if position != len(names):
+        raise pins.at(f"the stages hold {position} of the {len(names)} layers of @{graph}",
+                      "stages")
+    return bounds
+
+
+def _check_plan_configs(pins: StrategyPins, layers: Sequence[Layer], group: int) -> None:
+    """Every layer's configuration fits the layer at micro-batch shapes (`layers`) on
+    the `group` devices of its stage."""
+    for layer in layers:
+        config = pins.configs[layer.name]
+        sizes = {d.name: d.size for d in layer.space.dims}
+        for dim, factor in config.items():
+            if dim not in sizes:
+                raise pins.error(f"layer '{layer.name}' has no dim {dim}", layer.name,
+                                 "config", dim, key=True)
+            if sizes[dim] % factor:
+                raise pins.error(f"{factor} does not divide {dim} = {sizes[dim]} of "
+                                 f"layer '{layer.name}' in a micro-batch", layer.name,
+                                 "config", dim)
+        if math.prod(config.values()) > group:
+            raise pins.error(f"layer '{layer.name}' needs {math.prod(config.values())} "
+                             f"devices, more than the {group} of its stage", layer.name,
+                             "config")
 
 
 def is_pipeline_plan(path: str) -> bool:

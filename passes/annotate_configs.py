@@ -19,7 +19,7 @@ from pase.core.diagnostics import Diagnostic
 from pase.dialect.dnn import LayerOp
 from pase.dialect.pase import NUM_CONFIGS_ATTR_NAME
 from pase.passes.options import PasePass
-from pase.passes.strategy.configs import enumerate_configs
+from pase.passes.strategy import enumerate_configs
 
 
 @dataclass(frozen=True)

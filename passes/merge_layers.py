@@ -2,7 +2,7 @@
 
 Each forward layer gets `pase.segment = #pase.segment<k>`, numbering the segments in
 program order from 0. A segment ends at a clean cut, where as few tensors cross from
-earlier layers to later ones as anywhere in the graph (`pase.passes.strategy.segments`
+earlier layers to later ones as anywhere in the graph (`pase.passes.strategy.pipeline.segments`
 gives the rule): between transformer blocks, Inception modules or ResNet blocks only the
 residual stream or the module's output crosses; in a chain every link is clean.
 
@@ -22,8 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.dialect import dnn
 from pase.dialect.pase import SEGMENT_ATTR_NAME, SegmentAttr
 from pase.passes.options import PasePass
-from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.segments import segments
+from pase.passes.strategy import read_graph, segments
 
 
 @dataclass(frozen=True)

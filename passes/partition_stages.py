@@ -20,7 +20,7 @@ Where the capped search stops before proving its strategy optimal, the plan says
 far above the optimum it may be: a warning (and `report`'s first line, and "gap" in
 the exported plan). When no plan fits, the error gives the least memory any plan of
 the S and M tried needs (`Partitioner.least_memory`, rounded up: that cap has a plan).
-The search over S, M and the cuts is exact (`partition.py`).
+The search over S, M and the cuts is exact (`pase.passes.strategy.pipeline`).
 
 Writes `pase.config` (for one micro-batch) and `pase.stage` on every layer and
 `pase.pipeline` on the graph (removing a `pase.strategy` an earlier search left).
@@ -67,19 +67,24 @@ from pase.dialect.pase import (
     StageAttr,
     segment_of,
 )
-from pase.formats.machine_toml import MachineError, load_machine
-from pase.formats.strategy_json import load_strategy
+from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
+from pase.formats.strategy_json import load_plan, write_json
 from pase.passes.microbatch import microbatch_problem
 from pase.passes.options import PasePass
-from pase.passes.search import machine_diagnostic, write_json
-from pase.passes.strategy.from_ir import GraphData, read_graph
-from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import gib_up
-from pase.passes.strategy.partition import Partitioner, stage_solver
-from pase.passes.strategy.pipeline import PipelinePlan, microbatch_layers
-from pase.passes.strategy.problem import collector_paused
-from pase.passes.strategy.progress import Progress
-from pase.passes.strategy.segments import segments
+from pase.passes.strategy import (
+    GraphData,
+    Machine,
+    Partitioner,
+    PipelinePlan,
+    Progress,
+    SearchOptions,
+    StageSolver,
+    collector_paused,
+    evaluate_plan,
+    gib_up,
+    read_graph,
+    segments,
+)
 
 MAX_AUTO_MICROBATCHES = 32
 GIB = 1 << 30
@@ -170,8 +175,12 @@ class PartitionStagesPass(PasePass):
             try:
                 machine = load_machine(self.machine)
             except MachineError as error:
-                raise machine_diagnostic(error) from None
-            loaded = self._load_plan(graph, len(graphs_in(graph)) == 1, machine)
+                raise machine_diagnostic(error, self.name) from None
+            spec = load_plan(self.strategy, name, self.devices, len(graphs_in(graph)) == 1,
+                             data.layers, batch,
+                             lambda micro: microbatch_problem(graph, micro))
+            loaded = evaluate_plan(data.layers, data.edges, batch, self.devices,
+                                   machine, spec)
             if cap is not None and loaded.memory > cap:
                 raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
                                  f"{self.strategy} needs {loaded.memory / GIB:.3g} GiB per "
@@ -182,7 +191,7 @@ class PartitionStagesPass(PasePass):
                 machine = load_machine(self.machine)
                 partitioner = Partitioner(
                     data.layers, data.edges, batch, self.devices, machine, cuts,
-                    stage_solver(machine, batch, self.min_shard))
+                    StageSolver(machine, batch, SearchOptions(min_shard=self.min_shard)))
                 partitioner.progress = Progress("pase-partition-stages")
                 try:
                     best, least_memory = partitioner.search(stage_counts, micro_counts,
@@ -190,7 +199,7 @@ class PartitionStagesPass(PasePass):
                 finally:
                     partitioner.progress.done()
         except MachineError as error:
-            raise machine_diagnostic(error) from None
+            raise machine_diagnostic(error, self.name) from None
         except ValueError as error:
             raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
         if best is None:
@@ -221,95 +230,6 @@ class PartitionStagesPass(PasePass):
         elif best.gap > 0:
             sys.stderr.write(f"pase-partition-stages on @{name}: warning: {gap_note(best)}\n")
         return plan_json(name, self.devices, machine, best, names)
-
-
-    def _load_plan(self, graph: GraphOp, only_graph: bool, machine: Machine
-                   ) -> PipelinePlan:
-        """The plan of the `strategy` file (pase-partition-stages export=) for `graph`,
-        checked against it and simulated anew; errors point into the file."""
-        name = graph.sym_name.data
-        data = read_graph(graph)
-        pins = load_strategy(self.strategy, name, self.devices, only_graph, pipeline=True)
-        plan = pins.strategy or {}
-        if "stages" not in plan:
-            raise Diagnostic(f"pase-partition-stages on @{name}: {self.strategy} has no "
-                             '"stages"; it is a pase-search strategy, not a pipeline plan '
-                             "(pase-partition-stages export=)", self.strategy)
-        names = [layer.name for layer in data.layers]
-        for layer_name in pins.configs:
-            if layer_name not in names:
-                raise pins.error(f"no layer '{layer_name}' in graph @{name}", layer_name,
-                                 "name")
-        missing = [n for n in names if n not in pins.configs]
-        if missing:
-            raise pins.at(f"the plan has no configuration for layer '{missing[0]}' of @{name}"
-                          f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}",
-                          "layers")
-        pipeline = plan.get("pipeline")
-        if not isinstance(pipeline, dict):
-            raise pins.at('a pipeline plan needs a "pipeline" object with "microbatches" and '
-                          '"schedule"', "pipeline" if "pipeline" in plan else "stages")
-        micro = pipeline.get("microbatches")
-        if isinstance(micro, bool) or not isinstance(micro, int) or micro < 1:
-            raise pins.at("pipeline.microbatches must be a positive integer", "pipeline",
-                          "microbatches")
-        schedule = pipeline.get("schedule")
-        if schedule not in SCHEDULES:
-            raise pins.at(f"pipeline.schedule must be {' or '.join(SCHEDULES)}", "pipeline",
-                          "schedule")
-        stages = plan["stages"]
-        if not isinstance(stages, list) or not stages:
-            raise pins.at("stages must be a list of stage objects, each with its \"layers\"",
-                          "stages")
-        if self.devices % len(stages):
-            raise pins.at(f"the plan has {len(stages)} stages, which do not divide the "
-                          f"{self.devices} devices", "stages")
-        bounds, position = [], 0
-        for index, stage in enumerate(stages):
-            layers = stage.get("layers") if isinstance(stage, dict) else None
-            if not isinstance(layers, list) or not layers:
-                raise pins.at(f"stages[{index}] needs a non-empty \"layers\" list",
-                              "stages", index)
-            expected = names[position:position + len(layers)]
-            if layers != expected:
-                raise pins.at(f"stages[{index}].layers must be the next {len(layers)} layers "
-                              f"of @{name} in order ({', '.join(expected[:3])}"
-                              f"{', ...' if len(expected) > 3 else ''})", "stages", index,
-                              "layers")
-            bounds.append(position)
-            position += len(layers)
-        if position != len(names):
-            raise pins.at(f"the stages hold {position} of the {len(names)} layers of @{name}",
-                          "stages")
-        assert data.batch is not None  # a plan has micro-batches, so the graph has inputs
-        group = self.devices // len(stages)
-        micro_layers = microbatch_layers(data.layers, data.batch, micro) if all(
-            d.size % micro == 0 for layer in data.layers for d in layer.space.dims
-            if d.name == data.batch) else None
-        if micro_layers is None or microbatch_problem(graph, micro):
-            raise pins.at(microbatch_problem(graph, micro) or
-                          f"{micro} micro-batches do not divide the batch of @{name}",
-                          "pipeline", "microbatches")
-        for layer in micro_layers:
-            config = pins.configs[layer.name]
-            sizes = {d.name: d.size for d in layer.space.dims}
-            for dim, factor in config.items():
-                if dim not in sizes:
-                    raise pins.error(f"layer '{layer.name}' has no dim {dim}", layer.name,
-                                     "config", dim, key=True)
-                if sizes[dim] % factor:
-                    raise pins.error(f"{factor} does not divide {dim} = {sizes[dim]} of "
-                                     f"layer '{layer.name}' in a micro-batch", layer.name,
-                                     "config", dim)
-            if math.prod(config.values()) > group:
-                raise pins.error(f"layer '{layer.name}' needs {math.prod(config.values())} "
-                                 f"devices, more than the {group} of its stage", layer.name,
-                                 "config")
-        partitioner = Partitioner(
-            data.layers, data.edges, data.batch, self.devices, machine, bounds[1:],
-            lambda layers, edges, devices: {layer.name: dict(pins.configs[layer.name])
-                                            for layer in layers})
-        return partitioner.evaluate(bounds, micro, schedule)
 
 
 def graphs_in(graph: GraphOp) -> list[GraphOp]:

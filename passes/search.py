@@ -48,26 +48,30 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from pase.core.diagnostics import Diagnostic, at_op, read_line
-from pase.core.files import write_atomically
+from pase.core.diagnostics import Diagnostic, at_op
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
-from pase.formats.machine_toml import MachineError, load_machine
+from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
 from pase.formats.report import cap_note, format_report
-from pase.formats.strategy_json import StrategyPins, dump_strategy, load_strategy, strategy_json
+from pase.formats.strategy_json import StrategyPins, load_strategy, strategy_json, write_json
 from pase.passes.options import PasePass
-from pase.passes.strategy.budget import MemoryBudget, SearchError
-from pase.passes.strategy.from_ir import build_problem
-from pase.passes.strategy.memory import (
+from pase.passes.strategy import (
     GIB,
     CappedSolution,
+    MemoryBudget,
     MemoryCapError,
+    PinError,
+    Progress,
+    SearchError,
+    SearchOptions,
+    Solution,
+    build_problem,
+    collector_paused,
     gib_up,
     memory_parts,
+    solve,
     solve_capped,
 )
-from pase.passes.strategy.problem import PinError, Solution, collector_paused, solve
-from pase.passes.strategy.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,12 @@ class PaseSearchPass(PasePass):
             raise Diagnostic(f"pase-search: device-memory-gib must be a number at least 0, "
                              f"got {self.device_memory_gib}")
 
+    def search_options(self) -> SearchOptions:
+        """The engine's options, from this pass's."""
+        return SearchOptions(method=self.method, order=self.order, min_shard=self.min_shard,
+                             compat=self.compat, bounding=self.bounding, jit=self.jit,
+                             memory_budget=int(float(self.memory_gib) * (1 << 30)))
+
     def _search(self, graph: GraphOp, only_graph: bool = True) -> dict:
         name = graph.sym_name.data
         pins = (load_strategy(self.strategy, name, self.devices, only_graph)
@@ -136,25 +146,25 @@ class PaseSearchPass(PasePass):
             # it would walk the heap once for all the objects the first step allocated.
             with collector_paused():
                 machine = load_machine(self.machine)
-                budget = MemoryBudget(int(float(self.memory_gib) * (1 << 30)))
-                problem = build_problem(graph, self.devices, machine, self.min_shard,
-                                        pins.configs if pins else None, self.compat, budget)
+                options = self.search_options()
+                budget = MemoryBudget(options.memory_budget)
+                problem = build_problem(graph, self.devices, machine,
+                                        pins.configs if pins else None, options, budget)
                 progress = Progress("pase-search")
                 capped: CappedSolution | None = None
                 try:
                     if self.device_memory_gib:
                         capped = solve_capped(problem, float(self.device_memory_gib) * GIB,
-                                              self.method, self.order, budget, jit=self.jit,
-                                              progress=progress)
+                                              options.method, options.order, budget,
+                                              jit=options.jit, progress=progress)
                         solution = Solution(capped.assignment, capped.cost, capped.stats)
                     else:
-                        solution = solve(problem, self.method, self.order, budget,
-                                         jit=self.jit, progress=progress,
-                                         bounding=self.bounding)
+                        solution = solve(problem, options, memory_budget=budget,
+                                         progress=progress)
                 finally:
                     progress.done()
         except MachineError as error:
-            raise machine_diagnostic(error) from None
+            raise machine_diagnostic(error, self.name) from None
         except PinError as error:
             if pins and error.layer in pins.configs:
                 raise pin_diagnostic(pins, error) from None
@@ -182,15 +192,6 @@ class PaseSearchPass(PasePass):
                              capped)
 
 
-def write_json(path: str, data: object) -> None:
-    """Write the strategy JSON atomically (`pase.core.files.write_atomically`; inside
-    `deferred_writes()`, when the run succeeds)."""
-    try:
-        write_atomically(path, dump_strategy(data))  # type: ignore[arg-type]
-    except OSError as error:
-        raise Diagnostic(f"cannot write the strategy: {error.strerror}", path) from None
-
-
 def op_diagnostic(op: Operation, message: str, graph: str) -> Diagnostic:
     """`message` at the op's `file:line:col`; an op without a place is named by its graph."""
     return at_op(op, message, prefix=f"pase-search on @{graph}: ")
@@ -203,8 +204,3 @@ def pin_diagnostic(pins: StrategyPins, error: PinError) -> Diagnostic:
     return pins.error(str(error), error.layer, *within, key=error.dim is not None)
 
 
-def machine_diagnostic(error: MachineError) -> Diagnostic:
-    if not error.filename:
-        return Diagnostic(f"pase-search: {error.message}")
-    return Diagnostic(error.message, error.filename, error.line, error.column,
-                      source_line=read_line(error.filename, error.line) if error.line else None)

@@ -6,10 +6,9 @@ import numpy as np
 from random_graphs import DIMS, LAYER_KINDS, RandomGraph
 
 from pase.frontend import parse_text
+from pase.passes.strategy import Partitioner, segments, stage_solver
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
-from pase.passes.strategy.partition import Partitioner, stage_solver
-from pase.passes.strategy.segments import segments
 
 
 def random_source(seed: int, chain: bool) -> str:

@@ -6,6 +6,8 @@ at module level or inside a function, and fails on each arrow the rules forbid, 
 file and line. A lazy import inside a function is still an arrow: it only hides it.
 
     pase.core           imports no other part of pase
+    outside the engine  imports the engine only through its one door, the package
+                        pase.passes.strategy (its __init__.py), never a submodule
     pase.passes.strategy (the engine) imports only pase.core, itself, and
                         (from_ir.py alone, its one IR reader) the dialects
     pase.runtime        imports only pase.core, pase.dialect.dist and itself
@@ -78,6 +80,16 @@ def within(module: str, *prefixes: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
+def engine_submodule(target: str, root: Path = ROOT) -> bool:
+    """Whether `target` is a module inside the engine (`pase.passes.strategy.cost`), not
+    the package itself or a name it exports (`pase.passes.strategy.solve`)."""
+    if not within(target, "pase.passes.strategy") or target == "pase.passes.strategy":
+        return False
+    first = target.split(".")[3]
+    folder = root / "passes" / "strategy"
+    return (folder / f"{first}.py").exists() or (folder / first).is_dir()
+
+
 def forbidden(arrow: Arrow) -> str | None:
     """Why `arrow` must not exist, or None when the rules allow it."""
     source = module_of(arrow.source)
@@ -109,6 +121,9 @@ def forbidden(arrow: Arrow) -> str | None:
         if within(target, "pase.dialect", "pase.frontend", "pase.runtime", "pase.targets",
                   "pase.tools"):
             return "a format imports no dialect, frontend, runtime, target or tool"
+    if not within(source, "pase.passes.strategy") and engine_submodule(target):
+        return ("outside the engine, import only its package pase.passes.strategy, not "
+                "its modules")
     return None
 
 
@@ -128,6 +143,10 @@ def test_the_import_graph_has_no_forbidden_arrow() -> None:
     ("dialect/dnn/graph.py", "pase.passes.autodiff", "a dialect imports no"),
     ("frontend/__init__.py", "pase.passes.search", "the frontend imports no"),
     ("targets/dnn.py", "pase.passes.search", "a target imports no"),
+    ("passes/search.py", "pase.passes.strategy.problem.solve", "outside the engine"),
+    ("tools/run_check.py", "pase.passes.strategy.cost", "outside the engine"),
+    ("formats/report.py", "pase.passes.strategy.pipeline.plan.PipelinePlan",
+     "outside the engine"),
 ])
 def test_each_rule_catches_its_arrow(source: str, target: str, reason: str) -> None:
     message = forbidden(Arrow(source, 1, target))
@@ -140,6 +159,8 @@ def test_each_rule_catches_its_arrow(source: str, target: str, reason: str) -> N
     ("runtime/program.py", "pase.dialect.dist"),
     ("tools/pase_run.py", "pase.runtime.executor"),
     ("passes/search.py", "pase.passes.strategy"),
+    ("passes/search.py", "pase.passes.strategy.solve"),
+    ("passes/strategy/pipeline/walk.py", "pase.passes.strategy.memory.BoundReached"),
     ("dialect/dist/ops.py", "pase.dialect.dnn"),
 ])
 def test_allowed_arrows_pass(source: str, target: str) -> None:

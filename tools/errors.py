@@ -62,8 +62,7 @@ def report_errors(tool: str) -> Iterator[None]:
 
 def describe(error: Exception, tool: str) -> str | None:
     """The diagnostic for `error`, or None for an exception that is a bug in pase."""
-    from pase.formats.machine_toml import MachineError
-    from pase.passes.search import machine_diagnostic
+    from pase.formats.machine_toml import MachineError, machine_diagnostic
     from pase.runtime.workers import WorkerError
 
     match error:
@@ -75,7 +74,7 @@ def describe(error: Exception, tool: str) -> str | None:
             message = str(error)
             return message if "error: " in message.split("\n", 1)[0] else f"error: {message}"
         case MachineError():
-            return str(machine_diagnostic(error))
+            return str(machine_diagnostic(error, tool))
         case ToolError() | WorkerError():
             return f"{tool}: error: {error}"
         case WriteError():

@@ -37,8 +37,7 @@ from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
 from pase.formats.strategy_json import is_pipeline_plan
-from pase.passes.strategy import PRESETS
-from pase.passes.strategy.schedule import SCHEDULES
+from pase.passes.strategy import PRESETS, SCHEDULES
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
 from pase.tools.run.check import TrainingReport, check_problems

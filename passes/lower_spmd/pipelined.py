@@ -28,7 +28,7 @@ from pase.dialect.pase import (
 )
 from pase.passes.lower_spmd.plain import Lowering
 from pase.passes.microbatch import batch_dim, loss_weight, microbatch_problem
-from pase.passes.strategy.schedule import simulate
+from pase.passes.strategy import simulate
 
 
 class PipelineLowering(Lowering):

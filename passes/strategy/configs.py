@@ -16,9 +16,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from math import prod
 
 from pase.core.placement import check_devices
 from pase.core.space import IterationSpace
+from pase.passes.strategy.vertices import Layer
 
 
 def split_factors(size: int, devices: int, min_shard: int) -> list[int]:
@@ -83,3 +85,43 @@ def _fitting(choices: list[list[int]], devices: int) -> Iterator[tuple[int, ...]
             break
         for rest in _fitting(choices[1:], devices // factor):
             yield (factor, *rest)
+
+
+def data_parallel(layer: Layer, batch: str | None, devices: int) -> dict[str, int]:
+    """The layer's configuration under data parallelism: the batch dim split as far as it
+    divides, up to all devices."""
+    if batch is None or batch not in layer.space.names:
+        return {}
+    dim = layer.space.dim(batch)
+    if not dim.splittable:
+        return {}
+    factor = max(split_factors(dim.size, devices, 1))
+    return {batch: factor} if factor > 1 else {}
+
+
+class PinError(ValueError):
+    """A pinned configuration that does not fit its layer: `layer` names the layer and `dim`
+    the dimension at fault (None when the whole configuration is)."""
+
+    def __init__(self, message: str, layer: str, dim: str | None = None):
+        super().__init__(message)
+        self.layer = layer
+        self.dim = dim
+
+
+def check_pinned(layer: Layer, config: dict[str, int], devices: int) -> None:
+    """Raise `PinError` where a pinned `config` does not fit `layer` on `devices` devices."""
+    for dim, factor in config.items():
+        if dim not in layer.space.names:
+            raise PinError(f"layer '{layer.name}' has no iteration dimension '{dim}' "
+                           f"(its dimensions: {', '.join(layer.space.names)})", layer.name, dim)
+        iter_dim = layer.space.dim(dim)
+        if not iter_dim.splittable:
+            raise PinError(f"dimension '{dim}' of layer '{layer.name}' cannot be split",
+                           layer.name, dim)
+        if factor < 1 or iter_dim.size % factor:
+            raise PinError(f"split factor {factor} of '{dim}' in layer '{layer.name}' "
+                           f"does not divide its size {iter_dim.size}", layer.name, dim)
+    if prod(config.values()) > devices:
+        raise PinError(f"layer '{layer.name}' is pinned to {prod(config.values())} devices "
+                       f"but only {devices} are available", layer.name)

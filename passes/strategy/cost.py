@@ -200,45 +200,6 @@ def local_elements(use: TensorUse, config: Config) -> float:
     return use.elements / prod(config.get(d, 1) for d in use.dims if d is not None)
 
 
-def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
-    """Compute and intra-layer collective cost of one layer under one configuration.
-
-    The collectives come from the layer's iteration space: the kernel's forward
-    statistics, the result's partial sums, the kernel's backward statistics, then the
-    operand gradients' partial sums (in that order, which fixes the float sums).
-    """
-    space = layer.space
-    devices_used = prod(config.values()) if config else 1
-    flops_per_point = space.flops_forward + (space.flops_backward if layer.backward else 0.0)
-    flops = flops_per_point * space.points / devices_used
-    comm = Collectives(layer, config, machine)
-    result = layer.result
-    # Backward statistics and sums run only where some operand needs a gradient.
-    backward = any(layer.grads)
-
-    comm.statistics(backward=False)
-    if space.partial:
-        comm.all_reduce(local_elements(result, config), space.partial, result.element_bytes)
-    comm.phase = "backward"
-    if backward:
-        comm.statistics(backward=True)
-
-    params = layer.params or (False,) * len(layer.operands)
-    for index, (use, grad, param) in enumerate(zip(layer.operands, layer.grads, params,
-                                                    strict=True)):
-        if not grad or index in space.kernel_reduced_grads:
-            continue
-        # The operand's gradient is a partial sum over split dims it does not range over.
-        missing = [d.name for d in space.dims if d.name not in use.dims]
-        comm.phase = "param" if param else "backward"
-        comm.all_reduce(local_elements(use, config), missing, use.element_bytes)
-
-    forward_flops = space.flops_forward * space.points / devices_used
-    return LayerCost(flops / machine.flops, comm.seconds, comm.words,
-                     forward_flops / machine.flops, comm.phase_seconds["forward"],
-                     comm.phase_seconds["param"], comm.phase_words["param"])
-
-
 def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
                    devices: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct block layouts of a tensor over `configs` (each as `blocks` gives it),
@@ -386,7 +347,8 @@ def _least_overlap(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
     return result
 
 
-def _used_devices(configs: Sequence[Config]) -> np.ndarray:
+def used_devices(configs: Sequence[Config]) -> np.ndarray:
+    """How many devices each configuration works on (the product of its factors)."""
     return np.array([prod(c.values()) if c else 1 for c in configs], dtype=np.int64)
 
 
@@ -424,32 +386,30 @@ class EdgeEnd:
     def of(cls, layer: Layer, configs: Sequence[Config], use: TensorUse,
            devices: int) -> EdgeEnd:
         layouts, index = _unique_blocks(layer, configs, use, devices)
-        return cls(np.ascontiguousarray(layouts), index, _used_devices(configs))
+        return cls(np.ascontiguousarray(layouts), index, used_devices(configs))
 
 
 def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                consumer: Layer, consumer_configs: Sequence[Config], devices: int,
-               machine: Machine, compat: str = "", compiled: bool = False,
+               machine: Machine, compiled: bool = False,
                ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
     """Redistribution seconds, matrix (producer configs, consumer configs); `compiled`
-    picks the llvmlite loop for the volumes (same results). `compat="pase"` charges the
-    prototype's estimate (`prototype.prototype_edge_words`) instead. `ends`, the held
-    and the needed end (`EdgeEnd.of` of the producer's `edge.held` and the consumer's
+    picks the llvmlite loop for the volumes (same results). `ends`, the held and the
+    needed end (`EdgeEnd.of` of the producer's `edge.held` and the consumer's
     `edge.needed`), saves building them again."""
-    if compat == "pase":
-        # (Imported here: the prototype's model builds on this module.)
-        from pase.passes.strategy.prototype import prototype_edge_words
+    held, needed = ends or (EdgeEnd.of(producer, producer_configs, edge.held, devices),
+                            EdgeEnd.of(consumer, consumer_configs, edge.needed, devices))
+    forward, backward = redistribution_words(held.layouts, needed.layouts, compiled)
+    words = forward + backward if edge.backward else forward
+    words = words[np.ix_(held.index, needed.index)]
+    return edge_seconds(words, edge, held.working, needed.working, machine)
 
-        words = prototype_edge_words(edge, producer_configs, consumer_configs)
-        held_working = _used_devices(producer_configs)
-        needed_working = _used_devices(consumer_configs)
-    else:
-        held, needed = ends or (EdgeEnd.of(producer, producer_configs, edge.held, devices),
-                                EdgeEnd.of(consumer, consumer_configs, edge.needed, devices))
-        forward, backward = redistribution_words(held.layouts, needed.layouts, compiled)
-        words = forward + backward if edge.backward else forward
-        words = words[np.ix_(held.index, needed.index)]
-        held_working, needed_working = held.working, needed.working
+
+def edge_seconds(words: np.ndarray, edge: Edge, held_working: np.ndarray,
+                 needed_working: np.ndarray, machine: Machine) -> np.ndarray:
+    """`words` (matrix over the ends' configurations) of `edge`'s tensor in seconds: over
+    the inter-node link where either end's configuration works on more devices than a
+    node holds."""
     spans = np.maximum(held_working[:, None],
                        needed_working[None, :]) > machine.devices_per_node
     bandwidth = np.where(spans, machine.inter_node_bandwidth, machine.intra_node_bandwidth)

@@ -187,22 +187,8 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
         raise ValueError(f"jit must be one of {', '.join(JIT_MODES)}, got '{jit}'")
     if jit == "on":
         compiled_eliminate(required=True)
-    factors: dict[int, Factor] = {}
-    factors_of: list[set[int]] = [set() for _ in sizes]
-    keys = itertools.count()
-
-    def add_factor(axes: Axes, table: np.ndarray) -> None:
-        key = next(keys)
-        factors[key] = (axes, table)
-        for axis in axes:
-            factors_of[axis].add(key)
-
-    for vertex, vertex_cost in enumerate(graph.vertex_costs):
-        add_factor((vertex,), vertex_cost)
-    for (u, v), edge_cost in graph.edge_costs.items():
-        add_factor((u, v), edge_cost)
-
-    inputs = len(factors)  # factors with smaller keys are the graph's own tables
+    factors = _Factors(graph)
+    inputs = factors.inputs  # factors with smaller keys are the graph's own tables
     scalars: list[float] = []
     budget = as_budget(memory_budget)
     if not isinstance(memory_budget, MemoryBudget):
@@ -214,12 +200,7 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     live = _LiveTables(budget)
     reused_steps = 0
     for step, vertex in enumerate(sequence):
-        consumed_keys = sorted(factors_of[vertex])
-        consumed = [factors.pop(key) for key in consumed_keys]
-        dependent_set = sorted({axis for axes, _ in consumed for axis in axes} - {vertex})
-        for key, (axes, _) in zip(consumed_keys, consumed, strict=True):
-            for axis in axes:
-                factors_of[axis].discard(key)
+        consumed_keys, consumed, dependent_set = factors.take(vertex)
         entries = sizes[vertex] * math.prod(sizes[axis] for axis in dependent_set)
         if progress is not None:
             progress(step, len(sequence), entries)
@@ -234,18 +215,8 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
             for table in (minimum, argmin):
                 live.hold(table, charged=False)
         else:
-            # What would be live once this vertex's tables exist: the factors not yet
-            # consumed, its minimum and argmin tables and one chunk of sums (never the full
-            # table).
-            working = _working_bytes(entries, sizes[vertex])
-            budget.check(working, _memory_message(graph, vertex, dependent_set, entries,
-                                                  budget.used + working),
-                         _remedy(order))
-            budget.charge(working, f"the DP table of layer '{graph.names[vertex]}'")
-            use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
-            eliminate_vertex = compiled_eliminate(jit == "on") if use_kernel else eliminate
-            axes, minimum, argmin = eliminate_vertex(consumed, vertex)
-            budget.release(working - minimum.nbytes - argmin.nbytes)
+            axes, minimum, argmin = _eliminate_charged(graph, consumed, vertex, dependent_set,
+                                                       entries, budget, jit, order)
             for table in (minimum, argmin):
                 live.hold(table, charged=True)
             if cache is not None:
@@ -256,19 +227,77 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
         del consumed
         argmin_tables.append((axes, argmin))
         if axes:
-            add_factor(axes, minimum)
+            factors.add(axes, minimum)
         else:
             scalars.append(float(minimum))
             live.drop(minimum)
         max_dependent_set = max(max_dependent_set, len(dependent_set))
         table_entries += entries
 
-    choice = [0] * len(sizes)
-    for vertex, (axes, argmin) in zip(reversed(sequence), reversed(argmin_tables), strict=True):
-        choice[vertex] = int(argmin[tuple(choice[axis] for axis in axes)])
-    return DPResult(choice=tuple(choice), cost=math.fsum(scalars), order=tuple(sequence),
+    return DPResult(choice=_backtrack(len(sizes), sequence, argmin_tables),
+                    cost=math.fsum(scalars), order=tuple(sequence),
                     max_dependent_set=max_dependent_set, table_entries=table_entries,
                     peak_table_bytes=budget.peak, reused_steps=reused_steps)
+
+
+class _Factors:
+    """The DP's factors by key (the graph's own tables first: keys below `inputs`), and
+    per vertex the keys of those that touch it."""
+
+    def __init__(self, graph: CostGraph):
+        self.tables: dict[int, Factor] = {}
+        self.of: list[set[int]] = [set() for _ in graph.sizes]
+        self._keys = itertools.count()
+        for vertex, vertex_cost in enumerate(graph.vertex_costs):
+            self.add((vertex,), vertex_cost)
+        for (u, v), edge_cost in graph.edge_costs.items():
+            self.add((u, v), edge_cost)
+        self.inputs = len(self.tables)
+
+    def add(self, axes: Axes, table: np.ndarray) -> None:
+        key = next(self._keys)
+        self.tables[key] = (axes, table)
+        for axis in axes:
+            self.of[axis].add(key)
+
+    def take(self, vertex: int) -> tuple[list[int], list[Factor], list[int]]:
+        """The factors that touch `vertex`, taken out (their keys, the factors), and the
+        other vertices they touch (its dependent set)."""
+        consumed_keys = sorted(self.of[vertex])
+        consumed = [self.tables.pop(key) for key in consumed_keys]
+        dependent_set = sorted({axis for axes, _ in consumed for axis in axes} - {vertex})
+        for key, (axes, _) in zip(consumed_keys, consumed, strict=True):
+            for axis in axes:
+                self.of[axis].discard(key)
+        return consumed_keys, consumed, dependent_set
+
+
+def _eliminate_charged(graph: CostGraph, consumed: list[Factor], vertex: int,
+                       dependent_set: list[int], entries: int, budget: MemoryBudget,
+                       jit: str, order: str | Sequence[int]
+                       ) -> tuple[Axes, np.ndarray, np.ndarray]:
+    """`vertex` eliminated from `consumed` (by the kernel `jit` picks), its minimum and
+    argmin tables charged to `budget` (what would be live once they exist: the factors
+    not yet consumed, these two tables and one chunk of sums, never the full table)."""
+    working = _working_bytes(entries, graph.sizes[vertex])
+    budget.check(working, _memory_message(graph, vertex, dependent_set, entries,
+                                          budget.used + working),
+                 _remedy(order))
+    budget.charge(working, f"the DP table of layer '{graph.names[vertex]}'")
+    use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
+    eliminate_vertex = compiled_eliminate(jit == "on") if use_kernel else eliminate
+    axes, minimum, argmin = eliminate_vertex(consumed, vertex)
+    budget.release(working - minimum.nbytes - argmin.nbytes)
+    return axes, minimum, argmin
+
+
+def _backtrack(count: int, sequence: Sequence[int],
+               argmin_tables: list[tuple[Axes, np.ndarray]]) -> tuple[int, ...]:
+    """Each vertex's choice, from the last eliminated back to the first."""
+    choice = [0] * count
+    for vertex, (axes, argmin) in zip(reversed(sequence), reversed(argmin_tables), strict=True):
+        choice[vertex] = int(argmin[tuple(choice[axis] for axis in axes)])
+    return tuple(choice)
 
 
 StepKey = tuple[tuple[tuple[int, ...], tuple[int, ...], str, bytes], ...]

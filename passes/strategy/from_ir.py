@@ -25,6 +25,7 @@ from pase.dialect import dnn
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.problem import Problem, collector_paused
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
@@ -43,22 +44,25 @@ class GraphData:
 
 
 def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
-                  machine: str | Machine = "pase-default", min_shard: int = 4,
+                  machine: str | Machine = "pase-default",
                   pinned: Mapping[str, Mapping[str, int]] | None = None,
-                  compat: str = "", budget: MemoryBudget | None = None) -> Problem:
+                  options: SearchOptions = DEFAULT_OPTIONS,
+                  budget: MemoryBudget | None = None) -> Problem:
     """The search problem of a graph (or of a module's only graph) on `devices` devices.
 
     `machine` is a `Machine` or a preset's name (`pase.formats.machine_toml.load_machine`
     reads a TOML file into a `Machine`). A layer named in `pinned`, or else carrying
-    `pase.config`, keeps that single configuration; the others get PaSE's configuration
-    space, charged to `budget` (if given) before it is listed.
+    `pase.config`, keeps that single configuration; the others get the configuration
+    space of `options` (its min-shard; its cost model's, `options.model`), charged to
+    `budget` (if given) before it is listed.
     """
     with collector_paused():
         data = read_graph(graph)
         return Problem.from_layers(
             data.layers, data.edges, devices, machine,
-            pins={**data.pins, **(pinned or {})}, batch=data.batch, min_shard=min_shard,
-            compat=compat, graph=data.name, budget=budget)
+            pins={**data.pins, **(pinned or {})}, batch=data.batch,
+            min_shard=options.min_shard, graph=data.name, budget=budget,
+            model=options.model)
 
 
 def read_graph(graph: dnn.GraphOp | ModuleOp) -> GraphData:

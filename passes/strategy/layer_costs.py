@@ -1,16 +1,16 @@
-"""A layer's cost under every configuration at once: `cost.layer_cost` over a list of
-configurations, as numpy vectors, bit for bit.
+"""pase's cost of a layer under every configuration at once, as numpy vectors.
 
-`layer_cost` charges one configuration in Python; a layer of a large network has a
-hundred configurations and a network a hundred kinds of layer, so the DP's vertex
-vectors are built here instead. Every charge is the same float operation in the same
-order as in `layer_cost`, applied to a vector: the divisions of integers, which Python
-rounds once, are done in Python per distinct divisor (there are few: divisors of the
-device count), and a collective over a group of one device adds 0.0, which changes no
-sum. tests/passes/strategy/test_layer_costs.py checks every entry against `layer_cost`.
+A layer of a large network has a hundred configurations and a network a hundred kinds of
+layer, so the DP's vertex vectors are built here, a few numpy operations per layer; the
+cost of one configuration (`layer_cost`) is the vector of one. Every charge is the same
+float operation in the same order as a per-configuration loop would make, applied to a
+vector: the divisions of integers, which Python rounds once, are done in Python per
+distinct divisor (there are few: divisors of the device count), and a collective over a
+group of one device adds 0.0, which changes no sum. tests/passes/strategy/test_layer_costs.py
+checks every entry against such a loop (its `reference_layer_cost`, over
+`cost.Collectives`). docs/cost-model.md gives the formulas.
 
     >>> from pase.frontend import parse_file
-    >>> from pase.passes.strategy.cost import layer_cost
     >>> from pase.passes.strategy.from_ir import read_graph
     >>> from pase.passes.strategy.machines import preset
     >>> mlp = read_graph(parse_file("models/mlp.dnn"))
@@ -247,3 +247,14 @@ def layer_costs(layer: Layer, configs: Sequence[Config], machine: Machine) -> La
     return LayerCosts(flops / machine.flops, comm.seconds, comm.words,
                       forward_flops / machine.flops, comm.phase_seconds["forward"],
                       comm.phase_seconds["param"], comm.phase_words["param"])
+
+
+def layer_cost(layer: Layer, config: Config, machine: Machine) -> LayerCost:
+    """pase's compute and intra-layer collective cost of one layer under one
+    configuration: `layer_costs` of that one configuration.
+
+    The collectives come from the layer's iteration space: the kernel's forward
+    statistics, the result's partial sums, the kernel's backward statistics, then the
+    operand gradients' partial sums (in that order, which fixes the float sums).
+    """
+    return layer_costs(layer, [config], machine)[0]

@@ -48,9 +48,10 @@ from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult
+from pase.passes.strategy.exact import solve_graph
 from pase.passes.strategy.exhaustive import solve_exhaustive
-from pase.passes.strategy.pipeline import activation_bytes, parameter_bytes
-from pase.passes.strategy.problem import Assignment, Problem, collector_paused, solve_graph
+from pase.passes.strategy.pipeline.microbatch import activation_bytes, parameter_bytes
+from pase.passes.strategy.problem import Assignment, Problem, collector_paused
 from pase.passes.strategy.prune import prune
 
 GIB = 1 << 30

@@ -11,57 +11,49 @@ This is the stable Python API (DESIGN.md):
     >>> abs(problem.cost(solution.assignment) - solution.cost) < 1e-12 * solution.cost
     True
 
-`Problem` holds plain data only (layers, edges, configurations, a machine): it is built
-from a graph by `build_problem` (`from_ir.py` reads the IR) or from plain data by
-`Problem.from_layers`. It builds the DP's cost tables on demand and evaluates any
-assignment, including configurations outside the enumerated space (the data-parallel
-baseline). `subproblem` restricts it to some of its layers on fewer devices, as a
-pipeline stage sees them.
+`Problem` holds plain data only (layers, edges, configurations, a machine, a cost model),
+built by `build_problem` (`from_ir.py` reads the IR) or `Problem.from_layers`. It builds the
+DP's cost tables on demand and evaluates any assignment, even outside the enumerated space
+(the data-parallel baseline); `subproblem` restricts it to some layers on fewer devices.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
-from math import prod
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pase.core.placement import check_devices
 from pase.core.space import IterationSpace
-from pase.passes.strategy.bound import solve_bounded
 from pase.passes.strategy.budget import (
     MemoryBudget,
-    SearchError,
     SearchMemoryError,
     as_budget,
     format_bytes,
 )
-from pase.passes.strategy.configs import (
-    count_configs,
-    enumerate_configs,
-    split_factors,
-)
+from pase.passes.strategy.configs import check_pinned, count_configs, data_parallel
 from pase.passes.strategy.cost import (
     JIT_REDISTRIBUTION_STEPS,
     Config,
     EdgeEnd,
     LayerCost,
-    edge_costs,
     edge_working_bytes,
-    layer_cost,
 )
+from pase.passes.strategy.cost_models import PASE_COST, CostModel, cost_model
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.dp import DPResult, solve_dp
-from pase.passes.strategy.exhaustive import solve_exhaustive
-from pase.passes.strategy.layer_costs import LayerCosts, layer_costs
+from pase.passes.strategy.dp import DPResult
+from pase.passes.strategy.layer_costs import LayerCosts
 from pase.passes.strategy.machines import Machine, preset
-from pase.passes.strategy.prototype import prototype_edges, prototype_layer_cost
-from pase.passes.strategy.prune import prune, rows_bytes
-from pase.passes.strategy.vertices import Edge, Layer, TensorUse
+from pase.passes.strategy.prune import rows_bytes
+from pase.passes.strategy.tables import (
+    EdgeEnds,
+    SharedTables,
+    collector_paused,
+    edge_kind_key,
+    layer_kind_key,
+)
+from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 Assignment = dict[str, Config]
 
@@ -70,90 +62,6 @@ CONFIG_BYTES = 200
 in `config_lists`, its key tuple in the table cache and its cost in the vertex vector."""
 CONFIG_DIM_BYTES = 100
 """What each split dim adds to a configuration (a dict entry and a key pair)."""
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a while.
-
-    Building the tables allocates some 10^5 small objects, none in reference cycles;
-    meanwhile the collector would walk the whole heap (the parsed IR included) again
-    and again, a fifth of AlexNet's search at P=64.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _layer_kind_key(layer: Layer) -> Layer:
-    """What a layer's costs depend on besides its configuration: all but its name."""
-    return replace(layer, name="")
-
-
-def _edge_kind_key(edge: Edge, producer_kind: int, consumer_kind: int) -> tuple:
-    """What an edge's costs depend on besides its ends' configurations: its ends' kinds
-    and all of it but their positions and the name of the value it carries."""
-    return (producer_kind, consumer_kind, replace(edge, producer=0, consumer=0, carried=""))
-
-
-@dataclass
-class SharedTables:
-    """Configuration lists and cost tables that many problems on one machine share: the
-    stage sub-problems of a pipeline search (`pipeline.Partitioner`), whose layers and
-    edges recur in many stage ranges.
-
-    The caller numbers the layers and edges by what their costs depend on (`layer_kind`,
-    `edge_kind`: equal for layers that differ only in their names), so a problem built
-    with these tables (`Problem.from_layers(..., tables=...)`) finds a layer's list and
-    vector, and an edge's matrix, by (number, devices) without hashing the layer again.
-    The tables hold at most `limit` bytes (`nbytes`); past it they are cleared, so
-    memory stays bounded (the values are the same either way). One `SharedTables` serves
-    one machine, min-shard, batch dim and compat mode.
-
-        >>> from pase.frontend import parse_file
-        >>> from pase.passes.strategy.from_ir import read_graph
-        >>> mlp = read_graph(parse_file("models/mlp.dnn"))
-        >>> tables = SharedTables("v100-nvlink", mlp.batch)
-        >>> [tables.layer_kind(layer) for layer in mlp.layers]
-        [0, 1, 2, 3]
-    """
-
-    machine: Machine | str
-    batch: str | None
-    min_shard: int = 4
-    compat: str = ""
-    limit: int = 1 << 30
-    nbytes: int = 0
-    configs: dict[tuple[int, int], list[Config]] = field(default_factory=dict, repr=False)
-    vertex: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False)
-    edge: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False)
-    _layer_kinds: dict[Layer, int] = field(default_factory=dict, repr=False)
-    _edge_kinds: dict[tuple[int, int, Edge], int] = field(default_factory=dict, repr=False)
-
-    def layer_kind(self, layer: Layer) -> int:
-        """A number equal for layers that differ only in their names."""
-        return self._layer_kinds.setdefault(_layer_kind_key(layer), len(self._layer_kinds))
-
-    def edge_kind(self, edge: Edge, producer_kind: int, consumer_kind: int) -> int:
-        """A number equal for edges between layers of the same kinds that differ only in
-        their ends' positions and the name of the value they carry."""
-        return self._edge_kinds.setdefault(_edge_kind_key(edge, producer_kind, consumer_kind),
-                                           len(self._edge_kinds))
-
-    def store(self, table: dict[tuple[int, ...], np.ndarray], key: tuple[int, ...],
-              value: np.ndarray) -> None:
-        """Keep `value` under `key` if it fits; clear every table first if it does not."""
-        if self.nbytes + value.nbytes > self.limit:
-            self.vertex.clear()
-            self.edge.clear()
-            self.nbytes = 0
-        if value.nbytes <= self.limit:
-            table[key] = value
-            self.nbytes += value.nbytes
 
 
 @dataclass(frozen=True)
@@ -193,7 +101,8 @@ class Problem:
     edges: list[Edge]
     config_lists: list[list[Config]]
     batch_dim: str | None = None
-    compat: str = ""
+    model: CostModel = PASE_COST
+    """What the search charges (`cost_models.CostModel`), chosen when the problem is built."""
     pins: dict[str, Config] = field(default_factory=dict)
     """The layers pinned to one configuration (their only entry in `config_lists`)."""
     min_shard: int = 4
@@ -225,15 +134,17 @@ class Problem:
                     batch: str | None = None, min_shard: int = 4, compat: str = "",
                     graph: str = "graph", budget: MemoryBudget | None = None,
                     tables: SharedTables | None = None,
-                    kinds: tuple[list[int], list[int]] | None = None) -> Problem:
+                    kinds: tuple[list[int], list[int]] | None = None,
+                    model: CostModel | None = None) -> Problem:
         """The problem of plain layers and edges (edges index `layers`) on `devices` devices
         of `machine` (a `Machine` or a preset's name; `pase.formats.machine_toml` reads files).
 
         A layer named in `pins` keeps that single configuration (factors of 1 dropped); the
         others get PaSE's configuration space (`enumerate_configs` with `min_shard`) plus
-        the data-parallel configuration over `batch`. With `compat="pase"` the problem is
-        the prototype's: its edges (`prototype.prototype_edges`), its configuration space
-        (no data-parallel extra) and its costs. `graph` names the problem in messages.
+        the data-parallel configuration over `batch`: the space and the costs are the cost
+        model's (`model`, or the one `compat` names: `cost_models.cost_model`; with
+        `compat="pase"` the prototype's edges, configuration space and costs). `graph`
+        names the problem in messages.
         Raises ValueError for a bad device count, compat mode or pinned layer name, and
         `PinError` for a pin that does not fit its layer. With `budget`, each layer's
         configurations are counted and charged before they are listed, so a space too
@@ -252,10 +163,8 @@ class Problem:
             ([{'b': 4}], True)
         """
         check_devices(devices)
-        if compat not in ("", "pase"):
-            raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
-        if compat == "pase":
-            edges = prototype_edges(edges)
+        model = model if model is not None else cost_model(compat)
+        edges = model.graph_edges(edges)
         names = {layer.name for layer in layers}
         for name in pins or {}:
             if name not in names:
@@ -269,7 +178,7 @@ class Problem:
                 pin = (pins or {}).get(layer.name)
                 if pin is not None:
                     config = {d: f for d, f in pin.items() if f != 1}
-                    _check_pinned(layer, config, devices)
+                    check_pinned(layer, config, devices)
                     fixed[layer.name] = config
                     config_lists.append([config])
                     continue
@@ -282,13 +191,7 @@ class Problem:
                     continue
                 if budget is not None:
                     _charge_configs(budget, layer, devices, min_shard, graph)
-                configs = enumerate_configs(layer.space, devices, min_shard)
-                # The data-parallel configuration is always a candidate, even where
-                # min-shard would rule it out, so the optimum is never slower than data
-                # parallelism; the prototype's space (compat=pase) has only its rule.
-                data_parallel = _data_parallel(layer, batch, devices)
-                if data_parallel not in configs and compat != "pase":
-                    configs.append(data_parallel)
+                configs = model.configs(layer, devices, min_shard, batch)
                 listed[layer.space] = configs
                 if tables is not None and shared is not None:
                     tables.configs[shared] = configs
@@ -298,7 +201,7 @@ class Problem:
             raise ValueError("shared tables need the kinds of the layers and edges, and no "
                              "pins")
         return cls(graph, devices, resolved, list(layers), list(edges), config_lists, batch,
-                   compat, fixed, min_shard, tables=tables, _kind_numbers=kinds)
+                   model, fixed, min_shard, tables=tables, _kind_numbers=kinds)
 
     def subproblem(self, layers: Collection[str], devices: int) -> Problem:
         """This problem restricted to `layers` (names; in practice a contiguous range in
@@ -306,7 +209,7 @@ class Problem:
 
         It keeps, in this problem's order: the named layers; the edges between two of
         them (renumbered); their pins (checked again against `devices`); the machine,
-        batch dim, min-shard and compat mode, and the graph's name. It drops the edges
+        batch dim, min-shard and cost model, and the graph's name. It drops the edges
         that cross the boundary (one end outside `layers`), whose transfers a pipeline
         model charges as send/recv, and enumerates the configurations afresh for
         `devices`. Raises ValueError for a name that is not a layer.
@@ -324,16 +227,17 @@ class Problem:
             raise ValueError(f"no layer {', '.join(repr(name) for name in unknown)} in graph "
                              f"@{self.graph}")
         kept = [i for i, layer in enumerate(self.layer_data) if layer.name in wanted]
-        position = {old: new for new, old in enumerate(kept)}
-        edges = [replace(edge, producer=position[edge.producer],
-                         consumer=position[edge.consumer])
-                 for edge in self.edges
-                 if edge.producer in position and edge.consumer in position]
+        edges = [edge for _, edge in edges_among(self.edges, kept)]
         return Problem.from_layers(
             [self.layer_data[i] for i in kept], edges, devices, self.machine,
             pins={name: pin for name, pin in self.pins.items() if name in wanted},
-            batch=self.batch_dim, min_shard=self.min_shard, compat=self.compat,
+            batch=self.batch_dim, min_shard=self.min_shard, model=self.model,
             graph=self.graph)
+
+    @property
+    def compat(self) -> str:
+        """The `compat` mode of the cost model ("" for pase's own)."""
+        return self.model.name
 
     @property
     def layers(self) -> list[str]:
@@ -414,12 +318,12 @@ class Problem:
                 held_tables[edge_key] = self.tables.edge[edge_key]
             else:
                 built.setdefault(edge_key, number)
-        ends = _EdgeEnds(self, [self.edges[number] for number in built.values()])
+        ends = EdgeEnds(self, [self.edges[number] for number in built.values()])
         self._edge_tables = []
         for number, (edge, edge_key) in enumerate(zip(self.edges, edge_keys, strict=True)):
             u, v = edge.producer, edge.consumer
             if built.get(edge_key) == number:
-                edge_ends = None if self.compat == "pase" else ends.pair(edge)
+                edge_ends = ends.pair(edge) if self.model.shares_ends else None
                 edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
                                                   self.config_lists[v], edge_ends)
                 _count(budget, edge_cache[edge_key].nbytes)
@@ -435,8 +339,8 @@ class Problem:
         their names (and their ends' names): what their costs depend on, besides the
         configurations. Computed once."""
         if self._kind_numbers is None:
-            layer_kinds = _numbers([_layer_kind_key(layer) for layer in self.layer_data])
-            edge_kinds = _numbers([_edge_kind_key(e, layer_kinds[e.producer],
+            layer_kinds = _numbers([layer_kind_key(layer) for layer in self.layer_data])
+            edge_kinds = _numbers([edge_kind_key(e, layer_kinds[e.producer],
                                                   layer_kinds[e.consumer])
                                    for e in self.edges])
             self._kind_numbers = (layer_kinds, edge_kinds)
@@ -483,19 +387,12 @@ class Problem:
             + "; use fewer devices or a larger min-shard, or raise memory-gib")
 
     def _layer_cost(self, layer: Layer, config: Config) -> LayerCost:
-        """pase's cost of a layer, or the prototype's under compat=pase."""
-        charge = prototype_layer_cost if self.compat == "pase" else layer_cost
-        return charge(layer, config, self.machine)
+        """The cost model's cost of a layer under one configuration."""
+        return self.model.layer_costs(layer, [config], self.machine)[0]
 
     def _layer_costs(self, layer: Layer, configs: list[Config]) -> LayerCosts:
-        """`_layer_cost` of every configuration, as vectors (`layer_costs.layer_costs`;
-        the prototype's one by one)."""
-        if self.compat != "pase":
-            return layer_costs(layer, configs, self.machine)
-        costs = [self._layer_cost(layer, config) for config in configs]
-        return LayerCosts(*(np.array([getattr(cost, part.name) for cost in costs],
-                                     dtype=np.float64).reshape(len(costs))
-                            for part in fields(LayerCosts)))
+        """The cost model's costs of a layer under every configuration, as vectors."""
+        return self.model.layer_costs(layer, configs, self.machine)
 
     def _vertex(self, index: int, config: Config) -> float:
         cost = self._layer_cost(self.layer_data[index], config)
@@ -510,9 +407,10 @@ class Problem:
     def _edge(self, edge: Edge, producer_configs: list[Config],
               consumer_configs: list[Config],
               ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
-        return edge_costs(edge, self.layer_data[edge.producer], producer_configs,
-                          self.layer_data[edge.consumer], consumer_configs, self.devices,
-                          self.machine, self.compat, self.compiled_redistribution, ends)
+        return self.model.edge_costs(edge, self.layer_data[edge.producer], producer_configs,
+                                     self.layer_data[edge.consumer], consumer_configs,
+                                     self.devices, self.machine,
+                                     self.compiled_redistribution, ends)
 
     def _complete(self, assignment: Mapping[str, Mapping[str, int]]) -> list[Config]:
         configs = []
@@ -596,50 +494,8 @@ class Problem:
     def data_parallel(self) -> Assignment:
         """Every layer splits the batch dim as far as it divides (up to all devices),
         whatever the min-shard rule allows: PaSE's baseline."""
-        return {layer.name: _data_parallel(layer, self.batch_dim, self.devices)
+        return {layer.name: data_parallel(layer, self.batch_dim, self.devices)
                 for layer in self.layer_data}
-
-
-EndKey = tuple[int, tuple[str, ...], TensorUse]
-
-
-class _EdgeEnds:
-    """The ends of the edges whose tables a problem builds (`cost.EdgeEnd`): each built
-    once, for edges that share an end (a layer's result read by several consumers), and
-    dropped after the last of those edges, so only the ends still to be read are held.
-
-    An end is a configuration list (by id: the lists outlive the build), the layer's
-    dims and the tensor use.
-    """
-
-    def __init__(self, problem: Problem, edges: Sequence[Edge]):
-        self.problem = problem
-        self.held: dict[EndKey, EdgeEnd] = {}
-        self.readers: dict[EndKey, int] = {}
-        for edge in edges:
-            for key in self._keys(edge):
-                self.readers[key] = self.readers.get(key, 0) + 1
-
-    def _keys(self, edge: Edge) -> tuple[EndKey, EndKey]:
-        lists, layers = self.problem.config_lists, self.problem.layer_data
-        return ((id(lists[edge.producer]), layers[edge.producer].space.names, edge.held),
-                (id(lists[edge.consumer]), layers[edge.consumer].space.names, edge.needed))
-
-    def pair(self, edge: Edge) -> tuple[EdgeEnd, EdgeEnd]:
-        """The held and the needed end of one of the edges."""
-        (held_key, needed_key) = self._keys(edge)
-        return (self._take(held_key, edge.producer, edge.held),
-                self._take(needed_key, edge.consumer, edge.needed))
-
-    def _take(self, key: EndKey, index: int, use: TensorUse) -> EdgeEnd:
-        end = self.held.pop(key, None)
-        if end is None:
-            end = EdgeEnd.of(self.problem.layer_data[index], self.problem.config_lists[index],
-                             use, self.problem.devices)
-        self.readers[key] -= 1
-        if self.readers[key]:
-            self.held[key] = end
-        return end
 
 
 def _config_key(config: Config) -> tuple[tuple[str, int], ...]:
@@ -687,102 +543,3 @@ def _charge_configs(budget: MemoryBudget, layer: Layer, devices: int, min_shard:
     budget.charge(count * (CONFIG_BYTES + CONFIG_DIM_BYTES * dims),
                   f"the {count:,} configurations of layer '{layer.name}' of @{graph} on "
                   f"{devices:,} devices")
-
-
-def _data_parallel(layer: Layer, batch: str | None, devices: int) -> Config:
-    """The layer's configuration under data parallelism: the batch dim split as far as it
-    divides, up to all devices."""
-    if batch is None or batch not in layer.space.names:
-        return {}
-    dim = layer.space.dim(batch)
-    if not dim.splittable:
-        return {}
-    factor = max(split_factors(dim.size, devices, 1))
-    return {batch: factor} if factor > 1 else {}
-
-
-def __getattr__(name: str) -> Any:
-    # `from pase.passes.strategy.problem import build_problem` keeps working; the function
-    # lives in from_ir.py, the engine's only IR reader, which builds on this module.
-    if name == "build_problem":
-        from pase.passes.strategy.from_ir import build_problem
-
-        return build_problem
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class PinError(ValueError):
-    """A pinned configuration that does not fit its layer: `layer` names the layer and `dim`
-    the dimension at fault (None when the whole configuration is)."""
-
-    def __init__(self, message: str, layer: str, dim: str | None = None):
-        super().__init__(message)
-        self.layer = layer
-        self.dim = dim
-
-
-def _check_pinned(layer: Layer, config: Config, devices: int) -> None:
-    for dim, factor in config.items():
-        if dim not in layer.space.names:
-            raise PinError(f"layer '{layer.name}' has no iteration dimension '{dim}' "
-                           f"(its dimensions: {', '.join(layer.space.names)})", layer.name, dim)
-        iter_dim = layer.space.dim(dim)
-        if not iter_dim.splittable:
-            raise PinError(f"dimension '{dim}' of layer '{layer.name}' cannot be split",
-                           layer.name, dim)
-        if factor < 1 or iter_dim.size % factor:
-            raise PinError(f"split factor {factor} of '{dim}' in layer '{layer.name}' "
-                           f"does not divide its size {iter_dim.size}", layer.name, dim)
-    if prod(config.values()) > devices:
-        raise PinError(f"layer '{layer.name}' is pinned to {prod(config.values())} devices "
-                       f"but only {devices} are available", layer.name)
-
-
-def solve(problem: Problem, method: str = "dp", order: str = "genseq",
-          memory_budget: int | MemoryBudget = 4 << 30, exhaustive_limit: int = 10**7,
-          pruning: bool = True, jit: str = "auto",
-          progress: Callable[[int, int, int], None] | None = None,
-          bounding: bool = True) -> Solution:
-    """The optimal strategy: `method="dp"` (exact, PaSE's DP over an elimination order)
-    or `method="exhaustive"` (brute force, small graphs).
-
-    With `pruning`, dominated and duplicate configurations are dropped first
-    (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, the DP then
-    runs on the configurations that bounds cannot rule out (`pase.passes.strategy.bound`):
-    the same strategy, bit for bit. `jit` ("auto", "on", "off")
-    picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
-    hears of each eliminated layer. `memory_budget` (bytes, or the `MemoryBudget` that
-    `from_layers` charged the configurations to) bounds the cost tables, pruning and the
-    DP together.
-    """
-    if method not in ("dp", "exhaustive"):
-        raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
-    with collector_paused():
-        budget = as_budget(memory_budget)
-        # The unpruned tables stay cached on the problem: they count throughout.
-        result = solve_graph(problem.cost_graph(budget), method, order, budget,
-                             exhaustive_limit, pruning, jit, progress, bounding)
-    return Solution(problem.assignment(result.choice), result.cost, result)
-
-
-def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
-                budget: MemoryBudget | None = None, exhaustive_limit: int = 10**7,
-                pruning: bool = True, jit: str = "auto",
-                progress: Callable[[int, int, int], None] | None = None,
-                bounding: bool = True) -> DPResult:
-    """`solve`'s search on a cost graph (pruned first with `pruning`, the DP bounded with
-    `bounding`); the choice indexes
-    `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
-    vertex costs carry an added term this way."""
-    budget = budget if budget is not None else as_budget(4 << 30)
-    kept = [np.arange(size) for size in graph.sizes]
-    if pruning:
-        graph, kept = prune(graph, budget)
-    if method == "dp" and bounding:
-        result = solve_bounded(graph, order, budget, jit, progress)
-    elif method == "dp":
-        result = solve_dp(graph, order, budget, jit, progress)
-    else:
-        result = solve_exhaustive(graph, exhaustive_limit)
-    choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
-    return replace(result, choice=choice)

@@ -1,4 +1,5 @@
-"""The PaSE prototype's cost model, which `compat=pase` charges instead of pase's own.
+"""The PaSE prototype's cost model, which `compat=pase` charges instead of pase's own:
+`PrototypeCost`, the second implementation of `cost_models.CostModel`.
 
 PASE-PROTOTYPE.md restates the prototype's formulas; docs/cost-model.md ("compat=pase")
 maps each pase layer kind to its counterpart and tabulates how the two models differ.
@@ -23,15 +24,28 @@ The prototype's graph has no weight or input vertices, so no edges carry them
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from math import prod
 
 import numpy as np
 
-from pase.passes.strategy.cost import Collectives, Config, LayerCost
+from pase.passes.strategy.configs import enumerate_configs
+from pase.passes.strategy.cost import (
+    Collectives,
+    Config,
+    EdgeEnd,
+    LayerCost,
+    edge_seconds,
+    used_devices,
+)
+from pase.passes.strategy.layer_costs import LayerCosts
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.pipeline.microbatch import configuration_bytes
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
-ELEMENTWISE = ("relu", "gelu", "tanh", "sigmoid", "exp", "add", "sub", "mul")
+ELEMENTWISE = ("relu", "gelu", "tanh", "sigmoid", "exp", "add", "sub", "mul",
+               # pase's layers for exported models (issue 31), pointwise like the above
+               "clip", "div", "sqrt", "neg", "pow", "mask")
 GEMM = ("einsum", "conv2d", "embedding")
 
 
@@ -192,9 +206,9 @@ def _free(local: _Local, comm: Collectives) -> float:
 
 FORMULAS: dict[str, Callable[[_Local, Collectives], float]] = {
     **dict.fromkeys(GEMM, _gemm), **dict.fromkeys(ELEMENTWISE, _elementwise),
-    "lstm": _lstm, "pool2d": _pool, "layernorm": _norm, "batchnorm": _norm,
+    "lstm": _lstm, "pool2d": _pool, "layernorm": _norm, "batchnorm": _norm, "rmsnorm": _norm,
     "softmax": _softmax, "softmax_cross_entropy": _cross_entropy, "reduce": _reduce,
-    "concat": _free, "reshape": _free,
+    "concat": _free, "reshape": _free, "slice": _free,
 }
 """Each pase layer kind's prototype formula (FLOP-equivalents; collectives charged)."""
 
@@ -233,3 +247,39 @@ def _tensor_splits(use: TensorUse, configs: Sequence[Config]) -> np.ndarray:
     return np.array([[config.get(d, 1) if d is not None else 1 for d in use.dims]
                      for config in configs], dtype=np.int64).reshape(len(configs),
                                                                       len(use.dims))
+
+
+class PrototypeCost:
+    """The PaSE prototype's model (`cost_models.CostModel`): PaSE's configuration space
+    alone (no data-parallel extra), its graph without parameter or input edges
+    (`prototype_edges`), its layer formulas (`prototype_layer_cost`) and edge volumes
+    (`prototype_edge_words`). Its memory is pase's: the prototype has none."""
+
+    name = "pase"
+    shares_ends = False
+
+    def configs(self, layer: Layer, devices: int, min_shard: int,
+                batch: str | None) -> list[Config]:
+        return enumerate_configs(layer.space, devices, min_shard)
+
+    def graph_edges(self, edges: Sequence[Edge]) -> list[Edge]:
+        return prototype_edges(edges)
+
+    def layer_costs(self, layer: Layer, configs: Sequence[Config],
+                    machine: Machine) -> LayerCosts:
+        costs = [prototype_layer_cost(layer, config, machine) for config in configs]
+        return LayerCosts(*(np.array([getattr(cost, part.name) for cost in costs],
+                                     dtype=np.float64).reshape(len(costs))
+                            for part in fields(LayerCosts)))
+
+    def edge_costs(self, edge: Edge, producer: Layer, producer_configs: Sequence[Config],
+                   consumer: Layer, consumer_configs: Sequence[Config], devices: int,
+                   machine: Machine, compiled: bool = False,
+                   ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
+        words = prototype_edge_words(edge, producer_configs, consumer_configs)
+        return edge_seconds(words, edge, used_devices(producer_configs),
+                            used_devices(consumer_configs), machine)
+
+    def memory(self, layer: Layer, configs: Sequence[Config],
+               in_flight: int = 1) -> np.ndarray:
+        return configuration_bytes(layer, configs, in_flight)

@@ -15,7 +15,8 @@ held in its first reader's layout and every other reader pays the redistribution
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from math import prod
 
 from pase.core.space import IterationSpace
@@ -74,3 +75,20 @@ class Edge:
     carried: str = ""
     """The input or param the edge carries from its first reader (its name), or "" for a
     layer's result."""
+
+
+def edges_among(edges: Sequence[Edge], kept: Sequence[int]) -> list[tuple[int, Edge]]:
+    """The edges between two of the layers `kept` (indices, ascending), each with its
+    index in `edges` and renumbered to index `kept`: the one way a part of a graph is
+    cut out (`Problem.subproblem` by names, a pipeline stage by a range).
+
+        >>> use = TensorUse(("b",), (8,))
+        >>> cut = edges_among([Edge(0, 1, use, use, False), Edge(1, 2, use, use, False)], [1, 2])
+        >>> [(index, edge.producer, edge.consumer) for index, edge in cut]
+        [(1, 0, 1)]
+    """
+    position = {old: new for new, old in enumerate(kept)}
+    return [(index, replace(edge, producer=position[edge.producer],
+                            consumer=position[edge.consumer]))
+            for index, edge in enumerate(edges)
+            if edge.producer in position and edge.consumer in position]

@@ -22,15 +22,11 @@ from collections.abc import Mapping
 from functools import partial
 
 from pase.core.placement import edge_tag
-from pase.passes.strategy.cost import (
-    Config,
-    blocks,
-    layer_cost,
-    local_elements,
-    redistribution_words,
-)
+from pase.passes.strategy.cost import Config, blocks, local_elements, redistribution_words
+from pase.passes.strategy.layer_costs import layer_cost
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.pipeline import carries_param, edges_at, microbatch_layers
+from pase.passes.strategy.pipeline.microbatch import edges_at, microbatch_layers
+from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.vertices import Edge, Layer
 

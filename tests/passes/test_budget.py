@@ -16,8 +16,8 @@ import pytest
 from cli import run_tool
 
 from pase.frontend import parse_text
-from pase.passes.strategy import build_problem, solve
-from pase.passes.strategy import problem as problem_module
+from pase.passes.strategy import SearchOptions, build_problem, solve
+from pase.passes.strategy import cost_models as cost_model_module
 from pase.passes.strategy.budget import MemoryBudget, SearchMemoryError
 from pase.tools.pase_opt import main
 
@@ -68,12 +68,12 @@ def test_a_huge_configuration_space_is_refused_before_it_is_listed(
     def never(*args: object) -> None:
         raise AssertionError("the configurations were listed before the budget refused")
 
-    monkeypatch.setattr(problem_module, "enumerate_configs", never)
+    monkeypatch.setattr(cost_model_module, "enumerate_configs", never)
     graph = parse_text(EIGHT_DIMS, "wide.dnn")
     with pytest.raises(SearchMemoryError, match=r"the [0-9,]+ configurations of layer 'y' "
                        r"of @wide on 8,192 devices would bring .* over the memory budget "
                        r"of 4\.0 MiB"):
-        build_problem(graph, 8192, min_shard=1, budget=MemoryBudget(4 * MIB))
+        build_problem(graph, 8192, budget=MemoryBudget(4 * MIB), options=SearchOptions(min_shard=1))
 
 
 def test_the_accountant_ends_where_it_started_but_for_what_stays() -> None:

@@ -21,9 +21,8 @@ from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.microbatch import loss_weight, microbatch_problem
 from pase.passes.partition_stages import PartitionStagesPass, plan_json
 from pase.passes.scale import scale_module
+from pase.passes.strategy import Partitioner, segments, stage_solver
 from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.partition import Partitioner, stage_solver
-from pase.passes.strategy.segments import segments
 from pase.runtime.program import program_from_ir
 from pase.tools.run.check import check_problems
 from pase.tools.run.runtime import train

@@ -17,7 +17,7 @@ from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import ConfigAttr, StrategyAttr
 from pase.frontend import parse_file
 from pase.passes.search import PaseSearchPass
-from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy import SearchOptions, build_problem, solve
 from pase.passes.strategy.memory import (
     GIB,
     gib_up,
@@ -109,8 +109,8 @@ def test_options_reach_the_search(capsys: pytest.CaptureFixture[str], options: s
     values = dict(item.split("=") for item in options.split())
     machine = values.get("machine", "pase-default").strip('"')
     problem = build_problem(parse_file(MLP), int(values["devices"]), machine,
-                            int(values.get("min-shard", 4)),
-                            compat=values.get("compat", ""))
+                            options=SearchOptions(min_shard=int(values.get("min-shard", 4)),
+                                                  compat=values.get("compat", "")))
     assert strategy_of(graph).total.data == pytest.approx(solve(problem).cost, rel=1e-12)
     assert strategy_of(graph).machine.data == machine
     assert problem.cost(configs_of(graph)) == pytest.approx(strategy_of(graph).total.data,

@@ -29,7 +29,7 @@ from pase.dialect import dnn
 from pase.frontend import parse_file, parse_text
 from pase.passes.scale import scale_module
 from pase.passes.search import PaseSearchPass
-from pase.passes.strategy.problem import build_problem
+from pase.passes.strategy import SearchOptions, build_problem
 from pase.tools.run.check import TrainingReport, make_data
 from pase.tools.run.load import forward_graph, with_configs
 from pase.tools.run.runtime import execute, lower, train
@@ -234,7 +234,7 @@ def random_training_source(seed: int) -> str:
 def random_configs(module: ModuleOp, devices: int,
                    rng: np.random.Generator) -> dict[str, dict[str, int]]:
     """A random valid configuration for every layer (any shard size)."""
-    problem = build_problem(module, devices, min_shard=1)
+    problem = build_problem(module, devices, options=SearchOptions(min_shard=1))
     return {name: problem.configs(name)[int(rng.integers(len(problem.configs(name))))]
             for name in problem.layers}
 

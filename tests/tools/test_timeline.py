@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pase.core.files import WriteError, deferred_writes
-from pase.passes.strategy.schedule import Simulation, ideal_bubble, simulate
+from pase.passes.strategy import Simulation, ideal_bubble, simulate
 from pase.tools.run.load import Stages, load_model, strategy_and_scale
 from pase.tools.run.runtime import train
 from pase.tools.run.timeline import (

@@ -47,8 +47,7 @@ from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.scale import ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
-from pase.passes.strategy import build_problem
-from pase.passes.strategy.budget import format_bytes
+from pase.passes.strategy import build_problem, format_bytes
 from pase.universe import FRONTENDS, PASE
 
 

@@ -22,7 +22,7 @@ The pieces, drawn by `draw`:
 
 The picture has two panels on one time axis each (in ms, each its own scale: the runtime's
 numpy kernels are not the modelled machine). "measured" has one row per device, grouped by
-stage; "modelled" one row per stage, from `pase.passes.strategy.schedule.simulate`. Compute
+stage; "modelled" one row per stage, from `pase.passes.strategy.simulate`. Compute
 boxes are coloured by stage, a forward a light shade and a backward a dark one, numbered by
 micro-batch where they are wide enough; transfers and the all-reduce are thin grey bars, the
 update a full-height grey box, idle time the background. The same input draws the same bytes:
@@ -45,10 +45,14 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.core.files import write_atomically, write_bytes_atomically
 from pase.dialect.pase import pipeline_of, stage_of
 from pase.formats.machine_toml import load_machine
-from pase.passes.strategy import read_graph
-from pase.passes.strategy.partition import Partitioner
-from pase.passes.strategy.pipeline import PipelinePlan
-from pase.passes.strategy.schedule import Simulation, ideal_bubble
+from pase.passes.strategy import (
+    PipelinePlan,
+    PlanSpec,
+    Simulation,
+    evaluate_plan,
+    ideal_bubble,
+    read_graph,
+)
 from pase.runtime.program import Program, Step
 from pase.tools.errors import ToolError
 from pase.tools.run.check import TrainingReport
@@ -370,11 +374,10 @@ def modelled_plan(module: ModuleOp) -> PipelinePlan:
         assert stage is not None
         if index == 0 or stage.index.data != len(starts) - 1:
             starts.append(index)
-    partitioner = Partitioner(
-        data.layers, data.edges, data.batch, pipeline.devices.data,
-        load_machine(pipeline.machine.data), starts[1:],
-        lambda layers, edges, devices: {layer.name: configs[layer.name] for layer in layers})
-    return partitioner.evaluate(starts, pipeline.microbatches.data, pipeline.schedule.data)
+    spec = PlanSpec(tuple(starts), pipeline.microbatches.data, pipeline.schedule.data,
+                    configs)
+    return evaluate_plan(data.layers, data.edges, data.batch, pipeline.devices.data,
+                         load_machine(pipeline.machine.data), spec)
 
 
 def phases(program: Program) -> list[tuple[str, int]]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import bound, build_problem, solve
+from pase.passes.strategy import SearchOptions, bound, build_problem, solve
 from pase.passes.strategy.bound import _Diffusion, _Plan, solve_bounded
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import solve_dp
@@ -124,7 +124,7 @@ def test_the_plan_counts_repeated_steps_once() -> None:
 def test_bundled_models_keep_their_optimum(model: str, devices: int,
                                            always_bound: None) -> None:
     problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), devices)
-    plain = solve(problem, bounding=False)
+    plain = solve(problem, SearchOptions(bounding=False))
     bounded = solve(problem)
     assert bounded.assignment == plain.assignment
     assert bounded.cost == plain.cost

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_file, parse_text
-from pase.passes.strategy import Machine, build_problem
+from pase.passes.strategy import Machine, SearchOptions, build_problem
 from pase.passes.strategy.configs import enumerate_configs
 from pase.passes.strategy.cost import _blocks, blocks, group_spans_nodes, redistribution_words
 from pase.passes.strategy.from_ir import read_graph
@@ -264,7 +264,8 @@ def test_redistribution_follows_the_row_major_grid() -> None:
     check(problem, {"y": {"b": 2, "h": 2}, "z": {"h": 2, "b": 2}},
           RELU_FLOPS / 4 + 6 * 8 * 16 / 4, 0.0, 32 + 32)
     # The prototype's estimate aligns the blocks: nothing to move.
-    pase = build_problem(parse_text(TRANSPOSE), 4, machine=FLAT, compat="pase")
+    pase = build_problem(parse_text(TRANSPOSE), 4, machine=FLAT,
+                         options=SearchOptions(compat="pase"))
     assert pase.breakdown({"y": {"b": 2, "h": 2}, "z": {"h": 2, "b": 2}}).redistribution == 0
 
 
@@ -282,7 +283,7 @@ def test_redistribution_follows_the_row_major_grid() -> None:
 def test_compat_pase_redistribution(x: str, devices: int, held: dict[str, int],
                                     needed: dict[str, int], words: float) -> None:
     problem = build_problem(parse_text(CHAIN.format(x=x)), devices, machine=FLAT,
-                            compat="pase")
+                            options=SearchOptions(compat="pase"))
     assert problem.breakdown({"y": held, "z": needed}).redistribution == pytest.approx(
         word_seconds(words), rel=1e-12, abs=1e-30)
 
@@ -479,7 +480,8 @@ def test_unique_blocks_are_blocks_of_every_config(model: str) -> None:
     # `blocks` of each config.
     from pase.passes.strategy.cost import _unique_blocks
 
-    problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), 12, min_shard=1)
+    problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), 12,
+                            options=SearchOptions(min_shard=1))
     for edge in problem.edges[:30]:
         for index, use in ((edge.producer, edge.held), (edge.consumer, edge.needed)):
             layer, configs = problem.layer_data[index], problem.config_lists[index]
@@ -491,7 +493,7 @@ def test_unique_blocks_are_blocks_of_every_config(model: str) -> None:
 
 
 def test_layer_cost_splits_forward_backward_and_parameter_all_reduces() -> None:
-    from pase.passes.strategy.cost import layer_cost
+    from pase.passes.strategy import layer_cost
     from pase.passes.strategy.from_ir import read_graph
     from pase.passes.strategy.machines import preset
 

@@ -19,7 +19,14 @@ import pytest
 from random_graphs import DIMS, LAYER_KINDS, RandomGraph
 
 from pase.frontend import parse_file, parse_text
-from pase.passes.strategy import Problem, build_problem, solve
+from pase.passes.strategy import (
+    Partitioner,
+    Problem,
+    SearchOptions,
+    build_problem,
+    solve,
+    stage_solver,
+)
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 from pase.passes.strategy.memory import (
@@ -30,7 +37,6 @@ from pase.passes.strategy.memory import (
     solve_capped,
     strategy_memory,
 )
-from pase.passes.strategy.partition import Partitioner, stage_solver
 
 MODELS = Path(__file__).resolve().parents[3] / "models"
 STRATEGY_LIMIT = 20_000
@@ -51,7 +57,7 @@ def random_problem(seed: int, devices: int = 4) -> Problem:
     module = parse_text(f"graph @g{seed}({header}) {{\n{body}\n"
                         f"  return %{', %'.join(outputs)}\n}}\n")
     for min_shard in (1, 2, 4, 8, 16, 32):
-        problem = build_problem(module, devices, min_shard=min_shard)
+        problem = build_problem(module, devices, options=SearchOptions(min_shard=min_shard))
         if prod(len(configs) for configs in problem.config_lists) <= STRATEGY_LIMIT:
             return problem
     raise AssertionError("no min-shard keeps the search space small")
@@ -108,7 +114,7 @@ def test_memory_vectors_sum_to_the_strategy_memory() -> None:
 @pytest.mark.parametrize("method", ["dp", "exhaustive"])
 def test_a_cap_the_optimum_fits_changes_nothing(method: str) -> None:
     problem = build_problem(parse_file(str(MODELS / "mlp.dnn")), 8)
-    free = solve(problem, method)
+    free = solve(problem, SearchOptions(method=method))
     memory = strategy_memory(problem, free.assignment)
     for cap in (memory, 2 * memory, 1e6 * GIB):
         capped = solve_capped(problem, cap, method)

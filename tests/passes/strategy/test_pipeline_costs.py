@@ -5,17 +5,16 @@ from __future__ import annotations
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import build_problem, solve
-from pase.passes.strategy.cost import layer_cost
+from pase.passes.strategy import build_problem, layer_cost, solve
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
-from pase.passes.strategy.pipeline import (
+from pase.passes.strategy.pipeline.microbatch import (
     activation_bytes,
-    boundary_seconds,
     microbatch_layers,
     parameter_bytes,
-    stage_cost,
 )
+from pase.passes.strategy.pipeline.stages import stage_cost
+from pase.passes.strategy.pipeline.transfers import boundary_seconds
 from pase.passes.strategy.problem import Problem
 
 

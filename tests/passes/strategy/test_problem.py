@@ -19,8 +19,7 @@ import pytest
 from random_graphs import DIMS, LAYER_KINDS, RandomGraph
 
 from pase.frontend import parse_file, parse_text
-from pase.passes.strategy import Problem, SearchError, build_problem, solve
-from pase.passes.strategy.cost import edge_costs
+from pase.passes.strategy import Problem, SearchError, SearchOptions, build_problem, solve
 from pase.passes.strategy.orders import ORDER_METHODS
 
 MODELS = Path(__file__).resolve().parents[3] / "models"
@@ -51,19 +50,21 @@ def random_source(seed: int) -> str:
     return f"graph @random{seed}({header}) {{\n{body}\n  return %{', %'.join(outputs)}\n}}\n"
 
 
-def small_min_shard(source: str, devices: int, **options: object) -> int:
+def small_min_shard(source: str, devices: int, compat: str = "") -> int:
     """The smallest min-shard that keeps exhaustive search small."""
     module = parse_text(source)
     for min_shard in (1, 2, 4, 8, 16, 32):
-        problem = build_problem(module, devices, min_shard=min_shard, **options)
+        problem = build_problem(module, devices,
+                                options=SearchOptions(min_shard=min_shard, compat=compat))
         if prod(len(problem.configs(name)) for name in problem.layers) <= STRATEGY_LIMIT:
             return min_shard
     raise AssertionError("no min-shard keeps the search space small")
 
 
-def small_problem(source: str, devices: int, **options: object) -> Problem:
+def small_problem(source: str, devices: int, compat: str = "") -> Problem:
+    min_shard = small_min_shard(source, devices, compat)
     return build_problem(parse_text(source), devices,
-                         min_shard=small_min_shard(source, devices, **options), **options)
+                         options=SearchOptions(min_shard=min_shard, compat=compat))
 
 
 def test_random_sources_cover_the_layer_kinds() -> None:
@@ -84,10 +85,10 @@ def test_dp_equals_exhaustive_on_random_graphs(seed: int) -> None:
     source = random_source(seed)
     for devices in (2, 4, 8):
         problem = small_problem(source, devices)
-        expected = solve(problem, "exhaustive")
+        expected = solve(problem, SearchOptions(method="exhaustive"))
         assert problem.cost(expected.assignment) == pytest.approx(expected.cost, rel=1e-9)
         for order in ORDER_METHODS:
-            solution = solve(problem, "dp", order)
+            solution = solve(problem, SearchOptions(method="dp", order=order))
             assert solution.cost == pytest.approx(expected.cost, rel=1e-9), (order, source)
             assert problem.cost(solution.assignment) == pytest.approx(solution.cost, rel=1e-9)
             for name in problem.layers:
@@ -98,9 +99,11 @@ def test_dp_equals_exhaustive_on_random_graphs(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(0, 50, 5))
 def test_compat_pase_dp_equals_exhaustive(seed: int) -> None:
     problem = small_problem(random_source(seed), 4, compat="pase")
-    expected = solve(problem, "exhaustive")
+    expected = solve(problem, SearchOptions(method="exhaustive"))
     for order in ORDER_METHODS:
-        assert solve(problem, "dp", order).cost == pytest.approx(expected.cost, rel=1e-9)
+        assert solve(problem, SearchOptions(method="dp",
+                                            order=order)).cost == pytest.approx(expected.cost,
+                                                                                rel=1e-9)
 
 
 def pin_first_batch_layer(source: str) -> tuple[str, str]:
@@ -121,14 +124,15 @@ def test_pinned_configurations_are_kept(seed: int) -> None:
     source = random_source(seed)
     pinned_source, name = pin_first_batch_layer(source)
     min_shard = small_min_shard(source, 4)
-    free = build_problem(parse_text(source), 4, min_shard=min_shard)
-    problem = build_problem(parse_text(pinned_source), 4, min_shard=min_shard)
+    free = build_problem(parse_text(source), 4, options=SearchOptions(min_shard=min_shard))
+    problem = build_problem(parse_text(pinned_source), 4,
+                            options=SearchOptions(min_shard=min_shard))
     assert problem.configs(name) == [{"b": 2}]
     assert free.layers == problem.layers
-    exhaustive = solve(problem, "exhaustive")
+    exhaustive = solve(problem, SearchOptions(method="exhaustive"))
     assert exhaustive.assignment[name] == {"b": 2}
     for order in ORDER_METHODS:
-        solution = solve(problem, "dp", order)
+        solution = solve(problem, SearchOptions(method="dp", order=order))
         assert solution.assignment[name] == {"b": 2}
         assert solution.cost == pytest.approx(exhaustive.cost, rel=1e-9)
     # Pinning never beats the free optimum, and costs exactly the free problem's best
@@ -141,22 +145,24 @@ def test_pinned_configurations_are_kept(seed: int) -> None:
 def test_pinned_argument_overrides_the_search(seed: int) -> None:
     source = random_source(seed)
     min_shard = small_min_shard(source, 8)
-    problem = build_problem(parse_text(source), 8, min_shard=min_shard)
+    problem = build_problem(parse_text(source), 8, options=SearchOptions(min_shard=min_shard))
     optimum = solve(problem)
     rng = np.random.default_rng(seed)
     choices = [(name, config) for name in problem.layers for config in problem.configs(name)
                if config != optimum.assignment[name]]
     name, choice = choices[int(rng.integers(len(choices)))]
-    pinned = build_problem(parse_text(source), 8, min_shard=min_shard, pinned={name: choice})
+    pinned = build_problem(parse_text(source), 8, pinned={name: choice},
+                           options=SearchOptions(min_shard=min_shard))
     assert pinned.configs(name) == [choice]
     solution = solve(pinned)
     assert solution.assignment[name] == choice
-    assert solution.cost == pytest.approx(solve(pinned, "exhaustive").cost, rel=1e-9)
+    assert solution.cost == pytest.approx(solve(pinned, SearchOptions(method="exhaustive")).cost,
+                                          rel=1e-9)
     assert solution.cost >= optimum.cost * (1 - 1e-9)
     # A factor of 1 in a pin is the same as leaving the dim out.
     ones = {dim: 1 for dim in problem.layer_data[problem.index(name)].space.names}
-    with_ones = build_problem(parse_text(source), 8, min_shard=min_shard,
-                              pinned={name: {**ones, **choice}})
+    with_ones = build_problem(parse_text(source), 8, pinned={name: {**ones, **choice}},
+                              options=SearchOptions(min_shard=min_shard))
     assert with_ones.configs(name) == [choice]
 
 
@@ -192,7 +198,7 @@ def test_data_parallel_splits_the_batch_as_far_as_it_divides(devices: int,
 @pytest.mark.parametrize("devices", [2, 4, 8])
 def test_data_parallel_is_in_the_search_space(devices: int) -> None:
     # min-shard 8 rules out b = 2 and more on b = 8; the baseline is added anyway
-    problem = build_problem(parse_text(DATA_PARALLEL), devices, min_shard=8)
+    problem = build_problem(parse_text(DATA_PARALLEL), devices, options=SearchOptions(min_shard=8))
     for name, config in problem.data_parallel().items():
         assert config in problem.configs(name)
     optimum = solve(problem)
@@ -220,9 +226,9 @@ def test_data_parallel_of_a_small_graph(source: str, expected: dict[str, int]) -
 def test_unknown_method_and_order() -> None:
     problem = build_problem(parse_text(DATA_PARALLEL), 2)
     with pytest.raises(SearchError, match="unknown method 'greedy'"):
-        solve(problem, "greedy")
+        solve(problem, SearchOptions(method="greedy"))
     with pytest.raises(ValueError, match="unknown elimination order 'dfs'"):
-        solve(problem, "dp", "dfs")
+        solve(problem, SearchOptions(method="dp", order="dfs"))
 
 
 def test_assignment_must_name_every_layer() -> None:
@@ -239,7 +245,7 @@ def test_assignment_must_name_every_layer() -> None:
 ])
 def test_genseq_dependent_sets_of_the_models(model: str, largest: int) -> None:
     problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), 4)
-    solution = solve(problem, "dp", "genseq")
+    solution = solve(problem, SearchOptions(method="dp", order="genseq"))
     assert solution.stats is not None
     assert solution.stats.max_dependent_set == largest
     assert problem.cost(solution.assignment) == pytest.approx(solution.cost, rel=1e-9)
@@ -252,7 +258,8 @@ FULLY_CONNECTED = {"fc6": ("g6", "f"), "fc7": ("g7", "g6"), "logits": ("k", "g7"
 @pytest.mark.parametrize("compat", ["", "pase"])
 def test_alexnet_strategy_at_32_devices(compat: str) -> None:
     # PaSE, Table II: convolutions data parallel, fully connected layers model parallel.
-    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 32, compat=compat)
+    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 32,
+                            options=SearchOptions(compat=compat))
     solution = solve(problem)
     assert solution.assignment["conv1"] == {"b": 32}
     assert solution.assignment["conv2"] == {"b": 32}
@@ -268,15 +275,16 @@ def edge_seconds(problem: Problem, assignment: dict[str, dict[str, int]], produc
     for edge in problem.edges:
         if (problem.layers[edge.producer], problem.layers[edge.consumer]) == (producer,
                                                                                consumer):
-            total += float(edge_costs(
+            total += float(problem.model.edge_costs(
                 edge, problem.layer_data[edge.producer], [assignment[producer]],
                 problem.layer_data[edge.consumer], [assignment[consumer]], problem.devices,
-                problem.machine, problem.compat)[0, 0])
+                problem.machine)[0, 0])
     return total
 
 
 def test_alexnet_compat_pase_relus_take_the_fc_layouts() -> None:
-    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 32, compat="pase")
+    problem = build_problem(parse_file(str(MODELS / "alexnet.dnn")), 32,
+                            options=SearchOptions(compat="pase"))
     assignment = solve(problem).assignment
     assert edge_seconds(problem, assignment, "fc6", "relu6") == 0
     assert edge_seconds(problem, assignment, "fc7", "relu7") == 0
@@ -290,7 +298,7 @@ def test_alexnet_fused_relus_compat_pase_needs_no_redistribution_between_fc_laye
                                                                      "%fc6, %fc7_w")
     source = source.replace("  %relu7   = relu %fc7\n", "").replace("%relu7, %fc8_w",
                                                                      "%fc7, %fc8_w")
-    problem = build_problem(parse_text(source), 32, compat="pase")
+    problem = build_problem(parse_text(source), 32, options=SearchOptions(compat="pase"))
     solution = solve(problem)
     assignment = solution.assignment
     for layer, (output, contracted) in FULLY_CONNECTED.items():

@@ -18,7 +18,7 @@ import pytest
 
 from pase.dialect.dnn.layers import LAYER_OPS
 from pase.frontend import parse_text
-from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy import SearchOptions, build_problem, solve
 from pase.passes.strategy.prototype import FORMULAS
 
 R = 5000.0
@@ -267,7 +267,7 @@ GRAPHS = [(FC3, fc3, 8), (CNN, cnn, 8), (ATTENTION, attention, 4)]
 def test_the_configuration_space_is_the_prototypes(
         source: str, reference: Callable[[], tuple[dict[str, Op], list[Tensor]]],
         devices: int) -> None:
-    problem = build_problem(parse_text(source), devices, compat="pase")
+    problem = build_problem(parse_text(source), devices, options=SearchOptions(compat="pase"))
     ops, _ = reference()
     assert problem.layers == list(ops)
     for name, op in ops.items():
@@ -279,7 +279,7 @@ def test_the_configuration_space_is_the_prototypes(
 def test_random_strategies_cost_what_the_prototype_charges(
         source: str, reference: Callable[[], tuple[dict[str, Op], list[Tensor]]],
         devices: int) -> None:
-    problem = build_problem(parse_text(source), devices, compat="pase")
+    problem = build_problem(parse_text(source), devices, options=SearchOptions(compat="pase"))
     ops, tensors = reference()
     pick = random.Random(13)
     for _ in range(200):
@@ -293,8 +293,8 @@ def test_random_strategies_cost_what_the_prototype_charges(
 def test_the_optimum_is_the_exhaustive_one(
         source: str, reference: Callable[[], tuple[dict[str, Op], list[Tensor]]],
         devices: int) -> None:
-    problem = build_problem(parse_text(source), devices, compat="pase")
-    dp, exhaustive = solve(problem), solve(problem, method="exhaustive")
+    problem = build_problem(parse_text(source), devices, options=SearchOptions(compat="pase"))
+    dp, exhaustive = solve(problem), solve(problem, SearchOptions(method="exhaustive"))
     assert dp.cost == pytest.approx(exhaustive.cost, rel=1e-12)
     ops, tensors = reference()
     assert reference_cost(ops, tensors, dp.assignment) == pytest.approx(dp.cost * UNITS,
@@ -307,13 +307,13 @@ def test_the_fc_chain_optimum_is_the_references() -> None:
     spaces = [reference_configs(op, 4) for op in ops.values()]
     best = min(reference_cost(ops, tensors, dict(zip(ops, choice, strict=True)))
                for choice in product(*spaces))
-    problem = build_problem(parse_text(FC3), 4, compat="pase")
+    problem = build_problem(parse_text(FC3), 4, options=SearchOptions(compat="pase"))
     assert solve(problem).cost * UNITS == pytest.approx(best, rel=1e-9)
 
 
 def test_the_first_layer_pays_its_input_gradient_all_reduce() -> None:
     # y1's input is data, yet splitting h1 charges AR(m'k', p_n): 2·(1/2)·128·4096 words.
-    problem = build_problem(parse_text(FC3), 8, compat="pase")
+    problem = build_problem(parse_text(FC3), 8, options=SearchOptions(compat="pase"))
     unsplit = {name: {} for name in problem.layers}
     split_h1 = {**unsplit, "y1": {"h1": 2}}
     extra = problem.cost(split_h1) - problem.cost(unsplit)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy import SearchOptions, build_problem, solve
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
@@ -59,8 +59,8 @@ def test_pruning_removes_dominated_and_duplicate_rows() -> None:
 @pytest.mark.parametrize("devices", [2, 8])
 def test_models_keep_their_optimum(model: str, devices: int) -> None:
     problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), devices)
-    with_pruning = solve(problem, pruning=True)
-    without = solve(problem, pruning=False)
+    with_pruning = solve(problem, SearchOptions(pruning=True))
+    without = solve(problem, SearchOptions(pruning=False))
     assert with_pruning.cost == pytest.approx(without.cost, rel=1e-12)
     assert problem.cost(with_pruning.assignment) == pytest.approx(without.cost, rel=1e-9)
     graph, _ = prune(problem.cost_graph())

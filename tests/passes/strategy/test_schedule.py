@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pase.passes.strategy.schedule import (
+from pase.passes.strategy.pipeline.schedule import (
     SCHEDULES,
     Event,
     ideal_bubble,

@@ -6,7 +6,7 @@ import pytest
 
 from pase.frontend import parse_file, parse_text
 from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.segments import crossings, segments
+from pase.passes.strategy.pipeline.segments import crossings, segments
 
 TIED = """
 graph @tied(b = 8, t = 16, v = 64, d = 32) {

@@ -10,9 +10,10 @@ import math
 import pytest
 from stage_plans import partitioner, random_source
 
-from pase.passes.strategy.partition import Partitioner, _possible
+from pase.passes.strategy import Partitioner
+from pase.passes.strategy.pipeline.bounds import possible as _possible
+from pase.passes.strategy.pipeline.schedule import in_flight
 from pase.passes.strategy.progress import Progress
-from pase.passes.strategy.schedule import in_flight
 
 SLACK = 1e-12
 
@@ -32,7 +33,7 @@ def check_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: st
     tight = plans.range_bounds(stages, micro, schedule, memory) if ranges \
         else plans.segment_bounds(stages, micro)
     assert tight is not None
-    plan = plans._evaluate(starts, micro, schedule, memory)
+    plan = plans.plan_within(starts, micro, schedule, memory)
     if plan is None:  # a stage does not fit under the cap
         return
     step = plan.step
@@ -60,7 +61,8 @@ def check_bounds(plans: Partitioner, starts: list[int], micro: int, schedule: st
         chained += ahead + back + stage.work
         forward += ahead + stage.cost.forward
     # The least sends into each stage are at most what its boundary carries.
-    send_forward, send_backward, once = plans._transfers(starts, solved, micro)
+    send_forward, send_backward, once = plans.transfers.transfers(starts, solved,
+                                                                  plans.micro(micro))
     for s, (start, stop) in enumerate(zip(starts[1:], ends[1:], strict=True)):
         ahead, back = tight.into(start, stop, s + 1)
         assert ahead <= send_forward[s] * (1 + SLACK)

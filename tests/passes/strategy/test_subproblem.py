@@ -6,21 +6,30 @@ from __future__ import annotations
 import math
 from math import prod
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import Problem, build_problem, read_graph, solve
-from pase.passes.strategy.cost import edge_costs, layer_cost
+from pase.passes.strategy import (
+    PinError,
+    Problem,
+    SearchOptions,
+    build_problem,
+    layer_cost,
+    read_graph,
+    solve,
+)
 from pase.passes.strategy.machines import PRESETS
-from pase.passes.strategy.problem import PinError
 
 MODELS = Path(__file__).resolve().parents[3] / "models"
 
 
-def model(name: str, devices: int, **options: object) -> Problem:
-    return build_problem(parse_file(str(MODELS / f"{name}.dnn")), devices, **options)
+def model(name: str, devices: int, machine: str = "pase-default",
+          pinned: dict[str, dict[str, int]] | None = None, **options: Any) -> Problem:
+    return build_problem(parse_file(str(MODELS / f"{name}.dnn")), devices, machine, pinned,
+                         SearchOptions(**options))
 
 
 def test_from_layers_builds_what_build_problem_builds() -> None:
@@ -28,7 +37,7 @@ def test_from_layers_builds_what_build_problem_builds() -> None:
     data = read_graph(module)
     built = Problem.from_layers(data.layers, data.edges, 8, PRESETS["v100-nvlink"],
                                 batch=data.batch, min_shard=2, graph=data.name)
-    expected = build_problem(module, 8, "v100-nvlink", min_shard=2)
+    expected = build_problem(module, 8, "v100-nvlink", options=SearchOptions(min_shard=2))
     assert built.config_lists == expected.config_lists
     assert (built.graph, built.layers, built.edges) == (expected.graph, expected.layers,
                                                         expected.edges)
@@ -66,9 +75,9 @@ def stage_cost(stage: Problem, assignment: dict[str, dict[str, int]]) -> float:
         costs += [cost.compute, cost.communication]
     for edge in stage.edges:
         producer, consumer = stage.layer_data[edge.producer], stage.layer_data[edge.consumer]
-        costs.append(float(edge_costs(edge, producer, [assignment[producer.name]], consumer,
-                                      [assignment[consumer.name]], stage.devices,
-                                      stage.machine, stage.compat)[0, 0]))
+        costs.append(float(stage.model.edge_costs(
+            edge, producer, [assignment[producer.name]], consumer,
+            [assignment[consumer.name]], stage.devices, stage.machine)[0, 0]))
     return math.fsum(costs)
 
 

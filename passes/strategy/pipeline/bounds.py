@@ -1,9 +1,9 @@
 """Lower bounds on a pipeline plan's step from its segments, before its stages are solved.
 
-The stage search (`partition.Partitioner.best`) must solve a stage range (pase's search
-on its sub-problem) to know its times. It skips ranges and whole (S, M) with lower bounds
-on the simulated step, so the tighter they are before solving, the fewer solves it
-makes. With w_t = F_t + B_t a stage's seconds per micro-batch (its edges inside
+The stage search (`search.Partitioner.best`, its walk `walk.Walk`) must solve a stage
+range (pase's search on its sub-problem) to know its times. It skips ranges and whole
+(S, M) with lower bounds on the simulated step, so the tighter they are before solving, the fewer
+solves it makes. With w_t = F_t + B_t a stage's seconds per micro-batch (its edges inside
 included) and AR_t what it runs once per step, the simulated step of every plan is at
 least, for every stage s (docs/cost-model.md, "Pipelines"):
 
@@ -28,7 +28,7 @@ each consumer device at least its block under the consumer's most split configur
 (and the gradient's producer device its block under the producer's), over the inter-node
 link where the stage at the other end must be on another node (the producer of a tensor
 in segment j is in stage j at the latest: each stage holds a segment), else the fastest;
-so these depend on the stage's index s. `Partitioner.range_bounds` puts exact values of
+so these depend on the stage's index s. `LeastCosts.range_bounds` puts exact values of
 solved stage ranges in place of the segments' sums (`of_ranges`: the same bounds, per
 range). Then a small DP over the cut positions gives, for
 k stages covering the layers from a position to the end, the least over the choices of
@@ -50,6 +50,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from pase.passes.strategy.configs import split_factors
+from pase.passes.strategy.vertices import Layer
+
+SLACK = 1e-9
+"""Bounds are lowered by this, relative, before they prune: the simulated step adds the
+same seconds in another order, so an exact tie must not be pruned by a rounding."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,7 @@ class SegmentBounds:
         """`rest` for the plans whose next stage is [start, stop), at its bounds, with
         `stages_after` stages after it (0: it is the last); `work` and `own` are other
         lower bounds on its F + B and M (F + B) + AR (a stage under a memory cap:
-        `Partitioner.capped_least`)."""
+        `LeastCosts.capped_least`)."""
         s = self.stages - 1 - stages_after
         a, b = self.index[start], self.index[stop]
         work = max(float(self.work[a][b]), work)
@@ -213,3 +220,61 @@ class SegmentBounds:
             own = max(own, forward + float(self.own[stages_after][b]))
         ahead, back = float(self.into_forward[s][a][b]), float(self.into_backward[s][a][b])
         return max(done + first + ahead + back + chain, done_forward + ahead + own)
+
+
+def spread(microbatches: int, stages: int) -> float:
+    """The least max_s (w_0 + ... + w_{s-1} + M w_s) over work split into `stages`
+    parts, per unit of work: 1 / (1 - (1 - 1/M)^r) (the weighted sum with weights
+    (1 - 1/M)^(r-1-s) gives it; equal at w_s proportional to (1 - 1/M)^s).
+
+        >>> spread(1, 4), spread(4, 1)
+        (1.0, 4.0)
+    """
+    if stages < 1:
+        return 0.0
+    return 1.0 / (1.0 - (1.0 - 1.0 / microbatches) ** stages)
+
+
+def most_devices(layer: Layer, devices: int, min_shard: int, batch: str | None) -> int:
+    """The most devices any configuration of `layer` in pase's space on `devices`
+    devices works on (the data-parallel configuration included)."""
+    products = {1}
+    for dim in layer.space.splittable:
+        factors = split_factors(dim.size, devices, min_shard)
+        products = {p * f for p in products for f in factors if p * f <= devices}
+    most = max(products)
+    if batch is not None and batch in layer.space.names and \
+            layer.space.dim(batch).splittable:
+        most = max(most, max(split_factors(layer.space.dim(batch).size, devices, 1)))
+    return most
+
+
+def possible(a: int, b: int, size: int, stages: int) -> bool:
+    """Whether [p_a, p_b) of `size` positions is a stage of some plan of `stages`
+    stages: the first begins at p_0, the last ends at p_{size - 1}, and every stage
+    holds at least one segment."""
+    last = size - 1
+    if stages == 1:
+        return a == 0 and b == last
+    if b == last:
+        return a >= stages - 1
+    if a == 0:
+        return b <= last - (stages - 1)
+    # As stage s, 1 <= s <= S - 2: s <= a, and S - 1 - s stages after b.
+    return max(1, b - last + stages - 1) <= min(a, stages - 2)
+
+
+def critical_path(forward: Sequence[float], backward: Sequence[float], microbatches: int,
+                   send_forward: Sequence[float], send_backward: Sequence[float],
+                   allreduce: Sequence[float]) -> float:
+    """A lower bound on the simulated step (module docstring) with the transfers: stage
+    s starts when micro-batch 0 arrives, works M (F_s + B_s), and its last gradient goes
+    back to stage 0 before that all-reduces; or stage s all-reduces itself."""
+    bound = arrival = back = 0.0
+    for s in range(len(forward)):
+        end = arrival + microbatches * (forward[s] + backward[s])
+        bound = max(bound, end + back + allreduce[0], end + allreduce[s])
+        if s + 1 < len(forward):
+            arrival += forward[s] + send_forward[s]
+            back += backward[s] + send_backward[s]
+    return bound

@@ -1,0 +1,76 @@
+"""The exact search of one problem: `solve` (a problem, as `SearchOptions` say) and
+`solve_graph` (a cost graph, which the capped and the pipeline search build too).
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import build_problem
+    >>> problem = build_problem(parse_file("models/mlp.dnn"), devices=8)
+    >>> solution = solve(problem, SearchOptions(method="exhaustive"))
+    >>> solution.cost == solve(problem).cost
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from pase.passes.strategy.bound import solve_bounded
+from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import DPResult, solve_dp
+from pase.passes.strategy.exhaustive import solve_exhaustive
+from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
+from pase.passes.strategy.problem import Problem, Solution
+from pase.passes.strategy.prune import prune
+from pase.passes.strategy.tables import collector_paused
+
+
+def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
+          memory_budget: int | MemoryBudget | None = None,
+          progress: Callable[[int, int, int], None] | None = None) -> Solution:
+    """The optimal strategy as `options` say: `method="dp"` (exact, PaSE's DP over an
+    elimination order) or `method="exhaustive"` (brute force, small graphs).
+
+    With `pruning`, dominated and duplicate configurations are dropped first
+    (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, the DP then
+    runs on the configurations that bounds cannot rule out (`pase.passes.strategy.bound`):
+    the same strategy, bit for bit. `jit` ("auto", "on", "off")
+    picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
+    hears of each eliminated layer. `memory_budget` (bytes, or the `MemoryBudget` that
+    `from_layers` charged the configurations to; else `options.memory_budget`) bounds the
+    cost tables, pruning and the DP together.
+    """
+    if options.method not in ("dp", "exhaustive"):
+        raise SearchError(f"unknown method '{options.method}'; use dp or exhaustive")
+    with collector_paused():
+        budget = as_budget(options.memory_budget if memory_budget is None else memory_budget)
+        # The unpruned tables stay cached on the problem: they count throughout.
+        result = solve_graph(problem.cost_graph(budget), options.method, options.order,
+                             budget, options.exhaustive_limit, options.pruning, options.jit,
+                             progress, options.bounding)
+    return Solution(problem.assignment(result.choice), result.cost, result)
+
+
+def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
+                budget: MemoryBudget | None = None, exhaustive_limit: int = 10**7,
+                pruning: bool = True, jit: str = "auto",
+                progress: Callable[[int, int, int], None] | None = None,
+                bounding: bool = True) -> DPResult:
+    """`solve`'s search on a cost graph (pruned first with `pruning`, the DP bounded with
+    `bounding`); the choice indexes
+    `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
+    vertex costs carry an added term this way."""
+    budget = budget if budget is not None else as_budget(4 << 30)
+    kept = [np.arange(size) for size in graph.sizes]
+    if pruning:
+        graph, kept = prune(graph, budget)
+    if method == "dp" and bounding:
+        result = solve_bounded(graph, order, budget, jit, progress)
+    elif method == "dp":
+        result = solve_dp(graph, order, budget, jit, progress)
+    else:
+        result = solve_exhaustive(graph, exhaustive_limit)
+    choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
+    return replace(result, choice=choice)

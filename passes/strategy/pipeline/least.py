@@ -1,0 +1,343 @@
+"""Lower bounds on stages before they are solved: what the walk prunes with.
+
+`LeastCosts` holds, for one graph on P devices (a `StageTable`), the least compute of
+the layers (`least_compute`), each segment's least costs by pase's DP and the least bytes
+of the transfers into a stage (`segment_bounds`), every stage range solved exactly
+(`range_bounds`), and under a cap the Lagrangian bounds of a range (`capped_least`, over
+`hull.Hull`s of its segments). `bounds.SegmentBounds` turns them into the walk's bounds
+(module docstring there and in `search`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.cost import local_elements
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.exact import solve_graph
+from pase.passes.strategy.layer_costs import layer_costs
+from pase.passes.strategy.memory import memory_vectors
+from pase.passes.strategy.pipeline.bounds import SegmentBounds, most_devices, possible, spread
+from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
+from pase.passes.strategy.pipeline.schedule import in_flight
+from pase.passes.strategy.pipeline.stages import StageTable
+from pase.passes.strategy.pipeline.transfers import carries_param
+from pase.passes.strategy.problem import Problem
+
+
+@dataclass
+class Bytes:
+    """At least the bytes of one edge between segments each stage [p_a, p_b) receives
+    (`LeastCosts.least_bytes`): `ahead` per micro-batch, or once per step if
+    `carried`; `back` its gradient."""
+
+    producer: int
+    consumer: int
+    carried: bool
+    ahead: np.ndarray
+    back: np.ndarray
+
+class LeastCosts:
+    """Lower bounds on the stages of one graph's plans (`table`), whose stages begin
+    at 0 and among `cuts`; each computed once."""
+
+    def __init__(self, table: StageTable, cuts: Sequence[int],
+                 spans: Sequence[tuple[int, int, int]]):
+        self.table = table
+        self.cuts = list(cuts)
+        self.spans = list(spans)
+        """`transfers.spanning`: the edges between segments."""
+        self._least: dict[tuple[int, int], list[float]] = {}
+        self._bounds: dict[tuple[int, int], SegmentBounds] = {}
+        self._ranges: dict[tuple, SegmentBounds] = {}
+        self._segments: dict[tuple, tuple[float, float, float]] = {}
+        self._work_graphs: dict[tuple, tuple[CostGraph, CostGraph, Problem,
+                                              MemoryBudget]] = {}
+        self._hulls: dict[tuple, Hull] = {}
+        self._capped: dict[tuple, float] = {}
+        self._signatures: dict[tuple[int, int, int, int], tuple] = {}
+
+    def least_compute(self, devices: int, microbatches: int) -> list[float]:
+        """Prefix sums of the layers' least compute seconds per micro-batch on `devices`
+        devices (FLOPs over the most devices any configuration uses): entry i bounds
+        from below the F + B of layers [0, i) in any configurations."""
+        key = (devices, microbatches)
+        if key not in self._least:
+            min_shard = self.table.solver.min_shard
+            sums = [0.0]
+            for layer in self.table.micro(microbatches).layers:
+                space = layer.space
+                flops = space.points * (space.flops_forward
+                                        + (space.flops_backward if layer.backward else 0.0))
+                most = most_devices(layer, devices, min_shard, self.table.batch)
+                sums.append(sums[-1] + flops / most / self.table.machine.flops)
+            self._least[key] = sums
+        return self._least[key]
+
+    def segment_bounds(self, stages: int, microbatches: int) -> SegmentBounds:
+        """The segments' least costs for `stages` stages of `microbatches`
+        (`bounds.SegmentBounds`)."""
+        key = (stages, microbatches)
+        if key not in self._bounds:
+            group = self.table.devices // stages
+            positions = [0, *self.cuts, len(self.table.layers)]
+            forward, work, own = [0.0], [0.0], [0.0]
+            for start, stop in zip(positions, positions[1:], strict=False):
+                least = self._segment_least(start, stop, group, microbatches)
+                forward.append(forward[-1] + least[0])
+                work.append(work[-1] + least[1])
+                own.append(own[-1] + least[2])
+            ahead, back, shared = self.sends(positions, stages,
+                                             self.least_bytes(positions, group,
+                                                              microbatches))
+            self._bounds[key] = SegmentBounds.of(positions, forward, work, own,
+                                                 microbatches, stages, ahead, back, shared)
+        return self._bounds[key]
+
+    def range_bounds(self, stages: int, microbatches: int, schedule: str,
+                     memory: float | None = None) -> SegmentBounds:
+        """`segment_bounds` with every stage range a plan of `stages` stages can have
+        solved first: its F, F + B and M (F + B) + AR exactly, the tensors it receives
+        forward and the parameters it shares with other stages moved under its own
+        configurations, and as the first stage its all-reduce. Solving them costs what
+        a long walk costs, so `search` builds these only for the (S, M) whose walk with
+        segment bounds ran out of effort. Under `memory`, a range whose configurations
+        would not fit holding the most micro-batches a stage holds keeps its segments'
+        bounds (it may be solved under the cap instead)."""
+        tight = self.segment_bounds(stages, microbatches)
+        key = (stages, microbatches, schedule, memory)
+        if key in self._ranges:
+            return self._ranges[key]
+        positions = tight.positions
+        size = len(positions)
+        group = self.table.devices // stages
+        holds = in_flight(schedule, stages, microbatches, 0)
+        forward = tight.forward.copy()
+        work = tight.work.copy()
+        own = tight.own_least.copy()
+        opening = np.zeros(size)
+        micro = self.table.micro(microbatches)
+        parts = self.least_bytes(positions, group, microbatches)
+        for a in range(size - 1):
+            for b in range(a + 1, size):
+                if not possible(a, b, size, stages):
+                    continue
+                start, stop = positions[a], positions[b]
+                stage = self.table.free(start, stop, group, microbatches)
+                if memory is not None and \
+                        stage.parameter_bytes + holds * stage.activation_bytes > memory:
+                    continue
+                forward[a][b] = stage.cost.forward
+                work[a][b] = stage.work
+                own[a][b] = microbatches * stage.work + stage.cost.allreduce
+                if a == 0:
+                    opening[b] = stage.cost.allreduce
+                for (index, producer, consumer), part in zip(self.spans, parts,
+                                                             strict=True):
+                    edge = micro.edges[index]
+                    if start <= consumer < stop and producer < start:
+                        part.ahead[a][b] = local_elements(
+                            edge.needed, stage.assignment[micro.layers[consumer].name]) \
+                            * edge.needed.element_bytes
+                    elif part.carried and start <= producer < stop <= consumer:
+                        part.back[a][b] = local_elements(
+                            edge.held, stage.assignment[micro.layers[producer].name]) \
+                            * edge.held.element_bytes
+        ahead, back, shared = self.sends(positions, stages, parts)
+        bounds = SegmentBounds.of_ranges(positions, forward, work, own, microbatches,
+                                         stages, ahead, back, shared, opening)
+        self._ranges[key] = bounds
+        return bounds
+
+    def least_bytes(self, positions: Sequence[int], devices: int, microbatches: int
+                    ) -> list[Bytes]:
+        """For each edge between segments (`_spanning`), at least the bytes each stage
+        [p_a, p_b) between two positions receives of it: its block forward where the
+        stage holds the consumer and not the producer (a tensor skipping stages comes
+        with the last boundary it crosses) and the gradient it sends back for it; for
+        an edge that carries a parameter (`carries_param`: once per step) the gradient
+        where the stage holds the producer and not the consumer. Each block is the
+        least under its consumer's (for a gradient, its producer's) most split
+        configuration on `devices` devices; the lists come from `_segment_least`'s
+        problems."""
+        solver = self.table.solver
+        micro = self.table.micro(microbatches)
+        assert micro.kinds is not None
+        places = np.asarray(positions)
+        parts = []
+        for index, producer, consumer in self.spans:
+            edge = micro.edges[index]
+            consumers = solver.tables.configs[(micro.kinds[0][consumer], devices)]
+            ahead = min(local_elements(edge.needed, config) for config in consumers) \
+                * edge.needed.element_bytes
+            gradient = 0.0
+            if edge.backward:
+                producers = solver.tables.configs[(micro.kinds[0][producer], devices)]
+                gradient = min(local_elements(edge.held, config) for config in producers) \
+                    * edge.held.element_bytes
+            # Stages [p_a, p_b) with producer < p_a <= consumer < p_b receive it.
+            receives = np.outer((places > producer) & (places <= consumer),
+                                places > consumer).astype(np.float64)
+            carried = carries_param(edge)
+            if carried:  # the stage with p_a <= producer < p_b <= consumer: its gradient
+                back = gradient * np.outer(places <= producer,
+                                           (places > producer) & (places <= consumer))
+            else:
+                back = gradient * receives
+            parts.append(Bytes(producer, consumer, carried, ahead * receives, back))
+        return parts
+
+    def sends(self, positions: Sequence[int], stages: int, parts: Sequence[Bytes]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The seconds of `parts`' bytes (`least_bytes`) per stage index s and range
+        [a][b]: forward and backward per micro-batch (a tensor into stage s and its
+        gradient), and once per step (a shared parameter into stage s, or its gradient
+        to the producer's stage s). A link is the inter-node one where the other stage
+        is on another node whatever the cuts (the stage holding the other end of the
+        edge is at most, or at least, the one its segment's position allows), else the
+        fastest two groups of P/S devices can have."""
+        group = self.table.devices // stages
+        per_node = self.table.machine.devices_per_node
+        fastest = self._fastest(group)
+        inter = self.table.machine.inter_node_bandwidth
+        size = len(positions)
+        ahead = np.zeros((stages, size, size))
+        back = np.zeros((stages, size, size))
+        shared = np.zeros((stages, size, size))
+
+        def apart(u: int, v: int) -> bool:
+            return u * group // per_node != v * group // per_node
+
+        for part in parts:
+            produced = bisect_right(positions, part.producer) - 1  # segments
+            consumed = bisect_right(positions, part.consumer) - 1
+            for s in range(stages):
+                if s > 0:  # the producer's stage is at most s - 1 and its segment
+                    link = inter if apart(min(s - 1, produced), s) else fastest
+                    if part.carried:
+                        shared[s] += part.ahead / link
+                    else:
+                        ahead[s] += part.ahead / link
+                        back[s] += part.back / link
+                if part.carried and s < stages - 1:
+                    # The consumer's stage is at least s + 1, and leaves a segment to
+                    # each stage after it.
+                    link = inter if apart(s, max(s + 1, stages + 1 - size + consumed)) \
+                        else fastest
+                    shared[s] += part.back / link
+        return ahead, back, shared
+
+    def _fastest(self, devices: int) -> float:
+        """The fastest link between two stage groups of `devices` devices: groups of
+        at least a node's devices begin on other nodes than the one before."""
+        if devices >= self.table.machine.devices_per_node:
+            return self.table.machine.inter_node_bandwidth
+        return max(self.table.machine.intra_node_bandwidth, self.table.machine.inter_node_bandwidth)
+
+    def _segment_least(self, start: int, stop: int, devices: int, microbatches: int
+                       ) -> tuple[float, float, float]:
+        """Layers [start, stop) on `devices` devices at micro-batch shapes: the sum of
+        their least forward seconds, the least F + B of the whole (pase's DP; edges that
+        move a shared parameter left out) and the least M (F + B) + AR (every edge once).
+        Structurally equal ranges are solved once."""
+        solver = self.table.solver
+        part = self.table.cut(start, stop, microbatches)
+        layers, edges = part.layers, part.edges
+        signature = (*part.signature, devices, microbatches)
+        self._signatures[(start, stop, devices, microbatches)] = signature
+        if signature in self._segments:
+            return self._segments[signature]
+        problem = solver.problem(part, devices)
+        budget = solver.budget()
+        problem.cost_graph(budget)  # the tables, shared with the stages solved later
+        forward_least = 0.0
+        work_vectors, own_vectors = [], []
+        for layer, configs in zip(layers, problem.config_lists, strict=True):
+            costs = layer_costs(layer, configs, self.table.machine)
+            work = costs.forward + costs.backward
+            forward_least += float(costs.forward.min())
+            work_vectors.append(work)
+            own_vectors.append(microbatches * work + costs.param_communication)
+        names = [layer.name for layer in layers]
+        work_graph = CostGraph(names, work_vectors)
+        own_graph = CostGraph(names, own_vectors)
+        for index, edge in enumerate(edges):
+            table = problem.edge_table(index)
+            if not carries_param(edge):
+                work_graph.add_edge(edge.producer, edge.consumer, table)
+            own_graph.add_edge(edge.producer, edge.consumer, table)
+        least = (forward_least, solve_graph(work_graph, budget=budget).cost,
+                 solve_graph(own_graph, budget=budget).cost)
+        self._segments[signature] = least
+        self._work_graphs[signature] = (work_graph, own_graph, problem, budget)
+        return least
+
+    def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
+                      work: float) -> float:
+        """A lower bound on M (F + B) + AR of layers [start, stop) on `devices` devices
+        in the configurations the stage solver gives them under any cap, given `work`,
+        a lower bound on their F + B: the solver minimises F + B + AR (the stage's
+        sub-problem's cost), so under a cap that is at least the unconstrained stage's,
+        and M (F + B) + AR = (F + B + AR) + (M - 1)(F + B). Costs the unconstrained solve,
+        which deciding whether the stage fits makes anyway. (`capped_least` bounds
+        M (F + B) + AR over every configuration that fits instead, which is lower where
+        the least of it lies in configurations with a heavy all-reduce that the solver,
+        minimising F + B + AR, would not choose.)"""
+        free = self.table.free(start, stop, devices, microbatches)
+        return free.work + free.cost.allreduce + (microbatches - 1) * work
+
+    def capped_least(self, start: int, stop: int, devices: int, microbatches: int,
+                     in_flight: int, memory: float) -> tuple[float, float]:
+        """Lower bounds on the F + B per micro-batch and on M (F + B) + AR of layers
+        [start, stop) (a stage range: both ends positions) on `devices` devices in any
+        configurations that fit in `memory` bytes per device holding `in_flight`
+        micro-batches (inf if none does), before the range is solved under the cap.
+        Each is a Lagrangian bound, max over λ >= 0 of (the sum over the range's
+        segments of their least cost + λ memory) − λ cap, which holds because a stage's
+        memory is the sum of its layers' and the edges between its segments cost no
+        less than 0 (`Hull`: each segment's least as a function of λ, exactly; the
+        costs are `_segment_least`'s)."""
+        return (self.capped_bound(start, stop, devices, microbatches, in_flight, memory, 0),
+                self.capped_bound(start, stop, devices, microbatches, in_flight, memory, 1))
+
+    def capped_bound(self, start: int, stop: int, devices: int, microbatches: int,
+                     in_flight: int, memory: float, which: int) -> float:
+        """`capped_least`'s bound on F + B (`which` 0) or on M (F + B) + AR (1) alone
+        (each computed once)."""
+        key = (start, stop, devices, microbatches, in_flight, memory, which)
+        if key in self._capped:
+            return self._capped[key]
+        positions = [0, *self.cuts, len(self.table.layers)]
+        a, b = positions.index(start), positions.index(stop)
+        counts: dict[tuple, int] = {}  # structurally equal segments: one hull, counted
+        for first, last in zip(positions[a:b], positions[a + 1:b + 1], strict=True):
+            segment = (first, last, devices, microbatches)
+            if segment not in self._signatures:
+                self._segment_least(first, last, devices, microbatches)
+            signature = self._signatures[segment]
+            counts[signature] = counts.get(signature, 0) + 1
+        self._capped[key] = lagrangian_bound(
+            [(self._segment_hull(signature, in_flight, which), count)
+             for signature, count in counts.items()], memory)
+        return self._capped[key]
+
+    def _segment_hull(self, signature: tuple, in_flight: int, which: int) -> Hull:
+        """`Hull` of the segments of `signature` (`_segment_least` solved them) for F + B
+        (`which` 0) or M (F + B) + AR (1), holding `in_flight` micro-batches."""
+        key = (signature, in_flight, which)
+        if key not in self._hulls:
+            work_graph, own_graph, problem, budget = self._work_graphs[signature]
+            self._hulls[key] = Hull.of(work_graph if which == 0 else own_graph,
+                                        memory_vectors(problem, in_flight), budget)
+        return self._hulls[key]
+
+    def lower_bound(self, stages: int, microbatches: int) -> float:
+        """A lower bound on the step of every plan with `stages` stages and M micro-batches
+        (the graph's least compute per micro-batch, spread over the stages)."""
+        least = self.least_compute(self.table.devices // stages, microbatches)
+        return least[-1] * spread(microbatches, stages)

@@ -1,0 +1,319 @@
+"""The stage search of pase-partition-stages: S contiguous stages, M micro-batches.
+
+`Partitioner` holds one graph on P devices and finds, for given S, M and schedule, the
+choice of stage beginnings (among the segment cuts) with the least simulated step
+(`stages.py` has the stages' costs, `transfers.py` what crosses between them,
+`schedule.py` the simulation). Each stage's layers
+get the configurations of pase's search on the stage's sub-problem at micro-batch
+shapes (`StageSolver`); under a device-memory cap, a stage whose configurations need
+more than the cap with the micro-batches its position holds at once is solved under
+that cap instead (`memory.solve_capped`), so every plan's stages fit by construction.
+
+The walk over cuts is exact: it prunes only with lower bounds on the simulated step
+(docs/cost-model.md, "Pipelines"). Stage s cannot start before micro-batch 0 has gone
+through stages 0..s-1, does M(F_s + B_s) of work, and its last backward's gradient then
+goes back through them, so with w_t = F_t + B_t
+
+    step >= w_0 + ... + w_{s-1} + M w_s + AR_0          for every stage s,
+
+and over any split of work W into r stages, max_s (w_0 + ... + w_{s-1} + M w_s) is at
+least W / (1 - (1 - 1/M)^r) (`spread`). Before a stage is solved, w is bounded below by
+its layers' least compute (`least_compute`: FLOPs over the most devices any of its
+configurations uses), and tighter by the segments' least costs and the least transfers
+(`bounds.SegmentBounds`, from `least.LeastCosts`). Sub-problems that are structurally
+the same (layers equal but for their names, the same edges between them: the blocks of
+a transformer) are solved once. The walk is `walk.Walk`; `search` tries every (S, M), the most
+promising first. A plan given rather than searched is `evaluate.evaluate_plan`'s.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import preset, read_graph, stage_solver
+    >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+    >>> machine = preset("v100-nvlink")
+    >>> search = Partitioner(mlp.layers, mlp.edges, mlp.batch, 8, machine, [1, 2, 3],
+    ...                      stage_solver(machine, mlp.batch))
+    >>> plan = search.best(2, 4, "1f1b")
+    >>> [(stage.start, stage.stop, stage.devices) for stage in plan.stages]
+    [(0, 3, 4), (3, 4, 4)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
+from pase.passes.strategy.pipeline.evaluate import assemble
+from pase.passes.strategy.pipeline.least import LeastCosts
+from pase.passes.strategy.pipeline.microbatch import Micro, activation_bytes, parameter_bytes
+from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
+from pase.passes.strategy.pipeline.schedule import in_flight
+from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
+from pase.passes.strategy.pipeline.transfers import Transfers
+from pase.passes.strategy.pipeline.walk import EffortSpent, Walk
+from pase.passes.strategy.problem import Problem
+from pase.passes.strategy.progress import Progress
+from pase.passes.strategy.vertices import Edge, Layer
+
+FIRST_EFFORT = 20_000
+"""`Partitioner.search` first gives each (S, M) this much effort (`best`'s `effort`), and
+four times more in each later round to those that used it up."""
+
+
+class Partitioner:
+    """Plans for one graph on `devices` devices: stage ranges solved once each.
+
+    `cuts` are the positions (0 < i < len(layers)) where a stage may begin: the first
+    layer of each segment but the first. `solver` solves a stage's sub-problem (pase's
+    search, under a memory cap where the stage must fit in one) and shares its tables.
+    Its parts: the stages solved (`table`), the transfers between them (`transfers`),
+    the bounds (`least`), the walk (`walk.Walk`).
+    """
+
+    def __init__(self, layers: Sequence[Layer], edges: Sequence[Edge], batch: str,
+                 devices: int, machine: Machine, cuts: Sequence[int], solver: StageSolver):
+        self.layers = list(layers)
+        self.edges = list(edges)
+        self.batch = batch
+        self.devices = devices
+        self.machine = machine
+        self.cuts = sorted(set(cuts))
+        self.solver = solver
+        self.table = StageTable(layers, edges, batch, devices, machine, solver)
+        self.transfers = Transfers(self.edges, self.cuts, devices, machine)
+        self.least = LeastCosts(self.table, self.cuts, self.transfers.spans)
+        self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.progress: Progress | None = None
+        """Where `search` reports what it is doing (a line on a terminal), if set."""
+        self.status = ""
+
+    def micro(self, microbatches: int) -> Micro:
+        """The graph's layers and edges at micro-batch shapes (made once per M)."""
+        return self.table.micro(microbatches)
+
+    def stage(self, start: int, stop: int, devices: int, microbatches: int,
+              in_flight: int = 1, memory: float | None = None) -> SolvedStage | None:
+        """`StageTable.stage`: layers [start, stop) solved (None if they cannot fit)."""
+        return self.table.stage(start, stop, devices, microbatches, in_flight, memory)
+
+    def segment_bounds(self, stages: int, microbatches: int) -> SegmentBounds:
+        """`LeastCosts.segment_bounds`."""
+        return self.least.segment_bounds(stages, microbatches)
+
+    def range_bounds(self, stages: int, microbatches: int, schedule: str,
+                     memory: float | None = None) -> SegmentBounds:
+        """`LeastCosts.range_bounds`."""
+        return self.least.range_bounds(stages, microbatches, schedule, memory)
+
+    def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
+                      work: float) -> float:
+        """`LeastCosts.objective_own`."""
+        return self.least.objective_own(start, stop, devices, microbatches, work)
+
+    def capped_least(self, start: int, stop: int, devices: int, microbatches: int,
+                     in_flight: int, memory: float) -> tuple[float, float]:
+        """`LeastCosts.capped_least`."""
+        return self.least.capped_least(start, stop, devices, microbatches, in_flight, memory)
+
+    def evaluate(self, bounds: Sequence[int], microbatches: int,
+                 schedule: str) -> PipelinePlan:
+        """The plan whose stages begin at `bounds` (0 first, the others among the
+        cuts), each stage solved, simulated."""
+        if not bounds or bounds[0] != 0 or not set(bounds[1:]) <= set(self.cuts):
+            raise ValueError(f"stages must begin at 0 and at cuts, not at {list(bounds)}")
+        plan = self.plan_within(bounds, microbatches, schedule, None)
+        assert plan is not None
+        return plan
+
+    def plan_within(self, bounds: Sequence[int], microbatches: int, schedule: str,
+                    memory: float | None, beat: float = math.inf,
+                    prefix: Sequence[SolvedStage] = ()) -> PipelinePlan | None:
+        """`evaluate`, each stage fitting in `memory`; None if one cannot, or if the
+        step is not less than `beat`. `prefix` holds the first stages, solved already."""
+        count = len(bounds)
+        group = self.devices // count
+        ends = [*bounds[1:], len(self.layers)]
+        solved = list(prefix)
+        for s, (start, stop) in enumerate(zip(bounds, ends, strict=True)):
+            if s < len(prefix):
+                continue
+            stage = self.table.stage(start, stop, group, microbatches,
+                                     in_flight(schedule, count, microbatches, s), memory)
+            if stage is None:
+                return None
+            solved.append(stage)
+        sends = self.transfers.transfers(bounds, solved, self.micro(microbatches))
+        return assemble(bounds, len(self.layers), solved, microbatches, schedule,
+                        self.devices, sends, beat)
+
+    def moves(self, bounds: Sequence[int], solved: Sequence[SolvedStage],
+              microbatches: int) -> list[float]:
+        """`Transfers.moves` at `microbatches`."""
+        return self.transfers.moves(bounds, solved, self.micro(microbatches))
+
+    def lower_bound(self, stages: int, microbatches: int) -> float:
+        """`LeastCosts.lower_bound`."""
+        return self.least.lower_bound(stages, microbatches)
+
+    def search(self, stage_counts: Sequence[int], micro_counts: Sequence[int],
+               schedule: str, memory: float | None = None, method: str = "dp"
+               ) -> tuple[PipelinePlan | None, float]:
+        """The plan with the least step over every S in `stage_counts` and M in
+        `micro_counts` that fits in `memory`, ties going to the first S, then the first
+        M, in the order given (and within one (S, M) as `best` breaks them); with the
+        least memory per device any plan needs when none fits (`least_memory`; inf if
+        one does, or if there is no plan at all). Under `memory`, an (S, M) whose plans
+        all need more is skipped, and the plans whose stages all fit with their
+        unconstrained configurations are searched first: the best of them is a bound
+        that prunes the others before their stages are solved under the cap.
+
+        The (S, M) are searched in the order of their lower bounds (S = 1, M = 1 first:
+        pase-search's strategy), so that a good plan is found early and prunes the
+        others; each (S, M) keeps its plans whose step is at most the least found so far,
+        so the result is the one the order given would find. A low bound can belong to a
+        costly walk (many stages, many cuts), which a plan found elsewhere would prune:
+        each (S, M) first gets `FIRST_EFFORT` steps of the walk (`best`'s `effort`), and
+        those that use them up are searched again afterwards, in rounds of four times
+        more (the stages solved meanwhile are kept), until every one has finished.
+        """
+        pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
+        if memory is not None:
+            fitting = [pair for pair in pairs if self.least_memory(*pair, schedule) <= memory]
+            if not fitting:
+                return None, min(self.least_memory(*pair, schedule) for pair in pairs)
+            pairs = fitting
+
+        def rank(pair: tuple[int, int]) -> tuple[int, float]:
+            stages, micro = pair
+            if (stages, micro) == (1, 1):
+                return (0, 0.0)
+            cheap = self.lower_bound(stages, micro)
+            tight = self.segment_bounds(stages, micro) \
+                if method == "dp" and stages > 1 else None
+            return (1, max(cheap, tight.whole(stages)) if tight is not None else cheap)
+
+        waiting = sorted(range(len(pairs)), key=lambda i: (*rank(pairs[i]), i))
+        found: dict[int, PipelinePlan] = {}
+        least = math.inf
+        if memory is not None and not self.table.free_only:
+            # First the plans whose stages all fit unconstrained (no stage solved under
+            # the cap, each of which takes many solves): the best of them prunes the rest.
+            self.table.free_only = True
+            try:
+                free, _ = self.search(stage_counts, micro_counts, schedule, memory, method)
+            finally:
+                self.table.free_only = False
+            if free is not None:
+                least = free.step
+        effort: int | None = FIRST_EFFORT
+        rounds = 1
+        while waiting:
+            again = []
+            for done, i in enumerate(waiting):
+                stages, micro = pairs[i]
+                if self.progress is not None:
+                    best_yet = f", best step {least:.4g} s" if least < math.inf else ""
+                    self.status = (f"S={stages} M={micro}, {done + 1} of {len(waiting)} "
+                                    f"(S, M) in round {rounds}{best_yet}")
+                    self.progress.message(self.status)
+                try:
+                    plan = self.best(stages, micro, schedule, memory, method,
+                                     math.nextafter(least, math.inf), effort,
+                                     ranges=effort != FIRST_EFFORT)
+                except EffortSpent:
+                    again.append(i)
+                    continue
+                if plan is not None:
+                    found[i] = plan
+                    least = min(least, plan.step)
+            waiting = again
+            rounds += 1
+            effort = effort * 4 if effort is not None and len(again) > 1 else None
+        if found:
+            return min(found.items(), key=lambda item: (item[1].step, item[0]))[1], math.inf
+        if memory is None:
+            return None, math.inf
+        return None, min(self.least_memory(stages, micro, schedule)
+                         for stages, micro in pairs)
+
+    def least_memory(self, stages: int, microbatches: int, schedule: str) -> float:
+        """The least memory per device any plan with `stages` stages of `microbatches`
+        needs (bytes): a device's memory is a sum of per-layer terms, each fixed by the
+        layer's configuration and the micro-batches its stage holds (`in_flight`), so
+        each layer's least is taken alone, and a DP over the cut positions finds the
+        cuts with the least largest stage. Every cap at least this has a plan (the
+        layers in those configurations); none below it does. Needs a `StageSolver`
+        (inf if there is no such plan)."""
+        if stages > len(self.cuts) + 1:
+            return math.inf
+        solver = self.solver
+        group = self.devices // stages
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        lists = Problem.from_layers(micro.layers, micro.edges, group, self.machine,
+                                    batch=self.batch, min_shard=solver.min_shard,
+                                    tables=solver.tables, kinds=micro.kinds).config_lists
+        holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
+        sums = {held: [0.0] for held in set(holds)}
+        for layer, kind, configs in zip(micro.layers, micro.kinds[0], lists, strict=True):
+            key = (kind, group)
+            if key not in self._layer_memory:  # (parameters, activations) per config
+                self._layer_memory[key] = (
+                    np.array([parameter_bytes([layer], {layer.name: c}) for c in configs]),
+                    np.array([activation_bytes([layer], {layer.name: c}) for c in configs]))
+            params, acts = self._layer_memory[key]
+            for held, prefix in sums.items():
+                prefix.append(prefix[-1] + float((params + held * acts).min()))
+        positions = [0, *self.cuts, len(self.layers)]
+        last = len(positions) - 1
+        # rest[i]: the least largest stage of stages s.. covering [positions[i], end).
+        prefix = sums[holds[-1]]
+        rest = [prefix[-1] - prefix[positions[i]] for i in range(last)] + [math.inf]
+        for s in reversed(range(stages - 1)):
+            prefix = sums[holds[s]]
+            rest = [min((max(prefix[positions[j]] - prefix[positions[i]], rest[j])
+                         for j in range(i + 1, last)), default=math.inf)
+                    for i in range(last)] + [math.inf]
+        return rest[0]
+
+    def best(self, stages: int, microbatches: int, schedule: str,
+             memory: float | None = None, method: str = "dp",
+             bound: float = math.inf, effort: int | None = None,
+             ranges: bool = False) -> PipelinePlan | None:
+        """The plan with the least step among those with `stages` contiguous stages
+        that fit in `memory` bytes per device, or None if none fits.
+
+        `method="exhaustive"` simulates every choice of stage beginnings among the cuts;
+        `method="dp"` walks the same choices depth-first, stage by stage, and skips a
+        prefix once a lower bound on the step of all its plans (module docstring: the
+        stages so far, the next one alone, the rest spread) reaches the best step found,
+        trying its least-compute bound before solving the next stage: the same optimum,
+        with ties broken alike (the first in the order). A stage that cannot fit in
+        `memory` with the micro-batches its position holds ends the prefix too. With
+        `bound` (a step already reached elsewhere, for example with another S or M),
+        only plans strictly faster than it are returned. With `effort`, raises
+        `EffortSpent` once the walk has visited that many prefixes, a plan evaluated
+        counting as `LEAF_EFFORT` and S M / 4 more (roughly its cost in time). With
+        `ranges`, every stage range is solved first and prunes with `range_bounds`.
+        """
+        if stages > len(self.cuts) + 1:
+            return None
+        if method == "dp" and self.lower_bound(stages, microbatches) * (1 - SLACK) >= bound:
+            return None
+        # (One stage is solved at once: its bounds would cost more than they save, but
+        # where it is solved under the cap, which takes many solves.)
+        capped_alone = stages == 1 and memory is not None and not self.table.fits(
+            0, len(self.layers), self.devices, microbatches,
+            in_flight(schedule, 1, microbatches, 0), memory)
+        tight = self.segment_bounds(stages, microbatches) \
+            if method == "dp" and (stages > 1 or capped_alone) else None
+        if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
+            return None
+        if tight is not None and ranges:
+            tight = self.range_bounds(stages, microbatches, schedule, memory)
+            if tight.whole(stages) * (1 - SLACK) >= bound:
+                return None
+        return Walk(self, stages, microbatches, schedule, memory, method, bound, effort,
+                    tight).run()

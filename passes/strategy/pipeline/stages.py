@@ -1,0 +1,329 @@
+"""A pipeline stage: a layer range cut out of the graph, its times, and its solving.
+
+`cut` is the one way a range [start, stop) of a (micro-batch) graph is cut out, with
+the one structural `Subgraph.signature` (layers equal but for their names, the same
+edges between them: the blocks of a transformer share it). `stage_cost` gives a stage's
+seconds under given configurations. `StageSolver` is pase's search on a stage's
+sub-problem, each distinct signature solved once, and `StageTable` keeps, for one graph
+on P devices, every stage range solved for the search (`search.Partitioner`).
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy.from_ir import read_graph
+    >>> from pase.passes.strategy.machines import preset
+    >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+    >>> solver = StageSolver(preset("v100-nvlink"), mlp.batch)
+    >>> part = cut(mlp.layers, mlp.edges, solver.kinds(mlp.layers, mlp.edges), 1, 3)
+    >>> [layer.name for layer in part.layers], len(part.edges)
+    (['a', 'z'], 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.cost import Config, edge_costs
+from pase.passes.strategy.exact import solve
+from pase.passes.strategy.layer_costs import layer_cost
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.memory import BoundReached, MemoryCapError, solve_capped
+from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
+from pase.passes.strategy.pipeline.microbatch import (
+    Micro,
+    activation_bytes,
+    edges_at,
+    microbatch_layers,
+    parameter_bytes,
+)
+from pase.passes.strategy.pipeline.plan import SolvedStage, StageCost
+from pase.passes.strategy.pipeline.transfers import carries_param
+from pase.passes.strategy.problem import Problem, SharedTables
+from pase.passes.strategy.vertices import Edge, Layer, edges_among
+
+Kinds = tuple[list[int], list[int]]
+"""`SharedTables.layer_kind` of each layer and `edge_kind` of each edge."""
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    """Layers [start, stop) of a graph and the edges between them (numbered from 0),
+    with their kinds; `inside` are those edges' indices in the whole graph."""
+
+    layers: list[Layer]
+    edges: list[Edge]
+    kinds: Kinds
+    inside: list[int]
+
+    @property
+    def signature(self) -> tuple:
+        """Equal for structurally equal ranges (names aside)."""
+        return (tuple(self.kinds[0]),
+                tuple((kind, edge.producer, edge.consumer)
+                      for kind, edge in zip(self.kinds[1], self.edges, strict=True)))
+
+
+def cut(layers: Sequence[Layer], edges: Sequence[Edge], kinds: Kinds, start: int,
+        stop: int) -> Subgraph:
+    """Layers [start, stop) of the graph (`kinds` its layers' and edges' kinds)."""
+    inside = edges_among(edges, range(start, stop))
+    return Subgraph(list(layers[start:stop]), [edge for _, edge in inside],
+                    (kinds[0][start:stop], [kinds[1][i] for i, _ in inside]),
+                    [i for i, _ in inside])
+
+
+def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
+               assignment: Mapping[str, Config], devices: int,
+               machine: Machine, memo: dict | None = None,
+               kinds: Kinds | None = None) -> StageCost:
+    """The times of a stage whose `layers` (micro-batch shapes) run under `assignment`
+    on `devices` devices; `edges` are those between two of its layers, numbered
+    within `layers`. `memo` keeps each layer's and edge's seconds under its
+    configurations for the next call (the same layers recur in many stage ranges);
+    with `kinds` (a number per layer and per edge, equal where only names differ, as
+    `SharedTables` gives them) repeated blocks share those entries too."""
+    memo = {} if memo is None else memo
+    forward = backward = allreduce = 0.0
+    configs = [dict(assignment[layer.name]) for layer in layers]
+    frozen = [_frozen(config) for config in configs]
+    for index, (layer, config) in enumerate(zip(layers, configs, strict=True)):
+        key: tuple = ((kinds[0][index],) if kinds is not None else (layer.name, layer.space)
+                      ) + (frozen[index],)
+        if key not in memo:
+            cost = layer_cost(layer, config, machine)
+            memo[key] = (cost.forward, cost.backward, cost.param_communication)
+        ahead, back, once = memo[key]
+        forward += ahead
+        backward += back
+        allreduce += once
+    for index, edge in enumerate(edges):
+        producer, consumer = layers[edge.producer], layers[edge.consumer]
+        ends = (frozen[edge.producer], frozen[edge.consumer], devices)
+        key = (("edge", kinds[1][index]) if kinds is not None else
+               (producer.name, consumer.name, edge.held, edge.needed, edge.backward)) + ends
+        if key not in memo:
+            memo[key] = _edge_seconds(edge, producer, configs[edge.producer], consumer,
+                                      configs[edge.consumer], devices, machine)
+        ahead, back = memo[key]
+        if carries_param(edge):
+            allreduce += ahead + back
+            continue
+        forward += ahead
+        backward += back
+    return StageCost(forward, backward, allreduce)
+
+
+def _frozen(config: Config) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(config.items()))
+
+
+def _edge_seconds(edge: Edge, producer: Layer, producer_config: Config, consumer: Layer,
+                  consumer_config: Config, devices: int, machine: Machine
+                  ) -> tuple[float, float]:
+    """(forward, backward) redistribution seconds of an edge inside a stage."""
+    both = float(edge_costs(edge, producer, [producer_config], consumer, [consumer_config],
+                            devices, machine)[0, 0])
+    if not edge.backward:
+        return both, 0.0
+    ahead = float(edge_costs(replace(edge, backward=False), producer, [producer_config],
+                             consumer, [consumer_config], devices, machine)[0, 0])
+    return ahead, both - ahead
+
+
+def solved_stage(layers: Sequence[Layer], edges: Sequence[Edge],
+                 assignment: dict[str, Config], devices: int, machine: Machine,
+                 memo: dict, kinds: Kinds | None = None, gap: float = 0.0) -> SolvedStage:
+    """A stage in `assignment`'s configurations: its times and bytes (`stage_cost`)."""
+    return SolvedStage(assignment,
+                       stage_cost(layers, edges, assignment, devices, machine, memo, kinds),
+                       parameter_bytes(layers, assignment),
+                       activation_bytes(layers, assignment), gap)
+
+
+@dataclass(frozen=True)
+class StageSolution:
+    """A stage's configurations and, solved under a cap, how far above the least cost
+    under it they may be (`CappedSolution.gap`: 0 when proven optimal)."""
+
+    assignment: dict[str, Config]
+    gap: float = 0.0
+
+
+class StageSolver:
+    """Pase's search on a stage's sub-problem, each structurally distinct sub-problem
+    solved once, with cost tables and configuration lists shared between sub-problems
+    (`SharedTables`, a quarter of `memory_budget`; each solve gets the rest).
+
+    `solve` takes a `Subgraph` (its kinds from `kinds`) and, with `memory`, solves under
+    that cap with `in_flight` micro-batches' activations held.
+    """
+
+    def __init__(self, machine: Machine, batch: str | None,
+                 options: SearchOptions = DEFAULT_OPTIONS):
+        self.machine = machine
+        self.batch = batch
+        self.options = options
+        self.min_shard = options.min_shard
+        self.memory_budget = options.memory_budget
+        self.tables = SharedTables(machine, batch, options.min_shard, options.model,
+                                   limit=options.memory_budget // 4)
+        self._solved: dict[tuple, tuple[tuple[Config, ...], float] | None] = {}
+        self._floors: dict[tuple, float] = {}
+        """A proven lower bound on the cost of a capped sub-problem whose search an
+        `enough` ended (`solve`)."""
+        self.solves = 0
+        """How many sub-problems were solved (the others came from the cache)."""
+
+    def kinds(self, layers: Sequence[Layer], edges: Sequence[Edge]) -> Kinds:
+        """`SharedTables.layer_kind` of each layer and `edge_kind` of each edge (edges
+        index `layers`)."""
+        layer_kinds = [self.tables.layer_kind(layer) for layer in layers]
+        return layer_kinds, [self.tables.edge_kind(edge, layer_kinds[edge.producer],
+                                                   layer_kinds[edge.consumer])
+                             for edge in edges]
+
+    def problem(self, part: Subgraph, devices: int) -> Problem:
+        """The sub-problem of `part` on `devices` devices, on the shared tables."""
+        return Problem.from_layers(part.layers, part.edges, devices, self.machine,
+                                   batch=self.batch, min_shard=self.min_shard,
+                                   tables=self.tables, kinds=part.kinds,
+                                   model=self.options.model)
+
+    def budget(self) -> MemoryBudget:
+        """A fresh budget for one solve, the shared tables counted (held throughout)."""
+        budget = MemoryBudget(self.memory_budget)
+        budget.count(self.tables.nbytes)
+        return budget
+
+    def solve(self, part: Subgraph, devices: int, memory: float | None = None,
+              in_flight: int = 1, enough: Callable[[float], bool] | None = None
+              ) -> StageSolution | None:
+        """The stage's configurations (under `memory` bytes per device with `in_flight`
+        micro-batches held, if given), or None if none fits under it. Under `memory`,
+        `enough` may end the search (`solve_capped`'s, on the stage's F + B + AR): then
+        `BoundReached` is raised, and the bound is kept for the next call, which solves
+        again only if its `enough` does not accept that bound."""
+        signature = (*part.signature, devices, memory,
+                     in_flight if memory is not None else 0)
+        if signature not in self._solved:
+            floor = self._floors.get(signature)
+            if enough is not None and floor is not None and enough(floor):
+                raise BoundReached(floor)
+            try:
+                self._solved[signature] = self._solve(part, devices, memory, in_flight,
+                                                      enough)
+            except BoundReached as reached:
+                self._floors[signature] = reached.bound if floor is None else \
+                    max(reached.bound, floor)
+                raise
+        solved = self._solved[signature]
+        if solved is None:
+            return None
+        configs, gap = solved
+        return StageSolution({layer.name: dict(config)
+                              for layer, config in zip(part.layers, configs, strict=True)},
+                             gap)
+
+    def _solve(self, part: Subgraph, devices: int, memory: float | None, in_flight: int,
+               enough: Callable[[float], bool] | None = None
+               ) -> tuple[tuple[Config, ...], float] | None:
+        self.solves += 1
+        problem = self.problem(part, devices)
+        budget = self.budget()
+        if memory is None:
+            assignment = solve(problem, self.options, memory_budget=budget).assignment
+            return tuple(assignment[layer.name] for layer in part.layers), 0.0
+        try:
+            capped = solve_capped(problem, memory, self.options.method, memory_budget=budget,
+                                  in_flight=in_flight, enough=enough)
+        except MemoryCapError:
+            return None
+        return (tuple(capped.assignment[layer.name] for layer in part.layers),
+                0.0 if capped.proven else capped.gap)
+
+
+def stage_solver(machine: Machine, batch: str | None, min_shard: int = 4,
+                 method: str = "dp", memory_budget: int = 4 << 30) -> StageSolver:
+    """`StageSolver(machine, batch, SearchOptions(...))` with these options, the others
+    their defaults (what the tests and benchmarks vary)."""
+    return StageSolver(machine, batch, SearchOptions(method=method, min_shard=min_shard,
+                                                     memory_budget=memory_budget))
+
+
+class StageTable:
+    """Every stage range of one graph on `devices` devices solved by `solver`, once per
+    range, device count, micro-batch count and cap: what the search's walk, its bounds
+    and the plans it evaluates share."""
+
+    def __init__(self, layers: Sequence[Layer], edges: Sequence[Edge], batch: str,
+                 devices: int, machine: Machine, solver: StageSolver):
+        self.layers = list(layers)
+        self.edges = list(edges)
+        self.batch = batch
+        self.devices = devices
+        self.machine = machine
+        self.solver = solver
+        self.free_only = False
+        """Whether a stage that does not fit unconstrained is infeasible (instead of
+        solved under the cap): `Partitioner.search`'s first pass under a cap."""
+        self._micro: dict[int, Micro] = {}
+        self._stages: dict[tuple, SolvedStage | None] = {}
+        self._memo: dict = {}
+
+    def micro(self, microbatches: int) -> Micro:
+        """The graph's layers and edges at micro-batch shapes (made once per M)."""
+        if microbatches not in self._micro:
+            layers = microbatch_layers(self.layers, self.batch, microbatches)
+            edges = edges_at(self.edges, layers, self.batch, microbatches)
+            self._micro[microbatches] = Micro(layers, edges,
+                                              self.solver.kinds(layers, edges))
+        return self._micro[microbatches]
+
+    def cut(self, start: int, stop: int, microbatches: int) -> Subgraph:
+        """Layers [start, stop) at micro-batch shapes."""
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        return cut(micro.layers, micro.edges, micro.kinds, start, stop)
+
+    def stage(self, start: int, stop: int, devices: int, microbatches: int,
+              in_flight: int = 1, memory: float | None = None,
+              enough: Callable[[float], bool] | None = None) -> SolvedStage | None:
+        """Layers [start, stop) solved on `devices` devices for a micro-batch of batch / M;
+        with `memory`, the stage must fit in it holding `in_flight` micro-batches (solved
+        under the cap where its unconstrained configurations do not): None if it cannot.
+        Solved under the cap, `enough` may end that search first (`StageSolver.solve`:
+        `BoundReached`)."""
+        free = self.free(start, stop, devices, microbatches)
+        if memory is None or \
+                free.parameter_bytes + in_flight * free.activation_bytes <= memory:
+            return free
+        if self.free_only:
+            return None
+        return self._solved(start, stop, devices, microbatches, memory, in_flight, enough)
+
+    def free(self, start: int, stop: int, devices: int, microbatches: int) -> SolvedStage:
+        """Layers [start, stop) solved without a cap."""
+        free = self._solved(start, stop, devices, microbatches, None, 1)
+        assert free is not None  # without a cap every sub-problem has a solution
+        return free
+
+    def fits(self, start: int, stop: int, devices: int, microbatches: int, in_flight: int,
+             memory: float) -> bool:
+        """Whether the stage's unconstrained configurations fit in `memory` holding
+        `in_flight` micro-batches."""
+        free = self.free(start, stop, devices, microbatches)
+        return free.parameter_bytes + in_flight * free.activation_bytes <= memory
+
+    def _solved(self, start: int, stop: int, devices: int, microbatches: int,
+                memory: float | None, in_flight: int,
+                enough: Callable[[float], bool] | None = None) -> SolvedStage | None:
+        key = (start, stop, devices, microbatches, memory, in_flight)
+        if key in self._stages:
+            return self._stages[key]
+        part = self.cut(start, stop, microbatches)
+        solution = self.solver.solve(part, devices, memory, in_flight, enough)
+        result = None if solution is None else solved_stage(
+            part.layers, part.edges, solution.assignment, devices, self.machine,
+            self._memo, part.kinds, solution.gap)
+        self._stages[key] = result
+        return result
