@@ -282,9 +282,13 @@ class _Relaxation:
         return self.last
 
     def node(self, allowed: list[np.ndarray], free: DPResult | None = None,
-             enough: Callable[[float], bool] | None = None) -> _Node:
+             enough: Callable[[float], bool] | None = None,
+             inherited: float = -math.inf) -> _Node:
         """LARAC on the branch `allowed` (`free`: its unconstrained solve, if made);
-        `enough` is told each bound it proves (`solve_capped`)."""
+        `enough` is told each bound it proves (`solve_capped`). `inherited` is a bound
+        proven already on every strategy of the branch that fits (its parent's: a
+        branch holds a subset of its parent's strategies), kept when the solves run out
+        before LARAC proves more."""
         least = [weight[ok].min() for weight, ok in zip(self.memory, allowed, strict=True)]
         if sum(float(value) for value in least) > self.cap:
             return _Node(allowed, math.inf, None, None)
@@ -292,7 +296,7 @@ class _Relaxation:
         over = self.strategy(free.choice)
         if over[2] <= self.cap:
             return _Node(allowed, over[1], over, None)
-        bound = free.cost  # L(0)
+        bound = max(free.cost, inherited)  # L(0), or the parent's bound
         lean = one_array_each([ok & (weight == value) for weight, ok, value
                                in zip(self.memory, allowed, least, strict=True)])
         fits = self.strategy(self.solve(allowed, 0.0, lean).choice)
@@ -337,7 +341,7 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
         if node.over is None:
             continue  # its cheapest strategy is its unconstrained optimum, and it fits
         for child in _branches(node, memory):
-            evaluated = relaxation.node(child)
+            evaluated = relaxation.node(child, inherited=node.bound)
             if evaluated.fits is not None and evaluated.fits[1] < best[1]:
                 best = evaluated.fits
             if evaluated.bound < math.inf:

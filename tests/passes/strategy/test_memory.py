@@ -205,3 +205,24 @@ def test_a_cap_nothing_meets_is_refused_with_the_least_memory(method: str) -> No
         solve_capped(problem, least - 1, method)
     assert caught.value.least == least
     assert solve_capped(problem, least, method).memory == least
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_stopped_search_keeps_a_true_bound_that_only_rises(seed: int,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    # Stopped after 2, 3, ... DP solves, the search reports a bound at most the least
+    # cost under the cap (brute force), and never lower than with fewer solves: each
+    # branch keeps its parent's bound when the solves run out before LARAC proves more.
+    from pase.passes.strategy import memory
+
+    problem = random_problem(seed)
+    for cap in caps(problem):
+        best = brute_force(problem, cap)
+        before = -math.inf
+        for solves in range(2, 24):
+            monkeypatch.setattr(memory, "MAX_SOLVES", solves)
+            capped = solve_capped(problem, cap)
+            assert capped.lower_bound <= best * (1 + 1e-12)
+            assert capped.lower_bound >= before
+            before = capped.lower_bound
