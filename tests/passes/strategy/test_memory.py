@@ -20,6 +20,7 @@ from random_graphs import DIMS, LAYER_KINDS, RandomGraph
 
 from pase.frontend import parse_file, parse_text
 from pase.passes.strategy import Problem, build_problem, solve
+from pase.passes.strategy.budget import SearchError
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 from pase.passes.strategy.memory import (
@@ -208,21 +209,27 @@ def test_a_cap_nothing_meets_is_refused_with_the_least_memory(method: str) -> No
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_a_stopped_search_keeps_a_true_bound_that_only_rises(seed: int,
-                                                             monkeypatch: pytest.MonkeyPatch
-                                                             ) -> None:
-    # Stopped after 2, 3, ... DP solves, the search reports a bound at most the least
-    # cost under the cap (brute force), and never lower than with fewer solves: each
-    # branch keeps its parent's bound when the solves run out before LARAC proves more.
-    from pase.passes.strategy import memory
-
+def test_a_search_stopped_by_its_effort_keeps_a_true_bound(seed: int) -> None:
+    # Stopped after 0, 1, 2, ... branch-and-bound nodes, the search reports a bound at
+    # most the least cost under the cap (brute force) and at least LARAC's alone (effort
+    # 0); it says it stopped only when it is not proven; without a bound on the effort
+    # it proves the optimum.
     problem = random_problem(seed)
     for cap in caps(problem):
         best = brute_force(problem, cap)
-        before = -math.inf
-        for solves in range(2, 24):
-            monkeypatch.setattr(memory, "MAX_SOLVES", solves)
-            capped = solve_capped(problem, cap)
-            assert capped.lower_bound <= best * (1 + 1e-12)
-            assert capped.lower_bound >= before
-            before = capped.lower_bound
+        root = solve_capped(problem, cap, effort=0)
+        for effort in (0, 1, 2, 4, 8, None):
+            capped = solve_capped(problem, cap, effort=effort)
+            assert capped.memory <= cap
+            assert root.lower_bound <= capped.lower_bound <= best * (1 + 1e-12)
+            assert capped.cost >= best * (1 - 1e-12)
+            assert capped.stopped == (not capped.proven)
+            if capped.proven:
+                assert close(capped.cost, best)
+        assert capped.proven
+
+
+def test_a_negative_effort_is_refused() -> None:
+    problem = build_problem(parse_file(str(MODELS / "mlp.dnn")), 8)
+    with pytest.raises(SearchError, match="effort must be at least 0, got -1"):
+        solve_capped(problem, 0.0, effort=-1)
