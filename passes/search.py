@@ -31,7 +31,7 @@ micro-batch. Options:
   lower bound (within 1e-9); when `effort` stops the search first, the report (or,
   without report=true, a warning on stderr) says how far above the bound it may be.
 - effort: the most branch-and-bound nodes the capped search may take (a count, so the
-  answer is the same on every machine); 0 (default) for no bound: it runs until the
+  answer is the same on every machine; default 100); 0 for no bound: it runs until the
   strategy is proven optimal. Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
@@ -62,6 +62,7 @@ from pase.passes.options import PasePass
 from pase.passes.strategy.budget import MemoryBudget, SearchError
 from pase.passes.strategy.from_ir import build_problem
 from pase.passes.strategy.memory import (
+    DEFAULT_EFFORT,
     GIB,
     CappedSolution,
     MemoryCapError,
@@ -92,7 +93,7 @@ class PaseSearchPass(PasePass):
     report: bool = False
     device_memory_gib: float | int = 0.0
     bounding: bool = True
-    effort: int = 0
+    effort: int = DEFAULT_EFFORT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()

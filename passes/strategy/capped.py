@@ -69,11 +69,16 @@ def milp(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
          keep: Sequence[np.ndarray] | None = None,
          start: Sequence[int] | None = None,
          node_limit: int | None = None,
-         pairs: dict[tuple[int, int], np.ndarray] | None = None) -> MilpResult:
+         pairs: dict[tuple[int, int], np.ndarray] | None = None,
+         time_limit: float | None = None, cutoff: float | None = None) -> MilpResult:
     """The least-cost strategy of `graph` among the configurations `keep` (boolean masks;
     default all) whose memory (`memory[v][x_v]` summed) is at most `cap`, by HiGHS.
     `start`, a strategy of kept configurations that fits, seeds the search; `node_limit`
-    bounds its branch-and-bound nodes."""
+    bounds its branch-and-bound nodes; `pairs` (per edge, kept rows by kept columns)
+    leaves out the pairs no strategy of interest takes. `time_limit` (seconds of HiGHS's
+    clock) is for benchmarks only: the search bounds nodes, never time. With `cutoff`,
+    HiGHS drops every branch whose bound exceeds it: a finished search then proves that
+    no kept strategy that fits costs at most `cutoff` unless it returns one."""
     masks = [np.ones(cost.size, dtype=bool) for cost in graph.vertex_costs] \
         if keep is None else [np.asarray(mask, dtype=bool) for mask in keep]
     kept = [np.flatnonzero(mask) for mask in masks]
@@ -88,6 +93,10 @@ def milp(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
     highs.setOptionValue("primal_feasibility_tolerance", 1e-9)
     if node_limit is not None:
         highs.setOptionValue("mip_max_nodes", max(int(node_limit), 1))
+    if time_limit is not None:
+        highs.setOptionValue("time_limit", float(time_limit))
+    if cutoff is not None:
+        highs.setOptionValue("objective_bound", cutoff / model.scale * (1 + MIP_RELATIVE_GAP))
     highs.passModel(model.lp())
     seeded = [model.pair(number, start[u], start[v]) for number, (u, v)
               in enumerate(model.edges)] \
@@ -322,13 +331,15 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
         if left is not None and left <= 0:
             return Closed(incumbent, bound, nodes, True)
         pairs = reduced.pairs([np.flatnonzero(mask) for mask in keep], limit + margin)
-        result = milp(graph, memory, cap, keep, start, left, pairs)
+        result = milp(graph, memory, cap, keep, start, left, pairs, cutoff=limit + margin)
         nodes += result.nodes
         if result.choice is not None and result.cost < incumbent[1] and result.memory <= cap:
             incumbent = (result.choice, result.cost, result.memory)
         if not result.optimal:
             # Every strategy left out costs more than `limit`; HiGHS bounds the kept ones.
-            return Closed(incumbent, max(bound, min(limit, result.bound)), nodes, True)
+            bound = max(bound, min(limit, result.bound))
+            proven = incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE)
+            return Closed(incumbent, min(bound, incumbent[1]), nodes, not proven)
         if result.choice is not None and result.cost <= limit:
             # Every strategy that fits and costs at most `limit` was kept: the least of
             # them is the optimum.
