@@ -129,7 +129,8 @@ def main() -> int:
             return 1
         plain = run(key, "milp", arguments.milp_gib, arguments.milp_seconds)
         rows.append(row(key, pase, plain, arguments.milp_gib, arguments.milp_seconds))
-        print(f"{key} done", file=sys.stderr, flush=True)
+        print(f"{key}: pase {json.dumps(pase)}; MILP {json.dumps(plain)}", file=sys.stderr,
+              flush=True)
     print("\n".join(markdown_table(COLUMNS, rows)))
     return 0
 
