@@ -12,10 +12,11 @@ open is a duality gap, which only a search closes. Here it is closed exactly:
 2. with a threshold T, only the configurations with B_v(a) − λ·cap ≤ T are kept, and a
    MILP (`milp`) finds the least-cost strategy among them that fits;
 3. if that costs at most T, every strategy that fits and costs as much survived, so it is
-   the optimum; otherwise every strategy that fits costs more than T (a proven bound),
-   and T grows (from 0.1% above the Lagrangian bound, fourfold in distance each round)
-   up to the best strategy known, where success is certain. Small first rounds are
-   cheap and usually find the optimum; a round at the best known cost keeps the most.
+   the optimum; otherwise every strategy that fits costs more than T (a proven bound).
+   The first T is 0.1% above the Lagrangian bound: that round is cheap and its answer,
+   even above T, is usually the optimum or near it; the next round is at the best cost
+   known, where success is certain (where a round finds no strategy that fits, T grows
+   fourfold in distance instead).
 
 The MILP is the standard one of a pairwise cost graph: one binary per (kept) layer
 configuration, one continuous variable per configuration pair of every edge, tied to the
@@ -331,7 +332,7 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
         if left is not None and left <= 0:
             return Closed(incumbent, bound, nodes, True)
         pairs = reduced.pairs([np.flatnonzero(mask) for mask in keep], limit + margin)
-        result = milp(graph, memory, cap, keep, start, left, pairs, cutoff=limit + margin)
+        result = milp(graph, memory, cap, keep, start, left, pairs)
         nodes += result.nodes
         if result.choice is not None and result.cost < incumbent[1] and result.memory <= cap:
             incumbent = (result.choice, result.cost, result.memory)
@@ -347,5 +348,10 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
         bound = max(bound, limit)
         if enough is not None and enough(bound):
             raise BoundReached(bound)
-        step *= 4
-        threshold = bound + step
+        if result.choice is not None:
+            # The least kept strategy, though above T, is a good incumbent (LARAC's is
+            # often 1-10 % above the optimum): the round at its cost cannot miss.
+            threshold = incumbent[1]
+        else:
+            step *= 4
+            threshold = bound + step
