@@ -25,11 +25,14 @@ micro-batch. Options:
 - device-memory-gib: each device's memory in GiB; 0 (default) for no cap. The search
   returns the least-cost strategy whose memory per device fits (`strategy/memory.py`):
   the unconstrained optimum if it fits (exact); else with method=exhaustive the best of
-  every strategy that fits (exact), and with method=dp the best strategy a branch and
-  bound on Lagrangian bounds finds (the DP on cost + λ·memory, at most about 100 DP
-  solves), with a proven lower bound on the constrained optimum. It is called optimal
-  only when its cost equals that bound (within 1e-9); otherwise the report (or,
+  every strategy that fits (exact), and with method=dp the optimum proven by Lagrangian
+  bounds (the DP on cost + λ·memory) and a MILP on the configurations they keep
+  (`strategy/capped.py`). It is called optimal only when its cost equals the proven
+  lower bound (within 1e-9); when `effort` stops the search first, the report (or,
   without report=true, a warning on stderr) says how far above the bound it may be.
+- effort: the most branch-and-bound nodes the capped search may take (a count, so the
+  answer is the same on every machine; default 100); 0 for no bound: it runs until the
+  strategy is proven optimal. Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
   export do).
@@ -56,6 +59,7 @@ from pase.formats.report import cap_note, format_report
 from pase.formats.strategy_json import StrategyPins, load_strategy, strategy_json, write_json
 from pase.passes.options import PasePass
 from pase.passes.strategy import (
+    DEFAULT_EFFORT,
     GIB,
     CappedSolution,
     MemoryBudget,
@@ -93,6 +97,7 @@ class PaseSearchPass(PasePass):
     report: bool = False
     device_memory_gib: float | int = 0.0
     bounding: bool = True
+    effort: int = DEFAULT_EFFORT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
@@ -124,6 +129,9 @@ class PaseSearchPass(PasePass):
         if not 0 <= self.device_memory_gib < math.inf:
             raise Diagnostic(f"pase-search: device-memory-gib must be a number at least 0, "
                              f"got {self.device_memory_gib}")
+        if self.effort < 0:
+            raise Diagnostic(f"pase-search: effort must be a number of nodes at least 0 "
+                             f"(0 for no bound), got {self.effort}")
 
     def search_options(self) -> SearchOptions:
         """The engine's options, from this pass's."""
@@ -156,7 +164,8 @@ class PaseSearchPass(PasePass):
                     if self.device_memory_gib:
                         capped = solve_capped(problem, float(self.device_memory_gib) * GIB,
                                               options.method, options.order, budget,
-                                              jit=options.jit, progress=progress)
+                                              jit=options.jit, progress=progress,
+                                              effort=self.effort or None)
                         solution = Solution(capped.assignment, capped.cost, capped.stats)
                     else:
                         solution = solve(problem, options, memory_budget=budget,

@@ -39,6 +39,7 @@ from pase.passes.strategy.from_ir import GraphData, build_problem, read_graph
 from pase.passes.strategy.layer_costs import LayerCosts, layer_cost
 from pase.passes.strategy.machines import PRESETS, Machine, preset
 from pase.passes.strategy.memory import (
+    DEFAULT_EFFORT,
     GIB,
     CappedSolution,
     Memory,
@@ -81,7 +82,8 @@ from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 from pase.passes.strategy.words import Words, predicted_pipeline_words, predicted_words
 
 __all__ = [
-    "GIB", "PRESETS", "SCHEDULES", "Assignment", "Breakdown", "CappedSolution", "Config",
+    "DEFAULT_EFFORT", "GIB", "PRESETS", "SCHEDULES", "Assignment", "Breakdown",
+    "CappedSolution", "Config",
     "CostModel", "DPResult", "Edge", "GraphData", "Layer", "LayerCost", "LayerCosts",
     "Machine", "Memory", "MemoryBudget", "MemoryCapError", "Partitioner", "PaseCost",
     "PinError", "PipelinePlan", "PlanSpec", "Problem", "Progress", "PrototypeCost",

@@ -16,12 +16,12 @@ configuration, so a cap on memory is one additive resource constraint on the sea
   the λ where the cheapest infeasible and the cheapest feasible strategy found so far
   tie, until no strategy beats the tie, which is the λ maximising L (the dual optimum).
   Where L's maximum stays below the best strategy that fits (a duality gap: with few
-  memory levels there is one), branch and bound closes it: a branch splits one layer's
-  configurations at a memory threshold, each branch gets its own LARAC bound (the
-  other configurations cost inf in the DP), and a branch whose bound reaches the best
-  strategy found, or whose least memory does not fit, is closed. When every branch is
-  closed the strategy is optimal; after `MAX_SOLVES` DP solves the search stops with the
-  best strategy found and the least bound of the open branches, and
+  memory levels there is one), the exact search of `capped.py` closes it: reduced-cost
+  bounds at that λ drop every configuration (and edge pair) no strategy cheaper than a
+  threshold T uses, and a MILP finds the best strategy that fits among the rest; T grows
+  from just above L until the MILP's answer is at most T, which proves it optimal. Its
+  branch-and-bound nodes are bounded by `effort` (`DEFAULT_EFFORT`); a search stopped
+  by it returns the best strategy found and the bound proven so far, and
   `CappedSolution.gap` says how far above it the strategy may be. A strategy is called
   optimal only when its cost equals the bound within 1e-9 relative. Memory is an
   integer number of bytes, so it is computed exactly.
@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
+from pase.passes.strategy.capped import close_gap
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult
@@ -68,8 +69,11 @@ def gib_up(nbytes: float, digits: int = 4) -> str:
 RELATIVE_TOLERANCE = 1e-9
 """A strategy within this of the lower bound (relative) is proven optimal."""
 MAX_SOLVES = 100
-"""The most DP solves the capped search makes (LARAC on each branch and bound node)
-before it settles for the best strategy found and the bound proven so far."""
+"""The most DP solves LARAC makes (it converges in about 10 on the bundled models)."""
+DEFAULT_EFFORT = 100
+"""The most branch-and-bound nodes the exact search takes unless told otherwise
+(`solve_capped`'s `effort`): enough to prove the Transformer at P = 16 under 1.2 GiB
+(2 nodes) or AlexNet at P = 8 under 0.127 GiB (10); a search it stops reports its gap."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,9 @@ class CappedSolution:
     """The least-cost strategy found under a memory cap, and how sure that is.
 
     `lower_bound` is a proven lower bound on the cost of every strategy that fits (the
-    cost itself when the search is exact); `solves` counts the DP runs.
+    cost itself when the search is exact); `solves` counts the DP runs, `nodes` the exact
+    search's branch-and-bound nodes; `stopped` says that the effort bound (`effort`,
+    `solve_capped`'s) ended the search before it proved the strategy optimal.
     """
 
     assignment: Assignment
@@ -168,6 +174,9 @@ class CappedSolution:
     unconstrained_fits: bool
     solves: int
     stats: DPResult | None = None
+    nodes: int = 0
+    stopped: bool = False
+    effort: int | None = None
 
     @property
     def gap(self) -> float:
@@ -188,7 +197,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                  exhaustive_limit: int = 10**7, jit: str = "auto",
                  progress: Callable[[int, int, int], None] | None = None,
                  in_flight: int = 1,
-                 enough: Callable[[float], bool] | None = None) -> CappedSolution:
+                 enough: Callable[[float], bool] | None = None,
+                 effort: int | None = DEFAULT_EFFORT) -> CappedSolution:
     """The least-cost strategy of `problem` needing at most `cap` bytes per device
     (module docstring), counting the activations `in_flight` times (a pipeline stage
     holding that many micro-batches, `memory_vectors`). Raises `MemoryCapError` when
@@ -201,7 +211,14 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
     needs the strategy if it is cheap enough (the stage search, whose other bounds then
     prune it) so saves the rest of the solves; without it, and whenever it returns
     False throughout, the result is the same as without `enough`.
+
+    `effort` bounds the exact search's branch-and-bound nodes (HiGHS's, summed over its
+    rounds: `capped.close_gap`), a count, so the same input gives the same answer;
+    stopped by it, the strategy is the best found and `lower_bound` the bound proven so
+    far (`CappedSolution.stopped`). None searches until the strategy is proven optimal.
     """
+    if effort is not None and effort < 0:
+        raise SearchError(f"effort must be at least 0, got {effort}")
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
     with collector_paused():
@@ -232,7 +249,7 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
             raise BoundReached(free.cost)
         if method == "exhaustive":
             return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
-        return _lagrangian(problem, graph, memory, cap, free, run, enough)
+        return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit)
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
@@ -247,14 +264,16 @@ def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
 
 @dataclass(eq=False)
 class _Node:
-    """A branch of the search: the configurations each layer may still take (`allowed`),
-    and what relaxing it gave: a proven bound on every strategy in it that fits, the
-    cheapest of them found (`fits`, or None), and the last strategy too large (`over`)."""
+    """The configurations each layer may take (`allowed`), and what relaxing the cap on
+    them gave: a proven bound on every strategy in it that fits, the cheapest of them
+    found (`fits`, or None), the last strategy too large (`over`), and the multiplier λ
+    whose L(λ) is the bound (`rate`)."""
 
     allowed: list[np.ndarray]
     bound: float
     fits: tuple[tuple[int, ...], float, float] | None
     over: tuple[tuple[int, ...], float, float] | None
+    rate: float = 0.0
 
 
 class _Relaxation:
@@ -284,8 +303,8 @@ class _Relaxation:
 
     def node(self, allowed: list[np.ndarray], free: DPResult | None = None,
              enough: Callable[[float], bool] | None = None) -> _Node:
-        """LARAC on the branch `allowed` (`free`: its unconstrained solve, if made);
-        `enough` is told each bound it proves (`solve_capped`)."""
+        """LARAC on the configurations `allowed` (`free`: their unconstrained solve, if
+        made); `enough` is told each bound it proves (`solve_capped`)."""
         least = [weight[ok].min() for weight, ok in zip(self.memory, allowed, strict=True)]
         if sum(float(value) for value in least) > self.cap:
             return _Node(allowed, math.inf, None, None)
@@ -293,7 +312,7 @@ class _Relaxation:
         over = self.strategy(free.choice)
         if over[2] <= self.cap:
             return _Node(allowed, over[1], over, None)
-        bound = free.cost  # L(0)
+        bound, best_rate = free.cost, 0.0  # L(0)
         lean = one_array_each([ok & (weight == value) for weight, ok, value
                                in zip(self.memory, allowed, least, strict=True)])
         fits = self.strategy(self.solve(allowed, 0.0, lean).choice)
@@ -301,7 +320,8 @@ class _Relaxation:
         while self.solves < MAX_SOLVES and fits[1] > over[1] and fits[2] < over[2]:
             rate = (fits[1] - over[1]) / (over[2] - fits[2])
             result = self.solve(allowed, rate)
-            bound = max(bound, result.cost - rate * self.cap)
+            if result.cost - rate * self.cap > bound:
+                bound, best_rate = result.cost - rate * self.cap, rate
             if enough is not None and enough(min(bound, best[1])):
                 raise BoundReached(min(bound, best[1]))
             found = self.strategy(result.choice)
@@ -314,65 +334,26 @@ class _Relaxation:
                 fits = found
             else:
                 over = found
-        return _Node(allowed, min(bound, best[1]), best, over)
+        return _Node(allowed, min(bound, best[1]), best, over, best_rate)
 
 
 def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
                 free: DPResult, run: Callable[[CostGraph], DPResult],
-                enough: Callable[[float], bool] | None = None) -> CappedSolution:
-    """Branch and bound on LARAC's bounds (module docstring), until every branch is
-    closed or `MAX_SOLVES` DP solves are spent (or `enough` accepts the bound so far:
-    `solve_capped`)."""
+                enough: Callable[[float], bool] | None = None, effort: int | None = None,
+                jit: str = "auto") -> CappedSolution:
+    """LARAC's bound and strategies (module docstring), then the exact search on what the
+    bound keeps (`capped.close_gap`), until proven or `effort` MILP nodes are spent (or
+    `enough` accepts the bound so far: `solve_capped`)."""
     relaxation = _Relaxation(graph, memory, cap, run)
     relaxation.solves = 1  # the unconstrained solve, made already
     root = relaxation.node(one_array_each([np.ones(w.size, dtype=bool) for w in memory]),
                            free, enough)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
-    best = root.fits
-    open_nodes = [root]
-    # The least bound of the branches closed for being within the tolerance of the best.
-    closed = math.inf
-    while open_nodes and relaxation.solves < MAX_SOLVES:
-        node = min(open_nodes, key=lambda n: n.bound)
-        open_nodes.remove(node)
-        if node.over is None:
-            continue  # its cheapest strategy is its unconstrained optimum, and it fits
-        for child in _branches(node, memory):
-            evaluated = relaxation.node(child)
-            if evaluated.fits is not None and evaluated.fits[1] < best[1]:
-                best = evaluated.fits
-            if evaluated.bound < math.inf:
-                open_nodes.append(evaluated)
-        reached = best[1] * (1 - RELATIVE_TOLERANCE)
-        closed = min([closed, *(n.bound for n in open_nodes if n.bound >= reached)])
-        open_nodes = [n for n in open_nodes if n.bound < reached]
-        if enough is not None:
-            bound = min([best[1], closed, *(n.bound for n in open_nodes)])
-            if enough(bound):
-                raise BoundReached(bound)
-    bound = min([best[1], closed, *(n.bound for n in open_nodes)])
-    return _solution(problem, best[0], best[1], best[2], cap, bound, False,
-                     relaxation.solves, relaxation.last)
-
-
-def _branches(node: _Node, memory: list[np.ndarray]) -> list[list[np.ndarray]]:
-    """Two branches that split the node's strategies between them: one layer's
-    configurations, at the memory of the too-large strategy's choice there, in the layer
-    where that choice takes the most more memory than the cheapest strategy that fits.
-    The branch below the threshold no longer holds the too-large strategy; the one at or
-    above it has less memory left for the other layers."""
-    assert node.over is not None
-    assert node.fits is not None
-    over, fits = node.over[0], node.fits[0]
-    vertex = max(range(len(memory)),
-                 key=lambda v: memory[v][over[v]] - memory[v][fits[v]])
-    threshold = memory[vertex][over[vertex]]
-    if threshold <= memory[vertex][fits[vertex]]:
-        return []  # (cannot happen: `over` needs more memory somewhere)
-    high, low = list(node.allowed), list(node.allowed)
-    high[vertex] = node.allowed[vertex] & (memory[vertex] >= threshold)
-    low[vertex] = node.allowed[vertex] & (memory[vertex] < threshold)
-    return [high, low]
+    closed = close_gap(graph, memory, cap, root.rate, root.fits, root.bound, effort, enough,
+                       jit)
+    best = closed.best
+    return _solution(problem, best[0], best[1], best[2], cap, closed.bound, False,
+                     relaxation.solves, relaxation.last, closed.nodes, closed.stopped, effort)
 
 
 def _weight(memory: list[np.ndarray], choice: tuple[int, ...]) -> float:
@@ -381,8 +362,9 @@ def _weight(memory: list[np.ndarray], choice: tuple[int, ...]) -> float:
 
 def _solution(problem: Problem, choice: tuple[int, ...], cost: float, memory: float,
               cap: float, bound: float, fits: bool, solves: int,
-              stats: DPResult | None) -> CappedSolution:
+              stats: DPResult | None, nodes: int = 0, stopped: bool = False,
+              effort: int | None = None) -> CappedSolution:
     if math.isinf(cost):
         raise SearchError("no strategy fits under the memory cap")  # excluded by `least`
     return CappedSolution(problem.assignment(choice), cost, memory, cap, bound, fits,
-                          solves, stats)
+                          solves, stats, nodes, stopped, effort)

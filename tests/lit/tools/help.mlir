@@ -11,7 +11,7 @@
 // CHECK-NEXT:       Attach the number of valid configurations to every layer.
 // CHECK-NEXT:   pase-search{devices=0 machine=pase-default order=genseq method=dp min-shard=4
 // CHECK-NEXT:               compat="" memory-gib=4.0 jit=auto strategy="" export="" report=false
-// CHECK-NEXT:               device-memory-gib=0.0 bounding=true}
+// CHECK-NEXT:               device-memory-gib=0.0 bounding=true effort=100}
 // CHECK-NEXT:       Find the optimal strategy of each graph and attach it.
 // CHECK-NEXT:   pase-merge-layers
 // CHECK-NEXT:       Mark every layer with the segment it belongs to (#pase.segment).

@@ -27,6 +27,7 @@ from pase.passes.strategy import (
     solve,
     stage_solver,
 )
+from pase.passes.strategy.budget import SearchError
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 from pase.passes.strategy.memory import (
@@ -211,3 +212,60 @@ def test_a_cap_nothing_meets_is_refused_with_the_least_memory(method: str) -> No
         solve_capped(problem, least - 1, method)
     assert caught.value.least == least
     assert solve_capped(problem, least, method).memory == least
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_search_stopped_by_its_effort_keeps_a_true_bound(seed: int) -> None:
+    # Stopped after 0, 1, 2, ... branch-and-bound nodes, the search reports a bound at
+    # most the least cost under the cap (brute force) and at least LARAC's alone (effort
+    # 0); it says it stopped only when it is not proven; without a bound on the effort
+    # it proves the optimum.
+    problem = random_problem(seed)
+    for cap in caps(problem):
+        best = brute_force(problem, cap)
+        root = solve_capped(problem, cap, effort=0)
+        for effort in (0, 1, 2, 4, 8, None):
+            capped = solve_capped(problem, cap, effort=effort)
+            assert capped.memory <= cap
+            assert root.lower_bound <= capped.lower_bound <= best * (1 + 1e-12)
+            assert capped.cost >= best * (1 - 1e-12)
+            assert capped.stopped == (not capped.proven)
+            if capped.proven:
+                assert close(capped.cost, best)
+        assert capped.proven
+
+
+def test_a_negative_effort_is_refused() -> None:
+    problem = build_problem(parse_file(str(MODELS / "mlp.dnn")), 8)
+    with pytest.raises(SearchError, match="effort must be at least 0, got -1"):
+        solve_capped(problem, 0.0, effort=-1)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_reduced_cost_bounds_never_exceed_brute_force(seed: int) -> None:
+    # For every configuration (and edge pair) the bound at a multiplier is at most the
+    # least cost of the strategies that fit and take it: fixing by them is exact.
+    from pase.passes.strategy.capped import ReducedCosts
+
+    problem = random_problem(seed)
+    graph = problem.cost_graph()
+    memory = memory_vectors(problem)
+    sizes = [len(c) for c in problem.config_lists]
+    strategies = [(choice, graph.total_cost(choice),
+                   sum(float(memory[v][c]) for v, c in enumerate(choice)))
+                  for choice in itertools.product(*(range(k) for k in sizes))]
+    for cap in caps(problem):
+        fitting = [(choice, cost) for choice, cost, weight in strategies if weight <= cap]
+        for rate in (0.0, 1e-9, 1e-7):
+            reduced = ReducedCosts(graph, memory, cap, rate, jit="off")
+            assert reduced.lower <= min(cost for _, cost in fitting) * (1 + 1e-12)
+            for choice, cost in fitting:
+                slack = 1e-9 * max(1.0, abs(cost))
+                for v, c in enumerate(choice):
+                    assert reduced.per_config[v][c] <= cost + slack
+            # The pairs at the cheapest few (each limit keeps its own strategy's pairs).
+            for choice, cost in sorted(fitting, key=lambda item: item[1])[:4]:
+                kept = reduced.pairs([np.arange(k) for k in sizes],
+                                     cost + 1e-9 * max(1.0, abs(cost)))
+                assert kept
+                assert all(mask[choice[u], choice[v]] for (u, v), mask in kept.items())

@@ -1,0 +1,357 @@
+"""The exact search under a memory cap: a MILP on the configurations the Lagrangian keeps.
+
+`memory.solve_capped` relaxes the cap with a multiplier λ (LARAC): every strategy x that
+fits costs at least L(λ) = min(cost + λ·memory) − λ·cap, and the λ maximising it bounds
+the constrained optimum within a fraction of a percent on PaSE's graphs. What that leaves
+open is a duality gap, which only a search closes. Here it is closed exactly:
+
+1. min-sum diffusion (`bound.py`) on the graph priced at λ gives, for every configuration
+   a of every layer v, a bound B_v(a) on cost + λ·memory of every strategy with x_v = a;
+   a strategy that fits with x_v = a so costs at least B_v(a) − λ·cap (reduced-cost
+   fixing: for x that fits, cost(x) ≥ cost(x) + λ·(memory(x) − cap));
+2. with a threshold T, only the configurations with B_v(a) − λ·cap ≤ T are kept, and a
+   MILP (`milp`) finds the least-cost strategy among them that fits;
+3. if that costs at most T, every strategy that fits and costs as much survived, so it is
+   the optimum; otherwise every strategy that fits costs more than T (a proven bound).
+   The first T is 0.1% above the Lagrangian bound: that round is cheap and its answer,
+   even above T, is usually the optimum or near it; the next round is at the best cost
+   known, where success is certain (where a round finds no strategy that fits, T grows
+   fourfold in distance instead).
+
+The MILP is the standard one of a pairwise cost graph: one binary per (kept) layer
+configuration, one continuous variable per configuration pair of every edge, tied to the
+binaries by the marginal rows (each row/column of an edge's pairs sums to the binary of
+its configuration), and memory as one row. HiGHS solves it on one thread (deterministic);
+its branch-and-bound nodes are the effort a user may bound (`mip_max_nodes`).
+
+>>> import numpy as np
+>>> from pase.passes.strategy.costgraph import CostGraph
+>>> graph = CostGraph(["a", "b"], [np.array([1.0, 3.0]), np.array([1.0, 2.0])])
+>>> graph.add_edge(0, 1, np.array([[0.0, 5.0], [5.0, 0.0]]))
+>>> memory = [np.array([4.0, 1.0]), np.array([4.0, 1.0])]
+>>> result = milp(graph, memory, 5.0)
+>>> result.choice, result.cost, result.optimal
+((1, 1), 5.0, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+from pase.passes.strategy.costgraph import CostGraph
+
+MIP_RELATIVE_GAP = 1e-10
+"""HiGHS stops when its incumbent is within this of its bound (relative); the strategy is
+then called optimal (`memory.RELATIVE_TOLERANCE` is 1e-9)."""
+
+
+@dataclass(frozen=True)
+class MilpResult:
+    """The MILP's answer: the best strategy it found (`choice`, None if none fits among
+    the kept configurations), its exact cost (`graph.total_cost`) and memory, the bound
+    HiGHS proved on every kept strategy that fits (`bound`), whether the search finished
+    (`optimal`: the strategy is the least of the kept ones, or none fits), and the
+    branch-and-bound nodes it took."""
+
+    choice: tuple[int, ...] | None
+    cost: float
+    memory: float
+    bound: float
+    optimal: bool
+    nodes: int
+
+
+def milp(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
+         keep: Sequence[np.ndarray] | None = None,
+         start: Sequence[int] | None = None,
+         node_limit: int | None = None,
+         pairs: dict[tuple[int, int], np.ndarray] | None = None,
+         time_limit: float | None = None, cutoff: float | None = None) -> MilpResult:
+    """The least-cost strategy of `graph` among the configurations `keep` (boolean masks;
+    default all) whose memory (`memory[v][x_v]` summed) is at most `cap`, by HiGHS.
+    `start`, a strategy of kept configurations that fits, seeds the search; `node_limit`
+    bounds its branch-and-bound nodes; `pairs` (per edge, kept rows by kept columns)
+    leaves out the pairs no strategy of interest takes. `time_limit` (seconds of HiGHS's
+    clock) is for benchmarks only: the search bounds nodes, never time. With `cutoff`,
+    HiGHS drops every branch whose bound exceeds it: a finished search then proves that
+    no kept strategy that fits costs at most `cutoff` unless it returns one."""
+    masks = [np.ones(cost.size, dtype=bool) for cost in graph.vertex_costs] \
+        if keep is None else [np.asarray(mask, dtype=bool) for mask in keep]
+    kept = [np.flatnonzero(mask) for mask in masks]
+    model = _Model(graph, memory, cap, kept, pairs)
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)
+    highs.setOptionValue("random_seed", 0)
+    highs.setOptionValue("mip_rel_gap", MIP_RELATIVE_GAP)
+    highs.setOptionValue("mip_abs_gap", 0.0)
+    highs.setOptionValue("mip_feasibility_tolerance", 1e-9)
+    highs.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    if node_limit is not None:
+        highs.setOptionValue("mip_max_nodes", max(int(node_limit), 1))
+    if time_limit is not None:
+        highs.setOptionValue("time_limit", float(time_limit))
+    if cutoff is not None:
+        highs.setOptionValue("objective_bound", cutoff / model.scale * (1 + MIP_RELATIVE_GAP))
+    highs.passModel(model.lp())
+    seeded = [model.pair(number, start[u], start[v]) for number, (u, v)
+              in enumerate(model.edges)] \
+        if start is not None and all(masks[v][c] for v, c in enumerate(start)) else [-1]
+    if min(seeded, default=0) >= 0 and start is not None:
+        values = np.zeros(model.columns)
+        values[[model.column(v, c) for v, c in enumerate(start)]] = 1.0
+        values[seeded] = 1.0
+        seed = highspy.HighsSolution()
+        seed.col_value = values.tolist()
+        seed.value_valid = True
+        highs.setSolution(seed)
+    highs.run()
+    status = highs.getModelStatus()
+    info = highs.getInfo()
+    nodes = int(info.mip_node_count)
+    finished = status in (highspy.HighsModelStatus.kOptimal,
+                          highspy.HighsModelStatus.kInfeasible)
+    if info.primal_solution_status != 2:  # no feasible point
+        return MilpResult(None, math.inf, math.inf,
+                          math.inf if finished else model.unscale(info.mip_dual_bound),
+                          finished, nodes)
+    values = np.asarray(highs.getSolution().col_value)
+    choice = model.decode(values)
+    cost = graph.total_cost(choice)
+    weight = math.fsum(float(vector[c]) for vector, c in zip(memory, choice, strict=True))
+    bound = min(cost, model.unscale(info.mip_dual_bound))
+    return MilpResult(choice, cost, weight, cost if finished else bound, finished, nodes)
+
+
+class _Model:
+    """The MILP's columns and rows (module docstring), costs scaled to about 1; `pairs`
+    (boolean, kept rows by kept columns of each edge) leaves out the pairs no strategy
+    of interest takes."""
+
+    def __init__(self, graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
+                 kept: list[np.ndarray],
+                 pairs: dict[tuple[int, int], np.ndarray] | None = None) -> None:
+        self.kept = kept
+        self.edges = list(graph.edge_costs)
+        self.offsets = np.cumsum([0, *(len(k) for k in kept)])
+        self.integral = int(self.offsets[-1])
+        self.scale = max(math.fsum(float(np.abs(cost).max()) for cost in graph.vertex_costs),
+                         1e-30)
+        self.cap = cap
+        self.weights = np.concatenate([np.asarray(memory[v], dtype=np.float64)[k]
+                                       for v, k in enumerate(kept)])
+        costs = [graph.vertex_costs[v][k] / self.scale for v, k in enumerate(kept)]
+        # Each edge's pairs: their (row, column) in its kept table, and their column in
+        # the MILP (`where[number][a, b]`, -1 for a pair left out).
+        self.pairs: list[tuple[np.ndarray, np.ndarray]] = []
+        self.where: list[np.ndarray] = []
+        column = self.integral
+        for u, v in self.edges:
+            table = graph.edge_costs[(u, v)][np.ix_(kept[u], kept[v])]
+            mask = np.ones(table.shape, dtype=bool) if pairs is None else pairs[(u, v)]
+            rows, cols = np.nonzero(mask)
+            where = np.full(table.shape, -1, dtype=np.int64)
+            where[rows, cols] = column + np.arange(rows.size)
+            column += rows.size
+            self.pairs.append((rows, cols))
+            self.where.append(where)
+            costs.append(table[rows, cols] / self.scale)
+        self.columns = column
+        self.cost = np.concatenate(costs)
+
+    def column(self, vertex: int, config: int) -> int:
+        return int(self.offsets[vertex] + np.searchsorted(self.kept[vertex], config))
+
+    def pair(self, number: int, a: int, b: int) -> int:
+        """The column of the pair (a, b) of edge `number` (-1 if left out)."""
+        u, v = self.edges[number]
+        row = int(np.searchsorted(self.kept[u], a))
+        col = int(np.searchsorted(self.kept[v], b))
+        return int(self.where[number][row, col])
+
+    def unscale(self, value: float) -> float:
+        return float(value) * self.scale if math.isfinite(value) else -math.inf
+
+    def decode(self, values: np.ndarray) -> tuple[int, ...]:
+        return tuple(int(kept[int(np.argmax(values[self.offsets[v]:self.offsets[v + 1]]))])
+                     for v, kept in enumerate(self.kept))
+
+    def lp(self) -> highspy.HighsLp:
+        vertices = len(self.kept)
+        configs = np.arange(self.integral)
+        # One configuration per layer; memory as one row, in units of the cap.
+        rows = [np.repeat(np.arange(vertices), np.diff(self.offsets)), np.full(self.integral,
+                                                                                vertices)]
+        cols = [configs, configs]
+        vals = [np.ones(self.integral), self.weights / self.cap]
+        lower = [np.ones(vertices), np.array([-highspy.kHighsInf])]
+        upper = [np.ones(vertices), np.array([1.0])]
+        row = vertices + 1
+        for number, (u, v) in enumerate(self.edges):
+            height, width = self.where[number].shape
+            pair_rows, pair_cols = self.pairs[number]
+            columns = self.where[number][pair_rows, pair_cols]
+            # Configuration a of u: its pairs sum to x_ua; configuration b of v: to x_vb.
+            rows += [row + pair_rows, row + np.arange(height),
+                     row + height + pair_cols, row + height + np.arange(width)]
+            cols += [columns, self.offsets[u] + np.arange(height),
+                     columns, self.offsets[v] + np.arange(width)]
+            vals += [np.ones(columns.size), -np.ones(height),
+                     np.ones(columns.size), -np.ones(width)]
+            lower.append(np.zeros(height + width))
+            upper.append(np.zeros(height + width))
+            row += height + width
+        all_rows, all_cols = np.concatenate(rows), np.concatenate(cols)
+        order = np.lexsort((all_rows, all_cols))
+        lp = highspy.HighsLp()
+        lp.num_col_ = self.columns
+        lp.num_row_ = row
+        lp.col_cost_ = self.cost
+        lp.col_lower_ = np.zeros(self.columns)
+        lp.col_upper_ = np.ones(self.columns)
+        lp.row_lower_ = np.concatenate(lower)
+        lp.row_upper_ = np.concatenate(upper)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(np.bincount(
+            all_cols, minlength=self.columns))]).astype(np.int32)
+        lp.a_matrix_.index_ = all_rows[order].astype(np.int32)
+        lp.a_matrix_.value_ = np.concatenate(vals)[order]
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * self.integral + \
+            [highspy.HighsVarType.kContinuous] * (self.columns - self.integral)
+        return lp
+
+
+FIRST_STEP = 1e-3
+"""The first threshold is this far (relative) above the Lagrangian bound; each round that
+finds no strategy that fits among the kept configurations quadruples the distance."""
+SWEEPS = 12
+"""Min-sum diffusion sweeps for the per-configuration bounds (they settle in about 10 on
+PaSE's graphs: the bound then equals L(λ) to 1e-8)."""
+MARGIN = 1e-9
+"""A per-configuration bound is trusted to this fraction of the sum of every table's
+largest |cost| (rounding; `bound.MARGIN`)."""
+
+Strategy = tuple[tuple[int, ...], float, float]
+"""A strategy (one configuration index per layer), its cost and its memory."""
+
+
+@dataclass(frozen=True)
+class Closed:
+    """What the exact stage proved: the best strategy that fits (`best`), a proven lower
+    bound on every strategy that fits (`bound`, `best`'s cost when it is optimal), the
+    MILP's branch-and-bound nodes, and whether the effort bound stopped the search."""
+
+    best: Strategy
+    bound: float
+    nodes: int
+    stopped: bool
+
+
+class ReducedCosts:
+    """Lower bounds on the cost of the strategies that fit, from min-sum diffusion
+    (`bound.py`) on the graph priced at cost + `rate`·memory, less `rate`·cap (module
+    docstring): `lower` on all of them, `per_config[v][a]` on those with x_v = a, and
+    `pairs` on those with (x_u, x_v) = (a, b) for each edge."""
+
+    def __init__(self, graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
+                 rate: float, jit: str = "auto") -> None:
+        from pase.passes.strategy.bound import _Diffusion  # its moves are the bounds
+        from pase.passes.strategy.memory import priced
+
+        priced_graph = CostGraph(graph.names, priced(graph.vertex_costs, list(memory), rate),
+                                 dict(graph.edge_costs))
+        self.diffusion = _Diffusion(priced_graph, jit)
+        for _ in range(SWEEPS):
+            self.diffusion.sweep()
+        lower, per_config, _ = self.diffusion.bounds()
+        self.shift = rate * cap
+        self.lower = lower - self.shift
+        self.per_config = [bound - self.shift for bound in per_config]
+        # c'_v: the vertex costs with the moves added (as `_Diffusion.bounds` makes them).
+        self.unary = [cost.copy() for cost in priced_graph.vertex_costs]
+        for number, (u, v) in enumerate(self.diffusion.edges):
+            at_u, at_v = self.diffusion.moves[number]
+            self.unary[u] = self.unary[u] + at_u
+            self.unary[v] = self.unary[v] + at_v
+
+    def pairs(self, kept: Sequence[np.ndarray], limit: float
+              ) -> dict[tuple[int, int], np.ndarray]:
+        """For each edge, which pairs of kept configurations (indices `kept`) may be in a
+        strategy costing at most `limit`: a strategy with x_u = a costs at least
+        per_config[u][a], whose term for the edge is min_b (c'_uv(a, b) + c'_v(b));
+        taking b instead adds the difference (and the same from v's side)."""
+        masks = {}
+        graph = self.diffusion.graph
+        for number, (u, v) in enumerate(self.diffusion.edges):
+            at_u, at_v = self.diffusion.moves[number]
+            rows, cols = kept[u], kept[v]
+            moved = graph.edge_costs[(u, v)][np.ix_(rows, cols)] - at_u[rows, None] \
+                - at_v[None, cols]
+            # The stars over every configuration of the other end, as in the bounds.
+            full = graph.edge_costs[(u, v)] - at_u[:, None] - at_v[None, :]
+            star_u = (full + self.unary[v][None, :]).min(axis=1)[rows]
+            star_v = (full + self.unary[u][:, None]).min(axis=0)[cols]
+            from_u = self.per_config[u][rows, None] + moved + self.unary[v][None, cols] \
+                - star_u[:, None]
+            from_v = self.per_config[v][None, cols] + moved + self.unary[u][rows, None] \
+                - star_v[None, :]
+            masks[(u, v)] = np.maximum(from_u, from_v) <= limit
+        return masks
+
+
+def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
+              incumbent: Strategy, bound: float, effort: int | None = None,
+              enough: Callable[[float], bool] | None = None, jit: str = "auto") -> Closed:
+    """The least-cost strategy of `graph` whose memory is at most `cap` (module docstring),
+    given LARAC's best multiplier `rate`, a strategy that fits (`incumbent`) and a proven
+    lower bound (`bound`). `effort` bounds the MILP's branch-and-bound nodes over all
+    rounds (None: no bound); `enough` is told each bound proven and may end the search
+    (`memory.solve_capped`, raising `memory.BoundReached`)."""
+    from pase.passes.strategy.memory import RELATIVE_TOLERANCE, BoundReached
+
+    reduced = ReducedCosts(graph, memory, cap, rate, jit)
+    lower, per_config = reduced.lower, reduced.per_config
+    tables = [*graph.vertex_costs, *graph.edge_costs.values()]
+    margin = MARGIN * math.fsum(float(np.abs(t).max()) for t in tables) + MARGIN * cap * rate
+    bound = max(bound, lower - margin)
+    step = FIRST_STEP * abs(bound)
+    threshold = bound + step
+    nodes = 0
+    while True:
+        if incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE):
+            return Closed(incumbent, min(bound, incumbent[1]), nodes, False)
+        limit = min(threshold, incumbent[1])
+        keep = [per <= limit + margin for per in per_config]
+        start = incumbent[0] if all(keep[v][c] for v, c in enumerate(incumbent[0])) else None
+        left = None if effort is None else effort - nodes
+        if left is not None and left <= 0:
+            return Closed(incumbent, bound, nodes, True)
+        pairs = reduced.pairs([np.flatnonzero(mask) for mask in keep], limit + margin)
+        result = milp(graph, memory, cap, keep, start, left, pairs)
+        nodes += result.nodes
+        if result.choice is not None and result.cost < incumbent[1] and result.memory <= cap:
+            incumbent = (result.choice, result.cost, result.memory)
+        if not result.optimal:
+            # Every strategy left out costs more than `limit`; HiGHS bounds the kept ones.
+            bound = max(bound, min(limit, result.bound))
+            proven = incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE)
+            return Closed(incumbent, min(bound, incumbent[1]), nodes, not proven)
+        if result.choice is not None and result.cost <= limit:
+            # Every strategy that fits and costs at most `limit` was kept: the least of
+            # them is the optimum.
+            return Closed(incumbent, incumbent[1], nodes, False)
+        bound = max(bound, limit)
+        if enough is not None and enough(bound):
+            raise BoundReached(bound)
+        if result.choice is not None:
+            # The least kept strategy, though above T, is a good incumbent (LARAC's is
+            # often 1-10 % above the optimum): the round at its cost cannot miss.
+            threshold = incumbent[1]
+        else:
+            step *= 4
+            threshold = bound + step
