@@ -5,6 +5,8 @@ the helpers its layers call (`HELPERS`, by name), and `MAIN`: mesh, jitted step,
 command line. Kept apart so the emitter reads as the translation it is.
 """
 
+from pase.dialect.dnn.seeding import LEARNING_RATE
+
 PRELUDE = '''\
 """@{graph} as a JAX training step on {devices} devices, written by pase-opt -t jax.
 
@@ -213,7 +215,8 @@ def fail(message):
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\\n\\n")[0])
     parser.add_argument("--steps", type=int, default=3, help="SGD steps (default 3)")
-    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument("--lr", type=float, default=''' + repr(LEARNING_RATE) + ''',
+                        help="learning rate (default ''' + repr(LEARNING_RATE) + ''')")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data (default 0)")
     parser.add_argument("--f64", action="store_true", help="run in double precision")
     parser.add_argument("--data", help="an .npz of initial params and the batch, by name")

@@ -80,6 +80,9 @@ class LayerOp(IRDLOperation):
 
     KIND: ClassVar[Kind] = None
     CLAUSES: ClassVar[Clauses] = ()
+    SCALE_OPERANDS: ClassVar[tuple[int, ...]] = ()
+    """The operands the layer multiplies its result by (a norm's scale), which
+    `pase.dialect.dnn.seeding` seeds near one."""
 
     # -- the shape rule and the layer-op interface --
 

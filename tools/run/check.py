@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from math import prod
 
 import numpy as np
 
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import seeds
 from pase.passes.strategy import Words
 from pase.runtime.executor import DTYPES, DeviceResult
 from pase.runtime.program import Program
@@ -148,37 +148,21 @@ def check_problems(report: TrainingReport) -> list[str]:
 
 def make_data(graph: dnn.GraphOp, seed: int,
               float_type: str | None = None) -> dict[str, np.ndarray]:
-    """Seeded inputs and parameters, named as in the graph, scaled to keep activations
-    of order one: ids and labels within their table or class count."""
+    """Seeded inputs and parameters, named as in the graph, by `pase.dialect.dnn.seeding`
+    (the `-t jax` program's rule too): weights fan-in scaled, ids and labels within their
+    table or class count."""
     rng = np.random.default_rng(seed)
     data: dict[str, np.ndarray] = {}
-    for op in graph.body.block.ops:
-        if not isinstance(op, dnn.InputOp | dnn.ParamOp):
+    for value, rule in seeds(graph).items():
+        shape = value.type.shape  # type: ignore[attr-defined]
+        name = value.name_hint or "v"
+        if rule.kind == "ints":
+            data[name] = rng.integers(0, int(rule.scale), size=shape.sizes).astype(
+                DTYPES[shape.element])
             continue
-        shape = op.output.type.shape
-        name = op.output.name_hint or "v"
-        uses = [(use.operation, use.index) for use in op.output.uses]
-        dtype = DTYPES[shape.element]
-        if shape.element in ("i32", "i64"):
-            high = 2
-            for user, index in uses:
-                if isinstance(user, dnn.EmbeddingOp) and index == 0:
-                    high = user.input_shapes[1].sizes[0]
-                if isinstance(user, dnn.SoftmaxCrossEntropyOp) and index == 1:
-                    over = user.dims_prop("over")[0]
-                    high = user.input_shapes[0].size_of(over)
-            data[name] = rng.integers(0, high, size=shape.sizes).astype(dtype)
-            continue
-        values = rng.standard_normal(shape.sizes)
-        if isinstance(op, dnn.ParamOp):
-            user, index = uses[0] if uses else (None, 0)
-            if isinstance(user, dnn.LayerNormOp | dnn.BatchNormOp):
-                values = (1.0 if index == 1 else 0.0) + 0.1 * values
-            elif isinstance(user, dnn.Conv2dOp):
-                values /= np.sqrt(prod(shape.sizes[1:]))
-            elif len(shape.sizes) > 1:
-                values /= np.sqrt(prod(shape.sizes[:-1]))
-        data[name] = values.astype(DTYPES[float_type] if float_type else dtype)
+        values = (1.0 if rule.kind == "normal+1" else 0.0) + rule.scale * rng.standard_normal(
+            shape.sizes)
+        data[name] = values.astype(DTYPES[float_type or shape.element])
     return data
 
 

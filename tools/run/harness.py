@@ -21,6 +21,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.runtime.program import Program
 from pase.tools.run.check import (
     TrainingReport,
@@ -82,7 +83,7 @@ def diverged(run: Trained) -> bool:
 
 
 def check_training(module: ModuleOp, backend: Backend, reference: Backend, steps: int = 1,
-                   seed: int = 0, lr: float = 0.01, float_type: str | None = None,
+                   seed: int = 0, lr: float = LEARNING_RATE, float_type: str | None = None,
                    initial: dict[str, np.ndarray] | None = None
                    ) -> tuple[TrainingReport, Trained]:
     """Run `steps` SGD steps of `module` sharded on `backend` and unsplit on `reference`

@@ -25,6 +25,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.passes.strategy import build_problem, predicted_words
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
@@ -169,7 +170,7 @@ class JaxBackend:
 
 
 def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,
-              lr: float = 0.01, float_type: str | None = None,
+              lr: float = LEARNING_RATE, float_type: str | None = None,
               initial: dict[str, np.ndarray] | None = None, timeout: float = 600.0,
               backend: str = "threads") -> JaxReport:
     """The JAX program of `module`'s strategy on `devices` XLA devices against pase's
