@@ -107,6 +107,11 @@ class TrainingReport:
     diverged: bool = False
     """The 1-device run's losses, gradients or parameters are not finite (inf or nan):
     the training itself overflowed, e.g. with too large a learning rate."""
+    exact_error: float | None = None
+    """The sharded run in f64 against the reference in f64, measured only when the f32
+    errors exceed even twice `noise`: at f64 no value sits within rounding of a kink
+    (a ReLU input at zero, where two f32 runs may take opposite sides and the gradient
+    jumps), so agreement to 1e-9 there shows the f32 difference is rounding."""
     spans: list[list[tuple[int, float, float]]] = field(default_factory=list)
     """Per device, when it ran each op of the sharded program in the first step
     (`DeviceResult.spans`; only when `train(record=True)`)."""
@@ -119,7 +124,13 @@ class TrainingReport:
         return float("nan") if any(np.isnan(errors)) else max(errors)
 
     def passed(self) -> bool:
-        return bool(self.max_error() <= self.tolerance())
+        """The errors within the tolerance, or beyond it only in f32 while the f64 runs
+        agree (`exact_error`)."""
+        return bool(self.max_error() <= self.tolerance()) or self.exact_agrees()
+
+    def exact_agrees(self) -> bool:
+        """Whether the f64 runs were compared and agree to `F64_TOLERANCE`."""
+        return self.exact_error is not None and self.exact_error <= F64_TOLERANCE
 
     def tolerance(self) -> float:
         """`tolerance(self.element, self.noise)`."""
