@@ -24,7 +24,7 @@ from __future__ import annotations
 import keyword
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import prod, sqrt
+from math import prod
 from typing import IO
 
 from xdsl.context import Context
@@ -37,6 +37,7 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import seed_of
 from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE
 
@@ -260,24 +261,11 @@ class _Emitter:
                 return spec(space.operands[use.index], self.axes[use.operation], call="")
         return "()"
 
-    def init(self, value: SSAValue, shape: NamedShape) -> tuple[str, float]:
+    def init(self, value: SSAValue, shape: NamedShape) -> tuple[str, float | int]:
         """How `__main__` seeds a tensor: ("normal", std), ("ints", high), ("normal+1",
-        std) for a norm's scale; `pase-run` passes its own data instead."""
-        uses = [(use.operation, use.index) for use in value.uses]
-        if not ELEMENTS[shape.element].floating:
-            high = 2
-            for user, index in uses:
-                if isinstance(user, dnn.EmbeddingOp) and index == 0:
-                    high = user.input_shapes[1].sizes[0]
-                if isinstance(user, dnn.SoftmaxCrossEntropyOp) and index == 1:
-                    high = user.input_shapes[0].size_of(user.dims_prop("over")[0])
-            return ("ints", high)
-        user, index = uses[0] if uses else (None, 0)
-        if isinstance(user, dnn.NormOp | dnn.RmsNormOp):
-            return ("normal+1" if index == 1 else "normal", 0.1)
-        if isinstance(value.owner, dnn.ParamOp) and len(shape.sizes) > 1:
-            return ("normal", 1.0 / sqrt(prod(shape.sizes[:-1])))
-        return ("normal", 1.0)
+        std) for a norm's scale, by `pase.dialect.dnn.seeding` (pase-run's rule too, which
+        passes its own data instead)."""
+        return seed_of(value).describe()
 
     def statement(self, op: object) -> list[str]:
         if isinstance(op, dnn.InputOp | dnn.ParamOp):

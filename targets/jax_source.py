@@ -5,6 +5,8 @@ the helpers its layers call (`HELPERS`, by name), and `MAIN`: mesh, jitted step,
 command line. Kept apart so the emitter reads as the translation it is.
 """
 
+from pase.dialect.dnn.seeding import LEARNING_RATE
+
 PRELUDE = '''\
 """@{graph} as a JAX training step on {devices} devices, written by pase-opt -t jax.
 
@@ -16,7 +18,9 @@ Each layer's operands and result are constrained to the layout of its pase strat
 """
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 
 try:
@@ -205,6 +209,38 @@ def gathered(tree):
     return multihost_utils.process_allgather(tree, tiled=True)
 
 
+REMATERIALIZATION = "Involuntary full rematerialization"
+
+
+def compile_summarised(lowered):
+    """`lowered.compile()`, XLA's "involuntary full rematerialization" warnings (one
+    600-character line per resharded tensor on stderr) summarised in one line, the rest of
+    its stderr passed on."""
+    sys.stderr.flush()
+    kept = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            return lowered.compile()
+        finally:
+            os.dup2(kept, 2)
+            os.close(kept)
+            log.seek(0)
+            lines = log.read().decode(errors="replace").splitlines()
+            others = [line for line in lines if REMATERIALIZATION not in line]
+            shapes = [line.split("= ", 1)[1].split(" ", 1)[0] for line in lines
+                      if REMATERIALIZATION in line and "= " in line]
+            count = len(lines) - len(others)
+            print(*others, sep="\\n", file=sys.stderr, end="\\n" if others else "")
+            if count:
+                print(f"note: XLA reshards {count} tensor{'s' if count > 1 else ''} of the "
+                      f"plan ({', '.join(sorted(set(shapes)))}) "
+                      "by full rematerialization (all-gathered whole on every device, "
+                      "then sliced): a change of layout between layers that XLA finds no "
+                      "collective for moves more words than the plan predicts there",
+                      file=sys.stderr)
+
+
 def fail(message):
     print(f"error: {message}", file=sys.stderr)
     sys.exit(1)
@@ -213,7 +249,8 @@ def fail(message):
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\\n\\n")[0])
     parser.add_argument("--steps", type=int, default=3, help="SGD steps (default 3)")
-    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument("--lr", type=float, default=''' + repr(LEARNING_RATE) + ''',
+                        help="learning rate (default ''' + repr(LEARNING_RATE) + ''')")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data (default 0)")
     parser.add_argument("--f64", action="store_true", help="run in double precision")
     parser.add_argument("--data", help="an .npz of initial params and the batch, by name")
@@ -247,7 +284,7 @@ def main(argv=None):
     start = time.perf_counter()
     try:
         lowered = step.lower(params, batch)
-        compiled = lowered.compile()
+        compiled = compile_summarised(lowered)
     except Exception as error:  # XLA's errors have no common class
         fail(f"XLA could not compile the step: {type(error).__name__}: "
              f"{(str(error).strip().splitlines() or [''])[0]}")

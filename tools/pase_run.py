@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.formats.strategy_json import is_pipeline_plan
 from pase.passes.strategy import PRESETS, SCHEDULES
 from pase.runtime.communicator import BACKENDS
@@ -140,7 +141,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--memory-gib", type=float, default=4.0,
                         help="refuse a run estimated to take more memory than this, in GiB, "
                         "and name the --scale that fits (default 4)")
-    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument("--lr", type=float, default=LEARNING_RATE,
+                        help=f"learning rate (default {LEARNING_RATE})")
     parser.add_argument("--backend", choices=BACKENDS, default="threads",
                         help="workers are threads (default) or processes")
     parser.add_argument("--timeout", type=float,

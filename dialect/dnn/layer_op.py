@@ -85,6 +85,9 @@ class LayerOp(IRDLOperation):
 
     KIND: ClassVar[Kind] = None
     CLAUSES: ClassVar[Clauses] = ()
+    SCALE_OPERANDS: ClassVar[tuple[int, ...]] = ()
+    """The operands the layer multiplies its result by (a norm's scale), which
+    `pase.dialect.dnn.seeding` seeds near one."""
 
     SCALE_TIE: ClassVar[ScaleTie] = None
     """How the shape rule ties the result's dims to the operands' (passes/scale.py):

@@ -280,6 +280,8 @@ class SoftmaxOp(_OverOp):
 class NormOp(_OverOp):
     """Normalization over `over` dims with optional scale and bias operands."""
 
+    SCALE_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
+
     def infer(self) -> NamedShape:
         inputs = self.input_shapes
         if not inputs:

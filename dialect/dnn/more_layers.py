@@ -146,6 +146,7 @@ class RmsNormOp(_OverOp):
     row each)."""
 
     name = "dnn.rmsnorm"
+    SCALE_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
 
     def infer(self) -> NamedShape:
         inputs = self.input_shapes

@@ -56,5 +56,5 @@ def test_the_program_imports_only_jax_numpy_and_the_standard_library() -> None:
     source = program("b = 2", "h = 4", 4)
     imports = sorted({line.split()[1].split(".")[0] for line in source.splitlines()
                       if line.lstrip().startswith(("import ", "from "))})
-    assert imports == ["argparse", "jax", "numpy", "sys", "time"]
+    assert imports == ["argparse", "jax", "numpy", "os", "sys", "tempfile", "time"]
     compile(source, "step.py", "exec")

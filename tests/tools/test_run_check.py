@@ -93,3 +93,14 @@ def test_a_nan_in_any_tensor_makes_the_normwise_error_nan() -> None:
         reference = dict(zip(order, [finite, finite], strict=True))
         assert np.isnan(normwise_error(measured, reference))
         assert np.isnan(normwise_error(reference, measured))
+
+
+def test_f32_errors_beyond_rounding_pass_only_if_the_f64_runs_agree() -> None:
+    # Two f32 runs on opposite sides of a ReLU's kink: the f32 gradients differ by more
+    # than twice the reference's own rounding, the f64 runs do not.
+    beyond = report(error=2e-4, noise=1e-5)
+    assert not beyond.passed()
+    beyond.exact_error = 1e-12
+    assert beyond.passed()
+    beyond.exact_error = 1e-6
+    assert not beyond.passed()

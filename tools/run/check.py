@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from math import prod
 
 import numpy as np
 
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import seeds
 from pase.passes.strategy import Words
 from pase.runtime.executor import DTYPES, DeviceResult
 from pase.runtime.program import Program
@@ -107,6 +107,11 @@ class TrainingReport:
     diverged: bool = False
     """The 1-device run's losses, gradients or parameters are not finite (inf or nan):
     the training itself overflowed, e.g. with too large a learning rate."""
+    exact_error: float | None = None
+    """The sharded run in f64 against the reference in f64, measured only when the f32
+    errors exceed even twice `noise`: at f64 no value sits within rounding of a kink
+    (a ReLU input at zero, where two f32 runs may take opposite sides and the gradient
+    jumps), so agreement to 1e-9 there shows the f32 difference is rounding."""
     spans: list[list[tuple[int, float, float]]] = field(default_factory=list)
     """Per device, when it ran each op of the sharded program in the first step
     (`DeviceResult.spans`; only when `train(record=True)`)."""
@@ -119,7 +124,13 @@ class TrainingReport:
         return float("nan") if any(np.isnan(errors)) else max(errors)
 
     def passed(self) -> bool:
-        return bool(self.max_error() <= self.tolerance())
+        """The errors within the tolerance, or beyond it only in f32 while the f64 runs
+        agree (`exact_error`)."""
+        return bool(self.max_error() <= self.tolerance()) or self.exact_agrees()
+
+    def exact_agrees(self) -> bool:
+        """Whether the f64 runs were compared and agree to `F64_TOLERANCE`."""
+        return self.exact_error is not None and self.exact_error <= F64_TOLERANCE
 
     def tolerance(self) -> float:
         """`tolerance(self.element, self.noise)`."""
@@ -148,37 +159,21 @@ def check_problems(report: TrainingReport) -> list[str]:
 
 def make_data(graph: dnn.GraphOp, seed: int,
               float_type: str | None = None) -> dict[str, np.ndarray]:
-    """Seeded inputs and parameters, named as in the graph, scaled to keep activations
-    of order one: ids and labels within their table or class count."""
+    """Seeded inputs and parameters, named as in the graph, by `pase.dialect.dnn.seeding`
+    (the `-t jax` program's rule too): weights fan-in scaled, ids and labels within their
+    table or class count."""
     rng = np.random.default_rng(seed)
     data: dict[str, np.ndarray] = {}
-    for op in graph.body.block.ops:
-        if not isinstance(op, dnn.InputOp | dnn.ParamOp):
+    for value, rule in seeds(graph).items():
+        shape = value.type.shape  # type: ignore[attr-defined]
+        name = value.name_hint or "v"
+        if rule.kind == "ints":
+            data[name] = rng.integers(0, int(rule.scale), size=shape.sizes).astype(
+                DTYPES[shape.element])
             continue
-        shape = op.output.type.shape
-        name = op.output.name_hint or "v"
-        uses = [(use.operation, use.index) for use in op.output.uses]
-        dtype = DTYPES[shape.element]
-        if shape.element in ("i32", "i64"):
-            high = 2
-            for user, index in uses:
-                if isinstance(user, dnn.EmbeddingOp) and index == 0:
-                    high = user.input_shapes[1].sizes[0]
-                if isinstance(user, dnn.SoftmaxCrossEntropyOp) and index == 1:
-                    over = user.dims_prop("over")[0]
-                    high = user.input_shapes[0].size_of(over)
-            data[name] = rng.integers(0, high, size=shape.sizes).astype(dtype)
-            continue
-        values = rng.standard_normal(shape.sizes)
-        if isinstance(op, dnn.ParamOp):
-            user, index = uses[0] if uses else (None, 0)
-            if isinstance(user, dnn.LayerNormOp | dnn.BatchNormOp):
-                values = (1.0 if index == 1 else 0.0) + 0.1 * values
-            elif isinstance(user, dnn.Conv2dOp):
-                values /= np.sqrt(prod(shape.sizes[1:]))
-            elif len(shape.sizes) > 1:
-                values /= np.sqrt(prod(shape.sizes[:-1]))
-        data[name] = values.astype(DTYPES[float_type] if float_type else dtype)
+        values = (1.0 if rule.kind == "normal+1" else 0.0) + rule.scale * rng.standard_normal(
+            shape.sizes)
+        data[name] = values.astype(DTYPES[float_type or shape.element])
     return data
 
 

@@ -32,6 +32,7 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.files import decode_text
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dist, dnn
+from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.dialect.pase import (
     CONFIG_ATTR_NAME,
     PIPELINE_ATTR_NAME,
@@ -63,7 +64,7 @@ class Stages:
     device_memory_gib: float = 0.0
 
 
-def pipeline_spec(devices: int, factor: float = 1.0, lr: float = 0.01,
+def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
                   machine: str = "pase-default", strategy: str = "",
                   data_parallel: bool = False, stages: Stages | None = None) -> str:
     """The `-p` spec of pase-run's passes, from the model to the sharded `dist.program`.
@@ -98,7 +99,7 @@ def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-defaul
     return _spec([*passes, ScalePass(factor=factor)])
 
 
-def lowering_spec(devices: int, lr: float = 0.01) -> str:
+def lowering_spec(devices: int, lr: float = LEARNING_RATE) -> str:
     """The passes from a graph with configurations to its `dist.program`."""
     return _spec([AutodiffPass(lr=lr), LowerSpmdPass(devices=devices)])
 

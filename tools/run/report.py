@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.shapes import ELEMENTS
 from pase.dialect.pase import pipeline_of, stage_of
-from pase.tools.run.check import DIVERGED, RING_SLACK, TrainingReport
+from pase.tools.run.check import DIVERGED, F64_TOLERANCE, RING_SLACK, TrainingReport
 from pase.tools.run.jax import KINDS, Collective, JaxReport
 from pase.tools.run.load import forward_graph
 
@@ -35,6 +35,12 @@ def print_report(report: TrainingReport, seconds: float, engine: str = "") -> No
     if report.noise:
         print(f"f32 rounding alone moves the 1-device result by {report.noise:.2e} "
               "(its error against an f64 run), so the tolerance is twice that")
+    if report.exact_error is not None:
+        verdict = ("so the f32 difference is rounding, e.g. a ReLU input within rounding "
+                   "of zero taken on opposite sides" if report.exact_agrees()
+                   else f"above {F64_TOLERANCE:.0e}: the runs differ beyond rounding")
+        print(f"the f32 errors exceed that; in f64 the runs differ by "
+              f"{report.exact_error:.2e}, {verdict}")
     if engine:
         return
     rows = [row for row in report.words if row.measured or row.predicted]

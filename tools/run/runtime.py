@@ -17,6 +17,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.dialect.pase import pipeline_of, stage_of
 from pase.formats.machine_toml import load_machine
 from pase.passes.strategy import (
@@ -134,7 +135,7 @@ class RuntimeBackend:
         return trained
 
 
-def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = 0.01,
+def train(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0, lr: float = LEARNING_RATE,
           backend: str = "threads", timeout: float = 120.0,
           float_type: str | None = None,
           initial: dict[str, np.ndarray] | None = None,
