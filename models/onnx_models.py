@@ -14,9 +14,13 @@ import os
 import sys
 from collections.abc import Callable
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as missing:  # run with a Python that lacks the project's packages
+    sys.exit(f"{sys.argv[0]}: error: this script needs {missing.name}: run it with the "
+             "project's environment (. .venv/bin/activate, after pip install -e '.[onnx]')")
 
 OPSET = 17
 
