@@ -2,7 +2,7 @@
 
     module, initial = load_model("models/mlp.dnn")
     pipeline_spec(devices=4, factor=0.125)  # what pase-run --print-pipeline prints:
-    # 'pase-search{devices=4},pase-scale{factor=0.125},pase-autodiff,pase-lower-spmd{devices=4}'
+    # 'pase-search{devices=4},pase-scale{factor=0.125},pase-autodiff{lr=0.03},pase-lower-spmd{devices=4}'
     report = train(strategy_and_scale(module, devices=4, factor=0.125), devices=4)
 
 As in Toy's `compiler.transform`, each stage is a pass pipeline spec that
@@ -71,7 +71,7 @@ def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
 
         >>> pipeline_spec(8, factor=0.125, strategy="s.json").split(",")
         ['pase-search{devices=8 strategy="s.json"}', 'pase-scale{factor=0.125}', \
-'pase-autodiff', 'pase-lower-spmd{devices=8}']
+'pase-autodiff{lr=0.03}', 'pase-lower-spmd{devices=8}']
 
     With `data_parallel` the strategy (every batch dim split over the devices) is not a
     pass, so the spec starts at pase-scale and needs a model that has its
