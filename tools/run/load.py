@@ -2,7 +2,8 @@
 
     module, initial = load_model("models/mlp.dnn")
     pipeline_spec(devices=4, factor=0.125)  # what pase-run --print-pipeline prints:
-    # 'pase-search{devices=4},pase-scale{factor=0.125},pase-autodiff{lr=0.03},pase-lower-spmd{devices=4}'
+    # 'pase-search{devices=4},pase-scale{factor=0.125},pase-autodiff{lr=0.03},'
+    # 'pase-lower-spmd{devices=4}'
     report = train(strategy_and_scale(module, devices=4, factor=0.125), devices=4)
 
 As in Toy's `compiler.transform`, each stage is a pass pipeline spec that
