@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import onnx
 import torch
 from torch import nn
 
@@ -189,7 +190,26 @@ def export(name: str, folder: str) -> list[str]:
         except Exception as error:  # the exporter's own failure: reported, not fatal
             failures.append(f"{name} ({exporter}): {type(error).__name__}: "
                             f"{str(error).splitlines()[0] if str(error) else ''}")
+            continue
+        without_stack_traces(path)
     return failures
+
+
+def without_stack_traces(path: str) -> None:
+    """Drop the nodes' metadata (the dynamo exporter records each node's Python stack
+    trace there, with this machine's paths), keeping the weights where they are."""
+    model = onnx.load(path, load_external_data=False)
+    graphs = [model.graph]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            del node.metadata_props[:]
+            graphs += [a.g for a in node.attribute if a.HasField("g")]
+            graphs += [g for a in node.attribute for g in a.graphs]
+    for function in model.functions:
+        for node in function.node:
+            del node.metadata_props[:]
+    onnx.save(model, path)
 
 
 def main(argv: list[str]) -> int:
