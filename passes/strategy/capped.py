@@ -26,6 +26,9 @@ its branch-and-bound nodes are the effort a user may bound (`mip_max_nodes`).
 
 >>> import numpy as np
 >>> from pase.passes.strategy.costgraph import CostGraph
+
+if TYPE_CHECKING:
+    import highspy
 >>> graph = CostGraph(["a", "b"], [np.array([1.0, 3.0]), np.array([1.0, 2.0])])
 >>> graph.add_edge(0, 1, np.array([[0.0, 5.0], [5.0, 0.0]]))
 >>> memory = [np.array([4.0, 1.0]), np.array([4.0, 1.0])]
@@ -39,11 +42,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import highspy
 import numpy as np
 
 from pase.passes.strategy.costgraph import CostGraph
+
+if TYPE_CHECKING:
+    import highspy
 
 MIP_RELATIVE_GAP = 1e-10
 """HiGHS stops when its incumbent is within this of its bound (relative); the strategy is
@@ -83,6 +89,10 @@ def milp(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
     masks = [np.ones(cost.size, dtype=bool) for cost in graph.vertex_costs] \
         if keep is None else [np.asarray(mask, dtype=bool) for mask in keep]
     kept = [np.flatnonzero(mask) for mask in masks]
+    # (Imported here: HiGHS is needed only by searches under a cap that binds, and
+    # pase-opt's start-up should not pay for it.)
+    import highspy
+
     model = _Model(graph, memory, cap, kept, pairs)
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
@@ -182,6 +192,8 @@ class _Model:
                      for v, kept in enumerate(self.kept))
 
     def lp(self) -> highspy.HighsLp:
+        import highspy
+
         vertices = len(self.kept)
         configs = np.arange(self.integral)
         # One configuration per layer; memory as one row, in units of the cap.
