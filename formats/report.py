@@ -55,7 +55,7 @@ def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown
                      "communication than it saves in compute, so the step runs on one of the "
                      f"{problem.devices} devices (the speedup is over data parallelism, not "
                      "over one device)")
-    if memory is not None:
+    if memory is not None and memory.parts is None:
         lines.append(f"memory {memory.total / GIB:.4g} GiB per device = parameters and "
                      f"gradients {memory.parameters / GIB:.4g} + activations "
                      f"{memory.activations / GIB:.4g}")

@@ -39,6 +39,10 @@ Options:
 - export: FILE writes the plan as JSON (the strategy JSON with "pipeline" and "stages")
 - strategy: FILE reads such a plan back instead of searching (checked against the graph:
   every layer's configuration, the stages in order), and simulates it anew
+- optimizer, precision, recompute, zero, data-parallel: the training step, as for
+  pase-search (each stage's layers charged so; under bf16/fp16 the tensors crossing
+  stage boundaries move in 2 bytes too); the report and the exported plan's "pipeline"
+  give the memory per device by part and the FLOP/s per device
 
 With S = 1 and M = 1 the configurations are exactly pase-search's. pase-autodiff and
 pase-lower-spmd then turn the plan into one pipelined SPMD program, which pase-run
@@ -70,7 +74,7 @@ from pase.dialect.pase import (
 from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
 from pase.formats.strategy_json import load_plan, write_json
 from pase.passes.microbatch import microbatch_problem
-from pase.passes.options import PasePass
+from pase.passes.options import PasePass, check_training, training_options
 from pase.passes.strategy import (
     GraphData,
     Machine,
@@ -79,12 +83,15 @@ from pase.passes.strategy import (
     Progress,
     SearchOptions,
     StageSolver,
+    TrainingOptions,
     collector_paused,
     evaluate_plan,
     gib_up,
+    graph_at_precision,
     read_graph,
     segments,
 )
+from pase.passes.training import format_usage, mark_training, plan_usage
 
 MAX_AUTO_MICROBATCHES = 32
 GIB = 1 << 30
@@ -107,6 +114,11 @@ class PartitionStagesPass(PasePass):
     report: bool = False
     export: str = ""
     strategy: str = ""
+    optimizer: str = "sgd"
+    precision: str = "fp32"
+    recompute: str = "none"
+    zero: str | int = "0"
+    data_parallel: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
@@ -138,6 +150,16 @@ class PartitionStagesPass(PasePass):
             raise Diagnostic(f"{where}: unknown method '{self.method}'; use dp or exhaustive")
         if self.min_shard < 1:
             raise Diagnostic(f"{where}: min-shard must be at least 1, got {self.min_shard}")
+        self.training()
+        if self.data_parallel and isinstance(self.stages, int) and \
+                (self.devices // self.stages) % self.data_parallel:
+            raise Diagnostic(f"{where}: data-parallel={self.data_parallel} does not divide "
+                             f"the {self.devices // self.stages} devices of a stage")
+
+    def training(self) -> TrainingOptions:
+        """The training step the options state (one Diagnostic for a bad one)."""
+        return training_options(self.name, self.devices, self.optimizer, self.precision,
+                                self.recompute, self.zero, self.data_parallel)
 
     def _partition(self, graph: GraphOp) -> dict:
         name = graph.sym_name.data
@@ -171,6 +193,17 @@ class PartitionStagesPass(PasePass):
             raise Diagnostic(f"pase-partition-stages on @{name}: stages={self.stages} but "
                              f"the graph has only {len(cuts) + 1} segments to put in them")
         cap = self.device_memory_gib * GIB if self.device_memory_gib else None
+        training = self.training()
+        options = SearchOptions(min_shard=self.min_shard, training=training)
+        if not training.is_default:
+            try:
+                check_training(self.name, name, training, load_machine(self.machine),
+                               (batch, size))
+            except MachineError as error:
+                raise machine_diagnostic(error, self.name) from None
+            layers, edges = graph_at_precision(data.layers, data.edges, training)
+            data = GraphData(data.name, layers, edges, data.batch, data.pins)
+        model = None if training.is_default else options.model
         if self.strategy:
             try:
                 machine = load_machine(self.machine)
@@ -179,8 +212,11 @@ class PartitionStagesPass(PasePass):
             spec = load_plan(self.strategy, name, self.devices, len(graphs_in(graph)) == 1,
                              data.layers, batch,
                              lambda micro: microbatch_problem(graph, micro))
-            loaded = evaluate_plan(data.layers, data.edges, batch, self.devices,
-                                   machine, spec)
+            try:
+                loaded = evaluate_plan(data.layers, data.edges, batch, self.devices,
+                                       machine, spec, model)
+            except ValueError as error:
+                raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
             if cap is not None and loaded.memory > cap:
                 raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
                                  f"{self.strategy} needs {loaded.memory / GIB:.3g} GiB per "
@@ -191,7 +227,7 @@ class PartitionStagesPass(PasePass):
                 machine = load_machine(self.machine)
                 partitioner = Partitioner(
                     data.layers, data.edges, batch, self.devices, machine, cuts,
-                    StageSolver(machine, batch, SearchOptions(min_shard=self.min_shard)))
+                    StageSolver(machine, batch, options))
                 partitioner.progress = Progress("pase-partition-stages")
                 try:
                     best, least_memory = partitioner.search(stage_counts, micro_counts,
@@ -225,11 +261,22 @@ class PartitionStagesPass(PasePass):
         graph.attributes[PIPELINE_ATTR_NAME] = PipelineAttr(
             self.devices, machine.name, len(best.stages), best.microbatches, best.schedule,
             best.step, best.bubble, best.memory)
+        training = self.training()
+        mark_training(graph, training, best.assignment)
+        batch = data.batch or ""
+        usage = None if training.is_default else plan_usage(data.layers, best, training,
+                                                            self.devices, batch)
         if self.report:
             sys.stderr.write(format_plan(name, best, names))
+            if usage is not None:
+                sys.stderr.write(format_usage(usage) + "\n")
         elif best.gap > 0:
             sys.stderr.write(f"pase-partition-stages on @{name}: warning: {gap_note(best)}\n")
-        return plan_json(name, self.devices, machine, best, names)
+        exported = plan_json(name, self.devices, machine, best, names)
+        if usage is not None:
+            exported["pipeline"].update(usage)
+            exported["training"] = training.json()
+        return exported
 
 
 def graphs_in(graph: GraphOp) -> list[GraphOp]:

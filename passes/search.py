@@ -39,6 +39,13 @@ micro-batch. Options:
 - bounding: true (default) runs the DP on the configurations that lower bounds on the
   cost cannot rule out (`strategy/bound.py`), false on all of them; the same strategy
   bit for bit
+- optimizer (sgd, momentum, adam), precision (fp32, bf16, fp16), recompute (none, full,
+  auto), zero (0, 1, 2, 3, auto), data-parallel (d: every layer's batch dim split
+  exactly d ways; 0, the default, for searched): the training step charged
+  (docs/cost-model.md, "The training step"). When one is not the default, the graph
+  carries `pase.training` (the four options as strings), and with recompute=auto or
+  zero=auto each layer its choices (`pase.recompute`, `pase.zero`); the report and the
+  export give the memory per device by part and the FLOP/s per device
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, 
 from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
 from pase.formats.report import cap_note, format_report
 from pase.formats.strategy_json import StrategyPins, load_strategy, strategy_json, write_json
-from pase.passes.options import PasePass
+from pase.passes.options import PasePass, check_training, training_options
 from pase.passes.strategy import (
     DEFAULT_EFFORT,
     GIB,
@@ -69,6 +76,7 @@ from pase.passes.strategy import (
     SearchError,
     SearchOptions,
     Solution,
+    TrainingOptions,
     build_problem,
     collector_paused,
     gib_up,
@@ -76,6 +84,7 @@ from pase.passes.strategy import (
     solve,
     solve_capped,
 )
+from pase.passes.training import format_usage, graph_batch, mark_training, usage
 
 
 @dataclass(frozen=True)
@@ -98,9 +107,15 @@ class PaseSearchPass(PasePass):
     device_memory_gib: float | int = 0.0
     bounding: bool = True
     effort: int = DEFAULT_EFFORT
+    optimizer: str = "sgd"
+    precision: str = "fp32"
+    recompute: str = "none"
+    zero: str | int = "0"
+    data_parallel: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
+        self.training()
         graphs = [g for g in op.walk() if isinstance(g, GraphOp)]
         exports = [self._search(graph, only_graph=len(graphs) == 1) for graph in graphs]
         if self.export:
@@ -133,11 +148,21 @@ class PaseSearchPass(PasePass):
             raise Diagnostic(f"pase-search: effort must be a number of nodes at least 0 "
                              f"(0 for no bound), got {self.effort}")
 
+    def training(self) -> TrainingOptions:
+        """The training step the options state (one Diagnostic for a bad one)."""
+        training = training_options(self.name, self.devices, self.optimizer, self.precision,
+                                    self.recompute, self.zero, self.data_parallel)
+        if self.compat and not training.is_default:
+            raise Diagnostic(f"{self.name}: the training options need pase's own cost "
+                             "model, not compat=pase")
+        return training
+
     def search_options(self) -> SearchOptions:
         """The engine's options, from this pass's."""
         return SearchOptions(method=self.method, order=self.order, min_shard=self.min_shard,
                              compat=self.compat, bounding=self.bounding, jit=self.jit,
-                             memory_budget=int(float(self.memory_gib) * (1 << 30)))
+                             memory_budget=int(float(self.memory_gib) * (1 << 30)),
+                             training=self.training())
 
     def _search(self, graph: GraphOp, only_graph: bool = True) -> dict:
         name = graph.sym_name.data
@@ -155,6 +180,8 @@ class PaseSearchPass(PasePass):
             with collector_paused():
                 machine = load_machine(self.machine)
                 options = self.search_options()
+                check_training(self.name, name, options.training, machine,
+                               graph_batch(graph))
                 budget = MemoryBudget(options.memory_budget)
                 problem = build_problem(graph, self.devices, machine,
                                         pins.configs if pins else None, options, budget)
@@ -188,17 +215,27 @@ class PaseSearchPass(PasePass):
         data_parallel = problem.cost(problem.data_parallel())
         for layer_name, layer in layers.items():
             layer.attributes[CONFIG_ATTR_NAME] = ConfigAttr(solution.assignment[layer_name])
+        mark_training(graph, options.training, solution.assignment)
         graph.attributes[STRATEGY_ATTR_NAME] = StrategyAttr(
             self.devices, problem.machine.name, breakdown.total, breakdown.compute,
             breakdown.communication, breakdown.redistribution, data_parallel)
         memory = memory_parts(problem, solution.assignment)
+        found = None if memory.parts is None else usage(
+            problem.layer_data, {**memory.parts, "total": memory.total}, breakdown.total,
+            self.devices)
         if self.report:
             sys.stderr.write(format_report(problem, solution.assignment, breakdown,
                                            data_parallel, solution.stats, memory, capped))
+            if found is not None:
+                sys.stderr.write(format_usage(found) + "\n")
         elif capped is not None and not capped.proven:
             sys.stderr.write(f"pase-search on @{name}: warning: {cap_note(capped)}\n")
-        return strategy_json(problem, solution.assignment, breakdown, data_parallel, memory,
-                             capped)
+        exported = strategy_json(problem, solution.assignment, breakdown, data_parallel,
+                                 memory, capped)
+        if found is not None:
+            exported.update(found)
+            exported["training"] = options.training.json()
+        return exported
 
 
 def op_diagnostic(op: Operation, message: str, graph: str) -> Diagnostic:

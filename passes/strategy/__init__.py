@@ -49,7 +49,7 @@ from pase.passes.strategy.memory import (
     solve_capped,
     strategy_memory,
 )
-from pase.passes.strategy.options import SearchOptions
+from pase.passes.strategy.options import DEFAULT_TRAINING, SearchOptions, TrainingOptions
 from pase.passes.strategy.pipeline.evaluate import evaluate_plan
 from pase.passes.strategy.pipeline.microbatch import (
     activation_bytes,
@@ -78,11 +78,22 @@ from pase.passes.strategy.problem import (
 )
 from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.prototype import PrototypeCost
+from pase.passes.strategy.training_cost import (
+    MEMORY_PARTS,
+    TrainingConfig,
+    TrainingCost,
+    graph_at_precision,
+    memory_breakdown,
+    step_flops,
+    update_bytes,
+)
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 from pase.passes.strategy.words import Words, predicted_pipeline_words, predicted_words
 
 __all__ = [
-    "DEFAULT_EFFORT", "GIB", "PRESETS", "SCHEDULES", "Assignment", "Breakdown",
+    "DEFAULT_EFFORT", "DEFAULT_TRAINING", "MEMORY_PARTS", "TrainingConfig", "TrainingCost",
+    "TrainingOptions", "graph_at_precision", "memory_breakdown", "step_flops", "update_bytes",
+    "GIB", "PRESETS", "SCHEDULES", "Assignment", "Breakdown",
     "CappedSolution", "Config",
     "CostModel", "DPResult", "Edge", "GraphData", "Layer", "LayerCost", "LayerCosts",
     "Machine", "Memory", "MemoryBudget", "MemoryCapError", "Partitioner", "PaseCost",

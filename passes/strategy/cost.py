@@ -126,6 +126,46 @@ def group_spans_nodes(factors: tuple[int, ...], grouped: tuple[bool, ...],
     return bool(np.unique(key * count + node).size != np.unique(key).size)
 
 
+@lru_cache(maxsize=65536)
+def group_on_first_node(factors: tuple[int, ...], grouped: tuple[bool, ...],
+                        devices_per_node: int) -> tuple[int, int]:
+    """On the row-major grid `factors`, the size g of the groups of devices that differ
+    only along the `grouped` axes, and how many members of device 0's group are on
+    device 0's node."""
+    strides = [prod(factors[i + 1:]) for i in range(len(factors))]
+    members = [0]
+    for axis, is_grouped in enumerate(grouped):
+        if is_grouped:
+            members = [m + c * strides[axis] for m in members for c in range(factors[axis])]
+    return len(members), sum(1 for m in members if m < devices_per_node)
+
+
+def hierarchical_bandwidth(factors: tuple[int, ...], grouped: tuple[bool, ...],
+                           machine: Machine) -> float:
+    """The bandwidth at which a ring collective among the devices that differ only along
+    the `grouped` axes of the grid `factors` moves its flat ring's words on a machine
+    whose collectives are hierarchical (`Machine.hierarchical`, docs/cost-model.md).
+
+    A group of g devices, g_n of them per node on n = g / g_n nodes, reduces within each
+    node over NVLink ((g_n - 1)/g_n of the words of a flat ring over g_n) and across the
+    nodes over each device's own adapter, every device carrying 1/g_n of the data
+    ((n - 1)/n of it): the flat ring's (g - 1)/g words take the time of those two.
+
+        >>> from pase.passes.strategy.machines import preset
+        >>> hierarchical_bandwidth((32,), (True,), preset("a100-80gb-dgx")) / 1e9
+        144.6...
+    """
+    group, local = group_on_first_node(factors, grouped, machine.devices_per_node)
+    if group <= local or group < 2:
+        return machine.intra_node_bandwidth
+    nodes = group / local
+    flat = (group - 1) / group
+    within = (local - 1) / local / flat
+    across = (nodes - 1) / nodes / local / flat
+    return 1.0 / (within / machine.intra_node_bandwidth
+                  + across / machine.inter_node_bandwidth)
+
+
 class Collectives:
     """Accumulates the ring collectives of one layer under one configuration."""
 
@@ -188,7 +228,13 @@ class Collectives:
 
     def charge(self, words: float, dims: Sequence[str], element_bytes: int) -> None:
         """`words` moved per device among the devices that differ only along `dims`."""
-        seconds = words * element_bytes / self.machine.bandwidth(self._spans(dims))
+        if self.machine.hierarchical:
+            bandwidth = hierarchical_bandwidth(
+                tuple(f for _, f in self.axes), tuple(name in dims for name, _ in self.axes),
+                self.machine)
+        else:
+            bandwidth = self.machine.bandwidth(self._spans(dims))
+        seconds = words * element_bytes / bandwidth
         self.words += words
         self.seconds += seconds
         self.phase_words[self.phase] += words

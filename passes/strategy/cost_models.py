@@ -37,7 +37,7 @@ activations). A model with such terms is a third implementation of this protocol
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -47,7 +47,11 @@ from pase.passes.strategy.layer_costs import LayerCosts, layer_costs
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.pipeline.microbatch import configuration_bytes
 from pase.passes.strategy.prototype import PrototypeCost
+from pase.passes.strategy.training_cost import TrainingCost
 from pase.passes.strategy.vertices import Edge, Layer
+
+if TYPE_CHECKING:
+    from pase.passes.strategy.options import TrainingOptions
 
 
 class CostModel(Protocol):
@@ -62,6 +66,11 @@ class CostModel(Protocol):
     def configs(self, layer: Layer, devices: int, min_shard: int,
                 batch: str | None) -> list[Config]:
         """The configurations the search considers for `layer` on `devices` devices."""
+        ...
+
+    def pinned(self, layer: Layer, config: Config) -> list[Config]:
+        """The configurations of a layer pinned to `config` (the pin itself, or the pin
+        under each per-layer choice the model adds, as `TrainingCost`'s)."""
         ...
 
     def graph_edges(self, edges: Sequence[Edge]) -> list[Edge]:
@@ -104,6 +113,9 @@ class PaseCost:
             configs.append(extra)
         return configs
 
+    def pinned(self, layer: Layer, config: Config) -> list[Config]:
+        return [config]
+
     def graph_edges(self, edges: Sequence[Edge]) -> list[Edge]:
         return list(edges)
 
@@ -128,9 +140,16 @@ PROTOTYPE_COST = PrototypeCost()
 MODELS: dict[str, CostModel] = {"": PASE_COST, "pase": PROTOTYPE_COST}
 
 
-def cost_model(compat: str) -> CostModel:
-    """The model of a `compat` mode: "" pase's own, "pase" the PaSE prototype's. Raises
-    ValueError for another."""
+def cost_model(compat: str, training: TrainingOptions | None = None) -> CostModel:
+    """The model of a `compat` mode: "" pase's own, "pase" the PaSE prototype's, charging
+    the `training` step (`TrainingCost`; the defaults: today's step, `PaseCost`).
+    Raises ValueError for another mode, or a training step with compat=pase."""
     if compat not in MODELS:
         raise ValueError(f"unknown compat mode '{compat}'; the only one is 'pase'")
-    return MODELS[compat]
+    if training is None or training.is_default:
+        return MODELS[compat]
+    training.check()
+    if compat:
+        raise ValueError("the training options (optimizer, precision, recompute, zero, "
+                         "data-parallel) need pase's own cost model, not compat=pase")
+    return TrainingCost(training)

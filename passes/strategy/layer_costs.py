@@ -27,7 +27,7 @@ from math import prod
 
 import numpy as np
 
-from pase.passes.strategy.cost import Config, LayerCost
+from pase.passes.strategy.cost import Config, LayerCost, hierarchical_bandwidth
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.vertices import Layer
 
@@ -92,7 +92,7 @@ def _exact(operation: Callable[[int], float], values: np.ndarray) -> np.ndarray:
     return table[np.searchsorted(np.array(distinct, dtype=np.int64), values)]
 
 
-class _Vectors:
+class Vectors:
     """`cost.Collectives` over all configurations: factors, groups, and the sums each
     charge adds to (seconds and words, in total and per phase)."""
 
@@ -131,6 +131,13 @@ class _Vectors:
         """Each configuration's bandwidth for a collective among the devices that differ
         only along `dims`: `Collectives._spans`, vectorised."""
         grouped = self._grouped(dims)
+        if grouped not in self._bandwidths and self.machine.hierarchical:
+            # Only the split axes form the grid (cost.grid_axes): factors of 1 add none.
+            rows = [tuple(int(f) for f in row) for row in self.factors.tolist()]
+            self._bandwidths[grouped] = np.array([hierarchical_bandwidth(
+                tuple(f for f in row if f > 1),
+                tuple(g for f, g in zip(row, grouped, strict=True) if f > 1), self.machine)
+                for row in rows], dtype=np.float64)
         if grouped not in self._bandwidths:
             spans = _spans_nodes(self.factors, grouped, self.machine.devices_per_node)
             self._bandwidths[grouped] = np.where(spans, self.machine.inter_node_bandwidth,
@@ -217,7 +224,7 @@ def layer_costs(layer: Layer, configs: Sequence[Config], machine: Machine) -> La
     devices_used = factors.prod(axis=1)
     flops_per_point = space.flops_forward + (space.flops_backward if layer.backward else 0.0)
     flops = _exact(lambda used: flops_per_point * space.points / used, devices_used)
-    comm = _Vectors(layer, factors, machine)
+    comm = Vectors(layer, factors, machine)
     result = layer.result
     backward = any(layer.grads)
 

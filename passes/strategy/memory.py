@@ -54,6 +54,7 @@ from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.pipeline.microbatch import activation_bytes, parameter_bytes
 from pase.passes.strategy.problem import Assignment, Problem, collector_paused
 from pase.passes.strategy.prune import prune
+from pase.passes.strategy.training_cost import TrainingCost, memory_breakdown
 
 GIB = 1 << 30
 
@@ -78,10 +79,14 @@ DEFAULT_EFFORT = 100
 
 @dataclass(frozen=True)
 class Memory:
-    """Bytes one device holds: parameters with their gradients, and activations."""
+    """Bytes one device holds: parameters with their gradients (and optimizer state),
+    and activations; `parts`, under training options, the breakdown by
+    `training_cost.MEMORY_PARTS` ("recomputed": the largest result a recomputed layer
+    holds again during its backward, not in `total`)."""
 
     parameters: float
     activations: float
+    parts: dict[str, float] | None = None
 
     @property
     def total(self) -> float:
@@ -95,8 +100,14 @@ def strategy_memory(problem: Problem, assignment: Mapping[str, Config]) -> float
 
 
 def memory_parts(problem: Problem, assignment: Mapping[str, Config]) -> Memory:
-    return Memory(parameter_bytes(problem.layer_data, assignment),
-                  activation_bytes(problem.layer_data, assignment))
+    """The bytes per device of `assignment`, by part."""
+    model = problem.model
+    if not isinstance(model, TrainingCost):
+        return Memory(parameter_bytes(problem.layer_data, assignment),
+                      activation_bytes(problem.layer_data, assignment))
+    parts = memory_breakdown(model, problem.layer_data, assignment)
+    return Memory(parts["parameters"] + parts["gradients"] + parts["optimizer_state"],
+                  parts["activations"], parts)
 
 
 def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
@@ -104,11 +115,8 @@ def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
     `problem.config_lists`) with the activations of `in_flight` micro-batches held at
     once (a pipeline stage's, `schedule.in_flight`); a strategy's memory is the sum of
     its choices'."""
-    vectors = []
-    for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True):
-        vectors.append(np.array([parameter_bytes([layer], {layer.name: config})
-                                 + in_flight * activation_bytes([layer], {layer.name: config})
-                                 for config in configs], dtype=np.float64))
+    vectors = [problem.model.memory(layer, configs, in_flight)
+               for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True)]
     return one_array_each(vectors)
 
 

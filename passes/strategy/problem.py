@@ -53,6 +53,7 @@ from pase.passes.strategy.tables import (
     edge_kind_key,
     layer_kind_key,
 )
+from pase.passes.strategy.training_cost import choices_key, copy_config, with_dims
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 Assignment = dict[str, Config]
@@ -180,7 +181,7 @@ class Problem:
                     config = {d: f for d, f in pin.items() if f != 1}
                     check_pinned(layer, config, devices)
                     fixed[layer.name] = config
-                    config_lists.append([config])
+                    config_lists.append(model.pinned(layer, config))
                     continue
                 shared = (kinds[0][len(config_lists)], devices) if kinds else None
                 if tables is not None and shared in tables.configs:
@@ -417,7 +418,8 @@ class Problem:
         for layer in self.layer_data:
             if layer.name not in assignment:
                 raise KeyError(f"the assignment has no configuration for layer '{layer.name}'")
-            configs.append({d: f for d, f in assignment[layer.name].items() if f != 1})
+            given = assignment[layer.name]
+            configs.append(with_dims(given, {d: f for d, f in given.items() if f != 1}))
         return configs
 
     def breakdown(self, assignment: Mapping[str, Mapping[str, int]]) -> Breakdown:
@@ -442,7 +444,7 @@ class Problem:
                 layer_compute = float(parts[0][positions[i]])
                 layer_communication = float(parts[1][positions[i]])
             else:
-                key = (kind, tuple(config.items()))
+                key = (kind, tuple(config.items()), choices_key(config))
                 if key not in costs_of:
                     costs_of[key] = self._layer_cost(layer, config)
                 layer_compute = costs_of[key].compute
@@ -488,7 +490,7 @@ class Problem:
 
     def assignment(self, choice: Sequence[int]) -> Assignment:
         """The assignment of configuration indices `choice` (one per layer, in order)."""
-        return {name: dict(self.config_lists[i][c])
+        return {name: copy_config(self.config_lists[i][c])
                 for i, (name, c) in enumerate(zip(self.layers, choice, strict=True))}
 
     def data_parallel(self) -> Assignment:
@@ -498,9 +500,10 @@ class Problem:
                 for layer in self.layer_data}
 
 
-def _config_key(config: Config) -> tuple[tuple[str, int], ...]:
+def _config_key(config: Config) -> tuple[object, ...]:
     """A configuration as a key, whatever the order of its dims and without factors of 1."""
-    return tuple(sorted((dim, factor) for dim, factor in config.items() if factor != 1))
+    return (tuple(sorted((dim, factor) for dim, factor in config.items() if factor != 1))
+            + choices_key(config))
 
 
 def _numbers(items: Sequence[object]) -> list[int]:
@@ -522,7 +525,8 @@ def _list_numbers(config_lists: list[list[Config]]) -> list[int]:
     numbers = []
     for configs in config_lists:
         if id(configs) not in by_list:
-            contents = tuple(tuple(config.items()) for config in configs)
+            contents = tuple((tuple(config.items()), choices_key(config))
+                             for config in configs)
             by_list[id(configs)] = by_contents.setdefault(contents, len(by_contents))
         numbers.append(by_list[id(configs)])
     return numbers

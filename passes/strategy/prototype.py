@@ -262,6 +262,9 @@ class PrototypeCost:
                 batch: str | None) -> list[Config]:
         return enumerate_configs(layer.space, devices, min_shard)
 
+    def pinned(self, layer: Layer, config: Config) -> list[Config]:
+        return [config]
+
     def graph_edges(self, edges: Sequence[Edge]) -> list[Edge]:
         return prototype_edges(edges)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.pipeline.bounds import SLACK, critical_path
 from pase.passes.strategy.pipeline.microbatch import Micro, edges_at, microbatch_layers
@@ -30,11 +31,12 @@ from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 
 def evaluate_plan(layers: Sequence[Layer], edges: Sequence[Edge], batch: str, devices: int,
-                  machine: Machine, spec: PlanSpec) -> PipelinePlan:
+                  machine: Machine, spec: PlanSpec, model: CostModel | None = None
+                  ) -> PipelinePlan:
     """The plan `spec` of the graph of `layers` and `edges` on `devices` devices of
     `machine`, its stages in the given configurations, simulated. Raises ValueError
     where the stages do not begin at 0 in ascending order, or the micro-batches do not
-    divide `batch`."""
+    divide `batch`. `model` charges the training step (default: today's)."""
     bounds = list(spec.bounds)
     if not bounds or bounds[0] != 0 or bounds != sorted(set(bounds)) or \
             bounds[-1] >= len(layers):
@@ -49,7 +51,8 @@ def evaluate_plan(layers: Sequence[Layer], edges: Sequence[Edge], batch: str, de
         stage_layers = micro.layers[start:stop]
         solved.append(solved_stage(stage_layers, [edge for _, edge in inside],
                                    {layer.name: dict(spec.assignment[layer.name])
-                                    for layer in stage_layers}, group, machine, memo))
+                                    for layer in stage_layers}, group, machine, memo,
+                                   model=model))
     plan = assemble(bounds, len(layers), solved, spec.microbatches, spec.schedule, devices,
                     Transfers(edges, bounds[1:], devices, machine).transfers(bounds, solved,
                                                                              micro))

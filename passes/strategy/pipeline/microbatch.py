@@ -92,6 +92,22 @@ def parameter_bytes(layers: Sequence[Layer], assignment: Mapping[str, Config]) -
     return total
 
 
+def stage_bytes(layers: Sequence[Layer], assignment: Mapping[str, Config],
+                model: object = None) -> tuple[float, float]:
+    """(`parameter_bytes`, `activation_bytes`) of `layers`, or, where `model` has a
+    `memory_breakdown` (`TrainingCost`), its parameters, gradients and optimizer state,
+    and its kept activations."""
+    breakdown = getattr(model, "memory_breakdown", None)
+    if breakdown is None:
+        return parameter_bytes(layers, assignment), activation_bytes(layers, assignment)
+    fixed = kept = 0.0
+    for layer in layers:
+        parts = breakdown(layer, assignment[layer.name])
+        fixed += parts["parameters"] + parts["gradients"] + parts["optimizer_state"]
+        kept += parts["activations"]
+    return fixed, kept
+
+
 def configuration_bytes(layer: Layer, configs: Sequence[Config], in_flight: int = 1
                         ) -> np.ndarray:
     """The bytes one device holds of `layer` under each of `configs`: its parameters and

@@ -47,7 +47,7 @@ from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
-from pase.passes.strategy.pipeline.microbatch import Micro, activation_bytes, parameter_bytes
+from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
 from pase.passes.strategy.pipeline.schedule import in_flight
 from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
@@ -254,15 +254,16 @@ class Partitioner:
         assert micro.kinds is not None
         lists = Problem.from_layers(micro.layers, micro.edges, group, self.machine,
                                     batch=self.batch, min_shard=solver.min_shard,
-                                    tables=solver.tables, kinds=micro.kinds).config_lists
+                                    tables=solver.tables, kinds=micro.kinds,
+                                    model=solver.options.model).config_lists
         holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
         sums = {held: [0.0] for held in set(holds)}
         for layer, kind, configs in zip(micro.layers, micro.kinds[0], lists, strict=True):
             key = (kind, group)
             if key not in self._layer_memory:  # (parameters, activations) per config
-                self._layer_memory[key] = (
-                    np.array([parameter_bytes([layer], {layer.name: c}) for c in configs]),
-                    np.array([activation_bytes([layer], {layer.name: c}) for c in configs]))
+                parts = [stage_bytes([layer], {layer.name: c}, solver.model) for c in configs]
+                self._layer_memory[key] = (np.array([fixed for fixed, _ in parts]),
+                                           np.array([kept for _, kept in parts]))
             params, acts = self._layer_memory[key]
             for held, prefix in sums.items():
                 prefix.append(prefix[-1] + float((params + held * acts).min()))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config, edge_costs
+from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import layer_cost
 from pase.passes.strategy.machines import Machine
@@ -31,14 +32,14 @@ from pase.passes.strategy.memory import BoundReached, MemoryCapError, solve_capp
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.pipeline.microbatch import (
     Micro,
-    activation_bytes,
     edges_at,
     microbatch_layers,
-    parameter_bytes,
+    stage_bytes,
 )
 from pase.passes.strategy.pipeline.plan import SolvedStage, StageCost
 from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.problem import Problem, SharedTables
+from pase.passes.strategy.training_cost import choices_key, copy_config
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 Kinds = tuple[list[int], list[int]]
@@ -75,7 +76,7 @@ def cut(layers: Sequence[Layer], edges: Sequence[Edge], kinds: Kinds, start: int
 def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
                assignment: Mapping[str, Config], devices: int,
                machine: Machine, memo: dict | None = None,
-               kinds: Kinds | None = None) -> StageCost:
+               kinds: Kinds | None = None, model: CostModel | None = None) -> StageCost:
     """The times of a stage whose `layers` (micro-batch shapes) run under `assignment`
     on `devices` devices; `edges` are those between two of its layers, numbered
     within `layers`. `memo` keeps each layer's and edge's seconds under its
@@ -84,13 +85,14 @@ def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
     `SharedTables` gives them) repeated blocks share those entries too."""
     memo = {} if memo is None else memo
     forward = backward = allreduce = 0.0
-    configs = [dict(assignment[layer.name]) for layer in layers]
+    configs = [copy_config(assignment[layer.name]) for layer in layers]
     frozen = [_frozen(config) for config in configs]
     for index, (layer, config) in enumerate(zip(layers, configs, strict=True)):
         key: tuple = ((kinds[0][index],) if kinds is not None else (layer.name, layer.space)
                       ) + (frozen[index],)
         if key not in memo:
-            cost = layer_cost(layer, config, machine)
+            cost = (layer_cost(layer, config, machine) if model is None
+                    else model.layer_costs(layer, [config], machine)[0])
             memo[key] = (cost.forward, cost.backward, cost.param_communication)
         ahead, back, once = memo[key]
         forward += ahead
@@ -103,7 +105,7 @@ def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
                (producer.name, consumer.name, edge.held, edge.needed, edge.backward)) + ends
         if key not in memo:
             memo[key] = _edge_seconds(edge, producer, configs[edge.producer], consumer,
-                                      configs[edge.consumer], devices, machine)
+                                      configs[edge.consumer], devices, machine, model)
         ahead, back = memo[key]
         if carries_param(edge):
             allreduce += ahead + back
@@ -113,31 +115,34 @@ def stage_cost(layers: Sequence[Layer], edges: Sequence[Edge],
     return StageCost(forward, backward, allreduce)
 
 
-def _frozen(config: Config) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(config.items()))
+def _frozen(config: Config) -> tuple[object, ...]:
+    return tuple(sorted(config.items())) + choices_key(config)
 
 
 def _edge_seconds(edge: Edge, producer: Layer, producer_config: Config, consumer: Layer,
-                  consumer_config: Config, devices: int, machine: Machine
-                  ) -> tuple[float, float]:
+                  consumer_config: Config, devices: int, machine: Machine,
+                  model: CostModel | None = None) -> tuple[float, float]:
     """(forward, backward) redistribution seconds of an edge inside a stage."""
-    both = float(edge_costs(edge, producer, [producer_config], consumer, [consumer_config],
-                            devices, machine)[0, 0])
+    costs = edge_costs if model is None else model.edge_costs
+    both = float(costs(edge, producer, [producer_config], consumer, [consumer_config],
+                       devices, machine)[0, 0])
     if not edge.backward:
         return both, 0.0
-    ahead = float(edge_costs(replace(edge, backward=False), producer, [producer_config],
-                             consumer, [consumer_config], devices, machine)[0, 0])
+    ahead = float(costs(replace(edge, backward=False), producer, [producer_config],
+                        consumer, [consumer_config], devices, machine)[0, 0])
     return ahead, both - ahead
 
 
 def solved_stage(layers: Sequence[Layer], edges: Sequence[Edge],
                  assignment: dict[str, Config], devices: int, machine: Machine,
-                 memo: dict, kinds: Kinds | None = None, gap: float = 0.0) -> SolvedStage:
-    """A stage in `assignment`'s configurations: its times and bytes (`stage_cost`)."""
+                 memo: dict, kinds: Kinds | None = None, gap: float = 0.0,
+                 model: CostModel | None = None) -> SolvedStage:
+    """A stage in `assignment`'s configurations: its times and bytes (`stage_cost`),
+    charged by `model` (default: today's step, `PaseCost`'s formulas)."""
     return SolvedStage(assignment,
-                       stage_cost(layers, edges, assignment, devices, machine, memo, kinds),
-                       parameter_bytes(layers, assignment),
-                       activation_bytes(layers, assignment), gap)
+                       stage_cost(layers, edges, assignment, devices, machine, memo, kinds,
+                                  model),
+                       *stage_bytes(layers, assignment, model), gap)
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,9 @@ class StageSolver:
         self.options = options
         self.min_shard = options.min_shard
         self.memory_budget = options.memory_budget
+        self.model: CostModel | None = (None if options.training.is_default
+                                        else options.model)
+        """The training step's model (None: today's step, `stage_cost`'s own)."""
         self.tables = SharedTables(machine, batch, options.min_shard, options.model,
                                    limit=options.memory_budget // 4)
         self._solved: dict[tuple, tuple[tuple[Config, ...], float] | None] = {}
@@ -220,7 +228,7 @@ class StageSolver:
         if solved is None:
             return None
         configs, gap = solved
-        return StageSolution({layer.name: dict(config)
+        return StageSolution({layer.name: copy_config(config)
                               for layer, config in zip(part.layers, configs, strict=True)},
                              gap)
 
@@ -324,6 +332,6 @@ class StageTable:
         solution = self.solver.solve(part, devices, memory, in_flight, enough)
         result = None if solution is None else solved_stage(
             part.layers, part.edges, solution.assignment, devices, self.machine,
-            self._memo, part.kinds, solution.gap)
+            self._memo, part.kinds, solution.gap, self.solver.model)
         self._stages[key] = result
         return result

@@ -1,0 +1,370 @@
+"""The training step people run, as a cost model: optimizer state, precision,
+recomputation, ZeRO and a pinned data-parallel degree (`TrainingOptions`).
+
+`TrainingCost` is `PaseCost` (docs/cost-model.md) with the terms of "The training step"
+in docs/cost-model.md added, each a vector over the configurations like the others, so
+the DP, the bounds, the capped search and the stage solver see them without change:
+
+- compute at the machine's peak for the precision (`Machine.peak`); f32 activations and
+  their gradients, and the collectives and redistributions that move them, in 2 bytes
+  under bf16/fp16 (`at_precision`);
+- the optimizer update, memory-bound: the bytes it reads and writes of each parameter
+  element (`update_bytes`) over the device's HBM bandwidth, once per step;
+- recomputation: the layer's forward (compute and collectives) again in its backward,
+  and its kept activations its inputs instead of its result;
+- ZeRO: optimizer state (stage 1), gradients (2) and parameters (3) of each parameter
+  sharded over its replicas, the devices that differ only along split dims the parameter
+  does not range over (its gradient's all-reduce group; the batch factor of a
+  data-parallel configuration); stage 3 all-gathers the parameter before the forward
+  and the backward instead of after the update.
+
+`recompute=auto` and `zero=auto` are per-layer choices: `configs` lists each
+configuration once per choice (`TrainingConfig`, a configuration carrying them), so the
+exact search decides them with the configurations.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy.from_ir import read_graph
+    >>> from pase.passes.strategy.options import TrainingOptions
+    >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+    >>> model = TrainingCost(TrainingOptions(optimizer="adam", zero="1"))
+    >>> parts = model.memory_breakdown(mlp.layers[0], {"b": 4})
+    >>> parts["optimizer_state"] == 2 * 4 * 256 * 1024 / 4     # Adam, sharded 4 ways
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pase.passes.strategy.configs import data_parallel, enumerate_configs
+from pase.passes.strategy.cost import Config, EdgeEnd, edge_costs
+from pase.passes.strategy.layer_costs import LayerCosts, Vectors, factor_matrix, layer_costs
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse
+
+if TYPE_CHECKING:
+    from pase.passes.strategy.options import TrainingOptions
+
+MEMORY_PARTS = ("parameters", "gradients", "optimizer_state", "activations", "recomputed")
+"""The memory breakdown's parts, bytes per device (`memory_breakdown`)."""
+
+
+class TrainingConfig(dict[str, int]):
+    """A configuration (split factors) with a layer's training choices: whether its
+    forward is recomputed and its ZeRO stage. Its items are the split factors only, so
+    everything that reads a configuration's dims reads it unchanged.
+
+        >>> TrainingConfig({"b": 4}, recompute=True, zero=1)
+        TrainingConfig({'b': 4}, recompute=True, zero=1)
+        >>> TrainingConfig({"b": 4}) == {"b": 4}, TrainingConfig({"b": 4}, zero=1) == {"b": 4}
+        (True, False)
+    """
+
+    __slots__ = ("recompute", "zero")
+
+    def __init__(self, dims: Config | None = None, recompute: bool = False, zero: int = 0):
+        super().__init__(dims or {})
+        self.recompute = recompute
+        self.zero = zero
+
+    def __eq__(self, other: object) -> bool:
+        return dict.__eq__(self, other) is True and choices_key(self) == choices_key(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"TrainingConfig({dict(self)!r}, recompute={self.recompute}, "
+                f"zero={self.zero})")
+
+    def copy(self) -> TrainingConfig:
+        return TrainingConfig(self, self.recompute, self.zero)
+
+    def with_dims(self, dims: Config) -> TrainingConfig:
+        """These choices on other split factors."""
+        return TrainingConfig(dims, self.recompute, self.zero)
+
+
+def choices_key(config: object) -> tuple[object, ...]:
+    """A configuration's training choices as a key: () for a plain configuration."""
+    if isinstance(config, TrainingConfig):
+        return (config.recompute, config.zero)
+    return ()
+
+
+def copy_config(config: Config) -> Config:
+    """A copy of `config` that keeps its training choices."""
+    return config.copy() if isinstance(config, TrainingConfig) else dict(config)
+
+
+def with_dims(config: Mapping[str, int], dims: Config) -> Config:
+    """`dims` with `config`'s training choices (if any)."""
+    return config.with_dims(dims) if isinstance(config, TrainingConfig) else dict(dims)
+
+
+def update_bytes(training: TrainingOptions) -> int:
+    """Bytes the optimizer update reads and writes per parameter element: the fp32
+    weight (read, write), the gradient (read), each fp32 state word (read, write), and
+    under bf16/fp16 the low-precision copy of the weight (write).
+
+        >>> from pase.passes.strategy.options import TrainingOptions
+        >>> update_bytes(TrainingOptions()), update_bytes(TrainingOptions(optimizer="adam"))
+        (12, 28)
+        >>> update_bytes(TrainingOptions(optimizer="adam", precision="bf16"))
+        28
+    """
+    low = training.precision != "fp32"
+    gradient = training.element_bytes
+    return 8 + gradient + 8 * training.state_words + (2 if low else 0)
+
+
+@lru_cache(maxsize=4096)
+def _lowered(use: TensorUse, element_bytes: int) -> TensorUse:
+    return replace(use, element_bytes=element_bytes) if use.element_bytes == 4 else use
+
+
+def at_precision(layer: Layer, element_bytes: int) -> Layer:
+    """`layer` with its f32 tensors `element_bytes` wide (2 under bf16/fp16)."""
+    if element_bytes == 4:
+        return layer
+    return replace(layer, operands=tuple(_lowered(use, element_bytes)
+                                         for use in layer.operands),
+                   result=_lowered(layer.result, element_bytes))
+
+
+class TrainingCost:
+    """pase's analytical model of a training step with `TrainingOptions` (module
+    docstring); `cost_models.cost_model` chooses it when an option is not the default."""
+
+    name = ""
+    shares_ends = True
+
+    def __init__(self, training: TrainingOptions):
+        self.training = training
+
+    # -- the configuration space -------------------------------------------------------
+
+    def _defaults(self) -> tuple[bool, int]:
+        """The choices of a configuration that carries none (a pinned one)."""
+        return (self.training.recompute == "full",
+                0 if self.training.zero == "auto" else int(self.training.zero))
+
+    def choices(self, config: Config) -> tuple[bool, int]:
+        """(recomputed, ZeRO stage) of a configuration."""
+        if isinstance(config, TrainingConfig):
+            return config.recompute, config.zero
+        return self._defaults()
+
+    def variants(self, layer: Layer, config: Config) -> list[Config]:
+        """`config` under each training choice the search has for `layer`."""
+        recompute = self.training.recompute_choices if layer.backward else (False,)
+        zero = self.training.zero_choices if any(layer.params) else (0,)
+        return [TrainingConfig(config, r, z) for r in recompute for z in zero]
+
+    def configs(self, layer: Layer, devices: int, min_shard: int,
+                batch: str | None) -> list[Config]:
+        configs = enumerate_configs(layer.space, devices, min_shard)
+        extra = data_parallel(layer, batch, devices)
+        if extra not in configs:
+            configs.append(extra)
+        pinned = self.training.data_parallel
+        if pinned is not None and batch is not None and batch in layer.space.names:
+            configs = [c for c in configs if c.get(batch, 1) == pinned]
+            exact = {batch: pinned} if pinned > 1 else {}
+            if not configs and layer.space.dim(batch).size % pinned == 0:
+                configs = [exact]
+            if not configs:
+                raise ValueError(f"layer '{layer.name}': data-parallel={pinned} does not "
+                                 f"divide its batch {batch} = {layer.space.dim(batch).size}")
+        return [variant for config in configs for variant in self.variants(layer, config)]
+
+    def pinned(self, layer: Layer, config: Config) -> list[Config]:
+        """A pinned layer's configurations: its pin under each training choice."""
+        return self.variants(layer, config)
+
+    def graph_edges(self, edges: Sequence[Edge]) -> list[Edge]:
+        return list(edges)
+
+    # -- time --------------------------------------------------------------------------
+
+    def machine_at_precision(self, machine: Machine) -> Machine:
+        """`machine` computing at the precision's peak (ValueError if it has none)."""
+        rate = machine.peak(self.training.precision)
+        return machine if rate == machine.flops else replace(machine, flops=rate)
+
+    def layer_costs(self, layer: Layer, configs: Sequence[Config],
+                    machine: Machine) -> LayerCosts:
+        low = at_precision(layer, self.training.element_bytes)
+        machine = self.machine_at_precision(machine)
+        plain = [dict(config) for config in configs]
+        base = layer_costs(low, plain, machine)
+        chosen = [self.choices(config) for config in configs]
+        recompute = np.array([r for r, _ in chosen], dtype=bool) & layer.backward
+        zero = np.array([z for _, z in chosen], dtype=np.int64)
+        factors = factor_matrix(low.space.names, plain)
+        vectors = Vectors(low, factors, machine)
+        gathers = np.zeros(len(configs))
+        gather_words = np.zeros(len(configs))
+        elements = np.zeros(len(configs))
+        for use, group in self._parameters(low, vectors):
+            block = use.elements / vectors.factor([d for d in use.dims if d is not None])
+            shard = np.where(zero >= 1, group, 1)
+            elements += block / shard
+        if (zero == 3).any():
+            vectors.phase = "param"
+            for use in self._reduced_parameters(low):
+                missing = [d.name for d in low.space.dims if d.name not in use.dims]
+                block = use.elements / vectors.factor([d for d in use.dims if d is not None])
+                vectors.all_gather(block, missing, use.element_bytes)
+            gathers = np.where(zero == 3, vectors.seconds, 0.0)
+            gather_words = np.where(zero == 3, vectors.words, 0.0)
+        update = np.zeros(len(configs))
+        if machine.hbm_bandwidth and layer.backward:
+            update = elements * update_bytes(self.training) / machine.hbm_bandwidth
+        # ZeRO-3: the parameter's all-gather before the forward and before the backward
+        # replaces the one after the update that the ring all-reduce (reduce-scatter +
+        # all-gather) stands for: one all-gather more in all.
+        return LayerCosts(
+            base.compute + np.where(recompute, base.forward_compute, 0.0) + update,
+            base.communication + np.where(recompute, base.forward_communication, 0.0)
+            + gathers,
+            base.words + gather_words,
+            base.forward_compute,
+            base.forward_communication + gathers,
+            base.param_communication - gathers + update,
+            base.param_words - gather_words)
+
+    @staticmethod
+    def _parameters(layer: Layer, vectors: Vectors) -> list[tuple[TensorUse, np.ndarray]]:
+        """Each parameter operand and the size of its replica group under each
+        configuration (the devices that differ only along split dims it lacks)."""
+        params = layer.params or (False,) * len(layer.operands)
+        result = []
+        for use, param in zip(layer.operands, params, strict=True):
+            if param:
+                missing = [d.name for d in layer.space.dims if d.name not in use.dims]
+                result.append((use, vectors.group(missing)))
+        return result
+
+    @staticmethod
+    def _reduced_parameters(layer: Layer) -> list[TensorUse]:
+        """The parameter operands whose gradient the layer all-reduces once per step."""
+        params = layer.params or (False,) * len(layer.operands)
+        return [use for index, (use, grad, param)
+                in enumerate(zip(layer.operands, layer.grads, params, strict=True))
+                if param and grad and index not in layer.space.kernel_reduced_grads]
+
+    def edge_costs(self, edge: Edge, producer: Layer, producer_configs: Sequence[Config],
+                   consumer: Layer, consumer_configs: Sequence[Config], devices: int,
+                   machine: Machine, compiled: bool = False,
+                   ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
+        bytes_ = self.training.element_bytes
+        if bytes_ != 4:
+            edge = replace(edge, held=_lowered(edge.held, bytes_),
+                           needed=_lowered(edge.needed, bytes_))
+        return edge_costs(edge, producer, producer_configs, consumer, consumer_configs,
+                          devices, machine, compiled, ends)
+
+    # -- memory ------------------------------------------------------------------------
+
+    def memory_breakdown(self, layer: Layer, config: Config) -> dict[str, float]:
+        """Bytes one device holds of `layer` under `config`, by part (`MEMORY_PARTS`):
+        parameters (fp32, or the bf16/fp16 copy), gradients, optimizer state (with the
+        fp32 master weights under bf16/fp16), the activations kept for one micro-batch,
+        and the result a recomputed layer holds again during its backward."""
+        training = self.training
+        recompute, zero = self.choices(config)
+        recompute = recompute and layer.backward
+        low = at_precision(layer, training.element_bytes)
+        vectors = Vectors(low, factor_matrix(low.space.names, [dict(config)]),
+                          Machine("", 1.0, 1.0, 1.0, 1))
+        parts = dict.fromkeys(MEMORY_PARTS, 0.0)
+        state_bytes = 4 * training.state_words + (4 if training.precision != "fp32" else 0)
+        for use, group in self._parameters(low, vectors):
+            block = use.elements / float(vectors.factor(
+                [d for d in use.dims if d is not None])[0])
+            replicas = float(group[0])
+            parts["parameters"] += block * use.element_bytes / (replicas if zero >= 3 else 1)
+            parts["gradients"] += block * use.element_bytes / (replicas if zero >= 2 else 1)
+            parts["optimizer_state"] += block * state_bytes / (replicas if zero >= 1 else 1)
+        result = low.result.elements / float(vectors.factor(
+            [d for d in low.result.dims if d is not None])[0]) * low.result.element_bytes
+        if recompute:
+            params = low.params or (False,) * len(low.operands)
+            parts["activations"] = sum(
+                use.elements / float(vectors.factor([d for d in use.dims
+                                                     if d is not None])[0])
+                * use.element_bytes for use, param in zip(low.operands, params, strict=True)
+                if not param)
+            parts["recomputed"] = result
+        else:
+            parts["activations"] = result
+        return parts
+
+    def memory(self, layer: Layer, configs: Sequence[Config],
+               in_flight: int = 1) -> np.ndarray:
+        """Parameters, gradients and optimizer state, plus `in_flight` times the kept
+        activations (the transient recomputed result is not summed: at most one
+        layer's is live at a time, `memory_breakdown` reports it)."""
+        values = []
+        for config in configs:
+            parts = self.memory_breakdown(layer, config)
+            values.append(parts["parameters"] + parts["gradients"]
+                          + parts["optimizer_state"] + in_flight * parts["activations"])
+        return np.array(values, dtype=np.float64)
+
+
+def memory_breakdown(model: TrainingCost, layers: Sequence[Layer],
+                     assignment: Mapping[str, Config], in_flight: int = 1
+                     ) -> dict[str, float]:
+    """Bytes one device holds of `layers` under `assignment`, by part (`MEMORY_PARTS`),
+    with the kept activations of `in_flight` micro-batches; "recomputed" is the largest
+    result a recomputed layer holds again (one at a time), and "total" their sum but
+    for it (what a memory cap compares).
+
+        >>> from pase.frontend import parse_file
+        >>> from pase.passes.strategy.from_ir import read_graph
+        >>> from pase.passes.strategy.options import TrainingOptions
+        >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+        >>> parts = memory_breakdown(TrainingCost(TrainingOptions(optimizer="momentum")),
+        ...                          mlp.layers, {layer.name: {} for layer in mlp.layers})
+        >>> parts["optimizer_state"] == parts["parameters"] == parts["gradients"]
+        True
+    """
+    parts = dict.fromkeys(MEMORY_PARTS, 0.0)
+    for layer in layers:
+        for part, value in model.memory_breakdown(layer, assignment[layer.name]).items():
+            parts[part] = max(parts[part], value) if part == "recomputed" \
+                else parts[part] + value
+    parts["activations"] *= in_flight
+    parts["total"] = sum(value for part, value in parts.items() if part != "recomputed")
+    return parts
+
+
+def step_flops(layers: Sequence[Layer]) -> float:
+    """The FLOPs of one training step of `layers` (forward, and backward where a layer
+    has one): the model's work, which a recomputed forward does not add to. Divided
+    by the step and the devices, the achieved FLOP/s per device."""
+    return sum((layer.space.flops_forward
+                + (layer.space.flops_backward if layer.backward else 0.0))
+               * layer.space.points for layer in layers)
+
+
+def graph_at_precision(layers: Sequence[Layer], edges: Sequence[Edge],
+                       training: TrainingOptions) -> tuple[list[Layer], list[Edge]]:
+    """`layers` and `edges` with their f32 tensors at the precision's width, for the
+    parts of the pipeline model that read tensor widths directly (the transfers between
+    stages)."""
+    width = training.element_bytes
+    if width == 4:
+        return list(layers), list(edges)
+    return ([at_precision(layer, width) for layer in layers],
+            [replace(edge, held=_lowered(edge.held, width),
+                     needed=_lowered(edge.needed, width)) for edge in edges])
