@@ -135,11 +135,24 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
     """Build a Machine from a TOML table or a strategy file's "machine" object."""
     required = ("flops", "intra_node_bandwidth", "inter_node_bandwidth")
     values: dict[str, float] = {}
+    optional = ("bf16_flops", "fp16_flops", "hbm_bandwidth")
     for key in data:
-        if key not in ("name", "source", "devices_per_node", *required):
+        if key not in ("name", "source", "devices_per_node", "hierarchical", *required,
+                       *optional):
             raise MachineError(f"unknown key '{key}'; expected name, flops, "
                                "intra_node_bandwidth, inter_node_bandwidth, "
-                               "devices_per_node, source", where, key=key)
+                               "devices_per_node, source, bf16_flops, fp16_flops, "
+                               "hbm_bandwidth, hierarchical", where, key=key)
+    for key in optional:
+        if key in data:
+            number = _finite(data[key])
+            if number is None or number < 0:
+                raise MachineError(f"'{key}' must be a number of at least 0, got "
+                                   f"{data[key]!r}", where, key=key)
+            values[key] = number
+    if not isinstance(data.get("hierarchical", False), bool):
+        raise MachineError(f"'hierarchical' must be true or false, got "
+                           f"{data['hierarchical']!r}", where, key="hierarchical")
     for key in required:
         value = data.get(key)
         if value is None:
@@ -160,4 +173,6 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
                            where, key="devices_per_node")
     return Machine(str(data.get("name", os.path.basename(where))), values["flops"],
                    values["intra_node_bandwidth"], values["inter_node_bandwidth"], per_node,
-                   str(data.get("source", "")))
+                   str(data.get("source", "")), values.get("bf16_flops", 0.0),
+                   values.get("fp16_flops", 0.0), values.get("hbm_bandwidth", 0.0),
+                   bool(data.get("hierarchical", False)))
