@@ -88,6 +88,7 @@ from pase.passes.strategy import (
     evaluate_plan,
     gib_up,
     graph_at_precision,
+    mark_checkpoints,
     read_graph,
     segments,
 )
@@ -202,6 +203,8 @@ class PartitionStagesPass(PasePass):
             except MachineError as error:
                 raise machine_diagnostic(error, self.name) from None
             layers, edges = graph_at_precision(data.layers, data.edges, training)
+            if training.recompute != "none":
+                layers = mark_checkpoints(layers, index)
             data = GraphData(data.name, layers, edges, data.batch, data.pins)
         model = None if training.is_default else options.model
         if self.strategy:

@@ -83,6 +83,7 @@ from pase.passes.strategy.training_cost import (
     TrainingConfig,
     TrainingCost,
     graph_at_precision,
+    mark_checkpoints,
     memory_breakdown,
     step_flops,
     update_bytes,
@@ -92,7 +93,8 @@ from pase.passes.strategy.words import Words, predicted_pipeline_words, predicte
 
 __all__ = [
     "DEFAULT_EFFORT", "DEFAULT_TRAINING", "MEMORY_PARTS", "TrainingConfig", "TrainingCost",
-    "TrainingOptions", "graph_at_precision", "memory_breakdown", "step_flops", "update_bytes",
+    "TrainingOptions", "graph_at_precision", "mark_checkpoints",
+    "memory_breakdown", "step_flops", "update_bytes",
     "GIB", "PRESETS", "SCHEDULES", "Assignment", "Breakdown",
     "CappedSolution", "Config",
     "CostModel", "DPResult", "Edge", "GraphData", "Layer", "LayerCost", "LayerCosts",

@@ -26,7 +26,9 @@ from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
+from pase.passes.strategy.pipeline.segments import segments
 from pase.passes.strategy.problem import Problem, collector_paused
+from pase.passes.strategy.training_cost import mark_checkpoints
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 
@@ -58,8 +60,11 @@ def build_problem(graph: dnn.GraphOp | ModuleOp, devices: int,
     """
     with collector_paused():
         data = read_graph(graph)
+        layers = data.layers
+        if options.training.recompute != "none":
+            layers = mark_checkpoints(layers, segments(layers, data.edges))
         return Problem.from_layers(
-            data.layers, data.edges, devices, machine,
+            layers, data.edges, devices, machine,
             pins={**data.pins, **(pinned or {})}, batch=data.batch,
             min_shard=options.min_shard, graph=data.name, budget=budget,
             model=options.model)

@@ -173,7 +173,7 @@ class Problem:
         fixed: dict[str, Config] = {}
         config_lists: list[list[Config]] = []
         # Layers of repeated blocks have equal iteration spaces: they share one list.
-        listed: dict[IterationSpace, list[Config]] = {}
+        listed: dict[tuple[IterationSpace, bool], list[Config]] = {}
         with collector_paused():
             for layer in layers:
                 pin = (pins or {}).get(layer.name)
@@ -187,13 +187,13 @@ class Problem:
                 if tables is not None and shared in tables.configs:
                     config_lists.append(tables.configs[shared])
                     continue
-                if layer.space in listed:
-                    config_lists.append(listed[layer.space])
+                if (layer.space, layer.checkpoint) in listed:
+                    config_lists.append(listed[layer.space, layer.checkpoint])
                     continue
                 if budget is not None:
                     _charge_configs(budget, layer, devices, min_shard, graph)
                 configs = model.configs(layer, devices, min_shard, batch)
-                listed[layer.space] = configs
+                listed[layer.space, layer.checkpoint] = configs
                 if tables is not None and shared is not None:
                     tables.configs[shared] = configs
                 config_lists.append(configs)

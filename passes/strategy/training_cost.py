@@ -156,15 +156,19 @@ class TrainingCost:
         return (self.training.recompute == "full",
                 0 if self.training.zero == "auto" else int(self.training.zero))
 
-    def choices(self, config: Config) -> tuple[bool, int]:
-        """(recomputed, ZeRO stage) of a configuration."""
-        if isinstance(config, TrainingConfig):
-            return config.recompute, config.zero
-        return self._defaults()
+    def choices(self, config: Config, layer: Layer | None = None) -> tuple[bool, int]:
+        """(recomputed, ZeRO stage) of a configuration (of `layer`: a layer without a
+        backward, or a checkpoint, is never recomputed)."""
+        recompute, zero = ((config.recompute, config.zero)
+                           if isinstance(config, TrainingConfig) else self._defaults())
+        if layer is not None and (layer.checkpoint or not layer.backward):
+            recompute = False
+        return recompute, zero
 
     def variants(self, layer: Layer, config: Config) -> list[Config]:
         """`config` under each training choice the search has for `layer`."""
-        recompute = self.training.recompute_choices if layer.backward else (False,)
+        recompute = (self.training.recompute_choices
+                     if layer.backward and not layer.checkpoint else (False,))
         zero = self.training.zero_choices if any(layer.params) else (0,)
         return [TrainingConfig(config, r, z) for r in recompute for z in zero]
 
@@ -205,8 +209,8 @@ class TrainingCost:
         machine = self.machine_at_precision(machine)
         plain = [dict(config) for config in configs]
         base = layer_costs(low, plain, machine)
-        chosen = [self.choices(config) for config in configs]
-        recompute = np.array([r for r, _ in chosen], dtype=bool) & layer.backward
+        chosen = [self.choices(config, layer) for config in configs]
+        recompute = np.array([r for r, _ in chosen], dtype=bool)
         zero = np.array([z for _, z in chosen], dtype=np.int64)
         factors = factor_matrix(low.space.names, plain)
         vectors = Vectors(low, factors, machine)
@@ -277,11 +281,11 @@ class TrainingCost:
     def memory_breakdown(self, layer: Layer, config: Config) -> dict[str, float]:
         """Bytes one device holds of `layer` under `config`, by part (`MEMORY_PARTS`):
         parameters (fp32, or the bf16/fp16 copy), gradients, optimizer state (with the
-        fp32 master weights under bf16/fp16), the activations kept for one micro-batch,
-        and the result a recomputed layer holds again during its backward."""
+        fp32 master weights under bf16/fp16), the activations kept for one micro-batch
+        (its result, unless it is recomputed), and the result a recomputed layer holds
+        again during the backward of its segment."""
         training = self.training
-        recompute, zero = self.choices(config)
-        recompute = recompute and layer.backward
+        recompute, zero = self.choices(config, layer)
         low = at_precision(layer, training.element_bytes)
         vectors = Vectors(low, factor_matrix(low.space.names, [dict(config)]),
                           Machine("", 1.0, 1.0, 1.0, 1))
@@ -296,23 +300,15 @@ class TrainingCost:
             parts["optimizer_state"] += block * state_bytes / (replicas if zero >= 1 else 1)
         result = low.result.elements / float(vectors.factor(
             [d for d in low.result.dims if d is not None])[0]) * low.result.element_bytes
-        if recompute:
-            params = low.params or (False,) * len(low.operands)
-            parts["activations"] = sum(
-                use.elements / float(vectors.factor([d for d in use.dims
-                                                     if d is not None])[0])
-                * use.element_bytes for use, param in zip(low.operands, params, strict=True)
-                if not param)
-            parts["recomputed"] = result
-        else:
-            parts["activations"] = result
+        parts["recomputed" if recompute else "activations"] = result
         return parts
 
     def memory(self, layer: Layer, configs: Sequence[Config],
                in_flight: int = 1) -> np.ndarray:
         """Parameters, gradients and optimizer state, plus `in_flight` times the kept
-        activations (the transient recomputed result is not summed: at most one
-        layer's is live at a time, `memory_breakdown` reports it)."""
+        activations. The recomputed results, held again while the backward goes
+        through their segment (one at a time), are not in it: `memory_breakdown` reports
+        the largest segment's."""
         values = []
         for config in configs:
             parts = self.memory_breakdown(layer, config)
@@ -326,8 +322,9 @@ def memory_breakdown(model: TrainingCost, layers: Sequence[Layer],
                      ) -> dict[str, float]:
     """Bytes one device holds of `layers` under `assignment`, by part (`MEMORY_PARTS`),
     with the kept activations of `in_flight` micro-batches; "recomputed" is the largest
-    result a recomputed layer holds again (one at a time), and "total" their sum but
-    for it (what a memory cap compares).
+    most a run of recomputed layers between two checkpoints holds again (the backward
+    recomputes one run at a time), and "total" their sum but for it (what a memory cap
+    compares).
 
         >>> from pase.frontend import parse_file
         >>> from pase.passes.strategy.from_ir import read_graph
@@ -339,10 +336,16 @@ def memory_breakdown(model: TrainingCost, layers: Sequence[Layer],
         True
     """
     parts = dict.fromkeys(MEMORY_PARTS, 0.0)
+    run = 0.0  # the recomputed results since the last checkpoint
     for layer in layers:
         for part, value in model.memory_breakdown(layer, assignment[layer.name]).items():
-            parts[part] = max(parts[part], value) if part == "recomputed" \
-                else parts[part] + value
+            if part == "recomputed":
+                run += value
+                parts[part] = max(parts[part], run)
+            else:
+                parts[part] += value
+        if layer.checkpoint:
+            run = 0.0
     parts["activations"] *= in_flight
     parts["total"] = sum(value for part, value in parts.items() if part != "recomputed")
     return parts
@@ -368,3 +371,22 @@ def graph_at_precision(layers: Sequence[Layer], edges: Sequence[Edge],
     return ([at_precision(layer, width) for layer in layers],
             [replace(edge, held=_lowered(edge.held, width),
                      needed=_lowered(edge.needed, width)) for edge in edges])
+
+
+def mark_checkpoints(layers: Sequence[Layer], segment_index: Sequence[int]) -> list[Layer]:
+    """`layers` with the last layer of each segment (`segment_index`, as
+    `pipeline.segments` or `#pase.segment` give it) marked `checkpoint`: under
+    recomputation their results are kept and the rest of each segment is recomputed
+    from its input, as activation checkpointing does per transformer block.
+
+        >>> from pase.frontend import parse_file
+        >>> from pase.passes.strategy.from_ir import read_graph
+        >>> from pase.passes.strategy.pipeline.segments import segments
+        >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+        >>> [layer.checkpoint for layer in mark_checkpoints(mlp.layers,
+        ...                                                  segments(mlp.layers, mlp.edges))]
+        [True, True, True, True]
+    """
+    last = len(layers) - 1
+    return [replace(layer, checkpoint=i == last or segment_index[i] != segment_index[i + 1])
+            for i, layer in enumerate(layers)]

@@ -56,6 +56,10 @@ class Layer:
     params: tuple[bool, ...] = ()
     """Whether each operand is a parameter (a `dnn.param` value), whose gradient a
     pipeline accumulates over micro-batches and all-reduces once per step; () for none."""
+    checkpoint: bool = False
+    """Whether recomputation keeps this layer's result (the end of a segment, where
+    the fewest tensors cross: `training_cost.mark_checkpoints`); the layers between two
+    checkpoints are recomputed from the first."""
 
 
 @dataclass(frozen=True)
