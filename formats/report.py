@@ -23,11 +23,22 @@ from pase.passes.strategy import (
     DPResult,
     Memory,
     Problem,
+    TrainingConfig,
 )
 
 
 def format_config(config: dict[str, int]) -> str:
-    return "{" + ", ".join(f"{d}={f}" for d, f in config.items()) + "}"
+    """`{b=4, h=2}`, and a layer's training choices where it has any: `{b=4} recompute
+    zero=1` (`TrainingConfig`).
+
+        >>> format_config(TrainingConfig({"b": 4}, recompute=True, zero=1))
+        '{b=4} recompute zero=1'
+    """
+    shown = "{" + ", ".join(f"{d}={f}" for d, f in config.items()) + "}"
+    if isinstance(config, TrainingConfig):
+        shown += " recompute" * config.recompute + (f" zero={config.zero}" if config.zero
+                                                    else "")
+    return shown
 
 
 def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown,

@@ -119,6 +119,14 @@ def test_layer_costs_match_reference_on_random_graphs(seed: int) -> None:
             assert_matches_reference(problem, machine)
 
 
+@pytest.mark.parametrize("devices_per_node", [2, 8])
+def test_hierarchical_collectives_match_reference(devices_per_node: int) -> None:
+    """On a machine whose collectives across nodes are hierarchical (the DGX presets)."""
+    machine = replace(PRESETS["a100-80gb-dgx"], name=f"dgx-{devices_per_node}-per-node",
+                      devices_per_node=devices_per_node)
+    assert_matches_reference(random_problem(1, 16), machine)
+
+
 def test_spans_match_group_spans_nodes_on_every_grid() -> None:
     rng = np.random.default_rng(0)
     for _ in range(300):

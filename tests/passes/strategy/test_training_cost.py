@@ -163,3 +163,4 @@ def test_auto_choices_through_the_dp_equal_exhaustive(cap_share):
     assert capped["dp"].memory <= cap
     chosen = capped["dp"].assignment.values()
     assert any(c.recompute for c in chosen)  # the cap made the choice matter
+
