@@ -92,7 +92,7 @@ from pase.passes.strategy import (
     read_graph,
     segments,
 )
-from pase.passes.training import format_usage, mark_training, plan_usage
+from pase.passes.training import format_usage, mark_training, plan_usage, training_json
 
 MAX_AUTO_MICROBATCHES = 32
 GIB = 1 << 30
@@ -178,7 +178,8 @@ class PartitionStagesPass(PasePass):
                     if d.name == batch)
         stage_counts = ([self.stages] if isinstance(self.stages, int) else
                         [s for s in range(1, self.devices + 1)
-                         if self.devices % s == 0 and s <= len(cuts) + 1])
+                         if self.devices % s == 0 and s <= len(cuts) + 1
+                         and (self.devices // s) % (self.data_parallel or 1) == 0])
         micro_counts = ([self.microbatches] if isinstance(self.microbatches, int) else
                         [m for m in range(1, min(size, MAX_AUTO_MICROBATCHES) + 1)
                          if size % m == 0])
@@ -278,7 +279,7 @@ class PartitionStagesPass(PasePass):
         exported = plan_json(name, self.devices, machine, best, names)
         if usage is not None:
             exported["pipeline"].update(usage)
-            exported["training"] = training.json()
+            training_json(exported, training, best.assignment)
         return exported
 
 

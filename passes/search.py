@@ -84,7 +84,13 @@ from pase.passes.strategy import (
     solve,
     solve_capped,
 )
-from pase.passes.training import format_usage, graph_batch, mark_training, usage
+from pase.passes.training import (
+    format_usage,
+    graph_batch,
+    mark_training,
+    training_json,
+    usage,
+)
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,7 @@ class PaseSearchPass(PasePass):
                                  memory, capped)
         if found is not None:
             exported.update(found)
-            exported["training"] = options.training.json()
+            training_json(exported, options.training, solution.assignment)
         return exported
 
 

@@ -99,3 +99,19 @@ def format_usage(found: Mapping[str, object]) -> str:
     return (f"memory per device {parts['total'] / GIB:.4g} GiB: {shown} "
             f"(recomputed: held again during a backward, not in the total); "
             f"{flops / 1e12:.4g} TFLOP/s per device")
+
+
+def training_json(exported: dict, training: TrainingOptions,
+                  assignment: Mapping[str, Config]) -> None:
+    """Add the training step to an exported strategy or plan: "training" (COMMON.md's
+    contract) and, where the search chose per layer (recompute=auto, zero=auto), each
+    layer entry's "recompute" (true/false) and "zero" (its stage)."""
+    exported["training"] = training.json()
+    for entry in exported.get("layers", []):
+        config = assignment.get(entry["name"])
+        if not isinstance(config, TrainingConfig):
+            continue
+        if training.recompute == "auto":
+            entry["recompute"] = config.recompute
+        if training.zero == "auto":
+            entry["zero"] = config.zero

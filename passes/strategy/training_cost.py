@@ -180,6 +180,9 @@ class TrainingCost:
             configs.append(extra)
         pinned = self.training.data_parallel
         if pinned is not None and batch is not None and batch in layer.space.names:
+            if devices % pinned:
+                raise ValueError(f"data-parallel={pinned} does not divide the {devices} "
+                                 "devices")
             configs = [c for c in configs if c.get(batch, 1) == pinned]
             exact = {batch: pinned} if pinned > 1 else {}
             if not configs and layer.space.dim(batch).size % pinned == 0:
