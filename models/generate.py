@@ -7,6 +7,12 @@ Generates, next to this script:
 - `transformer.dnn`: the Transformer base model (the PaSE benchmark);
 - `gpt2_small.dnn`: GPT-2 small.
 
+With arguments it writes one GPT- or LLaMA-shaped language model instead (`language_model`):
+a preset of `LANGUAGE_MODELS` (GPT-3's family, Megatron-LM's scaling family up to 1T
+parameters, LLaMA) or a shape given by `--layers --hidden --heads --sequence --vocabulary
+--batch` (`python models/generate.py --help`); those are not committed (1T's file is 2,000
+statements of the same block).
+
 `gpt2_stack(blocks)` builds GPT-2 small with any number of blocks (`benchmarks/search.py
 --deep` writes the 24-, 48- and 96-block stacks to a temporary folder; they are not
 committed, being GPT-2 small's text repeated).
@@ -34,9 +40,12 @@ Mixed_7b.branch3x3_2a is `%m7b_3x3_c2a`) and `b` for a ResNet block (layer1[0] i
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pase.core import shapes
@@ -208,6 +217,11 @@ class Graph:
         of the other, and the result has the larger operand's dims."""
         dims = shapes.binary_shape("add", self.named(lhs), self.named(rhs)).dims
         return self.layer(value, f"add %{lhs}, %{rhs}", dims)
+
+    def binary(self, value: str, op: str, lhs: str, rhs: str) -> str:
+        """Elementwise `op` (add, sub, mul) with broadcasting by name."""
+        dims = shapes.binary_shape(op, self.named(lhs), self.named(rhs)).dims
+        return self.layer(value, f"{op} %{lhs}, %{rhs}", dims)
 
     def softmax(self, value: str, x: str, over: str) -> str:
         dims = shapes.softmax_shape(self.named(x), [over]).dims
@@ -693,6 +707,196 @@ def gpt2_stack(blocks: int) -> Graph:
     return g
 
 
+# --- GPT-3- and LLaMA-shaped language models at any size ---------------------------------
+
+
+@dataclass(frozen=True)
+class LanguageModel:
+    """The shape of a decoder-only language model: `layers` blocks of width `hidden` with
+    `heads` attention heads (hidden / heads features each), a feed-forward of `ffn`
+    (4 x hidden when 0), `sequence` tokens of context, a vocabulary of `vocabulary`, a
+    global batch of `batch` sequences; `llama` for LLaMA's block (RMS norm, SwiGLU, no
+    position table, untied output) instead of GPT's."""
+
+    layers: int
+    hidden: int
+    heads: int
+    sequence: int
+    vocabulary: int
+    batch: int
+    ffn: int = 0
+    llama: bool = False
+    source: str = ""
+
+    @property
+    def feed_forward(self) -> int:
+        return self.ffn or 4 * self.hidden
+
+    def parameters(self) -> int:
+        """The trainable parameters (norm scales and biases included).
+
+            >>> LANGUAGE_MODELS["megatron-1.7b"].parameters()
+            1651732992
+        """
+        d, f, v = self.hidden, self.feed_forward, self.vocabulary
+        if self.llama:
+            return self.layers * (4 * d * d + 3 * d * f + 2 * d) + 2 * v * d + d
+        return self.layers * (4 * d * d + 2 * d * f + 4 * d) + (v + self.sequence) * d + 2 * d
+
+
+GPT3 = "GPT-3 (Brown et al. 2020, Table 2.1)"
+MEGATRON = "Megatron-LM's scaling study (Narayanan et al. 2021, Table 1)"
+LLAMA = "LLaMA (Touvron et al. 2023, Table 2)"
+
+
+def _gpt3(layers: int, hidden: int, heads: int, batch: int) -> LanguageModel:
+    """A GPT-3 row: context 2048, GPT-2's vocabulary of 50,257, the paper's batch in
+    tokens as sequences of 2048 (0.5M is 256, 3.2M is 1536, as Megatron-LM trains 175B)."""
+    return LanguageModel(layers, hidden, heads, 2048, 50257, batch, source=GPT3)
+
+
+def _megatron(layers: int, hidden: int, heads: int, batch: int) -> LanguageModel:
+    """A Megatron-LM row: context 2048, vocabulary 51,200."""
+    return LanguageModel(layers, hidden, heads, 2048, 51200, batch, source=MEGATRON)
+
+
+def _llama(layers: int, hidden: int, heads: int, ffn: int) -> LanguageModel:
+    """A LLaMA row: context 2048, vocabulary 32,000, a batch of 4M tokens (2048
+    sequences)."""
+    return LanguageModel(layers, hidden, heads, 2048, 32000, 2048, ffn, llama=True,
+                         source=LLAMA)
+
+
+LANGUAGE_MODELS: dict[str, LanguageModel] = {
+    # GPT-3's family. Two rows of the paper's table are not self-consistent, and the
+    # presets keep d_model and d_head: 1.3B lists 24 heads of 128 for d_model 2048 (16
+    # heads here) and 13B d_model 5140 with 40 heads of 128 (5120 here).
+    "gpt3-125m": _gpt3(12, 768, 12, 256),
+    "gpt3-350m": _gpt3(24, 1024, 16, 256),
+    "gpt3-760m": _gpt3(24, 1536, 16, 256),
+    "gpt3-1.3b": _gpt3(24, 2048, 16, 512),
+    "gpt3-2.7b": _gpt3(32, 2560, 32, 512),
+    "gpt3-6.7b": _gpt3(32, 4096, 32, 1024),
+    "gpt3-13b": _gpt3(40, 5120, 40, 1024),
+    "gpt3-175b": _gpt3(96, 12288, 96, 1536),
+    # Megatron-LM's weak-scaling family, 1.7B on 32 GPUs to 1T on 3,072 (its batch).
+    "megatron-1.7b": _megatron(24, 2304, 24, 512),
+    "megatron-3.6b": _megatron(30, 3072, 32, 512),
+    "megatron-7.5b": _megatron(36, 4096, 32, 512),
+    "megatron-18b": _megatron(40, 6144, 48, 1024),
+    "megatron-39b": _megatron(48, 8192, 64, 1536),
+    "megatron-76b": _megatron(60, 10240, 80, 1792),
+    "megatron-146b": _megatron(80, 12288, 96, 2304),
+    "megatron-310b": _megatron(96, 16384, 128, 2160),
+    "megatron-530b": _megatron(105, 20480, 128, 2520),
+    "megatron-1t": _megatron(128, 25600, 160, 3072),
+    "llama-7b": _llama(32, 4096, 32, 11008),
+    "llama-13b": _llama(40, 5120, 40, 13824),
+    "llama-65b": _llama(80, 8192, 64, 22016),
+}
+
+
+def graph_name(preset: str) -> str:
+    """A preset's graph name: `megatron-1.7b` is `megatron_1p7b`."""
+    return preset.replace("-", "_").replace(".", "p")
+
+
+def language_model(shape: LanguageModel, name: str = "gpt") -> Graph:
+    """The `.dnn` graph of `shape` named `name`: GPT's pre-layernorm blocks (GPT-2/3,
+    Megatron-LM) or LLaMA's.
+
+        >>> tiny = LanguageModel(2, 64, 4, 16, 128, 8)
+        >>> g = language_model(tiny, "tiny")
+        >>> g.layers, language_model(replace(tiny, llama=True), "tiny").layers
+        (36, 40)
+    """
+    if shape.hidden % shape.heads:
+        raise ValueError(f"hidden {shape.hidden} is not a multiple of heads {shape.heads}")
+    g = Graph(name, textwrap.wrap(_describe(shape), 88))
+    batch = g.dim("b", shape.batch, BATCH)
+    seq = g.dim("s", shape.sequence, "sequence")
+    g.dim("t", shape.sequence, "sequence")
+    if not shape.llama:
+        g.dim("p", shape.sequence, "sequence")
+    model = model_dims(g, {"d": shape.hidden, "h": shape.heads,
+                           "k": shape.hidden // shape.heads, "f": shape.feed_forward,
+                           "v": shape.vocabulary})
+    ids = g.input("ids", [batch, seq], "i32")
+    positions = "" if shape.llama else g.input("positions", [seq], "i32")
+    labels = g.input("labels", [batch, seq], "i32")
+    g.blank()
+    g.comment("token embeddings" if shape.llama else "token and position embeddings")
+    wte = g.param("wte", ["v", model])
+    x = g.embedding("tok", ids, wte)
+    if not shape.llama:
+        wpe = g.param("wpe", ["p", model])
+        x = g.add("embedded", x, g.embedding("pos", positions, wpe))
+    norm = rms_norm if shape.llama else layernorm
+    for layer in range(shape.layers):
+        name = f"h{layer}"
+        g.blank()
+        g.comment(f"block {layer}")
+        a = self_attention(g, f"{name}_attn", norm(g, f"{name}_ln1", x), "t")
+        x = g.add(f"{name}_res1", x, a)
+        mlp = swiglu if shape.llama else lambda g, n, y: feed_forward(g, n, y, "gelu")
+        x = g.add(f"{name}_res2", x, mlp(g, f"{name}_mlp", norm(g, f"{name}_ln2", x)))
+    g.blank()
+    g.comment("final norm, output projection" +
+              ("" if shape.llama else " with the tied token embedding"))
+    x = norm(g, "ln_f", x)
+    out = g.param("output_w", ["v", model]) if shape.llama else wte
+    logits = g.einsum("logits", [x, out], [batch, seq, "v"])
+    g.ret(g.cross_entropy("loss", logits, labels, "v"))
+    return g
+
+
+def _describe(shape: LanguageModel) -> str:
+    """The graph's comment: its shape, its source and what it leaves out."""
+    count = shape.parameters()
+    size = f"{count / 1e9:.3g}B" if count >= 1e9 else f"{count / 1e6:.3g}M"
+    source = f", the shape of {shape.source}" if shape.source else ""
+    common = (f"{shape.layers} blocks, d {shape.hidden}, {shape.heads} heads of "
+              f"{shape.hidden // shape.heads}, feed-forward {shape.feed_forward} with "
+              f"{'SwiGLU' if shape.llama else 'gelu'}, context {shape.sequence}, vocabulary "
+              f"{shape.vocabulary}, global batch {shape.batch}. Linear maps without bias; no "
+              "dropout; the causal mask only changes values and is left out.")
+    if shape.llama:
+        block = ("RMS norm (a scale, no bias) before each sub-block; SwiGLU's silu is x times "
+                 "sigmoid(x); an untied output projection. Rotary position embeddings rotate "
+                 "q and k position by position (no parameters, a few elementwise FLOPs per "
+                 "element) and are left out. Dims: s is the sequence, t the same positions "
+                 "as attention keys.")
+    else:
+        block = ("Pre-layernorm blocks, learned positions; the output projection reuses the "
+                 "token embedding table, as GPT-2/3 and Megatron-LM tie them. Dims: s is the "
+                 "sequence, t the same positions as attention keys, p the rows of the "
+                 "position table.")
+    kind = "LLaMA" if shape.llama else "GPT"
+    return (f"A {kind}-shaped language model of {size} parameters{source}: {common} {block} "
+            "Written by `python models/generate.py` from its arguments or a preset.")
+
+
+def rms_norm(g: Graph, name: str, x: str) -> str:
+    model = g.shape(x)[-1]
+    scale = g.param(f"{name}_scale", [model])
+    dims = shapes.rms_norm_shape(g.named(x), [g.named(scale)], [model]).dims
+    return g.layer(name, f"rmsnorm %{x}, %{scale} over {model}", dims)
+
+
+def swiglu(g: Graph, name: str, x: str) -> str:
+    """LLaMA's feed-forward: (silu(x w1) * (x w3)) w2, silu(y) = y * sigmoid(y)."""
+    batch, seq, model = g.shape(x)
+    w1 = g.param(f"{name}_w1", [model, "f"])
+    gate = g.einsum(f"{name}_gate", [x, w1], [batch, seq, "f"])
+    sigmoid = g.unary(f"{name}_sigmoid", "sigmoid", gate)
+    silu = g.binary(f"{name}_silu", "mul", gate, sigmoid)
+    w3 = g.param(f"{name}_w3", [model, "f"])
+    up = g.einsum(f"{name}_up", [x, w3], [batch, seq, "f"])
+    hidden = g.binary(f"{name}_glu", "mul", silu, up)
+    w2 = g.param(f"{name}_w2", ["f", model])
+    return g.einsum(f"{name}_down", [hidden, w2], [batch, seq, model])
+
+
 GENERATED = {
     "inception_v3.dnn": inception_v3,
     "resnet101.dnn": resnet101,
@@ -701,11 +905,52 @@ GENERATED = {
 }
 
 
-def main() -> int:
-    for filename, build in GENERATED.items():
-        graph = build()
-        (MODELS / filename).write_text(graph.render())
-        print(f"models/{filename}: {graph.layers} layers")
+def main(argv: Sequence[str] | None = None) -> int:
+    """Without arguments, rewrite the zoo's generated files; with a preset or a shape,
+    write that language model (to `-o FILE`, or stdout)."""
+    parser = argparse.ArgumentParser(
+        description="Without arguments: rewrite the generated models of models/. With a "
+                    "preset or --layers/--hidden/...: write a GPT- or LLaMA-shaped model.",
+        epilog="presets: " + ", ".join(LANGUAGE_MODELS))
+    parser.add_argument("preset", nargs="?", choices=list(LANGUAGE_MODELS), metavar="PRESET",
+                        help="a language model preset (below); the options override its shape")
+    for option, what in (("layers", "blocks"), ("hidden", "model width d"),
+                         ("heads", "attention heads"), ("sequence", "context length"),
+                         ("vocabulary", "vocabulary size"), ("batch", "global batch"),
+                         ("ffn", "feed-forward width (default 4 x hidden)")):
+        parser.add_argument(f"--{option}", type=int, help=what)
+    parser.add_argument("--llama", action="store_true", help="LLaMA's block instead of GPT's")
+    parser.add_argument("--name", help="the graph's name (default: the preset's, or gpt)")
+    parser.add_argument("-o", "--output", type=Path, help="where to write (default stdout)")
+    args = parser.parse_args(argv)
+    sizes = {option: getattr(args, option) for option in
+             ("layers", "hidden", "heads", "sequence", "vocabulary", "batch", "ffn")
+             if getattr(args, option) is not None}
+    if args.preset is None and not sizes and not args.llama:
+        for filename, build in GENERATED.items():
+            graph = build()
+            (MODELS / filename).write_text(graph.render())
+            print(f"models/{filename}: {graph.layers} layers")
+        return 0
+    if args.preset is None:
+        missing = [option for option in ("layers", "hidden", "heads", "sequence", "vocabulary",
+                                         "batch") if option not in sizes]
+        if missing:
+            parser.error("without a preset, give " + ", ".join(f"--{m}" for m in missing))
+    bad = [f"--{option} {value}" for option, value in sizes.items() if value < 1]
+    if bad:
+        parser.error(f"{bad[0]}: must be at least 1")
+    shape = LANGUAGE_MODELS[args.preset] if args.preset else LanguageModel(**sizes)
+    shape = replace(shape, **sizes, llama=shape.llama or args.llama)
+    name = args.name or (graph_name(args.preset) if args.preset else "gpt")
+    try:
+        text = language_model(shape, name).render()
+    except ValueError as error:
+        parser.error(str(error))
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text)
     return 0
 
 
