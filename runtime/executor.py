@@ -27,6 +27,9 @@ from pase.runtime.kernels import KERNELS, KernelContext
 from pase.runtime.program import Box, Program, Sharded, Step, box, coordinates, group
 
 DTYPES = {name: np.dtype(element.numpy) for name, element in ELEMENTS.items()}
+UPDATES = ("dnn.sgd", "dnn.update")
+"""The kernels of optimizer steps: their results are the next step's parameters and
+optimizer states."""
 
 
 @dataclass
@@ -94,15 +97,16 @@ class _Device:
             result.holds_loss = self.holds_loss
             for name, (block, array, gradient) in updates.items():
                 result.params[name] = (block, array)
-                result.grads[name] = (block, gradient)
+                if gradient is not None:
+                    result.grads[name] = (block, gradient)
                 params[name] = _place(params[name], block, array)
         return result
 
     def run_once(self, data: dict[str, np.ndarray],
                  spans: list[tuple[int, float, float]] | None = None
-                 ) -> tuple[float, dict[str, tuple[Box, np.ndarray, np.ndarray]]]:
+                 ) -> tuple[float, dict[str, tuple[Box, np.ndarray, np.ndarray | None]]]:
         names: dict[int, str] = {}
-        updates: dict[str, tuple[Box, np.ndarray, np.ndarray]] = {}
+        updates: dict[str, tuple[Box, np.ndarray, np.ndarray | None]] = {}
         loss = float("nan")
         for index, step in enumerate(self.program.steps):
             start = time.perf_counter() if spans is not None else 0.0
@@ -120,12 +124,8 @@ class _Device:
                     outputs = self.layer(step)
                     for value, output in zip(step.results, outputs, strict=True):
                         self.values[value] = output
-                    if step.kernel == "dnn.sgd" and outputs[0] is not None:
-                        block = self.block(step.result_types[0])
-                        assert block is not None
-                        gradient = self.values[step.operands[1]]
-                        assert gradient is not None
-                        updates[names[step.operands[0]]] = (block, outputs[0], gradient)
+                    if step.kernel in UPDATES and outputs[0] is not None:
+                        self.record_update(step, outputs, names, updates)
                 case "all_reduce":
                     self.all_reduce(step)
                 case "redistribute":
@@ -145,6 +145,20 @@ class _Device:
             if spans is not None and self.took_part(step):
                 spans.append((index, start, time.perf_counter()))
         return loss, updates
+
+    def record_update(self, step: Step, outputs: list[np.ndarray | None],
+                      names: dict[int, str],
+                      updates: dict[str, tuple[Box, np.ndarray, np.ndarray | None]]) -> None:
+        """Keep an optimizer step's updated parameter (with its gradient) and updated
+        state tensors (operands 2.., without one) for the next training step."""
+        gradient = self.values[step.operands[1]]
+        assert gradient is not None
+        read = [step.operands[0], *step.operands[2:]]
+        for index, (value, output) in enumerate(zip(read, outputs, strict=True)):
+            block = self.block(step.result_types[index])
+            assert block is not None
+            assert output is not None
+            updates[names[value]] = (block, output, gradient if index == 0 else None)
 
     def took_part(self, step: Step) -> bool:
         """Whether this device holds a block of a value `step` reads or writes."""
@@ -233,6 +247,8 @@ class _Device:
         forward, _ = KERNELS[step.kernel]
         output, saved = forward(self.context(step, step.operand_types, step.result_types[0]),
                                 inputs)
+        if isinstance(output, tuple):  # an optimizer step: the parameter and its states
+            return list(output)
         if saved is not None:
             self.saved[step.results[0]] = saved
         return [output]
@@ -271,6 +287,22 @@ def _place(array: np.ndarray, block: Box, values: np.ndarray) -> np.ndarray:
     updated = np.array(array)
     updated[_slices(block)] = values
     return updated
+
+
+def with_optimizer_states(program: Program, data: dict[str, np.ndarray],
+                          float_type: str | None = None) -> dict[str, np.ndarray]:
+    """`data` and, for every param of `program` it lacks (the optimizer's state tensors
+    pase-autodiff adds: `w_m`, `w_v`, `w_t`), zeros of the param's global shape: every
+    optimizer state starts at zero."""
+    states = {}
+    for step in program.steps:
+        if step.kind == "param" and step.name not in data and step.name not in states:
+            (tensor,) = step.result_types
+            element = tensor.element
+            if float_type is not None and element in ("f32", "f64"):
+                element = float_type
+            states[step.name] = np.zeros(tensor.sizes, dtype=DTYPES[element])
+    return data | states if states else data
 
 
 def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],

@@ -256,7 +256,7 @@ def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:
     graph = graphs[0]
     gradient_ops = [op for op in graph.body.block.ops if dnn.is_gradient(op)]
     if gradient_ops:
-        named = [op for op in gradient_ops if isinstance(op, dnn.VjpOp | dnn.SgdOp)]
+        named = [op for op in gradient_ops if isinstance(op, dnn.VjpOp | dnn.SgdOp | dnn.UpdateOp)]
         kinds = ", ".join(sorted({op.name for op in named or gradient_ops}, reverse=True))
         raise at_op(gradient_ops[0], f"pase-run takes a forward graph, but "
                     f"@{graph.sym_name.data} already has gradient ops ({kinds}) from "

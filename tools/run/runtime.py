@@ -27,7 +27,7 @@ from pase.passes.strategy import (
     predicted_words,
     read_graph,
 )
-from pase.runtime.executor import DeviceResult, run_device
+from pase.runtime.executor import DeviceResult, run_device, with_optimizer_states
 from pase.runtime.program import Program, program_from_ir
 from pase.runtime.workers import run_workers
 from pase.tools.run.check import TrainingReport, assemble, words_rows
@@ -120,6 +120,7 @@ class RuntimeBackend:
             self._programs[key] = lower(with_configs(module, layer_configs(graph)),
                                         self.devices, lr)
         program = self._programs[key]
+        data = with_optimizer_states(program, data, float_type)
         results, counters = execute(program, data, steps, self.backend, self.timeout,
                                     float_type, self.record)
         losses = next((r.losses for r in results if r.holds_loss), results[0].losses)
