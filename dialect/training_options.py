@@ -35,6 +35,8 @@ ZEROS = ("0", "1", "2", "3", "auto")
 CHOICES = {"optimizer": OPTIMIZERS, "precision": PRECISIONS, "recompute": RECOMPUTES,
            "zero": ZEROS}
 
+NOUNS = {"zero": "ZeRO stage"}
+
 
 class TrainingOptionError(ValueError):
     """An unknown value of a training option; its message names the option and the
@@ -53,7 +55,7 @@ def checked(option: str, value: str) -> str:
 it is one of sgd, momentum, adam
     """
     if value not in CHOICES[option]:
-        raise TrainingOptionError(f"unknown {option} '{value}'; it is one of "
+        raise TrainingOptionError(f"unknown {NOUNS.get(option, option)} '{value}'; it is one of "
                                   f"{', '.join(CHOICES[option])}")
     return value
 
@@ -121,3 +123,14 @@ def zero_stage(layer: Operation, options: StepOptions) -> int:
         return int(options.zero)
     stage = layer.attributes.get(ZERO_ATTR_NAME)
     return stage.value.data if isinstance(stage, IntegerAttr) else 0
+
+
+def set_training(graph: Operation, options: StepOptions) -> None:
+    """Record `options` as `graph`'s `pase.training` (all four keys, string values), or
+    remove it for the defaults, so a graph without options prints as before."""
+    if options.is_default():
+        graph.attributes.pop(TRAINING_ATTR_NAME, None)
+        return
+    graph.attributes[TRAINING_ATTR_NAME] = DictionaryAttr({
+        "optimizer": StringAttr(options.optimizer), "precision": StringAttr(options.precision),
+        "recompute": StringAttr(options.recompute), "zero": StringAttr(str(options.zero))})

@@ -40,6 +40,11 @@ to 0.04 (4.83 -> 2.18 at 0.03) and oscillates from 0.1 on; the Transformer scale
 0.125 learns faster the larger the rate up to 1 but does not halve in 30 steps at any
 (it stops near ln 256, the labels' marginal), so the rate is AlexNet's."""
 
+LEARNING_RATES = {"sgd": LEARNING_RATE, "momentum": LEARNING_RATE / 10, "adam": 1e-3}
+"""The default learning rate of each optimizer: SGD's above; momentum's a tenth of it (with
+beta 0.9 its steady step is ten gradients long, so the same step size as SGD's); Adam's
+its paper's 1e-3 (its steps are about lr long whatever the gradient's scale)."""
+
 SMALL = 0.1
 """The std of a param no layer contracts (biases) and of a scale's spread around one."""
 
