@@ -50,10 +50,34 @@ def _slices(block: Box) -> tuple[slice, ...]:
     return tuple(slice(lo, hi) for lo, hi in block)
 
 
+UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
+"""Half the spacing of the numbers near one (relative rounding error of round to nearest)
+of the low-precision formats: bfloat16 keeps 8 significant bits, IEEE half 11."""
+
+
+def to_precision(array: np.ndarray, precision: str) -> np.ndarray:
+    """`array` rounded to `precision` ("bf16", "fp16"; "fp32": unchanged), kept in its own
+    element type: the values a low-precision tensor holds. bf16 rounds the float32 bit
+    pattern to its upper 16 bits, to nearest, ties to even (as hardware does).
+
+        >>> to_precision(np.array([1 + 2**-9, 1 + 3 * 2**-9], np.float32), "bf16")
+        array([1.      , 1.0078125], dtype=float32)
+    """
+    if precision == "fp32" or not np.issubdtype(array.dtype, np.floating):
+        return array
+    if precision == "fp16":
+        return array.astype(np.float16).astype(array.dtype)
+    bits = np.array(array, dtype=np.float32).view(np.uint32)  # (a copy, 0-d kept)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) \
+        & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32).astype(array.dtype)
+
+
 class _Device:
     def __init__(self, program: Program, comm: DeviceComm, float_type: str | None = None,
-                 record: bool = False):
+                 record: bool = False, precision: str = "fp32"):
         self.program = program
+        self.precision = precision
         self.comm = comm
         self.float_type = float_type
         self.record = record
@@ -240,8 +264,13 @@ class _Device:
         if coordinates(self.rank, self.grid(tensor), self.first(tensor)) is None:
             return [None] * len(step.results)
         inputs = [self.values[v] for v in step.operands]
+        if self.precision != "fp32" and step.kernel not in UPDATES:
+            return self.low_precision_layer(step, inputs)
         if step.kernel == "dnn.vjp":
             return self.backward(step, inputs)
+        return self.layer_forward(step, inputs)
+
+    def layer_forward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
         if step.kernel not in KERNELS:
             raise ValueError(f"no kernel for {step.kernel}")
         forward, _ = KERNELS[step.kernel]
@@ -252,6 +281,20 @@ class _Device:
         if saved is not None:
             self.saved[step.results[0]] = saved
         return [output]
+
+    def low_precision_layer(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
+        """A forward or gradient kernel under bf16/fp16 mixed precision: its tensors,
+        read and written, hold low-precision values (params rounded as they are read: the
+        fp32 master copy stays in the update), its arithmetic is the program's float
+        type (fp32 accumulation, as tensor cores do), and a scalar result, the loss,
+        stays fp32."""
+        inputs = [None if x is None else to_precision(x, self.precision) for x in inputs]
+        if step.kernel == "dnn.vjp":
+            outputs = self.backward(step, inputs)
+        else:
+            outputs = self.layer_forward(step, inputs)
+        return [y if y is None or y.ndim == 0 else to_precision(y, self.precision)
+                for y in outputs]
 
     def backward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
         props, forward = step.props, step.props["forward"]
@@ -307,11 +350,12 @@ def with_optimizer_states(program: Program, data: dict[str, np.ndarray],
 
 def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
                steps: int, float_type: str | None = None,
-               record: bool = False) -> DeviceResult:
+               record: bool = False, precision: str = "fp32") -> DeviceResult:
     """Run `steps` training steps of `program` on this device; `float_type` ("f64")
     overrides the floating-point type of the program (the data must match); `record`
     keeps the start and end of each program step of the first training step
-    (`DeviceResult.spans`). Overflow raises no numpy warning: its inf and nan reach the
-    results, and the report."""
+    (`DeviceResult.spans`); `precision` "bf16" or "fp16" runs the forward and gradient
+    kernels on low-precision values (`_Device.low_precision_layer`). Overflow raises no
+    numpy warning: its inf and nan reach the results, and the report."""
     with np.errstate(all="ignore"):
-        return _Device(program, comm, float_type, record).run(data, steps)
+        return _Device(program, comm, float_type, record, precision).run(data, steps)

@@ -32,7 +32,11 @@ def print_report(report: TrainingReport, seconds: float, engine: str = "") -> No
           f"(tolerance {report.tolerance():.1e})")
     if report.diverged:
         print(DIVERGED)
-    if report.noise:
+    if report.noise and report.element in ("bf16", "fp16"):
+        print(f"{report.element} rounding alone moves the 1-device result by "
+              f"{report.noise:.2e} (its error against an fp32 run), so the tolerance is "
+              "twice that (at least the format's unit roundoff)")
+    elif report.noise:
         print(f"f32 rounding alone moves the 1-device result by {report.noise:.2e} "
               "(its error against an f64 run), so the tolerance is twice that")
     if report.exact_error is not None:
