@@ -114,7 +114,8 @@ def print_pipeline(module: ModuleOp) -> None:
 
 def print_collectives(report: JaxReport) -> None:
     """XLA's collectives per kind next to the words pase's cost model predicts."""
-    width = ELEMENTS[report.training.element].bytes
+    element = report.training.element
+    width = 2 if element in ("bf16", "fp16") else ELEMENTS[element].bytes
     compiled = report.compiled
     print(f"XLA compile {compiled.compile_seconds:.2f} s, step "
           f"{compiled.step_seconds * 1e3:.1f} ms")
