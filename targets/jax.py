@@ -37,7 +37,7 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
-from pase.dialect.dnn.seeding import seed_of
+from pase.dialect.dnn.seeding import Seed, seeds
 from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr
 from pase.dialect.training_options import (
     StepOptions,
@@ -227,6 +227,7 @@ class _Emitter:
                                           self.placements.items() if p.axes])
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
+        self.seeds: dict[SSAValue, Seed] | None = None
 
     def program(self) -> str:
         ops = list(self.graph.body.block.ops)
@@ -315,7 +316,9 @@ class _Emitter:
         """How `__main__` seeds a tensor: ("normal", std), ("ints", high), ("normal+1",
         std) for a norm's scale, by `pase.dialect.dnn.seeding` (pase-run's rule too, which
         passes its own data instead)."""
-        return seed_of(value).describe()
+        if self.seeds is None:
+            self.seeds = seeds(self.graph)
+        return self.seeds[value].describe()
 
     def statement(self, op: object) -> list[str]:
         if isinstance(op, dnn.InputOp | dnn.ParamOp):
