@@ -1,4 +1,5 @@
-"""`pase-autodiff{lr=0.01}`: the backward pass and an SGD step, in the `dnn` dialect.
+"""`pase-autodiff{lr=0.01 optimizer=sgd}`: the backward pass and an optimizer step, in the
+`dnn` dialect.
 
 For the loss (the first value the graph returns, a scalar), appends before the return:
 
@@ -9,7 +10,13 @@ For the loss (the first value the graph returns, a scalar), appends before the r
 - where a value feeds several layers, `dnn.add`s summing the contributions (a layer
   that reads a value twice, `mul %e, %e`, sums its own two first, in its layout);
 - for every parameter, `dnn.sgd` with learning rate `lr`; the graph then returns the
-  loss and the updated parameters, in parameter order.
+  loss and the updated parameters, in parameter order;
+- with `optimizer=momentum` or `adam` (default: the graph's `pase.training`, else sgd),
+  `dnn.update` instead, reading the optimizer's state tensors (`dnn.OPTIMIZER_STATES`):
+  one `dnn.param` each, `%w_m`, `%w_v` like the parameter and Adam's step count `%w_t`
+  a scalar, all starting at zero; the graph returns the loss, the updated parameters,
+  then the updated states. A state lives where its parameter does, so the update moves
+  no words.
 
 Backward ops inherit their forward layer's `pase.config`, as PaSE's cost model assumes,
 and record the layer in `pase.layer`; einsum gradients also keep the forward layer's
@@ -44,29 +51,38 @@ from pase.dialect.pase import (
     LAYOUT_OF_ATTR_NAME,
     LayoutAttr,
 )
+from pase.dialect.training_options import TrainingOptionError, checked, training_of
 from pase.passes.options import PasePass
 
 
 @dataclass(frozen=True)
 class AutodiffPass(PasePass):
-    """Append the backward pass and an SGD update to every graph."""
+    """Append the backward pass and an optimizer update to every graph."""
 
     name = "pase-autodiff"
 
     lr: float = 0.01
+    optimizer: str = ""
+    """sgd, momentum or adam; "" takes the graph's `pase.training` (sgd without one)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not 0 <= self.lr < math.inf:  # 0 computes the gradients and keeps the parameters
             raise Diagnostic(f"pase-autodiff: lr must be a finite number at least 0, got "
                              f"{self.lr}")
         for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
-            _Differentiator(graph, self.lr).run()
+            try:
+                optimizer = (checked("optimizer", self.optimizer) if self.optimizer
+                             else training_of(graph).optimizer)
+            except TrainingOptionError as error:
+                raise Diagnostic(f"pase-autodiff: {error}") from None
+            _Differentiator(graph, self.lr, optimizer).run()
 
 
 class _Differentiator:
-    def __init__(self, graph: dnn.GraphOp, lr: float):
+    def __init__(self, graph: dnn.GraphOp, lr: float, optimizer: str = "sgd"):
         self.graph = graph
         self.lr = lr
+        self.optimizer = optimizer
         self.names = graph.layer_names()
         self.layers = graph.layers
         ret = graph.body.block.last_op
@@ -83,7 +99,7 @@ class _Differentiator:
 
     def run(self) -> None:
         block = self.graph.body.block
-        if any(isinstance(op, dnn.VjpOp | dnn.SgdOp) for op in block.ops):
+        if any(isinstance(op, dnn.VjpOp | dnn.SgdOp | dnn.UpdateOp) for op in block.ops):
             raise self.error("the graph already has a backward pass")
         loss = self.ret.values[0]
         if (problem := self.graph.loss_problem()) is not None:
@@ -101,18 +117,47 @@ class _Differentiator:
             wrt = [i for i, v in enumerate(layer.inputs) if needs_grad[v]]
             if wrt:
                 self.backward(layer, cotangent, wrt)
-        updated = []
+        updated: list[SSAValue] = []
+        states: list[SSAValue] = []
+        taken = set(self.graph.value_names().values())
         for op in [op for op in block.ops if isinstance(op, dnn.ParamOp)]:
             parts = self.contributions.pop(op.output, [])
             if not parts:
                 continue
             layout = first_reader[op.output]
             gradient = self.accumulate(op.output, parts, layout)
-            step = dnn.SgdOp(op.output, gradient, self.lr)
+            name = op.output.name_hint or "param"
+            if self.optimizer == "sgd":
+                step: Operation = dnn.SgdOp(op.output, gradient, self.lr)
+            else:
+                step = dnn.UpdateOp(self.optimizer, op.output, gradient,
+                                    self.state_tensors(op.output, name, taken), self.lr)
             step.attributes[LAYOUT_OF_ATTR_NAME] = layout
-            step.output.name_hint = f"{op.output.name_hint or 'param'}_next"
-            updated.append(self.insert(step).results[0])
-        self.ret.operands = [loss, *updated]
+            for result, suffix in zip(step.results, ("", *dnn.OPTIMIZER_STATES.get(
+                    self.optimizer, ())), strict=True):
+                result.name_hint = f"{name}{'_' + suffix if suffix else ''}_next"
+            self.insert(step)
+            updated.append(step.results[0])
+            states.extend(step.results[1:])
+        self.ret.operands = [loss, *updated, *states]
+
+    def state_tensors(self, param: SSAValue, name: str, taken: set[str]) -> list[SSAValue]:
+        """The optimizer's state tensors of `param` (`dnn.OPTIMIZER_STATES`), new
+        `dnn.param`s named after it (`w1_m`, or `w1_m_` if that name is taken)."""
+        tensors: list[SSAValue] = []
+        param_type = param.type
+        assert isinstance(param_type, dnn.TensorType)
+        for suffix in dnn.OPTIMIZER_STATES[self.optimizer]:
+            tensor_type = param_type if suffix != "t" else dnn.TensorType(
+                [], [], param_type.element_type)
+            state = dnn.ParamOp(tensor_type)
+            state_name = f"{name}_{suffix}"
+            while state_name in taken:
+                state_name += "_"
+            taken.add(state_name)
+            state.results[0].name_hint = state_name
+            tensors.append(self.insert(state).results[0])
+        return tensors
 
     def needs_grad(self) -> dict[SSAValue, bool]:
         needs: dict[SSAValue, bool] = {}

@@ -27,6 +27,9 @@ from pase.runtime.kernels import KERNELS, KernelContext
 from pase.runtime.program import Box, Program, Sharded, Step, box, coordinates, group
 
 DTYPES = {name: np.dtype(element.numpy) for name, element in ELEMENTS.items()}
+UPDATES = ("dnn.sgd", "dnn.update")
+"""The kernels of optimizer steps: their results are the next step's parameters and
+optimizer states."""
 
 
 @dataclass
@@ -47,10 +50,34 @@ def _slices(block: Box) -> tuple[slice, ...]:
     return tuple(slice(lo, hi) for lo, hi in block)
 
 
+UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
+"""Half the spacing of the numbers near one (relative rounding error of round to nearest)
+of the low-precision formats: bfloat16 keeps 8 significant bits, IEEE half 11."""
+
+
+def to_precision(array: np.ndarray, precision: str) -> np.ndarray:
+    """`array` rounded to `precision` ("bf16", "fp16"; "fp32": unchanged), kept in its own
+    element type: the values a low-precision tensor holds. bf16 rounds the float32 bit
+    pattern to its upper 16 bits, to nearest, ties to even (as hardware does).
+
+        >>> to_precision(np.array([1 + 2**-9, 1 + 3 * 2**-9], np.float32), "bf16")
+        array([1.      , 1.0078125], dtype=float32)
+    """
+    if precision == "fp32" or not np.issubdtype(array.dtype, np.floating):
+        return array
+    if precision == "fp16":
+        return array.astype(np.float16).astype(array.dtype)
+    bits = np.array(array, dtype=np.float32).view(np.uint32)  # (a copy, 0-d kept)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) \
+        & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32).astype(array.dtype)
+
+
 class _Device:
     def __init__(self, program: Program, comm: DeviceComm, float_type: str | None = None,
-                 record: bool = False):
+                 record: bool = False, precision: str = "fp32"):
         self.program = program
+        self.precision = precision
         self.comm = comm
         self.float_type = float_type
         self.record = record
@@ -94,15 +121,16 @@ class _Device:
             result.holds_loss = self.holds_loss
             for name, (block, array, gradient) in updates.items():
                 result.params[name] = (block, array)
-                result.grads[name] = (block, gradient)
+                if gradient is not None:
+                    result.grads[name] = (block, gradient)
                 params[name] = _place(params[name], block, array)
         return result
 
     def run_once(self, data: dict[str, np.ndarray],
                  spans: list[tuple[int, float, float]] | None = None
-                 ) -> tuple[float, dict[str, tuple[Box, np.ndarray, np.ndarray]]]:
+                 ) -> tuple[float, dict[str, tuple[Box, np.ndarray, np.ndarray | None]]]:
         names: dict[int, str] = {}
-        updates: dict[str, tuple[Box, np.ndarray, np.ndarray]] = {}
+        updates: dict[str, tuple[Box, np.ndarray, np.ndarray | None]] = {}
         loss = float("nan")
         for index, step in enumerate(self.program.steps):
             start = time.perf_counter() if spans is not None else 0.0
@@ -120,12 +148,8 @@ class _Device:
                     outputs = self.layer(step)
                     for value, output in zip(step.results, outputs, strict=True):
                         self.values[value] = output
-                    if step.kernel == "dnn.sgd" and outputs[0] is not None:
-                        block = self.block(step.result_types[0])
-                        assert block is not None
-                        gradient = self.values[step.operands[1]]
-                        assert gradient is not None
-                        updates[names[step.operands[0]]] = (block, outputs[0], gradient)
+                    if step.kernel in UPDATES and outputs[0] is not None:
+                        self.record_update(step, outputs, names, updates)
                 case "all_reduce":
                     self.all_reduce(step)
                 case "redistribute":
@@ -145,6 +169,20 @@ class _Device:
             if spans is not None and self.took_part(step):
                 spans.append((index, start, time.perf_counter()))
         return loss, updates
+
+    def record_update(self, step: Step, outputs: list[np.ndarray | None],
+                      names: dict[int, str],
+                      updates: dict[str, tuple[Box, np.ndarray, np.ndarray | None]]) -> None:
+        """Keep an optimizer step's updated parameter (with its gradient) and updated
+        state tensors (operands 2.., without one) for the next training step."""
+        gradient = self.values[step.operands[1]]
+        assert gradient is not None
+        read = [step.operands[0], *step.operands[2:]]
+        for index, (value, output) in enumerate(zip(read, outputs, strict=True)):
+            block = self.block(step.result_types[index])
+            assert block is not None
+            assert output is not None
+            updates[names[value]] = (block, output, gradient if index == 0 else None)
 
     def took_part(self, step: Step) -> bool:
         """Whether this device holds a block of a value `step` reads or writes."""
@@ -226,16 +264,37 @@ class _Device:
         if coordinates(self.rank, self.grid(tensor), self.first(tensor)) is None:
             return [None] * len(step.results)
         inputs = [self.values[v] for v in step.operands]
+        if self.precision != "fp32" and step.kernel not in UPDATES:
+            return self.low_precision_layer(step, inputs)
         if step.kernel == "dnn.vjp":
             return self.backward(step, inputs)
+        return self.layer_forward(step, inputs)
+
+    def layer_forward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
         if step.kernel not in KERNELS:
             raise ValueError(f"no kernel for {step.kernel}")
         forward, _ = KERNELS[step.kernel]
         output, saved = forward(self.context(step, step.operand_types, step.result_types[0]),
                                 inputs)
+        if isinstance(output, tuple):  # an optimizer step: the parameter and its states
+            return list(output)
         if saved is not None:
             self.saved[step.results[0]] = saved
         return [output]
+
+    def low_precision_layer(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
+        """A forward or gradient kernel under bf16/fp16 mixed precision: its tensors,
+        read and written, hold low-precision values (params rounded as they are read: the
+        fp32 master copy stays in the update), its arithmetic is the program's float
+        type (fp32 accumulation, as tensor cores do), and a scalar result, the loss,
+        stays fp32."""
+        inputs = [None if x is None else to_precision(x, self.precision) for x in inputs]
+        if step.kernel == "dnn.vjp":
+            outputs = self.backward(step, inputs)
+        else:
+            outputs = self.layer_forward(step, inputs)
+        return [y if y is None or y.ndim == 0 else to_precision(y, self.precision)
+                for y in outputs]
 
     def backward(self, step: Step, inputs: list[Any]) -> list[np.ndarray | None]:
         props, forward = step.props, step.props["forward"]
@@ -273,13 +332,30 @@ def _place(array: np.ndarray, block: Box, values: np.ndarray) -> np.ndarray:
     return updated
 
 
+def with_optimizer_states(program: Program, data: dict[str, np.ndarray],
+                          float_type: str | None = None) -> dict[str, np.ndarray]:
+    """`data` and, for every param of `program` it lacks (the optimizer's state tensors
+    pase-autodiff adds: `w_m`, `w_v`, `w_t`), zeros of the param's global shape: every
+    optimizer state starts at zero."""
+    states = {}
+    for step in program.steps:
+        if step.kind == "param" and step.name not in data and step.name not in states:
+            (tensor,) = step.result_types
+            element = tensor.element
+            if float_type is not None and element in ("f32", "f64"):
+                element = float_type
+            states[step.name] = np.zeros(tensor.sizes, dtype=DTYPES[element])
+    return data | states if states else data
+
+
 def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
                steps: int, float_type: str | None = None,
-               record: bool = False) -> DeviceResult:
+               record: bool = False, precision: str = "fp32") -> DeviceResult:
     """Run `steps` training steps of `program` on this device; `float_type` ("f64")
     overrides the floating-point type of the program (the data must match); `record`
     keeps the start and end of each program step of the first training step
-    (`DeviceResult.spans`). Overflow raises no numpy warning: its inf and nan reach the
-    results, and the report."""
+    (`DeviceResult.spans`); `precision` "bf16" or "fp16" runs the forward and gradient
+    kernels on low-precision values (`_Device.low_precision_layer`). Overflow raises no
+    numpy warning: its inf and nan reach the results, and the report."""
     with np.errstate(all="ignore"):
-        return _Device(program, comm, float_type, record).run(data, steps)
+        return _Device(program, comm, float_type, record, precision).run(data, steps)

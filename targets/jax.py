@@ -37,9 +37,16 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
-from pase.dialect.dnn.seeding import seed_of
+from pase.dialect.dnn.seeding import Seed, seeds
 from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr
+from pase.dialect.training_options import (
+    StepOptions,
+    TrainingOptionError,
+    training_of,
+    zero_stage,
+)
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE
+from pase.targets.jax_training import Spec, checkpointed, with_training
 
 MeshAxes = tuple[str, ...]
 """The mesh axes one tensor dim is split over (empty: not split)."""
@@ -72,7 +79,14 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
     if gradient_ops:
         raise at_op(gradient_ops[0], "the jax target takes the forward graph; JAX derives "
                     "the backward itself: print it before pase-autodiff")
-    program = _Emitter(graph, devices or graph_devices(graph)).program()
+    try:
+        options = training_of(graph)
+    except TrainingOptionError as error:
+        raise Diagnostic(f"the jax target: {error}") from None
+    emitter = _Emitter(graph, devices or graph_devices(graph), options)
+    program = emitter.program()
+    if not options.is_default():
+        program = with_training(program, options, *emitter.param_layouts())
     return with_model_weights(program) if with_weights else program
 
 
@@ -195,9 +209,11 @@ class _Emitter:
     """Writes the program of one graph; a small class because every statement needs the
     graph's names, the mesh and the helpers it used."""
 
-    def __init__(self, graph: dnn.GraphOp, devices: int):
+    def __init__(self, graph: dnn.GraphOp, devices: int,
+                 options: StepOptions | None = None):
         self.graph = graph
         self.devices = devices
+        self.options = options or StepOptions()
         self.names = {value: _identifier(name) for value, name in graph.value_names().items()}
         self.layers = graph.layer_names()
         self.placements = {layer: Placement.of([d.name for d in layer.iteration_space().dims],
@@ -211,9 +227,13 @@ class _Emitter:
                                           self.placements.items() if p.axes])
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
+        self.seeds: dict[SSAValue, Seed] | None = None
 
     def program(self) -> str:
-        body = [line for op in self.graph.body.block.ops for line in self.statement(op)]
+        ops = list(self.graph.body.block.ops)
+        body = (checkpointed(ops, self.statement, self.names, self.options)
+                if self.options.recompute != "none"
+                else [line for op in ops for line in self.statement(op)])
         helpers = [HELPERS[name] for name in sorted(self.helpers)]
         return "\n".join([
             PRELUDE.format(graph=self.graph.sym_name.data, devices=self.devices),
@@ -253,6 +273,37 @@ class _Emitter:
         return "\n".join([f"{name} = {{  # name: (shape, dtype, layout, seeded init)",
                           *rows, "}"])
 
+    def param_layouts(self) -> tuple[dict[str, Spec], dict[str, tuple[tuple[str, int], ...]],
+                                     dict[str, int], dict[str, int]]:
+        """For `jax_training.with_training`: each param's held layout (its first
+        reader's operand layout), the mesh axes (name, size) it is replicated on, its
+        ZeRO stage (its first reader's), and the mesh's axis sizes."""
+        mesh = {f"m{k}": size for k, size in enumerate(self.shape)}
+        layouts: dict[str, Spec] = {}
+        replicas: dict[str, tuple[tuple[str, int], ...]] = {}
+        stages: dict[str, int] = {}
+        for op in self.graph.body.block.ops:
+            if not isinstance(op, dnn.ParamOp):
+                continue
+            name = self.names[op.output]
+            reader = next((use for use in op.output.uses
+                           if isinstance(use.operation, dnn.LayerOp)), None)
+            if reader is None:
+                layouts[name], stages[name] = (), 0
+            else:
+                layer = reader.operation
+                assert isinstance(layer, dnn.LayerOp)
+                axes = self.axes[layer]
+                dims = layer.iteration_space().operands[reader.index]
+                layouts[name] = tuple(
+                    None if d is None or not axes.get(d) else axes[d][0]
+                    if len(axes[d]) == 1 else axes[d] for d in dims)
+                stages[name] = zero_stage(layer, self.options)
+            used = {a for entry in layouts[name] if entry is not None
+                    for a in ((entry,) if isinstance(entry, str) else entry)}
+            replicas[name] = tuple((a, s) for a, s in mesh.items() if a not in used)
+        return layouts, replicas, stages, mesh
+
     def held(self, value: SSAValue) -> str:
         """The layout of an input or param: its first reader's operand layout."""
         for use in value.uses:
@@ -265,7 +316,9 @@ class _Emitter:
         """How `__main__` seeds a tensor: ("normal", std), ("ints", high), ("normal+1",
         std) for a norm's scale, by `pase.dialect.dnn.seeding` (pase-run's rule too, which
         passes its own data instead)."""
-        return seed_of(value).describe()
+        if self.seeds is None:
+            self.seeds = seeds(self.graph)
+        return self.seeds[value].describe()
 
     def statement(self, op: object) -> list[str]:
         if isinstance(op, dnn.InputOp | dnn.ParamOp):

@@ -4,11 +4,11 @@
 
 Searches the strategy of the full-size model (or loads `--strategy FILE`, or takes
 `--data-parallel`); with `--scale F` the model then shrinks and each split factor becomes
-the largest divisor of the smaller dim that divides it. Then it runs
-`--steps` SGD steps through pase-autodiff and pase-lower-spmd on `--devices` workers and
-on one device with the same seeded data, and prints per step the loss and the largest
-relative errors, and per layer and edge the words moved next to the cost model's
-prediction. Errors are normwise: the largest difference over all gradients (or
+the largest divisor of the smaller dim that divides it. Then it runs `--steps`
+training steps (SGD, or `--optimizer`) through pase-autodiff and pase-lower-spmd on
+`--devices` workers and on one device with the same seeded data, and prints per step
+the loss and the largest relative errors, and per layer and edge the words moved next to
+the cost model's prediction. Errors are normwise: the largest difference over all gradients (or
 parameters) relative to the largest value among them. `--check` exits 1 unless the errors
 are within tolerance (f64 1e-9; f32 1e-4, or twice the f32 rounding error of the
 1-device run itself when a deep model loses more than that to f32 alone) and the words
@@ -28,7 +28,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
@@ -36,7 +36,14 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
-from pase.dialect.dnn.seeding import LEARNING_RATE
+from pase.dialect.dnn.seeding import LEARNING_RATES
+from pase.dialect.training_options import (
+    StepOptions,
+    TrainingOptionError,
+    checked,
+    set_training,
+    training_of,
+)
 from pase.formats.strategy_json import is_pipeline_plan
 from pase.passes.strategy import PRESETS, SCHEDULES
 from pase.runtime.communicator import BACKENDS
@@ -46,6 +53,7 @@ from pase.tools.run.harness import Backend, check_training
 from pase.tools.run.load import (
     Stages,
     check_run_memory,
+    forward_graph,
     load_model,
     pipeline_spec,
     strategy_and_scale,
@@ -85,6 +93,23 @@ def _count(text: str) -> int | str:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected auto or a count of at least 1, got {value}")
     return value
+
+
+def _choice(option: str) -> Callable[[str], str]:
+    """The type of a training-option flag: its value if the option takes it."""
+    def read(text: str) -> str:
+        try:
+            return checked(option, text)
+        except TrainingOptionError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return read
+
+
+def training_options(args: argparse.Namespace, module: ModuleOp) -> StepOptions:
+    """The step to run: the graph's `pase.training` with the flags given in its place."""
+    graph = forward_graph(module)
+    return training_of(graph).overridden(optimizer=args.optimizer, precision=args.precision,
+                                         recompute=args.recompute, zero=args.zero)
 
 
 def stages_of(args: argparse.Namespace) -> Stages | None:
@@ -134,15 +159,28 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                           "'pase[plot]')")
     parser.add_argument("--machine", default="pase-default",
                         help=f"machine for the search: {', '.join(PRESETS)} or a .toml file")
-    parser.add_argument("--steps", type=_integer, default=1, help="SGD steps (default 1)")
+    parser.add_argument("--steps", type=_integer, default=1,
+                        help="training steps (default 1)")
     parser.add_argument("--seed", type=_integer, default=0, help="seed of the data (default 0)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="shrink every dimension by this factor, e.g. 0.125")
     parser.add_argument("--memory-gib", type=float, default=4.0,
                         help="refuse a run estimated to take more memory than this, in GiB, "
                         "and name the --scale that fits (default 4)")
-    parser.add_argument("--lr", type=float, default=LEARNING_RATE,
-                        help=f"learning rate (default {LEARNING_RATE})")
+    parser.add_argument("--lr", type=float,
+                        help="learning rate (default: the optimizer's, "
+                        + ", ".join(f"{k} {v}" for k, v in LEARNING_RATES.items()) + ")")
+    step = parser.add_argument_group(
+        "the training step (default: the plan's pase.training, else sgd fp32 none 0)")
+    step.add_argument("--optimizer", type=_choice("optimizer"),
+                      help="sgd, momentum (beta 0.9) or adam (0.9, 0.999, 1e-8)")
+    step.add_argument("--precision", type=_choice("precision"),
+                      help="fp32, bf16 or fp16 compute and activations (fp32 master weights, "
+                      "optimizer state and loss)")
+    step.add_argument("--recompute", type=_choice("recompute"),
+                      help="none, full or auto (the plan's pase.recompute layers)")
+    step.add_argument("--zero", type=_choice("zero"),
+                      help="ZeRO stage 0, 1, 2, 3 or auto (the plan's pase.zero per layer)")
     parser.add_argument("--backend", choices=BACKENDS, default="threads",
                         help="workers are threads (default) or processes")
     parser.add_argument("--timeout", type=float,
@@ -205,7 +243,7 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--memory-gib must be a finite number above 0, got {args.memory_gib}"),
             (args.steps < 1, "--steps must be at least 1"),
             (args.seed < 0, f"--seed must be at least 0, got {args.seed}"),
-            (not (math.isfinite(args.lr) and args.lr >= 0),
+            (args.lr is not None and not (math.isfinite(args.lr) and args.lr >= 0),
              f"--lr must be a finite number at least 0, got {args.lr}"),
             (not (math.isfinite(args.timeout) and args.timeout > 0),
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
@@ -219,15 +257,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Every file pase-run writes (--timeline, --dump-mlir) waits for the run to succeed.
     with report_errors("pase-run"), deferred_writes():
         stages = stages_of(args)
-        spec = pipeline_spec(args.devices, args.scale, args.lr, args.machine,
-                             args.strategy or "", args.data_parallel, stages)
+        given = StepOptions().overridden(optimizer=args.optimizer, precision=args.precision,
+                                         recompute=args.recompute, zero=args.zero)
+        lr = args.lr if args.lr is not None else LEARNING_RATES[given.optimizer]
+        spec = pipeline_spec(args.devices, args.scale, lr, args.machine,
+                             args.strategy or "", args.data_parallel, stages, given)
         if args.print_pipeline:
             print(spec)
             return
         model, initial = load_model(args.model, args.batch, args.loss)
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", args.data_parallel,
-                                    stages)
+                                    stages, given)
+        options = training_options(args, module)
+        set_training(forward_graph(module), options)
+        if args.lr is None:
+            lr = LEARNING_RATES[options.optimizer]
         float_type = "f64" if args.f64 else None
         check_run_memory(module, args.devices, args.scale, int(args.memory_gib * (1 << 30)),
                          float_type)
@@ -242,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                      record=args.timeline is not None)
         reference = RuntimeBackend(1, args.backend, args.timeout, words=False)
         report, _ = check_training(module, backend, reference, args.steps, args.seed,
-                                   args.lr, float_type, initial)
+                                   lr, float_type, initial)
         _print(args, module, report, backend, time.perf_counter() - start)
 
 

@@ -382,7 +382,7 @@ class LayerOp(IRDLOperation):
         the incoming gradient; one result per `wrt` index."""
         forward = self.op_properties.data["forward"]
         assert isinstance(forward, StringAttr)  # _verify_properties checked it
-        if forward.data not in KERNELS - {"dnn.vjp", "dnn.sgd"}:
+        if forward.data not in KERNELS - {"dnn.vjp", "dnn.sgd", "dnn.update"}:
             raise VerifyException(f"a dnn.vjp kernel differentiates a dnn layer op, not "
                                   f"'{forward.data}'")
         wrt = self.op_properties.data["wrt"]
@@ -436,7 +436,7 @@ def kernel_class(kernel: str) -> type[IRDLOperation]:
         >>> kernel_class("dnn.sgd").name
         'dnn.sgd'
     """
-    ops: tuple[type[IRDLOperation], ...] = (*LAYER_OPS, dnn.VjpOp, dnn.SgdOp)
+    ops: tuple[type[IRDLOperation], ...] = (*LAYER_OPS, dnn.VjpOp, dnn.SgdOp, dnn.UpdateOp)
     return next(op for op in ops if op.name == kernel)
 
 

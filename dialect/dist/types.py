@@ -24,8 +24,9 @@ from xdsl.utils.exceptions import VerifyException
 from pase.dialect.dnn import ELEMENT_TYPES, LAYER_OPS, element_name
 from pase.dialect.dnn.types import checked_parameters
 
-KERNELS = frozenset({*(op.name for op in LAYER_OPS), "dnn.vjp", "dnn.sgd"})
-"""What a `dist.layer` can run: a dnn layer op, a vector-Jacobian product or an SGD step."""
+KERNELS = frozenset({*(op.name for op in LAYER_OPS), "dnn.vjp", "dnn.sgd", "dnn.update"})
+"""What a `dist.layer` can run: a dnn layer op, a vector-Jacobian product or an optimizer
+step (SGD, or momentum and Adam with their state)."""
 
 
 def axes_attr(axes: Sequence[int]) -> DenseArrayBase:

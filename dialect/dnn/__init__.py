@@ -66,10 +66,18 @@ from pase.dialect.dnn.more_layers import (
     SliceOp,
     SqrtOp,
 )
-from pase.dialect.dnn.training import SgdOp, VjpOp, is_gradient, layer_class
+from pase.dialect.dnn.training import (
+    OPTIMIZER_STATES,
+    SgdOp,
+    UpdateOp,
+    VjpOp,
+    is_gradient,
+    layer_class,
+)
 from pase.dialect.dnn.types import ELEMENT_TYPES, TensorType, element_name, shape_of
 
-Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, SgdOp],
+Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, SgdOp,
+                     UpdateOp],
               [TensorType])
 
 __all__ = [
@@ -81,5 +89,6 @@ __all__ = [
     "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "RmsNormOp",
     "SgdOp", "SigmoidOp",
     "SliceOp", "SoftmaxCrossEntropyOp", "SoftmaxOp", "SubOp", "TanhOp", "TensorType", "UnaryOp",
-    "VjpOp", "element_name", "is_gradient", "layer_class", "shape_of",
+    "OPTIMIZER_STATES", "UpdateOp", "VjpOp", "element_name", "is_gradient", "layer_class",
+    "shape_of",
 ]

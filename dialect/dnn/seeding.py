@@ -13,6 +13,16 @@ first reads the tensor, not from the layer's name:
   [co, ci, r, s]: ci*r*s; an einsum weight [h, k, d] into [b, s, d]: h*k), so that each
   layer keeps its activations of order one (LeCun's rule). A contracted dim an integer
   operand selects (an embedding table's rows) adds no fan-in: one row is read, not summed.
+- A weight whose reader's result is a residual branch's output (it is added, by a
+  `dnn.add`, to a value it was computed from: attention's output projection, a
+  feed-forward's second matrix) is scaled down further by 1/sqrt(R), R the graph's
+  residual adds (`residual_adds`), as GPT-2 and Fixup do: at init the branches then add
+  little to the stream, which keeps each token's own signal. Without it the Transformer's
+  30 branches bury it: after the decoder's last layer norm only 29% of the variance
+  differs between tokens (97% after the first), so the logits hardly depend on the token
+  and training stalls at the labels' batch marginal (ln 256 on the fixed batch at scale
+  0.125, with SGD at any rate and with Adam at 0.01); with it, Adam at its default rate
+  goes 9.18 -> 2.07 in 30 steps (docs/jax.md, "Programs that learn").
 - A param the reader scales its result by (`LayerOp.SCALE_OPERANDS`: a norm's scale):
   1 + 0.1 normal. Any other param (a norm's bias, a bias added): 0.1 normal, small.
 
@@ -36,9 +46,17 @@ LEARNING_RATE = 0.03
 """The default SGD learning rate of `pase-run --lr` and of the `-t jax` program's `--lr`,
 for params seeded by this rule. Measured on the fixed seeded batch (30 steps, losses from
 the first step to the 30th, docs/jax.md): AlexNet scaled by 0.125 halves its loss at 0.02
-to 0.04 (4.83 -> 2.18 at 0.03) and oscillates from 0.1 on; the Transformer scaled by
-0.125 learns faster the larger the rate up to 1 but does not halve in 30 steps at any
-(it stops near ln 256, the labels' marginal), so the rate is AlexNet's."""
+to 0.04 (4.83 -> 2.18 at 0.03) and oscillates from 0.1 on. The Transformer scaled by
+0.125 does not halve with SGD at a rate AlexNet takes (9.18 -> 6.85 at 0.03; 5.81 at
+best at 0.1, oscillating): its loss is a mean over N = 256 tokens whose labels are
+random, so a token's own logit moves by lr |x|^2 / N = lr / 4 per step (|x|^2 = d = 64
+after the last layer norm), and fitting its label needs lr near 1. Adam's steps do not
+shrink with 1/N: at its default rate it halves (`LEARNING_RATES`)."""
+
+LEARNING_RATES = {"sgd": LEARNING_RATE, "momentum": LEARNING_RATE / 10, "adam": 1e-3}
+"""The default learning rate of each optimizer: SGD's above; momentum's a tenth of it (with
+beta 0.9 its steady step is ten gradients long, so the same step size as SGD's); Adam's
+its paper's 1e-3 (its steps are about lr long whatever the gradient's scale)."""
 
 SMALL = 0.1
 """The std of a param no layer contracts (biases) and of a scale's spread around one."""
@@ -60,12 +78,34 @@ class Seed:
 
 def seeds(graph: GraphOp) -> dict[SSAValue, Seed]:
     """The seed of every input and param of `graph`, in graph order."""
-    return {op.output: seed_of(op.output) for op in graph.body.block.ops
+    branches = residual_adds(graph)
+    return {op.output: seed_of(op.output, branches) for op in graph.body.block.ops
             if isinstance(op, InputOp | ParamOp)}
 
 
-def seed_of(value: SSAValue) -> Seed:
-    """The seed of one input or param (the module docstring gives the rule)."""
+def residual_adds(graph: GraphOp) -> dict[SSAValue, int]:
+    """The residual branches of `graph`: each value that a `dnn.add` adds to one of its
+    own ancestors (a skip connection: `%res = add %x, %out` with `%out` computed from
+    `%x`), mapped to the number R of such adds in the graph."""
+    ancestors: dict[SSAValue, frozenset[SSAValue]] = {}
+    branches: list[SSAValue] = []
+    for op in graph.body.block.ops:
+        if not isinstance(op, LayerOp):
+            continue
+        inputs = list(op.inputs)
+        ancestors[op.output] = frozenset(inputs).union(*(ancestors.get(v, frozenset())
+                                                         for v in inputs))
+        if op.name == "dnn.add" and len(inputs) == 2:
+            for branch, skip in (inputs, inputs[::-1]):
+                if skip in ancestors.get(branch, frozenset()):
+                    branches.append(branch)
+                    break
+    return {branch: len(branches) for branch in branches}
+
+
+def seed_of(value: SSAValue, branches: dict[SSAValue, int] | None = None) -> Seed:
+    """The seed of one input or param (the module docstring gives the rule);
+    `branches`: the graph's `residual_adds` (computed here if not given)."""
     readers = [(use.operation, use.index) for use in value.uses
                if isinstance(use.operation, LayerOp)]
     if not ELEMENTS[shape_of(value).element].floating:
@@ -86,7 +126,13 @@ def seed_of(value: SSAValue) -> Seed:
     selected = {d for other in range(len(reader.inputs)) if other != index
                 and not ELEMENTS[shape_of(reader.inputs[other]).element].floating
                 for d in selected_dims(reader, other)}
-    return Seed("normal", 1.0 / sqrt(prod(summed[d] for d in contracted if d not in selected)))
+    std = 1.0 / sqrt(prod(summed[d] for d in contracted if d not in selected))
+    if branches is None:
+        graph = reader.parent_op()
+        branches = residual_adds(graph) if isinstance(graph, GraphOp) else {}
+    if reader.output in branches:
+        std /= sqrt(branches[reader.output])
+    return Seed("normal", std)
 
 
 def selected_dims(reader: LayerOp, index: int) -> list[str]:

@@ -1,5 +1,5 @@
-"""Training ops written by pase-autodiff: `dnn.vjp` (a layer's gradients) and
-`dnn.sgd` (one update).
+"""Training ops written by pase-autodiff: `dnn.vjp` (a layer's gradients), `dnn.sgd`
+(one SGD update) and `dnn.update` (one momentum or Adam update with its state).
 """
 
 from __future__ import annotations
@@ -224,10 +224,82 @@ class SgdOp(IRDLOperation):
         verify_gradient_attributes(self)
 
 
+OPTIMIZER_STATES = {"momentum": ("m",), "adam": ("m", "v", "t")}
+"""The state tensors of each optimizer `dnn.update` runs, by suffix: momentum's velocity
+m; Adam's first and second moments m and v, each the parameter's type, and its step count
+t, a scalar (for the bias correction)."""
+
+OPTIMIZER_HYPERPARAMETERS = {"momentum": {"beta1": 0.9},
+                             "adam": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+"""The fixed hyperparameters of each optimizer (PyTorch's and Adam's paper's defaults)."""
+
+
+@irdl_op_definition
+class UpdateOp(IRDLOperation):
+    """One optimizer step on a parameter and its state tensors (`OPTIMIZER_STATES`), in
+    float arithmetic elementwise; results: the updated parameter, then the updated states.
+
+        %w_next, %w_m_next = dnn.update "momentum" %w, %dw state(%w_m) lr 0.003 beta1 0.9
+            : (...) -> (...)
+
+    momentum: m' = beta1 m + g, w' = w - lr m'. adam: t' = t + 1, m' = beta1 m +
+    (1 - beta1) g, v' = beta2 v + (1 - beta2) g², w' = w - lr (m' / (1 - beta1^t')) /
+    (sqrt(v' / (1 - beta2^t')) + eps).
+    """
+
+    name = "dnn.update"
+
+    param = operand_def(TensorType)
+    gradient = operand_def(TensorType)
+    states = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    optimizer = prop_def(StringAttr)
+    lr = prop_def(FloatAttr)
+    beta1 = prop_def(FloatAttr)
+    beta2 = opt_prop_def(FloatAttr)
+    eps = opt_prop_def(FloatAttr)
+
+    traits = traits_def(HasParent(GraphOp))
+    assembly_format = ("$optimizer $param `,` $gradient `state` `(` $states `)` `lr` $lr "
+                       "`beta1` $beta1 (`beta2` $beta2^)? (`eps` $eps^)? attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, optimizer: str, param: SSAValue, gradient: SSAValue,
+                 states: list[SSAValue], lr: float):
+        properties: dict[str, Attribute] = {"optimizer": StringAttr(optimizer),
+                                            "lr": FloatAttr(lr, f64)}
+        properties |= {k: FloatAttr(v, f64)
+                       for k, v in OPTIMIZER_HYPERPARAMETERS[optimizer].items()}
+        super().__init__(operands=[param, gradient, states],
+                         result_types=[[param.type, *(s.type for s in states)]],
+                         properties=properties)
+
+    def verify_(self) -> None:
+        optimizer = self.optimizer.data
+        if optimizer not in OPTIMIZER_STATES:
+            raise VerifyException(f"dnn.update runs {' or '.join(OPTIMIZER_STATES)}, not "
+                                  f"'{optimizer}'")
+        wanted = OPTIMIZER_STATES[optimizer]
+        if len(self.states) != len(wanted) or len(self.outputs) != 1 + len(wanted):
+            raise VerifyException(f"dnn.update {optimizer} takes {len(wanted)} state "
+                                  f"tensors ({', '.join(wanted)}) and returns the parameter "
+                                  "and each state")
+        if not self.param.type == self.gradient.type == self.outputs[0].type:
+            raise VerifyException("dnn.update needs the parameter, its gradient and the "
+                                  "first result to have one type")
+        for index, (state, kind) in enumerate(zip(self.states, wanted, strict=True)):
+            expected = (TensorType([], [], self.param.type.element_type)
+                        if kind == "t" else self.param.type)
+            if state.type != expected or self.outputs[1 + index].type != expected:
+                raise VerifyException(f"dnn.update's state {kind} and its result must have "
+                                      f"the type {expected}")
+        verify_gradient_attributes(self)
+
+
 def is_gradient(op: Operation) -> bool:
     """Whether `op` belongs to the backward pass pase-autodiff writes: a `dnn.vjp`, a
     `dnn.sgd`, or a layer it marked as a gradient (`LayerOp.is_gradient`). True for
     `%dw = dnn.einsum %dh, %x {pase.layer = "h", ...}`, False for the forward
     `%h = dnn.einsum %x, %w`; false for ops outside the dnn dialect's layers and updates.
     """
-    return isinstance(op, VjpOp | SgdOp) or (isinstance(op, LayerOp) and op.is_gradient)
+    return isinstance(op, VjpOp | SgdOp | UpdateOp) or (isinstance(op, LayerOp) and op.is_gradient)

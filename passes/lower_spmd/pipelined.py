@@ -83,7 +83,7 @@ class PipelineLowering(Lowering):
                if not isinstance(op, dnn.InputOp | dnn.ParamOp | dnn.ReturnOp)]
         update: set[Operation] = set()
         for op in reversed(ops):
-            if isinstance(op, dnn.SgdOp) or (
+            if isinstance(op, dnn.SgdOp | dnn.UpdateOp) or (
                     isinstance(op, dnn.AddOp) and layout_of(op) is not None
                     and op.results[0].uses and all(use.operation in update
                                                    for use in op.results[0].uses)):

@@ -144,7 +144,7 @@ class Lowering:
         """Lower one op of the graph (not an input, param or return) by its kind."""
         if isinstance(op, dnn.VjpOp):
             self.lower_vjp(op)
-        elif isinstance(op, dnn.SgdOp | dnn.AddOp) and layout_of(op) is not None:
+        elif isinstance(op, dnn.SgdOp | dnn.UpdateOp | dnn.AddOp) and layout_of(op) is not None:
             self.lower_in_layout(op)
         elif isinstance(op, dnn.LayerOp):
             self.lower_layer(op)
@@ -258,7 +258,7 @@ class Lowering:
             self.held[gradient] = self.finish(gradient, result, tag)
             self.owner_layer[gradient] = tag
 
-    def lower_in_layout(self, op: dnn.SgdOp | dnn.AddOp) -> None:
+    def lower_in_layout(self, op: dnn.SgdOp | dnn.UpdateOp | dnn.AddOp) -> None:
         layout = layout_of(op)
         assert layout is not None  # run() sends only such ops here
         layer_name, index = layout.layer_name, layout.operand_index
@@ -269,14 +269,19 @@ class Lowering:
         read = layer.inputs[index] if index is not None else None
         carried = (read.name_hint or "v") if read is not None and isinstance(
             read.owner, dnn.InputOp | dnn.ParamOp) else ""
-        operands = [self.operand(v, self.tensor_type(v, dims, where), layer_name, True,
-                                 carried) for v in op.operands]
-        result_type = self.tensor_type(op.results[0], dims, where)
-        kernel = "dnn.sgd" if isinstance(op, dnn.SgdOp) else "dnn.add"
-        result = self.layer_op(kernel, operands, dict(op.properties), where, [], layer_name,
-                               [result_type]).results[0]
-        result.name_hint = op.results[0].name_hint
-        self.held[op.results[0]] = result
-        self.owner_layer[op.results[0]] = layer_name
+        # An optimizer's state lives in its parameter's layout (Adam's step count, a
+        # scalar, on every device of the grid), so the update moves no words.
+        operands = [self.operand(v, self.tensor_type(v, dims if dnn.shape_of(v).dims else (),
+                                                     where), layer_name, True, carried)
+                    for v in op.operands]
+        result_types = [self.tensor_type(v, dims if dnn.shape_of(v).dims else (), where)
+                        for v in op.results]
+        kernel = op.name
+        lowered = self.layer_op(kernel, operands, dict(op.properties), where, [], layer_name,
+                                result_types)
+        for value, result in zip(op.results, lowered.results, strict=True):
+            result.name_hint = value.name_hint
+            self.held[value] = result
+            self.owner_layer[value] = layer_name
 
 

@@ -42,3 +42,35 @@ def test_each_tensor_is_seeded_by_how_its_reader_uses_it() -> None:
         "weight": Seed("normal", 1 / sqrt(6)),
         "labels": Seed("ints", 5.0),  # the classes
     }
+
+
+RESIDUAL = """
+graph @r(b = 2, d = 4, f = 8, c = 3) {
+  %x = input [b, d]
+  %w1 = param [d, f]
+  %up = einsum %x, %w1 -> [b, f]
+  %w2 = param [f, d]
+  %down = einsum %up, %w2 -> [b, d]
+  %res = add %x, %down
+  %w3 = param [d, f]
+  %up2 = einsum %res, %w3 -> [b, f]
+  %w4 = param [f, d]
+  %down2 = einsum %up2, %w4 -> [b, d]
+  %res2 = add %res, %down2
+  %bias = param [d]
+  %shifted = add %res2, %bias
+  %wc = param [d, c]
+  %logits = einsum %shifted, %wc -> [b, c]
+  %t = input [b] : i32
+  %loss = softmax_cross_entropy %logits, %t over c
+  return %loss
+}
+"""
+
+
+def test_a_residual_branchs_last_weight_is_scaled_by_the_branch_count() -> None:
+    graph = next(op for op in parse_text(RESIDUAL).ops if isinstance(op, dnn.GraphOp))
+    by_name = {value.name_hint: seed.scale for value, seed in seeds(graph).items()}
+    # two residual adds (a bias added is none): w2 and w4 end a branch, w1, w3, wc do not
+    assert by_name["w2"] == by_name["w4"] == 1 / sqrt(8) / sqrt(2)
+    assert by_name["w1"] == by_name["w3"] == by_name["wc"] == 1 / sqrt(4)

@@ -20,11 +20,13 @@ import numpy as np
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import seeds
 from pase.passes.strategy import Words
-from pase.runtime.executor import DTYPES, DeviceResult
+from pase.runtime.executor import DTYPES, UNIT_ROUNDOFF, DeviceResult
 from pase.runtime.program import Program
 
 F32_TOLERANCE = 1e-4
 F64_TOLERANCE = 1e-9
+LOW_PRECISION_ROUNDOFF = UNIT_ROUNDOFF
+"""bf16 2^-8, fp16 2^-11: the least tolerance of a mixed-precision check."""
 
 RING_SLACK = 2
 """Words a ring all-reduce may move above the cost model's 2(g-1)/g·W to one device. The
@@ -71,9 +73,19 @@ def tolerance(element: str, noise: float = 0.0) -> float:
 
         >>> tolerance("f64"), tolerance("f32"), tolerance("f32", noise=3e-4)
         (1e-09, 0.0001, 0.0006)
+        >>> tolerance("bf16", noise=0.01), tolerance("bf16", noise=1e-4)
+        (0.02, 0.00390625)
 
     `noise` is the 1-device f32 run's own error against an f64 run: f32 rounding alone,
-    which deep networks at small scale can push past 1e-4."""
+    which deep networks at small scale can push past 1e-4. Under mixed precision
+    (`element` "bf16" or "fp16") it is the 1-device low-precision run's error against
+    the same run in fp32, the effect of rounding the tensors to 8 (11) bits at all: the
+    sharded run rounds the same values, differing only where its fp32 sums in another
+    order land on the other side of a rounding boundary, so it lies within `noise` of
+    the fp32 run too, and within 2 `noise` of the 1-device run (triangle inequality);
+    never less than one rounding, the format's unit roundoff (2^-8, 2^-11)."""
+    if element in LOW_PRECISION_ROUNDOFF:
+        return max(LOW_PRECISION_ROUNDOFF[element], 2 * noise)
     return F64_TOLERANCE if element == "f64" else max(F32_TOLERANCE, 2 * noise)
 
 

@@ -167,7 +167,8 @@ class JaxBackend:
                                      float(saved["step_seconds"]), str(saved["stablehlo"]))
         return Trained([float(v) for v in saved["losses"]],
                        {n: saved[f"grad/{n}"] for n in names},
-                       {n: saved[f"param/{n}"] for n in names})
+                       {key.removeprefix("param/"): value for key, value in saved.items()
+                        if key.startswith("param/")})  # (with the optimizer's state)
 
 
 def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,

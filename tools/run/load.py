@@ -17,10 +17,12 @@ run the same numpy kernels on the same seeded data (`check.make_data`), and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
 from io import BytesIO
+from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -41,6 +43,7 @@ from pase.dialect.pase import (
     STRATEGY_ATTR_NAME,
     ConfigAttr,
 )
+from pase.dialect.training_options import StepOptions
 from pase.formats.machine_toml import load_machine
 from pase.formats.strategy_json import is_pipeline_plan
 from pase.frontend.mlir import verify_located
@@ -67,7 +70,8 @@ class Stages:
 
 def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
                   machine: str = "pase-default", strategy: str = "",
-                  data_parallel: bool = False, stages: Stages | None = None) -> str:
+                  data_parallel: bool = False, stages: Stages | None = None,
+                  options: StepOptions | None = None) -> str:
     """The `-p` spec of pase-run's passes, from the model to the sharded `dist.program`.
 
         >>> pipeline_spec(8, factor=0.125, strategy="s.json").split(",")
@@ -77,32 +81,62 @@ def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
     With `data_parallel` the strategy (every batch dim split over the devices) is not a
     pass, so the spec starts at pase-scale and needs a model that has its
     configurations already."""
+    optimizer = options.optimizer if options is not None and options.optimizer != "sgd" \
+        else ""
     return ",".join([strategy_spec(devices, factor, machine, strategy, data_parallel,
-                                   stages),
-                     lowering_spec(devices, lr)]).lstrip(",")
+                                   stages, options),
+                     lowering_spec(devices, lr, optimizer)]).lstrip(",")
+
+
+def search_options(pass_class: type[ModulePass], options: StepOptions | None
+                   ) -> dict[str, Any]:
+    """The training options that differ from their defaults, for a search pass that has
+    them (`pase-search` and `pase-partition-stages` take optimizer, precision, recompute
+    and zero), each as the type of the pass's own default.
+
+        >>> search_options(AutodiffPass, StepOptions(optimizer="adam"))
+        {}
+    """
+    if options is None:
+        return {}
+    fields: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(pass_class)}  # type: ignore[arg-type]
+    given: dict[str, Any] = {}
+    for name in ("optimizer", "precision", "recompute", "zero"):
+        value = getattr(options, name)
+        if name in fields and value != getattr(StepOptions(), name):
+            default = fields[name]
+            try:
+                given[name] = (type(default)(value) if isinstance(default, str | int)
+                               else value)
+            except ValueError:
+                given[name] = str(value)
+    return given
 
 
 def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-default",
                   strategy: str = "", data_parallel: bool = False,
-                  stages: Stages | None = None) -> str:
+                  stages: Stages | None = None, options: StepOptions | None = None) -> str:
     """The passes that give every layer its configuration (and with `stages`, or a
     pipeline plan file as `strategy`, its pipeline stage), then scale the model."""
     if stages is None and strategy and is_pipeline_plan(strategy):
         stages = Stages()  # a plan file: pase-partition-stages reads it
+    searched = search_options(PaseSearchPass, options)
+    partitioned = search_options(PartitionStagesPass, options)
     passes: list[ModulePass] = [] if data_parallel else [
-        PaseSearchPass(devices=devices, machine=machine, strategy=strategy)
+        PaseSearchPass(devices=devices, machine=machine, strategy=strategy, **searched)
         if stages is None else PartitionStagesPass(devices=devices, machine=machine,
-                                                   strategy=strategy) if strategy
-        else PartitionStagesPass(
+                                                   strategy=strategy, **partitioned)
+        if strategy else PartitionStagesPass(
             devices=devices, stages=stages.stages, microbatches=stages.microbatches,
             schedule=stages.schedule, device_memory_gib=stages.device_memory_gib,
-            machine=machine)]
+            machine=machine, **partitioned)]
     return _spec([*passes, ScalePass(factor=factor)])
 
 
-def lowering_spec(devices: int, lr: float = LEARNING_RATE) -> str:
-    """The passes from a graph with configurations to its `dist.program`."""
-    return _spec([AutodiffPass(lr=lr), LowerSpmdPass(devices=devices)])
+def lowering_spec(devices: int, lr: float = LEARNING_RATE, optimizer: str = "") -> str:
+    """The passes from a graph with configurations to its `dist.program` (`optimizer`
+    "": the graph's `pase.training`, else sgd)."""
+    return _spec([AutodiffPass(lr=lr, optimizer=optimizer), LowerSpmdPass(devices=devices)])
 
 
 def _spec(passes: list[ModulePass]) -> str:
@@ -177,8 +211,8 @@ def with_initial(data: dict[str, np.ndarray], initial: dict[str, np.ndarray] | N
 
 def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
                        machine: str = "pase-default", strategy: str = "",
-                       data_parallel: bool = False, stages: Stages | None = None
-                       ) -> ModuleOp:
+                       data_parallel: bool = False, stages: Stages | None = None,
+                       options: StepOptions | None = None) -> ModuleOp:
     """The model with a configuration on every layer, searched (or loaded from
     `strategy`, or the batch split with `data_parallel`, or with `stages` a pipeline
     plan) at full size, then scaled."""
@@ -186,7 +220,7 @@ def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
         module = with_configs(module, build_problem(module, devices,
                                                     load_machine(machine)).data_parallel())
     run_passes(module, strategy_spec(devices, factor, machine, strategy, data_parallel,
-                                     stages))
+                                     stages, options))
     return module
 
 
@@ -256,7 +290,7 @@ def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:
     graph = graphs[0]
     gradient_ops = [op for op in graph.body.block.ops if dnn.is_gradient(op)]
     if gradient_ops:
-        named = [op for op in gradient_ops if isinstance(op, dnn.VjpOp | dnn.SgdOp)]
+        named = [op for op in gradient_ops if isinstance(op, dnn.VjpOp | dnn.SgdOp | dnn.UpdateOp)]
         kinds = ", ".join(sorted({op.name for op in named or gradient_ops}, reverse=True))
         raise at_op(gradient_ops[0], f"pase-run takes a forward graph, but "
                     f"@{graph.sym_name.data} already has gradient ops ({kinds}) from "

@@ -32,7 +32,11 @@ def print_report(report: TrainingReport, seconds: float, engine: str = "") -> No
           f"(tolerance {report.tolerance():.1e})")
     if report.diverged:
         print(DIVERGED)
-    if report.noise:
+    if report.noise and report.element in ("bf16", "fp16"):
+        print(f"{report.element} rounding alone moves the 1-device result by "
+              f"{report.noise:.2e} (its error against an fp32 run), so the tolerance is "
+              "twice that (at least the format's unit roundoff)")
+    elif report.noise:
         print(f"f32 rounding alone moves the 1-device result by {report.noise:.2e} "
               "(its error against an f64 run), so the tolerance is twice that")
     if report.exact_error is not None:
@@ -110,7 +114,8 @@ def print_pipeline(module: ModuleOp) -> None:
 
 def print_collectives(report: JaxReport) -> None:
     """XLA's collectives per kind next to the words pase's cost model predicts."""
-    width = ELEMENTS[report.training.element].bytes
+    element = report.training.element
+    width = 2 if element in ("bf16", "fp16") else ELEMENTS[element].bytes
     compiled = report.compiled
     print(f"XLA compile {compiled.compile_seconds:.2f} s, step "
           f"{compiled.step_seconds * 1e3:.1f} ms")

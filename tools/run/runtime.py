@@ -16,9 +16,11 @@ from functools import partial
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from pase.core.diagnostics import Diagnostic
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.dialect.pase import pipeline_of, stage_of
+from pase.dialect.training_options import StepOptions, TrainingOptionError, training_of
 from pase.formats.machine_toml import load_machine
 from pase.passes.strategy import (
     Words,
@@ -27,7 +29,7 @@ from pase.passes.strategy import (
     predicted_words,
     read_graph,
 )
-from pase.runtime.executor import DeviceResult, run_device
+from pase.runtime.executor import DeviceResult, run_device, with_optimizer_states
 from pase.runtime.program import Program, program_from_ir
 from pase.runtime.workers import run_workers
 from pase.tools.run.check import TrainingReport, assemble, words_rows
@@ -50,11 +52,13 @@ def lower(module: ModuleOp, devices: int, lr: float) -> Program:
 
 
 def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
-            timeout: float, float_type: str | None = None, record: bool = False
+            timeout: float, float_type: str | None = None, record: bool = False,
+            precision: str = "fp32"
             ) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
     """Run `program` for `steps` steps on its devices; their results and word counters."""
     results = run_workers(partial(run_device, program=program, data=data, steps=steps,
-                                  float_type=float_type, record=record),
+                                  float_type=float_type, record=record,
+                                  precision=precision),
                           program.devices, backend=backend, timeout=timeout)
     return list(results), results.counters()
 
@@ -98,6 +102,24 @@ def ring_all_reduces(program: Program, graph: dnn.GraphOp) -> Counter[str]:
     return rings
 
 
+def runtime_options(graph: dnn.GraphOp) -> StepOptions:
+    """The graph's `pase.training` if pase's runtime runs it: any optimizer and precision;
+    recomputation and ZeRO are refused, one error each, never dropped silently."""
+    try:
+        options = training_of(graph)
+    except TrainingOptionError as error:
+        raise Diagnostic(str(error)) from None
+    if options.recompute != "none":
+        raise Diagnostic(f"pase's runtime keeps every layer's forward values for the "
+                         f"backward; recompute={options.recompute} runs with --engine jax "
+                         "(jax.checkpoint)")
+    if options.zero != 0:
+        raise Diagnostic(f"pase's runtime keeps each optimizer state whole on every replica "
+                         f"of its parameter (ZeRO stage 0); zero={options.zero} runs with "
+                         "--engine jax")
+    return options
+
+
 class RuntimeBackend:
     """pase's runtime on `devices` workers of `backend` (threads or processes); `record`
     keeps when each device ran each op of the first step (for `pase-run --timeline`),
@@ -114,14 +136,16 @@ class RuntimeBackend:
 
     def train(self, module: ModuleOp, data: dict[str, np.ndarray], steps: int, lr: float,
               float_type: str | None) -> Trained:
+        options = runtime_options(forward_graph(module))
         key = (id(module), lr)
         if key not in self._programs:  # (the f64 rerun of the reference lowers it once)
             graph = forward_graph(module)
             self._programs[key] = lower(with_configs(module, layer_configs(graph)),
                                         self.devices, lr)
         program = self._programs[key]
+        data = with_optimizer_states(program, data, float_type)
         results, counters = execute(program, data, steps, self.backend, self.timeout,
-                                    float_type, self.record)
+                                    float_type, self.record, options.precision)
         losses = next((r.losses for r in results if r.holds_loss), results[0].losses)
         trained = Trained(losses, assemble(results, "grads", data),
                           assemble(results, "params", data))

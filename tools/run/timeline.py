@@ -72,6 +72,8 @@ _TRANSFER = "#9a9a9a"
 _ALLREDUCE = "#4d4d4d"
 _UPDATE = "#cfcfcf"
 _IDLE = "#f2f2f2"
+UPDATES = ("dnn.sgd", "dnn.update")
+"""The kernels of the optimizer step."""
 _KIND_LABELS = {"send": "transfer", "recv": "transfer", "allreduce": "all-reduce",
                 "update": "update"}
 _ROW_INCHES = 0.3
@@ -389,13 +391,13 @@ def phases(program: Program) -> list[tuple[str, int]]:
     steps = program.steps
     if program.stages > 1 or program.microbatches > 1:
         return [(step.phase, step.microbatch) for step in steps]
-    applied = {step.operands[1] for step in steps if step.kernel == "dnn.sgd"}
+    applied = {step.operands[1] for step in steps if step.kernel in UPDATES}
     phase = "forward"
     result = []
     for step in steps:
         if step.seeded:
             phase = "backward"
-        update = step.kernel == "dnn.sgd" or (step.kind == "all_reduce"
+        update = step.kernel in UPDATES or (step.kind == "all_reduce"
                                               and step.results[0] in applied)
         result.append(("update", -1) if update else (phase, 0))
     return result

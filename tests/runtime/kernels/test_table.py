@@ -54,6 +54,10 @@ CASES = [
     ("dnn.reshape", {}, [("b", "h")], ("b", "h1", "h2"), {}),
     ("dnn.slice", {"dim": "k", "start": 2}, [("b", "k")], ("b", "t"), {}),
     ("dnn.sgd", {"lr": 0.5}, [("h",), ("h",)], ("h",), {}),
+    ("dnn.update", {"optimizer": "momentum", "lr": 0.5, "beta1": 0.9}, [("h",)] * 3, ("h",),
+     {}),
+    ("dnn.update", {"optimizer": "adam", "lr": 0.5, "beta1": 0.9, "beta2": 0.999,
+                    "eps": 1e-8}, [("h",)] * 4 + [()], ("h",), {}),
 ]
 
 
@@ -75,6 +79,8 @@ def test_kernels_keep_float32(op: str, props: dict, operand_dims: list[tuple[str
             else rng.standard_normal(t.sizes) for i, t in enumerate(tensors[:-1])]
     if op in POSITIVE:  # their domain; div divides by a value away from 0
         wide[-1] = np.abs(wide[-1]) + 0.5
+    if props.get("optimizer") == "adam":  # a second moment and a step count
+        wide[3], wide[4] = np.abs(wide[3]), np.array(2.0)
     ctx = KernelContext(props, tuple(tensors[:-1]), tensors[-1])
     forward, backward = KERNELS[op]
 
@@ -82,7 +88,7 @@ def test_kernels_keep_float32(op: str, props: dict, operand_dims: list[tuple[str
         inputs = [x if i in integer else x.astype(dtype) for i, x in enumerate(wide)]
         y, saved = forward(ctx, inputs)
         if backward is None:
-            return [y]
+            return list(y) if isinstance(y, tuple) else [y]
         needs = [i not in integer for i in range(len(inputs))]
         grads = backward(ctx, inputs, y, np.ones_like(y), saved, needs)
         return [y, *(grad for grad in grads if grad is not None)]

@@ -1,0 +1,271 @@
+"""The training step of a `-t jax` program under the graph's `pase.training`: optimizer,
+precision, recomputation and ZeRO (docs/jax.md, "The training step").
+
+`pase.targets.jax` writes the plain SGD fp32 program; for other options `with_training`
+swaps its step for one that
+
+- updates with momentum or Adam, its state a pytree `{param: {"m", "v", "t"}}` of zeros
+  at the start (`STATE_KINDS`), as pase-autodiff's state tensors `w_m`, `w_v`, `w_t`;
+- computes the forward and backward in bf16/fp16 (`PRECISION`): params and float inputs
+  cast as the forward reads them, the fp32 master params and state in the update, the
+  loss in fp32;
+- keeps the optimizer state in `STATE_LAYOUTS`: under ZeRO stage 1 or more sharded over
+  the mesh axes its parameter is replicated on (the layer's data-parallel replicas),
+  the gradients too from stage 2 (`GRAD_LAYOUTS`, a reduce-scatter where stage 0 has an
+  all-reduce) and the params themselves at stage 3 (`PARAM_LAYOUTS`, all-gathered by
+  the layout constraint of their first reader);
+
+and `checkpointed` wraps runs of recomputed layers in `jax.checkpoint`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from math import prod
+
+from xdsl.ir import Operation, SSAValue
+
+from pase.dialect import dnn
+from pase.dialect.dnn.seeding import LEARNING_RATE, LEARNING_RATES
+from pase.dialect.dnn.training import OPTIMIZER_HYPERPARAMETERS, OPTIMIZER_STATES
+from pase.dialect.pase import segment_of
+from pase.dialect.training_options import StepOptions, recomputed
+
+Spec = tuple[str | tuple[str, ...] | None, ...]
+"""A `PartitionSpec`'s entries: per tensor dim, no mesh axis, one, or several."""
+
+DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+UPDATES = {
+    "sgd": '''\
+def update(params, grads, state, lr):
+    """SGD: p - lr g."""
+    return {name: params[name] - lr * grads[name] for name in params}, state
+''',
+    "momentum": '''\
+def update(params, grads, state, lr):
+    """SGD with momentum (PyTorch's form): m' = beta m + g, p' = p - lr m'."""
+    new_params, new_state = {}, {}
+    for name, param in params.items():
+        velocity = BETA1 * state[name]["m"] + grads[name]
+        new_params[name], new_state[name] = param - lr * velocity, {"m": velocity}
+    return new_params, new_state
+''',
+    "adam": '''\
+def update(params, grads, state, lr):
+    """Adam with bias correction (Kingma and Ba, Algorithm 1); t counts the steps."""
+    new_params, new_state = {}, {}
+    for name, param in params.items():
+        grad, old = grads[name], state[name]
+        count = old["t"] + 1
+        first = BETA1 * old["m"] + (1 - BETA1) * grad
+        second = BETA2 * old["v"] + (1 - BETA2) * grad * grad
+        step = lr * (first / (1 - BETA1**count)) / (jnp.sqrt(second / (1 - BETA2**count)) + EPS)
+        new_params[name] = param - step
+        new_state[name] = {"m": first, "v": second, "t": count}
+    return new_params, new_state
+''',
+}
+
+STEP = '''\
+def make_step(mesh, lr):
+    """The jitted training step: (params, state, batch) -> (updated params, updated
+    state, loss, gradients), the params stored in PARAM_LAYOUTS, the optimizer state in
+    STATE_LAYOUTS, the gradients reduced into GRAD_LAYOUTS (ZeRO, per param)."""
+    stored = {name: NamedSharding(mesh, P(*PARAM_LAYOUTS[name])) for name in PARAMS}
+    summed = {name: NamedSharding(mesh, P(*GRAD_LAYOUTS[name])) for name in PARAMS}
+    kept = {name: {kind: NamedSharding(mesh, P() if kind == "t" else P(*STATE_LAYOUTS[name]))
+                   for kind in STATE_KINDS} for name in PARAMS}
+    fed = {name: NamedSharding(mesh, P(*row[2])) for name, row in INPUTS.items()}
+
+    def step(params, state, batch):
+        loss, grads = jax.value_and_grad(lambda p: loss_fn(mesh, p, batch))(params)
+        grads = {name: jax.lax.with_sharding_constraint(grad, summed[name])
+                 for name, grad in grads.items()}
+        params, state = update(params, grads, state, lr)
+        return params, state, loss, grads
+
+    step = jax.jit(step, in_shardings=(stored, kept, fed),
+                   out_shardings=(stored, kept, NamedSharding(mesh, P()), summed))
+    return step, stored, fed, kept
+
+
+def initial_state(kept, float_type):
+    """The optimizer state at the start: zeros, in its layout."""
+    def zeros():
+        return {name: {kind: jnp.zeros(() if kind == "t" else tuple(row[0]),
+                                       float_type or row[1])
+                       for kind in STATE_KINDS} for name, row in PARAMS.items()}
+
+    return jax.jit(zeros, out_shardings=kept)()
+
+
+def named_state(state):
+    """The state by pase-autodiff's names of its tensors: w_m, w_v, w_t."""
+    return {f"{name}_{kind}": value for name, kinds in state.items()
+            for kind, value in kinds.items()}
+'''
+
+LOW_PRECISION = '''\
+def loss_fn(mesh, params, batch):
+    """The forward in PRECISION: params and float inputs cast to it as they are read (the
+    fp32 master params stay in the update; their gradients come back in fp32), the loss
+    in fp32."""
+    def cast(value):
+        floating = jnp.issubdtype(value.dtype, jnp.floating)
+        return value.astype(getattr(jnp, COMPUTE)) if floating else value
+
+    loss = forward(mesh, jax.tree.map(cast, params), jax.tree.map(cast, batch))
+    return loss.astype(jnp.promote_types(jnp.float32, loss.dtype))
+'''
+
+MAIN_EDITS = [
+    ("    step, held, fed = make_step(mesh, args.lr)\n",
+     "    step, held, fed, kept = make_step(mesh, args.lr)\n"),
+    ("    batch = place(inputs, INPUTS, fed, float_type)\n",
+     "    batch = place(inputs, INPUTS, fed, float_type)\n"
+     "    state = initial_state(kept, float_type)\n"),
+    ("lowered = step.lower(params, batch)", "lowered = step.lower(params, state, batch)"),
+    ("params, loss, grads = compiled(params, batch)",
+     "params, state, loss, grads = compiled(params, state, batch)"),
+    ('        saved |= {f"param/{k}": v for k, v in gathered(params).items()}\n',
+     '        saved |= {f"param/{k}": v for k, v in gathered(params).items()}\n'
+     '        saved |= {f"param/{k}": v for k, v in gathered(named_state(state)).items()}\n'),
+    ("        gathered(params), gathered(grads)  #",
+     "        gathered(params), gathered(grads), gathered(named_state(state))  #"),
+]
+"""The lines of `MAIN` (`pase.targets.jax_source`) that change with the step's state."""
+
+
+def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
+                  replicas: dict[str, tuple[tuple[str, int], ...]],
+                  stages: dict[str, int], mesh: dict[str, int]) -> str:
+    """`program` (the plain SGD fp32 one) with the step `options` asks for; `layouts`:
+    each param's held spec, `replicas`: the mesh axes (name, size) it is replicated on,
+    `stages`: its ZeRO stage, `mesh`: the size of each mesh axis."""
+    state_layouts = {name: zero_layout(layouts[name], replicas[name], _sizes(program, name),
+                                       mesh) if stages[name] >= 1 else layouts[name]
+                     for name in layouts}
+    tables = [
+        f"OPTIMIZER = {options.optimizer!r}",
+        *(f"{k.upper()} = {v!r}" for k, v in OPTIMIZER_HYPERPARAMETERS.get(
+            options.optimizer, {}).items()),
+        f"STATE_KINDS = {OPTIMIZER_STATES.get(options.optimizer, ())!r}",
+        f"PRECISION = {options.precision!r}",
+        *([f"COMPUTE = {DTYPES[options.precision]!r}  # jnp's name"]
+          if options.precision in DTYPES else []),
+        f"RECOMPUTE = {options.recompute!r}",
+        f"ZERO = {stages!r}  # each param's ZeRO stage",
+        _table("STATE_LAYOUTS", state_layouts, "the optimizer state's layout"),
+        _table("GRAD_LAYOUTS", {n: state_layouts[n] if stages[n] >= 2 else layouts[n]
+                                for n in layouts}, "where the gradients are reduced to"),
+        _table("PARAM_LAYOUTS", {n: state_layouts[n] if stages[n] >= 3 else layouts[n]
+                                 for n in layouts}, "where the params are stored"),
+        "",
+    ]
+    start = program.index("def make_step(mesh, lr):")
+    end = program.index("\ndef seeded(")
+    program = program[:start] + UPDATES[options.optimizer] + "\n\n" + STEP + program[end:]
+    for old, new in MAIN_EDITS:
+        assert program.count(old) == 1, old
+        program = program.replace(old, new)
+    rate = LEARNING_RATES[options.optimizer]
+    program = program.replace(f"default={LEARNING_RATE!r},", f"default={rate!r},", 1)
+    program = program.replace(f"(default {LEARNING_RATE!r})", f"(default {rate!r})", 1)
+    program = program.replace("\ndef make_mesh():", "\n".join(["", *tables, "def make_mesh():"]),
+                              1)
+    if options.precision in DTYPES:
+        program = program.replace("def loss_fn(mesh, params, batch):",
+                                  LOW_PRECISION + "\n\ndef forward(mesh, params, batch):", 1)
+        program = program.replace("    z = jnp.moveaxis(logits, axis, -1)\n",
+                                  "    z = jnp.moveaxis(logits, axis, -1)\n"
+                                  "    z = z.astype(jnp.promote_types(jnp.float32, z.dtype))"
+                                  "  # the loss in fp32\n", 1)
+    return program
+
+
+def _sizes(program: str, name: str) -> tuple[int, ...]:
+    """The shape of param `name` in the program's PARAMS table."""
+    line = next(line for line in program.splitlines() if line.startswith(f"    {name!r}: ("))
+    return tuple(int(s) for s in line.split("(", 2)[2].split(")")[0].split(",") if s.strip())
+
+
+def _table(name: str, rows: dict[str, Spec], what: str) -> str:
+    return "\n".join([f"{name} = {{  # param: {what}",
+                      *(f"    {k!r}: {v!r}," for k, v in rows.items()), "}"])
+
+
+def zero_layout(held: Spec, replicas: Sequence[tuple[str, int]], sizes: tuple[int, ...],
+                mesh: dict[str, int]) -> Spec:
+    """`held` with the replica mesh axes (name, size) added to the first dim whose size
+    they divide together with the axes it has already; `held` if none (the state then
+    stays replicated).
+
+        >>> zero_layout((None, 'm1'), [('m0', 2)], (8, 4), {'m0': 2, 'm1': 2})
+        ('m0', 'm1')
+        >>> zero_layout(('m1',), [('m0', 2)], (4,), {'m0': 2, 'm1': 2})
+        (('m1', 'm0'),)
+        >>> zero_layout((), [('m0', 2)], (3,), {'m0': 2})
+        ()
+    """
+    axes = tuple(axis for axis, _ in replicas)
+    ways = prod(size for _, size in replicas)
+    if ways == 1:
+        return held
+    entries = list(held) + [None] * (len(sizes) - len(held))
+    for index, entry in enumerate(entries):
+        existing = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        if sizes[index] % (prod(mesh[a] for a in existing) * ways) == 0:
+            combined = (*existing, *axes)
+            entries[index] = combined[0] if len(combined) == 1 else combined
+            return tuple(entries)
+    return held
+
+
+def checkpointed(ops: Sequence[Operation], statement: Callable[[Operation], list[str]],
+                 names: dict[SSAValue, str], options: StepOptions) -> list[str]:
+    """The body of `loss_fn`, each run of consecutive recomputed layers (all of them
+    under recompute=full, those with `pase.recompute` under auto; a run ends where a
+    `#pase.segment` does) one nested function under `jax.checkpoint`: the backward
+    keeps only its inputs and recomputes the rest."""
+    lines: list[str] = []
+    run: list[Operation] = []
+    count = 0
+
+    def flush() -> None:
+        nonlocal count
+        if not run:
+            return
+        count += 1
+        lines.extend(_checkpoint(run, statement, names, count))
+        run.clear()
+
+    for op in ops:
+        if isinstance(op, dnn.LayerOp) and recomputed(op, options):
+            if run and segment_of(run[-1]) != segment_of(op):
+                flush()
+            run.append(op)
+            continue
+        if isinstance(op, dnn.InputOp | dnn.ParamOp):
+            lines.extend(statement(op))  # (reads only: they may come before a run)
+            continue
+        flush()
+        lines.extend(statement(op))
+    flush()
+    return lines
+
+
+def _checkpoint(run: list[Operation], statement: Callable[[Operation], list[str]],
+                names: dict[SSAValue, str], number: int) -> list[str]:
+    inside = set(run)
+    defined = [r for op in run for r in op.results]
+    inputs = list(dict.fromkeys(v for op in run for v in op.operands
+                                if v.owner not in inside))
+    outputs = [v for v in defined if any(use.operation not in inside for use in v.uses)]
+    arguments = ", ".join(names[v] for v in inputs)
+    results = ", ".join(names[v] for v in outputs) + ("," if len(outputs) == 1 else "")
+    layers = ", ".join(names[r] for r in defined)
+    body = [f"    {line}" if line else "" for op in run for line in statement(op)]
+    return ["", f"# recomputed in the backward (jax.checkpoint): {layers}",
+            f"def recomputed_{number}({arguments}):", *body, f"    return {results}",
+            "", f"{results} = jax.checkpoint(recomputed_{number})({arguments})"]

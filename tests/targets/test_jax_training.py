@@ -1,0 +1,77 @@
+"""The `-t jax` program's training step under `pase.training` (targets/jax_training.py):
+the ZeRO layouts and the recomputed layers as the program shows them, and one run of
+Adam in bf16 with ZeRO and recomputation against pase's runtime on one device."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from cli import run_tool
+from xdsl.dialects.builtin import UnitAttr
+
+from pase.dialect.training_options import RECOMPUTE_ATTR_NAME, StepOptions, set_training
+from pase.frontend import parse_file
+from pase.targets.jax import jax_program
+from pase.tools.pase_run import main
+from pase.tools.run.load import forward_graph, with_configs
+
+ROOT = Path(__file__).resolve().parents[2]
+MLP = str(ROOT / "models" / "mlp.dnn")
+
+
+def program(options: StepOptions, recomputed: tuple[str, ...] = ()) -> str:
+    """The mlp's program with its batch split 2 ways and h 2 ways on 4 devices."""
+    module = with_configs(parse_file(MLP), {"h": {"b": 2, "h": 2}, "a": {"b": 2, "h": 2},
+                                            "z": {"b": 2, "h": 2}, "l": {"b": 2}})
+    graph = forward_graph(module)
+    set_training(graph, options)
+    for layer, name in graph.layer_names().items():
+        if name in recomputed:
+            layer.attributes[RECOMPUTE_ATTR_NAME] = UnitAttr()
+    return jax_program(module, 4)
+
+
+def table(source: str, name: str) -> dict[str, tuple]:
+    """The program's table `NAME = {  # comment ... }`, as a dict."""
+    start = source.index(f"\n{name} = {{")
+    body = source[source.index("\n", start + 1):source.index("\n}", start)]
+    return ast.literal_eval("{" + body + "}")
+
+
+@pytest.mark.parametrize(("zero", "state", "grads", "params"), [
+    (0, (None, "m1"), (None, "m1"), (None, "m1")),
+    (2, ("m0", "m1"), ("m0", "m1"), (None, "m1")),
+    (3, ("m0", "m1"), ("m0", "m1"), ("m0", "m1"))])
+def test_zero_shards_state_grads_and_params_over_the_replicas(
+        zero: int, state: tuple, grads: tuple, params: tuple) -> None:
+    # w1 [d, h] is held split over h (m1) and replicated over the batch's axis m0.
+    source = program(StepOptions(optimizer="adam", zero=zero))
+    assert table(source, "STATE_LAYOUTS")["w1"] == state
+    assert table(source, "GRAD_LAYOUTS")["w1"] == grads
+    assert table(source, "PARAM_LAYOUTS")["w1"] == params
+
+
+def test_recompute_auto_checkpoints_the_marked_layers_only() -> None:
+    source = program(StepOptions(recompute="auto"), recomputed=("h", "a"))
+    assert source.count("jax.checkpoint(") == 1
+    assert "# recomputed in the backward (jax.checkpoint): h, a\n" in source
+    assert "    a, = jax.checkpoint(recomputed_1)(x, w1)\n" in source
+    full = program(StepOptions(recompute="full"))
+    assert "# recomputed in the backward (jax.checkpoint): h, a, z, l\n" in full
+
+
+def test_the_default_step_is_the_plain_sgd_program() -> None:
+    assert "STATE_LAYOUTS" not in program(StepOptions())
+
+
+def test_adam_bf16_zero_and_recompute_on_jax_match_pase(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_tool(main, [
+        MLP, "--devices", "4", "--scale", "0.125", "--engine", "jax", "--check",
+        "--steps", "2", "--optimizer", "adam", "--precision", "bf16", "--zero", "1",
+        "--recompute", "full"], capsys)
+    assert (status, err) == (0, "")
+    assert "(bf16)" in out
+    assert "check passed" in out
