@@ -38,7 +38,8 @@ from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import seed_of
-from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr
+from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr, pipeline_of
+from pase.targets.jax_expressible import check_expressible
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE
 
 MeshAxes = tuple[str, ...]
@@ -72,6 +73,12 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
     if gradient_ops:
         raise at_op(gradient_ops[0], "the jax target takes the forward graph; JAX derives "
                     "the backward itself: print it before pase-autodiff")
+    check_expressible(graph)
+    if (pipeline := pipeline_of(graph)) is not None and (
+            pipeline.stages.data > 1 or pipeline.microbatches.data > 1):
+        raise at_op(graph, f"the jax target cannot express the pipeline plan of "
+                    f"@{graph.sym_name.data} ({pipeline.stages.data} stages, "
+                    f"{pipeline.microbatches.data} micro-batches)")
     program = _Emitter(graph, devices or graph_devices(graph)).program()
     return with_model_weights(program) if with_weights else program
 
