@@ -76,10 +76,14 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
     check_expressible(graph)
     if (pipeline := pipeline_of(graph)) is not None and (
             pipeline.stages.data > 1 or pipeline.microbatches.data > 1):
-        raise at_op(graph, f"the jax target cannot express the pipeline plan of "
-                    f"@{graph.sym_name.data} ({pipeline.stages.data} stages, "
-                    f"{pipeline.microbatches.data} micro-batches)")
-    program = _Emitter(graph, devices or graph_devices(graph)).program()
+        from pase.targets.jax_pipeline import pipeline_program
+
+        if devices and devices != pipeline.devices.data:
+            raise at_op(graph, f"the pipeline plan runs on {pipeline.devices.data} devices; "
+                        f"drop jax{{devices={devices}}}")
+        program = pipeline_program(graph, pipeline)
+    else:
+        program = _Emitter(graph, devices or graph_devices(graph)).program()
     return with_model_weights(program) if with_weights else program
 
 
@@ -195,21 +199,25 @@ def spec(dims: tuple[str | None, ...], axes: dict[str, MeshAxes], call: str = "P
     return f"{call}({', '.join(parts)}{comma})"
 
 
-RESERVED = {"jax", "jnp", "np", "P", "mesh", "params", "batch", "layout", *HELPERS}
+RESERVED = {"jax", "jnp", "np", "P", "mesh", "params", "batch", "layout", "received",
+            *HELPERS}
 
 
 class _Emitter:
     """Writes the program of one graph; a small class because every statement needs the
     graph's names, the mesh and the helpers it used."""
 
-    def __init__(self, graph: dnn.GraphOp, devices: int):
+    def __init__(self, graph: dnn.GraphOp, devices: int,
+                 layers: Sequence[dnn.LayerOp] | None = None):
+        """`layers`: only these have layouts, on the mesh of their grids (a pipeline
+        stage's, `jax_pipeline`); by default all the graph's."""
         self.graph = graph
         self.devices = devices
         self.names = {value: _identifier(name) for value, name in graph.value_names().items()}
         self.layers = graph.layer_names()
         self.placements = {layer: Placement.of([d.name for d in layer.iteration_space().dims],
                                                layer.config.splits if layer.config else {})
-                           for layer in self.layers}
+                           for layer in (self.layers if layers is None else layers)}
         for layer, placement in self.placements.items():
             if prod(placement.shape) > devices:
                 raise at_op(layer, f"this layer's grid needs {prod(placement.shape)} devices, "
