@@ -337,7 +337,9 @@ def main(argv=None):
     if args.save and jax.process_index() == 0:
         saved = {name: np.asarray(value) for name, value in values.items()}
         saved |= {"compile_seconds": compile_seconds, "step_seconds": step_seconds,
-                  "modelled_step": MODELLED_STEP}
+                  "modelled_step": MODELLED_STEP,
+                  "sends": np.array([[s[0], str(s[1]), str(s[2])] for s in SENDS],
+                                    dtype=str).reshape(len(SENDS), 3)}
         for key, programs in compiled.items():
             where = f"stage{key}" if isinstance(key, int) else f"crossing{key[1]}"
             for name, program in programs.items():
