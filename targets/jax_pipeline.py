@@ -118,6 +118,8 @@ class _PipelineEmitter:
         self.loss = self.names[ret.values[0]]
         self.loss_element = loss.result_shape.element
         self.sends = self.crossings()
+        self.shared = any(len(self.first_layouts(op.output)) > 1
+                          for op in micro.body.block.ops if isinstance(op, dnn.ParamOp))
 
     def readers(self, value: SSAValue) -> list[tuple[dnn.LayerOp, int]]:
         """The layers that read `value`, with the operand index, in program order."""
@@ -153,14 +155,17 @@ class _PipelineEmitter:
 
     def order(self) -> list[tuple[str, int, int]]:
         """The schedule's work in one global order (the nominal simulation's start
-        order, each crossing right after the work that makes it): ("forward" | "backward"
-        | "update", stage, micro-batch) and ("send" | "return", crossing, micro-batch)."""
+        order, each crossing right after the work that makes it): ("forward" | "backward",
+        stage, micro-batch) and ("send" | "return", crossing, micro-batch); then, when a
+        param is read in several stages, ("share", -1, -1), where the stages holding a copy
+        add each other's gradient sums; then ("update", stage, -1) per stage."""
         steps: list[tuple[str, int, int]] = []
+        updates: list[tuple[str, int, int]] = []
         nominal = simulate(self.pipeline.schedule.data, [1.0] * self.stages,
                            [2.0] * self.stages, self.microbatches)
         for event in nominal.events:
             if event.kind == "allreduce":
-                steps.append(("update", event.stage, -1))
+                updates.append(("update", event.stage, -1))
             elif event.kind == "forward":
                 steps.append(("forward", event.stage, event.microbatch))
                 steps += [("send", k, event.microbatch) for k, send in enumerate(self.sends)
@@ -169,10 +174,10 @@ class _PipelineEmitter:
                 steps.append(("backward", event.stage, event.microbatch))
                 steps += [("return", k, event.microbatch) for k, send in enumerate(self.sends)
                           if send.target == event.stage]
-        return steps
+        return steps + [("share", -1, -1)] * bool(self.shared) + updates
 
     def tables(self) -> list[str]:
-        params, inputs, owners, feeds, axes = [], [], [], [], []
+        params, inputs, owners, feeds, axes, shared = [], [], [], [], [], []
         values = dict(zip(self.micro.body.block.ops, self.graph.body.block.ops, strict=True))
         for op in self.micro.body.block.ops:
             if not isinstance(op, dnn.InputOp | dnn.ParamOp):
@@ -184,13 +189,13 @@ class _PipelineEmitter:
             layouts = self.first_layouts(op.output)
             init = seed_of(original.output).describe()
             if isinstance(op, dnn.ParamOp):
-                if len(layouts) > 1:
-                    raise at_op(op, f"param '{name}' is read by stages {sorted(layouts)}: the "
-                                "jax target cannot express a parameter shared across stages")
                 stage, layout = next(iter(layouts.items()), (0, "()"))
                 params.append(f"    {name!r}: ({shape.sizes!r}, "
                               f"{ELEMENTS[shape.element].numpy!r}, {layout}, {init!r}),")
                 owners.append(f"    {name!r}: {stage},")
+                shared += [f"    ({name!r}, {stage}, {other}, {where}, {shape.sizes!r}, "
+                           f"{ELEMENTS[shape.element].numpy!r}),"
+                           for other, where in list(layouts.items())[1:]]
                 continue
             inputs.append(f"    {name!r}: ({shape.sizes!r}, {ELEMENTS[shape.element].numpy!r}, "
                           f"(), {init!r}),")
@@ -208,6 +213,8 @@ class _PipelineEmitter:
             "SENDS = [  # (value, from stage, to stage, layout on the target, shape, dtype)",
             *[f"    ({s.value!r}, {s.source}, {s.target}, {s.layout}, {s.shape!r}, "
               f"{s.dtype!r})," for s in self.sends], "]",
+            "SHARED = [  # (param, its stage, another stage that reads it, layout there, ...)",
+            *shared, "]",
         ]
 
     def function(self, index: int) -> list[str]:

@@ -75,6 +75,7 @@ class Stage:
         self.local = all(mine)
         named = lambda spec: NamedSharding(self.mesh, P(*spec))  # noqa: E731
         self.params = {n: named(row[2]) for n, row in PARAMS.items() if PARAM_STAGE[n] == index}
+        self.params |= {row[0]: named(row[3]) for row in SHARED if row[2] == index}
         self.batch = {n: named(where[index]) for n, where in INPUT_STAGES.items()
                       if index in where}
         self.received = {send[0]: named(send[3]) for send in SENDS if send[2] == index}
@@ -145,6 +146,9 @@ class Crossing:
         both = np.stack([stages[source].group.reshape(target_shape),
                          stages[target].group.reshape(target_shape)])
         mesh = Mesh(both, ("stage", *target_axes))
+        self.at_target = NamedSharding(stages[target].mesh, P(*spec))
+        self.at_source = NamedSharding(
+            Mesh(stages[source].group.reshape(target_shape), target_axes), P(*spec))
         self.whole = NamedSharding(mesh, P("stage", *spec))
         self.abstract = abstract(send, None, float_type)
         self.local = self.source.local or self.target.local
@@ -164,8 +168,8 @@ class Crossing:
     def move(self, program, array, receiving):
         """`array` (on the other side's devices, or None on a process that holds none)
         onto `receiving`'s side, in `sharding` there."""
-        side, into = ((self.target, self.target.received[self.value])
-                      if receiving == "target" else (self.source, self.source.sent[self.key]))
+        side, into = ((self.target, self.at_target) if receiving == "target"
+                      else (self.source, self.at_source))
         pieces = [] if array is None else [
             jnp.expand_dims(shard.data, 0) for shard in array.addressable_shards]
         if side.local:
@@ -203,7 +207,7 @@ def place(array, sharding):
     return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
 
 
-def run_step(stages, crossings, compiled, params, batches, serial):
+def run_step(stages, crossings, shared, compiled, params, batches, serial):
     """One training step in the schedule's ORDER: the new params, the micro-batches'
     losses (on the loss's stage) and the summed gradients. `serial`: wait for each
     program before starting the next (XLA's CPU client orders programs on a device by
@@ -232,6 +236,9 @@ def run_step(stages, crossings, compiled, params, batches, serial):
                 cotangents[crossing.source.index][m][crossing.key] = wait(crossing.move(
                     program, array, "source"))
             continue
+        if kind == "share":
+            totals = shared_sums(stages, shared, compiled, totals)
+            continue
         stage = stages[index]
         if not stage.local:
             continue
@@ -251,6 +258,28 @@ def run_step(stages, crossings, compiled, params, batches, serial):
     losses = [sent[LOSS_STAGE][m]["loss"] for m in range(MICROBATCHES)] \\
         if stages[LOSS_STAGE].local else None
     return params, losses, totals
+
+
+def shared_sums(stages, shared, compiled, totals):
+    """The gradient sums with each param read in several stages summed over its copies
+    (each copy crosses to the other stage once a step, in the reader's layout), so that
+    every copy takes the same update."""
+    totals = [dict(total) if total is not None else None for total in totals]
+    for number, (name, owner, other, _, _, _) in enumerate(SHARED):
+        crossing = shared[number]
+        if not crossing.local:
+            continue
+        programs = compiled[("shared", number)]
+        mine = totals[owner][name] if stages[owner].local else None
+        theirs = totals[other][name] if stages[other].local else None
+        ahead = crossing.move(programs["send"], None if mine is None else jax.device_put(
+            mine, crossing.at_source), "target")
+        back = crossing.move(programs["return"], theirs, "source")
+        if stages[owner].local:
+            totals[owner][name] = mine + jax.device_put(back, mine.sharding)
+        if stages[other].local:
+            totals[other][name] = theirs + ahead
+    return totals
 
 
 def combined(values, shapes):
@@ -284,6 +313,7 @@ def main(argv=None):
     groups = np.array(devices[:DEVICES]).reshape(STAGES, DEVICES // STAGES)
     stages = [Stage(index, groups[index], args.lr) for index in range(STAGES)]
     crossings = [Crossing(send, stages, float_type) for send in SENDS]
+    shared = [Crossing(row, stages, float_type) for row in SHARED]
     if args.data:
         with np.load(args.data) as data:
             initial, inputs = dict(data), dict(data)
@@ -307,6 +337,8 @@ def main(argv=None):
                     for stage in stages if stage.local}
         compiled |= {("crossing", k): crossing.compile()
                      for k, crossing in enumerate(crossings) if crossing.local}
+        compiled |= {("shared", k): crossing.compile()
+                     for k, crossing in enumerate(shared) if crossing.local}
     except Exception as error:  # XLA's errors have no common class
         fail(f"XLA could not compile the step: {type(error).__name__}: "
              f"{(str(error).strip().splitlines() or [''])[0]}")
@@ -314,7 +346,7 @@ def main(argv=None):
     step_losses, grads = [], []
     start = time.perf_counter()
     for _ in range(args.steps):
-        params, losses, grads = run_step(stages, crossings, compiled, params, batches,
+        params, losses, grads = run_step(stages, crossings, shared, compiled, params, batches,
                                          devices[0].platform == "cpu")
         step_losses.append(losses)
     jax.block_until_ready([p for p in params if p is not None])
@@ -327,7 +359,7 @@ def main(argv=None):
                for kind in ("param", "grad")}
     values = {"losses": local_losses}
     for stage in stages if args.save else []:
-        for n in stage.params:
+        for n in [n for n in stage.params if PARAM_STAGE[n] == stage.index]:
             values[f"param/{n}"] = params[stage.index][n] if stage.local else None
             values[f"grad/{n}"] = grads[stage.index][n] if stage.local else None
     values = combined(values, shapes)
@@ -341,7 +373,7 @@ def main(argv=None):
                   "sends": np.array([[s[0], str(s[1]), str(s[2])] for s in SENDS],
                                     dtype=str).reshape(len(SENDS), 3)}
         for key, programs in compiled.items():
-            where = f"stage{key}" if isinstance(key, int) else f"crossing{key[1]}"
+            where = f"stage{key}" if isinstance(key, int) else f"{key[0]}{key[1]}"
             for name, program in programs.items():
                 saved[f"hlo/{where}/{name}"] = np.array(program.as_text())
         np.savez(args.save, **saved)
