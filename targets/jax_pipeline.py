@@ -100,6 +100,7 @@ class _PipelineEmitter:
         self.stages, self.microbatches = stages, microbatches
         self.per_stage = pipeline.devices.data // stages
         self.stage: dict[dnn.LayerOp, int] = {}
+        self.position = {op: index for index, op in enumerate(micro.body.block.ops)}
         for layer, name in micro.layer_names().items():
             attr = stage_of(layer)
             if attr is None:
@@ -123,8 +124,10 @@ class _PipelineEmitter:
 
     def readers(self, value: SSAValue) -> list[tuple[dnn.LayerOp, int]]:
         """The layers that read `value`, with the operand index, in program order."""
-        return [(use.operation, use.index) for use in value.uses
-                if isinstance(use.operation, dnn.LayerOp) and use.operation in self.stage]
+        return sorted(((use.operation, use.index) for use in value.uses
+                       if isinstance(use.operation, dnn.LayerOp)
+                       and use.operation in self.stage),
+                      key=lambda reader: (self.position[reader[0]], reader[1]))
 
     def layout(self, reader: dnn.LayerOp, index: int) -> str:
         stage = self.stage[reader]
