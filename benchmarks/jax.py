@@ -85,6 +85,7 @@ PIPELINE_COLUMNS = (("model", "<"), *((title, ">") for title in (
 
 def pipeline_row(path: Path, devices: int, steps: int, stages: int,
                  microbatches: int) -> list[str]:
+    from pase.core.diagnostics import Diagnostic
     from pase.tools.errors import ToolError
     from pase.tools.run.check import check_problems
     from pase.tools.run.jax import train_jax
@@ -99,8 +100,9 @@ def pipeline_row(path: Path, devices: int, steps: int, stages: int,
                                     SCALES.get(model, 0.0625),
                                     stages=Stages(stages, microbatches))
         report = train_jax(module, devices, steps, float_type=float_type)
-    except (ToolError, ValueError) as error:  # a plan this model has not (batch norms)
-        return [model, str(devices), plan, *["-"] * 7, str(error).split(":")[-1].strip()]
+    except (Diagnostic, ToolError, ValueError) as error:  # no such plan (batch norms)
+        return [model, str(devices), plan, *["-"] * 8,
+                "no plan: " + str(error).split(": ")[-1].split(", so")[0].strip()]
     compiled = report.compiled
     assert isinstance(compiled, PipelineCompiled)
     width = 8 if report.training.element == "f64" else 4
