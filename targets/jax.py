@@ -38,13 +38,14 @@ from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import Seed, seeds
-from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr
+from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr, pipeline_of
 from pase.dialect.training_options import (
     StepOptions,
     TrainingOptionError,
     training_of,
     zero_stage,
 )
+from pase.targets.jax_expressible import check_expressible
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE
 from pase.targets.jax_training import Spec, checkpointed, with_training
 
@@ -79,14 +80,29 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
     if gradient_ops:
         raise at_op(gradient_ops[0], "the jax target takes the forward graph; JAX derives "
                     "the backward itself: print it before pase-autodiff")
+    check_expressible(graph)
     try:
         options = training_of(graph)
     except TrainingOptionError as error:
         raise Diagnostic(f"the jax target: {error}") from None
-    emitter = _Emitter(graph, devices or graph_devices(graph), options)
-    program = emitter.program()
-    if not options.is_default():
-        program = with_training(program, options, *emitter.param_layouts())
+    if (pipeline := pipeline_of(graph)) is not None and (
+            pipeline.stages.data > 1 or pipeline.microbatches.data > 1):
+        from pase.targets.jax_pipeline import pipeline_program
+
+        if devices and devices != pipeline.devices.data:
+            raise at_op(graph, f"the pipeline plan runs on {pipeline.devices.data} devices; "
+                        f"drop jax{{devices={devices}}}")
+        if not options.is_default():
+            raise at_op(graph, "the jax target's pipeline programs run SGD in fp32 without "
+                        "recomputation or ZeRO, and this plan's pase.training asks for "
+                        f"optimizer={options.optimizer} precision={options.precision} "
+                        f"recompute={options.recompute} zero={options.zero}")
+        program = pipeline_program(graph, pipeline)
+    else:
+        emitter = _Emitter(graph, devices or graph_devices(graph), options=options)
+        program = emitter.program()
+        if not options.is_default():
+            program = with_training(program, options, *emitter.param_layouts())
     return with_model_weights(program) if with_weights else program
 
 
@@ -202,7 +218,8 @@ def spec(dims: tuple[str | None, ...], axes: dict[str, MeshAxes], call: str = "P
     return f"{call}({', '.join(parts)}{comma})"
 
 
-RESERVED = {"jax", "jnp", "np", "P", "mesh", "params", "batch", "layout", *HELPERS}
+RESERVED = {"jax", "jnp", "np", "P", "mesh", "params", "batch", "layout", "received",
+            *HELPERS}
 
 
 class _Emitter:
@@ -210,7 +227,11 @@ class _Emitter:
     graph's names, the mesh and the helpers it used."""
 
     def __init__(self, graph: dnn.GraphOp, devices: int,
+                 layers: Sequence[dnn.LayerOp] | None = None,
                  options: StepOptions | None = None):
+        """`layers`: only these have layouts, on the mesh of their grids (a pipeline
+        stage's, `jax_pipeline`); by default all the graph's. `options`: the training
+        step (`pase.training`)."""
         self.graph = graph
         self.devices = devices
         self.options = options or StepOptions()
@@ -218,7 +239,7 @@ class _Emitter:
         self.layers = graph.layer_names()
         self.placements = {layer: Placement.of([d.name for d in layer.iteration_space().dims],
                                                layer.config.splits if layer.config else {})
-                           for layer in self.layers}
+                           for layer in (self.layers if layers is None else layers)}
         for layer, placement in self.placements.items():
             if prod(placement.shape) > devices:
                 raise at_op(layer, f"this layer's grid needs {prod(placement.shape)} devices, "

@@ -223,8 +223,6 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
             (planned and (args.strategy is not None or args.data_parallel),
              "--stages and --microbatches plan their own strategy; drop --strategy and "
              "--data-parallel"),
-            (pipelined and args.engine == "jax", "--engine jax runs one stage; drop --stages "
-             "and --microbatches"),
             (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
              f"--device-memory-gib must be a finite number at least 0, got "
              f"{args.device_memory_gib}"),
@@ -236,6 +234,10 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--timeline writes .svg or .png, got '{args.timeline}'"),
             (args.dump_mlir is not None and args.engine != "jax",
              "--dump-mlir needs --engine jax"),
+            (args.dump_mlir is not None and pipelined, "--dump-mlir writes one program; a "
+             "pipeline compiles several per stage: drop --dump-mlir"),
+            (args.timeline is not None and args.engine == "jax",
+             "--timeline draws pase's runtime: drop --engine jax"),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
@@ -298,13 +300,19 @@ def _print(args: argparse.Namespace, module: ModuleOp, report: TrainingReport,
     problems = check_problems(report) if args.check else []
     files = [] if problems else [name for name in (args.timeline, args.dump_mlir) if name]
     if args.engine == "jax":
+        from pase.core.shapes import ELEMENTS
         from pase.tools.run.jax import JaxBackend, JaxReport
+        from pase.tools.run.jax_pipeline import PipelineCompiled, print_pipeline_collectives
         from pase.tools.run.report import print_collectives
 
         assert isinstance(backend, JaxBackend)
         assert backend.compiled is not None
         print_report(report, seconds, engine="JAX")
-        print_collectives(JaxReport(report, backend.compiled))
+        if isinstance(backend.compiled, PipelineCompiled):
+            print_pipeline(module)
+            print_pipeline_collectives(backend.compiled, ELEMENTS[report.element].bytes)
+        else:
+            print_collectives(JaxReport(report, backend.compiled))
         if args.dump_mlir in files:
             write_atomically(args.dump_mlir, backend.compiled.stablehlo)
     else:

@@ -8,21 +8,26 @@ CPU compile dominates their time: small scaled models, two steps, one child each
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cli import run_tool
 
+from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.frontend import parse_file
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
 from pase.tools.pase_run import main
+from pase.tools.run.check import make_data
 from pase.tools.run.jax import Collective, child_environment, child_error, collectives
 from pase.tools.run.jax import run_program as pase_run_program
-from pase.tools.run.load import strategy_and_scale
+from pase.tools.run.load import Stages, forward_graph, strategy_and_scale, with_configs
+from pase.tools.run.runtime import RuntimeBackend
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = sorted((Path(__file__).parent / "jax_probes").glob("*.dnn"))
@@ -63,6 +68,24 @@ def test_models_at_8_devices_match_pase(model: str, scale: str, extra: list[str]
     assert "pase predicts" in out
 
 
+def test_a_pipeline_on_jax_matches_pase_and_shows_its_stages(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = pase_run([str(ROOT / "models" / "mlp.dnn"), "--devices", "8",
+                                 "--scale", "0.125", "--stages", "2", "--microbatches", "2",
+                                 "--schedule", "gpipe"], capsys)
+    assert (status, err) == (0, "")
+    assert "check passed" in out
+    assert "pipeline: 2 stages x 2 micro-batches, gpipe" in out
+    assert "  0 (0-3)  total (XLA)" in out
+    assert "  1 (4-7)  total (XLA)" in out
+    # The activation crossing the boundary moves what the plan charges, both ways.
+    crossing = next(line for line in out.splitlines() if line.startswith("  0 -> 1"))
+    for direction in ("forward", "gradient back"):
+        match = re.search(direction + r" +(\d+) \(pase (\d+)\)", crossing)
+        assert match is not None, crossing
+        assert match.group(1) == match.group(2)
+
+
 def test_dump_mlir_writes_the_lowered_module(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     dump = tmp_path / "step.mlir"
@@ -91,22 +114,31 @@ def step_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def pipeline_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mlp's pipelined -t jax program: 2 stages of 4 devices, 2 micro-batches, 1F1B."""
+    module = strategy_and_scale(parse_file(str(ROOT / "models" / "mlp.dnn")), 8, 0.125,
+                                stages=Stages(2, 2))
+    path = tmp_path_factory.mktemp("jax") / "pipeline.py"
+    path.write_text(jax_program(module, 8))
+    return path
+
+
 def run_program(path: Path, devices: int, *args: str, python: tuple[str, ...] = (
         sys.executable,)) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*python, str(path), "--steps", "2", *args], capture_output=True,
                           text=True, env=child_environment(devices), timeout=300, check=False)
 
 
-def test_two_processes_of_four_devices_give_the_losses_of_one_of_eight(
-        step_program: Path) -> None:
-    single = run_program(step_program, 8)
-    assert single.returncode == 0, single.stderr
+def run_two_processes(program: Path, *args: str) -> list[list[str]]:
+    """`program` as 2 processes of 4 CPU devices each (a local coordinator); the "step"
+    lines process 0 printed, split. Both children are killed and reaped on every exit."""
     with socket.socket() as probe:  # a free port for the coordinator
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     children = [subprocess.Popen(
-        [sys.executable, str(step_program), "--steps", "2", "--coordinator",
-         f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(rank)],
+        [sys.executable, str(program), "--steps", "2", "--coordinator",
+         f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(rank), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=child_environment(4)) for rank in range(2)]
     try:
@@ -116,15 +148,36 @@ def test_two_processes_of_four_devices_give_the_losses_of_one_of_eight(
             child.kill()
             child.wait()
     assert [child.returncode for child in children] == [0, 0], outputs[0][1][-2000:]
-    # Gloo prints its connections on stdout too: compare the losses only.
+    # Gloo prints its connections on stdout too: keep the losses only.
+    return [line.split() for line in outputs[0][0].splitlines() if line.startswith("step ")]
+
+
+def test_two_processes_of_four_devices_give_the_losses_of_one_of_eight(
+        step_program: Path) -> None:
+    single = run_program(step_program, 8)
+    assert single.returncode == 0, single.stderr
+    losses = run_two_processes(step_program)
     # Gloo's cross-process all-reduce adds in another order than XLA's in-process one,
     # so the losses agree to f32 rounding, not bit for bit.
-    losses = [line.split() for line in outputs[0][0].splitlines() if line.startswith("step ")]
     expected = [line.split() for line in single.stdout.splitlines()]
     assert [words[:3] for words in losses] == [words[:3] for words in expected]
     assert [float(words[3]) for words in losses] == pytest.approx(
         [float(words[3]) for words in expected], rel=1e-5)
     assert len(losses) == 2
+
+
+def test_a_pipeline_with_a_stage_per_process_gives_the_losses_of_one_device(
+        pipeline_program: Path, tmp_path: Path) -> None:
+    # Each process runs one stage; activations and gradients cross between processes.
+    # One process of 8 devices gives these losses too (pase-run's pipeline test above).
+    module = strategy_and_scale(parse_file(str(ROOT / "models" / "mlp.dnn")), 8, 0.125)
+    data = make_data(forward_graph(module), 0)
+    np.savez(tmp_path / "data.npz", **data)  # type: ignore[arg-type]
+    reference = RuntimeBackend(1, words=False).train(with_configs(module, None), data, 2,
+                                                     LEARNING_RATE, None)
+    losses = run_two_processes(pipeline_program, "--data", str(tmp_path / "data.npz"))
+    assert [words[:2] for words in losses] == [["step", "1"], ["step", "2"]]
+    assert [float(words[3]) for words in losses] == pytest.approx(reference.losses, rel=1e-5)
 
 
 def test_the_program_says_how_to_install_jax_when_it_is_missing(step_program: Path) -> None:

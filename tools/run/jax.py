@@ -161,6 +161,10 @@ class JaxBackend:
         predicted: dict[str, float] = {}
         for (kind, _), words in predicted_words(problem, configs).items():
             predicted[kind] = predicted.get(kind, 0.0) + words
+        if self.compiled is None and "hlo" not in saved:  # a pipeline's programs
+            from pase.tools.run.jax_pipeline import pipeline_compiled
+
+            self.compiled = pipeline_compiled(saved, graph, self.devices)
         if self.compiled is None:  # the first run's: an f64 rerun (`check_training`) keeps it
             self.compiled = Compiled(collectives(str(saved["hlo"])), predicted,
                                      float(saved["compile_seconds"]),

@@ -1,0 +1,281 @@
+"""The JAX target for pipeline plans: S stages on sub-meshes, a schedule, M micro-batches.
+
+    pase-opt models/mlp.dnn -p 'pase-partition-stages{devices=8 stages=2 microbatches=2}' \\
+        -t jax -o step.py
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 python step.py --steps 3
+
+The program is JaxPP's kind (docs/jax.md): each stage a function of its layers on its own
+mesh (the stage's devices, `pase.stage`, with the mesh of its layers' grids as
+`pase.targets.jax` builds one for a whole graph), jitted three times (the forward of one
+micro-batch; its backward, `jax.vjp` of that forward, adding the parameter gradients to
+the stage's running sum; the SGD update), and a driver that runs them in the plan's
+schedule. A tensor read by a later stage crosses in a jitted `ppermute` over the two
+stages' devices, in the layout its first reader there reads it in; its gradient goes back
+the same way. The same file runs as several processes (`--coordinator`): each runs the
+stages whose devices it holds and takes part in the crossings of its stages.
+
+    program = pipeline_program(graph, pipeline_of(graph))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from pase.core.diagnostics import at_op
+from pase.core.shapes import ELEMENTS
+from pase.dialect import dnn
+from pase.dialect.dnn.seeding import seed_of
+from pase.dialect.pase import PipelineAttr, stage_of
+from pase.passes.microbatch import batch_dim, loss_weight, microbatch_problem
+from pase.passes.strategy import simulate
+from pase.targets.jax import _Emitter, spec
+from pase.targets.jax_pipeline_source import pipeline_main, pipeline_prelude
+from pase.targets.jax_source import HELPERS
+
+
+@dataclass(frozen=True)
+class Send:
+    """A tensor produced on stage `source` and read on the later stage `target`, in the
+    layout `layout` (a PartitionSpec's entries) of the target's mesh."""
+
+    value: str
+    source: int
+    target: int
+    layout: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.value}>{self.target}"
+
+
+def microbatch_graph(graph: dnn.GraphOp, microbatches: int) -> dnn.GraphOp:
+    """A copy of `graph` whose batch dim is one micro-batch's (batch / M), ops and
+    attributes unchanged: what each stage's functions compute on."""
+    batch = batch_dim(graph)
+    sizes = {d: s // (microbatches if d == batch else 1) for d, s in graph.dims.items()}
+    mapping: dict[SSAValue, SSAValue] = {}
+    block = Block()
+    for op in graph.body.block.ops:
+        types = [dnn.TensorType(r.type.shape.dims, [sizes[d] for d in r.type.shape.dims],
+                                r.type.element_type)
+                 if isinstance(r.type, dnn.TensorType) else r.type for r in op.results]
+        new = type(op).create(operands=[mapping[v] for v in op.operands], result_types=types,
+                              properties=dict(op.properties), attributes=dict(op.attributes))
+        new.location = op.location
+        for old_result, new_result in zip(op.results, new.results, strict=True):
+            new_result.name_hint = old_result.name_hint
+            mapping[old_result] = new_result
+        block.add_op(new)
+    micro = dnn.GraphOp.create(
+        properties={**graph.properties, "dim_sizes": ArrayAttr(IntAttr(sizes[d])
+                                                               for d in graph.dims)},
+        attributes=dict(graph.attributes), regions=[Region(block)])
+    micro.location = graph.location
+    micro.verify()
+    return micro
+
+
+def pipeline_program(graph: dnn.GraphOp, pipeline: PipelineAttr) -> str:
+    """The JAX program of `graph`'s pipeline plan (every layer has its `pase.stage`)."""
+    stages, microbatches = pipeline.stages.data, pipeline.microbatches.data
+    if (problem := microbatch_problem(graph, microbatches)) is not None:
+        raise at_op(graph, f"the jax target cannot run this pipeline plan: {problem}")
+    return _PipelineEmitter(graph, microbatch_graph(graph, microbatches), pipeline,
+                            stages, microbatches).program()
+
+
+class _PipelineEmitter:
+    """Writes the pipeline program: the stages' functions (one `_Emitter` per stage, on
+    the micro-batch graph), the tables that place params, inputs and crossings, and the
+    global order of the schedule's work."""
+
+    def __init__(self, graph: dnn.GraphOp, micro: dnn.GraphOp, pipeline: PipelineAttr,
+                 stages: int, microbatches: int):
+        self.graph, self.micro, self.pipeline = graph, micro, pipeline
+        self.stages, self.microbatches = stages, microbatches
+        self.per_stage = pipeline.devices.data // stages
+        self.stage: dict[dnn.LayerOp, int] = {}
+        self.position = {op: index for index, op in enumerate(micro.body.block.ops)}
+        for layer, name in micro.layer_names().items():
+            attr = stage_of(layer)
+            if attr is None:
+                raise at_op(layer, f"layer '{name}' has no pase.stage; the jax target "
+                            "needs pase-partition-stages to place every layer of a pipeline")
+            self.stage[layer] = attr.index.data
+        self.emitters = [_Emitter(micro, self.per_stage,
+                                  [layer for layer, s in self.stage.items() if s == index])
+                         for index in range(stages)]
+        self.names = self.emitters[0].names
+        ret = micro.body.block.last_op
+        assert isinstance(ret, dnn.ReturnOp)
+        loss = ret.values[0].owner
+        assert isinstance(loss, dnn.LayerOp)  # a graph without a microbatch_problem
+        self.loss_stage = self.stage[loss]
+        self.loss = self.names[ret.values[0]]
+        self.loss_element = loss.result_shape.element
+        self.sends = self.crossings()
+        self.shared = any(len(self.first_layouts(op.output)) > 1
+                          for op in micro.body.block.ops if isinstance(op, dnn.ParamOp))
+
+    def readers(self, value: SSAValue) -> list[tuple[dnn.LayerOp, int]]:
+        """The layers that read `value`, with the operand index, in program order."""
+        return sorted(((use.operation, use.index) for use in value.uses
+                       if isinstance(use.operation, dnn.LayerOp)
+                       and use.operation in self.stage),
+                      key=lambda reader: (self.position[reader[0]], reader[1]))
+
+    def layout(self, reader: dnn.LayerOp, index: int) -> str:
+        stage = self.stage[reader]
+        space = reader.iteration_space()
+        return spec(space.operands[index], self.emitters[stage].axes[reader], call="")
+
+    def first_layouts(self, value: SSAValue) -> dict[int, str]:
+        """Per stage that reads `value`, the layout its first reader there reads it in."""
+        layouts: dict[int, str] = {}
+        for reader, index in self.readers(value):
+            layouts.setdefault(self.stage[reader], self.layout(reader, index))
+        return layouts
+
+    def crossings(self) -> list[Send]:
+        sends = []
+        for layer, source in self.stage.items():
+            for target, layout in self.first_layouts(layer.output).items():
+                if target == source:
+                    continue
+                if target < source:
+                    raise at_op(layer, f"layer '{self.names[layer.output]}' of stage {source} "
+                                f"is read by stage {target}, an earlier one: the jax target "
+                                "sends activations forward only")
+                shape = layer.result_shape
+                sends.append(Send(self.names[layer.output], source, target, layout,
+                                  tuple(shape.sizes), ELEMENTS[shape.element].numpy))
+        return sends
+
+    def order(self) -> list[tuple[str, int, int]]:
+        """The schedule's work in one global order (the nominal simulation's start
+        order, each crossing right after the work that makes it): ("forward" | "backward",
+        stage, micro-batch) and ("send" | "return", crossing, micro-batch); then, when a
+        param is read in several stages, ("share", -1, -1), where the stages holding a copy
+        add each other's gradient sums; then ("update", stage, -1) per stage."""
+        steps: list[tuple[str, int, int]] = []
+        updates: list[tuple[str, int, int]] = []
+        nominal = simulate(self.pipeline.schedule.data, [1.0] * self.stages,
+                           [2.0] * self.stages, self.microbatches)
+        for event in nominal.events:
+            if event.kind == "allreduce":
+                updates.append(("update", event.stage, -1))
+            elif event.kind == "forward":
+                steps.append(("forward", event.stage, event.microbatch))
+                steps += [("send", k, event.microbatch) for k, send in enumerate(self.sends)
+                          if send.source == event.stage]
+            elif event.kind == "backward":
+                steps.append(("backward", event.stage, event.microbatch))
+                steps += [("return", k, event.microbatch) for k, send in enumerate(self.sends)
+                          if send.target == event.stage]
+        return steps + [("share", -1, -1)] * bool(self.shared) + updates
+
+    def tables(self) -> list[str]:
+        params, inputs, owners, feeds, axes, shared = [], [], [], [], [], []
+        values = dict(zip(self.micro.body.block.ops, self.graph.body.block.ops, strict=True))
+        for op in self.micro.body.block.ops:
+            if not isinstance(op, dnn.InputOp | dnn.ParamOp):
+                continue
+            name = self.names[op.output]
+            original = values[op]
+            assert isinstance(original, dnn.InputOp | dnn.ParamOp)
+            shape = original.output.type.shape
+            layouts = self.first_layouts(op.output)
+            init = seed_of(original.output).describe()
+            if isinstance(op, dnn.ParamOp):
+                stage, layout = next(iter(layouts.items()), (0, "()"))
+                params.append(f"    {name!r}: ({shape.sizes!r}, "
+                              f"{ELEMENTS[shape.element].numpy!r}, {layout}, {init!r}),")
+                owners.append(f"    {name!r}: {stage},")
+                shared += [f"    ({name!r}, {stage}, {other}, {where}, {shape.sizes!r}, "
+                           f"{ELEMENTS[shape.element].numpy!r}),"
+                           for other, where in list(layouts.items())[1:]]
+                continue
+            inputs.append(f"    {name!r}: ({shape.sizes!r}, {ELEMENTS[shape.element].numpy!r}, "
+                          f"(), {init!r}),")
+            feeds.append(f"    {name!r}: {{{', '.join(f'{s}: {v}' for s, v in layouts.items())}}},")
+            batch = batch_dim(self.graph)
+            axes.append(f"    {name!r}: "
+                        f"{shape.dims.index(batch) if batch in shape.dims else None},")
+        return [
+            "PARAMS = {  # name: (shape, dtype, layout on its stage's mesh, seeded init)",
+            *params, "}",
+            "INPUTS = {  # name: (shape, dtype, -, seeded init), the whole batch", *inputs, "}",
+            "PARAM_STAGE = {  # name: the stage that holds it", *owners, "}",
+            "INPUT_STAGES = {  # name: {stage that reads it: its layout there}", *feeds, "}",
+            "BATCH_AXIS = {  # name: the axis micro-batches split (None: whole)", *axes, "}",
+            "SENDS = [  # (value, from stage, to stage, layout on the target, shape, dtype)",
+            *[f"    ({s.value!r}, {s.source}, {s.target}, {s.layout}, {s.shape!r}, "
+              f"{s.dtype!r})," for s in self.sends], "]",
+            "SHARED = [  # (param, its stage, another stage that reads it, layout there, ...)",
+            *shared, "]",
+        ]
+
+    def function(self, index: int) -> list[str]:
+        """`stage{index}(mesh, params, batch, received)`: its layers on one micro-batch;
+        the tensors later stages read (and on the loss's stage, the loss), by key."""
+        emitter = self.emitters[index]
+        layers = [layer for layer, s in self.stage.items() if s == index]
+        devices = range(index * self.per_stage, (index + 1) * self.per_stage)
+        wanted = {v for layer in layers for v in layer.operands}
+        body = [f"{self.names[v]} = received[{self.names[v]!r}]" for v in
+                dict.fromkeys(v for v in wanted if isinstance(v.owner, dnn.LayerOp)
+                              and self.stage.get(v.owner) != index)]
+        for op in self.micro.body.block.ops:
+            if isinstance(op, dnn.InputOp | dnn.ParamOp) and op.output in wanted or (
+                    isinstance(op, dnn.LayerOp) and op in layers):
+                body += emitter.statement(op)
+        sent = [f"{s.key!r}: {s.value}" for s in self.sends if s.source == index]
+        if index == self.loss_stage:
+            sent.append(f"'loss': {self.loss}")
+        return [
+            f"def stage{index}(mesh, params, batch, received):",
+            f'    """Stage {index}, on devices {devices.start}..{devices.stop - 1}: '
+            f'{len(layers)} layer{"s" if len(layers) != 1 else ""} on one micro-batch."""',
+            "",
+            "    def layout(value, spec):",
+            "        return jax.lax.with_sharding_constraint(value, NamedSharding(mesh, spec))",
+            "",
+            *[f"    {line}" if line else "" for line in body],
+            "",
+            f"    return {{{', '.join(sent)}}}", "", ""]
+
+    def program(self) -> str:
+        functions = [line for index in range(self.stages) for line in self.function(index)]
+        helpers = sorted(set().union(*(e.helpers for e in self.emitters)))
+        elements = {op.output.type.shape.element for op in self.graph.body.block.ops
+                    if isinstance(op, dnn.InputOp | dnn.ParamOp)}
+        plan = self.pipeline
+        meshes = [(e.shape, tuple(f"m{k}" for k in range(len(e.shape)))) for e in self.emitters]
+        return "\n".join([
+            pipeline_prelude(self.graph.sym_name.data, plan.devices.data, self.stages,
+                             self.microbatches, plan.schedule.data),
+            f"DEVICES = {plan.devices.data}",
+            f"STAGES = {self.stages}",
+            f"MICROBATCHES = {self.microbatches}",
+            f"SCHEDULE = {plan.schedule.data!r}",
+            f"MODELLED_STEP = {plan.step.data!r}  # seconds, pase's cost model",
+            f"STAGE_MESHES = {meshes!r}",
+            f"LOSS_STAGE = {self.loss_stage}",
+            f"LOSS_WEIGHT = {loss_weight(self.graph, self.microbatches)!r}",
+            f"LOSS_DTYPE = {ELEMENTS[self.loss_element].numpy!r}",
+            f"X64 = {any(ELEMENTS[t].bytes == 8 for t in elements)}",
+            "",
+            *self.tables(),
+            f"ORDER = {self.order()!r}",
+            "",
+            *[HELPERS[name] for name in helpers],
+            "",
+            *functions,
+            f"STAGE_FUNCTIONS = [{', '.join(f'stage{i}' for i in range(self.stages))}]",
+            "",
+            pipeline_main()])

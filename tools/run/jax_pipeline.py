@@ -1,0 +1,168 @@
+"""`pase-run --engine jax --stages S --microbatches M`: what XLA compiled of a pipelined
+`-t jax` program, per stage, next to the plan's prediction.
+
+A pipelined program (`pase.targets.jax_pipeline`) saves the HLO of every program it
+compiled: per stage its forward and backward (each run M times a step), its update and
+the zeroing of its gradient sums (once), and per crossing tensor its send and return
+(M times each). `pipeline_compiled` counts their collectives per step; the crossings'
+collective-permutes are the transfers between stages, set beside the words the plan
+charges each boundary (`predicted_pipeline_words`: each consumer device receives its
+whole block forward, each producer device its whole gradient block back).
+
+    compiled = pipeline_compiled(saved, graph, devices=8)
+    print_pipeline_collectives(compiled, width=4)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pase.dialect import dnn
+from pase.dialect.pase import pipeline_of, stage_of
+from pase.tools.run.jax import KINDS, Collective, Compiled, collectives
+from pase.tools.run.runtime import predictions
+
+PER_MICROBATCH = frozenset({"forward", "backward", "send", "return"})
+"""The programs of a pipelined program a step runs once per micro-batch (the others,
+`update` and `zeros`, once)."""
+
+
+@dataclass(frozen=True)
+class StageCollectives:
+    """One stage's collectives per step (each with how often a step runs it) and the
+    words the plan predicts within its layers and on its edges."""
+
+    index: int
+    devices: range
+    collectives: list[tuple[Collective, int]]
+    predicted_layer: float
+    predicted_edge: float
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A tensor crossing from stage `source` to `target`: the words a device receives
+    per step forward and back, measured (XLA's collective-permutes) and predicted."""
+
+    value: str
+    source: int
+    target: int
+    forward: float
+    backward: float
+    predicted_forward: float
+    predicted_backward: float
+
+
+@dataclass(frozen=True)
+class PipelineCompiled(Compiled):
+    """`Compiled` of a pipelined program: the per-stage and per-boundary tables, the
+    plan's modelled step, its machine and its schedule."""
+
+    stages: list[StageCollectives] = field(default_factory=list)
+    boundaries: list[Boundary] = field(default_factory=list)
+    modelled_step: float = 0.0
+    machine: str = ""
+    schedule: str = ""
+    microbatches: int = 1
+
+
+def _per_step(program: str, microbatches: int) -> int:
+    return microbatches if program in PER_MICROBATCH else 1
+
+
+def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
+                      devices: int) -> PipelineCompiled:
+    """What the pipelined program saved (`hlo/stage{s}/{program}`,
+    `hlo/crossing{k}/{send,return}`), per stage and boundary, with the plan's words."""
+    pipeline = pipeline_of(graph)
+    assert pipeline is not None
+    micro, count = pipeline.microbatches.data, pipeline.stages.data
+    names = graph.layer_names()
+    stage_of_layer = {names[layer]: attr.index.data for layer in names
+                      if (attr := stage_of(layer)) is not None}
+    predicted = predictions(graph, devices)
+    per_stage = devices // count
+    stages = []
+    for index in range(count):
+        found = [(c, _per_step(program, micro)) for key, hlo in saved.items()
+                 if (match := re.fullmatch(rf"hlo/stage{index}/(\w+)", key))
+                 for program in [match.group(1)] for c in collectives(str(hlo))]
+        layer = sum(w for (kind, tag), w in predicted.items()
+                    if kind == "layer" and stage_of_layer.get(tag) == index)
+        edge = sum(w for (kind, tag), w in predicted.items() if kind == "edge"
+                   and _edge_stages(tag, stage_of_layer) == (index, index))
+        stages.append(StageCollectives(index, range(index * per_stage,
+                                                    (index + 1) * per_stage),
+                                       found, layer, edge))
+    boundaries = []
+    sends = [tuple(row) for row in saved.get("sends", np.zeros((0, 3)))]
+    for number, (value, source, target) in enumerate(sends):
+        measured = {direction: sum(c.words() for c in collectives(str(saved[key])))
+                    * micro for direction in ("send", "return")
+                    if (key := f"hlo/crossing{number}/{direction}") in saved}
+        forward = backward = 0.0
+        for (kind, tag), words in predicted.items():
+            if kind == "edge" and _edge_stages(tag, stage_of_layer) == (int(source), int(target)) \
+                    and tag.split("->")[0] == value:
+                forward += words
+            elif kind == "edge" and "<-" in tag and tag.split("<-")[0] == value \
+                    and _edge_stages(tag, stage_of_layer) == (int(source), int(target)):
+                backward += words
+        boundaries.append(Boundary(str(value), int(source), int(target),
+                                   measured.get("send", 0.0), measured.get("return", 0.0),
+                                   forward, backward))
+    every = [c for stage in stages for c, _ in stage.collectives]
+    return PipelineCompiled(every, {}, float(saved["compile_seconds"]),
+                            float(saved["step_seconds"]), "", stages, boundaries,
+                            float(saved["modelled_step"]), pipeline.machine.data,
+                            pipeline.schedule.data, micro)
+
+
+def _edge_stages(tag: str, stage_of_layer: dict[str, int]) -> tuple[int, int] | None:
+    """(producer's stage, consumer's stage) of an edge tag "u->v" or "u<-v" (" %x")."""
+    arrow = "->" if "->" in tag else "<-"
+    upstream, downstream = tag.split(" ", 1)[0].split(arrow, 1)
+    if upstream not in stage_of_layer or downstream not in stage_of_layer:
+        return None
+    return stage_of_layer[upstream], stage_of_layer[downstream]
+
+
+def print_pipeline_collectives(compiled: PipelineCompiled, width: int) -> None:
+    """Per stage XLA's collectives per step next to the plan's words, then the
+    transfers between stages, then the measured step beside the modelled one."""
+    print(f"XLA compile {compiled.compile_seconds:.2f} s, step "
+          f"{compiled.step_seconds * 1e3:.1f} ms measured; the plan's modelled step "
+          f"{compiled.modelled_step * 1e3:.3g} ms (full size, {compiled.machine}, "
+          f"{compiled.schedule}, {compiled.microbatches} micro-batches)")
+    print("collectives per stage and step (forward and backward x micro-batches; words: "
+          "received per device, ring formulas):")
+    print(f"  {'stage':<8} {'kind':<20} {'count':>5}  {'group sizes':<12} {'words':>12}")
+    for stage in compiled.stages:
+        total = 0.0
+        where = f"{stage.index} ({stage.devices.start}-{stage.devices.stop - 1})"
+        for kind in KINDS:
+            ops = [(c, runs) for c, runs in stage.collectives if c.kind == kind]
+            if not ops:
+                continue
+            words = sum(runs * c.words() * _bytes_of(c) / width for c, runs in ops)
+            total += words
+            groups = ",".join(str(g) for g in sorted({c.group for c, _ in ops}))
+            print(f"  {where:<8} {kind:<20} {sum(r for _, r in ops):>5}  {groups:<12} "
+                  f"{words:>12.0f}")
+        print(f"  {where:<8} {'total (XLA)':<20} {'':>5}  {'':<12} {total:>12.0f}   "
+              f"pase predicts {stage.predicted_layer + stage.predicted_edge:.0f}: "
+              f"{stage.predicted_layer:.0f} within layers, {stage.predicted_edge:.0f} "
+              "between layers")
+    print("transfers between stages per step (collective-permute; words received per "
+          "device):")
+    for b in compiled.boundaries:
+        print(f"  {b.source} -> {b.target}  %{b.value:<12} forward {b.forward:>10.0f} "
+              f"(pase {b.predicted_forward:.0f})   gradient back {b.backward:>10.0f} "
+              f"(pase {b.predicted_backward:.0f})")
+
+
+def _bytes_of(collective: Collective) -> float:
+    return collective.bytes / collective.elements if collective.elements else 0.0
