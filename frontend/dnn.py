@@ -144,7 +144,7 @@ STATEMENTS: dict[str, Statement] = {
     "batchnorm": Statement(dnn.BatchNormOp, (1, 3)),
     "reduce": Statement(dnn.ReduceOp),
     "embedding": Statement(dnn.EmbeddingOp, (2, 2)),
-    "lstm": Statement(dnn.LstmOp, (2, 2)),
+    "lstm": Statement(dnn.LstmOp, (2, 3)),
     "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
     "reshape": Statement(dnn.ReshapeOp, result=True),
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),

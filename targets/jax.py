@@ -346,7 +346,7 @@ class _Emitter:
                 return f"jnp.take({operands[1]}, {operands[0]}, axis=0)"
             case dnn.LstmOp():
                 self.helpers.update(("lstm", "sigmoid"))
-                return f"lstm({operands[0]}, {operands[1]})"
+                return f"lstm({', '.join(operands)})"
             case dnn.ConcatOp():
                 axis = shapes.concat_axis(inputs, result)
                 return f"jnp.concatenate([{', '.join(operands)}], axis={axis})"
