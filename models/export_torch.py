@@ -36,12 +36,13 @@ VOCABULARY = 64
 
 
 class LstmLanguageModel(nn.Module):
-    """Embedding, a one-layer nn.LSTM, a linear head over the vocabulary."""
+    """Embedding, a two-layer nn.LSTM (one ONNX LSTM node per layer), a linear head over
+    the vocabulary."""
 
     def __init__(self) -> None:
         super().__init__()
         self.embedding = nn.Embedding(VOCABULARY, 32)
-        self.lstm = nn.LSTM(32, 32, batch_first=True)
+        self.lstm = nn.LSTM(32, 32, num_layers=2, batch_first=True)
         self.head = nn.Linear(32, VOCABULARY)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
