@@ -437,6 +437,25 @@ def clip_shape(x: NamedShape, low: float, high: float) -> NamedShape:
     return x
 
 
+def broadcast_shape(x: NamedShape, result: NamedShape) -> NamedShape:
+    """x repeated along new dims: the result has x's dims, in x's order and sizes, and
+    dims x does not have anywhere among them (ONNX Expand, ViT's class token [e] as
+    [b, one, e])."""
+    _float_element("broadcast", [x])
+    kept = [d for d in result.dims if d in x.dims]
+    if kept != list(x.dims):
+        raise ShapeError(f"broadcast result {result} must hold every dimension of {x} in "
+                         "its order")
+    for dim, size in zip(x.dims, x.sizes, strict=True):
+        if result.size_of(dim) != size:
+            raise ShapeError(f"broadcast result {result} gives '{dim}' size "
+                             f"{result.size_of(dim)}, not {x}'s {size}")
+    if result.rank == x.rank:
+        raise ShapeError(f"broadcast result {result} adds no dimension to {x}")
+    check_unique(result.dims)
+    return NamedShape(result.dims, result.sizes, x.element)
+
+
 def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> NamedShape:
     """x's entries start .. start + n - 1 along `dim`: the result has x's dims with `dim`
     replaced, in place, by a new dim of size n (the result's)."""

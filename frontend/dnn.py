@@ -150,6 +150,7 @@ STATEMENTS: dict[str, Statement] = {
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
     "clip": Statement(dnn.ClipOp),
     "slice": Statement(dnn.SliceOp, result=True),
+    "broadcast": Statement(dnn.BroadcastOp, result=True),
     "mask": Statement(dnn.MaskOp),
     "div": Statement(dnn.DivOp, (2, 2)),
     "rmsnorm": Statement(dnn.RmsNormOp, (1, 2)),

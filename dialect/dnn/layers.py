@@ -485,6 +485,7 @@ class SoftmaxCrossEntropyOp(_OverOp):
 # The ops of `more_layers` build on the classes above, so they are imported after them
 # (the package imports this module before that one).
 from pase.dialect.dnn.more_layers import (  # noqa: E402
+    BroadcastOp,
     ClipOp,
     DivOp,
     MaskOp,
@@ -499,5 +500,5 @@ LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
     ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
-    RmsNormOp,
+    RmsNormOp, BroadcastOp,
 )
