@@ -316,10 +316,11 @@ def embedding_shape(ids: NamedShape, table: NamedShape) -> NamedShape:
     return NamedShape(dims, ids.sizes + table.sizes[1:], table.element)
 
 
-def lstm_shape(x: NamedShape, w: NamedShape) -> NamedShape:
+def lstm_shape(x: NamedShape, w: NamedShape, *bias: NamedShape) -> NamedShape:
     """Multi-layer LSTM as one layer: x [batch, seq, hidden], weights [layers, 2·hidden,
-    4·hidden] (input and recurrent weights stacked, four gates) -> [batch, seq, hidden]."""
-    _float_element("lstm", [x, w])
+    4·hidden] (input and recurrent weights stacked, four gates), and optionally a bias
+    [layers, 4·hidden] with the weight's dims -> [batch, seq, hidden]."""
+    _float_element("lstm", [x, w, *bias])
     _expect_rank("lstm", "input [batch, seq, hidden]", x, 3)
     _expect_rank("lstm", "weight [layers, 2*hidden, 4*hidden]", w, 3)
     hidden = x.sizes[2]
@@ -327,6 +328,11 @@ def lstm_shape(x: NamedShape, w: NamedShape) -> NamedShape:
         raise ShapeError(f"lstm weight {w} must be [layers, 2*hidden, 4*hidden] = "
                          f"[{w.sizes[0]}, {2 * hidden}, {4 * hidden}], got "
                          f"[{', '.join(str(s) for s in w.sizes)}]")
+    for b in bias:
+        wanted = NamedShape((w.dims[0], w.dims[2]), (w.sizes[0], w.sizes[2]), w.element)
+        if (b.dims, b.sizes) != (wanted.dims, wanted.sizes):
+            raise ShapeError(f"lstm bias {b} must be [layers, 4*hidden] with the weight's "
+                             f"dims: {wanted}")
     check_unique(x.dims + w.dims)
     return x
 
@@ -429,6 +435,25 @@ def clip_shape(x: NamedShape, low: float, high: float) -> NamedShape:
     if not low <= high:
         raise ShapeError(f"clip min {low} must be at most its max {high}")
     return x
+
+
+def broadcast_shape(x: NamedShape, result: NamedShape) -> NamedShape:
+    """x repeated along new dims: the result has x's dims, in x's order and sizes, and
+    dims x does not have anywhere among them (ONNX Expand, ViT's class token [e] as
+    [b, one, e])."""
+    _float_element("broadcast", [x])
+    kept = [d for d in result.dims if d in x.dims]
+    if kept != list(x.dims):
+        raise ShapeError(f"broadcast result {result} must hold every dimension of {x} in "
+                         "its order")
+    for dim, size in zip(x.dims, x.sizes, strict=True):
+        if result.size_of(dim) != size:
+            raise ShapeError(f"broadcast result {result} gives '{dim}' size "
+                             f"{result.size_of(dim)}, not {x}'s {size}")
+    if result.rank == x.rank:
+        raise ShapeError(f"broadcast result {result} adds no dimension to {x}")
+    check_unique(result.dims)
+    return NamedShape(result.dims, result.sizes, x.element)
 
 
 def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> NamedShape:

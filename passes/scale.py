@@ -134,6 +134,8 @@ class _Propagation:
             dim = inputs[operand].dims[axis]
             self.assign(dim, self.old[dim])
         for (operand, axis), multiple, (source, source_axis) in op.SCALE_MULTIPLES:
+            if operand >= len(inputs):  # an optional operand left out (the LSTM's bias)
+                continue
             self.assign(inputs[operand].dims[axis],
                         multiple * self.new[inputs[source].dims[source_axis]])
         if op.SCALE_TIE == "window":

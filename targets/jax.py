@@ -420,7 +420,7 @@ class _Emitter:
                 return f"jnp.take({operands[1]}, {operands[0]}, axis=0)"
             case dnn.LstmOp():
                 self.helpers.update(("lstm", "sigmoid"))
-                return f"lstm({operands[0]}, {operands[1]})"
+                return f"lstm({', '.join(operands)})"
             case dnn.ConcatOp():
                 axis = shapes.concat_axis(inputs, result)
                 return f"jnp.concatenate([{', '.join(operands)}], axis={axis})"
@@ -429,6 +429,10 @@ class _Emitter:
                 start, size = op.start.data, result.sizes[axis]
                 return (f"jax.lax.slice_in_dim({operands[0]}, {start}, {start + size}, "
                         f"axis={axis})")
+            case dnn.BroadcastOp():
+                new = tuple(k for k, d in enumerate(result.dims) if d not in inputs[0].dims)
+                return (f"jnp.broadcast_to(jnp.expand_dims({operands[0]}, {new!r}), "
+                        f"{result.sizes!r})")
             case dnn.ReshapeOp():
                 return f"jnp.reshape({operands[0]}, {result.sizes!r})"
             case dnn.SoftmaxCrossEntropyOp():

@@ -129,14 +129,17 @@ def pool2d(kind, x, window, stride, padding):
     return total / (window[0] * window[1])
 ''',
     "lstm": '''\
-def lstm(x, w):
+def lstm(x, w, bias=None):
     """A multi-layer LSTM, x [b, s, e], w [l, 2e, 4e] with gate columns unit-major
-    (4 * unit + gate, gates i, f, g, o); zero initial state; the last layer's states."""
+    (4 * unit + gate, gates i, f, g, o), an optional bias [l, 4e] added to the gates;
+    zero initial state; the last layer's states."""
     batch, _, hidden = x.shape
+    if bias is None:
+        bias = jnp.zeros((w.shape[0], w.shape[2]), x.dtype)
 
-    def cell(weight, carry, step_input):
+    def cell(weight, layer_bias, carry, step_input):
         h, c = carry
-        gates = (jnp.concatenate([step_input, h], axis=1) @ weight).reshape(
+        gates = (jnp.concatenate([step_input, h], axis=1) @ weight + layer_bias).reshape(
             batch, hidden, 4)
         i, f, o = sigmoid(gates[..., 0]), sigmoid(gates[..., 1]), sigmoid(gates[..., 3])
         c = f * c + i * jnp.tanh(gates[..., 2])
@@ -146,8 +149,9 @@ def lstm(x, w):
     sequence = jnp.swapaxes(x, 0, 1)
     for layer in range(w.shape[0]):
         zeros = jnp.zeros((batch, hidden), x.dtype)
-        _, sequence = jax.lax.scan(lambda carry, xt, wl=w[layer]: cell(wl, carry, xt),
-                                   (zeros, zeros), sequence)
+        _, sequence = jax.lax.scan(
+            lambda carry, xt, wl=w[layer], bl=bias[layer]: cell(wl, bl, carry, xt),
+            (zeros, zeros), sequence)
     return jnp.swapaxes(sequence, 0, 1)
 ''',
 }

@@ -57,6 +57,7 @@ from pase.dialect.dnn.layers import (
     UnaryOp,
 )
 from pase.dialect.dnn.more_layers import (
+    BroadcastOp,
     ClipOp,
     DivOp,
     MaskOp,
@@ -81,7 +82,8 @@ Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, Sg
               [TensorType])
 
 __all__ = [
-    "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "Clauses", "ClipOp",
+    "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "BroadcastOp", "Clauses",
+    "ClipOp",
     "ConcatOp",
     "Conv2dOp", "DivOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
     "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MaskOp", "MulOp",

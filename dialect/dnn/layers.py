@@ -361,10 +361,12 @@ class EmbeddingOp(LayerOp):
 
 @irdl_op_definition
 class LstmOp(LayerOp):
-    """A multi-layer LSTM as one layer (as in PaSE): `%y = dnn.lstm %x, %w : ...`.
+    """A multi-layer LSTM as one layer (as in PaSE): `%y = dnn.lstm %x, %w : ...`, or
+    `%y = dnn.lstm %x, %w, %bias : ...` with a gate bias.
 
     x [b, s, e], w [l, k, n] with k = 2·e (input and recurrent weights stacked) and
-    n = 4·e (four gates per hidden unit, unit-major: column 4·u + gate). Iteration
+    n = 4·e (four gates per hidden unit, unit-major: column 4·u + gate); the bias, if
+    given, is [l, n] with the weight's dims (added to every step's gates). Iteration
     space (l, s, b, n, k) as in PaSE, where the `n` dim counts the e hidden units, so a
     split of `n` gives each device whole units with all four gates. Layer and sequence
     are not split (the recurrence runs through them), nor is `k`: its partial sums
@@ -374,13 +376,19 @@ class LstmOp(LayerOp):
 
     name = "dnn.lstm"
     SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ((1, 0),)
-    SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = (((1, 1), 2, (0, 2)), ((1, 2), 4, (0, 2)))
+    SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = (
+        ((1, 1), 2, (0, 2)), ((1, 2), 4, (0, 2)), ((2, 1), 4, (0, 2)))
 
     def infer(self) -> NamedShape:
-        return shapes.lstm_shape(*self.operand_shapes(2, " (input, weight)"))
+        inputs = self.input_shapes
+        if len(inputs) not in (2, 3):
+            raise ShapeError(f"lstm takes 2 or 3 operands (input, weight, optional bias), "
+                             f"got {len(inputs)}")
+        return shapes.lstm_shape(*inputs)
 
     def iteration_space(self) -> IterationSpace:
-        x, w = self.input_shapes
+        x, w = self.input_shapes[:2]
+        bias = ((w.dims[0], w.dims[2]),) if len(self.input_shapes) == 3 else ()
         dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
                 IterDim(x.dims[1], x.sizes[1], splittable=False),
                 IterDim(x.dims[0], x.sizes[0]),
@@ -394,7 +402,7 @@ class LstmOp(LayerOp):
             Collective("all_gather", x.sizes[2], count=steps),
             Collective("all_reduce", 2 * x.sizes[2], count=steps, backward=True)))
         # Per point of (l, s, b, units, k): four multiply-adds, one per gate.
-        return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims),
+        return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims, *bias),
                               (x.dims[0], x.dims[1], None),
                               flops_forward=8.0, flops_backward=16.0,
                               statistics=statistics, kernel_reduced_grads=(0,))
@@ -477,6 +485,7 @@ class SoftmaxCrossEntropyOp(_OverOp):
 # The ops of `more_layers` build on the classes above, so they are imported after them
 # (the package imports this module before that one).
 from pase.dialect.dnn.more_layers import (  # noqa: E402
+    BroadcastOp,
     ClipOp,
     DivOp,
     MaskOp,
@@ -491,5 +500,5 @@ LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
     ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
-    RmsNormOp,
+    RmsNormOp, BroadcastOp,
 )

@@ -1,9 +1,10 @@
 """`layers` continued: the layer ops real PyTorch exports need (issue 31).
 
 clip (ReLU6), the elementwise div, sqrt, neg and pow, slice (ONNX Slice, Split and
-constant-index Gather), the causal mask (GPT-2's Where with a lower-triangular mask) and
-rmsnorm (T5's norm). Like every layer op they answer `infer()` from `pase.core.shapes` and
-`iteration_space()`; `layers.LAYER_OPS` lists them with the others.
+constant-index Gather), broadcast (ONNX Expand: ViT's class token), the causal mask
+(GPT-2's Where with a lower-triangular mask) and rmsnorm (T5's norm). Like every layer op
+they answer `infer()` from `pase.core.shapes` and `iteration_space()`; `layers.LAYER_OPS`
+lists them with the others.
 """
 
 from __future__ import annotations
@@ -74,6 +75,25 @@ class SliceOp(LayerOp):
                      for d, s in zip(y.dims, y.sizes, strict=True))
         operand = tuple(None if d == self.dim.data else d for d in x.dims)
         return IterationSpace(dims, (operand,), y.dims, 0.0, 0.0)
+
+
+@irdl_op_definition
+class BroadcastOp(LayerOp):
+    """`%y = dnn.broadcast %x : (...) -> ...`: x repeated along the result's dims that x
+    does not have (ViT's class token `[e]` as `[b, one, e]`); the gradient sums over them.
+
+    Iteration space: the result's dims, all splittable; x follows its own dims, so a
+    split of a new dim leaves x's gradient a partial sum, all-reduced like a bias's.
+    """
+
+    name = "dnn.broadcast"
+
+    def infer(self) -> NamedShape:
+        (x,) = self.operand_shapes(1)
+        return shapes.broadcast_shape(x, self.result_shape)
+
+    def iteration_space(self) -> IterationSpace:
+        return _identity_space(self.result_shape, self.input_shapes, 0.0, 1.0)
 
 
 @irdl_op_definition

@@ -1,5 +1,6 @@
 """Rewrites of the ONNX node list before import: exporters' spellings of one layer
-(the erf-based GELU) become the one node the frontend maps to a `dnn` op.
+(the erf-based GELU, the decomposed layer and RMS norms) become the one node the frontend
+maps to a `dnn` op.
 
     nodes = rewrite_patterns(onnx, list(model.graph.node), constant_of)
 """
@@ -16,8 +17,80 @@ import numpy as np
 def rewrite_patterns(onnx: Any, nodes: list[Any],
                      constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
     """`nodes` with every pattern below replaced by the one node it spells."""
-    nodes = fuse_rms_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of)
+    nodes = fuse_layer_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of)
+    nodes = fuse_rms_norm(onnx, nodes, constant_of)
     return drop_nan_guards(onnx, nodes)
+
+
+def uses_of(nodes: list[Any]) -> dict[str, list[Any]]:
+    """Each value's consumers, in node order."""
+    consumers: dict[str, list[Any]] = {}
+    for node in nodes:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    return consumers
+
+
+def fuse_layer_norm(onnx: Any, nodes: list[Any],
+                    constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
+    """`nodes` with each decomposed layer norm, `(x − mean(x)) / √(var(x) + ε) · γ + β` as
+    PyTorch exports `nn.LayerNorm` before opset 17 (and as hand-written norms spell it),
+    as one LayerNormalization node (axis -1): ReduceMean(x) over the last axis with
+    keepdims, Sub(x, mean), Pow(·, 2), ReduceMean over the last axis, Add ε, Sqrt,
+    Div(centred, ·), Mul by a 1-D constant γ (either side), Add a 1-D constant β (either
+    side). The centred value has exactly its Pow and Div as uses, the others one use."""
+    consumers = uses_of(nodes)
+
+    def only_use(name: str, op_type: str) -> Any:
+        uses = consumers.get(name, [])
+        return uses[0] if len(uses) == 1 and uses[0].op_type == op_type else None
+
+    def vector(node: Any, name: str) -> str | None:
+        """The other input of a binary node, if it is a 1-D constant."""
+        rest = [i for i in node.input if i != name]
+        array = constant_of(rest[0]) if len(rest) == 1 else None
+        return rest[0] if array is not None and array.ndim == 1 else None
+
+    removed: set[int] = set()
+    replacement: dict[int, Any] = {}
+    for mean in nodes:
+        if mean.op_type != "ReduceMean" or not last_axis_mean(onnx, mean, constant_of):
+            continue
+        x = mean.input[0]
+        centre = only_use(mean.output[0], "Sub")
+        if centre is None or list(centre.input) != [x, mean.output[0]]:
+            continue
+        uses = consumers.get(centre.output[0], [])
+        if sorted(u.op_type for u in uses) != ["Div", "Pow"]:
+            continue
+        power, divide = sorted(uses, key=lambda u: u.op_type != "Pow")
+        exponent = constant_of(power.input[1])
+        if exponent is None or exponent.size != 1 or float(exponent.reshape(())) != 2.0:
+            continue
+        chain = [mean, centre, power]
+        for op_type in ("ReduceMean", "Add", "Sqrt"):
+            step = only_use(chain[-1].output[0], op_type)
+            if step is None:
+                break
+            chain.append(step)
+        if len(chain) != 6 or not last_axis_mean(onnx, chain[3], constant_of) or \
+                list(divide.input) != [centre.output[0], chain[5].output[0]]:
+            continue
+        scale_node = only_use(divide.output[0], "Mul")
+        gamma = None if scale_node is None else vector(scale_node, divide.output[0])
+        shift_node = None if gamma is None else only_use(scale_node.output[0], "Add")
+        beta = None if shift_node is None else vector(shift_node, scale_node.output[0])
+        if beta is None or shift_node is None:
+            continue
+        matched = [*chain, divide, scale_node, shift_node]
+        if removed.intersection(id(n) for n in matched):
+            continue
+        removed.update(id(n) for n in matched)
+        replacement[id(shift_node)] = onnx.helper.make_node(
+            "LayerNormalization", [x, gamma, beta], [shift_node.output[0]],
+            name=mean.name or shift_node.output[0], axis=-1)
+    return [replacement.get(id(node), node) for node in nodes
+            if id(node) not in removed or id(node) in replacement]
 
 
 def fuse_rms_norm(onnx: Any, nodes: list[Any],

@@ -1,8 +1,10 @@
-"""lstm: a multi-layer LSTM as one layer, x `[b, s, e]`, w `[l, 2e, 4e]` → `[b, s, e]`.
+"""lstm: a multi-layer LSTM as one layer, x `[b, s, e]`, w `[l, 2e, 4e]` and an optional
+bias `[l, 4e]` → `[b, s, e]`.
 
 Layer ℓ reads the stacked `z_t = [input_t, h_{t−1}]` (`[b, 2e]`; the input is x for
 layer 0 and layer ℓ−1's hidden states otherwise) and computes its gates
-`a = z_t · w[ℓ]`, columns unit-major (column `4·u + gate`, gates ordered i, f, g, o):
+`a = z_t · w[ℓ] (+ bias[ℓ])`, columns unit-major (column `4·u + gate`, gates ordered
+i, f, g, o):
 
     i, f, o = σ(a_i), σ(a_f), σ(a_o);  g = tanh(a_g)
     c_t = f·c_{t−1} + i·g;  h_t = o·tanh(c_t)
@@ -19,7 +21,8 @@ with rows = the local batch, e = the full hidden size, U = u1 − u0:
 - backward: `reduce(dz, "sum")` once per layer per step, l·s calls, each on a
   `[rows, 2e]` buffer: the gradient of z_t, a partial sum over the unit split.
 
-The weight gradient is local to the unit block and a partial sum over the batch split,
+The weight and bias gradients are local to the unit block and partial sums over the
+batch split,
 which the caller all-reduces (rule 2). The input gradient is complete on every device.
 """
 
@@ -52,9 +55,10 @@ class LstmCache:
     cells: np.ndarray
 
 
-def lstm_forward(x: np.ndarray, w: np.ndarray,
-                 all_gather: AllGather = local_gather) -> tuple[np.ndarray, LstmCache]:
-    """The last layer's hidden states `[b, s, e]` (full e on every device), and the cache."""
+def lstm_forward(x: np.ndarray, w: np.ndarray, all_gather: AllGather = local_gather,
+                 bias: np.ndarray | None = None) -> tuple[np.ndarray, LstmCache]:
+    """The last layer's hidden states `[b, s, e]` (full e on every device), and the cache;
+    `bias` is the local block of the `[l, 4e]` bias, like w's columns."""
     batch, steps, hidden = x.shape
     layers, units = w.shape[0], w.shape[2] // 4
     inputs = np.empty((layers, steps, batch, 2 * hidden), dtype=x.dtype)
@@ -67,7 +71,10 @@ def lstm_forward(x: np.ndarray, w: np.ndarray,
         outputs = np.empty((batch, steps, hidden), dtype=x.dtype)
         for step in range(steps):
             z = np.concatenate([sequence[:, step], h], axis=1)
-            a = (z @ w[layer]).reshape(batch, units, 4)
+            a = z @ w[layer]
+            if bias is not None:
+                a = a + bias[layer]
+            a = a.reshape(batch, units, 4)
             i, f, o = sigmoid(a[..., 0]), sigmoid(a[..., 1]), sigmoid(a[..., 3])
             g = np.tanh(a[..., 2])
             c = f * c + i * g
@@ -82,12 +89,14 @@ def lstm_forward(x: np.ndarray, w: np.ndarray,
 
 def lstm_backward(grad_output: np.ndarray, w: np.ndarray, cache: LstmCache,
                   unit_offset: int = 0,
-                  reduce: Reduce = local_reduce) -> tuple[np.ndarray, np.ndarray]:
-    """(dx `[b, s, e]`, dw like the local w); `unit_offset` is u0, the first local unit."""
+                  reduce: Reduce = local_reduce) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx `[b, s, e]`, dw like the local w, dbias `[l, 4U]` like the local bias);
+    `unit_offset` is u0, the first local unit."""
     layers, steps, batch, units = cache.cells.shape
     hidden = cache.inputs.shape[3] // 2
     local = slice(unit_offset, unit_offset + units)
     dw = np.zeros_like(w)
+    dbias = np.zeros((layers, w.shape[2]), dtype=w.dtype)
     grad_sequence = grad_output
     for layer in reversed(range(layers)):
         grad_inputs = np.empty((batch, steps, hidden), dtype=grad_output.dtype)
@@ -105,11 +114,12 @@ def lstm_backward(grad_output: np.ndarray, w: np.ndarray, cache: LstmCache,
                           axis=-1).reshape(batch, 4 * units)
             dc_next = dc * f
             dw[layer] += cache.inputs[layer, step].T @ da
+            dbias[layer] += da.sum(axis=0)
             dz = reduce(da @ w[layer].T, "sum")
             grad_inputs[:, step] = dz[:, :hidden]
             dh_next = dz[:, hidden:]
         grad_sequence = grad_inputs
-    return grad_sequence, dw
+    return grad_sequence, dw, dbias
 
 
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
@@ -119,8 +129,10 @@ def _backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: A
               saved: Any, needs: list[bool]) -> list[Any]:
     # The weight's columns are unit-major (4 gates per unit): the device's first unit.
     unit_offset = ctx.offset(1, 2) // 4
-    return list(lstm_backward(grad_output, inputs[1], saved, unit_offset, ctx.reduce))
+    dx, dw, dbias = lstm_backward(grad_output, inputs[1], saved, unit_offset, ctx.reduce)
+    return [dx, dw, dbias][:len(inputs)]
 
 
 KERNELS: Kernels = {"dnn.lstm": (
-    lambda ctx, inputs: lstm_forward(inputs[0], inputs[1], all_gather=ctx.gather), _backward)}
+    lambda ctx, inputs: lstm_forward(inputs[0], inputs[1], ctx.gather,
+                                     inputs[2] if len(inputs) > 2 else None), _backward)}

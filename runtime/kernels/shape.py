@@ -1,4 +1,4 @@
-"""concat, reshape and slice: data movement only, purely local, no callbacks.
+"""concat, reshape, slice and broadcast: data movement only, purely local, no callbacks.
 
 concat joins along the one dim whose name differs between the operands and the result;
 that dim is never split, so the local blocks concatenate into the local result.
@@ -11,6 +11,10 @@ so the kernel reshapes the local block into the LOCAL result shape the caller gi
 
 slice takes `start .. start + n - 1` along one dim, which is never split, so the local
 block of x is whole along it; the backward scatters the gradient into zeros.
+
+broadcast repeats x along the result's dims x lacks (the LOCAL result shape: a split new
+dim gives each device its rows); the backward sums the gradient over them, a partial sum
+when a new dim is split, which the caller all-reduces.
 
 Example:
     >>> a, b = np.zeros((2, 3)), np.ones((2, 1))
@@ -83,6 +87,25 @@ def _slice_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_out
     return [slice_backward(grad_output, inputs[0].shape, axis, ctx.props["start"])]
 
 
+def broadcast_forward(x: np.ndarray, new_axes: Sequence[int],
+                      shape: Sequence[int]) -> np.ndarray:
+    """x (its dims in the result's order) repeated along `new_axes` of `shape`.
+
+    >>> broadcast_forward(np.arange(2.0), [0, 1], [3, 1, 2]).tolist()
+    [[[0.0, 1.0]], [[0.0, 1.0]], [[0.0, 1.0]]]
+    """
+    return np.broadcast_to(np.expand_dims(x, tuple(new_axes)), tuple(shape)).copy()
+
+
+def _new_axes(ctx: KernelContext) -> list[int]:
+    return [k for k, d in enumerate(ctx.result.dims) if d not in ctx.operands[0].dims]
+
+
+def _broadcast_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
+                        saved: Any, needs: list[bool]) -> list[Any]:
+    return [np.sum(grad_output, axis=tuple(_new_axes(ctx))).reshape(inputs[0].shape)]
+
+
 # --- the kernel table (pase.runtime.kernels.context) ---------------------------------
 
 
@@ -100,4 +123,7 @@ KERNELS: Kernels = {
                     lambda ctx, inputs, output, grad_output, saved, needs: [
                         reshape(grad_output, inputs[0].shape)]),
     "dnn.slice": (_slice, _slice_backward),
+    "dnn.broadcast": (lambda ctx, inputs: (broadcast_forward(inputs[0], _new_axes(ctx),
+                                                             ctx.result.local), None),
+                      _broadcast_backward),
 }

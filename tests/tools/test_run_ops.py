@@ -39,6 +39,7 @@ SPLITS: dict[str, list[tuple[int, dict[str, dict[str, int]]]]] = {
     "class_token": [(4, {"y": {"b": 2, "e": 2}, "pe": {"e": 4}, "cls": {"b": 2, "e": 2},
                          "seq": {"b": 2, "e": 2}, "a": {"b": 4}, "first": {"e": 4}})],
     "clip": [(4, {"h": {"b": 2, "h": 2}, "a": {"h": 4}, "n": {"b": 2, "h": 2}})],
+    "lstm": [(4, {"y": {"b": 2, "n": 2}, "y2": {"n": 4}, "z": {"b": 2, "s": 2}})],
 }
 
 

@@ -11,5 +11,6 @@ from pase.frontend.onnx.operators import (  # noqa: F401  (registration)
     linear,
     more,
     norm,
+    recurrent,
     shape,
 )

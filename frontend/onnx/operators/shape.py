@@ -1,5 +1,5 @@
-"""Layout ops: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat; and Gather (an
-embedding lookup)."""
+"""Layout ops: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Expand; and Gather
+(an embedding lookup)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,23 @@ def reshape(graph: GraphState, node: Any) -> list[Value]:
     return [reshape_to(graph, x, target, node.output[0])]
 
 
+def refinement(sizes: Sequence[int], target: Sequence[int]) -> list[int] | None:
+    """The sizes both `sizes` and `target` are merges of (their row-major boundaries
+    together), or None if there are none: a reshape that splits and merges at once is a
+    split into these, then a merge.
+
+    >>> refinement([5, 8, 32], [5, 16, 16])     # nn.MultiheadAttention's view
+    [5, 8, 2, 16]
+    >>> refinement([6, 4], [4, 6]) is None
+    True
+    """
+    bounds = sorted({*np.cumprod(sizes).tolist(), *np.cumprod(target).tolist()})
+    parts = [bounds[0], *(b // a for a, b in zip(bounds, bounds[1:], strict=False))]
+    if any(b % a for a, b in zip(bounds, bounds[1:], strict=False)):
+        return None
+    return [int(p) for p in parts]
+
+
 @importer("Flatten", attributes=("axis",))
 def flatten(graph: GraphState, node: Any) -> list[Value]:
     x = graph.tensor(node.input[0])
@@ -86,6 +103,10 @@ def reshape_to(graph: GraphState, x: Value, target: Sequence[int], name: str) ->
         for axis, j in zip(real, kept, strict=True):
             axes[j] = axis
         return Value(tuple(axes), x.ssa)
+    finer = refinement(sizes, [target[j] for j in kept])
+    if finer is not None and finer != sizes and finer != [target[j] for j in kept]:
+        x = reshape_to(graph, x, finer, f"{name}_split")
+        return reshape_to(graph, x, target, name)
     return split_or_merge(graph, x, real, target, kept, name)
 
 
@@ -116,9 +137,52 @@ def split_or_merge(graph: GraphState, x: Value, real: list[int], target: Sequenc
     return Value(tuple(new_axes), ssa)
 
 
+@importer("Expand")
+def expand(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.broadcast` (ViT's class token `[1, 1, d]` expanded to `[b, 1, d]`)."""
+    x = graph.tensor(node.input[0])
+    shape = [int(s) for s in graph.constant(node.input[1], "the shape")]
+    return [expand_to(graph, x, shape, node.output[0])]
+
+
+def expand_to(graph: GraphState, x: Value, shape: list[int], name: str) -> Value:
+    """`x` broadcast to `shape` (ONNX's rules, right-aligned): each axis x lacks (or has
+    of size 1) and `shape` makes longer becomes a dim of the `dnn.broadcast`'s result, and
+    so does every other size-1 axis x lacks (a concatenation along it needs it); `x`
+    itself if nothing grows."""
+    rank = max(len(shape), len(x.axes))
+    have = [None] * (rank - len(x.axes)) + list(x.axes)
+    target = [1] * (rank - len(shape)) + shape
+    for axis, size in zip(have, target, strict=True):
+        if axis is not None and size not in (1, graph.dims.size(axis)):
+            raise graph.error(f"it expands an axis of size {graph.dims.size(axis)} to {size}")
+    if all(size == 1 for axis, size in zip(have, target, strict=True) if axis is None):
+        return Value(tuple(have), x.ssa)
+    axes = [axis if axis is not None else graph.dims.new(size, "b" if p == 0 else "d")
+            for p, (axis, size) in enumerate(zip(have, target, strict=True))]
+    real = Value(tuple(a for a in x.axes if a is not None), x.ssa)
+    y = graph.build(dnn.BroadcastOp, [graph.ordered(real, name)], name,
+                    [graph.dims.find(a) for a in axes])
+    return Value(tuple(axes), y)
+
+
+def expanded_constant(graph: GraphState, name: str) -> Value | None:
+    """A float constant whose entries are equal along its first axis (of size > 1) as the
+    broadcast of its first entry: the dynamo exporter folds `Expand(class_token)` into
+    such a `[b, 1, d]` constant, which is one trainable token, not b of them."""
+    value = graph.values.get(name)
+    array = None if value is None else value.constant
+    if array is None or array.ndim < 2 or array.shape[0] < 2 or \
+            not np.issubdtype(array.dtype, np.floating) or not np.all(array == array[:1]):
+        return None
+    row = f"{name}_row"
+    graph.values[row] = Value((), constant=array[:1])
+    return expand_to(graph, graph.tensor(row), list(array.shape), name)
+
+
 @importer("Concat", attributes=("axis",))
 def concat(graph: GraphState, node: Any) -> list[Value]:
-    values = [graph.tensor(name) for name in node.input]
+    values = [expanded_constant(graph, name) or graph.tensor(name) for name in node.input]
     rank = len(values[0].axes)
     if len(values) < 2 or any(len(v.axes) != rank for v in values):
         raise graph.error("Concat takes two or more tensors of one rank")

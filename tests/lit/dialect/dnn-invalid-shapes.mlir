@@ -670,3 +670,17 @@ dnn.graph @g(b = 2, ci = 6, co = 8, h = 4, w = 4, c2 = 2, r = 3, s = 3, ho = 2, 
 }
 
 // CHECK: {{.*}}dnn-invalid-shapes.mlir:668:3: error: 'dnn.conv2d' op conv2d output channels 'co' (8) must divide into the 3 groups
+
+// -----
+
+/// lstm bias dims: [layers, 4*hidden] with the weight's dims
+
+dnn.graph @g(b = 4, s = 3, e = 8, l = 2, k = 16, n = 32, m = 32) {
+  %x = dnn.input : !dnn.tensor<[b = 4, s = 3, e = 8], f32>
+  %w = dnn.param : !dnn.tensor<[l = 2, k = 16, n = 32], f32>
+  %g = dnn.param : !dnn.tensor<[l = 2, m = 32], f32>
+  %y = dnn.lstm %x, %w, %g : (!dnn.tensor<[b = 4, s = 3, e = 8], f32>, !dnn.tensor<[l = 2, k = 16, n = 32], f32>, !dnn.tensor<[l = 2, m = 32], f32>) -> !dnn.tensor<[b = 4, s = 3, e = 8], f32>
+  dnn.return %y : !dnn.tensor<[b = 4, s = 3, e = 8], f32>
+}
+
+// CHECK: {{.*}}dnn-invalid-shapes.mlir:682:3: error: 'dnn.lstm' op lstm bias [l, m] must be [layers, 4*hidden] with the weight's dims: [l, n]

@@ -317,7 +317,7 @@ dnn.graph @g(b = 4, d = 8) {
   dnn.return %y : !dnn.tensor<[b = 4, d = 8], f32>
 }
 
-// CHECK: {{.*}}dnn-invalid.mlir:316:3: error: 'dnn.lstm' op lstm takes 2 operands (input, weight), got 1
+// CHECK: {{.*}}dnn-invalid.mlir:316:3: error: 'dnn.lstm' op lstm takes 2 or 3 operands (input, weight, optional bias), got 1
 
 // -----
 

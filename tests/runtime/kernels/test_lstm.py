@@ -11,12 +11,14 @@ from pase.runtime.kernels.lstm import lstm_backward, lstm_forward
 LAYERS, STEPS = 2, 3
 
 
-def make(rng: np.random.Generator, batch: int, hidden: int) -> tuple[np.ndarray, np.ndarray]:
+def make(rng: np.random.Generator, batch: int, hidden: int
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = rng.standard_normal((batch, STEPS, hidden))
-    return x, rng.standard_normal((LAYERS, 2 * hidden, 4 * hidden)) * 0.5
+    return (x, rng.standard_normal((LAYERS, 2 * hidden, 4 * hidden)) * 0.5,
+            rng.standard_normal((LAYERS, 4 * hidden)) * 0.5)
 
 
-def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+def reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """The textbook LSTM, one weight matrix per gate: gate k of unit u is column 4·u + k."""
     def sigmoid(v: np.ndarray) -> np.ndarray:
         return 1 / (1 + np.exp(-v))
@@ -28,7 +30,8 @@ def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
         outputs = []
         for step in range(x.shape[1]):
             z = np.concatenate([sequence[:, step], h], axis=1)
-            i, f, g, o = (z @ w[layer][:, gate::4] for gate in range(4))
+            i, f, g, o = (z @ w[layer][:, gate::4] + bias[layer][gate::4]
+                          for gate in range(4))
             c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
             h = sigmoid(o) * np.tanh(c)
             outputs.append(h)
@@ -37,16 +40,17 @@ def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def test_forward_matches_reference(rng: np.random.Generator, kit) -> None:
-    x, w = make(rng, 3, 4)
-    kit.assert_exact(lstm_forward(x, w)[0], reference(x, w))
+    x, w, bias = make(rng, 3, 4)
+    kit.assert_exact(lstm_forward(x, w, bias=bias)[0], reference(x, w, bias))
+    kit.assert_exact(lstm_forward(x, w)[0], reference(x, w, np.zeros_like(bias)))
 
 
 def test_backward_matches_finite_differences(rng: np.random.Generator, kit) -> None:
-    x, w = make(rng, 2, 2)
+    x, w, bias = make(rng, 2, 2)
     weights = rng.standard_normal(x.shape)
-    _, cache = lstm_forward(x, w)
-    kit.assert_gradients(lambda x, w: lstm_forward(x, w)[0], [x, w], weights,
-                         lstm_backward(weights, w, cache))
+    _, cache = lstm_forward(x, w, bias=bias)
+    kit.assert_gradients(lambda x, w, bias: lstm_forward(x, w, bias=bias)[0], [x, w, bias],
+                         weights, lstm_backward(weights, w, cache))
 
 
 @pytest.mark.parametrize(("batch_parts", "unit_parts"), [(1, 2), (1, 4), (2, 1), (4, 1),
@@ -56,25 +60,27 @@ def test_sharded_equals_unsharded(batch_parts: int, unit_parts: int,
     """Device (i, j) holds batch block i and units block j: w[:, :, 4·u0 : 4·u1]. Per layer
     and step it gathers [rows, U] into [rows, e] and backward all-reduces [rows, 2e]."""
     batch, hidden = 4, 4
-    x, w = make(rng, batch, hidden)
+    x, w, bias = make(rng, batch, hidden)
     grad_output = rng.standard_normal(x.shape)
     units = hidden // unit_parts
     rows = batch // batch_parts
     x_blocks = kit.split(x, 0, batch_parts)
     g_blocks = kit.split(grad_output, 0, batch_parts)
     w_blocks = kit.split(w, 2, unit_parts)
+    bias_blocks = kit.split(bias, 1, unit_parts)
 
     def run(device: int, reduce, all_gather) -> tuple[np.ndarray, ...]:
         batch_block, unit_block = divmod(device, unit_parts)
-        y, cache = lstm_forward(x_blocks[batch_block], w_blocks[unit_block], all_gather)
-        dx, dw = lstm_backward(g_blocks[batch_block], w_blocks[unit_block], cache,
-                               unit_block * units, reduce)
-        return y, dx, dw
+        y, cache = lstm_forward(x_blocks[batch_block], w_blocks[unit_block], all_gather,
+                                bias_blocks[unit_block])
+        dx, dw, dbias = lstm_backward(g_blocks[batch_block], w_blocks[unit_block], cache,
+                                      unit_block * units, reduce)
+        return y, dx, dw, dbias
 
     results, calls = kit.run_devices(batch_parts * unit_parts, run,
                                      group=lambda device: device // unit_parts)
-    y, cache = lstm_forward(x, w)
-    dx, dw = lstm_backward(grad_output, w, cache)
+    y, cache = lstm_forward(x, w, bias=bias)
+    dx, dw, dbias = lstm_backward(grad_output, w, cache)
     for batch_block in range(batch_parts):
         group = results[batch_block * unit_parts:(batch_block + 1) * unit_parts]
         for local in group:  # every device of a unit group holds the full y and dx
@@ -83,5 +89,8 @@ def test_sharded_equals_unsharded(batch_parts: int, unit_parts: int,
     weight_grads = [kit.assemble([results[i * unit_parts + j][2] for j in range(unit_parts)],
                                  2) for i in range(batch_parts)]
     kit.assert_exact(kit.assemble(weight_grads, None), dw)
+    bias_grads = [kit.assemble([results[i * unit_parts + j][3] for j in range(unit_parts)],
+                               1) for i in range(batch_parts)]
+    kit.assert_exact(kit.assemble(bias_grads, None), dbias)
     assert calls == ([("all_gather", "", (rows, units))] * LAYERS * STEPS
                      + [("reduce", "sum", (rows, 2 * hidden))] * LAYERS * STEPS)

@@ -4,6 +4,9 @@
 # RUN: python %s norm %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=NORM
 # RUN: python %s shared %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=SHARED
 # RUN: python %s gather %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=GATHER
+# RUN: python %s layernorm %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=LAYERNORM
+# RUN: python %s lstm %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=LSTM
+# RUN: python %s lstm_sizes %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=LSTM-SIZES
 
 import os
 import sys
@@ -91,6 +94,64 @@ def case_gather():
     return graph([node("Gather", ["table", "ids"], ["g"]), node("Add", ["x", "g"], ["y"])],
                  {"x": [3, 8]}, ("y", [3, 8]),
                  {"table": weights(6, 8), "ids": np.array([2, 0, 5])})
+
+
+
+# A decomposed layer norm (nn.LayerNorm before opset 17): ReduceMean, Sub, Pow 2,
+# ReduceMean, Add eps, Sqrt, Div, Mul by the scale, Add the shift is one layernorm.
+# LAYERNORM:      %gamma = dnn.param : !dnn.tensor<[c = 8], f32>
+# LAYERNORM-NEXT: %beta = dnn.param : !dnn.tensor<[c = 8], f32>
+# LAYERNORM-NEXT: %y = dnn.layernorm %x, %gamma, %beta over [c]
+def case_layernorm():
+    return graph([node("ReduceMean", ["x"], ["mean"], axes=[-1]),
+                  node("Sub", ["x", "mean"], ["xc"]), node("Pow", ["xc", "two"], ["sq"]),
+                  node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+                  node("Add", ["var", "eps"], ["ve"]), node("Sqrt", ["ve"], ["sd"]),
+                  node("Div", ["xc", "sd"], ["n"]), node("Mul", ["gamma", "n"], ["ng"]),
+                  node("Add", ["ng", "beta"], ["y"])],
+                 {"x": [2, 4, 8]}, ("y", [2, 4, 8]),
+                 {"two": np.float32(2), "eps": np.float32(1e-5), "gamma": weights(8),
+                  "beta": weights(8, seed=1)})
+
+
+def lstm_layer(name, x, size, bias=True):
+    """One ONNX LSTM layer as PyTorch exports it: [s, 1, b, h] out, zero initial state."""
+    inputs = [x, f"{name}_w", f"{name}_r", f"{name}_b" if bias else "", "", "zeros", "zeros"]
+    return node("LSTM", inputs, [name], hidden_size=size)
+
+
+def lstm_weights(name, size, seed):
+    return {f"{name}_w": weights(1, 4 * size, size, seed=seed),
+            f"{name}_r": weights(1, 4 * size, size, seed=seed + 1),
+            f"{name}_b": weights(1, 8 * size, seed=seed + 2)}
+
+
+# nn.LSTM(8, 8, num_layers=2): one ONNX LSTM per layer, each a dnn.lstm of one layer
+# with its weights stacked [1, 2e, 4e] and its two biases summed [1, 4e].
+# LSTM:      %y1_weight = dnn.param : !dnn.tensor<[l = 1, k = 16, n = 32], f32>
+# LSTM-NEXT: %y1_bias = dnn.param : !dnn.tensor<[l = 1, n = 32], f32>
+# LSTM-NEXT: %y1 = dnn.lstm %{{.*}}, %y1_weight, %y1_bias
+# LSTM:      %y2_weight = dnn.param : !dnn.tensor<[l1 = 1, k1 = 16, n1 = 32], f32>
+# LSTM-NEXT: %y2 = dnn.lstm %{{.*}}, %y2_weight :
+def case_lstm():
+    return graph([node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+                  lstm_layer("y1", "xt", 8), node("Squeeze", ["y1", "one"], ["s1"]),
+                  lstm_layer("y2", "s1", 8, bias=False),
+                  node("Squeeze", ["y2", "one"], ["s2"]),
+                  node("Transpose", ["s2"], ["y"], perm=[1, 0, 2])],
+                 {"x": [2, 4, 8]}, ("y", [2, 4, 8]),
+                 {**lstm_weights("y1", 8, 0), **lstm_weights("y2", 8, 3),
+                  "zeros": np.zeros((1, 4, 8), np.float32), "one": np.array([1])})
+
+
+# LSTM-SIZES: error: node 'y1' (LSTM): its hidden size 4 differs from its input size 8; pase's lstm needs them equal
+def case_lstm_sizes():
+    model = graph([lstm_layer("y1", "x", 4), node("Squeeze", ["y1", "one"], ["y"])],
+                  {"x": [4, 2, 8]}, ("y", [4, 2, 4]),
+                  {"y1_w": weights(1, 16, 8), "y1_r": weights(1, 16, 4),
+                   "y1_b": weights(1, 32), "zeros": np.zeros((1, 2, 4), np.float32),
+                   "one": np.array([1])})
+    return model
 
 
 main(globals())

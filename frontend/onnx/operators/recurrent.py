@@ -1,0 +1,124 @@
+"""ONNX's LSTM as `dnn.lstm`: one ONNX LSTM node (one layer, as PyTorch exports each
+layer of an `nn.LSTM`) is one `dnn.lstm` of one layer.
+
+ONNX keeps the input weights W `[1, 4h, e]`, the recurrent weights R `[1, 4h, h]` and the
+biases B `[1, 8h]` (input and recurrent) apart, gate-major in the order i, o, f, c. pase's
+`dnn.lstm` stacks them: one weight `[l, 2e, 4e]` (rows: input then recurrent; columns
+unit-major, `4·u + gate`, gates i, f, g, o) and one bias `[l, 4e]`, the sum of ONNX's two
+(they only ever appear summed). For unit u and pase gate k, the column is ONNX's row
+`ONNX_GATE[k]·h + u`:
+
+    >>> ONNX_GATE   # pase's i, f, g, o in ONNX's i, o, f, c
+    (0, 2, 3, 1)
+
+The layers of a multi-layer LSTM stay separate `dnn.lstm` ops, one per ONNX node: each is
+searched on its own, and the graph reads as PyTorch's module does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pase.dialect import dnn
+from pase.frontend.onnx.registry import importer
+from pase.frontend.onnx.values import GraphState, Value
+
+ONNX_GATE = (0, 2, 3, 1)
+"""For pase's gates i, f, g, o: the block of ONNX's gate order i, o, f, c."""
+
+DEFAULT_ACTIVATIONS = [b"Sigmoid", b"Tanh", b"Tanh"]
+
+
+def unit_major(gate_major: np.ndarray, hidden: int) -> np.ndarray:
+    """ONNX's gate-major last axis (`gate·h + u`, gates i, o, f, c) as pase's unit-major
+    one (`4·u + gate`, gates i, f, g, o).
+
+    >>> unit_major(np.arange(8), 2).tolist()   # i: 0 1, o: 2 3, f: 4 5, c: 6 7
+    [0, 4, 6, 2, 1, 5, 7, 3]
+    """
+    blocks = gate_major.reshape(*gate_major.shape[:-1], 4, hidden)[..., ONNX_GATE, :]
+    return np.swapaxes(blocks, -1, -2).reshape(gate_major.shape)
+
+
+def check_options(graph: GraphState, node: Any) -> None:
+    """The attributes pase's LSTM has: forward, the default activations, no clip, no
+    coupled input and forget gates."""
+    direction = graph.attribute(node, "direction", b"forward")
+    if direction not in (b"forward", "forward"):
+        raise graph.error(f"direction={direction!r} is not supported (only forward; pase's "
+                          "lstm runs one direction)")
+    activations = graph.attribute(node, "activations")
+    if activations is not None and list(activations) != DEFAULT_ACTIVATIONS:
+        raise graph.error(f"activations={list(activations)} are not supported (only "
+                          "Sigmoid, Tanh, Tanh)")
+    for name in ("clip", "activation_alpha", "activation_beta"):
+        if graph.attribute(node, name) is not None:
+            raise graph.error(f"attribute '{name}' is not supported")
+    if graph.attribute(node, "input_forget", 0):
+        raise graph.error("input_forget=1 is not supported (pase's lstm has a forget gate "
+                          "of its own)")
+
+
+def check_state(graph: GraphState, node: Any, steps: int) -> None:
+    """No peepholes; full-length sequences; zero initial states (or none)."""
+    inputs = list(node.input) + [""] * (8 - len(node.input))
+    if inputs[7]:
+        raise graph.error("peephole weights (P) are not supported")
+    if inputs[4]:
+        lengths = graph.constant(inputs[4], "the sequence lengths")
+        if np.any(lengths != steps):
+            raise graph.error("sequences shorter than the input's length are not supported")
+    for name, what in ((inputs[5], "initial_h"), (inputs[6], "initial_c")):
+        if name and np.any(graph.constant(name, f"the {what}") != 0):
+            raise graph.error(f"a nonzero {what} is not supported (pase's lstm starts from "
+                              "zero states)")
+
+
+@importer("LSTM", attributes=("hidden_size", "direction", "layout", "input_forget",
+                              "activations", "clip", "activation_alpha", "activation_beta"))
+def lstm(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.lstm` of one layer, its weight and bias the node's regrouped; Y only (a use of
+    Y_h or Y_c is an error naming it)."""
+    check_options(graph, node)
+    x = graph.tensor(node.input[0])
+    if len(x.axes) != 3:
+        raise graph.error("the input X must be [sequence, batch, features]")
+    batch_first = bool(graph.attribute(node, "layout", 0))
+    seq_axis, batch_axis = (graph.real_axis(x, p) for p in ((1, 0) if batch_first else (0, 1)))
+    features = graph.real_axis(x, 2)
+    hidden = graph.attribute(node, "hidden_size")
+    size = graph.dims.size(features)
+    w_onnx = graph.constant(node.input[1], "the input weights W")
+    r_onnx = graph.constant(node.input[2], "the recurrent weights R")
+    if hidden is None:
+        hidden = r_onnx.shape[-1]
+    if hidden != size:
+        raise graph.error(f"its hidden size {hidden} differs from its input size {size}; "
+                          "pase's lstm needs them equal")
+    if w_onnx.shape != (1, 4 * size, size) or r_onnx.shape != (1, 4 * size, size):
+        raise graph.error(f"W {list(w_onnx.shape)} and R {list(r_onnx.shape)} must both be "
+                          f"[1, {4 * size}, {size}]")
+    check_state(graph, node, graph.dims.size(seq_axis))
+    name = node.output[0]
+    stacked = np.concatenate([w_onnx[0].T, r_onnx[0].T], axis=0)
+    weight_name, bias_name = f"{name}_weight", f"{name}_bias"
+    graph.values[weight_name] = Value((), constant=unit_major(stacked, size)[None])
+    weight = graph.tensor(weight_name, hints=("l", "k", "n"), keep=(0,))
+    ordered = Value((batch_axis, seq_axis, features), x.ssa)
+    operands = [graph.ordered(ordered, name), weight.value]
+    if len(node.input) > 3 and node.input[3]:
+        b_onnx = graph.constant(node.input[3], "the biases B")
+        if b_onnx.shape != (1, 8 * size):
+            raise graph.error(f"B {list(b_onnx.shape)} must be [1, {8 * size}]")
+        summed = b_onnx[0, :4 * size] + b_onnx[0, 4 * size:]
+        graph.values[bias_name] = Value((), constant=unit_major(summed, size)[None])
+        bias = graph.tensor(bias_name, hints=("l", "n"), keep=(0,))
+        for bias_axis, weight_axis in ((0, 0), (1, 2)):
+            graph.same(graph.real_axis(bias, bias_axis), graph.real_axis(weight, weight_axis))
+        operands.append(bias.value)
+    y = graph.build(dnn.LstmOp, operands, name)
+    axes = (batch_axis, seq_axis, None, features) if batch_first else \
+        (seq_axis, None, batch_axis, features)
+    return [Value(axes, y)]
