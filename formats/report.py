@@ -82,15 +82,15 @@ def cap_note(capped: CappedSolution) -> str:
     """What is known of a strategy found under a memory cap.
 
         device-memory-gib=0.5: the unconstrained optimum fits (exact)
-        device-memory-gib=0.13: optimal under the cap (proven; 5 solves, 3 nodes)
+        device-memory-gib=0.13: optimal under the cap (proven; 5 solves, 3,712 points)
         device-memory-gib=0.13: not proven optimal: within 2.85% of the proven lower
-        bound 7.2316e-03 s (stopped by effort=10: 7 solves, 10 nodes)
+        bound 7.2316e-03 s (stopped by effort=1: 7 solves, 1,204 points)
     """
     cap = f"device-memory-gib={capped.cap / GIB:.6g}"
     if capped.unconstrained_fits:
         return f"{cap}: the unconstrained optimum fits (exact)"
     work = (f"{capped.solves} solve{'s' if capped.solves != 1 else ''}, "
-            f"{capped.nodes} node{'s' if capped.nodes != 1 else ''}")
+            f"{capped.nodes:,} point{'s' if capped.nodes != 1 else ''}")
     if capped.proven:
         return f"{cap}: optimal under the cap (proven; {work})"
     stopped = f"stopped by effort={capped.effort}: " if capped.stopped else ""

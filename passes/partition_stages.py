@@ -33,6 +33,8 @@ Options:
   `pase.passes.microbatch`, which an explicit M > 1 on it reports as an error)
 - schedule: 1f1b (default) or gpipe
 - device-memory-gib: each device's memory in GiB; 0 (default) for no cap
+- effort: the most frontier points, in thousands, each stage's search under the cap may
+  make (as for pase-search: a count; default 1000000; 0 for no bound)
 - machine, min-shard: as for pase-search
 - method: dp (the stage search with bounds) or exhaustive (every choice of cuts)
 - report: true prints per stage its layers, devices, F and B per micro-batch, memory
@@ -76,6 +78,7 @@ from pase.formats.strategy_json import load_plan, write_json
 from pase.passes.microbatch import microbatch_problem
 from pase.passes.options import PasePass, check_training, training_options
 from pase.passes.strategy import (
+    DEFAULT_EFFORT,
     GraphData,
     Machine,
     Partitioner,
@@ -109,6 +112,7 @@ class PartitionStagesPass(PasePass):
     microbatches: str | int = "auto"
     schedule: str = "1f1b"
     device_memory_gib: float | int = 0.0
+    effort: int = DEFAULT_EFFORT
     machine: str = "pase-default"
     min_shard: int = 4
     method: str = "dp"
@@ -147,6 +151,9 @@ class PartitionStagesPass(PasePass):
         if not 0 <= self.device_memory_gib < math.inf:
             raise Diagnostic(f"{where}: device-memory-gib must be a number at least 0, got "
                              f"{self.device_memory_gib}")
+        if self.effort < 0:
+            raise Diagnostic(f"{where}: effort must be a number of thousands of points at "
+                             f"least 0 (0 for no bound), got {self.effort}")
         if self.method not in ("dp", "exhaustive"):
             raise Diagnostic(f"{where}: unknown method '{self.method}'; use dp or exhaustive")
         if self.min_shard < 1:
@@ -231,7 +238,7 @@ class PartitionStagesPass(PasePass):
                 machine = load_machine(self.machine)
                 partitioner = Partitioner(
                     data.layers, data.edges, batch, self.devices, machine, cuts,
-                    StageSolver(machine, batch, options))
+                    StageSolver(machine, batch, options, self.effort or None))
                 partitioner.progress = Progress("pase-partition-stages")
                 try:
                     best, least_memory = partitioner.search(stage_counts, micro_counts,

@@ -26,13 +26,14 @@ micro-batch. Options:
   returns the least-cost strategy whose memory per device fits (`strategy/memory.py`):
   the unconstrained optimum if it fits (exact); else with method=exhaustive the best of
   every strategy that fits (exact), and with method=dp the optimum proven by Lagrangian
-  bounds (the DP on cost + λ·memory) and a MILP on the configurations they keep
-  (`strategy/capped.py`). It is called optimal only when its cost equals the proven
-  lower bound (within 1e-9); when `effort` stops the search first, the report (or,
+  bounds (the DP on cost + λ·memory) and the DP with a (cost, memory) frontier per
+  table entry on the configurations they keep (`strategy/capped.py`, `frontier.py`).
+  It is called optimal only when its cost equals the proven lower bound (within 1e-9);
+  when `effort` stops the search first, the report (or,
   without report=true, a warning on stderr) says how far above the bound it may be.
-- effort: the most branch-and-bound nodes the capped search may take (a count, so the
-  answer is the same on every machine; default 100); 0 for no bound: it runs until the
-  strategy is proven optimal. Only with device-memory-gib and method=dp.
+- effort: the most frontier points, in thousands, the capped search may make (a count,
+  so the answer is the same on every machine; default 1000000); 0 for no bound: it runs
+  until the strategy is proven optimal. Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
   export do).
@@ -151,8 +152,8 @@ class PaseSearchPass(PasePass):
             raise Diagnostic(f"pase-search: device-memory-gib must be a number at least 0, "
                              f"got {self.device_memory_gib}")
         if self.effort < 0:
-            raise Diagnostic(f"pase-search: effort must be a number of nodes at least 0 "
-                             f"(0 for no bound), got {self.effort}")
+            raise Diagnostic(f"pase-search: effort must be a number of thousands of points "
+                             f"at least 0 (0 for no bound), got {self.effort}")
 
     def training(self) -> TrainingOptions:
         """The training step the options state (one Diagnostic for a bad one)."""

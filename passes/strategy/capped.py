@@ -241,6 +241,10 @@ class _Model:
 FIRST_STEP = 1e-3
 """The first threshold is this far (relative) above the Lagrangian bound; each round that
 finds no strategy that fits among the kept configurations quadruples the distance."""
+GROWTH = 4
+"""A round that finds no strategy that fits grows T's distance to the bound this much."""
+POINTS_PER_EFFORT = 1000
+"""The effort bound counts the frontier DP's points in units of this many."""
 SWEEPS = 12
 """Min-sum diffusion sweeps for the per-configuration bounds (they settle in about 10 on
 PaSE's graphs: the bound then equals L(λ) to 1e-8)."""
@@ -321,9 +325,10 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
               enough: Callable[[float], bool] | None = None, jit: str = "auto") -> Closed:
     """The least-cost strategy of `graph` whose memory is at most `cap` (module docstring),
     given LARAC's best multiplier `rate`, a strategy that fits (`incumbent`) and a proven
-    lower bound (`bound`). `effort` bounds the MILP's branch-and-bound nodes over all
-    rounds (None: no bound); `enough` is told each bound proven and may end the search
-    (`memory.solve_capped`, raising `memory.BoundReached`)."""
+    lower bound (`bound`). `effort` bounds the frontier DP's points over all rounds, in
+    units of `POINTS_PER_EFFORT` (None: no bound); `enough` is told each bound proven and
+    may end the search (`memory.solve_capped`, raising `memory.BoundReached`)."""
+    from pase.passes.strategy.frontier import frontier_search
     from pase.passes.strategy.memory import RELATIVE_TOLERANCE, BoundReached
 
     reduced = ReducedCosts(graph, memory, cap, rate, jit)
@@ -333,37 +338,35 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
     bound = max(bound, lower - margin)
     step = FIRST_STEP * abs(bound)
     threshold = bound + step
-    nodes = 0
+    moves = dict(zip(reduced.diffusion.edges, reduced.diffusion.moves, strict=True))
+    points = 0
     while True:
         if incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE):
-            return Closed(incumbent, min(bound, incumbent[1]), nodes, False)
+            return Closed(incumbent, min(bound, incumbent[1]), points, False)
         limit = min(threshold, incumbent[1])
-        keep = [per <= limit + margin for per in per_config]
-        start = incumbent[0] if all(keep[v][c] for v, c in enumerate(incumbent[0])) else None
-        left = None if effort is None else effort - nodes
+        left = None if effort is None else effort * POINTS_PER_EFFORT - points
         if left is not None and left <= 0:
-            return Closed(incumbent, bound, nodes, True)
+            return Closed(incumbent, bound, points, True)
+        keep = [per <= limit + margin for per in per_config]
         pairs = reduced.pairs([np.flatnonzero(mask) for mask in keep], limit + margin)
-        result = milp(graph, memory, cap, keep, start, left, pairs)
-        nodes += result.nodes
-        if result.choice is not None and result.cost < incumbent[1] and result.memory <= cap:
+        result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, keep,
+                                 pairs, margin, left)
+        points += result.points
+        if not result.finished:
+            return Closed(incumbent, bound, points, True)
+        if result.choice is not None and result.cost < incumbent[1]:
             incumbent = (result.choice, result.cost, result.memory)
-        if not result.optimal:
-            # Every strategy left out costs more than `limit`; HiGHS bounds the kept ones.
-            bound = max(bound, min(limit, result.bound))
-            proven = incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE)
-            return Closed(incumbent, min(bound, incumbent[1]), nodes, not proven)
-        if result.choice is not None and result.cost <= limit:
+        if result.choice is not None and result.cost <= limit + margin:
             # Every strategy that fits and costs at most `limit` was kept: the least of
             # them is the optimum.
-            return Closed(incumbent, incumbent[1], nodes, False)
+            return Closed(incumbent, incumbent[1], points, False)
         bound = max(bound, limit)
         if enough is not None and enough(bound):
             raise BoundReached(bound)
         if result.choice is not None:
-            # The least kept strategy, though above T, is a good incumbent (LARAC's is
-            # often 1-10 % above the optimum): the round at its cost cannot miss.
+            # The least kept strategy, though above T, is a good incumbent: the round at
+            # its cost cannot miss.
             threshold = incumbent[1]
         else:
-            step *= 4
+            step *= GROWTH
             threshold = bound + step

@@ -18,9 +18,10 @@ configuration, so a cap on memory is one additive resource constraint on the sea
   Where L's maximum stays below the best strategy that fits (a duality gap: with few
   memory levels there is one), the exact search of `capped.py` closes it: reduced-cost
   bounds at that λ drop every configuration (and edge pair) no strategy cheaper than a
-  threshold T uses, and a MILP finds the best strategy that fits among the rest; T grows
-  from just above L until the MILP's answer is at most T, which proves it optimal. Its
-  branch-and-bound nodes are bounded by `effort` (`DEFAULT_EFFORT`); a search stopped
+  threshold T uses, and PaSE's DP with a (cost, memory) frontier per table entry
+  (`frontier.py`) finds the best strategy that fits among the rest; T grows from just
+  above L until its answer is at most T, which proves it optimal. The frontier points
+  it makes are bounded by `effort` (`DEFAULT_EFFORT`); a search stopped
   by it returns the best strategy found and the bound proven so far, and
   `CappedSolution.gap` says how far above it the strategy may be. A strategy is called
   optimal only when its cost equals the bound within 1e-9 relative. Memory is an
@@ -71,10 +72,11 @@ RELATIVE_TOLERANCE = 1e-9
 """A strategy within this of the lower bound (relative) is proven optimal."""
 MAX_SOLVES = 100
 """The most DP solves LARAC makes (it converges in about 10 on the bundled models)."""
-DEFAULT_EFFORT = 100
-"""The most branch-and-bound nodes the exact search takes unless told otherwise
-(`solve_capped`'s `effort`): enough to prove the Transformer at P = 16 under 1.2 GiB
-(2 nodes) or AlexNet at P = 8 under 0.127 GiB (10); a search it stops reports its gap."""
+DEFAULT_EFFORT = 1_000_000
+"""The most frontier points, in thousands, the exact search makes unless told otherwise
+(`solve_capped`'s `effort`, `capped.POINTS_PER_EFFORT`): a billion, some 5 GiB of
+transient tables at worst; the Transformer at P = 64 under 0.28 GiB on v100-nvlink,
+the largest proof measured, takes 385 thousand; a search it stops reports its gap."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ class CappedSolution:
 
     `lower_bound` is a proven lower bound on the cost of every strategy that fits (the
     cost itself when the search is exact); `solves` counts the DP runs, `nodes` the exact
-    search's branch-and-bound nodes; `stopped` says that the effort bound (`effort`,
+    search's frontier points (`frontier.py`); `stopped` says that the effort bound (`effort`,
     `solve_capped`'s) ended the search before it proved the strategy optimal.
     """
 
@@ -220,7 +222,7 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
     prune it) so saves the rest of the solves; without it, and whenever it returns
     False throughout, the result is the same as without `enough`.
 
-    `effort` bounds the exact search's branch-and-bound nodes (HiGHS's, summed over its
+    `effort` bounds the exact search's frontier points, in thousands (summed over its
     rounds: `capped.close_gap`), a count, so the same input gives the same answer;
     stopped by it, the strategy is the best found and `lower_bound` the bound proven so
     far (`CappedSolution.stopped`). None searches until the strategy is proven optimal.
@@ -350,7 +352,7 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
                 enough: Callable[[float], bool] | None = None, effort: int | None = None,
                 jit: str = "auto") -> CappedSolution:
     """LARAC's bound and strategies (module docstring), then the exact search on what the
-    bound keeps (`capped.close_gap`), until proven or `effort` MILP nodes are spent (or
+    bound keeps (`capped.close_gap`), until proven or `effort` thousand frontier points are made (or
     `enough` accepts the bound so far: `solve_capped`)."""
     relaxation = _Relaxation(graph, memory, cap, run)
     relaxation.solves = 1  # the unconstrained solve, made already

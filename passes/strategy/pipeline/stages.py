@@ -28,7 +28,12 @@ from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import layer_cost
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import BoundReached, MemoryCapError, solve_capped
+from pase.passes.strategy.memory import (
+    DEFAULT_EFFORT,
+    BoundReached,
+    MemoryCapError,
+    solve_capped,
+)
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.pipeline.microbatch import (
     Micro,
@@ -160,12 +165,16 @@ class StageSolver:
     (`SharedTables`, a quarter of `memory_budget`; each solve gets the rest).
 
     `solve` takes a `Subgraph` (its kinds from `kinds`) and, with `memory`, solves under
-    that cap with `in_flight` micro-batches' activations held.
+    that cap with `in_flight` micro-batches' activations held, each such solve's exact
+    search bounded by `effort` (`solve_capped`'s: thousands of frontier points; None for
+    no bound).
     """
 
     def __init__(self, machine: Machine, batch: str | None,
-                 options: SearchOptions = DEFAULT_OPTIONS):
+                 options: SearchOptions = DEFAULT_OPTIONS,
+                 effort: int | None = DEFAULT_EFFORT):
         self.machine = machine
+        self.effort = effort
         self.batch = batch
         self.options = options
         self.min_shard = options.min_shard
@@ -243,7 +252,7 @@ class StageSolver:
             return tuple(assignment[layer.name] for layer in part.layers), 0.0
         try:
             capped = solve_capped(problem, memory, self.options.method, memory_budget=budget,
-                                  in_flight=in_flight, enough=enough)
+                                  in_flight=in_flight, enough=enough, effort=self.effort)
         except MemoryCapError:
             return None
         return (tuple(capped.assignment[layer.name] for layer in part.layers),

@@ -1,0 +1,375 @@
+"""The exact search under a memory cap: PaSE's DP with a cost/memory frontier per entry.
+
+The DP of `dp.py` keeps, for every configuration of a step's dependent set, the least
+cost of the layers eliminated so far. Under a cap that is not enough: a dearer partial
+strategy that needs less memory may be the one that fits. So here each entry keeps every
+(cost, memory) pair no other pair of that entry beats in both (a Pareto frontier; memory
+is a sum of per-layer terms, so the layers still to come add the same to both). Frontiers
+of whole tables would be huge; three prunings keep them small:
+
+- the cap: a partial strategy whose memory, plus the least memory of every layer still
+  open, is over the cap is dropped;
+- a threshold T on cost, with the Lagrangian bound: the graph reparametrised by min-sum
+  diffusion at LARAC's multiplier λ (`capped.ReducedCosts`) has tables (`unary`, edge
+  tables less their `moves`) that sum, for every strategy, to cost + λ·memory; a partial
+  strategy's tables plus the least of each table it has not used (given the
+  configurations its entry fixes) bound cost + λ·memory of all its completions, and a
+  completion that fits costs at least that less λ·cap. Points whose bound is over T go.
+  Diffusion makes every table's least value part of one near-optimal whole, so the bound
+  is the Lagrangian's, tightened by every configuration the entry fixes;
+- the configurations and edge pairs `keep` and `pairs` leave out (those whose own bound
+  is over T) are never made.
+
+If a strategy that fits costs at most T, the search finds the least of them (proven
+optimal); otherwise it proves that every strategy that fits costs more than T, and may
+still return the best it met. `limit` bounds the points made (the effort: a count).
+
+>>> graph = CostGraph(["a", "b"], [np.array([1.0, 3.0]), np.array([1.0, 2.0])])
+>>> graph.add_edge(0, 1, np.array([[0.0, 5.0], [5.0, 0.0]]))
+>>> memory = [np.array([4.0, 1.0]), np.array([4.0, 1.0])]
+>>> found = frontier_search(graph, memory, 5.0, threshold=10.0)
+>>> found.choice, found.cost, found.finished
+((1, 1), 5.0, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.orders import elimination_order
+
+EdgeKey = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class FrontierResult:
+    """The least-cost strategy that fits found among the points kept (`choice`, None if
+    none), its cost and memory; `finished` says the search ran to the end (else `limit`
+    stopped it, and nothing is proven); `points` counts the points made."""
+
+    choice: tuple[int, ...] | None
+    cost: float
+    memory: float
+    finished: bool
+    points: int
+
+
+class PointLimit(Exception):
+    """The search made more points than its limit."""
+
+
+@dataclass
+class _Points:
+    """A factor: over `axes` (vertex ids, sorted), the points of its frontiers. `entry`
+    is each point's flat index over the axes' kept configurations; `cost`, `memory`
+    and `reduced` (the reparametrised cost + λ·memory) are of the tables in `terms`;
+    `parts` maps each eliminated step's factor whose points it combines to their
+    indices."""
+
+    axes: tuple[int, ...]
+    terms: frozenset[int]
+    entry: np.ndarray
+    cost: np.ndarray
+    memory: np.ndarray
+    reduced: np.ndarray
+    parts: dict[int, np.ndarray]
+
+
+@dataclass
+class _Step:
+    """What eliminating `vertex` kept, for walking back: per point of its result, the
+    vertex's configuration and the points of the steps it combined."""
+
+    vertex: int
+    config: np.ndarray
+    parts: dict[int, np.ndarray]
+
+
+class _Tables:
+    """The graph on the kept configurations: costs, memory, reparametrised costs (inf on
+    pairs left out), each table's least reparametrised value, and the row minima of
+    the edge tables (the least of an edge given one end)."""
+
+    def __init__(self, graph: CostGraph, memory: Sequence[np.ndarray],
+                 unary: Sequence[np.ndarray], moves: dict[EdgeKey, tuple[np.ndarray, np.ndarray]],
+                 keep: Sequence[np.ndarray], pairs: dict[EdgeKey, np.ndarray] | None) -> None:
+        self.kept = [np.flatnonzero(mask) for mask in keep]
+        self.sizes = [int(k.size) for k in self.kept]
+        self.cost = [graph.vertex_costs[v][k] for v, k in enumerate(self.kept)]
+        self.memory = [np.asarray(memory[v], dtype=np.float64)[k]
+                       for v, k in enumerate(self.kept)]
+        self.reduced = [np.asarray(unary[v], dtype=np.float64)[k]
+                        for v, k in enumerate(self.kept)]
+        self.edges = list(graph.edge_costs)
+        self.edge_cost: list[np.ndarray] = []
+        self.edge_reduced: list[np.ndarray] = []
+        self.row_minima: list[tuple[np.ndarray, np.ndarray]] = []
+        for u, v in self.edges:
+            rows, cols = self.kept[u], self.kept[v]
+            table = graph.edge_costs[(u, v)][np.ix_(rows, cols)]
+            at_u, at_v = moves[(u, v)]
+            reduced = table - at_u[rows, None] - at_v[None, cols]
+            if pairs is not None:
+                reduced = np.where(pairs[(u, v)], reduced, math.inf)
+            self.edge_cost.append(table)
+            self.edge_reduced.append(reduced)
+            self.row_minima.append((reduced.min(axis=1, initial=math.inf),
+                                    reduced.min(axis=0, initial=math.inf)))
+        vertices = len(self.kept)
+        self.term_min = np.array([float(r.min(initial=math.inf)) for r in self.reduced]
+                                 + [float(r.min(initial=math.inf)) for r in self.edge_reduced])
+        self.memory_min = np.array([float(m.min(initial=math.inf)) for m in self.memory])
+        self.incident: list[list[int]] = [[] for _ in range(vertices)]
+        for number, (u, v) in enumerate(self.edges):
+            self.incident[u].append(number)
+            self.incident[v].append(number)
+
+
+def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
+                    threshold: float, rate: float = 0.0,
+                    unary: Sequence[np.ndarray] | None = None,
+                    moves: dict[EdgeKey, tuple[np.ndarray, np.ndarray]] | None = None,
+                    keep: Sequence[np.ndarray] | None = None,
+                    pairs: dict[EdgeKey, np.ndarray] | None = None,
+                    margin: float = 0.0, limit: int | None = None,
+                    order: str = "genseq") -> FrontierResult:
+    """The least-cost strategy of `graph` whose memory is at most `cap`, if one costs at
+    most `threshold` (module docstring). `unary` and `moves` reparametrise the graph
+    priced at `rate` (default: the graph's own costs + `rate`·memory, no moves); `keep`
+    and `pairs` restrict the configurations and the pairs of kept configurations of each
+    edge; `margin` is added to `threshold` against rounding; `limit` bounds the points
+    made."""
+    if unary is None:
+        unary = [cost + rate * np.asarray(weight, dtype=np.float64)
+                 for cost, weight in zip(graph.vertex_costs, memory, strict=True)]
+    if moves is None:
+        moves = {(u, v): (np.zeros(graph.sizes[u]), np.zeros(graph.sizes[v]))
+                 for u, v in graph.edge_costs}
+    if keep is None:
+        keep = [np.ones(size, dtype=bool) for size in graph.sizes]
+    tables = _Tables(graph, memory, unary, moves, keep, pairs)
+    search = _Search(tables, cap, threshold + margin + rate * cap, limit)
+    if not np.isfinite(tables.term_min).all():
+        return FrontierResult(None, math.inf, math.inf, True, 0)
+    try:
+        found = search.run(elimination_order(graph.neighbours(), order))
+    except PointLimit:
+        return FrontierResult(None, math.inf, math.inf, False, search.points)
+    if found is None:
+        return FrontierResult(None, math.inf, math.inf, True, search.points)
+    choice = tuple(int(tables.kept[v][c]) for v, c in enumerate(found))
+    weight = math.fsum(float(vector[c]) for vector, c in zip(memory, choice, strict=True))
+    return FrontierResult(choice, graph.total_cost(choice), weight, True, search.points)
+
+
+class _Search:
+    """One run of the frontier DP: points above `reduced_limit` (threshold + λ·cap, on
+    the reparametrised bound) or over `cap` are dropped."""
+
+    def __init__(self, tables: _Tables, cap: float, reduced_limit: float,
+                 limit: int | None) -> None:
+        self.tables = tables
+        self.cap = cap
+        self.reduced_limit = reduced_limit
+        self.limit = limit
+        self.points = 0
+        self.total_min = math.fsum(float(m) for m in tables.term_min)
+        self.steps: dict[int, _Step] = {}
+
+    def original(self) -> tuple[dict[int, _Points], list[set[int]]]:
+        """The graph's own tables as factors (a point per configuration or kept pair),
+        by key, and the keys of those that touch each vertex."""
+        tables = self.tables
+        vertices = len(tables.sizes)
+        factors: dict[int, _Points] = {}
+        touching: list[set[int]] = [set() for _ in range(vertices)]
+        for v in range(vertices):
+            factors[v] = _Points((v,), frozenset([v]), np.arange(tables.sizes[v]),
+                                 tables.cost[v], tables.memory[v], tables.reduced[v], {})
+            touching[v].add(v)
+        for number, (u, v) in enumerate(tables.edges):
+            reduced = tables.edge_reduced[number]
+            entry = np.flatnonzero(np.isfinite(reduced).ravel())
+            key = vertices + number
+            factors[key] = _Points((u, v), frozenset([key]), entry,
+                                   tables.edge_cost[number].ravel()[entry],
+                                   np.zeros(entry.size), reduced.ravel()[entry], {})
+            touching[u].add(key)
+            touching[v].add(key)
+        return factors, touching
+
+    def run(self, sequence: Sequence[int]) -> tuple[int, ...] | None:
+        """Eliminate in `sequence`; the least-cost strategy that fits among the points
+        left (kept-configuration indices), or None."""
+        factors, touching = self.original()
+        keys = len(factors)
+        for vertex in sequence:
+            consumed = sorted(touching[vertex], key=lambda key: (factors[key].entry.size, key))
+            joined = factors[consumed[0]]
+            for key in consumed[1:]:
+                joined = self.join(joined, factors[key])
+            for key in consumed:
+                for axis in factors.pop(key).axes:
+                    touching[axis].discard(key)
+            result = self.project(joined, vertex, keys)
+            factors[keys] = result
+            for axis in result.axes:
+                touching[axis].add(keys)
+            keys += 1
+        # Every factor left is over no vertex (one per connected component).
+        remaining = sorted(factors)
+        if not remaining:
+            return ()
+        final = factors[remaining[0]]
+        for key in remaining[1:]:
+            final = self.join(final, factors[key])
+        if final.cost.size == 0:
+            return None
+        best = int(np.lexsort((final.memory, final.cost))[0])
+        return self.walk_back(final, best)
+
+    def as_part(self, factor: _Points, key: int) -> _Points:
+        """`factor` (a step's result, under `key`) as its points' own source."""
+        if key in self.steps:
+            return _Points(factor.axes, factor.terms, factor.entry, factor.cost,
+                           factor.memory, factor.reduced,
+                           {key: np.arange(factor.entry.size)})
+        return factor
+
+    def join(self, left: _Points, right: _Points) -> _Points:
+        """Every pair of points of `left` and `right` that agree on their shared axes,
+        summed, then pruned (`prune`)."""
+        sizes = self.tables.sizes
+        axes = tuple(sorted(set(left.axes) | set(right.axes)))
+        shared = [axis for axis in left.axes if axis in right.axes]
+        left_coords = _coordinates(left, sizes)
+        right_coords = _coordinates(right, sizes)
+        left_key = _flat([left_coords[a] for a in shared], [sizes[a] for a in shared],
+                         left.entry.size)
+        right_key = _flat([right_coords[a] for a in shared], [sizes[a] for a in shared],
+                          right.entry.size)
+        order = np.argsort(right_key, kind="stable")
+        sorted_key = right_key[order]
+        start = np.searchsorted(sorted_key, left_key, side="left")
+        stop = np.searchsorted(sorted_key, left_key, side="right")
+        counts = stop - start
+        total = int(counts.sum())
+        self.points += total
+        if self.limit is not None and self.points > self.limit:
+            raise PointLimit
+        from_left = np.repeat(np.arange(left.entry.size), counts)
+        offsets = np.cumsum(counts) - counts
+        from_right = order[start[from_left] + np.arange(total) - offsets[from_left]]
+        coords = {axis: (left_coords[axis][from_left] if axis in left_coords
+                         else right_coords[axis][from_right]) for axis in axes}
+        parts = {key: index[from_left] for key, index in left.parts.items()}
+        parts.update({key: index[from_right] for key, index in right.parts.items()})
+        joined = _Points(axes, left.terms | right.terms,
+                         _flat([coords[a] for a in axes], [sizes[a] for a in axes], total),
+                         left.cost[from_left] + right.cost[from_right],
+                         left.memory[from_left] + right.memory[from_right],
+                         left.reduced[from_left] + right.reduced[from_right], parts)
+        return self.prune(joined, coords)
+
+    def prune(self, factor: _Points, coords: dict[int, np.ndarray]) -> _Points:
+        """`factor`'s points less those over the cap or the threshold (given the tables
+        they have not used, as the configurations of their entry fix them) and those
+        another point of their entry beats in both cost and memory."""
+        tables = self.tables
+        vertices = len(tables.sizes)
+        bound = factor.reduced + (self.total_min
+                                  - math.fsum(float(tables.term_min[t]) for t in factor.terms))
+        open_memory = math.fsum(float(tables.memory_min[v]) for v in range(vertices)
+                                if v not in factor.terms and v not in coords)
+        weight = factor.memory + open_memory
+        for axis in factor.axes:
+            if axis not in factor.terms:
+                bound = bound + (tables.reduced[axis][coords[axis]] - tables.term_min[axis])
+                weight = weight + tables.memory[axis][coords[axis]]
+            for number in tables.incident[axis]:
+                key = vertices + number
+                if key in factor.terms:
+                    continue
+                u, v = tables.edges[number]
+                if u in coords and v in coords:
+                    if axis == v:
+                        continue  # counted from u
+                    value = tables.edge_reduced[number][coords[u], coords[v]]
+                elif axis == u:
+                    value = tables.row_minima[number][0][coords[u]]
+                else:
+                    value = tables.row_minima[number][1][coords[v]]
+                bound = bound + (value - tables.term_min[key])
+        fits = (bound <= self.reduced_limit) & (weight <= self.cap)
+        return _pareto(_select(factor, fits))
+
+    def project(self, factor: _Points, vertex: int, key: int) -> _Points:
+        """Eliminate `vertex`: its configuration goes from the entry to the step's record
+        (under `key`), and the points of each entry left are pruned to its frontier."""
+        sizes = self.tables.sizes
+        coords = _coordinates(factor, sizes)
+        axes = tuple(axis for axis in factor.axes if axis != vertex)
+        entry = _flat([coords[a] for a in axes], [sizes[a] for a in axes], factor.entry.size)
+        projected = _pareto(_Points(axes, factor.terms, entry, factor.cost, factor.memory,
+                                    factor.reduced, {**factor.parts,
+                                                     -1: coords[vertex]}))
+        config = projected.parts.pop(-1)
+        self.steps[key] = _Step(vertex, config, projected.parts)
+        return self.as_part(projected, key)
+
+    def walk_back(self, final: _Points, best: int) -> tuple[int, ...]:
+        choice = [0] * len(self.tables.sizes)
+        pending = [(key, int(index[best])) for key, index in final.parts.items()]
+        while pending:
+            key, point = pending.pop()
+            step = self.steps[key]
+            choice[step.vertex] = int(step.config[point])
+            pending.extend((part, int(index[point])) for part, index in step.parts.items())
+        return tuple(choice)
+
+
+def _coordinates(factor: _Points, sizes: Sequence[int]) -> dict[int, np.ndarray]:
+    """Each axis's configuration (kept index) at each point."""
+    if not factor.axes:
+        return {}
+    shape = tuple(sizes[axis] for axis in factor.axes)
+    return dict(zip(factor.axes, np.unravel_index(factor.entry, shape), strict=True))
+
+
+def _flat(coords: Sequence[np.ndarray], shape: Sequence[int], count: int) -> np.ndarray:
+    if not coords:
+        return np.zeros(count, dtype=np.int64)
+    return np.ravel_multi_index(tuple(coords), tuple(shape)).astype(np.int64)
+
+
+def _select(factor: _Points, mask: np.ndarray) -> _Points:
+    return _Points(factor.axes, factor.terms, factor.entry[mask], factor.cost[mask],
+                   factor.memory[mask], factor.reduced[mask],
+                   {key: index[mask] for key, index in factor.parts.items()})
+
+
+def _pareto(factor: _Points) -> _Points:
+    """The points no other point of the same entry beats in both cost and memory (of
+    equal pairs, the first), in order of entry, then memory.
+
+    Sorted by entry, memory, cost, a point stays when its cost is below that of every
+    point before it in its entry: a running minimum, made segmented by ranking the costs
+    as integers and shifting each entry's ranks below all earlier entries'."""
+    count = factor.entry.size
+    if count <= 1:
+        return factor
+    order = np.lexsort((factor.cost, factor.memory, factor.entry))
+    entry = factor.entry[order]
+    _, rank = np.unique(factor.cost[order], return_inverse=True)
+    group = np.concatenate([[0], np.cumsum(entry[1:] != entry[:-1])])
+    shifted = rank.astype(np.int64) - group * (int(rank.max()) + 1)
+    running = np.minimum.accumulate(shifted)
+    keep = np.empty(count, dtype=bool)
+    keep[0] = True
+    keep[1:] = shifted[1:] < running[:-1]
+    return _select(factor, order[keep])
