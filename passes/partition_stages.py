@@ -286,7 +286,7 @@ class PartitionStagesPass(PasePass):
         exported = plan_json(name, self.devices, machine, best, names)
         if usage is not None:
             exported["pipeline"].update(usage)
-            training_json(exported, training, best.assignment)
+            training_json(exported, training, best.assignment, machine)
         return exported
 
 

@@ -241,7 +241,7 @@ class PaseSearchPass(PasePass):
                                  memory, capped)
         if found is not None:
             exported.update(found)
-            training_json(exported, options.training, solution.assignment)
+            training_json(exported, options.training, solution.assignment, problem.machine)
         return exported
 
 

@@ -23,6 +23,7 @@ from pase.passes.strategy import (
     MEMORY_PARTS,
     Config,
     Layer,
+    Machine,
     PipelinePlan,
     TrainingConfig,
     TrainingCost,
@@ -102,11 +103,13 @@ def format_usage(found: Mapping[str, object]) -> str:
 
 
 def training_json(exported: dict, training: TrainingOptions,
-                  assignment: Mapping[str, Config]) -> None:
+                  assignment: Mapping[str, Config], machine: Machine) -> None:
     """Add the training step to an exported strategy or plan: "training" (COMMON.md's
-    contract) and, where the search chose per layer (recompute=auto, zero=auto), each
-    layer entry's "recompute" (true/false) and "zero" (its stage)."""
+    contract), the machine with its low-precision peaks and HBM bandwidth, and, where
+    the search chose per layer (recompute=auto, zero=auto), each layer entry's
+    "recompute" (true/false) and "zero" (its stage)."""
     exported["training"] = training.json()
+    exported["machine"] = machine.to_json(full=True)
     for entry in exported.get("layers", []):
         config = assignment.get(entry["name"])
         if not isinstance(config, TrainingConfig):

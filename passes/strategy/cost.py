@@ -152,8 +152,8 @@ def hierarchical_bandwidth(factors: tuple[int, ...], grouped: tuple[bool, ...],
     ((n - 1)/n of it): the flat ring's (g - 1)/g words take the time of those two.
 
         >>> from pase.passes.strategy.machines import preset
-        >>> hierarchical_bandwidth((32,), (True,), preset("a100-80gb-dgx")) / 1e9
-        144.6...
+        >>> round(hierarchical_bandwidth((32,), (True,), preset("a100-80gb-dgx")) / 1e9, 1)
+        145.3
     """
     group, local = group_on_first_node(factors, grouped, machine.devices_per_node)
     if group <= local or group < 2:

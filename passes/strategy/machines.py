@@ -30,8 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 EXTRA_FIELDS = ("bf16_flops", "fp16_flops", "hbm_bandwidth", "hierarchical")
-"""The fields the training options added; `to_json` writes them only where set, so the
-files of machines without them read as before."""
+"""The fields the training options added (`to_json`)."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +71,13 @@ class Machine:
                              f"h100-80gb-dgx), or a machine file with {precision}_flops")
         return rate
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, full: bool = False) -> dict[str, object]:
+        """The machine as JSON: its rates and links, and the training step's fields
+        (`EXTRA_FIELDS`, those set) when `full` or on a hierarchical machine; so the
+        files of searches without training options read as before."""
         fields = asdict(self)
         for name in EXTRA_FIELDS:
-            if not fields[name]:
+            if not fields[name] or not (full or self.hierarchical):
                 del fields[name]
         return fields
 

@@ -145,5 +145,6 @@ def test_machine_from_dict_names_where_it_came_from() -> None:
     with pytest.raises(MachineError, match=r"^strategy.json: missing 'flops'"):
         machine_from_dict({"intra_node_bandwidth": 1.0, "inter_node_bandwidth": 1.0},
                           "strategy.json")
-    machine = machine_from_dict(PRESETS["v100-nvlink"].to_json())
+    machine = machine_from_dict(PRESETS["v100-nvlink"].to_json(full=True))
     assert machine == PRESETS["v100-nvlink"]
+    assert machine_from_dict(PRESETS["a100-80gb-dgx"].to_json()) == PRESETS["a100-80gb-dgx"]
