@@ -73,11 +73,22 @@ def to_precision(array: np.ndarray, precision: str) -> np.ndarray:
     return rounded.view(np.float32).astype(array.dtype)
 
 
+@dataclass(frozen=True)
+class _Recompute:
+    """In place of a recomputed layer's saved values: its step and the inputs it read,
+    from which its backward runs the forward again."""
+
+    step: Step
+    inputs: list[Any]
+
+
 class _Device:
     def __init__(self, program: Program, comm: DeviceComm, float_type: str | None = None,
-                 record: bool = False, precision: str = "fp32"):
+                 record: bool = False, precision: str = "fp32",
+                 recompute: frozenset[str] = frozenset()):
         self.program = program
         self.precision = precision
+        self.recompute = recompute
         self.comm = comm
         self.float_type = float_type
         self.record = record
@@ -278,6 +289,8 @@ class _Device:
                                 inputs)
         if isinstance(output, tuple):  # an optimizer step: the parameter and its states
             return list(output)
+        if saved is not None and step.tag in self.recompute and not step.axes:
+            saved = _Recompute(step, inputs)  # (a layer whose statistics need no collective)
         if saved is not None:
             self.saved[step.results[0]] = saved
         return [output]
@@ -310,8 +323,13 @@ class _Device:
             raise ValueError(f"no backward kernel for {forward}")
         ctx = self.context(step, step.operand_types[:arity], step.operand_types[arity])
         needs = [i in wrt for i in range(arity)]
-        grads = backward(ctx, operands, result, dy, self.saved.get(step.operands[arity]),
-                         needs)
+        saved = self.saved.get(step.operands[arity])
+        if isinstance(saved, _Recompute):  # its forward again, from the inputs it read
+            forward_step = saved.step
+            _, saved = KERNELS[forward_step.kernel][0](self.context(
+                forward_step, forward_step.operand_types, forward_step.result_types[0]),
+                saved.inputs)
+        grads = backward(ctx, operands, result, dy, saved, needs)
         return [grads[i] for i in wrt]
 
 
@@ -350,12 +368,17 @@ def with_optimizer_states(program: Program, data: dict[str, np.ndarray],
 
 def run_device(comm: DeviceComm, program: Program, data: dict[str, np.ndarray],
                steps: int, float_type: str | None = None,
-               record: bool = False, precision: str = "fp32") -> DeviceResult:
+               record: bool = False, precision: str = "fp32",
+               recompute: frozenset[str] = frozenset()) -> DeviceResult:
     """Run `steps` training steps of `program` on this device; `float_type` ("f64")
     overrides the floating-point type of the program (the data must match); `record`
     keeps the start and end of each program step of the first training step
     (`DeviceResult.spans`); `precision` "bf16" or "fp16" runs the forward and gradient
-    kernels on low-precision values (`_Device.low_precision_layer`). Overflow raises no
+    kernels on low-precision values (`_Device.low_precision_layer`); the layers named in
+    `recompute` keep no saved values but their inputs, and their backward runs their
+    forward kernel again (a layer whose kernel all-reduces statistics keeps its saved
+    values: recomputing them would move words the plan does not). Overflow raises no
     numpy warning: its inf and nan reach the results, and the report."""
     with np.errstate(all="ignore"):
-        return _Device(program, comm, float_type, record, precision).run(data, steps)
+        return _Device(program, comm, float_type, record, precision, recompute).run(data,
+                                                                                     steps)

@@ -20,7 +20,12 @@ from pase.core.diagnostics import Diagnostic
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.dialect.pase import pipeline_of, stage_of
-from pase.dialect.training_options import StepOptions, TrainingOptionError, training_of
+from pase.dialect.training_options import (
+    StepOptions,
+    TrainingOptionError,
+    recomputed,
+    training_of,
+)
 from pase.formats.machine_toml import load_machine
 from pase.passes.strategy import (
     Words,
@@ -53,12 +58,12 @@ def lower(module: ModuleOp, devices: int, lr: float) -> Program:
 
 def execute(program: Program, data: dict[str, np.ndarray], steps: int, backend: str,
             timeout: float, float_type: str | None = None, record: bool = False,
-            precision: str = "fp32"
+            precision: str = "fp32", recompute: frozenset[str] = frozenset()
             ) -> tuple[list[DeviceResult], dict[int, dict[str, dict[str, int]]]]:
     """Run `program` for `steps` steps on its devices; their results and word counters."""
     results = run_workers(partial(run_device, program=program, data=data, steps=steps,
                                   float_type=float_type, record=record,
-                                  precision=precision),
+                                  precision=precision, recompute=recompute),
                           program.devices, backend=backend, timeout=timeout)
     return list(results), results.counters()
 
@@ -103,16 +108,12 @@ def ring_all_reduces(program: Program, graph: dnn.GraphOp) -> Counter[str]:
 
 
 def runtime_options(graph: dnn.GraphOp) -> StepOptions:
-    """The graph's `pase.training` if pase's runtime runs it: any optimizer and precision;
-    recomputation and ZeRO are refused, one error each, never dropped silently."""
+    """The graph's `pase.training` if pase's runtime runs it: any optimizer, precision and
+    recomputation; ZeRO is refused, one error, never dropped silently."""
     try:
         options = training_of(graph)
     except TrainingOptionError as error:
         raise Diagnostic(str(error)) from None
-    if options.recompute != "none":
-        raise Diagnostic(f"pase's runtime keeps every layer's forward values for the "
-                         f"backward; recompute={options.recompute} runs with --engine jax "
-                         "(jax.checkpoint)")
     if options.zero != 0:
         raise Diagnostic(f"pase's runtime keeps each optimizer state whole on every replica "
                          f"of its parameter (ZeRO stage 0); zero={options.zero} runs with "
@@ -144,8 +145,12 @@ class RuntimeBackend:
                                         self.devices, lr)
         program = self._programs[key]
         data = with_optimizer_states(program, data, float_type)
+        graph = forward_graph(module)
+        recomputed_layers = frozenset(name for layer, name in graph.layer_names().items()
+                                      if recomputed(layer, options))
         results, counters = execute(program, data, steps, self.backend, self.timeout,
-                                    float_type, self.record, options.precision)
+                                    float_type, self.record, options.precision,
+                                    recomputed_layers)
         losses = next((r.losses for r in results if r.holds_loss), results[0].losses)
         trained = Trained(losses, assemble(results, "grads", data),
                           assemble(results, "params", data))
