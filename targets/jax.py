@@ -16,7 +16,9 @@ parameters, and a jitted SGD step (loss, `jax.grad`, update) whose shardings fol
 
 `jax{devices=N}` sets P; by default the graph's `#pase.strategy` gives it (1 without one).
 A strategy whose grids no single mesh can hold (a 2-way and a 3-way split on 6 devices)
-is an error at the layer that breaks the chain.
+is an error at the layer that breaks the chain. A pipeline plan (`pase.pipeline`) is
+written by `pase.targets.jax_pipeline`; a plan attribute the target does not translate
+is an error (`pase.targets.jax_expressible`).
 """
 
 from __future__ import annotations

@@ -25,12 +25,12 @@ from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from pase.core.diagnostics import at_op
+from pase.core.schedule import simulate
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dnn
+from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_problem
 from pase.dialect.dnn.seeding import seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
-from pase.passes.microbatch import batch_dim, loss_weight, microbatch_problem
-from pase.passes.strategy import simulate
 from pase.targets.jax import _Emitter, spec
 from pase.targets.jax_pipeline_source import pipeline_main, pipeline_prelude
 from pase.targets.jax_source import HELPERS

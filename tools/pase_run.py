@@ -193,7 +193,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--engine", choices=("pase", "jax"), default="pase",
                         help="run on pase's runtime (default) or as the -t jax program on P "
                         "XLA devices (CPU devices in a child process; needs pip install "
-                        "'pase[jax]')")
+                        "'pase[jax]'), a pipeline too with --stages")
     parser.add_argument("--dump-mlir", metavar="FILE",
                         help="with --engine jax: write the lowered StableHLO module to FILE")
     onnx = parser.add_argument_group("ONNX models (pase-opt: -f 'onnx{batch=N loss=mean}')")

@@ -144,12 +144,14 @@ def run_two_processes(program: Path, *args: str) -> list[list[str]]:
     with socket.socket() as probe:  # a free port for the coordinator
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    children = [subprocess.Popen(
-        [sys.executable, str(program), "--steps", "2", "--coordinator",
-         f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(rank), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=child_environment(4)) for rank in range(2)]
+    children: list[subprocess.Popen[str]] = []
     try:
+        for rank in range(2):
+            children.append(subprocess.Popen(
+                [sys.executable, str(program), "--steps", "2", "--coordinator",
+                 f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(rank),
+                 *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=child_environment(4)))
         outputs = [child.communicate(timeout=300) for child in children]
     finally:
         for child in children:

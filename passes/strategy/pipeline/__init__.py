@@ -4,7 +4,8 @@ One role per file:
 
     plan.py        PlanSpec (a plan as given), StageCost, SolvedStage, StagePlan, PipelinePlan
     microbatch.py  the graph at micro-batch shapes; a device's parameter and activation bytes
-    schedule.py    GPipe and 1F1B simulated as plain data (the step, the bubble, in flight)
+    schedule.py    GPipe and 1F1B simulated as plain data (the step, the bubble, in flight),
+                   re-exported from pase.core.schedule (the JAX target orders plans by it)
     segments.py    where a stage may begin (the clean cuts of pase-merge-layers)
     transfers.py   the inter-stage rule: what crosses a boundary, and its seconds
     stages.py      a layer range cut out (`cut`, one signature), its cost, `StageSolver`
