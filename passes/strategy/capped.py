@@ -238,7 +238,7 @@ class _Model:
         return lp
 
 
-FIRST_STEP = 1e-3
+FIRST_STEP = 2e-4
 """The first threshold is this far (relative) above the Lagrangian bound; each round that
 finds no strategy that fits among the kept configurations quadruples the distance."""
 GROWTH = 4
