@@ -4,16 +4,22 @@
     .venv/bin/python benchmarks/capped.py --cases t16 gpt2   # some of them
     .venv/bin/python benchmarks/capped.py --milp-gib 8 --milp-seconds 1800
     .venv/bin/python benchmarks/capped.py --effort 0         # pase until proven
+    .venv/bin/python benchmarks/capped.py --cases pipe64      # the capped pipeline search
 
 For each case (a model on P devices under `device-memory-gib=G`) two child processes
-build the same problem: one runs `solve_capped` (pase: LARAC's bound, then the MILP on
-the configurations the bound keeps, `passes/strategy/capped.py`), the other the plain
+build the same problem: one runs `solve_capped` (pase: LARAC's bound, then the DP with a
+(cost, memory) frontier per entry on the configurations the bound keeps,
+`passes/strategy/capped.py`, `frontier.py`), the other the plain
 MILP on pase's dominance-pruned tables (`prune` with memory as one more criterion: one
 binary per layer configuration, one continuous variable per configuration pair of every
 edge, memory as one row; HiGHS on one thread, `capped.milp`). The CPU time is the
 solve's alone (`time.process_time` around it, the problem built before). The plain MILP
 runs under an address-space limit (`--milp-gib`) and HiGHS's time limit
 (`--milp-seconds`); a child that runs out of either says so in the table.
+
+The pipeline case (`pipe64`) is `pase-opt -p 'pase-partition-stages{...}'` as a user
+runs it, its CPU time that of the whole process (parsing and start-up included); it has
+no MILP counterpart (its search solves hundreds of stage sub-problems under the cap).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from pase.passes.strategy.memory import DEFAULT_EFFORT
 CASES = (("t16", "transformer", 16, "pase-default", 1.2),
          ("gpt2", "gpt2_small", 8, "pase-default", 2.6),
          ("t64", "transformer", 64, "v100-nvlink", 0.28))
+PIPELINES = (("pipe64", "transformer", 64, "v100-nvlink", 0.25),)
 COLUMNS = (("case", "<"), ("pase step (s)", ">"), ("pase proof", "<"), ("pase CPU (s)", ">"),
            ("MILP step (s)", ">"), ("MILP outcome", "<"), ("MILP CPU (s)", ">"),
            ("CPU ratio MILP/pase", ">"))
@@ -88,8 +95,28 @@ def run(key: str, solver: str, gib: float, seconds: float, effort: int = 0) -> d
     return json.loads(lines[-1])
 
 
+def pipeline(key: str, effort: int) -> dict:
+    """`pase-partition-stages` on the pipeline case, in a process of its own."""
+    _, model, devices, machine, gib = next(case for case in PIPELINES if case[0] == key)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    options = (f"devices={devices} machine={machine} device-memory-gib={gib} "
+               f"effort={effort} report=true")
+    done = subprocess.run([str(Path(sys.executable).parent / "pase-opt"),
+                           str(MODELS / f"{model}.dnn"), "-p",
+                           f"pase-partition-stages{{{options}}}", "-o", "/dev/null"],
+                          capture_output=True, text=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if done.returncode:
+        return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    first = done.stderr.splitlines()[0]
+    step = float(first.split("step ")[1].split(" s")[0]) if "step " in first else math.nan
+    return {"cpu": cpu, "cost": step, "proven": "not proven" not in done.stderr,
+            "summary": first}
+
+
 def row(key: str, pase: dict, plain: dict, gib: float, seconds: float) -> list[str]:
-    proof = (f"proven ({pase['solves']} solves, {pase['nodes']} nodes)" if pase["proven"]
+    proof = (f"proven ({pase['solves']} solves, {pase['nodes']:,} points)" if pase["proven"]
              else f"gap {100 * (pase['cost'] / pase['bound'] - 1):.3g}%")
     if "failed" in plain:
         outcome, milp_cost, milp_cpu, ratio = (f"{plain['failed']} (limit {gib:g} GiB)", "-",
@@ -110,19 +137,29 @@ def main() -> int:
         print(json.dumps(child(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", choices=[case[0] for case in CASES],
-                        default=[case[0] for case in CASES])
+    keys = [case[0] for case in (*CASES, *PIPELINES)]
+    parser.add_argument("--cases", nargs="+", choices=keys, default=keys)
     parser.add_argument("--milp-gib", type=float, default=8.0,
                         help="the plain MILP's address-space limit (default 8 GiB)")
     parser.add_argument("--milp-seconds", type=float, default=1800.0,
                         help="the plain MILP's time limit (default 1800 s)")
     parser.add_argument("--effort", type=int, default=DEFAULT_EFFORT,
-                        help="pase's effort bound in branch-and-bound nodes (default "
+                        help="pase's effort bound in thousands of frontier points (default "
                              f"{DEFAULT_EFFORT}; 0 for none)")
     arguments = parser.parse_args()
     print(f"{cpus()}; {versions()}; effort={arguments.effort}")
     rows = []
     for key in arguments.cases:
+        if any(case[0] == key for case in PIPELINES):
+            plan = pipeline(key, arguments.effort)
+            if "failed" in plan:
+                print(f"{key}: pase failed: {plan['failed']}", file=sys.stderr)
+                return 1
+            rows.append([key, f"{plan['cost']:.6f}",
+                         "stages proven" if plan["proven"] else "gap (see stderr)",
+                         f"{plan['cpu']:.1f}", "-", "no MILP counterpart", "-", "-"])
+            print(f"{key}: {json.dumps(plan)}", file=sys.stderr, flush=True)
+            continue
         pase = run(key, "pase", 0.0, 0.0, arguments.effort)
         if "failed" in pase:
             print(f"{key}: pase failed: {pase['failed']}", file=sys.stderr)

@@ -243,9 +243,13 @@ class _Search:
 
     def join(self, left: _Points, right: _Points) -> _Points:
         """Every pair of points of `left` and `right` that agree on their shared axes,
-        summed, then pruned (`prune`)."""
+        summed, then pruned (`prune`). Pairs whose bound is over the threshold even with
+        each table read by both sides taken at its least given one side's configurations
+        are never made: per shared configuration, the right points sorted by their part
+        of the bound, each left point takes those under what its part leaves."""
         sizes = self.tables.sizes
         axes = tuple(sorted(set(left.axes) | set(right.axes)))
+        terms = left.terms | right.terms
         shared = [axis for axis in left.axes if axis in right.axes]
         left_coords = _coordinates(left, sizes)
         right_coords = _coordinates(right, sizes)
@@ -253,10 +257,19 @@ class _Search:
                          left.entry.size)
         right_key = _flat([right_coords[a] for a in shared], [sizes[a] for a in shared],
                           right.entry.size)
-        order = np.argsort(right_key, kind="stable")
-        sorted_key = right_key[order]
-        start = np.searchsorted(sorted_key, left_key, side="left")
-        stop = np.searchsorted(sorted_key, left_key, side="right")
+        items = self.bound_items(terms, axes, left.axes)
+        base = self.base(terms)
+        left_part = left.reduced + self.evaluate(items, "left", left_coords, left.entry.size)
+        right_part = right.reduced + self.evaluate(items, "right", right_coords,
+                                                   right.entry.size)
+        values, rank = np.unique(right_part, return_inverse=True)
+        ranks = max(values.size, 1)
+        composite = right_key * ranks + rank.astype(np.int64)
+        order = np.argsort(composite, kind="stable")
+        sorted_composite = composite[order]
+        room = np.searchsorted(values, self.reduced_limit - base - left_part, side="right")
+        start = np.searchsorted(sorted_composite, left_key * ranks, side="left")
+        stop = np.searchsorted(sorted_composite, left_key * ranks + room, side="left")
         counts = stop - start
         total = int(counts.sum())
         self.points += total
@@ -269,42 +282,79 @@ class _Search:
                          else right_coords[axis][from_right]) for axis in axes}
         parts = {key: index[from_left] for key, index in left.parts.items()}
         parts.update({key: index[from_right] for key, index in right.parts.items()})
-        joined = _Points(axes, left.terms | right.terms,
+        joined = _Points(axes, terms,
                          _flat([coords[a] for a in axes], [sizes[a] for a in axes], total),
                          left.cost[from_left] + right.cost[from_right],
                          left.memory[from_left] + right.memory[from_right],
                          left.reduced[from_left] + right.reduced[from_right], parts)
         return self.prune(joined, coords)
 
+    def base(self, terms: frozenset[int]) -> float:
+        """The least of every table not in `terms`."""
+        return self.total_min - math.fsum(float(self.tables.term_min[t]) for t in terms)
+
+    def bound_items(self, terms: frozenset[int], axes: tuple[int, ...],
+                    left_axes: tuple[int, ...]) -> list[tuple[str, str, int, int]]:
+        """What the configurations on `axes` add to `base(terms)` for the tables not in
+        `terms` that read them: (side, kind, table number, vertex). A table whose
+        configurations all lie on one side's axes (`left_axes`, else the right's) is
+        that side's, read exactly ("unary", "pair"); one with an end off the axes, or
+        one end on each side only, is read at its least given the left's end ("row")."""
+        tables = self.tables
+        vertices = len(tables.sizes)
+        items = []
+        for axis in axes:
+            side = "left" if axis in left_axes else "right"
+            if axis not in terms:
+                items.append((side, "unary", axis, axis))
+            for number in tables.incident[axis]:
+                if vertices + number in terms:
+                    continue
+                u, v = tables.edges[number]
+                other = v if axis == u else u
+                if other not in axes:
+                    items.append((side, "row", number, axis))
+                elif (other in left_axes) == (axis in left_axes):
+                    if axis == u:  # counted once, from u
+                        items.append((side, "pair", number, axis))
+                elif side == "left":  # one end on each side: the left's reads it
+                    items.append((side, "row", number, axis))
+        return items
+
+    def evaluate(self, items: list[tuple[str, str, int, int]], side: str,
+                 coords: dict[int, np.ndarray], count: int) -> np.ndarray:
+        """The sum of `side`'s items at each point."""
+        tables = self.tables
+        vertices = len(tables.sizes)
+        total = np.zeros(count)
+        for owner, kind, number, axis in items:
+            if owner != side:
+                continue
+            if kind == "unary":
+                total += tables.reduced[axis][coords[axis]] - tables.term_min[axis]
+                continue
+            u, v = tables.edges[number]
+            if kind == "pair":
+                value = tables.edge_reduced[number][coords[u], coords[v]]
+            else:
+                value = tables.row_minima[number][0 if axis == u else 1][coords[axis]]
+            total += value - tables.term_min[vertices + number]
+        return total
+
     def prune(self, factor: _Points, coords: dict[int, np.ndarray]) -> _Points:
         """`factor`'s points less those over the cap or the threshold (given the tables
         they have not used, as the configurations of their entry fix them) and those
         another point of their entry beats in both cost and memory."""
         tables = self.tables
-        vertices = len(tables.sizes)
-        bound = factor.reduced + (self.total_min
-                                  - math.fsum(float(tables.term_min[t]) for t in factor.terms))
-        open_memory = math.fsum(float(tables.memory_min[v]) for v in range(vertices)
+        items = self.bound_items(factor.terms, factor.axes, factor.axes)
+        bound = factor.reduced + self.base(factor.terms) \
+            + self.evaluate(items, "left", coords, factor.entry.size)
+        open_memory = math.fsum(float(tables.memory_min[v]) for v in range(len(tables.sizes))
                                 if v not in factor.terms and v not in coords)
         weight = factor.memory + open_memory
         for axis in factor.axes:
             if axis not in factor.terms:
-                bound = bound + (tables.reduced[axis][coords[axis]] - tables.term_min[axis])
                 weight = weight + tables.memory[axis][coords[axis]]
-            for number in tables.incident[axis]:
-                key = vertices + number
-                if key in factor.terms:
-                    continue
-                u, v = tables.edges[number]
-                if u in coords and v in coords:
-                    if axis == v:
-                        continue  # counted from u
-                    value = tables.edge_reduced[number][coords[u], coords[v]]
-                elif axis == u:
-                    value = tables.row_minima[number][0][coords[u]]
-                else:
-                    value = tables.row_minima[number][1][coords[v]]
-                bound = bound + (value - tables.term_min[key])
         fits = (bound <= self.reduced_limit) & (weight <= self.cap)
         return _pareto(_select(factor, fits))
 

@@ -269,3 +269,40 @@ def test_reduced_cost_bounds_never_exceed_brute_force(seed: int) -> None:
                                      cost + 1e-9 * max(1.0, abs(cost)))
                 assert kept
                 assert all(mask[choice[u], choice[v]] for (u, v), mask in kept.items())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_frontier_dp_finds_the_least_cost_under_the_cap(seed: int) -> None:
+    # On the reparametrised tables at a multiplier, restricted to what reduced-cost fixing
+    # keeps at T: with T the least cost under the cap (brute force) the frontier DP finds
+    # a strategy of that cost that fits; with T below it, none costing at most T; with a
+    # limit of one point it says it did not finish.
+    from pase.passes.strategy.capped import ReducedCosts
+    from pase.passes.strategy.frontier import frontier_search
+
+    problem = random_problem(seed)
+    graph = problem.cost_graph()
+    memory = memory_vectors(problem)
+    for cap in caps(problem):
+        best = brute_force(problem, cap)
+        for rate in (0.0, 1e-8):
+            reduced = ReducedCosts(graph, memory, cap, rate, jit="off")
+            moves = dict(zip(reduced.diffusion.edges, reduced.diffusion.moves, strict=True))
+            for threshold in (best, best * (1 - 1e-3)):
+                margin = 1e-9 * max(1.0, best)
+                keep = [bound <= threshold + margin for bound in reduced.per_config]
+                pairs = reduced.pairs([np.flatnonzero(mask) for mask in keep],
+                                      threshold + margin)
+                found = frontier_search(graph, memory, cap, threshold, rate, reduced.unary,
+                                        moves, keep, pairs, margin)
+                assert found.finished
+                if found.choice is not None:
+                    assert found.memory <= cap
+                    assert close(graph.total_cost(found.choice), found.cost)
+                    assert found.cost >= best * (1 - 1e-12)
+                if threshold == best:
+                    assert found.choice is not None
+                    assert close(found.cost, best)
+                else:
+                    assert found.choice is None or found.cost > threshold
+        assert not frontier_search(graph, memory, cap, math.inf, limit=1).finished
