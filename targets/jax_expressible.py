@@ -17,11 +17,6 @@ from xdsl.ir import Operation
 
 from pase.core.diagnostics import at_op
 from pase.dialect import dnn
-from pase.dialect.training_options import (
-    RECOMPUTE_ATTR_NAME,
-    TRAINING_ATTR_NAME,
-    ZERO_ATTR_NAME,
-)
 from pase.dialect.pase import (
     CONFIG_ATTR_NAME,
     NUM_CONFIGS_ATTR_NAME,
@@ -29,6 +24,11 @@ from pase.dialect.pase import (
     SEGMENT_ATTR_NAME,
     STAGE_ATTR_NAME,
     STRATEGY_ATTR_NAME,
+)
+from pase.dialect.training_options import (
+    RECOMPUTE_ATTR_NAME,
+    TRAINING_ATTR_NAME,
+    ZERO_ATTR_NAME,
 )
 
 GRAPH_ATTRIBUTES = frozenset({STRATEGY_ATTR_NAME, PIPELINE_ATTR_NAME, TRAINING_ATTR_NAME})
