@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, UnitAttr, i64
 
 from pase.dialect.dnn import GraphOp, ParamOp
+from pase.dialect.training_options import RECOMPUTE_ATTR_NAME, TRAINING_ATTR_NAME, ZERO_ATTR_NAME
 from pase.passes.strategy import (
     GIB,
     MEMORY_PARTS,
@@ -32,10 +33,6 @@ from pase.passes.strategy import (
     microbatch_layers,
     step_flops,
 )
-
-TRAINING_ATTR_NAME = "pase.training"
-RECOMPUTE_ATTR_NAME = "pase.recompute"
-ZERO_ATTR_NAME = "pase.zero"
 
 
 def graph_batch(graph: GraphOp) -> tuple[str, int] | None:
