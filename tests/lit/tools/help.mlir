@@ -17,9 +17,10 @@
 // CHECK-NEXT:   pase-merge-layers
 // CHECK-NEXT:       Mark every layer with the segment it belongs to (#pase.segment).
 // CHECK-NEXT:   pase-partition-stages{devices=0 stages=auto microbatches=auto schedule=1f1b
-// CHECK-NEXT:                         device-memory-gib=0.0 effort=1000000 machine=pase-default min-shard=4 method=dp
-// CHECK-NEXT:                         report=false export="" strategy="" optimizer=sgd precision=fp32
-// CHECK-NEXT:                         recompute=none zero=0 data-parallel=0}
+// CHECK-NEXT:                         device-memory-gib=0.0 effort=1000000 machine=pase-default
+// CHECK-NEXT:                         min-shard=4 method=dp report=false export="" strategy=""
+// CHECK-NEXT:                         optimizer=sgd precision=fp32 recompute=none zero=0
+// CHECK-NEXT:                         data-parallel=0}
 // CHECK-NEXT:       Split the layers into pipeline stages with per-stage PaSE strategies.
 // CHECK-NEXT:   pase-scale{factor=1.0}
 // CHECK-NEXT:       Scale every dimension of every graph by `factor` (0 < factor <= 1).
