@@ -168,7 +168,7 @@ def load_plan(path: str, graph: str, devices: int, only_graph: bool,
     """The pipeline plan of the file at `path` (pase-partition-stages export=) for the
     graph `graph` of `layers` on `devices` devices, checked against it; raises a
     Diagnostic pointing into the file. `microbatch_problem(M)` says why the graph cannot
-    run M micro-batches (None if it can: `pase.passes.microbatch`)."""
+    run M micro-batches (None if it can: `pase.dialect.dnn.microbatch`)."""
     pins = load_strategy(path, graph, devices, only_graph, pipeline=True)
     plan = pins.strategy or {}
     if "stages" not in plan:

@@ -30,7 +30,7 @@ Options:
 - stages: S, a divisor of P, or auto (every divisor of P up to the number of segments)
 - microbatches: M, a divisor of the batch, or auto (every divisor of the batch up to 32;
   only 1 for a graph whose math micro-batches would change, such as batch norm: see
-  `pase.passes.microbatch`, which an explicit M > 1 on it reports as an error)
+  `pase.dialect.dnn.microbatch`, which an explicit M > 1 on it reports as an error)
 - schedule: 1f1b (default) or gpipe
 - device-memory-gib: each device's memory in GiB; 0 (default) for no cap
 - effort: the most frontier points, in thousands, each stage's search under the cap may
@@ -62,6 +62,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.diagnostics import Diagnostic
 from pase.dialect.dnn import GraphOp
+from pase.dialect.dnn.microbatch import microbatch_problem
 from pase.dialect.pase import (
     CONFIG_ATTR_NAME,
     PIPELINE_ATTR_NAME,
@@ -75,7 +76,6 @@ from pase.dialect.pase import (
 )
 from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
 from pase.formats.strategy_json import load_plan, write_json
-from pase.passes.microbatch import microbatch_problem
 from pase.passes.options import PasePass, check_training, training_options
 from pase.passes.strategy import (
     DEFAULT_EFFORT,

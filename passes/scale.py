@@ -28,8 +28,8 @@ from xdsl.rewriter import Rewriter
 from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.shapes import conv_output_size, reshape_groups
 from pase.dialect import dnn
+from pase.dialect.dnn.microbatch import batch_dim
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr, pipeline_of
-from pase.passes.microbatch import batch_dim
 from pase.passes.options import PasePass
 
 

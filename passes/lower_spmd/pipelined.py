@@ -19,6 +19,7 @@ from xdsl.ir import Operation, SSAValue
 
 from pase.core.placement import Placement
 from pase.dialect import dist, dnn
+from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_problem
 from pase.dialect.pase import (
     PipelineAttr,
     StageAttr,
@@ -27,7 +28,6 @@ from pase.dialect.pase import (
     stage_of,
 )
 from pase.passes.lower_spmd.plain import Lowering
-from pase.passes.microbatch import batch_dim, loss_weight, microbatch_problem
 from pase.passes.strategy import simulate
 
 

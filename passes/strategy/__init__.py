@@ -23,6 +23,13 @@ The files pase reads and writes around a search (strategy JSON, machine TOML, th
 report) are `pase.formats`'.
 """
 
+from pase.core.schedule import (
+    SCHEDULES,
+    Simulation,
+    ideal_bubble,
+    in_flight,
+    simulate,
+)
 from pase.passes.strategy.budget import MemoryBudget, SearchError, SearchMemoryError, format_bytes
 from pase.passes.strategy.configs import PinError, enumerate_configs, split_factors
 from pase.passes.strategy.cost import (
@@ -58,13 +65,6 @@ from pase.passes.strategy.pipeline.microbatch import (
     parameter_bytes,
 )
 from pase.passes.strategy.pipeline.plan import PipelinePlan, PlanSpec, StageCost, StagePlan
-from pase.passes.strategy.pipeline.schedule import (
-    SCHEDULES,
-    Simulation,
-    ideal_bubble,
-    in_flight,
-    simulate,
-)
 from pase.passes.strategy.pipeline.search import Partitioner
 from pase.passes.strategy.pipeline.segments import segments
 from pase.passes.strategy.pipeline.stages import StageSolver, stage_solver

@@ -14,11 +14,11 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.diagnostics import Diagnostic
 from pase.dialect import dist
+from pase.dialect.dnn.microbatch import loss_weight, microbatch_problem
 from pase.formats.machine_toml import load_machine
 from pase.frontend import parse_file
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
-from pase.passes.microbatch import loss_weight, microbatch_problem
 from pase.passes.partition_stages import PartitionStagesPass, plan_json
 from pase.passes.scale import scale_module
 from pase.passes.strategy import Partitioner, segments, stage_solver

@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from pase.core.schedule import simulate, step_time
 from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.pipeline.bounds import SLACK, critical_path
 from pase.passes.strategy.pipeline.microbatch import Micro, edges_at, microbatch_layers
 from pase.passes.strategy.pipeline.plan import PipelinePlan, PlanSpec, SolvedStage, StagePlan
-from pase.passes.strategy.pipeline.schedule import simulate, step_time
 from pase.passes.strategy.pipeline.stages import solved_stage
 from pase.passes.strategy.pipeline.transfers import Transfers
 from pase.passes.strategy.vertices import Edge, Layer, edges_among

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pase.core.schedule import in_flight
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import local_elements
 from pase.passes.strategy.costgraph import CostGraph
@@ -24,7 +25,6 @@ from pase.passes.strategy.layer_costs import layer_costs
 from pase.passes.strategy.memory import memory_vectors
 from pase.passes.strategy.pipeline.bounds import SegmentBounds, most_devices, possible, spread
 from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
-from pase.passes.strategy.pipeline.schedule import in_flight
 from pase.passes.strategy.pipeline.stages import StageTable
 from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.problem import Problem

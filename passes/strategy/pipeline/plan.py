@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pase.core.schedule import Simulation
 from pase.passes.strategy.cost import Config
-from pase.passes.strategy.pipeline.schedule import Simulation
 
 
 @dataclass(frozen=True)

@@ -43,13 +43,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pase.core.schedule import in_flight
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
-from pase.passes.strategy.pipeline.schedule import in_flight
 from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
 from pase.passes.strategy.pipeline.transfers import Transfers
 from pase.passes.strategy.pipeline.walk import EffortSpent, Walk

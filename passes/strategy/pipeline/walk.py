@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pase.core.schedule import in_flight
 from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds, critical_path, spread
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
-from pase.passes.strategy.pipeline.schedule import in_flight
 
 if TYPE_CHECKING:
     from pase.passes.strategy.pipeline.search import Partitioner

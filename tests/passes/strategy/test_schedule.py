@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pase.passes.strategy.pipeline.schedule import (
+from pase.core.schedule import (
     SCHEDULES,
     Event,
     ideal_bubble,

@@ -10,9 +10,9 @@ import math
 import pytest
 from stage_plans import partitioner, random_source
 
+from pase.core.schedule import in_flight
 from pase.passes.strategy import Partitioner
 from pase.passes.strategy.pipeline.bounds import possible as _possible
-from pase.passes.strategy.pipeline.schedule import in_flight
 from pase.passes.strategy.progress import Progress
 
 SLACK = 1e-12
