@@ -5,10 +5,12 @@
 Splits the graph's layers, in program order, into S contiguous stages on disjoint groups
 of P/S devices (stage s on devices s·P/S .. (s+1)·P/S − 1); each stage's layers get their
 PaSE-optimal configurations on P/S devices for a micro-batch of batch/M (the search on
-the stage's sub-problem). Stage boundaries fall only at segment ends: the layers'
-`#pase.segment` if `pase-merge-layers` ran, else the clean cuts it would choose. The
-stages minimise the step time of the schedule, simulated (docs/cost-model.md,
-"Pipelines"), among the plans whose devices all fit in `device-memory-gib`.
+the stage's sub-problem, minimising what the step charges the stage: M micro-batches'
+forward and backward and one all-reduce, `stages.StageProblem`). Stage boundaries fall
+only at segment ends: the layers' `#pase.segment` if `pase-merge-layers` ran, else the
+clean cuts it would choose. The stages minimise the step time of the schedule,
+simulated (docs/cost-model.md, "Pipelines"), among the plans whose devices all fit in
+`device-memory-gib`.
 
 Under `device-memory-gib`, stage s of a plan must fit holding the activations of the
 micro-batches its position keeps at once (`schedule.in_flight`: M under GPipe,

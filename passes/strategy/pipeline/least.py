@@ -281,15 +281,13 @@ class LeastCosts:
                       work: float) -> float:
         """A lower bound on M (F + B) + AR of layers [start, stop) on `devices` devices
         in the configurations the stage solver gives them under any cap, given `work`,
-        a lower bound on their F + B: the solver minimises F + B + AR (the stage's
-        sub-problem's cost), so under a cap that is at least the unconstrained stage's,
-        and M (F + B) + AR = (F + B + AR) + (M - 1)(F + B). Costs the unconstrained solve,
-        which deciding whether the stage fits makes anyway. (`capped_least` bounds
-        M (F + B) + AR over every configuration that fits instead, which is lower where
-        the least of it lies in configurations with a heavy all-reduce that the solver,
-        minimising F + B + AR, would not choose.)"""
+        a lower bound on their F + B: the solver minimises M (F + B) + AR
+        (`StageProblem`), so under a cap it is at least the unconstrained stage's, and
+        at least M `work`. Costs the unconstrained solve, which deciding whether the
+        stage fits makes anyway. (`capped_least` bounds M (F + B) + AR over every
+        configuration that fits, by Lagrangian relaxation.)"""
         free = self.table.free(start, stop, devices, microbatches)
-        return free.work + free.cost.allreduce + (microbatches - 1) * work
+        return max(microbatches * free.work + free.cost.allreduce, microbatches * work)
 
     def capped_least(self, start: int, stop: int, devices: int, microbatches: int,
                      in_flight: int, memory: float) -> tuple[float, float]:

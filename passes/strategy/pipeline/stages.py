@@ -20,11 +20,12 @@ on P devices, every stage range solved for the search (`search.Partitioner`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.budget import MemoryBudget, as_budget
 from pase.passes.strategy.cost import Config, edge_costs
 from pase.passes.strategy.cost_models import CostModel
+from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import layer_cost
 from pase.passes.strategy.machines import Machine
@@ -138,6 +139,57 @@ def _edge_seconds(edge: Edge, producer: Layer, producer_config: Config, consumer
     return ahead, both - ahead
 
 
+@dataclass
+class StageProblem(Problem):
+    """A stage's sub-problem, whose DP minimises what the pipelined step charges the
+    stage: each micro-batch's F + B M times and its all-reduce AR once, that is
+    M (F + B) + AR, here divided by M (the same argmin, and the shared edge tables
+    kept as they are): the cost graph's vertices are F + B + AR / M of each layer and
+    its edges' seconds, those that carry a parameter (`carries_param`: they run once
+    per step, in AR) divided by M (docs/cost-model.md, "The stage's objective"). With
+    M = 1 it is `Problem`'s graph, F + B + AR, unchanged.
+
+        >>> from pase.frontend import parse_file
+        >>> from pase.passes.strategy.from_ir import read_graph
+        >>> from pase.passes.strategy.machines import preset
+        >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+        >>> problem = StageProblem.from_layers(mlp.layers, mlp.edges, 4, preset("v100-nvlink"),
+        ...                                    batch=mlp.batch)
+        >>> problem.microbatches = 4
+        >>> plain = Problem.from_layers(mlp.layers, mlp.edges, 4, preset("v100-nvlink"),
+        ...                             batch=mlp.batch).cost_graph()
+        >>> bool((problem.cost_graph().vertex_costs[1] <= plain.vertex_costs[1]).all())
+        True
+    """
+
+    microbatches: int = 1
+    _objective: CostGraph | None = field(default=None, repr=False)
+
+    def cost_graph(self, memory_budget: int | MemoryBudget | None = None) -> CostGraph:
+        graph = super().cost_graph(memory_budget)
+        if self.microbatches == 1:
+            return graph
+        if self._objective is None:
+            shrink = 1.0 - 1.0 / self.microbatches
+            vertices = []
+            for layer, configs, total in zip(self.layer_data, self.config_lists,
+                                             graph.vertex_costs, strict=True):
+                once = self.model.layer_costs(layer, configs, self.machine).param_communication
+                vertices.append(total - shrink * once if once.any() else total)
+            objective = CostGraph(self.layers, vertices)
+            tables = self._edge_tables  # as `Problem.cost_graph` gave them to its graph
+            for edge, table in zip(self.edges, tables, strict=True):
+                objective.add_edge(edge.producer, edge.consumer,
+                                   table / self.microbatches if carries_param(edge) else table)
+            if memory_budget is not None:
+                as_budget(memory_budget).count(
+                    sum(vertex.nbytes for vertex in vertices)
+                    + sum(table.nbytes for edge, table in zip(self.edges, tables, strict=True)
+                          if carries_param(edge)))
+            self._objective = objective
+        return self._objective
+
+
 def solved_stage(layers: Sequence[Layer], edges: Sequence[Edge],
                  assignment: dict[str, Config], devices: int, machine: Machine,
                  memo: dict, kinds: Kinds | None = None, gap: float = 0.0,
@@ -199,12 +251,16 @@ class StageSolver:
                                                    layer_kinds[edge.consumer])
                              for edge in edges]
 
-    def problem(self, part: Subgraph, devices: int) -> Problem:
-        """The sub-problem of `part` on `devices` devices, on the shared tables."""
-        return Problem.from_layers(part.layers, part.edges, devices, self.machine,
-                                   batch=self.batch, min_shard=self.min_shard,
-                                   tables=self.tables, kinds=part.kinds,
-                                   model=self.options.model)
+    def problem(self, part: Subgraph, devices: int, microbatches: int = 1) -> StageProblem:
+        """The sub-problem of `part` on `devices` devices, on the shared tables, its
+        objective that of a stage of a step of `microbatches` (`StageProblem`)."""
+        problem = StageProblem.from_layers(part.layers, part.edges, devices, self.machine,
+                                           batch=self.batch, min_shard=self.min_shard,
+                                           tables=self.tables, kinds=part.kinds,
+                                           model=self.options.model)
+        assert isinstance(problem, StageProblem)  # (`from_layers` builds its `cls`)
+        problem.microbatches = microbatches
+        return problem
 
     def budget(self) -> MemoryBudget:
         """A fresh budget for one solve, the shared tables counted (held throughout)."""
@@ -213,22 +269,23 @@ class StageSolver:
         return budget
 
     def solve(self, part: Subgraph, devices: int, memory: float | None = None,
-              in_flight: int = 1, enough: Callable[[float], bool] | None = None
-              ) -> StageSolution | None:
+              in_flight: int = 1, enough: Callable[[float], bool] | None = None,
+              microbatches: int = 1) -> StageSolution | None:
         """The stage's configurations (under `memory` bytes per device with `in_flight`
-        micro-batches held, if given), or None if none fits under it. Under `memory`,
-        `enough` may end the search (`solve_capped`'s, on the stage's F + B + AR): then
-        `BoundReached` is raised, and the bound is kept for the next call, which solves
-        again only if its `enough` does not accept that bound."""
+        micro-batches held, if given), or None if none fits under it: those of least
+        M (F + B) + AR for a step of M = `microbatches` (`StageProblem`). Under
+        `memory`, `enough` may end the search (`solve_capped`'s, on the stage's
+        F + B + AR / M): then `BoundReached` is raised, and the bound is kept for the
+        next call, which solves again only if its `enough` does not accept that bound."""
         signature = (*part.signature, devices, memory,
-                     in_flight if memory is not None else 0)
+                     in_flight if memory is not None else 0, microbatches)
         if signature not in self._solved:
             floor = self._floors.get(signature)
             if enough is not None and floor is not None and enough(floor):
                 raise BoundReached(floor)
             try:
                 self._solved[signature] = self._solve(part, devices, memory, in_flight,
-                                                      enough)
+                                                      enough, microbatches)
             except BoundReached as reached:
                 self._floors[signature] = reached.bound if floor is None else \
                     max(reached.bound, floor)
@@ -242,10 +299,10 @@ class StageSolver:
                              gap)
 
     def _solve(self, part: Subgraph, devices: int, memory: float | None, in_flight: int,
-               enough: Callable[[float], bool] | None = None
+               enough: Callable[[float], bool] | None = None, microbatches: int = 1
                ) -> tuple[tuple[Config, ...], float] | None:
         self.solves += 1
-        problem = self.problem(part, devices)
+        problem = self.problem(part, devices, microbatches)
         budget = self.budget()
         if memory is None:
             assignment = solve(problem, self.options, memory_budget=budget).assignment
@@ -338,7 +395,7 @@ class StageTable:
         if key in self._stages:
             return self._stages[key]
         part = self.cut(start, stop, microbatches)
-        solution = self.solver.solve(part, devices, memory, in_flight, enough)
+        solution = self.solver.solve(part, devices, memory, in_flight, enough, microbatches)
         result = None if solution is None else solved_stage(
             part.layers, part.edges, solution.assignment, devices, self.machine,
             self._memo, part.kinds, solution.gap, self.solver.model)

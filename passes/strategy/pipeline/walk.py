@@ -115,7 +115,7 @@ class Walk:
         """For the plans whose next stage, `index`, is [start, stop) (`rest`'s
         arguments, `SegmentBounds.next_stage`): whether they all reach the best step
         if it is solved under the cap, and if not, when its solve may end (`stage`'s
-        `enough`: on a bound on its F + B + AR). Never pruned where the stage fits
+        `enough`: on a bound on its F + B + AR / M). Never pruned where the stage fits
         unconstrained. First with `objective_own`, which costs nothing more, then
         with `capped_least`'s Lagrangian bounds."""
         memory, tight, least = self.memory, self.tight, self.plans.least
@@ -140,10 +140,9 @@ class Walk:
         own = max(own, least.capped_bound(start, stop, group, micro, holds, memory, 1))
         if reaches(work, own):
             return True, None
-        rest = (micro - 1) * work
 
-        def enough(cost: float) -> bool:  # the solver's F + B + AR is at least cost
-            return reaches(work, max(own, cost + rest))
+        def enough(cost: float) -> bool:  # the solver's F + B + AR / M is at least cost
+            return reaches(work, max(own, micro * cost))
 
         return False, enough
 

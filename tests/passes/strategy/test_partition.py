@@ -230,9 +230,10 @@ def test_the_lagrangian_bound_is_at_most_the_least_work_that_fits(seed: int) -> 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_the_objective_bound_holds_for_stages_solved_under_a_cap(seed: int) -> None:
-    # M (F + B) + AR of a stage the solver gives under a cap is at least its unconstrained
-    # F + B + AR plus M - 1 times any lower bound on its F + B (here: the segments' least,
-    # and the Lagrangian bound of capped_least), for every range and several caps.
+    # M (F + B) + AR of a stage the solver gives under a cap (the solver's objective) is
+    # at least its unconstrained M (F + B) + AR and M times any lower bound on its F + B
+    # (here: the segments' least, and the Lagrangian bound of capped_least), for every
+    # range and several caps.
     source = random_source(seed, chain=seed % 2 == 0)
     plans = partitioner(source, devices=4)
     positions = [0, *plans.cuts, len(plans.layers)]
@@ -244,7 +245,7 @@ def test_the_objective_bound_holds_for_stages_solved_under_a_cap(seed: int) -> N
             start, stop = positions[a], positions[b]
             free = plans.stage(start, stop, 4, micro)
             assert free is not None
-            objective = free.work + free.cost.allreduce
+            objective = micro * free.work + free.cost.allreduce
             assert plans.objective_own(start, stop, 4, micro, 0.0) == objective
             layers = plans.micro(micro).layers[start:stop]
             floor = sum(float(v.min()) for v in memory_vectors(
