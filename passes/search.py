@@ -32,7 +32,7 @@ micro-batch. Options:
   when `effort` stops the search first, the report (or,
   without report=true, a warning on stderr) says how far above the bound it may be.
 - effort: the most frontier points, in thousands, the capped search may make (a count,
-  so the answer is the same on every machine; default 1000000); 0 for no bound: it runs
+  so the answer is the same on every machine; default 30000); 0 for no bound: it runs
   until the strategy is proven optimal. Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the

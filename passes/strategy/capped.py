@@ -356,7 +356,7 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
         points += result.points
         if not result.finished:
             return Closed(incumbent, bound, points, True)
-        if result.choice is not None and result.cost < incumbent[1]:
+        if result.choice is not None and result.cost < incumbent[1] and result.memory <= cap:
             incumbent = (result.choice, result.cost, result.memory)
         if result.choice is not None and result.cost <= limit + margin:
             # Every strategy that fits and costs at most `limit` was kept: the least of

@@ -228,9 +228,12 @@ class _Search:
         final = factors[remaining[0]]
         for key in remaining[1:]:
             final = self.join(final, factors[key])
-        if final.cost.size == 0:
+        # A step with one factor joins nothing, so nothing pruned its points: the cap is
+        # checked here on every strategy left (its memory is whole now).
+        fitting = np.flatnonzero(final.memory <= self.cap)
+        if fitting.size == 0:
             return None
-        best = int(np.lexsort((final.memory, final.cost))[0])
+        best = int(fitting[np.lexsort((final.memory[fitting], final.cost[fitting]))[0]])
         return self.walk_back(final, best)
 
     def as_part(self, factor: _Points, key: int) -> _Points:

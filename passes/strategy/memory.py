@@ -72,11 +72,12 @@ RELATIVE_TOLERANCE = 1e-9
 """A strategy within this of the lower bound (relative) is proven optimal."""
 MAX_SOLVES = 100
 """The most DP solves LARAC makes (it converges in about 10 on the bundled models)."""
-DEFAULT_EFFORT = 1_000_000
+DEFAULT_EFFORT = 30_000
 """The most frontier points, in thousands, the exact search makes unless told otherwise
-(`solve_capped`'s `effort`, `capped.POINTS_PER_EFFORT`): a billion, some 5 GiB of
-transient tables at worst; the Transformer at P = 64 under 0.28 GiB on v100-nvlink,
-the largest proof measured, takes 385 thousand; a search it stops reports its gap."""
+(`solve_capped`'s `effort`, `capped.POINTS_PER_EFFORT`): 3·10^7, which also bounds the
+points one join materialises (some 3 GiB at worst: a join checks the count before it
+makes them); the Transformer at P = 64 under 0.28 GiB on v100-nvlink, the largest proof
+measured, takes 21,008 thousand; a search it stops reports its gap."""
 
 
 @dataclass(frozen=True)
