@@ -60,8 +60,8 @@ def to_precision(array: np.ndarray, precision: str) -> np.ndarray:
     element type: the values a low-precision tensor holds. bf16 rounds the float32 bit
     pattern to its upper 16 bits, to nearest, ties to even (as hardware does).
 
-        >>> to_precision(np.array([1 + 2**-9, 1 + 3 * 2**-9], np.float32), "bf16")
-        array([1.      , 1.0078125], dtype=float32)
+        >>> to_precision(np.array([1 + 2**-9, 1 + 3 * 2**-9], np.float32), "bf16").tolist()
+        [1.0, 1.0078125]
     """
     if precision == "fp32" or not np.issubdtype(array.dtype, np.floating):
         return array

@@ -94,8 +94,10 @@ def search_options(pass_class: type[ModulePass], options: StepOptions | None
     them (`pase-search` and `pase-partition-stages` take optimizer, precision, recompute
     and zero), each as the type of the pass's own default.
 
-        >>> search_options(AutodiffPass, StepOptions(optimizer="adam"))
+        >>> search_options(ScalePass, StepOptions(optimizer="adam"))
         {}
+        >>> search_options(AutodiffPass, StepOptions(optimizer="adam", zero=1))
+        {'optimizer': 'adam'}
     """
     if options is None:
         return {}
