@@ -13,10 +13,13 @@ The record is kept as long as the module lives (passes change a module in place)
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+
+if TYPE_CHECKING:  # numpy is imported where it is used: pase-opt starts without it
+    import numpy as np
 
 _VALUES: WeakKeyDictionary[ModuleOp, dict[str, np.ndarray]] = WeakKeyDictionary()
 
@@ -34,6 +37,8 @@ def initial_values(module: ModuleOp) -> dict[str, np.ndarray] | None:
 
 def npz_bytes(values: dict[str, np.ndarray]) -> bytes:
     """`values` as the bytes of an uncompressed .npz (`numpy.load` reads it back)."""
+    import numpy as np
+
     buffer = io.BytesIO()
     np.savez(buffer, **values)  # type: ignore[arg-type]
     return buffer.getvalue()

@@ -157,8 +157,6 @@ STATEMENTS: dict[str, Statement] = {
     **{op.name[4:]: Statement(op) for op in (dnn.SqrtOp, dnn.NegOp, dnn.PowOp)},
 }
 DATA_STATEMENTS = ("input", "param")
-# The result type of the op `build` probes for its shape, before it knows it.
-_PLACEHOLDER = dnn.TensorType((), ())
 
 
 def parse_file(path: str) -> ModuleOp:
@@ -567,15 +565,12 @@ class _Scope:
     def build(self, statement: Statement, operands: list[SSAValue],
               properties: dict[str, Attribute], result_type: dnn.TensorType | None,
               op_token: Node) -> dnn.LayerOp:
-        placeholder = result_type or _PLACEHOLDER
-        probe = statement.op.create(operands=operands, result_types=[placeholder],
-                                    properties=properties)
+        wanted = result_type.shape if result_type is not None else dnn.NO_RESULT
         try:
-            inferred = probe.infer()
+            inferred = statement.op.infer_shape([dnn.shape_of(o) for o in operands],
+                                                properties, wanted)
         except ShapeError as error:
             raise self.error(str(error), op_token) from None
-        finally:
-            probe.drop_all_references()
         if result_type is None:
             result_type = self.builder.tensor_type(inferred)
         elif inferred != result_type.shape:

@@ -29,7 +29,15 @@ pase-autodiff writes). Everything is re-exported here, so `dnn.EinsumOp` and
 from xdsl.ir import Dialect
 
 from pase.dialect.dnn.graph import GraphOp, InputOp, ParamOp, ReturnOp
-from pase.dialect.dnn.layer_op import Clauses, Flops, HoldsLayers, Kind, LayerOp
+from pase.dialect.dnn.layer_op import (
+    NO_RESULT,
+    Clauses,
+    Flops,
+    HoldsLayers,
+    Kind,
+    LayerOp,
+    LayerSignature,
+)
 from pase.dialect.dnn.layers import (
     LAYER_OPS,
     AddOp,
@@ -82,11 +90,11 @@ Dnn = Dialect("dnn", [GraphOp, ReturnOp, InputOp, ParamOp, *LAYER_OPS, VjpOp, Sg
               [TensorType])
 
 __all__ = [
-    "ELEMENT_TYPES", "LAYER_OPS", "AddOp", "BatchNormOp", "BinaryOp", "BroadcastOp", "Clauses",
-    "ClipOp",
-    "ConcatOp",
+    "ELEMENT_TYPES", "LAYER_OPS", "NO_RESULT", "AddOp", "BatchNormOp", "BinaryOp", "BroadcastOp",
+    "Clauses", "ClipOp", "ConcatOp",
     "Conv2dOp", "DivOp", "Dnn", "EinsumOp", "EmbeddingOp", "ExpOp", "Flops", "GeluOp", "GraphOp",
-    "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LstmOp", "MaskOp", "MulOp",
+    "HoldsLayers", "InputOp", "Kind", "LayerNormOp", "LayerOp", "LayerSignature", "LstmOp",
+    "MaskOp", "MulOp",
     "NegOp", "NormOp", "PowOp", "SqrtOp",
     "ParamOp", "Pool2dOp", "ReduceOp", "ReluOp", "ReshapeOp", "ReturnOp", "RmsNormOp",
     "SgdOp", "SigmoidOp",

@@ -2,6 +2,12 @@
 (`%y = dnn.op <kind>? %operands <keyword value>* attr-dict : (types) -> type`), its
 shape rule and its iteration space.
 
+Both rules are class-level (`shape_rule`, `space_rule`) over a `LayerSignature` -- the
+operand shapes, properties and result shape of a layer -- so a frontend learns a result
+shape, and `dnn.vjp` its forward layer's iteration space, without building an op:
+
+    dnn.ReluOp.infer_shape([NamedShape(("b", "h"), (64, 1024))], {})
+
 This module does not import `graph`: `GraphOp` imports it (for `GraphOp.layers`), and a
 layer finds its graph by the `HoldsLayers` trait `dnn.graph` carries, so the two modules
 form no import circle.
@@ -9,6 +15,7 @@ form no import circle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -65,6 +72,142 @@ class InLayerHolder(OpTrait):
             raise VerifyException(f"'{op.name}' expects parent op 'dnn.graph'")
 
 
+NO_RESULT = NamedShape((), ())
+"""The result shape a frontend gives a shape rule when it has none: the rule names the
+result's dims (a rule that reads the result's dims, as einsum, then sees none)."""
+
+
+@dataclass(frozen=True)
+class LayerSignature:
+    """A layer as its shape rule and iteration space see it: its op class, the shapes of
+    its operands, its properties and its result's shape. A `LayerOp` has one
+    (`op.signature()`); a frontend or `dnn.vjp` makes one without an op:
+
+        LayerSignature(dnn.Pool2dOp, (x,), {"kind": StringAttr("max"), ...}, NO_RESULT)
+    """
+
+    op: type[LayerOp]
+    input_shapes: tuple[NamedShape, ...]
+    properties: Mapping[str, Attribute]
+    result_shape: NamedShape
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def short_name(self) -> str:
+        """The op's name in `.dnn` and in its shape errors: `relu` for `dnn.relu`."""
+        return self.op.name.removeprefix("dnn.")
+
+    def operand_shapes(self, count: int, roles: str = "") -> tuple[NamedShape, ...]:
+        """The operand shapes, of which there must be `count` (`roles` names them in the
+        error, e.g. " (input, filter)")."""
+        inputs = self.input_shapes
+        if len(inputs) != count:
+            raise ShapeError(f"{self.short_name} takes {count} operand{'s' if count > 1 else ''}"
+                             f"{roles}, got {len(inputs)}")
+        return inputs
+
+    def dims_prop(self, prop: str) -> tuple[str, ...]:
+        return dims_property(self.properties, prop)
+
+    def ints_prop(self, prop: str) -> tuple[int, ...]:
+        return ints_property(self.properties, prop)
+
+    def int_prop(self, prop: str) -> int:
+        attr = self.properties[prop]
+        assert isinstance(attr, IntAttr)
+        return attr.data
+
+    def dim_prop(self, prop: str) -> str:
+        """A "dim" clause's value (one dim name)."""
+        attr = self.properties[prop]
+        assert isinstance(attr, StringAttr)
+        return attr.data
+
+    def float_prop(self, prop: str) -> float:
+        return float_property(self.properties, prop)
+
+    def count_prop(self, prop: str) -> int:
+        """A "count" clause's value: 1 when it is left out."""
+        return count_property(self.properties, prop)
+
+    def kind_prop(self) -> str:
+        return kind_property(self.op, self.properties)
+
+    def infer(self) -> NamedShape:
+        """The result shape the operands and properties imply (raises ShapeError)."""
+        return self.op.shape_rule(self)
+
+    def iteration_space(self) -> IterationSpace:
+        return self.op.space_rule(self)
+
+    def verify(self, config: Attribute | None = None) -> None:
+        """The checks of a layer's verifier that need no op: its kind, its result shape
+        against the shape rule and its `config` (a `#pase.config`) against its iteration
+        space; raises VerifyException."""
+        if self.op.KIND is not None and self.kind_prop() not in self.op.KIND[1]:
+            raise VerifyException(f"{self.name} kind must be one of "
+                                  f"{', '.join(self.op.KIND[1])}, got '{self.kind_prop()}'")
+        try:
+            expected = self.infer()
+        except ShapeError as error:
+            raise VerifyException(str(error)) from None
+        if expected != self.result_shape:
+            raise VerifyException(
+                f"result type {TensorType.of(self.result_shape)} does not match the "
+                f"inferred {TensorType.of(expected)}")
+        if config is not None:
+            self.verify_config(config)
+
+    def verify_config(self, config: Attribute) -> None:
+        if not isinstance(config, ConfigAttr):
+            raise VerifyException(f"{CONFIG_ATTR_NAME} must be a #pase.config, got {config}")
+        space = self.iteration_space()
+        for dim, factor in config.splits.items():
+            if dim not in space.names:
+                raise VerifyException(
+                    f"#pase.config splits '{dim}', which is not an iteration dimension of "
+                    f"{self.name} (its dimensions: {', '.join(space.names)})")
+            iter_dim = space.dim(dim)
+            if not iter_dim.splittable:
+                raise VerifyException(f"dimension '{dim}' of {self.name} cannot be split")
+            if iter_dim.size % factor:
+                raise VerifyException(f"split factor {factor} does not divide dimension "
+                                      f"'{dim}' of size {iter_dim.size}")
+
+
+def dims_property(properties: Mapping[str, Attribute], prop: str) -> tuple[str, ...]:
+    attr = properties[prop]
+    assert isinstance(attr, ArrayAttr)
+    return tuple(s.data for s in attr.data)
+
+
+def ints_property(properties: Mapping[str, Attribute], prop: str) -> tuple[int, ...]:
+    attr = properties[prop]
+    assert isinstance(attr, ArrayAttr)
+    return tuple(i.data for i in attr.data)
+
+
+def float_property(properties: Mapping[str, Attribute], prop: str) -> float:
+    attr = properties[prop]
+    assert isinstance(attr, FloatAttr)
+    return float(attr.value.data)
+
+
+def count_property(properties: Mapping[str, Attribute], prop: str) -> int:
+    attr = properties.get(prop)
+    return attr.data if isinstance(attr, IntAttr) else 1
+
+
+def kind_property(op: type[LayerOp], properties: Mapping[str, Attribute]) -> str:
+    assert op.KIND is not None
+    attr = properties[op.KIND[0]]
+    assert isinstance(attr, StringAttr)
+    return attr.data
+
+
 class LayerOp(IRDLOperation):
     """Base of every layer: tensors in, one tensor out, a shape rule, an iteration space.
 
@@ -72,8 +215,8 @@ class LayerOp(IRDLOperation):
     e.g. `max` of pool2d, with its choices) and `CLAUSES` (`(keyword, property, form)`,
     form one of "dims", "dim" (one dim name), "int", "index" (an int that may be 0),
     "count" (an int whose default 1 is left out: `groups`), "float", "ints", "pair" -- a
-    pair of ints printed as one int when both are equal), and implement `infer` and
-    `iteration_space`. The `SCALE_*` attributes
+    pair of ints printed as one int when both are equal), and implement the class-level
+    `shape_rule` and `space_rule` over a `LayerSignature`. The `SCALE_*` attributes
     say what `pase-scale` recomputes rather than scales; the defaults suit a layer whose
     result has its operands' dims (elementwise, einsum, a norm, a reduction).
     """
@@ -103,12 +246,34 @@ class LayerOp(IRDLOperation):
 
     # -- the shape rule and the layer-op interface --
 
-    def infer(self) -> NamedShape:
-        """The result shape the operands and properties imply (raises ShapeError)."""
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        """The result shape `layer`'s operands and properties imply (raises ShapeError)."""
         raise NotImplementedError
 
-    def iteration_space(self) -> IterationSpace:
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        """The iteration space of a layer of this class with `layer`'s signature."""
         raise NotImplementedError
+
+    @classmethod
+    def infer_shape(cls, operands: Sequence[NamedShape], properties: Mapping[str, Attribute],
+                    result: NamedShape = NO_RESULT) -> NamedShape:
+        """The result shape of a layer of this class over `operands` with `properties`
+        (`result`: the dims the result should have, where the rule reads them); what a
+        frontend asks before it builds the op. Raises ShapeError."""
+        return cls.shape_rule(LayerSignature(cls, tuple(operands), properties, result))
+
+    def signature(self) -> LayerSignature:
+        return LayerSignature(type(self), tuple(self.input_shapes), self.properties,
+                              self.result_shape)
+
+    def infer(self) -> NamedShape:
+        """The result shape the operands and properties imply (raises ShapeError)."""
+        return self.shape_rule(self.signature())
+
+    def iteration_space(self) -> IterationSpace:
+        return self.space_rule(self.signature())
 
     @property
     def input_shapes(self) -> list[NamedShape]:
@@ -123,40 +288,21 @@ class LayerOp(IRDLOperation):
         """The op's name in `.dnn` and in its shape errors: `relu` for `dnn.relu`."""
         return self.name.removeprefix("dnn.")
 
-    def operand_shapes(self, count: int, roles: str = "") -> list[NamedShape]:
-        """The operand shapes, of which there must be `count` (`roles` names them in the
-        error, e.g. " (input, filter)")."""
-        inputs = self.input_shapes
-        if len(inputs) != count:
-            raise ShapeError(f"{self.short_name} takes {count} operand{'s' if count > 1 else ''}"
-                             f"{roles}, got {len(inputs)}")
-        return inputs
-
     def dims_prop(self, prop: str) -> tuple[str, ...]:
-        attr = self.properties[prop]
-        assert isinstance(attr, ArrayAttr)
-        return tuple(s.data for s in attr.data)
+        return dims_property(self.properties, prop)
 
     def ints_prop(self, prop: str) -> tuple[int, ...]:
-        attr = self.properties[prop]
-        assert isinstance(attr, ArrayAttr)
-        return tuple(i.data for i in attr.data)
+        return ints_property(self.properties, prop)
 
     def float_prop(self, prop: str) -> float:
-        attr = self.properties[prop]
-        assert isinstance(attr, FloatAttr)
-        return float(attr.value.data)
+        return float_property(self.properties, prop)
 
     def count_prop(self, prop: str) -> int:
         """A "count" clause's value: 1 when it is left out."""
-        attr = self.properties.get(prop)
-        return attr.data if isinstance(attr, IntAttr) else 1
+        return count_property(self.properties, prop)
 
     def kind_prop(self) -> str:
-        assert self.KIND is not None
-        attr = self.properties[self.KIND[0]]
-        assert isinstance(attr, StringAttr)
-        return attr.data
+        return kind_property(type(self), self.properties)
 
     @property
     def config(self) -> ConfigAttr | None:
@@ -173,20 +319,7 @@ class LayerOp(IRDLOperation):
     # -- verification --
 
     def verify_(self) -> None:
-        if self.KIND is not None and self.kind_prop() not in self.KIND[1]:
-            raise VerifyException(f"{self.name} kind must be one of "
-                                  f"{', '.join(self.KIND[1])}, got '{self.kind_prop()}'")
-        try:
-            expected = self.infer()
-        except ShapeError as error:
-            raise VerifyException(str(error)) from None
-        if expected != self.result_shape:
-            raise VerifyException(
-                f"result type {TensorType.of(self.result_shape)} does not match the "
-                f"inferred {TensorType.of(expected)}")
-        config = self.attributes.get(CONFIG_ATTR_NAME)
-        if config is not None:
-            self.verify_config(config)
+        self.signature().verify(self.attributes.get(CONFIG_ATTR_NAME))
         verify_gradient_attributes(self)
         if (order := grid_order(self)) is not None:
             names = self.iteration_space().names
@@ -196,20 +329,7 @@ class LayerOp(IRDLOperation):
                                       f"dimensions of {self.name} ({', '.join(names)})")
 
     def verify_config(self, config: Attribute) -> None:
-        if not isinstance(config, ConfigAttr):
-            raise VerifyException(f"{CONFIG_ATTR_NAME} must be a #pase.config, got {config}")
-        space = self.iteration_space()
-        for dim, factor in config.splits.items():
-            if dim not in space.names:
-                raise VerifyException(
-                    f"#pase.config splits '{dim}', which is not an iteration dimension of "
-                    f"{self.name} (its dimensions: {', '.join(space.names)})")
-            iter_dim = space.dim(dim)
-            if not iter_dim.splittable:
-                raise VerifyException(f"dimension '{dim}' of {self.name} cannot be split")
-            if iter_dim.size % factor:
-                raise VerifyException(f"split factor {factor} does not divide dimension "
-                                      f"'{dim}' of size {iter_dim.size}")
+        self.signature().verify_config(config)
 
     # -- syntax --
 

@@ -1,7 +1,8 @@
 """The layer ops of the `dnn` dialect, one per layer kind of the `.dnn` language.
 
-Each op answers `infer()` (its shape rule, from `pase.core.shapes`) and
-`iteration_space()`: its iteration dims, FLOPs, and distribution facts (partial-sum
+Each op class answers `shape_rule(layer)` (its shape rule, from `pase.core.shapes`) and
+`space_rule(layer)`, over a `LayerSignature` (so a frontend asks before the op exists):
+its iteration dims, FLOPs, and distribution facts (partial-sum
 dims, the statistics its kernel exchanges, gradients its kernel completes), which the
 cost model, `pase-lower-spmd` and the runtime read instead of the op's name.
 """
@@ -17,7 +18,16 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 from pase.core import shapes
 from pase.core.shapes import NamedShape, ShapeError
 from pase.core.space import Collective, IterationSpace, IterDim, Statistics
-from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp, Multiple, OperandDim, ScaleTie
+from pase.dialect.dnn.layer_op import (
+    Clauses,
+    Flops,
+    Kind,
+    LayerOp,
+    LayerSignature,
+    Multiple,
+    OperandDim,
+    ScaleTie,
+)
 
 
 def _pair(values: tuple[int, ...]) -> tuple[int, int]:
@@ -59,18 +69,20 @@ class EinsumOp(LayerOp):
 
     name = "dnn.einsum"
 
-    def infer(self) -> NamedShape:
-        return shapes.einsum_shape(self.input_shapes, self.result_shape.dims)
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        return shapes.einsum_shape(layer.input_shapes, layer.result_shape.dims)
 
-    def iteration_space(self) -> IterationSpace:
-        result = self.result_shape
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        result = layer.result_shape
         sizes: dict[str, int] = dict(zip(result.dims, result.sizes, strict=True))
-        for shape in self.input_shapes:
+        for shape in layer.input_shapes:
             for dim, size in zip(shape.dims, shape.sizes, strict=True):
                 sizes.setdefault(dim, size)
         dims = tuple(IterDim(d, s, reduction=d not in result.dims) for d, s in sizes.items())
         # One multiply-add per point forward; two backward (one per operand gradient).
-        return IterationSpace(dims, tuple(s.dims for s in self.input_shapes), result.dims,
+        return IterationSpace(dims, tuple(s.dims for s in layer.input_shapes), result.dims,
                               flops_forward=2.0, flops_backward=4.0,
                               partial=tuple(d.name for d in dims if d.reduction))
 
@@ -106,15 +118,18 @@ class Conv2dOp(LayerOp):
     SCALE_TIE: ClassVar[ScaleTie] = "window"
     SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ((1, 2), (1, 3))
 
-    def infer(self) -> NamedShape:
-        x, w = self.operand_shapes(2, " (input, filter)")
-        return shapes.conv2d_shape(x, w, self.stride.data, _pair(self.ints_prop("padding")),
-                                   self.result_shape, self.count_prop("groups"))
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        x, w = layer.operand_shapes(2, " (input, filter)")
+        return shapes.conv2d_shape(x, w, layer.int_prop("stride"),
+                                   _pair(layer.ints_prop("padding")), layer.result_shape,
+                                   layer.count_prop("groups"))
 
-    def iteration_space(self) -> IterationSpace:
-        x, w = self.input_shapes
-        y = self.result_shape
-        groups = self.count_prop("groups")
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        x, w = layer.input_shapes
+        y = layer.result_shape
+        groups = layer.count_prop("groups")
         dims = (IterDim(y.dims[0], y.sizes[0]), IterDim(y.dims[1], y.sizes[1]),
                 IterDim(w.dims[1], w.sizes[1], splittable=groups == 1, reduction=True),
                 IterDim(y.dims[2], y.sizes[2], splittable=False),
@@ -144,18 +159,20 @@ class Pool2dOp(LayerOp):
                ("padding", "padding", "pair"))
     SCALE_TIE: ClassVar[ScaleTie] = "window"
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        window = self.ints_prop("window")
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        window = layer.ints_prop("window")
         if len(window) != 2:
             raise ShapeError(f"pool2d window must be [height, width], got {list(window)}")
-        return shapes.pool2d_shape(x, (window[0], window[1]), self.stride.data,
-                                   _pair(self.ints_prop("padding")), self.result_shape)
+        return shapes.pool2d_shape(x, (window[0], window[1]), layer.int_prop("stride"),
+                                   _pair(layer.ints_prop("padding")), layer.result_shape)
 
-    def iteration_space(self) -> IterationSpace:
-        (x,) = self.input_shapes
-        y = self.result_shape
-        kh, kw = self.ints_prop("window")
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        (x,) = layer.input_shapes
+        y = layer.result_shape
+        kh, kw = layer.ints_prop("window")
         dims = (IterDim(y.dims[0], y.sizes[0]), IterDim(y.dims[1], y.sizes[1]),
                 IterDim(y.dims[2], y.sizes[2], splittable=False),
                 IterDim(y.dims[3], y.sizes[3], splittable=False))
@@ -168,24 +185,27 @@ class _ElementwiseOp(LayerOp):
 
     FLOPS: ClassVar[Flops] = (1.0, 1.0)
 
-    def iteration_space(self) -> IterationSpace:
-        return _identity_space(self.result_shape, self.input_shapes, *self.FLOPS)
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        return _identity_space(layer.result_shape, layer.input_shapes, *cls.FLOPS)
 
 
 class UnaryOp(_ElementwiseOp):
     """Elementwise function of one tensor."""
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.unary_shape(self.short_name, x)
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.unary_shape(layer.short_name, x)
 
 
 class BinaryOp(_ElementwiseOp):
     """Elementwise function of two tensors, broadcasting by dimension name."""
 
-    def infer(self) -> NamedShape:
-        lhs, rhs = self.operand_shapes(2)
-        return shapes.binary_shape(self.short_name, lhs, rhs)
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        lhs, rhs = layer.operand_shapes(2)
+        return shapes.binary_shape(layer.short_name, lhs, rhs)
 
 
 @irdl_op_definition
@@ -263,17 +283,19 @@ class SoftmaxOp(_OverOp):
 
     name = "dnn.softmax"
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.softmax_shape(x, self.dims_prop("over"))
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.softmax_shape(x, layer.dims_prop("over"))
 
-    def iteration_space(self) -> IterationSpace:
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
         # The row maximum and Σ exp forward, Σ dy·y backward (docs/cost-model.md, rule 3).
-        over = self.dims_prop("over")
-        statistics = _row_statistics(self.input_shapes[0], over,
+        over = layer.dims_prop("over")
+        statistics = _row_statistics(layer.input_shapes[0], over,
                                      Collective("all_reduce", 1, count=2),
                                      Collective("all_reduce", 1, backward=True))
-        return _identity_space(self.result_shape, self.input_shapes, 5.0, 4.0,
+        return _identity_space(layer.result_shape, layer.input_shapes, 5.0, 4.0,
                                statistics=statistics)
 
 
@@ -282,20 +304,22 @@ class NormOp(_OverOp):
 
     SCALE_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
 
-    def infer(self) -> NamedShape:
-        inputs = self.input_shapes
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        inputs = layer.input_shapes
         if not inputs:
-            raise ShapeError(f"{self.short_name} takes 1 operand, or 3 with scale and bias, "
+            raise ShapeError(f"{layer.short_name} takes 1 operand, or 3 with scale and bias, "
                              "got 0")
-        return shapes.norm_shape(self.short_name, inputs[0], inputs[1:], self.dims_prop("over"))
+        return shapes.norm_shape(layer.short_name, inputs[0], inputs[1:], layer.dims_prop("over"))
 
-    def iteration_space(self) -> IterationSpace:
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
         # [Σ x, Σ x²] forward, [Σ g, Σ g·x̂] backward, in one all-reduce each.
-        statistics = _row_statistics(self.input_shapes[0], self.dims_prop("over"),
+        statistics = _row_statistics(layer.input_shapes[0], layer.dims_prop("over"),
                                      Collective("all_reduce", 2),
                                      Collective("all_reduce", 2, backward=True))
         # PaSE: 16 FLOPs per element, forward and backward together.
-        return _identity_space(self.result_shape, self.input_shapes, 8.0, 8.0,
+        return _identity_space(layer.result_shape, layer.input_shapes, 8.0, 8.0,
                                statistics=statistics)
 
 
@@ -323,13 +347,15 @@ class ReduceOp(_OverOp):
 
     KIND: ClassVar[Kind] = ("kind", ("sum", "mean"))
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.reduce_shape(self.kind.data, x, self.dims_prop("over"))
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.reduce_shape(layer.kind_prop(), x, layer.dims_prop("over"))
 
-    def iteration_space(self) -> IterationSpace:
-        return _identity_space(self.input_shapes[0], self.input_shapes, 1.0, 1.0,
-                               reduced=self.dims_prop("over"))
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        return _identity_space(layer.input_shapes[0], layer.input_shapes, 1.0, 1.0,
+                               reduced=layer.dims_prop("over"))
 
 
 @irdl_op_definition
@@ -342,12 +368,14 @@ class EmbeddingOp(LayerOp):
 
     name = "dnn.embedding"
 
-    def infer(self) -> NamedShape:
-        return shapes.embedding_shape(*self.operand_shapes(2, " (ids, table)"))
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        return shapes.embedding_shape(*layer.operand_shapes(2, " (ids, table)"))
 
-    def iteration_space(self) -> IterationSpace:
-        ids, table = self.input_shapes
-        y = self.result_shape
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        ids, table = layer.input_shapes
+        y = layer.result_shape
         vocab = table.sizes[0]
         dims = tuple(IterDim(d, s) for d, s in zip(ids.dims, ids.sizes, strict=True))
         dims += (IterDim(table.dims[0], vocab, reduction=True),)
@@ -379,16 +407,18 @@ class LstmOp(LayerOp):
     SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = (
         ((1, 1), 2, (0, 2)), ((1, 2), 4, (0, 2)), ((2, 1), 4, (0, 2)))
 
-    def infer(self) -> NamedShape:
-        inputs = self.input_shapes
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        inputs = layer.input_shapes
         if len(inputs) not in (2, 3):
             raise ShapeError(f"lstm takes 2 or 3 operands (input, weight, optional bias), "
                              f"got {len(inputs)}")
         return shapes.lstm_shape(*inputs)
 
-    def iteration_space(self) -> IterationSpace:
-        x, w = self.input_shapes[:2]
-        bias = ((w.dims[0], w.dims[2]),) if len(self.input_shapes) == 3 else ()
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        x, w = layer.input_shapes[:2]
+        bias = ((w.dims[0], w.dims[2]),) if len(layer.input_shapes) == 3 else ()
         dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
                 IterDim(x.dims[1], x.sizes[1], splittable=False),
                 IterDim(x.dims[0], x.sizes[0]),
@@ -416,13 +446,15 @@ class ConcatOp(LayerOp):
     name = "dnn.concat"
     SCALE_TIE: ClassVar[ScaleTie] = "concat"
 
-    def infer(self) -> NamedShape:
-        return shapes.concat_shape(self.input_shapes, self.result_shape)
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        return shapes.concat_shape(layer.input_shapes, layer.result_shape)
 
-    def iteration_space(self) -> IterationSpace:
-        y = self.result_shape
-        axis = shapes.concat_axis(self.input_shapes, y)
-        return _identity_space(y, self.input_shapes, 0.0, 0.0, fixed=(y.dims[axis],))
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        y = layer.result_shape
+        axis = shapes.concat_axis(layer.input_shapes, y)
+        return _identity_space(y, layer.input_shapes, 0.0, 0.0, fixed=(y.dims[axis],))
 
 
 @irdl_op_definition
@@ -436,13 +468,15 @@ class ReshapeOp(LayerOp):
     name = "dnn.reshape"
     SCALE_TIE: ClassVar[ScaleTie] = "regroup"
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.reshape_shape(x, self.result_shape)
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.reshape_shape(x, layer.result_shape)
 
-    def iteration_space(self) -> IterationSpace:
-        (x,) = self.input_shapes
-        y = self.result_shape
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        (x,) = layer.input_shapes
+        y = layer.result_shape
         operand: list[str | None] = [None] * x.rank
         splittable: set[str] = set()
         for in_range, out_range in shapes.reshape_groups(x, y):
@@ -460,17 +494,19 @@ class SoftmaxCrossEntropyOp(_OverOp):
 
     name = "dnn.softmax_cross_entropy"
 
-    def infer(self) -> NamedShape:
-        over = self.dims_prop("over")
-        logits, labels = self.operand_shapes(2, " (logits, labels)")
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        over = layer.dims_prop("over")
+        logits, labels = layer.operand_shapes(2, " (logits, labels)")
         if len(over) != 1:
             raise ShapeError(f"softmax_cross_entropy is over one class dimension, "
                              f"got [{', '.join(over)}]")
         return shapes.cross_entropy_shape(logits, labels, over[0])
 
-    def iteration_space(self) -> IterationSpace:
-        logits, labels = self.input_shapes
-        over = self.dims_prop("over")
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        logits, labels = layer.input_shapes
+        over = layer.dims_prop("over")
         # The row maximum, then [Σ exp(z − max), target logit]; the backward reuses them.
         # Each device sums the loss of its rows: a partial sum over the row dims.
         statistics = _row_statistics(logits, over, Collective("all_reduce", 1),

@@ -3,7 +3,7 @@
 clip (ReLU6), the elementwise div, sqrt, neg and pow, slice (ONNX Slice, Split and
 constant-index Gather), broadcast (ONNX Expand: ViT's class token), the causal mask
 (GPT-2's Where with a lower-triangular mask) and rmsnorm (T5's norm). Like every layer op
-they answer `infer()` from `pase.core.shapes` and `iteration_space()`; `layers.LAYER_OPS`
+class they answer `shape_rule` from `pase.core.shapes` and `space_rule`; `layers.LAYER_OPS`
 lists them with the others.
 """
 
@@ -17,7 +17,7 @@ from xdsl.irdl import irdl_op_definition, prop_def
 from pase.core import shapes
 from pase.core.shapes import NamedShape
 from pase.core.space import Collective, IterationSpace, IterDim
-from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp, ScaleTie
+from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp, LayerSignature, ScaleTie
 from pase.dialect.dnn.layers import (
     BinaryOp,
     UnaryOp,
@@ -40,9 +40,10 @@ class ClipOp(UnaryOp):
     CLAUSES: ClassVar[Clauses] = (("min", "min", "float"), ("max", "max", "float"))
     FLOPS: ClassVar[Flops] = (1.0, 1.0)
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.clip_shape(x, self.float_prop("min"), self.float_prop("max"))
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.clip_shape(x, layer.float_prop("min"), layer.float_prop("max"))
 
 
 @irdl_op_definition
@@ -63,17 +64,20 @@ class SliceOp(LayerOp):
     CLAUSES: ClassVar[Clauses] = (("along", "dim", "dim"), ("from", "start", "index"))
     SCALE_TIE: ClassVar[ScaleTie] = "slice"
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.slice_shape(x, self.dim.data, self.start.data, self.result_shape)
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.slice_shape(x, layer.dim_prop("dim"), layer.int_prop("start"),
+                                  layer.result_shape)
 
-    def iteration_space(self) -> IterationSpace:
-        (x,) = self.input_shapes
-        y = self.result_shape
-        new = y.dims[x.dims.index(self.dim.data)]
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        (x,) = layer.input_shapes
+        y = layer.result_shape
+        new = y.dims[x.dims.index(layer.dim_prop("dim"))]
         dims = tuple(IterDim(d, s, splittable=d != new)
                      for d, s in zip(y.dims, y.sizes, strict=True))
-        operand = tuple(None if d == self.dim.data else d for d in x.dims)
+        operand = tuple(None if d == layer.dim_prop("dim") else d for d in x.dims)
         return IterationSpace(dims, (operand,), y.dims, 0.0, 0.0)
 
 
@@ -88,12 +92,14 @@ class BroadcastOp(LayerOp):
 
     name = "dnn.broadcast"
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.broadcast_shape(x, self.result_shape)
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.broadcast_shape(x, layer.result_shape)
 
-    def iteration_space(self) -> IterationSpace:
-        return _identity_space(self.result_shape, self.input_shapes, 0.0, 1.0)
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        return _identity_space(layer.result_shape, layer.input_shapes, 0.0, 1.0)
 
 
 @irdl_op_definition
@@ -115,12 +121,14 @@ class MaskOp(LayerOp):
     KIND: ClassVar[Kind] = ("kind", ("causal",))
     CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"), ("fill", "fill", "float"))
 
-    def infer(self) -> NamedShape:
-        (x,) = self.operand_shapes(1)
-        return shapes.mask_shape(x, self.dims_prop("over"))
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.mask_shape(x, layer.dims_prop("over"))
 
-    def iteration_space(self) -> IterationSpace:
-        return _identity_space(self.result_shape, self.input_shapes, 1.0, 1.0)
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        return _identity_space(layer.result_shape, layer.input_shapes, 1.0, 1.0)
 
 
 @irdl_op_definition
@@ -168,15 +176,17 @@ class RmsNormOp(_OverOp):
     name = "dnn.rmsnorm"
     SCALE_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
 
-    def infer(self) -> NamedShape:
-        inputs = self.input_shapes
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        inputs = layer.input_shapes
         if not inputs:
             raise shapes.ShapeError("rmsnorm takes 1 operand, or 2 with a scale, got 0")
-        return shapes.rms_norm_shape(inputs[0], inputs[1:], self.dims_prop("over"))
+        return shapes.rms_norm_shape(inputs[0], inputs[1:], layer.dims_prop("over"))
 
-    def iteration_space(self) -> IterationSpace:
-        statistics = _row_statistics(self.input_shapes[0], self.dims_prop("over"),
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        statistics = _row_statistics(layer.input_shapes[0], layer.dims_prop("over"),
                                      Collective("all_reduce", 1),
                                      Collective("all_reduce", 1, backward=True))
-        return _identity_space(self.result_shape, self.input_shapes, 4.0, 6.0,
+        return _identity_space(layer.result_shape, layer.input_shapes, 4.0, 6.0,
                                statistics=statistics)

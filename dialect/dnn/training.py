@@ -28,7 +28,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from pase.core.space import IterationSpace
 from pase.dialect.dnn.graph import GraphOp
-from pase.dialect.dnn.layer_op import LayerOp
+from pase.dialect.dnn.layer_op import LayerOp, LayerSignature
 from pase.dialect.dnn.layers import LAYER_OPS
 from pase.dialect.dnn.types import TensorType, shape_of
 from pase.dialect.pase import CONFIG_ATTR_NAME, verify_gradient_attributes
@@ -97,19 +97,13 @@ class VjpOp(IRDLOperation):
         return {name: value for name, value in self.properties.items()
                 if name in self.FORWARD_PROPERTIES}
 
-    def probe(self) -> LayerOp:
-        """A detached forward layer op with this op's operands and properties; call
-        `drop_all_references()` on it when done."""
-        return self.forward_class.create(operands=list(self.inputs),
-                                         result_types=[self.result.type],
-                                         properties=self.forward_properties())
+    def forward_signature(self) -> LayerSignature:
+        """The forward layer as its shape rule and iteration space see it."""
+        return LayerSignature(self.forward_class, tuple(shape_of(v) for v in self.inputs),
+                              self.forward_properties(), shape_of(self.result))
 
     def iteration_space(self) -> IterationSpace:
-        probe = self.probe()
-        try:
-            return probe.iteration_space()
-        finally:
-            probe.drop_all_references()
+        return self.forward_signature().iteration_space()
 
     def verify_(self) -> None:
         indices = self.indices
@@ -127,13 +121,7 @@ class VjpOp(IRDLOperation):
         if self.cotangent is None and shape_of(self.result).dims:
             raise VerifyException("only a scalar loss may leave out its incoming gradient")
         verify_gradient_attributes(self)
-        probe = self.probe()
-        try:
-            probe.verify_()
-            if (config := self.attributes.get(CONFIG_ATTR_NAME)) is not None:
-                probe.verify_config(config)
-        finally:
-            probe.drop_all_references()
+        self.forward_signature().verify(self.attributes.get(CONFIG_ATTR_NAME))
 
     @classmethod
     def parse(cls, parser: Parser) -> VjpOp:

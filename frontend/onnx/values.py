@@ -227,20 +227,16 @@ class GraphState:
         infers. A shape the rule rejects is an error at the node."""
         properties = properties or {}
         element = dnn.shape_of(operands[0]).element
-        placeholder = (self.tensor_type(result, element) if result is not None
-                       else dnn.TensorType((), ()))
+        wanted = (self.tensor_type(result, element).shape if result is not None
+                  else dnn.NO_RESULT)
         # Operand types name the dims as they were when built; the shape rule must see
-        # them as they are now (merged since), so it checks stand-ins of today's types.
-        stand_ins = [dnn.InputOp(self.current_type(o)) for o in operands]
-        probe = op_class.create(operands=[s.output for s in stand_ins],
-                                result_types=[placeholder], properties=properties)
-        assert isinstance(probe, dnn.LayerOp)
+        # them as they are now (merged since).
+        assert issubclass(op_class, dnn.LayerOp)
         try:
-            inferred = probe.infer()
+            inferred = op_class.infer_shape([self.current_type(o).shape for o in operands],
+                                            properties, wanted)
         except ShapeError as error:
             raise self.error(str(error)) from None
-        finally:
-            probe.drop_all_references()
         op = op_class.create(operands=list(operands), result_types=[
             dnn.TensorType.of(inferred)], properties=properties)
         self.dims.record(int(d[1:]) for d in inferred.dims)

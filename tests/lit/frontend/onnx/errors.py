@@ -1,31 +1,32 @@
 # Every error is one line, `file: error: node 'NAME' (OpType): what is missing`, exit 1.
-# RUN: python %s cos %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=COS
-# RUN: python %s strides %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=STRIDES
-# RUN: python %s pads %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=PADS
-# RUN: python %s dilations %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=DILATIONS
-# RUN: python %s alpha %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=ALPHA
-# RUN: python %s divide %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=DIVIDE
-# RUN: python %s computed_shape %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=COMPUTED-SHAPE
-# RUN: python %s reshape %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=RESHAPE
-# RUN: python %s mask %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=MASK
-# RUN: python %s gather %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=GATHER
-# RUN: python %s outputs %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=OUTPUTS
-# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=SYMBOLIC
-# RUN: python %s sequence %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=4}' 2>&1 | filecheck %s --check-prefix=SEQUENCE
-# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=999999999999999999999999999999999999999999999}' 2>&1 | filecheck %s --check-prefix=DIGITS
-# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=99999999999999999999}' 2>&1 | filecheck %s --check-prefix=BATCH-LIMIT
-# RUN: python %s symbolic %t.onnx && not pase-opt %t.onnx -f 'onnx{batch=4000000000000000}' 2>&1 | filecheck %s --check-prefix=BATCH-ELEMENTS
-# RUN: python %s huge %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=HUGE
-# RUN: python %s input_type %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=INPUT-TYPE
-# RUN: python %s old %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=OLD
-# RUN: python %s new %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=NEW
-# RUN: python %s inference %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=INFERENCE
-# RUN: python %s invalid %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=INVALID
-# RUN: python %s truncated %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
-# RUN: python %s text %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
-# RUN: python %s empty %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=EMPTY
-# RUN: python %s dilations %t.onnx && not pase-opt %t.onnx -f 'onnx{loss=sum}' 2>&1 | filecheck %s --check-prefix=LOSS
-# RUN: python %s dilations %t.onnx && not pase-run %t.onnx --devices 2 2>&1 | filecheck %s --check-prefix=DILATIONS
+# RUN: python %s all %t
+# RUN: not pase-opt %t.cos.onnx 2>&1 | filecheck %s --check-prefix=COS
+# RUN: not pase-opt %t.strides.onnx 2>&1 | filecheck %s --check-prefix=STRIDES
+# RUN: not pase-opt %t.pads.onnx 2>&1 | filecheck %s --check-prefix=PADS
+# RUN: not pase-opt %t.dilations.onnx 2>&1 | filecheck %s --check-prefix=DILATIONS
+# RUN: not pase-opt %t.alpha.onnx 2>&1 | filecheck %s --check-prefix=ALPHA
+# RUN: not pase-opt %t.divide.onnx 2>&1 | filecheck %s --check-prefix=DIVIDE
+# RUN: not pase-opt %t.computed_shape.onnx 2>&1 | filecheck %s --check-prefix=COMPUTED-SHAPE
+# RUN: not pase-opt %t.reshape.onnx 2>&1 | filecheck %s --check-prefix=RESHAPE
+# RUN: not pase-opt %t.mask.onnx 2>&1 | filecheck %s --check-prefix=MASK
+# RUN: not pase-opt %t.gather.onnx 2>&1 | filecheck %s --check-prefix=GATHER
+# RUN: not pase-opt %t.outputs.onnx 2>&1 | filecheck %s --check-prefix=OUTPUTS
+# RUN: not pase-opt %t.symbolic.onnx 2>&1 | filecheck %s --check-prefix=SYMBOLIC
+# RUN: not pase-opt %t.sequence.onnx -f 'onnx{batch=4}' 2>&1 | filecheck %s --check-prefix=SEQUENCE
+# RUN: not pase-opt %t.symbolic.onnx -f 'onnx{batch=999999999999999999999999999999999999999999999}' 2>&1 | filecheck %s --check-prefix=DIGITS
+# RUN: not pase-opt %t.symbolic.onnx -f 'onnx{batch=99999999999999999999}' 2>&1 | filecheck %s --check-prefix=BATCH-LIMIT
+# RUN: not pase-opt %t.symbolic.onnx -f 'onnx{batch=4000000000000000}' 2>&1 | filecheck %s --check-prefix=BATCH-ELEMENTS
+# RUN: not pase-opt %t.huge.onnx 2>&1 | filecheck %s --check-prefix=HUGE
+# RUN: not pase-opt %t.input_type.onnx 2>&1 | filecheck %s --check-prefix=INPUT-TYPE
+# RUN: not pase-opt %t.old.onnx 2>&1 | filecheck %s --check-prefix=OLD
+# RUN: not pase-opt %t.new.onnx 2>&1 | filecheck %s --check-prefix=NEW
+# RUN: not pase-opt %t.inference.onnx 2>&1 | filecheck %s --check-prefix=INFERENCE
+# RUN: not pase-opt %t.invalid.onnx 2>&1 | filecheck %s --check-prefix=INVALID
+# RUN: not pase-opt %t.truncated.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
+# RUN: not pase-opt %t.text.onnx 2>&1 | filecheck %s --check-prefix=TRUNCATED
+# RUN: not pase-opt %t.empty.onnx 2>&1 | filecheck %s --check-prefix=EMPTY
+# RUN: not pase-opt %t.dilations.onnx -f 'onnx{loss=sum}' 2>&1 | filecheck %s --check-prefix=LOSS
+# RUN: not pase-run %t.dilations.onnx --devices 2 2>&1 | filecheck %s --check-prefix=DILATIONS
 
 import os
 import sys

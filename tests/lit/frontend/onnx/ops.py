@@ -1,12 +1,13 @@
 # Each ONNX operator pase reads, and the dnn ops it becomes.
-# RUN: python %s gemm %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=GEMM
-# RUN: python %s conv %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=CONV
-# RUN: python %s attention %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=ATTENTION
-# RUN: python %s gelu %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=GELU
-# RUN: python %s shapes %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=SHAPES
-# RUN: python %s unary %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=UNARY
-# RUN: python %s embedding %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=EMBEDDING
-# RUN: python %s batch %t.onnx && pase-opt %t.onnx -f 'onnx{batch=32 loss=mean}' | filecheck %s --check-prefix=BATCH
+# RUN: python %s all %t
+# RUN: pase-opt %t.gemm.onnx | filecheck %s --check-prefix=GEMM
+# RUN: pase-opt %t.conv.onnx | filecheck %s --check-prefix=CONV
+# RUN: pase-opt %t.attention.onnx | filecheck %s --check-prefix=ATTENTION
+# RUN: pase-opt %t.gelu.onnx | filecheck %s --check-prefix=GELU
+# RUN: pase-opt %t.shapes.onnx | filecheck %s --check-prefix=SHAPES
+# RUN: pase-opt %t.unary.onnx | filecheck %s --check-prefix=UNARY
+# RUN: pase-opt %t.embedding.onnx | filecheck %s --check-prefix=EMBEDDING
+# RUN: pase-opt %t.batch.onnx -f 'onnx{batch=32 loss=mean}' | filecheck %s --check-prefix=BATCH
 
 import os
 import sys

@@ -1,4 +1,5 @@
-"""Builds the ONNX model a lit test names: `python test.py CASE OUT.onnx`.
+"""Builds the ONNX model a lit test names: `python test.py CASE OUT.onnx`, or all of
+them: `python test.py all PREFIX` (`PREFIX.CASE.onnx` each).
 
 A test file defines functions `case_NAME() -> onnx.ModelProto` and ends with
 `main(globals())`; `graph(...)` builds a model from nodes, typed inputs and output,
@@ -42,11 +43,22 @@ def weights(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def main(cases):
-    case, path = sys.argv[1:3]
-    model = cases[f"case_{case}"]()
+def save(model, path):
     if isinstance(model, bytes):
         with open(path, "wb") as file:
             file.write(model)
     else:
         onnx.save(model, path)
+
+
+def main(cases):
+    """`python test.py CASE OUT.onnx` writes one case; `python test.py all PREFIX` writes
+    every case, each to `PREFIX.CASE.onnx` (one interpreter start-up and one import of
+    onnx for the whole file, where a line per case would pay them each time)."""
+    case, path = sys.argv[1:3]
+    if case != "all":
+        save(cases[f"case_{case}"](), path)
+        return
+    for name, build in cases.items():
+        if name.startswith("case_") and callable(build):
+            save(build(), f"{path}.{name.removeprefix('case_')}.onnx")
