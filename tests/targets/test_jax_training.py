@@ -69,8 +69,8 @@ def test_the_default_step_is_the_plain_sgd_program() -> None:
 def test_adam_bf16_zero_and_recompute_on_jax_match_pase(
         capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run_tool(main, [
-        MLP, "--devices", "4", "--scale", "0.125", "--engine", "jax", "--check",
-        "--steps", "2", "--optimizer", "adam", "--precision", "bf16", "--zero", "1",
+        MLP, "--devices", "4", "--machine", "a100-nvlink", "--scale", "0.125", "--engine", "jax",
+        "--check", "--steps", "2", "--optimizer", "adam", "--precision", "bf16", "--zero", "1",
         "--recompute", "full"], capsys)
     assert (status, err) == (0, "")
     assert "(bf16)" in out
