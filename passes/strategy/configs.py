@@ -99,6 +99,18 @@ def data_parallel(layer: Layer, batch: str | None, devices: int) -> dict[str, in
     return {batch: factor} if factor > 1 else {}
 
 
+def searched_configs(layer: Layer, devices: int, min_shard: int,
+                     batch: str | None) -> list[dict[str, int]]:
+    """pase's configuration space of a layer: PaSE's (`enumerate_configs`) plus the
+    data-parallel configuration, which is always a candidate, even where min-shard would
+    rule it out, so the optimum is never slower than data parallelism."""
+    configs = enumerate_configs(layer.space, devices, min_shard)
+    extra = data_parallel(layer, batch, devices)
+    if extra not in configs:
+        configs.append(extra)
+    return configs
+
+
 class PinError(ValueError):
     """A pinned configuration that does not fit its layer: `layer` names the layer and `dim`
     the dimension at fault (None when the whole configuration is)."""

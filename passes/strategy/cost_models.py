@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from pase.passes.strategy.configs import data_parallel, enumerate_configs
+from pase.passes.strategy.configs import searched_configs
 from pase.passes.strategy.cost import Config, EdgeEnd, edge_costs
 from pase.passes.strategy.layer_costs import LayerCosts, layer_costs
 from pase.passes.strategy.machines import Machine
@@ -105,13 +105,7 @@ class PaseCost:
 
     def configs(self, layer: Layer, devices: int, min_shard: int,
                 batch: str | None) -> list[Config]:
-        configs = enumerate_configs(layer.space, devices, min_shard)
-        # The data-parallel configuration is always a candidate, even where min-shard
-        # would rule it out, so the optimum is never slower than data parallelism.
-        extra = data_parallel(layer, batch, devices)
-        if extra not in configs:
-            configs.append(extra)
-        return configs
+        return searched_configs(layer, devices, min_shard, batch)
 
     def pinned(self, layer: Layer, config: Config) -> list[Config]:
         return [config]

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pase.passes.strategy.configs import data_parallel, enumerate_configs
+from pase.passes.strategy.configs import searched_configs
 from pase.passes.strategy.cost import Config, EdgeEnd, edge_costs
 from pase.passes.strategy.layer_costs import LayerCosts, Vectors, factor_matrix, layer_costs
 from pase.passes.strategy.machines import Machine
@@ -176,10 +176,7 @@ class TrainingCost:
 
     def configs(self, layer: Layer, devices: int, min_shard: int,
                 batch: str | None) -> list[Config]:
-        configs = enumerate_configs(layer.space, devices, min_shard)
-        extra = data_parallel(layer, batch, devices)
-        if extra not in configs:
-            configs.append(extra)
+        configs = searched_configs(layer, devices, min_shard, batch)
         pinned = self.training.data_parallel
         if pinned is not None and batch is not None and batch in layer.space.names:
             if devices % pinned:
