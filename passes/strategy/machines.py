@@ -60,15 +60,21 @@ class Machine:
     def bandwidth(self, spans_nodes: bool) -> float:
         return self.inter_node_bandwidth if spans_nodes else self.intra_node_bandwidth
 
+    def peak_or_zero(self, precision: str) -> float:
+        """Peak FLOP/s at `precision`, 0 where the machine has none."""
+        return {"fp32": self.flops, "bf16": self.bf16_flops,
+                "fp16": self.fp16_flops}[precision]
+
     def peak(self, precision: str) -> float:
         """Peak FLOP/s at `precision` ("fp32", "bf16", "fp16"); raises ValueError where
         the machine has no such peak."""
-        rate = {"fp32": self.flops, "bf16": self.bf16_flops,
-                "fp16": self.fp16_flops}[precision]
+        rate = self.peak_or_zero(precision)
         if not rate:
+            having = ", ".join(name for name, machine in PRESETS.items()
+                               if machine.peak_or_zero(precision))
             raise ValueError(f"machine '{self.name}' has no {precision} peak; use "
-                             "precision=fp32, a preset with one (a100-80gb-dgx, "
-                             f"h100-80gb-dgx), or a machine file with {precision}_flops")
+                             f"precision=fp32, a preset with one ({having}), or a machine "
+                             f"file with {precision}_flops")
         return rate
 
     def to_json(self, full: bool = False) -> dict[str, object]:
