@@ -201,11 +201,13 @@ def cells(result: Result, device_gib: float) -> list[str]:
     if result.pipeline is None:
         return [f"{result.seconds:.1f} ({result.error[:40]})", "-",
                 *("-" for _ in PARTS), "-", "-"]
-    parts = result.pipeline["memory_parts"]
+    # The default step (sgd, fp32, none, 0) exports no breakdown: its total only.
+    parts = result.pipeline.get("memory_parts", {"total": result.pipeline["memory"]})
     fits = "yes" if parts["total"] <= device_gib * 2**30 else "no"
+    flops = result.pipeline.get("flops_per_device")
     return [f"{result.seconds:.1f}", f"{result.pipeline['step']:.4g}",
-            *(f"{parts[part] / 2**30:.3g}" for part in PARTS), fits,
-            f"{result.pipeline['flops_per_device'] / 1e12:.3g}"]
+            *(f"{parts[part] / 2**30:.3g}" if part in parts else "-" for part in PARTS),
+            fits, f"{flops / 1e12:.3g}" if flops is not None else "-"]
 
 
 def columns(plan: str, search: str, device_gib: float) -> tuple[tuple[str, str], ...]:
