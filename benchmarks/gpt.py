@@ -1,9 +1,9 @@
 """The GPT family from 1.7B to 1T parameters at 32 to 3,072 devices: pase's plan against the
-Megatron-LM layout under the same cost model, side by side.
+Megatron-LM layout under the same cost model and the same training step, side by side.
 
     .venv/bin/python benchmarks/gpt.py --quick                   # the three smallest rows
-    .venv/bin/python benchmarks/gpt.py --machine a100-nvlink --timeout 600
-    .venv/bin/python benchmarks/gpt.py --rows megatron-1.7b megatron-39b
+    .venv/bin/python benchmarks/gpt.py --timeout 600             # all ten rows
+    .venv/bin/python benchmarks/gpt.py --rows megatron-1.7b megatron-39b --zero 1
 
 The rows are Megatron-LM's weak-scaling study (Narayanan et al. 2021, Table 1): each model
 (`models/generate.py`'s `megatron-*` presets: layers, hidden, heads, context 2048,
@@ -20,21 +20,45 @@ as the paper trains) on a 1F1B schedule:
   output projection and the loss the vocabulary (vocab-parallel, as Megatron-LM); the
   norms, residual adds and the position embedding are not split further (Megatron-LM
   computes them redundantly in each tensor-parallel group, which costs the same time).
-- pase: `pase-partition-stages{stages=p microbatches=M min-shard=1}`: the same S and M,
-  its own stage boundaries and its own configuration of every layer in each stage
-  (min-shard 1, so that its space holds the Megatron layout, whose micro-batch of d
-  sequences is split d ways). Each stage's configurations are pase's optimum for one
-  micro-batch, gradient all-reduce included, which the step pays once for M micro-batches
-  (DESIGN.md, "Layer-wise partitioning"): with M > 1 the plan can be slower than a layout
-  that all-reduces more and computes less, such as Megatron-LM's data parallelism.
+  Evaluated, not searched, and not held to the memory cap (the "fits" column says).
+- pase: `pase-partition-stages{stages=p microbatches=M min-shard=1 device-memory-gib=80}`:
+  the same S and M, its own stage boundaries and its own configuration of every layer in
+  each stage (min-shard 1, so that its space holds the Megatron layout, whose micro-batch
+  of d sequences is split d ways), the fastest plan whose devices fit in 80 GiB
+  (`--device-memory-gib`; `--uncapped` searches without the cap). Each stage's
+  configurations minimise what the step charges the stage, M (F + B) + AR (its micro-
+  batches' forward and backward and its once-per-step gradient all-reduce and update;
+  docs/cost-model.md, "Pipelines"), and the cuts minimise the simulated step. The
+  Megatron layout is a point of this space. With one stage (p = 1) the step is exactly
+  M (F + B) + AR, so pase's plan is at least as fast as Megatron's unless Megatron's does
+  not fit the cap or the capped search stops before proving its plan optimal (the plan's
+  "gap"). With p > 1 the step is the schedule's longest path, and each stage is solved
+  on its own for the path on which it is the bottleneck: a configuration that would
+  shorten another path (a non-bottleneck stage's F against its B, the fill and drain)
+  is not searched, so there pase's plan can be slower than Megatron's.
+  `--pin-data-parallel` pins pase's data-parallel degree to the paper's d (a smaller
+  space, a faster search at scale).
 
-Columns: search time (wall-clock seconds of the `pase-opt` process, which parses the
-model too; `timeout` where it did not finish), the predicted step (seconds), the memory
-per device (GiB, the cost model's: fp32 parameters and gradients and the activations a
-stage keeps), and the model FLOP/s per device: Megatron-LM's count of a step's FLOPs
-without recomputation, 72 B s l h^2 (1 + s / (6h) + V / (12 l h)) (Narayanan et al.
-2021, Section 5.1, without the recomputed forward), over the step and the devices. The
-machine preset is an argument (`--machine`); the table names it. Progress goes to stderr.
+The training step, the same for both plans: Adam, bf16 (the paper's fp16 mixed precision
+costs the same on an A100: the same peak, the same 2-byte words), full activation
+recomputation (`--recompute full`, as the paper trains: every transformer layer's input
+kept, the rest recomputed) and ZeRO stage 0 (`--zero 0`: the paper replicates the
+optimizer state across data-parallel ranks; `--zero 1` models Megatron-LM's later
+distributed optimizer, `--use-distributed-optimizer`, which shards it ZeRO-1-like). The
+machine is `a100-80gb-dgx` (`--machine`): DGX A100 nodes of 8 GPUs on NVSwitch, one
+200 Gb/s InfiniBand adapter per GPU, at datasheet peaks, so the predicted steps are lower
+bounds on a real step (docs/cost-model.md, "Machines as clusters").
+
+Columns, for each plan: search time (wall-clock seconds of the `pase-opt` process, which
+parses the model too; `timeout` where it did not finish; for Megatron the evaluation's),
+the predicted step (seconds), the memory per device by part (GiB, the exported plan's
+"pipeline" "memory_parts" of its fullest stage: parameters, gradients, optimizer state
+with the fp32 master weights, activations kept for the micro-batches the stage holds at
+once, and their total; the recomputed activations held again during one backward are not
+in the total, as in the cost model), whether the total fits in 80 GiB, and the model
+FLOP/s per device ("flops_per_device": the step's model FLOPs, forward and backward of
+every layer without the recomputed forward, over the step and the devices). Progress goes
+to stderr.
 """
 
 from __future__ import annotations
@@ -148,14 +172,13 @@ def layer_names(path: Path) -> list[tuple[str, str]]:
 @dataclass(frozen=True)
 class Result:
     seconds: float
-    step: float | None = None
-    memory: float | None = None
+    pipeline: dict[str, Any] | None = None
     error: str = ""
 
 
 def run(model: Path, options: str, export: Path, timeout: float) -> Result:
-    """`pase-partition-stages{options}` on `model`, timed; its exported plan's step and
-    memory."""
+    """`pase-partition-stages{options}` on `model`, timed; its exported plan's "pipeline"
+    (step, memory_parts, flops_per_device)."""
     pipeline = f'pase-partition-stages{{{options} export="{export}"}}'
     start = time.perf_counter()
     try:
@@ -166,46 +189,80 @@ def run(model: Path, options: str, export: Path, timeout: float) -> Result:
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         return Result(seconds, error=(done.stderr.strip().splitlines() or ["failed"])[-1])
-    plan = json.loads(export.read_text())["pipeline"]
-    return Result(seconds, plan["step"], plan["memory"])
+    return Result(seconds, json.loads(export.read_text())["pipeline"])
 
 
-def step_flops(shape: Any) -> float:
-    """Megatron-LM's FLOPs of a training step without recomputation (module docstring)."""
-    b, s, layers, h, v = shape.batch, shape.sequence, shape.layers, shape.hidden, \
-        shape.vocabulary
-    return 72 * b * s * layers * h * h * (1 + s / (6 * h) + v / (12 * layers * h))
+PARTS = ("parameters", "gradients", "optimizer_state", "activations", "total")
+"""The memory breakdown's columns (the plan's "memory_parts"), GiB per device."""
 
 
-def cells(result: Result, flops: float, devices: int) -> list[str]:
-    if result.error:
-        return [f"{result.seconds:.1f} ({result.error[:40]})", "-", "-", "-"]
-    assert result.step is not None
-    assert result.memory is not None
-    return [f"{result.seconds:.1f}", f"{result.step:.4g}", f"{result.memory / 2**30:.4g}",
-            f"{flops / result.step / devices / 1e12:.3g}"]
+def cells(result: Result, device_gib: float) -> list[str]:
+    """A plan's cells: time, step, memory by part, whether it fits, TFLOP/s per device."""
+    if result.pipeline is None:
+        return [f"{result.seconds:.1f} ({result.error[:40]})", "-",
+                *("-" for _ in PARTS), "-", "-"]
+    # The default step (sgd, fp32, none, 0) exports no breakdown: its total only.
+    parts = result.pipeline.get("memory_parts", {"total": result.pipeline["memory"]})
+    fits = "yes" if parts["total"] <= device_gib * 2**30 else "no"
+    flops = result.pipeline.get("flops_per_device")
+    return [f"{result.seconds:.1f}", f"{result.pipeline['step']:.4g}",
+            *(f"{parts[part] / 2**30:.3g}" if part in parts else "-" for part in PARTS),
+            fits, f"{flops / 1e12:.3g}" if flops is not None else "-"]
 
 
-COLUMNS = (("model", "<"), ("P", ">"), ("t x p x d", "<"), ("M", ">"),
-           ("pase search (s)", ">"), ("pase step (s)", ">"), ("pase GiB/device", ">"),
-           ("pase TFLOP/s/device", ">"),
-           ("Megatron eval (s)", ">"), ("Megatron step (s)", ">"),
-           ("Megatron GiB/device", ">"), ("Megatron TFLOP/s/device", ">"))
+def columns(plan: str, search: str, device_gib: float) -> tuple[tuple[str, str], ...]:
+    """One plan's column titles (`cells`)."""
+    return ((f"{plan} {search} (s)", ">"), (f"{plan} step (s)", ">"),
+            (f"{plan} params", ">"), (f"{plan} grads", ">"), (f"{plan} optimizer", ">"),
+            (f"{plan} activations", ">"), (f"{plan} total GiB", ">"),
+            (f"{plan} fits {device_gib:g} GiB", "<"), (f"{plan} TFLOP/s/device", ">"))
 
 
-def main() -> int:
+def training(args: argparse.Namespace) -> str:
+    """The training options both plans are charged under."""
+    return (f"optimizer={args.optimizer} precision={args.precision} "
+            f"recompute={args.recompute} zero={args.zero}")
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", nargs="+", choices=[row.preset for row in ROWS],
                         metavar="PRESET", help="the rows to run (default: all)")
     parser.add_argument("--quick", action="store_true",
                         help=f"only {', '.join(QUICK)} (32 to 128 devices)")
-    parser.add_argument("--machine", default="a100-nvlink",
-                        help="the machine preset (or TOML file) of both plans")
+    parser.add_argument("--machine", default="a100-80gb-dgx",
+                        help="the machine preset (or TOML file) of both plans "
+                             "(default a100-80gb-dgx)")
+    parser.add_argument("--optimizer", default="adam", choices=("sgd", "momentum", "adam"),
+                        help="both plans' optimizer (default adam, as the paper)")
+    parser.add_argument("--precision", default="bf16", choices=("fp32", "bf16", "fp16"),
+                        help="both plans' precision (default bf16; the paper's fp16 mixed "
+                             "precision costs the same on an A100)")
+    parser.add_argument("--recompute", default="full", choices=("none", "full", "auto"),
+                        help="both plans' activation recomputation (default full, as the "
+                             "paper trains)")
+    parser.add_argument("--zero", default="0", choices=("0", "1", "2", "3", "auto"),
+                        help="both plans' ZeRO stage (default 0, as the paper: optimizer "
+                             "state replicated; 1 is Megatron-LM's later distributed "
+                             "optimizer)")
+    parser.add_argument("--device-memory-gib", type=positive_int, default=80,
+                        help="each device's memory: the 'fits' columns and the cap of "
+                             "pase's search (default 80)")
+    parser.add_argument("--uncapped", action="store_true",
+                        help="search pase's plan without the memory cap")
+    parser.add_argument("--pin-data-parallel", action="store_true",
+                        help="pin pase's data-parallel degree to the paper's d "
+                             "(data-parallel=d: a smaller space, a faster search)")
     parser.add_argument("--timeout", type=positive_int, default=600,
                         help="seconds a search may take before it is stopped (default 600)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = arguments()
     chosen = QUICK if args.quick else (args.rows or [row.preset for row in ROWS])
     presets = generate().LANGUAGE_MODELS
+    cap = "" if args.uncapped else f" device-memory-gib={args.device_memory_gib}"
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for row in (row for row in ROWS if row.preset in chosen):
@@ -217,20 +274,26 @@ def main() -> int:
             plan = Path(folder) / "megatron.json"
             plan.write_text(json.dumps(megatron_plan(graph, layer_names(model), row,
                                                      shape.layers, microbatches)))
-            common = f"devices={row.devices} machine={args.machine}"
+            common = f"devices={row.devices} machine={args.machine} {training(args)}"
             print(f"{row.preset} on {row.devices} devices ...", file=sys.stderr, flush=True)
             megatron = run(model, f'{common} strategy="{plan}"', Path(folder) / "m.json",
                            args.timeout)
+            pinned = f" data-parallel={row.data}" if args.pin_data_parallel else ""
             pase = run(model, f"{common} stages={row.pipeline} microbatches={microbatches} "
-                             "min-shard=1",
+                             f"min-shard=1{cap}{pinned}",
                        Path(folder) / "p.json", args.timeout)
-            flops = step_flops(shape)
             rows.append([row.preset.removeprefix("megatron-"), str(row.devices),
                          f"{row.tensor} x {row.pipeline} x {row.data}", str(microbatches),
-                         *cells(pase, flops, row.devices),
-                         *cells(megatron, flops, row.devices)])
-    print(f"machine {args.machine}; {cpus()}; {versions()}", flush=True)
-    print("\n".join(markdown_table(COLUMNS, rows)))
+                         *cells(pase, args.device_memory_gib),
+                         *cells(megatron, args.device_memory_gib)])
+    search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib} GiB") + \
+        (", d pinned" if args.pin_data_parallel else "")
+    print(f"machine {args.machine}; {training(args)}; pase: {search}; {cpus()}; "
+          f"{versions()}", flush=True)
+    table = (("model", "<"), ("P", ">"), ("t x p x d", "<"), ("M", ">"),
+             *columns("pase", "search", args.device_memory_gib),
+             *columns("Megatron", "eval", args.device_memory_gib))
+    print("\n".join(markdown_table(table, rows)))
     return 0
 
 

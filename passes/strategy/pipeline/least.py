@@ -64,18 +64,21 @@ class LeastCosts:
 
     def least_compute(self, devices: int, microbatches: int) -> list[float]:
         """Prefix sums of the layers' least compute seconds per micro-batch on `devices`
-        devices (FLOPs over the most devices any configuration uses): entry i bounds
-        from below the F + B of layers [0, i) in any configurations."""
+        devices (FLOPs over the most devices any configuration uses, at the training
+        precision's peak): entry i bounds from below the F + B of layers [0, i) in any
+        configurations."""
         key = (devices, microbatches)
         if key not in self._least:
             min_shard = self.table.solver.min_shard
+            # The peak the layers compute at (bf16/fp16 under those precisions).
+            peak = self.table.machine.peak(self.table.solver.options.training.precision)
             sums = [0.0]
             for layer in self.table.micro(microbatches).layers:
                 space = layer.space
                 flops = space.points * (space.flops_forward
                                         + (space.flops_backward if layer.backward else 0.0))
                 most = most_devices(layer, devices, min_shard, self.table.batch)
-                sums.append(sums[-1] + flops / most / self.table.machine.flops)
+                sums.append(sums[-1] + flops / most / peak)
             self._least[key] = sums
         return self._least[key]
 
