@@ -139,7 +139,7 @@ class Vectors:
                 tuple(g for f, g in zip(row, grouped, strict=True) if f > 1), self.machine)
                 for row in rows], dtype=np.float64)
         if grouped not in self._bandwidths:
-            spans = _spans_nodes(self.factors, grouped, self.machine.devices_per_node)
+            spans = _spans_nodes_of(self.factors, grouped, self.machine.devices_per_node)
             self._bandwidths[grouped] = np.where(spans, self.machine.inter_node_bandwidth,
                                                  self.machine.intra_node_bandwidth)
         return self._bandwidths[grouped]
@@ -183,6 +183,34 @@ class Vectors:
         self.seconds += seconds
         self.phase_words[self.phase] += words
         self.phase_seconds[self.phase] += seconds
+
+
+_SPANS: dict[tuple, np.ndarray] = {}
+"""`_spans_nodes_of`'s results: layers of one kind, at any micro-batch size or in any stage
+sub-problem, share a factor grid (at most `_SPANS_KEPT` kept, then cleared)."""
+_SPANS_KEPT = 4096
+
+
+def _spans_nodes_of(factors: np.ndarray, grouped: tuple[bool, ...],
+                    devices_per_node: int) -> np.ndarray:
+    """`_spans_nodes`, computed once per factor grid, grouping and node size (a pure
+    function of them; the result is read-only).
+
+    >>> grid = np.array([[2, 8], [1, 16]])  # two 16-device grids, 8 devices a node
+    >>> _spans_nodes_of(grid, (False, True), 8).tolist()
+    [False, True]
+    >>> _spans_nodes_of(grid, (False, True), 8) is _spans_nodes_of(grid, (False, True), 8)
+    True
+    """
+    key = (factors.shape, factors.dtype.str, factors.tobytes(), grouped, devices_per_node)
+    spans = _SPANS.get(key)
+    if spans is None:
+        if len(_SPANS) >= _SPANS_KEPT:
+            _SPANS.clear()
+        spans = _spans_nodes(factors, grouped, devices_per_node)
+        spans.flags.writeable = False
+        _SPANS[key] = spans
+    return spans
 
 
 def _spans_nodes(factors: np.ndarray, grouped: tuple[bool, ...],

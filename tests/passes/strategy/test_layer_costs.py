@@ -23,7 +23,12 @@ from pase.passes.strategy.cost import (
     group_spans_nodes,
     local_elements,
 )
-from pase.passes.strategy.layer_costs import _spans_nodes, factor_matrix, layer_costs
+from pase.passes.strategy.layer_costs import (
+    _spans_nodes,
+    _spans_nodes_of,
+    factor_matrix,
+    layer_costs,
+)
 from pase.passes.strategy.machines import PRESETS, Machine
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.vertices import Layer
@@ -135,6 +140,11 @@ def test_spans_match_group_spans_nodes_on_every_grid() -> None:
         grouped = tuple(bool(g) for g in rng.integers(0, 2, size=rank))
         for devices_per_node in (1, 2, 3, 4, 5, 8):
             spans = _spans_nodes(factors.astype(np.int64), grouped, devices_per_node)
+            # The memoised spans (computed once per grid) are the same, asked twice.
+            for _ in range(2):
+                memoised = _spans_nodes_of(factors.astype(np.int64), grouped,
+                                           devices_per_node)
+                assert memoised.tolist() == spans.tolist()
             for row, span in zip(factors.tolist(), spans.tolist(), strict=True):
                 axes = [(f, g) for f, g in zip(row, grouped, strict=True) if f > 1]
                 expected = group_spans_nodes(tuple(f for f, _ in axes),
