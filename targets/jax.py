@@ -113,9 +113,11 @@ SEEDED_LINE = ("        initial, inputs = seeded(PARAMS, rng, float_type), "
 """The line of `MAIN` that seeds the params; the model's weights replace them after it."""
 
 WEIGHTS_LOADER = f'''\
-def model_weights(initial):
+def model_weights(initial, inputs):
     """The model's weights, from the .npz beside this program (written by pase-opt with
-    it), in place of the seeded params: all of them, each of its param's shape."""
+    it), in place of the seeded params: all of them, each of its param's shape; and the
+    inputs whose values the model fixes (the constant indices of a table lookup, e.g.
+    T5's relative-position buckets), in place of seeded ones."""
     import os
 
     path = os.path.splitext(os.path.abspath(__file__))[0] + "{weights.WEIGHTS_SUFFIX}"
@@ -127,7 +129,10 @@ def model_weights(initial):
     for name, (shape, _, _, _) in PARAMS.items():
         if name not in values or tuple(values[name].shape) != tuple(shape):
             fail(f"{{path}} has no weights of shape {{list(shape)}} for param '{{name}}'")
-    return {{name: values[name].astype(initial[name].dtype) for name in PARAMS}}
+    fixed = {{name: values[name].astype(inputs[name].dtype) for name in INPUTS
+              if name in values and tuple(values[name].shape) == tuple(INPUTS[name][0])}}
+    return ({{name: values[name].astype(initial[name].dtype) for name in PARAMS}},
+            inputs | fixed)
 
 
 '''
@@ -137,7 +142,7 @@ def with_model_weights(program: str) -> str:
     """`program` starting from the model's weights (`model_weights`) unless --data."""
     assert program.count(SEEDED_LINE) == 1
     assert program.count("\ndef main(") == 1
-    loaded = SEEDED_LINE + "        initial = model_weights(initial)\n"
+    loaded = SEEDED_LINE + "        initial, inputs = model_weights(initial, inputs)\n"
     program = program.replace(SEEDED_LINE, loaded)
     return program.replace("\ndef main(", "\n" + WEIGHTS_LOADER + "def main(", 1)
 

@@ -1,10 +1,10 @@
 """The models of models/onnx/, as PyTorch's two exporters wrote them (models/export_torch.py):
-those pase reads import, are searched on 8 devices and pass `pase-run --check` on 4; the
-others get the one report naming what pase lacks. docs/pytorch.md says which and why."""
+each imports, is searched on 8 devices and passes `pase-run --check` on 4 (a model pase
+does not read gets the one report naming what it lacks: tests/lit/frontend/onnx/errors.py).
+docs/pytorch.md says which exporter wrote which and why."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,6 @@ pytest.importorskip("onnxscript")
 
 from cli import run_tool  # noqa: E402
 
-from pase.core.diagnostics import Diagnostic  # noqa: E402
 from pase.dialect import dnn  # noqa: E402
 from pase.frontend.onnx import load_model  # noqa: E402
 from pase.tools.pase_opt import main as pase_opt  # noqa: E402
@@ -23,21 +22,16 @@ from pase.tools.pase_run import main as pase_run  # noqa: E402
 FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
 
 READ = ["mlp", "vgg11", "resnet18", "resnet50", "mobilenet_v2", "gpt2", "bert", "lstm",
-        "vit_b_16"]
+        "vit_b_16", "t5"]
 """Architectures pase reads from every file an exporter wrote (the TorchScript exporter
-fails on GPT-2: aten::diff)."""
-
-NOT_READ = {
-    "t5.torchscript": "Gather with constant indices is supported for consecutive indices",
-}
-"""Files pase does not read yet, and the start of what it says."""
+fails on GPT-2: aten::diff; the dynamo exporter on T5)."""
 
 FILES = sorted(path.name.removesuffix(".onnx") for path in FOLDER.glob("*.onnx"))
 READ_FILES = [name for name in FILES if name.split(".")[0] in READ]
 
 
-def test_every_file_is_either_read_or_known_not_to_be():
-    assert set(FILES) == set(READ_FILES) | set(NOT_READ)
+def test_every_file_is_read():
+    assert set(FILES) == set(READ_FILES)
     assert {name.split(".")[0] for name in READ_FILES} == set(READ)
 
 
@@ -46,10 +40,33 @@ def test_the_export_imports_with_its_weights(name: str):
     imported = load_model(str(FOLDER / f"{name}.onnx"))
     (graph,) = imported.module.ops
     assert isinstance(graph, dnn.GraphOp)
-    params = [op.output.name_hint for op in graph.body.block.ops
-              if isinstance(op, dnn.ParamOp)]
+    ops = graph.body.block.ops
+    params = [op.output.name_hint for op in ops if isinstance(op, dnn.ParamOp)]
+    fixed_ids = [op.output.name_hint for op in ops if isinstance(op, dnn.InputOp)
+                 and op.output.name_hint in imported.initial_values]
     assert params
-    assert set(imported.initial_values) == set(params)
+    assert set(imported.initial_values) == set(params) | set(fixed_ids)
+    assert all(imported.initial_values[name].dtype.kind == "i" for name in fixed_ids)
+    assert bool(fixed_ids) == name.startswith("t5")
+
+
+def test_t5s_relative_position_buckets_are_inputs_the_importer_fills():
+    """T5's bias gathers a [32 buckets, heads] table by a constant [q, k] bucket matrix: an
+    embedding whose ids are a `dnn.input` given the matrix (bucket of k - q: constant
+    along each diagonal, 0 on it), which pase-run and `-t jax` programs feed."""
+    imported = load_model(str(FOLDER / "t5.torchscript.onnx"))
+    (graph,) = imported.module.ops
+    assert isinstance(graph, dnn.GraphOp)
+    lookups = [op for op in graph.body.block.ops if isinstance(op, dnn.EmbeddingOp)
+               and op.operands[0].name_hint in imported.initial_values]
+    assert len(lookups) == 2  # the encoder's and the decoder's first block
+    for lookup in lookups:
+        assert isinstance(lookup.operands[0].owner, dnn.InputOp)
+        buckets = imported.initial_values[lookup.operands[0].name_hint]
+        assert buckets.shape == (16, 16)
+        assert (buckets[1:, 1:] == buckets[:-1, :-1]).all()
+        assert (buckets.diagonal() == 0).all()
+        assert 0 < buckets.max() < 32
 
 
 @pytest.mark.parametrize("name", READ_FILES)
@@ -62,8 +79,3 @@ def test_the_export_is_searched_and_checked(name: str, capsys: pytest.CaptureFix
     assert status == 0, err
     assert "check passed" in out
 
-
-@pytest.mark.parametrize("name", sorted(NOT_READ))
-def test_what_pase_does_not_read_is_one_report(name: str):
-    with pytest.raises(Diagnostic, match=re.escape(NOT_READ[name])):
-        load_model(str(FOLDER / f"{name}.onnx"))

@@ -26,7 +26,7 @@ def test_the_program_gets_the_models_weights_beside_it(tmp_path: Path,
     program = tmp_path / "step.py"
     status, _, err = run_tool(pase_opt, [str(MODEL), "-t", "jax", "-o", str(program)], capsys)
     assert status == 0, err
-    assert "initial = model_weights(initial)" in program.read_text()
+    assert "initial, inputs = model_weights(initial, inputs)" in program.read_text()
     expected = load_model(str(MODEL)).initial_values
     with np.load(tmp_path / "step.weights.npz") as written:
         assert set(written) == set(expected)

@@ -256,9 +256,35 @@ def constant_gather(graph: GraphState, node: Any) -> Value:
                      row.ssa)
     long_axes = [s for s in indices.shape if s != 1]
     if len(long_axes) != 1 or not np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
-        raise graph.error("Gather with constant indices is supported for consecutive indices "
-                          "(a slice) or one index repeated, not for these")
+        return constant_ids_lookup(graph, node, data, position,
+                                   flat.reshape(indices.shape))
     part = slice_axis(graph, data, position, int(flat[0]), flat.size, name)
     new = part.axes[position]
     axes = tuple(new if s != 1 else None for s in indices.shape)
     return Value((*part.axes[:position], *axes, *part.axes[position + 1:]), part.ssa)
+
+
+def constant_ids_lookup(graph: GraphState, node: Any, table: Value, position: int,
+                        indices: np.ndarray) -> Value:
+    """Rows of an initializer table by a constant index matrix of any pattern (T5's
+    relative-position buckets, [q, k] into a [buckets, heads] table) as a `dnn.embedding`
+    whose ids are a `dnn.input` of its own, its value the importer's (like a param's:
+    `Imported.initial_values`, which pase-run feeds it). Its axes of size 1 are dropped."""
+    if position != 0 or table.ssa is None or not isinstance(table.ssa.owner, dnn.ParamOp):
+        raise graph.error("Gather with constant indices is supported for consecutive indices "
+                          "(a slice), one index repeated, or rows (axis 0) of an initializer "
+                          "table, not for these")
+    if len(table.axes) < 2 or table.axes[0] is None:
+        raise graph.error("the embedding table must be [vocabulary, features...]")
+    name = node.output[0]
+    ids_axes = tuple(None if size == 1 else graph.dims.new(size, "d")
+                     for size in indices.shape)
+    real = [a for a in ids_axes if a is not None]
+    ids = dnn.InputOp(graph.tensor_type(real, "i64"))
+    ids.output.name_hint = graph.value_name(f"{name}_ids")
+    graph.dims.record(real)
+    graph.inputs.append(ids)
+    graph.initial[ids.output] = indices.reshape([graph.dims.size(a) for a in real])
+    table_ssa = graph.ordered(table, f"{name}_table")
+    y = graph.build(dnn.EmbeddingOp, [ids.output, table_ssa], name)
+    return Value((*ids_axes, *table.axes[1:]), y)

@@ -3,7 +3,8 @@
 # RUN: python %s qkv %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=QKV
 # RUN: python %s norm %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=NORM
 # RUN: python %s shared %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=SHARED
-# RUN: python %s gather %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=GATHER
+# RUN: python %s gather %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=GATHER
+# RUN: python %s gather_computed %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=GATHER-COMPUTED
 # RUN: python %s layernorm %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=LAYERNORM
 # RUN: python %s lstm %t.onnx && pase-opt %t.onnx | filecheck %s --check-prefix=LSTM
 # RUN: python %s lstm_sizes %t.onnx && not pase-opt %t.onnx 2>&1 | filecheck %s --check-prefix=LSTM-SIZES
@@ -89,11 +90,22 @@ def case_shared():
                   "b": np.zeros(16, np.float32)})
 
 
-# GATHER: error: node 'g' (Gather): Gather with constant indices is supported for consecutive indices (a slice) or one index repeated, not for these
+# Rows of an initializer table by constant indices that are no slice (T5's relative-position
+# buckets): an embedding whose ids are an input of their own, filled by the importer.
+# GATHER:      %g_ids = dnn.input : !dnn.tensor<[b = 3], i64>
+# GATHER:      %table = dnn.param : !dnn.tensor<[v = 6, c = 8], f32>
+# GATHER-NEXT: %g = dnn.embedding %g_ids, %table
 def case_gather():
     return graph([node("Gather", ["table", "ids"], ["g"]), node("Add", ["x", "g"], ["y"])],
                  {"x": [3, 8]}, ("y", [3, 8]),
                  {"table": weights(6, 8), "ids": np.array([2, 0, 5])})
+
+
+# GATHER-COMPUTED: error: node 'g' (Gather): Gather with constant indices is supported for consecutive indices (a slice), one index repeated, or rows (axis 0) of an initializer table, not for these
+def case_gather_computed():
+    return graph([node("Gather", ["x", "ids"], ["g"], axis=1), node("Add", ["x", "g"], ["y"])],
+                 {"x": [3, 8]}, ("y", [3, 8]),
+                 {"ids": np.arange(8)[::-1].copy()})
 
 
 
