@@ -17,7 +17,7 @@ from cli import run_tool
 
 from pase.frontend import parse_text
 from pase.passes.strategy import SearchOptions, build_problem, solve
-from pase.passes.strategy import cost_models as cost_model_module
+from pase.passes.strategy import configs as configs_module
 from pase.passes.strategy.budget import MemoryBudget, SearchMemoryError
 from pase.tools.pase_opt import main
 
@@ -68,7 +68,7 @@ def test_a_huge_configuration_space_is_refused_before_it_is_listed(
     def never(*args: object) -> None:
         raise AssertionError("the configurations were listed before the budget refused")
 
-    monkeypatch.setattr(cost_model_module, "enumerate_configs", never)
+    monkeypatch.setattr(configs_module, "enumerate_configs", never)
     graph = parse_text(EIGHT_DIMS, "wide.dnn")
     with pytest.raises(SearchMemoryError, match=r"the [0-9,]+ configurations of layer 'y' "
                        r"of @wide on 8,192 devices would bring .* over the memory budget "
