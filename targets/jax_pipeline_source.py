@@ -7,7 +7,7 @@ helpers (`jax_source.MAIN`'s functions, taken by name so both stay one text).
 
 from __future__ import annotations
 
-from pase.targets.jax_source import MAIN
+from pase.targets.jax_source import JAX_IMPORTS, MAIN, STDLIB_IMPORTS
 
 PIPELINE_PRELUDE = '''\
 """@{graph} as a pipelined JAX training step on {devices} devices, written by pase-opt -t jax.
@@ -21,23 +21,7 @@ a jitted ppermute over the two stages' devices; one SGD step per step.
     python step.py --coordinator HOST:PORT --num-processes N --process-id I  # multi-host
 """
 
-import argparse
-import os
-import sys
-import tempfile
-import time
-from functools import partial
-
-try:
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-    from jax.sharding import Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
-except ImportError as missing:
-    jax = None
-    MISSING = missing
-'''
+''' + STDLIB_IMPORTS + "from functools import partial\n" + JAX_IMPORTS
 
 
 def pipeline_prelude(graph: str, devices: int, stages: int, microbatches: int,

@@ -17,12 +17,18 @@ Each layer's operands and result are constrained to the layout of its pase strat
     python step.py --coordinator HOST:PORT --num-processes N --process-id I  # multi-host
 """
 
+'''
+
+STDLIB_IMPORTS = """\
 import argparse
 import os
 import sys
 import tempfile
 import time
+"""
+"""The standard modules every program imports (a pipeline program adds its own after them)."""
 
+JAX_IMPORTS = """
 try:
     import jax
     import jax.numpy as jnp
@@ -32,7 +38,10 @@ try:
 except ImportError as missing:
     jax = None
     MISSING = missing
-'''
+"""
+"""JAX's imports, which a program reports missing when it runs rather than failing at import."""
+
+PRELUDE += STDLIB_IMPORTS + JAX_IMPORTS
 
 HELPERS = {
     "relu": '''\
