@@ -122,11 +122,11 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
     sizes = graph.sizes
     working = 8 * (6 * sum(sizes[u] + sizes[v] for u, v in graph.edge_costs)
                    + max(table.size for table in graph.edge_costs.values()))
-    # Imported here: blocks.py builds on this module's diffusion.
-    from pase.passes.strategy.blocks import block_bounds
+    # Imported here: repeats.py builds on this module's diffusion.
+    from pase.passes.strategy.repeats import block_bounds
 
     with budget.holding(working, "the bounds' working arrays"):
-        # Repeated blocks are bounded once each (blocks.py); other graphs as a whole.
+        # Repeated blocks are bounded once each (repeats.py); other graphs as a whole.
         bounds = block_bounds(graph, plan, plain, jit)
         if bounds is None:
             bounds = diffusion_bounds(graph, plan, plain, jit)

@@ -1,4 +1,4 @@
-"""Bounds of repeated blocks (`strategy/blocks.py`) bound every strategy, and the search that
+"""Bounds of repeated blocks (`strategy/repeats.py`) bound every strategy, and the search that
 prunes with them returns the plain DP's plan and cost, bit for bit."""
 
 from __future__ import annotations
@@ -11,16 +11,22 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import SearchOptions, build_problem
-from pase.passes.strategy.blocks import block_bounds, find_repeat
+from pase.passes.strategy import SearchOptions, build_problem, repeats
 from pase.passes.strategy.bound import _Plan, solve_bounded
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import solve_dp
 from pase.passes.strategy.options import TrainingOptions
 from pase.passes.strategy.orders import elimination_order
 from pase.passes.strategy.prune import prune
+from pase.passes.strategy.repeats import block_bounds, find_repeat
 from tests.models.test_generate import generate
 from tests.passes.strategy.test_bound import always_bound  # noqa: F401 (a fixture)
+
+
+@pytest.fixture(autouse=True)
+def parts_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts' bounds on every graph with repeated blocks, however small."""
+    monkeypatch.setattr(repeats, "MIN_EDGE_ENTRIES", 0)
 
 
 def stack(seed: int, blocks: int = 5) -> CostGraph:
@@ -52,7 +58,7 @@ def stack(seed: int, blocks: int = 5) -> CostGraph:
 def test_block_bounds_bound_every_strategy(seed: int) -> None:
     graph = stack(seed)
     plan = _Plan(graph, elimination_order(graph.neighbours(), "genseq"), True)
-    bounds = block_bounds(graph, plan)
+    bounds = block_bounds(graph, plan, min_edge_entries=0)
     assert bounds is not None
     best = [np.full(size, np.inf) for size in graph.sizes]
     for choice in itertools.product(*(range(size) for size in graph.sizes)):
@@ -81,7 +87,7 @@ def test_a_generated_gpt_gets_the_plain_dps_plan(tmp_path: Path) -> None:
     repeat = find_repeat(plan.roles)
     assert repeat is not None
     assert repeat.copies >= 3
-    assert block_bounds(graph, plan) is not None  # (what solve_bounded prunes with)
+    assert block_bounds(graph, plan, min_edge_entries=0) is not None
     expected = solve_dp(graph)
     result = solve_bounded(graph)
     plans = [json.dumps(problem.assignment([int(kept[v][c]) for v, c in enumerate(choice)]))
