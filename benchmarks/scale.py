@@ -154,7 +154,9 @@ def child(path: Path, devices: int, memory_gib: float, device_memory_gib: float)
     except SearchError as error:
         result.setdefault("configs", 0)
         result.setdefault("build", time.perf_counter() - started)
-        result["refused"] = _needed(str(error))
+        least = getattr(error, "least", None)  # (a MemoryCapError: nothing fits the cap)
+        result["refused"] = (_needed(str(error)) if least is None
+                             else f"nothing fits; the least is {_gib(int(least))}")
     times = os.times()
     result["cpu"] = times.user + times.system
     print(json.dumps(result))
