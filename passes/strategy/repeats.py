@@ -208,8 +208,10 @@ def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
             per_config[vertex] = bound if known is None else np.maximum(known, bound)
             if index < part.owned:
                 decoded[vertex] = part_choice[index]
+    # The parts' own vertices cover the graph: every vertex has a bound.
     bounds = Bounds(lower, [bound for bound in per_config if bound is not None],
                     graph.total_cost(decoded), tuple(decoded), 0, _margin(graph))
+    assert len(bounds.per_config) == len(graph.names)
     if plan.entries(_counts(bounds, bounds.upper, plan.roles)) > plain:
         return None
     return bounds
