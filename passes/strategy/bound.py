@@ -119,10 +119,17 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
     if plain < max(MIN_DP_ENTRIES, SWEEPS_WORTH * sweep_entries) or not _finite(graph):
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     # Per edge end: its move, the star minima and a few vectors in flight; one edge-sized sum.
-    working = 8 * (6 * sum(graph.sizes[u] + graph.sizes[v] for u, v in graph.edge_costs)
+    sizes = graph.sizes
+    working = 8 * (6 * sum(sizes[u] + sizes[v] for u, v in graph.edge_costs)
                    + max(table.size for table in graph.edge_costs.values()))
+    # Imported here: repeats.py builds on this module's diffusion.
+    from pase.passes.strategy.repeats import block_bounds
+
     with budget.holding(working, "the bounds' working arrays"):
-        bounds = diffusion_bounds(graph, plan, plain, jit)
+        # Repeated blocks are bounded once each (repeats.py); other graphs as a whole.
+        bounds = block_bounds(graph, plan, plain, jit)
+        if bounds is None:
+            bounds = diffusion_bounds(graph, plan, plain, jit)
     if bounds is None:
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     limit = float(FIRST_ROUND_ENTRIES)
@@ -347,8 +354,10 @@ class _Diffusion:
 
 
 def _finite(graph: CostGraph) -> bool:
-    tables = [*graph.vertex_costs, *graph.edge_costs.values()]
-    return all(bool(np.isfinite(table).all()) for table in tables)
+    # Each shared table (repeated blocks) read once.
+    tables = {_buffer_key(table): table
+              for table in [*graph.vertex_costs, *graph.edge_costs.values()]}
+    return all(bool(np.isfinite(table).all()) for table in tables.values())
 
 
 def _counts(bounds: Bounds, threshold: float, roles: Sequence[int]) -> np.ndarray:
