@@ -1,12 +1,15 @@
 """The exporters' spellings of a cross-entropy loss, as the one SoftmaxCrossEntropyLoss
 node pase imports (`operators.loss`), before import.
 
-    nodes = fuse_cross_entropy(onnx, nodes)
+    nodes = fuse_cross_entropy(onnx, nodes, constant_of)
 
 - `nll_loss(log_softmax(z, 1), labels)`: LogSoftmax, then NegativeLogLikelihoodLoss of it;
 - `-log_softmax(z, 1).gather(1, labels[:, None]).mean()`: LogSoftmax, GatherElements by
   the labels with a size-1 class axis, ReduceMean over everything (then Squeeze), with a
-  Neg before or after the gather or the mean.
+  Neg before or after the gather or the mean;
+- a causal language model's shifted labels (Hugging Face's `labels=`: the labels padded
+  with `ignore_index` at the end of the sequence, then all but the first): the loss of
+  the first S - k positions' scores against the labels from k on (`shift_labels`).
 
 The LogSoftmax's output must have no other use; the importer checks that its axis is the
 axis the labels index. Any other GatherElements stays, and is reported as an op pase does
@@ -15,7 +18,10 @@ not read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from pase.frontend.onnx.operators.loss import CLASS_AXIS, SOFTMAX_AXIS
 
@@ -27,8 +33,10 @@ ONLY_IN_A_LOSS = {
 report of unsupported ops says it."""
 
 
-def fuse_cross_entropy(onnx: Any, nodes: list[Any]) -> list[Any]:
+def fuse_cross_entropy(onnx: Any, nodes: list[Any],
+                       constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
     """`nodes` with each spelling above replaced by a SoftmaxCrossEntropyLoss node."""
+    nodes = unshift_labels(onnx, nodes, constant_of)
     consumers: dict[str, list[Any]] = {}
     for node in nodes:
         for name in node.input:
@@ -86,3 +94,73 @@ def is_picked_mean(kinds: list[str], chain: list[Any], attributes: Any) -> bool:
     every_axis = len(mean.input) < 2 or not mean.input[1]
     return gather.input[0] == chain[kinds.index("GatherElements")].output[0] and \
         every_axis and "axes" not in attributes(mean)
+
+
+def unshift_labels(onnx: Any, nodes: list[Any],
+                   constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
+    """`nodes` with each loss of scores [.., S, C] flattened (Reshape to [-1, C]) against
+    labels Pad(y, k ignored entries at the end of axis a), Slice(k:) along a, flattened
+    (Reshape to [-1]), as the loss of the scores sliced to their first S - k positions
+    along a against y sliced from k: the same mean over the labels that count."""
+    producer = {out: node for node in nodes for out in node.output}
+    uses: dict[str, int] = {}
+    for node in nodes:
+        for name in node.input:
+            uses[name] = uses.get(name, 0) + 1
+
+    def ints(name: str) -> list[int] | None:
+        array = constant_of(name) if name else None
+        return None if array is None or array.dtype.kind != "i" else array.ravel().tolist()
+
+    def flattened(name: str, rank: int) -> Any:
+        """The Reshape to [-1] (rank 1) or [-1, n] (rank 2) producing `name`."""
+        reshape = producer.get(name)
+        target = ints(reshape.input[1]) if reshape is not None and \
+            reshape.op_type == "Reshape" and len(reshape.input) > 1 else None
+        return reshape if target is not None and len(target) == rank and target[0] == -1 \
+            and uses.get(name) == 1 else None
+
+    inserted: dict[int, list[Any]] = {}
+    front: list[Any] = []
+    for loss in nodes:
+        if loss.op_type != "SoftmaxCrossEntropyLoss":
+            continue
+        scores, labels = flattened(loss.input[0], 2), flattened(loss.input[1], 1)
+        cut = None if labels is None else producer.get(labels.input[0])
+        pad = None if cut is None or cut.op_type != "Slice" else producer.get(cut.input[0])
+        if scores is None or pad is None or pad.op_type != "Pad" or len(pad.input) < 3 \
+                or uses.get(pad.output[0]) != 1 or uses.get(cut.output[0]) != 1:
+            continue
+        ignored = next((onnx.helper.get_attribute_value(a) for a in loss.attribute
+                        if a.name == "ignore_index"), None)
+        mode = next((onnx.helper.get_attribute_value(a) for a in pad.attribute
+                     if a.name == "mode"), b"constant")
+        pads, fill = ints(pad.input[1]), ints(pad.input[2])
+        slice_inputs = [ints(name) for name in cut.input[1:]]
+        if pads is None or fill != [ignored] or mode not in (b"constant", "constant") or \
+                len(pad.input) > 3 or len(slice_inputs) not in (3, 4) or None in slice_inputs:
+            continue
+        rank = len(pads) // 2
+        ends = [(axis, k) for axis, k in enumerate(pads[rank:]) if k]
+        (starts, stops, axes), steps = slice_inputs[:3], slice_inputs[3:] or [[1]]
+        if any(pads[:rank]) or len(ends) != 1 or steps != [[1]] or len(axes) != 1 or \
+                axes[0] % rank != ends[0][0] or starts != [ends[0][1]] or \
+                stops[0] < np.iinfo(np.int32).max:
+            continue
+        axis, k = ends[0]
+        name = cut.output[0]
+        constants = {f"{name}_{what}": value for what, value in
+                     (("axis", [axis]), ("start", [k]), ("end", [-k]), ("zero", [0]))}
+        front += [onnx.helper.make_node("Constant", [], [constant], name=constant,
+                                        value=onnx.numpy_helper.from_array(
+                                            np.array(value, dtype=np.int64)))
+                  for constant, value in constants.items()]
+        inserted[id(pad)] = []
+        inserted[id(cut)] = [onnx.helper.make_node(
+            "Slice", [pad.input[0], f"{name}_start", cut.input[2], f"{name}_axis"], [name],
+            name=cut.name or name)]
+        inserted[id(scores)] = [onnx.helper.make_node(
+            "Slice", [scores.input[0], f"{name}_zero", f"{name}_end", f"{name}_axis"],
+            [f"{name}_scores"], name=f"{cut.name or name}_scores"), scores]
+        scores.input[0] = f"{name}_scores"
+    return front + [new for node in nodes for new in inserted.get(id(node), [node])]

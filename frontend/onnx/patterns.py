@@ -21,7 +21,7 @@ def rewrite_patterns(onnx: Any, nodes: list[Any],
     """`nodes` with every pattern below replaced by the one node it spells."""
     nodes = fuse_layer_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of)
     nodes = fuse_rms_norm(onnx, nodes, constant_of)
-    return fuse_cross_entropy(onnx, drop_nan_guards(onnx, nodes))
+    return fuse_cross_entropy(onnx, drop_nan_guards(onnx, nodes), constant_of)
 
 
 def uses_of(nodes: list[Any]) -> dict[str, list[Any]]:

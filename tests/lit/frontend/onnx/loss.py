@@ -8,6 +8,8 @@
 # RUN: pase-opt %S/../../../../models/onnx/classifier_loss.torchscript.onnx -p 'pase-search{devices=8}' | filecheck %s --check-prefix=TORCHSCRIPT
 # RUN: pase-opt %t.nll.onnx | filecheck %s --check-prefix=NLL
 # RUN: pase-opt %t.picked.onnx | filecheck %s --check-prefix=PICKED
+# RUN: pase-opt %t.shifted.onnx | filecheck %s --check-prefix=SHIFTED
+# RUN: pase-run %t.shifted.onnx --devices 2 --data-parallel --check | filecheck %s --check-prefix=SHIFTED-CHECK
 # RUN: not pase-opt %t.other_gather.onnx 2>&1 | filecheck %s --check-prefix=OTHER-GATHER
 # RUN: not pase-opt %t.sum.onnx 2>&1 | filecheck %s --check-prefix=SUM
 # RUN: not pase-opt %t.ignored_class.onnx 2>&1 | filecheck %s --check-prefix=IGNORED-CLASS
@@ -54,6 +56,31 @@ def case_picked():
                        node("Squeeze", ["mean"], ["squeezed"]),
                        node("Neg", ["squeezed"], ["loss"])],
                       {"one": np.array([1], dtype=np.int64)})
+
+
+# A causal language model's loss (Hugging Face's `labels=`): the labels padded with the
+# ignore_index at the end of the sequence, then shifted by one; the scores and labels
+# flattened. pase reads it as the first 3 positions' scores against the labels from 1 on.
+# SHIFTED:      %y = dnn.input : !dnn.tensor<[b1 = 2, s1 = 4], i64>
+# SHIFTED:      %shifted = dnn.slice %y along s1 from 1 : (!dnn.tensor<[b1 = 2, s1 = 4], i64>) -> !dnn.tensor<[b1 = 2, s2 = 3], i64>
+# SHIFTED-NEXT: %shifted_scores = dnn.slice %z along s from 0 : (!dnn.tensor<[b = 2, s = 4, c = 3], f32>) -> !dnn.tensor<[b = 2, s3 = 3, c = 3], f32>
+# SHIFTED-NEXT: %rows = dnn.reshape %shifted_scores {{.*}} -> !dnn.tensor<[d1 = 6, c = 3], f32>
+# SHIFTED-NEXT: %targets = dnn.reshape %shifted {{.*}} -> !dnn.tensor<[d1 = 6], i64>
+# SHIFTED-NEXT: %loss = dnn.softmax_cross_entropy %rows, %targets over [c]
+# SHIFTED-CHECK: check passed
+def case_shifted():
+    return graph([node("MatMul", ["x", "w"], ["z"]),
+                  node("Pad", ["y", "pads", "ignored"], ["padded"]),
+                  node("Slice", ["padded", "one", "last", "one"], ["shifted"]),
+                  node("Reshape", ["z", "rows_shape"], ["rows"]),
+                  node("Reshape", ["shifted", "flat"], ["targets"]),
+                  node("SoftmaxCrossEntropyLoss", ["rows", "targets"], ["loss"],
+                       ignore_index=-100)],
+                 {"x": [2, 4, 5], "y": ([2, 4], INT64)}, ("loss", []),
+                 {"w": weights(5, 3), "pads": np.array([0, 0, 0, 1]),
+                  "ignored": np.array(-100), "one": np.array([1]),
+                  "last": np.array([np.iinfo(np.int64).max]),
+                  "rows_shape": np.array([-1, 3]), "flat": np.array([-1])})
 
 
 # OTHER-GATHER:      error: 1 node of 1 operator type pase does not read (after folding the static shapes):
