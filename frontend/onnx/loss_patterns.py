@@ -102,52 +102,15 @@ def unshift_labels(onnx: Any, nodes: list[Any],
     labels Pad(y, k ignored entries at the end of axis a), Slice(k:) along a, flattened
     (Reshape to [-1]), as the loss of the scores sliced to their first S - k positions
     along a against y sliced from k: the same mean over the labels that count."""
-    producer = {out: node for node in nodes for out in node.output}
-    uses: dict[str, int] = {}
-    for node in nodes:
-        for name in node.input:
-            uses[name] = uses.get(name, 0) + 1
-
-    def ints(name: str) -> list[int] | None:
-        array = constant_of(name) if name else None
-        return None if array is None or array.dtype.kind != "i" else array.ravel().tolist()
-
-    def flattened(name: str, rank: int) -> Any:
-        """The Reshape to [-1] (rank 1) or [-1, n] (rank 2) producing `name`."""
-        reshape = producer.get(name)
-        target = ints(reshape.input[1]) if reshape is not None and \
-            reshape.op_type == "Reshape" and len(reshape.input) > 1 else None
-        return reshape if target is not None and len(target) == rank and target[0] == -1 \
-            and uses.get(name) == 1 else None
-
+    graph = NodeGraph(onnx, nodes, constant_of)
     inserted: dict[int, list[Any]] = {}
     front: list[Any] = []
     for loss in nodes:
-        if loss.op_type != "SoftmaxCrossEntropyLoss":
+        found = graph.shifted_labels(loss) if loss.op_type == "SoftmaxCrossEntropyLoss" \
+            else None
+        if found is None:
             continue
-        scores, labels = flattened(loss.input[0], 2), flattened(loss.input[1], 1)
-        cut = None if labels is None else producer.get(labels.input[0])
-        pad = None if cut is None or cut.op_type != "Slice" else producer.get(cut.input[0])
-        if scores is None or pad is None or pad.op_type != "Pad" or len(pad.input) < 3 \
-                or uses.get(pad.output[0]) != 1 or uses.get(cut.output[0]) != 1:
-            continue
-        ignored = next((onnx.helper.get_attribute_value(a) for a in loss.attribute
-                        if a.name == "ignore_index"), None)
-        mode = next((onnx.helper.get_attribute_value(a) for a in pad.attribute
-                     if a.name == "mode"), b"constant")
-        pads, fill = ints(pad.input[1]), ints(pad.input[2])
-        slice_inputs = [ints(name) for name in cut.input[1:]]
-        if pads is None or fill != [ignored] or mode not in (b"constant", "constant") or \
-                len(pad.input) > 3 or len(slice_inputs) not in (3, 4) or None in slice_inputs:
-            continue
-        rank = len(pads) // 2
-        ends = [(axis, k) for axis, k in enumerate(pads[rank:]) if k]
-        (starts, stops, axes), steps = slice_inputs[:3], slice_inputs[3:] or [[1]]
-        if any(pads[:rank]) or len(ends) != 1 or steps != [[1]] or len(axes) != 1 or \
-                axes[0] % rank != ends[0][0] or starts != [ends[0][1]] or \
-                stops[0] < np.iinfo(np.int32).max:
-            continue
-        axis, k = ends[0]
+        scores, pad, cut, axis, k = found
         name = cut.output[0]
         constants = {f"{name}_{what}": value for what, value in
                      (("axis", [axis]), ("start", [k]), ("end", [-k]), ("zero", [0]))}
@@ -164,3 +127,63 @@ def unshift_labels(onnx: Any, nodes: list[Any],
             [f"{name}_scores"], name=f"{cut.name or name}_scores"), scores]
         scores.input[0] = f"{name}_scores"
     return front + [new for node in nodes for new in inserted.get(id(node), [node])]
+
+
+class NodeGraph:
+    """The producers and use counts of a node list, and its integer constants."""
+
+    def __init__(self, onnx: Any, nodes: list[Any],
+                 constant_of: Callable[[str], np.ndarray | None]) -> None:
+        self.onnx = onnx
+        self.constant_of = constant_of
+        self.producer = {out: node for node in nodes for out in node.output}
+        self.uses: dict[str, int] = {}
+        for node in nodes:
+            for name in node.input:
+                self.uses[name] = self.uses.get(name, 0) + 1
+
+    def ints(self, name: str) -> list[int] | None:
+        array = self.constant_of(name) if name else None
+        return None if array is None or array.dtype.kind != "i" else array.ravel().tolist()
+
+    def attribute(self, node: Any, name: str, default: Any = None) -> Any:
+        return next((self.onnx.helper.get_attribute_value(a) for a in node.attribute
+                     if a.name == name), default)
+
+    def flattened(self, name: str, rank: int) -> Any:
+        """The Reshape to [-1] (rank 1) or [-1, n] (rank 2) that alone reads into `name`."""
+        reshape = self.producer.get(name)
+        if reshape is None or reshape.op_type != "Reshape" or self.uses.get(name) != 1:
+            return None
+        target = self.ints(reshape.input[1]) if len(reshape.input) > 1 else None
+        return reshape if target and len(target) == rank and target[0] == -1 else None
+
+    def shifted_labels(self, loss: Any) -> tuple[Any, Any, Any, int, int] | None:
+        """For a loss over shifted labels: the scores' Reshape, the labels' Pad and Slice,
+        the axis shifted and by how much."""
+        scores, labels = self.flattened(loss.input[0], 2), self.flattened(loss.input[1], 1)
+        cut = None if labels is None else self.producer.get(labels.input[0])
+        if scores is None or cut is None or cut.op_type != "Slice" or \
+                self.uses.get(cut.output[0]) != 1:
+            return None
+        pad = self.producer.get(cut.input[0])
+        if pad is None or pad.op_type != "Pad" or len(pad.input) != 3 or \
+                self.uses.get(pad.output[0]) != 1 or \
+                self.attribute(pad, "mode", b"constant") not in (b"constant", "constant"):
+            return None
+        pads, fill = self.ints(pad.input[1]), self.ints(pad.input[2])
+        bounds = [self.ints(name) for name in cut.input[1:]]
+        if pads is None or fill != [self.attribute(loss, "ignore_index")] or \
+                len(bounds) not in (3, 4):
+            return None
+        rank = len(pads) // 2
+        ends = [(axis, k) for axis, k in enumerate(pads[rank:]) if k]
+        starts, stops, axes = bounds[0], bounds[1], bounds[2]
+        steps = bounds[3] if len(bounds) == 4 else [1]
+        if starts is None or stops is None or axes is None or any(pads[:rank]) or \
+                len(ends) != 1 or steps != [1] or len(axes) != 1:
+            return None
+        axis, k = ends[0]
+        if axes[0] % rank != axis or starts != [k] or stops[0] < np.iinfo(np.int32).max:
+            return None
+        return scores, pad, cut, axis, k
