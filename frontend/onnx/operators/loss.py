@@ -3,6 +3,9 @@ write for `nn.functional.cross_entropy`) as pase's own `softmax_cross_entropy`, 
 the graph input that feeds them. `loss_patterns` turns the other spellings of the same loss
 (LogSoftmax with NegativeLogLikelihoodLoss, or with GatherElements and ReduceMean) into
 this node before import.
+
+    SoftmaxCrossEntropyLoss(z [8, 10], labels [8], reduction="mean")
+    ->  %loss = dnn.softmax_cross_entropy %z, %labels over [c]   (labels: an i64 input [b])
 """
 
 from __future__ import annotations
