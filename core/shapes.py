@@ -458,8 +458,8 @@ def broadcast_shape(x: NamedShape, result: NamedShape) -> NamedShape:
 
 def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> NamedShape:
     """x's entries start .. start + n - 1 along `dim`: the result has x's dims with `dim`
-    replaced, in place, by a new dim of size n (the result's)."""
-    _float_element("slice", [x])
+    replaced, in place, by a new dim of size n (the result's). Integer tensors too (a
+    language model's shifted labels)."""
     if dim not in x.dims:
         raise ShapeError(f"slice along '{dim}', which is not a dimension of {x}")
     axis = x.dims.index(dim)

@@ -5,6 +5,8 @@ user would: random (seeded) weights, eval mode, batch 8, static shapes.
     python models/export_torch.py models/onnx        # writes NAME.dynamo.onnx (+ .data)
                                                      # and NAME.torchscript.onnx per model
     python models/export_torch.py models/onnx resnet18 gpt2
+    python models/export_torch.py --full /tmp/full resnet50   # the full-size architectures
+                                                     # (never commit these: up to 0.5 GB)
 
 The two calls are the ones docs/pytorch.md gives:
 
@@ -15,7 +17,12 @@ The two calls are the ones docs/pytorch.md gives:
 The architectures are the real classes (torchvision's ResNet, MobileNetV2, VisionTransformer,
 VGG; Hugging Face's GPT2LMHeadModel, BertForMaskedLM, T5ForConditionalGeneration) built from
 small configurations, so that the files stay small (pase's tests import them; nothing is
-downloaded). Needs torch; pase itself never imports this file.
+downloaded). `classifier_loss` is a small classifier exported with its loss, as users export
+a training module: `forward(image, labels)` returns `cross_entropy(model(image), labels)`.
+With `--full`, the architectures are exported at their real sizes instead (torchvision's
+constructors as they are, 224x224 images; an LSTM language model of 10k words, 2 layers of
+1024, 64 steps), for measuring pase on them (docs/pytorch.md). Needs torch; pase itself
+never imports this file.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from torch import nn
 BATCH = 8
 SEQUENCE = 16
 VOCABULARY = 64
+FULL_SEQUENCE = 64
+FULL_VOCABULARY = 10_000
 
 
 class LstmLanguageModel(nn.Module):
@@ -58,6 +67,43 @@ class Mlp(nn.Module):
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         return self.layers(image)
+
+
+class FullLstmLanguageModel(nn.Module):
+    """The language model above at a realistic size: 10k words, 2 layers of 1024."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(FULL_VOCABULARY, 1024)
+        self.lstm = nn.LSTM(1024, 1024, num_layers=2, batch_first=True)
+        self.head = nn.Linear(1024, FULL_VOCABULARY)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        hidden, _ = self.lstm(self.embedding(ids))
+        return self.head(hidden)
+
+
+class FullMlp(nn.Module):
+    """A CIFAR-sized perceptron: 3x32x32 images, two hidden layers of 4096."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 4096), nn.ReLU(),
+                                    nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 10))
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return self.layers(image)
+
+
+class WithLoss(nn.Module):
+    """A classifier as a training module: its loss, mean cross-entropy against `labels`."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, image: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(self.model(image), labels)
 
 
 class Logits(nn.Module):
@@ -138,6 +184,16 @@ def ids(count: int = 1) -> tuple[torch.Tensor, ...]:
     return tuple(torch.randint(0, VOCABULARY, (BATCH, SEQUENCE)) for _ in range(count))
 
 
+def image_and_labels() -> tuple[torch.Tensor, ...]:
+    return (*image(16), torch.randint(0, 10, (BATCH,)))
+
+
+def small_classifier() -> nn.Module:
+    """A few-KB classifier (a 3x3 convolution, a pool, a linear layer) with its loss."""
+    return WithLoss(nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(),
+                                  nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10)))
+
+
 def gpt2() -> nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -173,12 +229,32 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor
     "gpt2": (gpt2, ids),
     "bert": (bert, ids),
     "t5": (t5, lambda: ids(2)),
+    "classifier_loss": (small_classifier, image_and_labels),
 }
 
 
-def export(name: str, folder: str) -> list[str]:
+def torchvision_model(name: str) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import torchvision
+
+        return getattr(torchvision.models, name)()
+
+    return build
+
+
+FULL_MODELS: dict[str, tuple[Callable[[], nn.Module],
+                             Callable[[], tuple[torch.Tensor, ...]]]] = {
+    "lstm": (FullLstmLanguageModel,
+             lambda: (torch.randint(0, FULL_VOCABULARY, (BATCH, FULL_SEQUENCE)),)),
+    "mlp": (FullMlp, image),
+    **{name: (torchvision_model(name), lambda: image(224))
+       for name in ("vgg11", "resnet18", "resnet50", "mobilenet_v2", "vit_b_16")},
+}
+
+
+def export(name: str, folder: str, full: bool = False) -> list[str]:
     """Both exports of one model; what each exporter said if it failed."""
-    build, example = MODELS[name]
+    build, example = (FULL_MODELS if full else MODELS)[name]
     torch.manual_seed(0)
     model = build().eval()
     args = example()
@@ -219,9 +295,11 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 1
-    folder, names = argv[0], argv[1:] or list(MODELS)
+    full = argv[0] == "--full"
+    argv = argv[1:] if full else argv
+    folder, names = argv[0], argv[1:] or list(FULL_MODELS if full else MODELS)
     os.makedirs(folder, exist_ok=True)
-    failures = [failure for name in names for failure in export(name, folder)]
+    failures = [failure for name in names for failure in export(name, folder, full)]
     for failure in failures:
         print(f"export failed: {failure}", file=sys.stderr)
     return 0

@@ -20,6 +20,7 @@ from pase.core.diagnostics import Diagnostic
 from pase.core.shapes import MAX_ELEMENTS, ShapeError
 from pase.dialect import dnn
 from pase.frontend.onnx import operators  # noqa: F401  (registers the importers)
+from pase.frontend.onnx.loss_patterns import ONLY_IN_A_LOSS
 from pase.frontend.onnx.patterns import rewrite_patterns
 from pase.frontend.onnx.registry import OPERATORS
 from pase.frontend.onnx.values import ELEMENTS, GraphState, Value, first_line, node_label
@@ -71,6 +72,7 @@ def check_supported(nodes: list[Any], filename: str) -> None:
     if not missing:
         return
     lines = [f"  {kind}: {count} node{'s' if count > 1 else ''}, the first '{first[kind]}'"
+             + (f" ({ONLY_IN_A_LOSS[kind]})" if kind in ONLY_IN_A_LOSS else "")
              for kind, count in sorted(missing.items())]
     total = sum(missing.values())
     raise Diagnostic(f"{total} node{'s' if total > 1 else ''} of {len(missing)} operator "

@@ -1,6 +1,7 @@
 """Reading an ONNX model before import: decode and check it, load its external data from
 the model's own folder, give each Identity-shared initializer its own copy, fold its static
-shape computations to constants, and infer its shapes.
+shape computations to constants (and the recurrent layers' weights: `weight_layouts`), and
+infer its shapes.
 
     model = read_model(onnx, data, "resnet.onnx")   # raises Diagnostic on any problem
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from pase.core.diagnostics import Diagnostic
 from pase.frontend.onnx.values import first_line, node_label
+from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
 
 MIN_OPSET = 13
 """The oldest opset read: Softmax, ReduceSum, Squeeze and Unsqueeze took their current
@@ -50,6 +52,7 @@ def read_model(onnx: Any, data: bytes, filename: str) -> Any:
         raise Diagnostic(f"not a valid ONNX model: {first_line(error)}", filename) from None
     unshare_identity_initializers(onnx, model)
     model = simplify(onnx, model, filename)
+    fold_recurrent_weights(onnx, model)
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except onnx.shape_inference.InferenceError as error:

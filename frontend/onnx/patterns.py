@@ -1,6 +1,6 @@
 """Rewrites of the ONNX node list before import: exporters' spellings of one layer
-(the erf-based GELU, the decomposed layer and RMS norms) become the one node the frontend
-maps to a `dnn` op.
+(the erf-based GELU, the decomposed layer and RMS norms, a cross-entropy loss:
+`loss_patterns`) become the one node the frontend maps to a `dnn` op.
 
     nodes = rewrite_patterns(onnx, list(model.graph.node), constant_of)
 """
@@ -13,13 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from pase.frontend.onnx.loss_patterns import fuse_cross_entropy
+
 
 def rewrite_patterns(onnx: Any, nodes: list[Any],
                      constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
     """`nodes` with every pattern below replaced by the one node it spells."""
     nodes = fuse_layer_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of)
     nodes = fuse_rms_norm(onnx, nodes, constant_of)
-    return drop_nan_guards(onnx, nodes)
+    return fuse_cross_entropy(onnx, drop_nan_guards(onnx, nodes), constant_of)
 
 
 def uses_of(nodes: list[Any]) -> dict[str, list[Any]]:

@@ -158,3 +158,35 @@ def test_dims_of_one_tensor_are_never_merged():
     other = table.new(16, "s")
     assert table.unify(s, other)
     assert table.names() == {s: "s", t: "s1"}
+
+
+def test_lstm_weights_computed_from_a_parameter_are_folded_as_a_small_export_has_them():
+    """The dynamo exporter reorders a large nn.LSTM's gates (PyTorch's i, f, g, o into
+    ONNX's i, o, f, c) with Slice, Concat and Unsqueeze of `weight_ih_l0` instead of
+    folding them: pase imports the same layer, with the same initial weights, as from
+    the folded W it writes for a small one."""
+    rng = np.random.default_rng(0)
+    torch_order = rng.standard_normal((16, 4)).astype(np.float32)
+    onnx_order = np.concatenate([torch_order[i * 4:(i + 1) * 4] for i in (0, 3, 1, 2)])
+    common = {"r": rng.standard_normal((1, 16, 4)).astype(np.float32),
+              "zeros": np.zeros((1, 2, 4), np.float32), "one": np.array([1])}
+    lstm = helper.make_node("LSTM", ["x", "w", "r", "", "", "zeros", "zeros"], ["y"],
+                            name="lstm", hidden_size=4)
+    squeeze = helper.make_node("Squeeze", ["y", "one"], ["out"])
+    inputs = {"x": ([3, 2, 4], F)}
+    folded = model([lstm, squeeze], inputs, "out", {"w": onnx_order[None], **common}, 17, 3)
+    bounds = {f"at{k}": np.array([4 * k]) for k in range(5)}
+    gates = [helper.make_node("Slice", ["w_ih", f"at{k}", f"at{k + 1}", "zero"], [f"g{k}"])
+             for k in range(4)]
+    computed = model([*gates, helper.make_node("Concat", ["g0", "g3", "g1", "g2"], ["cat"],
+                                               axis=0),
+                      helper.make_node("Unsqueeze", ["cat", "zero"], ["w"]), lstm, squeeze],
+                     inputs, "out", {"w_ih": torch_order, "zero": np.array([0]), **bounds,
+                                     **common}, 17, 3)
+    expected, got = import_model(folded, "folded.onnx"), import_model(computed, "m.onnx")
+    assert ops_of(got) == ops_of(expected)
+    assert "dnn.lstm" in ops_of(got)
+    assert "dnn.slice" not in ops_of(got)
+    assert got.initial_values.keys() == expected.initial_values.keys()
+    for name, value in expected.initial_values.items():
+        np.testing.assert_array_equal(got.initial_values[name], value)

@@ -9,6 +9,7 @@ from pase.frontend.onnx.operators import (  # noqa: F401  (registration)
     basic,
     conv,
     linear,
+    loss,
     more,
     norm,
     recurrent,
