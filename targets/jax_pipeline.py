@@ -29,9 +29,9 @@ from pase.core.schedule import simulate
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dnn
 from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_problem
-from pase.dialect.dnn.seeding import seed_of
+from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
-from pase.targets.jax import _Emitter, spec
+from pase.targets.jax import _Emitter, rate_table, spec
 from pase.targets.jax_pipeline_source import pipeline_main, pipeline_prelude
 from pase.targets.jax_source import HELPERS
 
@@ -182,6 +182,8 @@ class _PipelineEmitter:
     def tables(self) -> list[str]:
         params, inputs, owners, feeds, axes, shared = [], [], [], [], [], []
         values = dict(zip(self.micro.body.block.ops, self.graph.body.block.ops, strict=True))
+        scales = rate_scales(self.graph)  # of the whole batch: the loss is its mean
+        rates: dict[str, int] = {}
         for op in self.micro.body.block.ops:
             if not isinstance(op, dnn.InputOp | dnn.ParamOp):
                 continue
@@ -192,6 +194,8 @@ class _PipelineEmitter:
             layouts = self.first_layouts(op.output)
             init = seed_of(original.output).describe()
             if isinstance(op, dnn.ParamOp):
+                if original.output in scales:
+                    rates[name] = scales[original.output]
                 stage, layout = next(iter(layouts.items()), (0, "()"))
                 params.append(f"    {name!r}: ({shape.sizes!r}, "
                               f"{ELEMENTS[shape.element].numpy!r}, {layout}, {init!r}),")
@@ -218,6 +222,7 @@ class _PipelineEmitter:
               f"{s.dtype!r})," for s in self.sends], "]",
             "SHARED = [  # (param, its stage, another stage that reads it, layout there, ...)",
             *shared, "]",
+            rate_table(rates),
         ]
 
     def function(self, index: int) -> list[str]:

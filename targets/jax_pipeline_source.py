@@ -86,7 +86,8 @@ class Stage:
                                 out_shardings=(self.params, self.received), donate_argnums=4),
             "zeros": jax.jit(lambda p: jax.tree.map(jnp.zeros_like, p),
                              in_shardings=(self.params,), out_shardings=self.params),
-            "update": jax.jit(lambda p, g: jax.tree.map(lambda w, d: w - lr * d, p, g),
+            "update": jax.jit(lambda p, g: {n: w - lr * RATE_SCALES.get(n, 1) * g[n]
+                                            for n, w in p.items()},
                               in_shardings=(self.params, self.params),
                               out_shardings=self.params, donate_argnums=0),
         }

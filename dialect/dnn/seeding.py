@@ -54,6 +54,10 @@ after the last layer norm), and fitting its label needs lr near 1. Adam's steps 
 shrink with 1/N: at its default rate it halves (`LEARNING_RATES`)."""
 
 LEARNING_RATES = {"sgd": LEARNING_RATE, "momentum": LEARNING_RATE / 10, "adam": 1e-3}
+
+SELECTED_RATE_OPTIMIZERS = ("sgd", "momentum")
+"""The optimizers whose steps `rate_scales` scales (Adam's steps are about lr long
+whatever the gradient's size, so it needs no scale)."""
 """The default learning rate of each optimizer: SGD's above; momentum's a tenth of it (with
 beta 0.9 its steady step is ten gradients long, so the same step size as SGD's); Adam's
 its paper's 1e-3 (its steps are about lr long whatever the gradient's scale)."""
@@ -150,3 +154,43 @@ def index_range(reader: LayerOp, index: int) -> int:
     the dims it selects (1: it selects none)."""
     space = reader.iteration_space()
     return prod(space.dim(d).size for d in selected_dims(reader, index))
+
+
+def rate_scales(graph: GraphOp) -> dict[SSAValue, int]:
+    """The factor by which SGD's learning rate is multiplied for each param of `graph`
+    that has a dim an integer operand selects (an embedding table's vocabulary, the
+    output layer's classes, which the labels select in the cross-entropy); params not in
+    the map step at the rate itself.
+
+    The loss is a mean over the N examples (tokens, images) the selecting operand has.
+    A param every example reads gets a gradient summed over all N, each term 1/N; a row
+    or column one example selects (its token's embedding row, its label's class column)
+    gets only the terms of the max(1, N/V) examples that select it (V the dim's size),
+    so SGD moves it min(N, V) times less than the rate means: the Transformer's output
+    layer at scale 0.125 (N = 256 tokens, V = 6250 classes) moves a token's own logit by
+    lr |x|^2 / N = lr / 4 a step and does not fit in 30 steps at a rate AlexNet's dense
+    layers take. The factor is min(N, V) (the largest over the param's selected dims),
+    which gives the selected slices the step a dense param takes (docs/training.md,
+    "Programs that learn").
+    """
+    selections: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for op in graph.body.block.ops:
+        if not isinstance(op, LayerOp):
+            continue
+        space = op.iteration_space()
+        for index, operand in enumerate(op.inputs):
+            shape = shape_of(operand)
+            if ELEMENTS[shape.element].floating:
+                continue
+            for dim in selected_dims(op, index):
+                selections[dim] = max(selections.get(dim, 0), prod(shape.sizes))
+                sizes[dim] = space.dim(dim).size
+    scales: dict[SSAValue, int] = {}
+    for op in graph.body.block.ops:
+        if isinstance(op, ParamOp):
+            factors = [min(selections[d], sizes[d]) for d in shape_of(op.output).dims
+                       if d in selections]
+            if factors and max(factors) > 1:
+                scales[op.output] = max(factors)
+    return scales
