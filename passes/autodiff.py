@@ -17,7 +17,7 @@ For the loss (the first value the graph returns, a scalar), appends before the r
   a scalar, all starting at zero; the graph returns the loss, the updated parameters,
   then the updated states. A state lives where its parameter does, so the update moves
   no words;
-- with `selected_rates=true` (pase-run and the `-t jax` programs use it), SGD and
+- with `selected-rates=true` (pase-run and the `-t jax` programs use it), SGD and
   momentum step a param that has a dim an integer operand selects (an embedding's rows,
   the output layer's classes) at `lr` times `seeding.rate_scales` (docs/training.md,
   "Programs that learn").
@@ -89,7 +89,7 @@ class AutodiffPass(PasePass):
 
 class _Differentiator:
     def __init__(self, graph: dnn.GraphOp, lr: float, optimizer: str = "sgd",
-                 scales: dict[SSAValue, int] | None = None):
+                 scales: dict[SSAValue, float] | None = None):
         self.graph = graph
         self.lr = lr
         self.scales = scales or {}

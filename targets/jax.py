@@ -485,11 +485,11 @@ def _identifier(name: str) -> str:
     return f"{name}_" if keyword.iskeyword(name) or name in RESERVED else name
 
 
-def rate_table(scales: dict[str, int]) -> str:
+def rate_table(scales: dict[str, float]) -> str:
     """`RATE_SCALES = {param: factor}`: the params SGD and momentum step at lr times a
     factor (`seeding.rate_scales`), as pase-run's `pase-autodiff{selected_rates=true}`.
 
-        >>> rate_table({"w2": 2})
-        "RATE_SCALES = {'w2': 2}  # SGD's rate factor (selected dims; docs/training.md)"
+        >>> rate_table({"w2": 0.5})
+        "RATE_SCALES = {'w2': 0.5}  # SGD's rate factor (selected dims; docs/training.md)"
     """
     return f"RATE_SCALES = {scales!r}  # SGD's rate factor (selected dims; docs/training.md)"

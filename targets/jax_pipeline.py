@@ -183,7 +183,7 @@ class _PipelineEmitter:
         params, inputs, owners, feeds, axes, shared = [], [], [], [], [], []
         values = dict(zip(self.micro.body.block.ops, self.graph.body.block.ops, strict=True))
         scales = rate_scales(self.graph)  # of the whole batch: the loss is its mean
-        rates: dict[str, int] = {}
+        rates: dict[str, float] = {}
         for op in self.micro.body.block.ops:
             if not isinstance(op, dnn.InputOp | dnn.ParamOp):
                 continue
