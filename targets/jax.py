@@ -361,7 +361,7 @@ class _Emitter:
         space = op.iteration_space()
         operands = [f"layout({self.names[v]}, {spec(dims, axes)})"
                     for v, dims in zip(op.inputs, space.operands, strict=True)]
-        grid = ", ".join(f"{dim} {factor} over {' '.join(axes[dim])}"
+        grid = ", ".join(f"{dim} {factor} over {' '.join(axes[dim]) or 'the chunk axis'}"
                          for dim, factor in self.placements[op].axes) or "unsplit"
         result = self.names[op.output]
         return ["", f"# %{result} = {op.name[4:]} -> [{', '.join(op.result_shape.dims)}]: {grid}",
