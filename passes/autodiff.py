@@ -16,7 +16,11 @@ For the loss (the first value the graph returns, a scalar), appends before the r
   one `dnn.param` each, `%w_m`, `%w_v` like the parameter and Adam's step count `%w_t`
   a scalar, all starting at zero; the graph returns the loss, the updated parameters,
   then the updated states. A state lives where its parameter does, so the update moves
-  no words.
+  no words;
+- with `selected-rates=true` (pase-run and the `-t jax` programs use it), SGD and
+  momentum step a param that has a dim an integer operand selects (an embedding's rows,
+  the output layer's classes) at `lr` times `seeding.rate_scales` (docs/training.md,
+  "Programs that learn").
 
 Backward ops inherit their forward layer's `pase.config`, as PaSE's cost model assumes,
 and record the layer in `pase.layer`; einsum gradients also keep the forward layer's
@@ -44,6 +48,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from pase.core.diagnostics import Diagnostic, at_op
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import SELECTED_RATE_OPTIMIZERS, rate_scales
 from pase.dialect.pase import (
     CONFIG_ATTR_NAME,
     GRID_ORDER_ATTR_NAME,
@@ -64,6 +69,8 @@ class AutodiffPass(PasePass):
     lr: float = 0.01
     optimizer: str = ""
     """sgd, momentum or adam; "" takes the graph's `pase.training` (sgd without one)."""
+    selected_rates: bool = False
+    """Scale the rate of params with selected dims (`seeding.rate_scales`; sgd, momentum)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not 0 <= self.lr < math.inf:  # 0 computes the gradients and keeps the parameters
@@ -75,13 +82,17 @@ class AutodiffPass(PasePass):
                              else training_of(graph).optimizer)
             except TrainingOptionError as error:
                 raise Diagnostic(f"pase-autodiff: {error}") from None
-            _Differentiator(graph, self.lr, optimizer).run()
+            scales = rate_scales(graph) if self.selected_rates \
+                and optimizer in SELECTED_RATE_OPTIMIZERS else {}
+            _Differentiator(graph, self.lr, optimizer, scales).run()
 
 
 class _Differentiator:
-    def __init__(self, graph: dnn.GraphOp, lr: float, optimizer: str = "sgd"):
+    def __init__(self, graph: dnn.GraphOp, lr: float, optimizer: str = "sgd",
+                 scales: dict[SSAValue, float] | None = None):
         self.graph = graph
         self.lr = lr
+        self.scales = scales or {}
         self.optimizer = optimizer
         self.names = graph.layer_names()
         self.layers = graph.layers
@@ -127,11 +138,12 @@ class _Differentiator:
             layout = first_reader[op.output]
             gradient = self.accumulate(op.output, parts, layout)
             name = op.output.name_hint or "param"
+            lr = self.lr * self.scales.get(op.output, 1)
             if self.optimizer == "sgd":
-                step: Operation = dnn.SgdOp(op.output, gradient, self.lr)
+                step: Operation = dnn.SgdOp(op.output, gradient, lr)
             else:
                 step = dnn.UpdateOp(self.optimizer, op.output, gradient,
-                                    self.state_tensors(op.output, name, taken), self.lr)
+                                    self.state_tensors(op.output, name, taken), lr)
             step.attributes[LAYOUT_OF_ATTR_NAME] = layout
             for result, suffix in zip(step.results, ("", *dnn.OPTIMIZER_STATES.get(
                     self.optimizer, ())), strict=True):

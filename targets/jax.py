@@ -39,7 +39,7 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
-from pase.dialect.dnn.seeding import Seed, seeds
+from pase.dialect.dnn.seeding import Seed, rate_scales, seeds
 from pase.dialect.pase import STRATEGY_ATTR_NAME, StrategyAttr, pipeline_of
 from pase.dialect.training_options import (
     StepOptions,
@@ -272,6 +272,7 @@ class _Emitter:
             "",
             self.table("PARAMS", dnn.ParamOp),
             self.table("INPUTS", dnn.InputOp),
+            rate_table({self.names[v]: k for v, k in rate_scales(self.graph).items()}),
             "",
             *helpers,
             "",
@@ -360,7 +361,7 @@ class _Emitter:
         space = op.iteration_space()
         operands = [f"layout({self.names[v]}, {spec(dims, axes)})"
                     for v, dims in zip(op.inputs, space.operands, strict=True)]
-        grid = ", ".join(f"{dim} {factor} over {' '.join(axes[dim])}"
+        grid = ", ".join(f"{dim} {factor} over {' '.join(axes[dim]) or 'the chunk axis'}"
                          for dim, factor in self.placements[op].axes) or "unsplit"
         result = self.names[op.output]
         return ["", f"# %{result} = {op.name[4:]} -> [{', '.join(op.result_shape.dims)}]: {grid}",
@@ -482,3 +483,13 @@ def _pair(values: tuple[int, ...]) -> tuple[int, int]:
 def _identifier(name: str) -> str:
     """A `.dnn` value name as a Python name that shadows nothing the program uses."""
     return f"{name}_" if keyword.iskeyword(name) or name in RESERVED else name
+
+
+def rate_table(scales: dict[str, float]) -> str:
+    """`RATE_SCALES = {param: factor}`: the params SGD and momentum step at lr times a
+    factor (`seeding.rate_scales`), as pase-run's `pase-autodiff{selected_rates=true}`.
+
+        >>> rate_table({"w2": 0.5})
+        "RATE_SCALES = {'w2': 0.5}  # SGD's rate factor (selected dims; docs/training.md)"
+    """
+    return f"RATE_SCALES = {scales!r}  # SGD's rate factor (selected dims; docs/training.md)"

@@ -20,6 +20,7 @@ stages whose devices it holds and takes part in the crossings of its stages.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -29,9 +30,9 @@ from pase.core.schedule import simulate
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dnn
 from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_problem
-from pase.dialect.dnn.seeding import seed_of
+from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
-from pase.targets.jax import _Emitter, spec
+from pase.targets.jax import _Emitter, rate_table, spec
 from pase.targets.jax_pipeline_source import pipeline_main, pipeline_prelude
 from pase.targets.jax_source import HELPERS
 
@@ -53,9 +54,12 @@ class Send:
         return f"{self.value}>{self.target}"
 
 
-def microbatch_graph(graph: dnn.GraphOp, microbatches: int) -> dnn.GraphOp:
+def microbatch_graph(graph: dnn.GraphOp, microbatches: int, verify: bool = True
+                     ) -> dnn.GraphOp:
     """A copy of `graph` whose batch dim is one micro-batch's (batch / M), ops and
-    attributes unchanged: what each stage's functions compute on."""
+    attributes unchanged: what each stage's functions compute on. `verify=False` for a
+    chunk of a micro-batch per data-parallel replica, whose configurations still split
+    the batch it no longer has (`_PipelineEmitter.chunk` takes those axes out)."""
     batch = batch_dim(graph)
     sizes = {d: s // (microbatches if d == batch else 1) for d, s in graph.dims.items()}
     mapping: dict[SSAValue, SSAValue] = {}
@@ -76,7 +80,8 @@ def microbatch_graph(graph: dnn.GraphOp, microbatches: int) -> dnn.GraphOp:
                                                                for d in graph.dims)},
         attributes=dict(graph.attributes), regions=[Region(block)])
     micro.location = graph.location
-    micro.verify()
+    if verify:
+        micro.verify()
     return micro
 
 
@@ -182,6 +187,8 @@ class _PipelineEmitter:
     def tables(self) -> list[str]:
         params, inputs, owners, feeds, axes, shared = [], [], [], [], [], []
         values = dict(zip(self.micro.body.block.ops, self.graph.body.block.ops, strict=True))
+        scales = rate_scales(self.graph)  # of the whole batch: the loss is its mean
+        rates: dict[str, float] = {}
         for op in self.micro.body.block.ops:
             if not isinstance(op, dnn.InputOp | dnn.ParamOp):
                 continue
@@ -192,6 +199,8 @@ class _PipelineEmitter:
             layouts = self.first_layouts(op.output)
             init = seed_of(original.output).describe()
             if isinstance(op, dnn.ParamOp):
+                if original.output in scales:
+                    rates[name] = scales[original.output]
                 stage, layout = next(iter(layouts.items()), (0, "()"))
                 params.append(f"    {name!r}: ({shape.sizes!r}, "
                               f"{ELEMENTS[shape.element].numpy!r}, {layout}, {init!r}),")
@@ -218,29 +227,37 @@ class _PipelineEmitter:
               f"{s.dtype!r})," for s in self.sends], "]",
             "SHARED = [  # (param, its stage, another stage that reads it, layout there, ...)",
             *shared, "]",
+            rate_table(rates),
         ]
 
-    def function(self, index: int) -> list[str]:
+    def function(self, index: int, chunk: tuple[dnn.GraphOp, _Emitter] | None = None
+                 ) -> list[str]:
         """`stage{index}(mesh, params, batch, received)`: its layers on one micro-batch;
-        the tensors later stages read (and on the loss's stage, the loss), by key."""
-        emitter = self.emitters[index]
-        layers = [layer for layer, s in self.stage.items() if s == index]
+        the tensors later stages read (and on the loss's stage, the loss), by key. With
+        `chunk` (a graph of 1/R of a micro-batch and its emitter, the stage's data axes
+        taken out of its layouts): `stage{index}_chunk`, what the backward maps over the R
+        chunks (`data_axes`)."""
+        graph, emitter = chunk or (self.micro, self.emitters[index])
+        same = dict(zip(self.micro.body.block.ops, graph.body.block.ops, strict=True))
+        stage = {same[layer]: s for layer, s in self.stage.items()}
+        layers = [layer for layer, s in stage.items() if s == index]
         devices = range(index * self.per_stage, (index + 1) * self.per_stage)
         wanted = {v for layer in layers for v in layer.operands}
-        body = [f"{self.names[v]} = received[{self.names[v]!r}]" for v in
+        body = [f"{emitter.names[v]} = received[{emitter.names[v]!r}]" for v in
                 dict.fromkeys(v for v in wanted if isinstance(v.owner, dnn.LayerOp)
-                              and self.stage.get(v.owner) != index)]
-        for op in self.micro.body.block.ops:
+                              and stage.get(v.owner) != index)]
+        for op in graph.body.block.ops:
             if isinstance(op, dnn.InputOp | dnn.ParamOp) and op.output in wanted or (
                     isinstance(op, dnn.LayerOp) and op in layers):
                 body += emitter.statement(op)
         sent = [f"{s.key!r}: {s.value}" for s in self.sends if s.source == index]
         if index == self.loss_stage:
             sent.append(f"'loss': {self.loss}")
+        what = "one chunk of a micro-batch" if chunk else "one micro-batch"
         return [
-            f"def stage{index}(mesh, params, batch, received):",
+            f"def stage{index}{'_chunk' if chunk else ''}(mesh, params, batch, received):",
             f'    """Stage {index}, on devices {devices.start}..{devices.stop - 1}: '
-            f'{len(layers)} layer{"s" if len(layers) != 1 else ""} on one micro-batch."""',
+            f'{len(layers)} layer{"s" if len(layers) != 1 else ""} on {what}."""',
             "",
             "    def layout(value, spec):",
             "        return jax.lax.with_sharding_constraint(value, NamedSharding(mesh, spec))",
@@ -249,9 +266,81 @@ class _PipelineEmitter:
             "",
             f"    return {{{', '.join(sent)}}}", "", ""]
 
+    def data_axes(self, index: int) -> tuple[str, ...]:
+        """The mesh axes stage `index` splits the batch over and nothing else, in the same
+        order in every layer (its data-parallel replicas): the backward then maps the
+        stage over R chunks of a micro-batch, one per replica, and keeps each replica's
+        parameter gradients apart (R copies, summed once a step by the update) where the
+        plain backward's gradients are all-reduced every micro-batch. () where there are
+        none, or where a layer other than the loss reduces over the batch, skips it, or a
+        param is shared with another stage."""
+        batch = batch_dim(self.micro)
+        emitter = self.emitters[index]
+        loss = self.micro.body.block.last_op.operands[0].owner  # type: ignore[union-attr]
+        common: tuple[str, ...] | None = None
+        for layer in [layer for layer, s in self.stage.items() if s == index]:
+            space = layer.iteration_space()
+            if batch not in [d.name for d in space.dims]:
+                return ()
+            if layer is not loss and (space.dim(batch).reduction or batch in space.partial):
+                return ()
+            axes = emitter.axes[layer]
+            on_batch = tuple(axes.get(batch, ()))
+            if common is not None and on_batch != common:
+                return ()
+            common = on_batch
+            if any(set(mesh) & set(on_batch) for dim, mesh in axes.items() if dim != batch):
+                return ()
+        if not common or any(len(self.first_layouts(op.output)) > 1 and index in
+                             self.first_layouts(op.output) for op in self.micro.body.block.ops
+                             if isinstance(op, dnn.ParamOp)):
+            return ()
+        replicas = prod(emitter.shape[int(axis[1:])] for axis in common)
+        if self.micro.dims[batch] % replicas:  # type: ignore[index]
+            return ()
+        return common
+
+    def chunk(self, index: int, axes: tuple[str, ...]) -> tuple[dnn.GraphOp, _Emitter]:
+        """The graph of one of stage `index`'s R chunks of a micro-batch and its emitter:
+        the stage's layouts with its data `axes` taken out (the map over the chunks puts
+        them on the chunk axis)."""
+        emitter = self.emitters[index]
+        replicas = prod(emitter.shape[int(axis[1:])] for axis in axes)
+        graph = microbatch_graph(self.graph, self.microbatches * replicas, verify=False)
+        same = dict(zip(self.micro.body.block.ops, graph.body.block.ops, strict=True))
+        layers = [same[layer] for layer, s in self.stage.items() if s == index]
+        chunk = _Emitter(graph, self.per_stage, layers)  # type: ignore[arg-type]
+        chunk.axes = {layer: {dim: tuple(a for a in mesh if a not in axes)
+                              for dim, mesh in chunk.axes[layer].items()}
+                      for layer in chunk.axes}
+        return graph, chunk
+
+    def chunk_weights(self, data_axes: list[tuple[str, ...]]) -> list[float]:
+        """Per stage, what one of its R chunks' loss weighs in its micro-batch's: 1/R for
+        a mean over the batch, 1 for a sum."""
+        weights = []
+        for index, axes in enumerate(data_axes):
+            replicas = prod(self.emitters[index].shape[int(a[1:])] for a in axes)
+            weights.append(loss_weight(self.graph, self.microbatches * replicas)
+                           / loss_weight(self.graph, self.microbatches))
+        return weights
+
+    def send_batch_axis(self, send: Send) -> int | None:
+        """The axis of a crossing tensor's batch dim (None: it has none)."""
+        dims = next(op.output.type.shape.dims for op in self.micro.body.block.ops
+                    if isinstance(op, dnn.LayerOp) and self.names[op.output] == send.value)
+        batch = batch_dim(self.micro)
+        return dims.index(batch) if batch in dims else None
+
     def program(self) -> str:
         functions = [line for index in range(self.stages) for line in self.function(index)]
-        helpers = sorted(set().union(*(e.helpers for e in self.emitters)))
+        data_axes = [self.data_axes(index) for index in range(self.stages)]
+        chunks = {index: self.chunk(index, axes) for index, axes in enumerate(data_axes)
+                  if axes}
+        functions += [line for index, chunk in chunks.items()
+                      for line in self.function(index, chunk)]
+        helpers = sorted(set().union(*(e.helpers for e in self.emitters),
+                                     *(e.helpers for _, e in chunks.values())))
         elements = {op.output.type.shape.element for op in self.graph.body.block.ops
                     if isinstance(op, dnn.InputOp | dnn.ParamOp)}
         plan = self.pipeline
@@ -272,10 +361,18 @@ class _PipelineEmitter:
             "",
             *self.tables(),
             f"ORDER = {self.order()!r}",
+            f"DATA_AXES = {data_axes!r}  # per stage: the mesh axes only the batch is split over",
+            f"CHUNK_WEIGHTS = {self.chunk_weights(data_axes)!r}  # a chunk's loss in its "
+            "micro-batch's",
+            "SEND_BATCH_AXIS = {  # crossing tensor: the axis of its batch dim",
+            *dict.fromkeys(f"    {s.value!r}: {self.send_batch_axis(s)!r}," for s in self.sends),
+            "}",
             "",
             *[HELPERS[name] for name in helpers],
             "",
             *functions,
             f"STAGE_FUNCTIONS = [{', '.join(f'stage{i}' for i in range(self.stages))}]",
+            "CHUNK_FUNCTIONS = [" + ", ".join(f"stage{i}_chunk" if i in chunks else "None"
+                                              for i in range(self.stages)) + "]",
             "",
             pipeline_main()])

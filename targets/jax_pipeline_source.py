@@ -72,23 +72,38 @@ class Stage:
         if index == LOSS_STAGE:
             self.sent["loss"] = NamedSharding(self.mesh, P())
         function = partial(STAGE_FUNCTIONS[index], self.mesh)
+        axes = DATA_AXES[index]
+        self.replicas = int(np.prod([self.mesh.shape[a] for a in axes]))
+        self.totals = {n: NamedSharding(self.mesh, P(axes, *sharding.spec))
+                       for n, sharding in self.params.items()} if axes else self.params
 
         def backward(params, batch, received, cotangents, total):
             _, pullback = jax.vjp(lambda p, r: function(p, batch, r), params, received)
             grads, back = pullback(cotangents)
             return jax.tree.map(jnp.add, total, grads), back
 
+        if axes:
+            backward = chunked_backward(partial(CHUNK_FUNCTIONS[index], self.mesh), axes,
+                                        self.replicas, CHUNK_WEIGHTS[index])
+
+        def zeros(params):
+            return {n: jnp.zeros((self.replicas,) * bool(axes) + w.shape, w.dtype)
+                    for n, w in params.items()}
+
+        def update(params, total):
+            grads = {n: g.sum(axis=0) for n, g in total.items()} if axes else total
+            return {n: w - lr * RATE_SCALES.get(n, 1) * grads[n]
+                    for n, w in params.items()}, grads
+
         self.jitted = {
             "forward": jax.jit(function, in_shardings=(self.params, self.batch, self.received),
                                out_shardings=self.sent),
             "backward": jax.jit(backward, in_shardings=(self.params, self.batch, self.received,
-                                                        self.sent, self.params),
-                                out_shardings=(self.params, self.received), donate_argnums=4),
-            "zeros": jax.jit(lambda p: jax.tree.map(jnp.zeros_like, p),
-                             in_shardings=(self.params,), out_shardings=self.params),
-            "update": jax.jit(lambda p, g: jax.tree.map(lambda w, d: w - lr * d, p, g),
-                              in_shardings=(self.params, self.params),
-                              out_shardings=self.params, donate_argnums=0),
+                                                        self.sent, self.totals),
+                                out_shardings=(self.totals, self.received), donate_argnums=4),
+            "zeros": jax.jit(zeros, in_shardings=(self.params,), out_shardings=self.totals),
+            "update": jax.jit(update, in_shardings=(self.params, self.totals),
+                              out_shardings=(self.params, self.params), donate_argnums=0),
         }
 
     def compile(self, params, batch, float_type):
@@ -104,11 +119,55 @@ class Stage:
                                                 sharding=self.sent["loss"])
         held = jax.tree.map(spec, params)
         fed = jax.tree.map(spec, batch)
+        copies = (self.replicas,) if DATA_AXES[self.index] else ()
+        totals = {n: jax.ShapeDtypeStruct(copies + a.shape, a.dtype, sharding=self.totals[n])
+                  for n, a in params.items()}
         arguments = {"forward": (held, fed, received),
-                     "backward": (held, fed, received, sent, held),
-                     "zeros": (held,), "update": (held, held)}
+                     "backward": (held, fed, received, sent, totals),
+                     "zeros": (held,), "update": (held, totals)}
         return {name: lower_and_compile(self.jitted[name], arguments[name])
                 for name in self.jitted}
+
+
+def chunked_backward(function, axes, replicas, weight):
+    """A stage's backward over R chunks of a micro-batch, one per data-parallel replica
+    (`DATA_AXES`): `jax.vmap` over the chunks, the chunk axis on the data axes, of the
+    chunk's `jax.vjp`. Each replica's parameter gradients stay its own (R copies in the
+    running sum, added up once a step by the update) where the plain backward's would be
+    all-reduced every micro-batch; the gradients sent back are joined into the batch."""
+    def split(tree, axis_of):
+        return {k: v if axis_of(k) is None else jnp.moveaxis(v.reshape(
+            v.shape[:axis_of(k)] + (replicas, -1) + v.shape[axis_of(k) + 1:]), axis_of(k), 0)
+            for k, v in tree.items()}
+
+    def join(tree, axis_of):
+        return {k: v.sum(axis=0) if axis_of(k) is None else jnp.moveaxis(v, 0, axis_of(k)).reshape(
+            v.shape[1:axis_of(k) + 1] + (-1,) + v.shape[axis_of(k) + 2:]) for k, v in tree.items()}
+
+    def mapped(tree, axis_of):
+        return {k: None if axis_of(k) is None else 0 for k in tree}
+
+    def backward(params, batch, received, cotangents, total):
+        def sent_axis(key):  # "value>target" or "loss"
+            return None if key == "loss" else SEND_BATCH_AXIS[key.split(">")[0]]
+
+        input_axis = BATCH_AXIS.get
+        cotangents = {k: v * weight if k == "loss" else v for k, v in cotangents.items()}
+
+        def one(chunk_batch, chunk_received, chunk_cotangents):
+            _, pullback = jax.vjp(lambda p, r: function(p, chunk_batch, r), params,
+                                  chunk_received)
+            return pullback(chunk_cotangents)
+
+        grads, back = jax.vmap(one, in_axes=(mapped(batch, input_axis),
+                                             mapped(received, SEND_BATCH_AXIS.get),
+                                             mapped(cotangents, sent_axis)),
+                               spmd_axis_name=axes)(
+            split(batch, input_axis), split(received, SEND_BATCH_AXIS.get),
+            split(cotangents, sent_axis))
+        return jax.tree.map(jnp.add, total, grads), join(back, SEND_BATCH_AXIS.get)
+
+    return backward
 
 
 def abstract(send, sharding, float_type):
@@ -238,7 +297,8 @@ def run_step(stages, crossings, shared, compiled, params, batches, serial):
                 params[index], batches[index][m], received[index][m], cotangents[index][m],
                 totals[index]))
         else:
-            params[index] = wait(programs["update"](params[index], totals[index]))
+            params[index], totals[index] = wait(programs["update"](params[index],
+                                                                   totals[index]))
     losses = [sent[LOSS_STAGE][m]["loss"] for m in range(MICROBATCHES)] \\
         if stages[LOSS_STAGE].local else None
     return params, losses, totals

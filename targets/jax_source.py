@@ -184,7 +184,8 @@ def make_step(mesh, lr):
 
     def step(params, batch):
         loss, grads = jax.value_and_grad(lambda p: loss_fn(mesh, p, batch))(params)
-        return {name: params[name] - lr * grads[name] for name in params}, loss, grads
+        return ({name: params[name] - lr * RATE_SCALES.get(name, 1) * grads[name]
+                 for name in params}, loss, grads)
 
     return jax.jit(step, in_shardings=(held, fed),
                    out_shardings=(held, NamedSharding(mesh, P()), held)), held, fed

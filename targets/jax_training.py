@@ -39,8 +39,9 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 UPDATES = {
     "sgd": '''\
 def update(params, grads, state, lr):
-    """SGD: p - lr g."""
-    return {name: params[name] - lr * grads[name] for name in params}, state
+    """SGD: p - lr g (lr times RATE_SCALES's factor for a param with selected dims)."""
+    return {name: params[name] - lr * RATE_SCALES.get(name, 1) * grads[name]
+            for name in params}, state
 ''',
     "momentum": '''\
 def update(params, grads, state, lr):
@@ -48,7 +49,8 @@ def update(params, grads, state, lr):
     new_params, new_state = {}, {}
     for name, param in params.items():
         velocity = BETA1 * state[name]["m"] + grads[name]
-        new_params[name], new_state[name] = param - lr * velocity, {"m": velocity}
+        rate = lr * RATE_SCALES.get(name, 1)
+        new_params[name], new_state[name] = param - rate * velocity, {"m": velocity}
     return new_params, new_state
 ''',
     "adam": '''\

@@ -22,7 +22,7 @@ first reads the tensor, not from the layer's name:
   differs between tokens (97% after the first), so the logits hardly depend on the token
   and training stalls at the labels' batch marginal (ln 256 on the fixed batch at scale
   0.125, with SGD at any rate and with Adam at 0.01); with it, Adam at its default rate
-  goes 9.18 -> 2.07 in 30 steps (docs/jax.md, "Programs that learn").
+  goes 9.18 -> 2.07 in 30 steps (docs/training.md, "Programs that learn").
 - A param the reader scales its result by (`LayerOp.SCALE_OPERANDS`: a norm's scale):
   1 + 0.1 normal. Any other param (a norm's bias, a bias added): 0.1 normal, small.
 
@@ -45,15 +45,17 @@ from pase.dialect.dnn.types import shape_of
 LEARNING_RATE = 0.03
 """The default SGD learning rate of `pase-run --lr` and of the `-t jax` program's `--lr`,
 for params seeded by this rule. Measured on the fixed seeded batch (30 steps, losses from
-the first step to the 30th, docs/jax.md): AlexNet scaled by 0.125 halves its loss at 0.02
-to 0.04 (4.83 -> 2.18 at 0.03) and oscillates from 0.1 on. The Transformer scaled by
-0.125 does not halve with SGD at a rate AlexNet takes (9.18 -> 6.85 at 0.03; 5.81 at
-best at 0.1, oscillating): its loss is a mean over N = 256 tokens whose labels are
-random, so a token's own logit moves by lr |x|^2 / N = lr / 4 per step (|x|^2 = d = 64
-after the last layer norm), and fitting its label needs lr near 1. Adam's steps do not
-shrink with 1/N: at its default rate it halves (`LEARNING_RATES`)."""
+the first step to the 30th, docs/training.md): AlexNet scaled by 0.125 halves its loss at
+0.02 to 0.04 and oscillates from 0.1 on. A param with a dim an integer operand selects
+(an embedding's rows, the output layer's classes) steps at this rate times
+`rate_scales`'s factor: without it the Transformer scaled by 0.125 does not halve with
+SGD at any one rate (9.18 -> 6.83 at 0.03, 5.27 at 1)."""
 
 LEARNING_RATES = {"sgd": LEARNING_RATE, "momentum": LEARNING_RATE / 10, "adam": 1e-3}
+
+SELECTED_RATE_OPTIMIZERS = ("sgd", "momentum")
+"""The optimizers whose steps `rate_scales` scales (Adam's steps are about lr long
+whatever the gradient's size, so it needs no scale)."""
 """The default learning rate of each optimizer: SGD's above; momentum's a tenth of it (with
 beta 0.9 its steady step is ten gradients long, so the same step size as SGD's); Adam's
 its paper's 1e-3 (its steps are about lr long whatever the gradient's scale)."""
@@ -120,13 +122,9 @@ def seed_of(value: SSAValue, branches: dict[SSAValue, int] | None = None) -> See
         return Seed("normal+1", SMALL)
     space = reader.iteration_space()
     summed = {d.name: d.size for d in space.dims if d.reduction or d.name in space.partial}
-    contracted = [d for d in space.operands[index] if d is not None and d in summed]
-    if not contracted:
+    if not any(d is not None and d in summed for d in space.operands[index]):
         return Seed("normal", SMALL)
-    selected = {d for other in range(len(reader.inputs)) if other != index
-                and not ELEMENTS[shape_of(reader.inputs[other]).element].floating
-                for d in selected_dims(reader, other)}
-    std = 1.0 / sqrt(prod(summed[d] for d in contracted if d not in selected))
+    std = 1.0 / sqrt(fan_in(value))
     if branches is None:
         graph = reader.parent_op()
         branches = residual_adds(graph) if isinstance(graph, GraphOp) else {}
@@ -150,3 +148,81 @@ def index_range(reader: LayerOp, index: int) -> int:
     the dims it selects (1: it selects none)."""
     space = reader.iteration_space()
     return prod(space.dim(d).size for d in selected_dims(reader, index))
+
+
+def rate_scales(graph: GraphOp) -> dict[SSAValue, float]:
+    """The factor by which SGD's learning rate is multiplied for each param of `graph`
+    that has a dim an integer operand selects (an embedding table's vocabulary, the
+    output layer's classes, which the labels select in the cross-entropy); params not in
+    the map step at the rate itself.
+
+    The loss is a mean over the N examples (tokens, images) of the selecting operand. A
+    param every example reads gets a gradient summed over all N; a row or column that
+    one example selects (its token's embedding row, its label's class column) gets only
+    the 1/N terms of the max(1, N/V) examples that select it (V the dim's size). A step
+    of rate r then moves the output of an example that selects it by r |x|^2 / min(N, V)
+    times the output's gradient, |x|^2 = fan-in (`fan_in`; the seeding keeps
+    activations of order one): the Transformer's output layer at scale 0.125 (N = 256
+    tokens, V = 6250 classes, fan-in 64) moves a token's own logit by r / 4 of its
+    gradient, and does not fit in 30 steps at a rate AlexNet's dense layers take.
+    The factor is min(N, V) / (fan-in · LEARNING_RATE) (the largest N, V over the
+    param's selected dims; the largest fan-in over its readers, for a table tied to an
+    output layer): at the default rate, one step moves the selecting example's output
+    by its own gradient, a unit step (docs/training.md, "Programs that learn").
+
+        >>> round(0.03 * min(256, 6250) / (64 * 0.03), 6)  # the Transformer's output layer
+        4.0
+    """
+    selections: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for op in graph.body.block.ops:
+        if not isinstance(op, LayerOp):
+            continue
+        space = op.iteration_space()
+        for index, operand in enumerate(op.inputs):
+            shape = shape_of(operand)
+            if ELEMENTS[shape.element].floating:
+                continue
+            for dim in selected_dims(op, index):
+                selections[dim] = max(selections.get(dim, 0), prod(shape.sizes))
+                sizes[dim] = space.dim(dim).size
+    scales: dict[SSAValue, float] = {}
+    for op in graph.body.block.ops:
+        if isinstance(op, ParamOp):
+            counts = [min(selections[d], sizes[d]) for d in shape_of(op.output).dims
+                      if d in selections]
+            if counts:
+                widest = max((reader_fan_in(use.operation, use.index)
+                              for use in op.output.uses
+                              if isinstance(use.operation, LayerOp)), default=1)
+                scales[op.output] = max(counts) / (widest * LEARNING_RATE)
+    return scales
+
+
+def fan_in(value: SSAValue) -> int:
+    """How many terms of order one a param's first reader sums per element of its result
+    through the param: the product of the sizes of the dims it contracts over, less those
+    an integer operand selects (an embedding table's rows: one is read, not summed); 1
+    for a param no layer contracts (a bias, a norm's scale, an embedding table).
+
+        >>> from pase.frontend import parse_file
+        >>> graph = parse_file("models/mlp.dnn").body.block.first_op
+        >>> [fan_in(op.output) for op in graph.body.block.ops if isinstance(op, ParamOp)]
+        [256, 1024]
+    """
+    readers = [(use.operation, use.index) for use in value.uses
+               if isinstance(use.operation, LayerOp)]
+    return reader_fan_in(*readers[0]) if readers else 1
+
+
+def reader_fan_in(reader: LayerOp, index: int) -> int:
+    """`fan_in` of operand `index` as `reader` reads it."""
+    if index in reader.SCALE_OPERANDS:
+        return 1
+    space = reader.iteration_space()
+    summed = {d.name: d.size for d in space.dims if d.reduction or d.name in space.partial}
+    selected = {d for other in range(len(reader.inputs)) if other != index
+                and not ELEMENTS[shape_of(reader.inputs[other]).element].floating
+                for d in selected_dims(reader, other)}
+    return prod(summed[d] for d in space.operands[index]
+                if d is not None and d in summed and d not in selected)

@@ -26,6 +26,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
+from pase.dialect.dnn.seeding import rate_scales
 from pase.frontend import parse_file, parse_text
 from pase.passes.scale import scale_module
 from pase.passes.search import PaseSearchPass
@@ -162,11 +163,14 @@ def test_the_loss_layer_is_split_in_these_runs() -> None:
 def test_the_gradient_is_the_loss_gradient(loss: str) -> None:
     # Independent of sharding: one SGD step of size lr lowers the loss by lr·|g|² to
     # first order, so g must be the gradient of the loss itself (a cotangent of the loss
-    # layer that is dropped or not 1 changes |g|² or the decrease).
+    # layer that is dropped or not 1 changes |g|² or the decrease). A param with a
+    # selected dim steps at lr times its factor (seeding.rate_scales): its |g|² counts so.
     module = with_configs(_parsed(f"mlp.{loss}"), None)
     data = make_data(forward_graph(module), 0, "f64")
     (start,), _ = execute(lower(module, 1, 0.0), data, 1, "threads", 60.0, "f64")
-    squared_norm = sum(float(np.sum(gradient ** 2)) for _, gradient in start.grads.values())
+    scales = {v.name_hint: s for v, s in rate_scales(forward_graph(module)).items()}
+    squared_norm = sum(scales.get(name, 1) * float(np.sum(gradient ** 2))
+                       for name, (_, gradient) in start.grads.items())
     assert squared_norm > 0
     lr = 1e-6 * max(1.0, abs(start.losses[0])) / squared_norm  # second order negligible
     (trained,), _ = execute(lower(module, 1, lr), data, 2, "threads", 60.0, "f64")

@@ -2,7 +2,8 @@
 
     module, initial = load_model("models/mlp.dnn")
     pipeline_spec(devices=4, factor=0.125)  # what pase-run --print-pipeline prints:
-    # 'pase-search{devices=4},pase-scale{factor=0.125},pase-autodiff{lr=0.03},'
+    # 'pase-search{devices=4},pase-scale{factor=0.125},'
+    # 'pase-autodiff{lr=0.03 selected_rates=true},'
     # 'pase-lower-spmd{devices=4}'
     report = train(strategy_and_scale(module, devices=4, factor=0.125), devices=4)
 
@@ -76,7 +77,7 @@ def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
 
         >>> pipeline_spec(8, factor=0.125, strategy="s.json").split(",")
         ['pase-search{devices=8 strategy="s.json"}', 'pase-scale{factor=0.125}', \
-'pase-autodiff{lr=0.03}', 'pase-lower-spmd{devices=8}']
+'pase-autodiff{lr=0.03 selected_rates=true}', 'pase-lower-spmd{devices=8}']
 
     With `data_parallel` the strategy (every batch dim split over the devices) is not a
     pass, so the spec starts at pase-scale and needs a model that has its
@@ -138,7 +139,8 @@ def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-defaul
 def lowering_spec(devices: int, lr: float = LEARNING_RATE, optimizer: str = "") -> str:
     """The passes from a graph with configurations to its `dist.program` (`optimizer`
     "": the graph's `pase.training`, else sgd)."""
-    return _spec([AutodiffPass(lr=lr, optimizer=optimizer), LowerSpmdPass(devices=devices)])
+    return _spec([AutodiffPass(lr=lr, optimizer=optimizer, selected_rates=True),
+                  LowerSpmdPass(devices=devices)])
 
 
 def _spec(passes: list[ModulePass]) -> str:

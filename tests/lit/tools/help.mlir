@@ -24,7 +24,7 @@
 // CHECK-NEXT:       Split the layers into pipeline stages with per-stage PaSE strategies.
 // CHECK-NEXT:   pase-scale{factor=1.0}
 // CHECK-NEXT:       Scale every dimension of every graph by `factor` (0 < factor <= 1).
-// CHECK-NEXT:   pase-autodiff{lr=0.01 optimizer=""}
+// CHECK-NEXT:   pase-autodiff{lr=0.01 optimizer="" selected-rates=false}
 // CHECK-NEXT:       Append the backward pass and an optimizer update to every graph.
 // CHECK-NEXT:   pase-lower-spmd{devices=none}
 // CHECK-NEXT:       Lower every `dnn.graph` to a `dist.program` on `devices` devices.
