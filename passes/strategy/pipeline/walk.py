@@ -10,6 +10,7 @@ walks every choice without pruning. Ties go to the first plan in the walk's orde
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -151,6 +152,11 @@ class Walk:
         memory, tight, least = self.memory, self.tight, self.plans.least
         assert memory is not None
         assert tight is not None
+        if self.reached() == math.inf:
+            # Nothing to beat yet: no bound prunes, and the Lagrangian ones cost DP
+            # solves on every segment (a stage that fits in no configurations has no
+            # solution either way).
+            return False, None
         group, micro, holds = self.group, self.microbatches, self.holds(index)
         if self.plans.table.fits(start, stop, group, micro, holds, memory):
             return False, None
