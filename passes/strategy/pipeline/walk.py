@@ -165,17 +165,21 @@ class Walk:
             return self.beaten(tight.next_stage(stages_after, start, stop, done, first,
                                                 done_forward, work, own))
 
-        least_work = tight.least_work(start, stop)
-        if reaches(least_work, least.objective_own(start, stop, group, micro, least_work)):
-            return True, None
-        # Each hull costs DP solves on every distinct segment: F + B's first.
-        work = max(least_work, least.capped_bound(start, stop, group, micro, holds, memory, 0))
+        work = tight.least_work(start, stop)
         own = least.objective_own(start, stop, group, micro, work)
         if reaches(work, own):
             return True, None
-        own = max(own, least.capped_bound(start, stop, group, micro, holds, memory, 1))
-        if reaches(work, own):
-            return True, None
+        if self.stages > 1:
+            # Each hull costs DP solves on every distinct segment: F + B's first. (One
+            # stage is the whole graph, whose hulls no other range shares: its capped
+            # solve's own Lagrangian bound, heard by `enough`, comes sooner.)
+            work = max(work, least.capped_bound(start, stop, group, micro, holds, memory, 0))
+            own = least.objective_own(start, stop, group, micro, work)
+            if reaches(work, own):
+                return True, None
+            own = max(own, least.capped_bound(start, stop, group, micro, holds, memory, 1))
+            if reaches(work, own):
+                return True, None
 
         def enough(cost: float) -> bool:  # the solver's F + B + AR / M is at least cost
             return reaches(work, max(own, micro * cost))
