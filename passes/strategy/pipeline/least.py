@@ -260,8 +260,11 @@ class LeastCosts:
         problem.cost_graph(budget)  # the tables, shared with the stages solved later
         forward_least = 0.0
         work_vectors, own_vectors = [], []
-        for layer, configs in zip(layers, problem.config_lists, strict=True):
-            costs = layer_costs(layer, configs, self.table.machine)
+        for layer, kind, configs in zip(layers, part.kinds[0], problem.config_lists,
+                                        strict=True):
+            costs = layer_costs(layer, configs, self.table.machine) if solver.cache is None \
+                else solver.cache.costs(layer, kind, devices, configs, self.table.machine,
+                                        pase=True)
             work = costs.forward + costs.backward
             forward_least += float(costs.forward.min())
             work_vectors.append(work)

@@ -52,7 +52,7 @@ from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
 from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
 from pase.passes.strategy.pipeline.transfers import Transfers
-from pase.passes.strategy.pipeline.walk import EffortSpent, Walk
+from pase.passes.strategy.pipeline.walk import EffortSpent, Walk, over
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.vertices import Edge, Layer
@@ -85,9 +85,17 @@ class Partitioner:
         self.transfers = Transfers(self.edges, self.cuts, devices, machine)
         self.least = LeastCosts(self.table, self.cuts, self.transfers.spans)
         self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._least_bytes: dict[tuple[int, int, str], dict[int, list[float]]] = {}
+        self._rest_fits: dict[tuple, list[dict[int, bool]]] = {}
         self.progress: Progress | None = None
         """Where `search` reports what it is doing (a line on a terminal), if set."""
         self.status = ""
+        self.table.notify = self.note
+
+    def note(self, text: str) -> None:
+        """Report `text` after `status` on the progress line, if there is one."""
+        if self.progress is not None:
+            self.progress.message(f"{self.status}: {text}" if self.status else text)
 
     def micro(self, microbatches: int) -> Micro:
         """The graph's layers and edges at micro-batch shapes (made once per M)."""
@@ -176,7 +184,11 @@ class Partitioner:
         costly walk (many stages, many cuts), which a plan found elsewhere would prune:
         each (S, M) first gets `FIRST_EFFORT` steps of the walk (`best`'s `effort`), and
         those that use them up are searched again afterwards, in rounds of four times
-        more (the stages solved meanwhile are kept), until every one has finished.
+        more (the stages solved meanwhile are kept), until every one has finished. (The
+        first pass under a cap, whose best plan is only a bound, has one round: an
+        (S, M) that uses it up is left to the second; a stage range whose layers, or
+        the layers after it, cannot fit in any configurations is never solved,
+        `rest_fits`.)
         """
         pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
         if memory is not None:
@@ -194,7 +206,13 @@ class Partitioner:
                 if method == "dp" and stages > 1 else None
             return (1, max(cheap, tight.whole(stages)) if tight is not None else cheap)
 
-        waiting = sorted(range(len(pairs)), key=lambda i: (*rank(pairs[i]), i))
+        phase = "first pass, stages unconstrained: " if self.table.free_only else ""
+        ranks = []
+        for i, pair in enumerate(pairs):
+            self.status = f"{phase}bounds of S={pair[0]} M={pair[1]}, {i + 1} of {len(pairs)}"
+            self.note("segments solved")
+            ranks.append(rank(pair))
+        waiting = sorted(range(len(pairs)), key=lambda i: (*ranks[i], i))
         found: dict[int, PipelinePlan] = {}
         least = math.inf
         if memory is not None and not self.table.free_only:
@@ -213,11 +231,10 @@ class Partitioner:
             again = []
             for done, i in enumerate(waiting):
                 stages, micro = pairs[i]
-                if self.progress is not None:
-                    best_yet = f", best step {least:.4g} s" if least < math.inf else ""
-                    self.status = (f"S={stages} M={micro}, {done + 1} of {len(waiting)} "
-                                    f"(S, M) in round {rounds}{best_yet}")
-                    self.progress.message(self.status)
+                best_yet = f", best step {least:.4g} s" if least < math.inf else ""
+                self.status = (f"{phase}S={stages} M={micro}, {done + 1} of {len(waiting)} "
+                               f"(S, M) in round {rounds}{best_yet}")
+                self.note(f"{self.solver.solves} stage solves")
                 try:
                     plan = self.best(stages, micro, schedule, memory, method,
                                      math.nextafter(least, math.inf), effort,
@@ -228,7 +245,9 @@ class Partitioner:
                 if plan is not None:
                     found[i] = plan
                     least = min(least, plan.step)
-            waiting = again
+            # The first pass under a cap only seeks a bound for the second, which
+            # searches every (S, M) again: one round of effort is enough for it.
+            waiting = again if not self.table.free_only else []
             rounds += 1
             effort = effort * 4 if effort is not None and len(again) > 1 else None
         if found:
@@ -248,25 +267,8 @@ class Partitioner:
         (inf if there is no such plan)."""
         if stages > len(self.cuts) + 1:
             return math.inf
-        solver = self.solver
-        group = self.devices // stages
-        micro = self.micro(microbatches)
-        assert micro.kinds is not None
-        lists = Problem.from_layers(micro.layers, micro.edges, group, self.machine,
-                                    batch=self.batch, min_shard=solver.min_shard,
-                                    tables=solver.tables, kinds=micro.kinds,
-                                    model=solver.options.model).config_lists
         holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
-        sums = {held: [0.0] for held in set(holds)}
-        for layer, kind, configs in zip(micro.layers, micro.kinds[0], lists, strict=True):
-            key = (kind, group)
-            if key not in self._layer_memory:  # (parameters, activations) per config
-                parts = [stage_bytes([layer], {layer.name: c}, solver.model) for c in configs]
-                self._layer_memory[key] = (np.array([fixed for fixed, _ in parts]),
-                                           np.array([kept for _, kept in parts]))
-            params, acts = self._layer_memory[key]
-            for held, prefix in sums.items():
-                prefix.append(prefix[-1] + float((params + held * acts).min()))
+        sums = self.least_bytes(stages, microbatches, schedule)
         positions = [0, *self.cuts, len(self.layers)]
         last = len(positions) - 1
         # rest[i]: the least largest stage of stages s.. covering [positions[i], end).
@@ -278,6 +280,60 @@ class Partitioner:
                          for j in range(i + 1, last)), default=math.inf)
                     for i in range(last)] + [math.inf]
         return rest[0]
+
+    def least_bytes(self, stages: int, microbatches: int, schedule: str
+                    ) -> dict[int, list[float]]:
+        """For each number of micro-batches a stage of a plan with `stages` stages
+        holds (`in_flight`), the prefix sums over the layers of each one's least bytes
+        per device in any configuration on P / `stages` devices holding that many:
+        entry i - entry j bounds from below the memory of a stage of layers [j, i)
+        (`least_memory`)."""
+        key = (stages, microbatches, schedule)
+        if key in self._least_bytes:
+            return self._least_bytes[key]
+        solver = self.solver
+        group = self.devices // stages
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        lists = Problem.from_layers(micro.layers, micro.edges, group, self.machine,
+                                    batch=self.batch, min_shard=solver.min_shard,
+                                    tables=solver.tables, kinds=micro.kinds,
+                                    model=solver.options.model).config_lists
+        holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
+        sums = {held: [0.0] for held in set(holds)}
+        for layer, kind, configs in zip(micro.layers, micro.kinds[0], lists, strict=True):
+            memory_key = (kind, group)
+            if memory_key not in self._layer_memory:  # (parameters, activations) per config
+                parts = [stage_bytes([layer], {layer.name: c}, solver.model) for c in configs]
+                self._layer_memory[memory_key] = (np.array([fixed for fixed, _ in parts]),
+                                                  np.array([kept for _, kept in parts]))
+            params, acts = self._layer_memory[memory_key]
+            for held, prefix in sums.items():
+                prefix.append(prefix[-1] + float((params + held * acts).min()))
+        self._least_bytes[key] = sums
+        return sums
+
+    def rest_fits(self, stages: int, microbatches: int, schedule: str,
+                  memory: float) -> list[dict[int, bool]]:
+        """Entry s maps each stage beginning b (0 and the cuts) to whether layers [b, end)
+        can be split into stages s.. of a plan of `stages` stages each of which could
+        fit in `memory` (`least_bytes`): where not, no configurations of those stages
+        fit, and a walk prunes every prefix ending at b (`walk.Walk.extend`). Entry
+        `stages` maps only the end to True."""
+        key = (stages, microbatches, schedule, memory)
+        if key not in self._rest_fits:
+            sums = self.least_bytes(stages, microbatches, schedule)
+            end = len(self.layers)
+            starts = [0, *self.cuts]
+            fits: list[dict[int, bool]] = [{} for _ in range(stages)] + [{end: True}]
+            for s in reversed(range(stages)):
+                prefix = sums[in_flight(schedule, stages, microbatches, s)]
+                after = fits[s + 1]
+                for b in starts:
+                    fits[s][b] = any(ok and not over(prefix[stop] - prefix[b], memory)
+                                     for stop, ok in after.items() if stop > b)
+            self._rest_fits[key] = fits
+        return self._rest_fits[key]
 
     def best(self, stages: int, microbatches: int, schedule: str,
              memory: float | None = None, method: str = "dp",
@@ -303,6 +359,9 @@ class Partitioner:
             return None
         if method == "dp" and self.lower_bound(stages, microbatches) * (1 - SLACK) >= bound:
             return None
+        if memory is not None and not self.rest_fits(stages, microbatches, schedule,
+                                                     memory)[0][0]:
+            return None  # (no configurations of its stages fit: no plan at all)
         # (One stage is solved at once: its bounds would cost more than they save, but
         # where it is solved under the cap, which takes many solves.)
         capped_alone = stages == 1 and memory is not None and not self.table.fits(

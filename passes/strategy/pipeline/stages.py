@@ -22,12 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from pase.passes.strategy.budget import MemoryBudget, as_budget
 from pase.passes.strategy.cost import Config, edge_costs
 from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve
-from pase.passes.strategy.layer_costs import layer_cost
+from pase.passes.strategy.layer_costs import LayerCosts, layer_cost, layer_costs
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import (
     DEFAULT_EFFORT,
@@ -163,6 +165,8 @@ class StageProblem(Problem):
     """
 
     microbatches: int = 1
+    cache: StageCache | None = field(default=None, repr=False)
+    """Vectors shared with the other stage problems of one search (`StageCache`)."""
     _objective: CostGraph | None = field(default=None, repr=False)
 
     def cost_graph(self, memory_budget: int | MemoryBudget | None = None) -> CostGraph:
@@ -170,12 +174,8 @@ class StageProblem(Problem):
         if self.microbatches == 1:
             return graph
         if self._objective is None:
-            shrink = 1.0 - 1.0 / self.microbatches
-            vertices = []
-            for layer, configs, total in zip(self.layer_data, self.config_lists,
-                                             graph.vertex_costs, strict=True):
-                once = self.model.layer_costs(layer, configs, self.machine).param_communication
-                vertices.append(total - shrink * once if once.any() else total)
+            vertices = [self._objective_vertex(i, total)
+                        for i, total in enumerate(graph.vertex_costs)]
             objective = CostGraph(self.layers, vertices)
             tables = self._edge_tables  # as `Problem.cost_graph` gave them to its graph
             for edge, table in zip(self.edges, tables, strict=True):
@@ -188,6 +188,67 @@ class StageProblem(Problem):
                           if carries_param(edge)))
             self._objective = objective
         return self._objective
+
+    def _objective_vertex(self, index: int, total: np.ndarray) -> np.ndarray:
+        """Layer `index`'s F + B + AR / M: its vertex vector `total` (F + B + AR) less
+        (1 - 1/M) AR; from `cache` where a problem built it already."""
+        shrink = 1.0 - 1.0 / self.microbatches
+        if self.cache is None or self._kind_numbers is None:
+            layer = self.layer_data[index]
+            once = self.model.layer_costs(layer, self.config_lists[index],
+                                          self.machine).param_communication
+            return total - shrink * once if once.any() else total
+        kind = self._kind_numbers[0][index]
+        key = (kind, self.devices, self.microbatches)
+        vertex = self.cache.objective.get(key)
+        if vertex is None:
+            once = self.cache.costs(self.layer_data[index], kind, self.devices,
+                                    self.config_lists[index],
+                                    self.machine).param_communication
+            vertex = total - shrink * once if once.any() else total
+            self.cache.objective[key] = vertex
+        return vertex
+
+
+@dataclass
+class StageCache:
+    """What the stage problems of one search share besides `SharedTables`: each layer
+    kind's cost vectors on a device count (`costs`: they depend on the layer's shapes at
+    the micro-batch size, which its kind fixes, and on the devices, not on the stage it
+    is in) and its objective vertex F + B + AR / M (`objective`, by kind, devices and
+    M), so that a stage problem forms its objective (`StageProblem`) and `LeastCosts`
+    its segments' F, F + B and M (F + B) + AR without pricing the layer again. `model`
+    is the search's cost model. The values are those computed without it, bit for bit.
+
+        >>> from pase.frontend import parse_file
+        >>> from pase.passes.strategy.from_ir import read_graph
+        >>> from pase.passes.strategy.cost_models import PASE_COST
+        >>> from pase.passes.strategy.machines import preset
+        >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+        >>> cache, layer, machine = StageCache(PASE_COST), mlp.layers[1], preset("v100-nvlink")
+        >>> configs = PASE_COST.configs(layer, 4, 4, mlp.batch)
+        >>> cache.costs(layer, 0, 4, configs, machine) is cache.costs(layer, 0, 4, configs,
+        ...                                                           machine)
+        True
+    """
+
+    model: CostModel
+    objective: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+    _costs: dict[tuple[int, int, bool], LayerCosts] = field(default_factory=dict)
+
+    def costs(self, layer: Layer, kind: int, devices: int, configs: Sequence[Config],
+              machine: Machine, pase: bool = False) -> LayerCosts:
+        """`model.layer_costs(layer, configs, machine)` (with `pase`, pase's own formulas,
+        `layer_costs.layer_costs`), computed once per `kind` (the shared tables' number
+        of `layer`, whose configurations on `devices` devices are `configs`) and
+        `devices`."""
+        key = (kind, devices, pase)
+        found = self._costs.get(key)
+        if found is None:
+            found = layer_costs(layer, configs, machine) if pase else \
+                self.model.layer_costs(layer, configs, machine)
+            self._costs[key] = found
+        return found
 
 
 def solved_stage(layers: Sequence[Layer], edges: Sequence[Edge],
@@ -224,7 +285,7 @@ class StageSolver:
 
     def __init__(self, machine: Machine, batch: str | None,
                  options: SearchOptions = DEFAULT_OPTIONS,
-                 effort: int | None = DEFAULT_EFFORT):
+                 effort: int | None = DEFAULT_EFFORT, share: bool = True):
         self.machine = machine
         self.effort = effort
         self.batch = batch
@@ -236,6 +297,9 @@ class StageSolver:
         """The training step's model (None: today's step, `stage_cost`'s own)."""
         self.tables = SharedTables(machine, batch, options.min_shard, options.model,
                                    limit=options.memory_budget // 4)
+        self.cache: StageCache | None = StageCache(options.model) if share else None
+        """The layers' cost vectors shared by the stage problems (None with `share`
+        false: each problem prices its layers itself; the same results)."""
         self._solved: dict[tuple, tuple[tuple[Config, ...], float] | None] = {}
         self._floors: dict[tuple, float] = {}
         """A proven lower bound on the cost of a capped sub-problem whose search an
@@ -260,6 +324,7 @@ class StageSolver:
                                            model=self.options.model)
         assert isinstance(problem, StageProblem)  # (`from_layers` builds its `cls`)
         problem.microbatches = microbatches
+        problem.cache = self.cache
         return problem
 
     def budget(self) -> MemoryBudget:
@@ -343,6 +408,8 @@ class StageTable:
         self._micro: dict[int, Micro] = {}
         self._stages: dict[tuple, SolvedStage | None] = {}
         self._memo: dict = {}
+        self.notify: Callable[[str], None] | None = None
+        """Hears of each stage about to be solved (a progress line: `search.Partitioner`)."""
 
     def micro(self, microbatches: int) -> Micro:
         """The graph's layers and edges at micro-batch shapes (made once per M)."""
@@ -395,6 +462,10 @@ class StageTable:
         if key in self._stages:
             return self._stages[key]
         part = self.cut(start, stop, microbatches)
+        if self.notify is not None:
+            self.notify(f"{self.solver.solves} stage solves, now layers [{start}, {stop}) "
+                        f"on {devices} devices, M={microbatches}"
+                        + (" under the cap" if memory is not None else ""))
         solution = self.solver.solve(part, devices, memory, in_flight, enough, microbatches)
         result = None if solution is None else solved_stage(
             part.layers, part.edges, solution.assignment, devices, self.machine,

@@ -10,6 +10,7 @@ walks every choice without pruning. Ties go to the first plan in the walk's orde
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,6 +22,17 @@ from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
 
 if TYPE_CHECKING:
     from pase.passes.strategy.pipeline.search import Partitioner
+
+
+def over(least: float, memory: float) -> bool:
+    """Whether `least` bytes (a sum of `Partitioner.least_bytes`) exceed `memory` beyond
+    any rounding of the sums (a part in 10^9), so that nothing bounded below by them
+    fits.
+
+        >>> over(2.0, 1.0), over(1.0 + 1e-12, 1.0)
+        (True, False)
+    """
+    return least > memory * (1 + 1e-9)
 
 LEAF_EFFORT = 5
 """A plan's evaluation (its transfers) counts as this many steps of the walk in `best`'s
@@ -70,12 +82,31 @@ class Walk:
     least: list[float] = field(init=False)
     last: int = field(init=False)
     capped_bounds: bool = field(init=False)
+    fitting: list[dict[int, bool]] | None = field(init=False)
+    """Under a cap, `Partitioner.rest_fits`: where the stages after a cut can fit."""
+    least_bytes: dict[int, list[float]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.group = self.plans.devices // self.stages
         self.least = self.plans.least.least_compute(self.group, self.microbatches)
         self.last = len(self.plans.layers)
         self.capped_bounds = self.memory is not None and not self.plans.table.free_only
+        self.fitting = None
+        if self.memory is not None:
+            self.fitting = self.plans.rest_fits(self.stages, self.microbatches,
+                                                self.schedule, self.memory)
+            self.least_bytes = self.plans.least_bytes(self.stages, self.microbatches,
+                                                      self.schedule)
+
+    def cannot_fit(self, index: int, start: int, stop: int) -> bool:
+        """Whether stage `index` = [start, stop), or the stages after it, can fit in
+        the cap in no configurations (`Partitioner.rest_fits`): then no plan whose
+        stage `index` it is has a stage solution, and it need not be solved."""
+        if self.fitting is None or self.memory is None:
+            return False
+        prefix = self.least_bytes[self.holds(index)]
+        return over(prefix[stop] - prefix[start], self.memory) or \
+            not self.fitting[index + 1].get(stop, False)
 
     def reached(self) -> float:
         return self.best.step if self.best is not None else self.bound
@@ -121,6 +152,11 @@ class Walk:
         memory, tight, least = self.memory, self.tight, self.plans.least
         assert memory is not None
         assert tight is not None
+        if self.reached() == math.inf:
+            # Nothing to beat yet: no bound prunes, and the Lagrangian ones cost DP
+            # solves on every segment (a stage that fits in no configurations has no
+            # solution either way).
+            return False, None
         group, micro, holds = self.group, self.microbatches, self.holds(index)
         if self.plans.table.fits(start, stop, group, micro, holds, memory):
             return False, None
@@ -129,17 +165,21 @@ class Walk:
             return self.beaten(tight.next_stage(stages_after, start, stop, done, first,
                                                 done_forward, work, own))
 
-        least_work = tight.least_work(start, stop)
-        if reaches(least_work, least.objective_own(start, stop, group, micro, least_work)):
-            return True, None
-        # Each hull costs DP solves on every distinct segment: F + B's first.
-        work = max(least_work, least.capped_bound(start, stop, group, micro, holds, memory, 0))
+        work = tight.least_work(start, stop)
         own = least.objective_own(start, stop, group, micro, work)
         if reaches(work, own):
             return True, None
-        own = max(own, least.capped_bound(start, stop, group, micro, holds, memory, 1))
-        if reaches(work, own):
-            return True, None
+        if self.stages > 1:
+            # Each hull costs DP solves on every distinct segment: F + B's first. (One
+            # stage is the whole graph, whose hulls no other range shares: its capped
+            # solve's own Lagrangian bound, heard by `enough`, comes sooner.)
+            work = max(work, least.capped_bound(start, stop, group, micro, holds, memory, 0))
+            own = least.objective_own(start, stop, group, micro, work)
+            if reaches(work, own):
+                return True, None
+            own = max(own, least.capped_bound(start, stop, group, micro, holds, memory, 1))
+            if reaches(work, own):
+                return True, None
 
         def enough(cost: float) -> bool:  # the solver's F + B + AR / M is at least cost
             return reaches(work, max(own, micro * cost))
@@ -206,6 +246,8 @@ class Walk:
         """`prefix` with stage `index` = [after, cut) solved, or None where the bounds
         prune every plan so."""
         after, done, first = prefix.after, prefix.done, prefix.first
+        if self.cannot_fit(index, after, cut):
+            return None
         tight = self.tight
         rest = self.least[self.last] - self.least[cut]
         if self.pruned(done, first, self.least[cut] - self.least[after], rest, left):

@@ -16,8 +16,15 @@ import itertools
 
 import pytest
 
-from pase.frontend import parse_text
-from pase.passes.strategy import Partitioner, PlanSpec, evaluate_plan, stage_solver
+from pase.frontend import parse_file, parse_text
+from pase.passes.strategy import (
+    Partitioner,
+    PlanSpec,
+    SearchOptions,
+    StageSolver,
+    evaluate_plan,
+    stage_solver,
+)
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 
@@ -59,3 +66,21 @@ def test_stage_objective_charges_the_allreduce_once_per_step() -> None:
     old = solver.solve(part, DEVICES)
     assert old is not None
     assert step(old.assignment) > 1.2 * searched.step
+
+
+def test_shared_stage_costs_change_no_plan() -> None:
+    """The stage problems' shared cost vectors (`StageCache`) give the plans and stage
+    solves that pricing each problem's layers afresh gives, bit for bit."""
+    graph = read_graph(parse_file("models/mlp.dnn"))
+    machine = preset("v100-nvlink")
+    assert graph.batch is not None
+    plans = []
+    for share in (True, False):
+        solver = StageSolver(machine, graph.batch, SearchOptions(min_shard=1), share=share)
+        partitioner = Partitioner(graph.layers, graph.edges, graph.batch, 8, machine,
+                                  [1, 2, 3], solver)
+        plan, _ = partitioner.search([1, 2, 4], [1, 2, 4], "1f1b")
+        assert plan is not None
+        plans.append((plan.step, [(stage.start, stage.stop, stage.assignment)
+                                  for stage in plan.stages]))
+    assert plans[0] == plans[1]
