@@ -5,6 +5,8 @@ user would: random (seeded) weights, eval mode, batch 8, static shapes.
     python models/export_torch.py models/onnx        # writes NAME.dynamo.onnx (+ .data)
                                                      # and NAME.torchscript.onnx per model
     python models/export_torch.py models/onnx resnet18 gpt2
+    python models/export_torch.py --full /tmp/full gpt2 gpt2_s128 bert_mask
+                                                     # full size (never commit these)
 
 The two calls are the ones docs/pytorch.md gives:
 
@@ -61,13 +63,17 @@ class Mlp(nn.Module):
 
 
 class Logits(nn.Module):
-    """A Hugging Face model with its logits as the one output."""
+    """A Hugging Face model with its logits as the one output; with `masked`, its second
+    input is the attention_mask (as users often pass it), else T5's decoder ids."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, masked: bool = False) -> None:
         super().__init__()
         self.model = model
+        self.masked = masked
 
     def forward(self, *ids: torch.Tensor) -> torch.Tensor:
+        if self.masked:
+            return self.model(input_ids=ids[0], attention_mask=ids[1]).logits
         if len(ids) == 2:
             return self.model(input_ids=ids[0], decoder_input_ids=ids[1]).logits
         return self.model(input_ids=ids[0]).logits
@@ -176,9 +182,56 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor
 }
 
 
-def export(name: str, folder: str) -> list[str]:
+def full_ids(vocabulary: int, sequence: int, count: int = 1,
+             masked: bool = False) -> tuple[torch.Tensor, ...]:
+    """`count` batches of ids; with `masked`, then an attention_mask whose rows end in
+    padding of different lengths (row i keeps sequence - i positions)."""
+    batches = tuple(torch.randint(0, vocabulary, (BATCH, sequence)) for _ in range(count))
+    if not masked:
+        return batches
+    mask = (torch.arange(sequence)[None, :] < sequence - torch.arange(BATCH)[:, None])
+    return (*batches, mask.long())
+
+
+def full_gpt2(masked: bool = False) -> nn.Module:
+    """gpt2 (124M: 12 layers, 768 wide, 50257 words, 1024 positions)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return Logits(GPT2LMHeadModel(GPT2Config(use_cache=False)), masked)
+
+
+def full_bert(masked: bool = False) -> nn.Module:
+    """bert-base (110M: 12 layers, 768 wide, 30522 words, 512 positions)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    return Logits(BertForMaskedLM(BertConfig()), masked)
+
+
+def full_t5() -> nn.Module:
+    """t5-small (60M: 6 + 6 layers, 512 wide, 32128 words)."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    return Logits(T5ForConditionalGeneration(T5Config(use_cache=False)))
+
+
+FULL_MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
+    "gpt2": (full_gpt2, lambda: full_ids(50257, 1024)),
+    "gpt2_s128": (full_gpt2, lambda: full_ids(50257, 128)),
+    "gpt2_mask": (lambda: full_gpt2(True), lambda: full_ids(50257, 1024, masked=True)),
+    "gpt2_s128_mask": (lambda: full_gpt2(True), lambda: full_ids(50257, 128, masked=True)),
+    "bert": (full_bert, lambda: full_ids(30522, 512)),
+    "bert_s128": (full_bert, lambda: full_ids(30522, 128)),
+    "bert_mask": (lambda: full_bert(True), lambda: full_ids(30522, 512, masked=True)),
+    "t5": (full_t5, lambda: full_ids(32128, 512, 2)),
+    "t5_s128": (full_t5, lambda: full_ids(32128, 128, 2)),
+}
+"""The Hugging Face architectures at their real sizes (gpt2, bert-base, t5-small), batch
+8, random init: `--full`. Hundreds of megabytes each, never committed."""
+
+
+def export(name: str, folder: str, full: bool = False) -> list[str]:
     """Both exports of one model; what each exporter said if it failed."""
-    build, example = MODELS[name]
+    build, example = (FULL_MODELS if full else MODELS)[name]
     torch.manual_seed(0)
     model = build().eval()
     args = example()
@@ -219,9 +272,11 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 1
-    folder, names = argv[0], argv[1:] or list(MODELS)
+    full = argv[0] == "--full"
+    argv = argv[1:] if full else argv
+    folder, names = argv[0], argv[1:] or list(FULL_MODELS if full else MODELS)
     os.makedirs(folder, exist_ok=True)
-    failures = [failure for name in names for failure in export(name, folder)]
+    failures = [failure for name in names for failure in export(name, folder, full)]
     for failure in failures:
         print(f"export failed: {failure}", file=sys.stderr)
     return 0

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pase.core.diagnostics import Diagnostic
+from pase.frontend.onnx.folding import fold_constant_nodes
 from pase.frontend.onnx.values import first_line, node_label
 
 MIN_OPSET = 13
@@ -243,6 +244,10 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
                 optimized, onnx_shape_inference=True,
                 should_fold=lambda node: True if node.op_type == "ConstantOfShape" else None)
             optimized = onnxscript.optimizer.optimize(optimized)
+            # What it leaves (outputs over its 512x512 limit: the attention masks of long
+            # sequences), onnx's reference evaluator folds, then it removes what is unused.
+            if fold_constant_nodes(onnx, optimized):
+                optimized = onnxscript.optimizer.optimize(optimized)
     except Exception as error:  # the library's own failure: name it, no traceback
         raise Diagnostic(f"folding the model's static shapes failed (onnxscript's "
                          f"optimizer): {first_line(error)}", filename) from None
