@@ -21,15 +21,12 @@ of a file is its row's last column, with the tool's first error line.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-import numpy as np
 
 BIN = Path(sys.executable).parent
 COLUMNS = ("file", "import (s)", "search (s)", "predicted speedup", "check (s)", "check",
@@ -51,22 +48,30 @@ def first_error(err: str) -> str:
 def jax_weights(path: Path, folder: Path) -> str:
     """Whether the `-t jax` program of `path` starts from the model's weights."""
     program = folder / "step.py"
-    seconds, status, _, err = run([str(BIN / "pase-opt"), str(path), "-p",
-                                   "pase-search{devices=8}", "-t", "jax", "-o", str(program)])
+    _, status, _, err = run([str(BIN / "pase-opt"), str(path), "-p",
+                             "pase-search{devices=8}", "-t", "jax", "-o", str(program)])
     if status:
         return f"pase-opt -t jax failed: {first_error(err)}"
-    spec = importlib.util.spec_from_file_location("step", program)
-    assert spec is not None and spec.loader is not None
-    step = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(step)
-    zeros = {name: np.zeros(shape, dtype) for name, (shape, dtype, *_) in step.PARAMS.items()}
-    inputs = {name: np.zeros(shape, dtype) for name, (shape, dtype, *_) in step.INPUTS.items()}
-    loaded, _ = step.model_weights(zeros, inputs)
-    from pase.frontend.onnx import load_model
+    _, status, out, err = run([sys.executable, "-c", WEIGHTS_CHECK, str(program), str(path)])
+    return out.strip() if status == 0 else f"fails: {first_error(err)}"
 
-    expected = load_model(str(path)).initial_values
-    same = all(np.array_equal(loaded[name], expected[name]) for name in loaded)
-    return f"yes ({len(loaded)} params)" if same and set(loaded) <= set(expected) else "no"
+
+WEIGHTS_CHECK = """
+import importlib.util, sys
+import numpy as np
+from pase.frontend.onnx import load_model
+sys.path.remove(sys.path[0])  # run in a fresh process: not benchmarks/ (its jax.py)
+spec = importlib.util.spec_from_file_location("step", sys.argv[1])
+step = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(step)
+zeros = {n: np.zeros(shape, dtype) for n, (shape, dtype, *_) in step.PARAMS.items()}
+inputs = {n: np.zeros(shape, dtype) for n, (shape, dtype, *_) in step.INPUTS.items()}
+loaded, _ = step.model_weights(zeros, inputs)
+expected = load_model(sys.argv[2]).initial_values
+same = set(loaded) <= set(expected) and all(
+    np.array_equal(loaded[n], expected[n].reshape(loaded[n].shape)) for n in loaded)
+print(f"yes ({len(loaded)} params)" if same else "no: other values than the model's")
+"""
 
 
 def row(path: Path) -> list[str]:

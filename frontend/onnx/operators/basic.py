@@ -80,7 +80,7 @@ def one_row_constant(graph: GraphState, name: str) -> None:
     if array is None or array.ndim < 3 or not np.issubdtype(array.dtype, np.floating):
         return
     rows = array.reshape(-1, array.shape[-1])
-    if rows.shape[0] > 1 and bool((rows == rows[:1]).all()):
+    if value is not None and rows.shape[0] > 1 and bool((rows == rows[:1]).all()):
         value.constant = rows[:1].reshape((1,) * (array.ndim - 1) + array.shape[-1:])
 
 
