@@ -7,12 +7,13 @@
 # RUN: pase-opt %t.nothing_hidden.onnx | filecheck %s --check-prefix=NOTHING
 # RUN: not pase-opt %t.not_causal.onnx 2>&1 | filecheck %s --check-prefix=NOT-CAUSAL
 # RUN: pase-opt %t.one_row.onnx | filecheck %s --check-prefix=ONE-ROW
+# RUN: not pase-opt %t.padding.onnx 2>&1 | filecheck %s --check-prefix=PADDING
 
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
-from onnx_case import graph, main, node, weights  # noqa: E402
+from onnx_case import INT64, graph, main, node, weights  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -85,6 +86,20 @@ def case_one_row():
     row = np.broadcast_to(weights(8), (2, 4, 8)).copy()
     return graph([node("Add", ["x", "row"], ["y"])], {"x": [2, 4, 8]}, ("y", [2, 4, 8]),
                  {"row": row})
+
+
+# A padding mask computed from an attention_mask input, And the causal mask: one error at
+# the Where, not a list of the ops that compute it.
+# PADDING: error: node 'masked' (Where): its condition is computed from the model's input 'attention_mask' (as a padding mask is from an attention_mask); pase reads masks that are constant (causal, or none): export the model without attention_mask, for batches of sequences of one length
+def case_padding():
+    return graph(scores([
+        node("Cast", ["attention_mask"], ["keep"], to=9),
+        node("Unsqueeze", ["keep", "axis1"], ["keys"]),
+        node("And", ["causal", "keys"], ["mask"]),
+        node("Where", ["mask", "scores", "lowest"], ["masked"])]),
+        {"x": [2, 4, 8], "attention_mask": ([2, 4], INT64)}, ("y", [2, 4, 8]),
+        {"causal": np.tril(np.ones((4, 4), dtype=bool)), "axis1": np.array([1]),
+         "lowest": LOWEST})
 
 
 main(globals())
