@@ -64,14 +64,19 @@ class Mlp(nn.Module):
 
 class Logits(nn.Module):
     """A Hugging Face model with its logits as the one output; with `masked`, its second
-    input is the attention_mask (as users often pass it), else T5's decoder ids."""
+    input is the attention_mask (as users often pass it), else T5's decoder ids; with
+    `ones`, an attention_mask of ones made inside the model (a constant the import folds:
+    GPT-2 exports with the TorchScript exporter only so, which fails on `aten::diff`
+    without an attention_mask)."""
 
-    def __init__(self, model: nn.Module, masked: bool = False) -> None:
+    def __init__(self, model: nn.Module, masked: bool | str = False) -> None:
         super().__init__()
         self.model = model
         self.masked = masked
 
     def forward(self, *ids: torch.Tensor) -> torch.Tensor:
+        if self.masked == "ones":
+            return self.model(input_ids=ids[0], attention_mask=torch.ones_like(ids[0])).logits
         if self.masked:
             return self.model(input_ids=ids[0], attention_mask=ids[1]).logits
         if len(ids) == 2:
@@ -193,7 +198,7 @@ def full_ids(vocabulary: int, sequence: int, count: int = 1,
     return (*batches, mask.long())
 
 
-def full_gpt2(masked: bool = False) -> nn.Module:
+def full_gpt2(masked: bool | str = False) -> nn.Module:
     """gpt2 (124M: 12 layers, 768 wide, 50257 words, 1024 positions)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -219,6 +224,8 @@ FULL_MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.T
     "gpt2_s128": (full_gpt2, lambda: full_ids(50257, 128)),
     "gpt2_mask": (lambda: full_gpt2(True), lambda: full_ids(50257, 1024, masked=True)),
     "gpt2_s128_mask": (lambda: full_gpt2(True), lambda: full_ids(50257, 128, masked=True)),
+    "gpt2_ones": (lambda: full_gpt2("ones"), lambda: full_ids(50257, 1024)),
+    "gpt2_s128_ones": (lambda: full_gpt2("ones"), lambda: full_ids(50257, 128)),
     "bert": (full_bert, lambda: full_ids(30522, 512)),
     "bert_s128": (full_bert, lambda: full_ids(30522, 128)),
     "bert_mask": (lambda: full_bert(True), lambda: full_ids(30522, 512, masked=True)),
