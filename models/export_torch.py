@@ -5,7 +5,8 @@ user would: random (seeded) weights, eval mode, batch 8, static shapes.
     python models/export_torch.py models/onnx        # writes NAME.dynamo.onnx (+ .data)
                                                      # and NAME.torchscript.onnx per model
     python models/export_torch.py models/onnx resnet18 gpt2
-    python models/export_torch.py --full /tmp/full resnet50   # the full-size architectures
+    python models/export_torch.py --full /tmp/full resnet50 gpt2_s128 bert_mask
+                                                     # the full-size architectures
                                                      # (never commit these: up to 0.5 GB)
 
 The two calls are the ones docs/pytorch.md gives:
@@ -107,13 +108,22 @@ class WithLoss(nn.Module):
 
 
 class Logits(nn.Module):
-    """A Hugging Face model with its logits as the one output."""
+    """A Hugging Face model with its logits as the one output; with `masked`, its second
+    input is the attention_mask (as users often pass it), else T5's decoder ids; with
+    `ones`, an attention_mask of ones made inside the model (a constant the import folds:
+    GPT-2 exports with the TorchScript exporter only so, which fails on `aten::diff`
+    without an attention_mask)."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, masked: bool | str = False) -> None:
         super().__init__()
         self.model = model
+        self.masked = masked
 
     def forward(self, *ids: torch.Tensor) -> torch.Tensor:
+        if self.masked == "ones":
+            return self.model(input_ids=ids[0], attention_mask=torch.ones_like(ids[0])).logits
+        if self.masked:
+            return self.model(input_ids=ids[0], attention_mask=ids[1]).logits
         if len(ids) == 2:
             return self.model(input_ids=ids[0], decoder_input_ids=ids[1]).logits
         return self.model(input_ids=ids[0]).logits
@@ -242,14 +252,65 @@ def torchvision_model(name: str) -> Callable[[], nn.Module]:
     return build
 
 
-FULL_MODELS: dict[str, tuple[Callable[[], nn.Module],
-                             Callable[[], tuple[torch.Tensor, ...]]]] = {
+VISION_AND_LSTM: dict[str, tuple[Callable[[], nn.Module],
+                                 Callable[[], tuple[torch.Tensor, ...]]]] = {
     "lstm": (FullLstmLanguageModel,
              lambda: (torch.randint(0, FULL_VOCABULARY, (BATCH, FULL_SEQUENCE)),)),
     "mlp": (FullMlp, image),
     **{name: (torchvision_model(name), lambda: image(224))
        for name in ("vgg11", "resnet18", "resnet50", "mobilenet_v2", "vit_b_16")},
 }
+
+
+def full_ids(vocabulary: int, sequence: int, count: int = 1,
+             masked: bool = False) -> tuple[torch.Tensor, ...]:
+    """`count` batches of ids; with `masked`, then an attention_mask whose rows end in
+    padding of different lengths (row i keeps sequence - i positions)."""
+    batches = tuple(torch.randint(0, vocabulary, (BATCH, sequence)) for _ in range(count))
+    if not masked:
+        return batches
+    mask = (torch.arange(sequence)[None, :] < sequence - torch.arange(BATCH)[:, None])
+    return (*batches, mask.long())
+
+
+def full_gpt2(masked: bool | str = False) -> nn.Module:
+    """gpt2 (124M: 12 layers, 768 wide, 50257 words, 1024 positions)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return Logits(GPT2LMHeadModel(GPT2Config(use_cache=False)), masked)
+
+
+def full_bert(masked: bool = False) -> nn.Module:
+    """bert-base (110M: 12 layers, 768 wide, 30522 words, 512 positions)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    return Logits(BertForMaskedLM(BertConfig()), masked)
+
+
+def full_t5() -> nn.Module:
+    """t5-small (60M: 6 + 6 layers, 512 wide, 32128 words)."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    return Logits(T5ForConditionalGeneration(T5Config(use_cache=False)))
+
+
+FULL_MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
+    "gpt2": (full_gpt2, lambda: full_ids(50257, 1024)),
+    "gpt2_s128": (full_gpt2, lambda: full_ids(50257, 128)),
+    "gpt2_mask": (lambda: full_gpt2(True), lambda: full_ids(50257, 1024, masked=True)),
+    "gpt2_s128_mask": (lambda: full_gpt2(True), lambda: full_ids(50257, 128, masked=True)),
+    "gpt2_ones": (lambda: full_gpt2("ones"), lambda: full_ids(50257, 1024)),
+    "gpt2_s128_ones": (lambda: full_gpt2("ones"), lambda: full_ids(50257, 128)),
+    "bert": (full_bert, lambda: full_ids(30522, 512)),
+    "bert_s128": (full_bert, lambda: full_ids(30522, 128)),
+    "bert_mask": (lambda: full_bert(True), lambda: full_ids(30522, 512, masked=True)),
+    "t5": (full_t5, lambda: full_ids(32128, 512, 2)),
+    "t5_s128": (full_t5, lambda: full_ids(32128, 128, 2)),
+    **VISION_AND_LSTM,
+}
+"""The architectures at their real sizes (gpt2, bert-base, t5-small; torchvision's at
+224x224; the MLP and LSTM language model above), batch 8, random init: `--full`. Hundreds
+of megabytes each, never committed."""
 
 
 def export(name: str, folder: str, full: bool = False) -> list[str]:

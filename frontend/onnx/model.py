@@ -8,11 +8,13 @@ infer its shapes.
 The folding is onnxscript's optimizer (`onnxscript.optimizer.optimize`: ONNX shape
 inference, constant folding of Shape, ConstantOfShape, Expand, Range, Slice, Equal, Where,
 Cast, Mod, ... on static shapes, and removal of what is then unused), the library the
-PyTorch exporter itself uses on the models it writes.
+PyTorch exporter itself uses on the models it writes; what it leaves for its size limits,
+onnx's reference evaluator folds (`folding`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import warnings
@@ -22,12 +24,16 @@ from typing import Any
 import numpy as np
 
 from pase.core.diagnostics import Diagnostic
+from pase.frontend.onnx.folding import fold_constant_nodes
 from pase.frontend.onnx.values import first_line, node_label
 from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
 
 MIN_OPSET = 13
 """The oldest opset read: Softmax, ReduceSum, Squeeze and Unsqueeze took their current
 form in opset 13 (the default of `torch.onnx.export` is 17 or later)."""
+
+FOLDING_ROUNDS = 8
+"""How many times the reference evaluator's folding and onnxscript's optimizer take turns."""
 
 INSTALL_HINT = "pip install 'pase[onnx]' (or: pip install onnx==1.23.1 onnxscript==0.7.2)"
 
@@ -236,6 +242,9 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
     graph.input.extend(onnx.helper.make_tensor_value_info(init.name, init.data_type,
                                                           init.dims)
                        for init in parameters if init.name in hidden)
+    quiet = logging.getLogger("onnxscript")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # its "Evaluation failed: ..." warnings, not the user's
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -246,9 +255,18 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
                 optimized, onnx_shape_inference=True,
                 should_fold=lambda node: True if node.op_type == "ConstantOfShape" else None)
             optimized = onnxscript.optimizer.optimize(optimized)
+            # What it leaves (outputs over its 512x512 limit: the attention masks of long
+            # sequences), onnx's reference evaluator folds, then it removes what is unused
+            # and folds what that made constant; until nothing more folds.
+            for _ in range(FOLDING_ROUNDS):
+                if not fold_constant_nodes(onnx, optimized):
+                    break
+                optimized = onnxscript.optimizer.optimize(optimized)
     except Exception as error:  # the library's own failure: name it, no traceback
         raise Diagnostic(f"folding the model's static shapes failed (onnxscript's "
                          f"optimizer): {first_line(error)}", filename) from None
+    finally:
+        quiet.setLevel(level)
     inputs = [value for value in optimized.graph.input if value.name not in hidden]
     del optimized.graph.input[:]
     optimized.graph.input.extend(inputs)

@@ -134,8 +134,10 @@ class GraphState:
     def tensor(self, name: str, hints: Sequence[str] = (), keep: Sequence[int] = ()
                ) -> Value:
         """The value `name` as a dnn tensor; a float constant becomes a param (its dims
-        named by `hints`, else `d`), its value the param's initial value. Axes of size 1
-        are dropped except at the positions `keep` (a 1x1 convolution's window)."""
+        named by `hints`, else `d`), its value the param's initial value; a constant of
+        one element gets a param per use (the layers an exporter's shared scalar would tie
+        are not tied). Axes of size 1 are dropped except at the positions `keep` (a 1x1
+        convolution's window)."""
         if not name:
             raise self.error("an optional input is missing")
         value = self.values.get(name)
@@ -160,6 +162,8 @@ class GraphState:
         self.dims.record(real)
         self.body.append(param)
         self.initial[param.output] = array.reshape([self.dims.size(a) for a in real])
+        if array.size == 1:  # a factor, not a weight: each use its own (exporters share
+            return Value(axes, param.output)  # one 0.5 among all layers' GELUs)
         value.axes, value.ssa = axes, param.output
         return value
 

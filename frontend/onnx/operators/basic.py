@@ -59,8 +59,29 @@ def unary(graph: GraphState, node: Any) -> list[Value]:
 
 @importer(*BINARY_OPS)
 def binary(graph: GraphState, node: Any) -> list[Value]:
+    from pase.frontend.onnx.operators.more import additive_mask
+
+    masked = additive_mask(graph, node) if node.op_type == "Add" else None
+    if masked is not None:
+        return masked
+    for name in node.input:
+        one_row_constant(graph, name)
     a, b = graph.tensor(node.input[0]), graph.tensor(node.input[1])
     return [graph.elementwise(BINARY_OPS[node.op_type], a, b, node.output[0])]
+
+
+def one_row_constant(graph: GraphState, name: str) -> None:
+    """A float constant of rank 3 or more whose entries are equal along every axis but
+    the last, as its one row `[1, ..., 1, d]`: the dynamo exporter folds BERT's token-type
+    embedding (row 0 of a table, by constant zero ids) into a `[b, s, d]` constant, which
+    is one trainable row, not b·s of them."""
+    value = graph.values.get(name)
+    array = None if value is None else value.constant
+    if array is None or array.ndim < 3 or not np.issubdtype(array.dtype, np.floating):
+        return
+    rows = array.reshape(-1, array.shape[-1])
+    if value is not None and rows.shape[0] > 1 and bool((rows == rows[:1]).all()):
+        value.constant = rows[:1].reshape((1,) * (array.ndim - 1) + array.shape[-1:])
 
 
 @importer("Div")

@@ -126,13 +126,64 @@ def split(graph: GraphState, node: Any) -> list[Value]:
     return results
 
 
+def square_of(mask: np.ndarray) -> np.ndarray | None:
+    """The [q, k] matrix of a mask over its last two axes (of one size) that is the same
+    for every index of its leading axes (batch, heads: broadcast or exported expanded)."""
+    if mask.ndim < 2 or mask.shape[-1] != mask.shape[-2]:
+        return None
+    rows = mask.reshape(-1, *mask.shape[-2:])
+    return rows[0] if bool((rows == rows[:1]).all()) else None
+
+
 def is_causal(mask: np.ndarray) -> bool:
-    """Whether a boolean [..., q, k] mask keeps exactly k <= q (broadcast leading axes)."""
-    if mask.ndim < 2 or mask.shape[-1] != mask.shape[-2] or any(s != 1 for s in
-                                                                  mask.shape[:-2]):
-        return False
-    square = mask.reshape(mask.shape[-2:])
-    return bool(np.array_equal(square, np.tril(np.ones_like(square, dtype=bool))))
+    """Whether a boolean [..., q, k] mask keeps exactly k <= q, the same for every index
+    of its leading axes."""
+    square = square_of(mask)
+    return square is not None and bool(
+        np.array_equal(square, np.tril(np.ones_like(square, dtype=bool))))
+
+
+ADDITIVE_MASK_LIMIT = -1e4
+"""The entries of an additive attention mask that hide a score: at most -10,000 (Hugging
+Face writes the float type's lowest, -3.4e38; older code -10,000; SDPA -inf)."""
+
+
+def additive_mask(graph: GraphState, node: Any) -> list[Value] | None:
+    """`Add(scores, m)` with a constant m as exporters fold an attention mask (the dynamo
+    exporter writes SDPA's boolean mask as `Where(mask, 0, lowest)` and folds it into a
+    [b, 1, q, k] float constant): when every entry of m is 0 or one value at most
+    `ADDITIVE_MASK_LIMIT` and its last two axes are square, the same for every batch and
+    head, m is not a parameter but a mask: causal, `dnn.mask causal` over the scores' last
+    two axes; all 0 (nothing hidden), the scores themselves. None: not such a mask."""
+    names = [name for name in node.input if graph.constant_of(name) is not None]
+    if len(names) != 1 or len(node.input) != 2:
+        return None
+    mask = graph.constant(names[0], "the mask")
+    scores_name = node.input[1] if node.input[0] == names[0] else node.input[0]
+    if not np.issubdtype(mask.dtype, np.floating) or mask.ndim < 3 or \
+            square_of(mask) is None or mask.shape[-1] < 2:
+        return None
+    hidden = mask != 0
+    fills = np.unique(mask[hidden])
+    if fills.size > 1 or (fills.size and fills[0] > ADDITIVE_MASK_LIMIT):
+        return None
+    scores = graph.tensor(scores_name)
+    if len(scores.axes) < 2 or not hidden.any():
+        return [scores] if not hidden.any() else None
+    if not is_causal(~hidden):
+        raise graph.error("an additive attention mask (0 or "
+                          f"{float(fills[0]):.3g}) is supported when it is causal "
+                          "(lower-triangular over the last two axes) or hides nothing")
+    return [causal_mask(graph, scores, float(fills[0]), node.output[0])]
+
+
+def causal_mask(graph: GraphState, x: Value, fill: float, name: str) -> Value:
+    """`dnn.mask causal` over x's last two axes, `fill` where the key is after the query."""
+    q, k = graph.real_axis(x, len(x.axes) - 2), graph.real_axis(x, len(x.axes) - 1)
+    y = graph.build(dnn.MaskOp, [x.value], name, None,
+                    {"kind": StringAttr("causal"), "over": graph.dim_array([q, k]),
+                     "fill": FloatAttr(max(fill, -FLOAT_LIMIT), f64)})
+    return Value(x.axes, y)
 
 
 @importer("Where")
@@ -150,12 +201,7 @@ def where(graph: GraphState, node: Any) -> list[Value]:
         raise graph.error("Where is supported with a constant causal mask (lower-triangular "
                           "over the last two axes) only")
     x = graph.tensor(scores)
-    value = scalar(graph, fill, "the masked value")
-    q, k = graph.real_axis(x, len(x.axes) - 2), graph.real_axis(x, len(x.axes) - 1)
-    y = graph.build(dnn.MaskOp, [x.value], node.output[0], None,
-                    {"kind": StringAttr("causal"), "over": graph.dim_array([q, k]),
-                     "fill": FloatAttr(max(value, -FLOAT_LIMIT), f64)})
-    return [Value(x.axes, y)]
+    return [causal_mask(graph, x, scalar(graph, fill, "the masked value"), node.output[0])]
 
 
 @importer("Cast", attributes=("to", "saturate", "round_mode"))

@@ -1,0 +1,88 @@
+# Attention masks as exporters write them at full size: computed from constants beyond
+# onnxscript's folding limits (folded by onnx's reference evaluator), or folded by the
+# exporter into an additive float constant, and the batch-expanded constants of one row.
+# RUN: python %s all %t
+# RUN: pase-opt %t.exported.onnx | filecheck %s --check-prefix=EXPORTED
+# RUN: not pase-opt %t.not_causal.onnx 2>&1 | filecheck %s --check-prefix=NOT-CAUSAL
+# RUN: not pase-opt %t.padding.onnx 2>&1 | filecheck %s --check-prefix=PADDING
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+from onnx_case import INT64, graph, main, node, weights  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+S = 96  # a [96, 96] mask: over the 8,192 elements onnxscript folds an input of
+LOWEST = np.float32(np.finfo(np.float32).min)
+
+
+def scores(extra):
+    """x [2, S, 8] attending to itself, `extra` between the scores and the softmax."""
+    return [node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+            node("MatMul", ["x", "xt"], ["scores"]), *extra,
+            node("Softmax", ["masked"], ["p"], axis=-1), node("MatMul", ["p", "x"], ["y"])]
+
+
+# One model with each (one pase-opt run): the causal mask Hugging Face computes from
+# positions (Range, LessOrEqual, And, Equal on [96, 96]: onnxscript leaves the ops whose
+# inputs are over its limit, the reference evaluator folds them), so a Where that is the
+# causal mask; then the dynamo exporter's SDPA mask folded to a float constant (0 kept,
+# the float's lowest hidden) and added: a mask, not a parameter; then BERT's mask without
+# padding, all zeros: nothing; then BERT's token-type row, folded by the dynamo exporter
+# into a [b, s, d] constant whose rows are equal: one trainable row [d].
+# EXPORTED-NOT: dnn.param : !dnn.tensor<[{{.*}}t = 96
+# EXPORTED:     %masked = dnn.mask causal %scores over [s, t] fill -3.4e+38
+# EXPORTED-NEXT: %added = dnn.mask causal %masked over [s, t] fill -3.4e+38
+# EXPORTED-NEXT: %p = dnn.softmax %added over [t]
+# EXPORTED:     %row = dnn.param : !dnn.tensor<[c = 8], f32>
+# EXPORTED-NEXT: %y = dnn.add %attended, %row : (!dnn.tensor<[b = 2, s = 96, c = 8], f32>, !dnn.tensor<[c = 8], f32>)
+def case_exported():
+    hidden = np.triu(np.ones((S, S), dtype=bool), 1)
+    additive = np.broadcast_to(np.where(hidden, LOWEST, np.float32(0)), (2, S, S))
+    return graph([
+        node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+        node("MatMul", ["x", "xt"], ["scores"]),
+        node("Range", ["zero", "length", "one"], ["positions"]),
+        node("Unsqueeze", ["positions", "axis1"], ["queries"]),
+        node("Unsqueeze", ["positions", "axis0"], ["keys"]),
+        node("LessOrEqual", ["keys", "queries"], ["causal"]),
+        node("Equal", ["causal", "causal"], ["same"]),
+        node("And", ["causal", "same"], ["mask"]),
+        node("Where", ["mask", "scores", "lowest"], ["masked"]),
+        node("Add", ["masked", "additive"], ["added"]),
+        node("Add", ["added", "zeros"], ["unmasked"]),
+        node("Softmax", ["unmasked"], ["p"], axis=-1),
+        node("MatMul", ["p", "x"], ["attended"]),
+        node("Add", ["attended", "row"], ["y"])],
+        {"x": [2, S, 8]}, ("y", [2, S, 8]),
+        {"zero": np.int64(0), "length": np.int64(S), "one": np.int64(1),
+         "axis0": np.array([0]), "axis1": np.array([1]), "lowest": LOWEST,
+         "additive": additive.copy(), "zeros": np.zeros((2, S, S), dtype=np.float32),
+         "row": np.broadcast_to(weights(8), (2, S, 8)).copy()})
+
+
+# NOT-CAUSAL: error: node 'masked' (Add): an additive attention mask (0 or -3.4e+38) is supported when it is causal (lower-triangular over the last two axes) or hides nothing
+def case_not_causal():
+    mask = np.zeros((2, S, S), dtype=np.float32)
+    mask[..., -1] = LOWEST
+    return graph(scores([node("Add", ["scores", "mask"], ["masked"])]),
+                 {"x": [2, S, 8]}, ("y", [2, S, 8]), {"mask": mask})
+
+
+# A padding mask computed from an attention_mask input, And the causal mask: one error at
+# the Where, not a list of the ops that compute it.
+# PADDING: error: node 'masked' (Where): its condition is computed from the model's input 'attention_mask' (as a padding mask is from an attention_mask); pase reads masks that are constant (causal, or none): export the model without attention_mask, for batches of sequences of one length
+def case_padding():
+    return graph(scores([
+        node("Cast", ["attention_mask"], ["keep"], to=9),
+        node("Unsqueeze", ["keep", "axis1"], ["keys"]),
+        node("And", ["causal", "keys"], ["mask"]),
+        node("Where", ["mask", "scores", "lowest"], ["masked"])]),
+        {"x": [2, 4, 8], "attention_mask": ([2, 4], INT64)}, ("y", [2, 4, 8]),
+        {"causal": np.tril(np.ones((4, 4), dtype=bool)), "axis1": np.array([1]),
+         "lowest": LOWEST})
+
+
+main(globals())
