@@ -239,11 +239,17 @@ def _plan_bounds(pins: StrategyPins, plan: dict[str, Any], graph: str, devices: 
         raise pins.at(f"the plan has {len(stages)} stages, which do not divide the "
                       f"{devices} devices", "stages")
     bounds, position = [], 0
+    group = devices // len(stages)
     for index, stage in enumerate(stages):
         layers = stage.get("layers") if isinstance(stage, dict) else None
         if not isinstance(layers, list) or not layers:
             raise pins.at(f"stages[{index}] needs a non-empty \"layers\" list", "stages",
                           index)
+        for key, value in (("stage", index), ("offset", index * group), ("devices", group)):
+            if key in stage and stage[key] != value:  # as export= writes them, or absent
+                raise pins.at(f"stages[{index}].{key} must be {value} (stage {index} of "
+                              f"{len(stages)} on {devices} devices), not {stage[key]!r}",
+                              "stages", index, key)
         expected = names[position:position + len(layers)]
         if layers != expected:
             raise pins.at(f"stages[{index}].layers must be the next {len(layers)} layers "

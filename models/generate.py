@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pase.core import shapes
+from pase.core.files import WriteError, write_atomically
 from pase.core.shapes import NamedShape
 
 MODELS = Path(__file__).resolve().parent
@@ -897,6 +898,9 @@ def swiglu(g: Graph, name: str, x: str) -> str:
     return g.einsum(f"{name}_down", [hidden, w2], [batch, seq, model])
 
 
+MAX_LAYERS = 100_000
+"""The most blocks a generated model has: GPT-3's has 96, Megatron-LM's 1T 128."""
+
 GENERATED = {
     "inception_v3.dnn": inception_v3,
     "resnet101.dnn": resnet101,
@@ -940,6 +944,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad = [f"--{option} {value}" for option, value in sizes.items() if value < 1]
     if bad:
         parser.error(f"{bad[0]}: must be at least 1")
+    if sizes.get("layers", 0) > MAX_LAYERS:  # (else it writes until the disk is full)
+        parser.error(f"--layers {sizes['layers']}: at most {MAX_LAYERS:,} blocks")
     shape = LANGUAGE_MODELS[args.preset] if args.preset else LanguageModel(**sizes)
     shape = replace(shape, **sizes, llama=shape.llama or args.llama)
     name = args.name or (graph_name(args.preset) if args.preset else "gpt")
@@ -949,8 +955,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     if args.output is None:
         sys.stdout.write(text)
-    else:
-        args.output.write_text(text)
+        return 0
+    try:
+        write_atomically(str(args.output), text)  # all or nothing
+    except WriteError as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
     return 0
 
 

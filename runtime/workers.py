@@ -163,18 +163,22 @@ def _run_processes(fn: Callable[[DeviceComm], Any],
     context = communicator.context
     assert context is not None
     started = context.Value("i", 0)
-    results, processes = [], []
+    results, processes, functions = [], [], []
     try:
         for rank in range(communicator.size):
             reader, writer = context.Pipe(duplex=False)
+            function_reader, function_writer = context.Pipe(duplex=False)
             process = context.Process(
                 target=_process_main, name=f"pase-device-{rank}", daemon=True,
-                args=(communicator.endpoint(rank), function, modules, started, writer))
+                args=(communicator.endpoint(rank), function_reader, modules, started, writer))
             with signals_held():  # a worker cut off from its start-up data prints a traceback
                 process.start()
             writer.close()
+            function_reader.close()
             results.append(reader)
             processes.append(process)
+            functions.append(function_writer)
+        _send_function(function, functions)
         communicator.release()
         return _collect(communicator, results, processes)
     except BaseException:
@@ -189,6 +193,23 @@ def _run_processes(fn: Callable[[DeviceComm], Any],
                 process.join()
         for reader in results:
             reader.close()
+        for function_writer in functions:
+            function_writer.close()
+
+
+def _send_function(function: bytes, writers: list[Any]) -> None:
+    """Send each started worker the pickled function (with its data: megabytes) on a pipe
+    of its own. Not in the start-up data: multiprocessing writes that to the new process
+    while holding the pipe's other end open itself, so a worker killed while it starts
+    would block that write, and the launcher with it, for ever (and hold off every signal:
+    `start` runs in `signals_held`). A worker that died is a broken pipe here, and
+    `_collect` reports it."""
+    for writer in writers:
+        try:
+            writer.send_bytes(function)
+        except OSError:  # it died before reading: its sentinel says so in `_collect`
+            pass
+        writer.close()
 
 
 def _collect(communicator: Communicator, results: list[Any],
@@ -250,15 +271,18 @@ def _died(exitcode: int | None) -> _Outcome:
     return _Outcome(error=WorkerError(f"its process {how} before reporting (see its stderr)"))
 
 
-def _process_main(endpoint: Endpoint, function: bytes, modules: list[tuple[str, str]],
+def _process_main(endpoint: Endpoint, function: Any, modules: list[tuple[str, str]],
                   started: Any, report: Any) -> None:
-    """A worker process: run the function on its device and report back, whatever happens."""
+    """A worker process: run the function (pickled, read from the pipe `function`) on its
+    device and report back, whatever happens."""
     _end_with_parent()
     device = endpoint.connect()
     try:
+        function_bytes = function.recv_bytes()
+        function.close()
         for name, path in modules:
             _load_module(name, path)
-        fn = pickle.loads(function)
+        fn = pickle.loads(function_bytes)
         _start_together(started, endpoint)
         result = fn(device)
         try:

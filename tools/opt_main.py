@@ -39,6 +39,7 @@ from pase.frontend.mlir import LocatedMlirFrontend, verify_located
 from pase.universe import PASE
 
 BINARY_FRONTENDS = ("onnx",)
+PASE_TARGETS = ("mlir", "dnn", "jax")
 ONNX_HELP = """
 
 ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
@@ -163,7 +164,16 @@ class PaseOptMain(xDSLOptMain):
             write_bytes_atomically(stem + weights.WEIGHTS_SUFFIX, weights.npz_bytes(values))
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
-        """The target's text; the model's weights kept for `write_output`."""
+        """The target's text; the model's weights kept for `write_output`. xDSL's own
+        targets (x86-asm, llvm, wgsl, ...) print only their dialects: given a `dnn` or
+        `dist` op they would fail inside xDSL or print nothing, so that is refused here."""
+        target = parse_spec(self.args.target).name
+        if target not in PASE_TARGETS and target in self.available_targets:
+            pase_op = next((op for op in prog.walk()
+                            if op.name.startswith(("dnn.", "dist."))), None)
+            if pase_op is not None:
+                _usage_error(f"-t {target} prints xDSL's own dialects, not {pase_op.name}; "
+                             f"pase's targets are {', '.join(PASE_TARGETS)}")
         self.model_weights = weights.initial_values(prog)
         return super().output_resulting_program(prog)
 

@@ -119,7 +119,7 @@ def stages_of(args: argparse.Namespace) -> Stages | None:
     stages = args.stages if args.stages is not None else 1
     micro = args.microbatches if args.microbatches is not None else (
         "auto" if stages == "auto" else 1)
-    return Stages(stages, micro, args.schedule, args.device_memory_gib)
+    return Stages(stages, micro, args.schedule or "1f1b", args.device_memory_gib)
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -148,7 +148,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     pipeline.add_argument("--microbatches", type=_count,
                           help="micro-batches M per step (a divisor of the batch) or auto; "
                           "default 1 with --stages, auto with --stages auto")
-    pipeline.add_argument("--schedule", choices=SCHEDULES, default="1f1b",
+    pipeline.add_argument("--schedule", choices=SCHEDULES,
                           help="pipeline schedule (default 1f1b)")
     pipeline.add_argument("--device-memory-gib", type=float, default=0.0,
                           help="each device's memory at full size, in GiB: the plan must "
@@ -197,9 +197,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--dump-mlir", metavar="FILE",
                         help="with --engine jax: write the lowered StableHLO module to FILE")
     onnx = parser.add_argument_group("ONNX models (pase-opt: -f 'onnx{batch=N loss=mean}')")
-    onnx.add_argument("--batch", type=_integer, default=0,
+    onnx.add_argument("--batch", type=_integer,
                       help="the size of a symbolic batch axis")
-    onnx.add_argument("--loss", choices=("cross-entropy", "mean"), default="cross-entropy",
+    onnx.add_argument("--loss", choices=("cross-entropy", "mean"),
                       help="the training loss of a model whose output is not a scalar: "
                       "softmax cross-entropy over its last axis against new labels "
                       "(default), or the output's mean")
@@ -228,6 +228,14 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"{args.device_memory_gib}"),
             (args.device_memory_gib > 0 and not planned,
              "--device-memory-gib caps a pipeline plan; give --stages (auto or S)"),
+            (args.schedule is not None and not planned,
+             "--schedule orders a pipeline plan's micro-batches; give --stages (auto or S)"),
+            ((args.batch is not None or args.loss is not None)
+             and not args.model.endswith(".onnx"),
+             "--batch and --loss are options of the ONNX frontend; give them with an .onnx "
+             "model"),
+            (args.batch is not None and args.batch < 1,
+             f"--batch must be at least 1, got {args.batch}"),
             (args.timeline is not None and not pipelined,
              "--timeline draws a pipeline; give --stages (and --microbatches)"),
             (args.timeline is not None and not args.timeline.endswith((".svg", ".png")),
@@ -267,7 +275,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.print_pipeline:
             print(spec)
             return
-        model, initial = load_model(args.model, args.batch, args.loss)
+        model, initial = load_model(args.model, args.batch or 0,
+                                    args.loss or "cross-entropy")
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", args.data_parallel,
                                     stages, given)

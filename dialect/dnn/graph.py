@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, IntegerAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -32,7 +32,15 @@ from pase.dialect.pase import (
     forward_layer,
     layout_of,
     pipeline_of,
+    stage_of,
     strategy_of,
+)
+from pase.dialect.training_options import (
+    RECOMPUTE_ATTR_NAME,
+    TRAINING_ATTR_NAME,
+    ZERO_ATTR_NAME,
+    TrainingOptionError,
+    training_of,
 )
 from pase.dialect.traits import OrderedDataflow, VerifyExceptionAt
 
@@ -205,6 +213,8 @@ class GraphOp(IRDLOperation):
                 raise VerifyException(f"dimension '{dim}' is {size:,}; pase handles at most "
                                       "2^53")
         self.verify_layer_references()
+        self.verify_training()
+        self.verify_placement()
         block = self.body.block
         if block.args:
             raise VerifyException("dnn.graph takes no block arguments; "
@@ -250,6 +260,73 @@ class GraphOp(IRDLOperation):
                 raise VerifyExceptionAt(op, f"pase.layout_of names operand {index} of layer "
                                         f"'{layout.layer_name}', which has {count} "
                                         f"operand{'s' if count != 1 else ''}")
+
+
+    def verify_training(self) -> None:
+        """`pase.training` names known options, and a layer's `pase.zero` is a ZeRO stage
+        (0 to 3) and its `pase.recompute` a unit attribute: what pase-autodiff, pase-run
+        and `-t jax` read (`pase.dialect.training_options`)."""
+        try:
+            training_of(self)
+        except TrainingOptionError as error:
+            message = str(error)
+            raise VerifyException(message if message.startswith(TRAINING_ATTR_NAME)
+                                  else f"{TRAINING_ATTR_NAME}: {message}") from None
+        for op in self.body.block.ops:
+            zero = op.attributes.get(ZERO_ATTR_NAME)
+            if zero is not None and not (isinstance(zero, IntegerAttr)
+                                         and 0 <= zero.value.data <= 3):
+                raise VerifyExceptionAt(op, f"{ZERO_ATTR_NAME} must be a ZeRO stage 0 to 3 "
+                                        f"(e.g. {ZERO_ATTR_NAME} = 1 : i64), got {zero}")
+            recompute = op.attributes.get(RECOMPUTE_ATTR_NAME)
+            if recompute is not None and not isinstance(recompute, UnitAttr):
+                raise VerifyExceptionAt(op, f"{RECOMPUTE_ATTR_NAME} is a unit attribute "
+                                        f"(present or absent), got {recompute}")
+
+    def verify_placement(self) -> None:
+        """Every layer's `#pase.config` fits the devices of the graph's `#pase.strategy`;
+        under a `#pase.pipeline` of S stages on P devices every layer has its
+        `#pase.stage`: s < S in the layers' order, on the P/S devices from s·P/S, with a
+        configuration of at most P/S devices. The error is at the layer."""
+        strategy, pipeline = self.strategy, pipeline_of(self)
+        previous = 0
+        for layer in self.layers:
+            config = layer.config
+            needed = config.num_devices if config is not None else 1
+            if strategy is not None and needed > strategy.devices.data:
+                raise VerifyExceptionAt(layer, f"#pase.config needs {needed} devices, but "
+                                        f"the graph's #pase.strategy has "
+                                        f"{strategy.devices.data}")
+            if pipeline is None:
+                continue
+            try:
+                stage, stages = stage_of(layer), pipeline.stages.data
+            except VerifyException as error:  # a wrongly typed one: at its layer
+                raise VerifyExceptionAt(layer, str(error)) from None
+            group = pipeline.devices.data // stages
+            if stage is None:
+                raise VerifyExceptionAt(layer, "this layer has no pase.stage, but the graph "
+                                        "has a #pase.pipeline (pase-partition-stages gives "
+                                        "every layer its stage)")
+            index = stage.index.data
+            if index >= stages or index < previous:
+                raise VerifyExceptionAt(layer, f"#pase.stage {index} must be one of the "
+                                        f"pipeline's {stages} stages, at least the "
+                                        f"previous layer's ({previous})")
+            if (stage.offset.data, stage.devices.data) != (index * group, group):
+                raise VerifyExceptionAt(layer, f"stage {index} of {stages} on "
+                                        f"{pipeline.devices.data} devices runs on devices "
+                                        f"{index * group}..{index * group + group - 1}: "
+                                        f"#pase.stage<{index}, offset = {index * group}, "
+                                        f"devices = {group}>")
+            if needed > group:
+                raise VerifyExceptionAt(layer, f"#pase.config needs {needed} devices, more "
+                                        f"than the {group} of its stage")
+            previous = index
+        if pipeline is not None and self.layers and previous != pipeline.stages.data - 1:
+            raise VerifyExceptionAt(self.layers[-1], f"the last layer is on stage {previous}, "
+                                    f"but the #pase.pipeline has {pipeline.stages.data} "
+                                    "stages: every stage holds a layer")
 
 
 def _value_name(value: SSAValue) -> str:

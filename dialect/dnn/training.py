@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr, f64
@@ -209,7 +210,24 @@ class SgdOp(IRDLOperation):
         if not self.param.type == self.gradient.type == self.output.type:
             raise VerifyException("dnn.sgd needs the parameter, its gradient and the result "
                                   "to have one type")
+        verify_hyperparameters(self)
         verify_gradient_attributes(self)
+
+
+def verify_hyperparameters(op: Operation) -> None:
+    """An optimizer step's `lr` is finite and at least 0 (as pase-autodiff's option),
+    `beta1` and `beta2` are in [0, 1) and `eps` is finite and above 0."""
+    for name, low, high, closed in (("lr", 0.0, math.inf, True), ("beta1", 0.0, 1.0, True),
+                                    ("beta2", 0.0, 1.0, True), ("eps", 0.0, math.inf, False)):
+        attr = op.properties.get(name)
+        if not isinstance(attr, FloatAttr):
+            continue
+        value = attr.value.data
+        if not (math.isfinite(value) and (low <= value if closed else low < value)
+                and value < high):
+            bound = "in [0, 1)" if high == 1.0 else "at least 0" if closed else "above 0"
+            raise VerifyException(f"{op.name} {name} must be a finite number {bound}, "
+                                  f"got {value}")
 
 
 OPTIMIZER_STATES = {"momentum": ("m",), "adam": ("m", "v", "t")}
@@ -281,6 +299,7 @@ class UpdateOp(IRDLOperation):
             if state.type != expected or self.outputs[1 + index].type != expected:
                 raise VerifyException(f"dnn.update's state {kind} and its result must have "
                                       f"the type {expected}")
+        verify_hyperparameters(self)
         verify_gradient_attributes(self)
 
 

@@ -130,6 +130,9 @@ def read_external(onnx: Any, tensor: Any, owner: str, folder: str, filename: str
     """The bytes of one external tensor, from a file inside `folder`."""
     entries = {entry.key: entry.value for entry in tensor.external_data}
     location = entries.get("location", "")
+    if "\0" in location:
+        raise Diagnostic(f"{owner} keeps its data in {location!r}, which is not a file name "
+                         "(it holds a NUL byte)", filename)
     path = os.path.realpath(os.path.join(folder, location))
     if not location or os.path.isabs(location) or os.path.commonpath([folder, path]) != folder:
         raise Diagnostic(f"{owner} keeps its data in '{location}', outside the model's "
@@ -147,18 +150,19 @@ def read_external(onnx: Any, tensor: Any, owner: str, folder: str, filename: str
         raise Diagnostic(f"{owner}: its external data in '{location}' is {length:,} bytes "
                          f"at offset {offset:,}; the tensor needs {needed:,}", filename)
     try:
+        if os.path.exists(path) and not os.path.isfile(path):  # (opening a FIFO would block)
+            raise OSError(0, "not a regular file")
         with open(path, "rb") as file:
-            if not os.path.isfile(path):
-                raise OSError(0, "not a regular file")
+            size = os.fstat(file.fileno()).st_size
+            if offset + needed > size:  # (an offset past 2^63 cannot even be sought)
+                raise Diagnostic(f"{owner}: the external data file '{location}' is too "
+                                 f"short: {size:,} bytes, the tensor needs {needed:,} bytes "
+                                 f"from offset {offset:,}", filename)
             file.seek(offset)
             data = file.read(needed)
     except OSError as error:
         raise Diagnostic(f"{owner}: cannot read its external data file '{location}': "
                          f"{error.strerror}", filename) from None
-    if len(data) != needed:
-        raise Diagnostic(f"{owner}: the external data file '{location}' is too short: "
-                         f"{offset + len(data):,} bytes, the tensor needs {needed:,} bytes "
-                         f"from offset {offset:,}", filename)
     return data
 
 

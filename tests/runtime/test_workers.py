@@ -8,6 +8,7 @@ the timeout", with the timeout far above the bound.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from functools import partial
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from processes import children, wait_for
 
 from pase.runtime.communicator import CollectiveTimeout, DeviceComm, WorkerAborted
 from pase.runtime.workers import WorkerError, run_workers
@@ -180,3 +182,30 @@ def test_big_messages_through_pipes_with_fork() -> None:
     words = results.counters()
     assert words[0]["big"] == {"sent": 2 * 3 * BIG // 4, "received": 2 * 3 * BIG // 4}
     assert words[0]["exchange"] == {"sent": 3 * BIG // 8, "received": 3 * BIG // 8}
+
+
+def carries_data(comm: DeviceComm, data: np.ndarray) -> int:
+    return comm.rank
+
+
+def test_a_worker_killed_as_it_starts_fails_the_run() -> None:
+    """The launcher never blocks on a worker that died before reading its function (here
+    with 8 MiB of data: far more than a pipe buffers)."""
+    outcome: list[BaseException] = []
+
+    def launch() -> None:
+        try:
+            run_workers(partial(carries_data, data=np.zeros(1 << 20)), 2,
+                        backend="processes", timeout=LONG_TIMEOUT)
+        except BaseException as error:
+            outcome.append(error)
+
+    launcher = threading.Thread(target=launch, daemon=True)
+    launcher.start()
+    victim = wait_for(lambda: next((proc for proc in children(os.getpid())
+                                    if "spawn_main" in proc.cmdline()), None), "a worker")
+    os.kill(victim.pid, signal.SIGKILL)
+    launcher.join(LONG_TIMEOUT)
+    assert not launcher.is_alive()
+    assert isinstance(outcome[0], WorkerError)
+    assert "killed by SIGKILL" in str(outcome[0])

@@ -3,6 +3,7 @@
 // RUN: not pase-opt %S/Inputs/no-such-file.dnn 2>&1 | filecheck %s --check-prefix=MISSING
 // RUN: not pase-opt %s -f no-such-frontend 2>&1 | filecheck %s --check-prefix=FRONTEND
 // RUN: not pase-opt %S/Inputs/notes.txt 2>&1 | filecheck %s --check-prefix=EXTENSION
+// RUN: not pase-opt %S/Inputs/tiny.dnn -t x86-asm 2>&1 | filecheck %s --check-prefix=TARGET
 
 // FLAG:          {{^}}pase-opt: error: unrecognized arguments: --no-such-flag (see pase-opt --help){{$}}
 // FLAG-NOT:      {{.}}
@@ -15,3 +16,6 @@
 
 // EXTENSION:     {{^}}pase-opt: error: Unrecognized file extension 'txt'{{$}}
 // EXTENSION-NOT: {{.}}
+
+// TARGET:        {{^}}pase-opt: error: -t x86-asm prints xDSL's own dialects, not dnn.graph; pase's targets are mlir, dnn, jax (see pase-opt --help){{$}}
+// TARGET-NOT:    {{.}}

@@ -7,6 +7,10 @@
 # RUN: python %s constant %t/model/m.onnx && echo secret > %t/cwd/secret.bin && cd %t/cwd && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=CONSTANT
 # RUN: python %s short %t/model/m.onnx && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=SHORT
 # RUN: python %s beside %t/model/m.onnx && not pase-opt < %t/model/m.onnx -f onnx 2>&1 | filecheck %s --check-prefix=STDIN
+# RUN: mkfifo %t/model/fifo.bin && python %s unreadable %t/model/m.onnx
+# RUN: not pase-opt %t/model/m.onnx.far.onnx 2>&1 | filecheck %s --check-prefix=FAR
+# RUN: not pase-opt %t/model/m.onnx.nul.onnx 2>&1 | filecheck %s --check-prefix=NUL
+# RUN: not pase-opt %t/model/m.onnx.fifo.onnx 2>&1 | filecheck %s --check-prefix=FIFO
 
 import os
 import sys
@@ -65,6 +69,21 @@ def case_short(path):
     case_beside(path)
     with open(path + ".data", "r+b") as file:
         file.truncate(40)
+
+
+# FAR: m.onnx.far.onnx: error: initializer 'w': the external data file 'm.onnx.data' is too short: 48 bytes, the tensor needs 48 bytes from offset 1,000,000,000,000,000,000,000,000,000,000
+# NUL: m.onnx.nul.onnx: error: initializer 'w' keeps its data in 'm.onnx.data\x00x', which is not a file name (it holds a NUL byte)
+# FIFO: m.onnx.fifo.onnx: error: initializer 'w': cannot read its external data file 'fifo.bin': not a regular file
+def case_unreadable(path):
+    """Data past the end of any file, a location with a NUL byte, a FIFO (which would
+    block the reading for ever): PATH.far.onnx, PATH.nul.onnx, PATH.fifo.onnx."""
+    for name, location, offset in (("far", "m.onnx.data", 10**30),
+                                   ("nul", "m.onnx.data\0x", 0), ("fifo", "fifo.bin", 0)):
+        model = gemm()
+        with open(path + ".data", "wb") as file:
+            file.write(model.graph.initializer[0].raw_data)
+        external(model.graph.initializer[0], location, offset)
+        onnx.save(model, f"{path}.{name}.onnx")
 
 
 if __name__ == "__main__":
