@@ -28,6 +28,7 @@ import numpy as np
 
 from pase.core.placement import grid_axes
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.placed_redistribution import placed_seconds
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 Config = dict[str, int]
@@ -440,12 +441,20 @@ def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                machine: Machine, compiled: bool = False,
                ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
     """Redistribution seconds, matrix (producer configs, consumer configs); `compiled`
-    picks the llvmlite loop for the volumes (same results). `ends`, the held and the
+    picks the llvmlite loop for the volumes (same results). On a `hierarchical` machine
+    each move is priced by the links its words take (`placed_redistribution`), else by
+    `edge_seconds`' flat rule. `ends`, the held and the
     needed end (`EdgeEnd.of` of the producer's `edge.held` and the consumer's
     `edge.needed`), saves building them again."""
     held, needed = ends or (EdgeEnd.of(producer, producer_configs, edge.held, devices),
                             EdgeEnd.of(consumer, consumer_configs, edge.needed, devices))
     forward, backward = redistribution_words(held.layouts, needed.layouts, compiled)
+    if machine.hierarchical:
+        seconds = placed_seconds(held.layouts, needed.layouts, forward,
+                                 backward if edge.backward else None,
+                                 edge.needed.element_bytes, machine.intra_node_bandwidth,
+                                 machine.inter_node_bandwidth, machine.devices_per_node)
+        return seconds[np.ix_(held.index, needed.index)]
     words = forward + backward if edge.backward else forward
     words = words[np.ix_(held.index, needed.index)]
     return edge_seconds(words, edge, held.working, needed.working, machine)
