@@ -331,15 +331,7 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
     """
     held_q = np.count_nonzero(held[:, :, -1, 1] > held[:, :, -1, 0], axis=1)
     needed_q = np.count_nonzero(needed[:, :, -1, 1] > needed[:, :, -1, 0], axis=1)
-    least = None
-    if compiled:
-        from pase.passes.strategy.jit.compiler import jit_available
-        from pase.passes.strategy.jit.overlap import least_overlap_jit
-
-        if jit_available():
-            least = least_overlap_jit(held, needed, held_q, needed_q)
-    if least is None:
-        least = _least_overlap(held, needed, held_q, needed_q)
+    least = least_overlap(held, needed, held_q, needed_q, compiled)
     held_volume = np.prod(held[:, 0, :, 1] - held[:, 0, :, 0], axis=-1).astype(np.float64)
     needed_volume = np.prod(needed[:, 0, :, 1] - needed[:, 0, :, 0],
                             axis=-1).astype(np.float64)
@@ -348,6 +340,19 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
     backward = held_volume[:, None] - np.where(held_q[:, None] <= needed_q[None, :],
                                                least, 0.0)
     return forward, backward
+
+
+def least_overlap(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
+                  needed_q: np.ndarray, compiled: bool = False) -> np.ndarray:
+    """`_least_overlap`, by the compiled loop of `jit.overlap` where `compiled` (and
+    llvmlite works): the same floats."""
+    if compiled:
+        from pase.passes.strategy.jit.compiler import jit_available
+        from pase.passes.strategy.jit.overlap import least_overlap_jit
+
+        if jit_available():
+            return least_overlap_jit(held, needed, held_q, needed_q)
+    return _least_overlap(held, needed, held_q, needed_q)
 
 
 def _least_overlap(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
@@ -453,7 +458,8 @@ def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
         seconds = placed_seconds(held.layouts, needed.layouts, forward,
                                  backward if edge.backward else None,
                                  edge.needed.element_bytes, machine.intra_node_bandwidth,
-                                 machine.inter_node_bandwidth, machine.devices_per_node)
+                                 machine.inter_node_bandwidth, machine.devices_per_node,
+                                 compiled)
         return seconds[np.ix_(held.index, needed.index)]
     words = forward + backward if edge.backward else forward
     words = words[np.ix_(held.index, needed.index)]

@@ -11,7 +11,8 @@ import pytest
 
 from pase.frontend import parse_text
 from pase.passes.strategy import Machine, build_problem
-from pase.passes.strategy.placed_redistribution import received_by_link
+from pase.passes.strategy.cost import redistribution_words
+from pase.passes.strategy.placed_redistribution import link_seconds, received_by_link
 from tests.passes.strategy.test_cost import canonical_layouts
 
 NVLINK, INFINIBAND = 1e9, 1e8
@@ -80,7 +81,7 @@ def naive_links(senders: np.ndarray, receivers: np.ndarray,
     return intra, inter
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_links_match_a_device_by_device_loop(seed: int) -> None:
     rng = np.random.default_rng(seed)
     devices, devices_per_node = int(rng.integers(2, 13)), int(rng.integers(1, 5))
@@ -88,7 +89,17 @@ def test_links_match_a_device_by_device_loop(seed: int) -> None:
     senders = canonical_layouts(rng, 4, sizes, devices)
     receivers = canonical_layouts(rng, 4, sizes, devices)
     rows, cols = (index.ravel() for index in np.indices((4, 4)))
-    intra, inter = received_by_link(senders, receivers, devices_per_node, rows, cols)
     expected_intra, expected_inter = naive_links(senders, receivers, devices_per_node)
-    assert intra.reshape(4, 4).tolist() == expected_intra.tolist()
-    assert inter.reshape(4, 4).tolist() == expected_inter.tolist()
+    for compiled in (False, True):
+        intra, inter = received_by_link(senders, receivers, devices_per_node, rows, cols,
+                                        compiled)
+        assert intra.reshape(4, 4).tolist() == expected_intra.tolist()
+        assert inter.reshape(4, 4).tolist() == expected_inter.tolist()
+    # The shortcuts of `link_seconds` (node boxes, the slower link settled by bounds)
+    # give the same floats as the device-by-device maximum, on a link four times slower.
+    flat, _ = redistribution_words(senders, receivers)
+    expected = np.maximum(expected_intra * 4 / NVLINK, expected_inter * 4 / (NVLINK / 4))
+    for compiled in (False, True):
+        seconds = link_seconds(senders, receivers, flat, flat > 0, 4, NVLINK, NVLINK / 4,
+                               devices_per_node, compiled)
+        assert seconds.tolist() == np.where(flat > 0, expected, 0.0).tolist()
