@@ -196,7 +196,10 @@ def link_seconds(senders: np.ndarray, receivers: np.ndarray, flat: np.ndarray,
     over_nvlink = flat * element_bytes / intra_bandwidth
     over_infiniband = inter * element_bytes / inter_bandwidth
     seconds = np.where(inter == 0, over_nvlink, over_infiniband)
-    settled = exact[:, None] & ((inter == 0) | (over_nvlink <= over_infiniband))
+    # Without exact boxes, inter from the boxes is a lower bound of the true inter, which
+    # is at most `flat`: where the bound reaches `flat` it is exact.
+    settled = (exact[:, None] & ((inter == 0) | (over_nvlink <= over_infiniband))) \
+        | ((inter == flat) & (over_nvlink <= over_infiniband))
     rows, cols = np.nonzero(moving & ~settled)
     intra_words, inter_words = received_by_link(senders, receivers, devices_per_node,
                                                 rows, cols, compiled, first)
