@@ -174,11 +174,14 @@ def link_seconds(senders: np.ndarray, receivers: np.ndarray, flat: np.ndarray,
     Visiting every device's node-mates for every pair is avoided where it cannot change
     the result. Where every node of a sender layout holds a box (`node_boxes`), inter(d)
     = |N(d)| − |N(d) ∩ box| is the flat rule's count with the box as what d holds, so
-    its maximum is `cost.redistribution_words`' (least overlap, the compiled loop where
-    `compiled`). Then, as intra(d) ≤ flat(d): where inter = 0 the node holds all that d
-    needs and intra = flat; where flat · bytes / B_nvlink ≤ inter · bytes / B_ib the
-    InfiniBand link is the slower one whatever intra is. Only the other pairs are
-    visited device by device (`received_by_link`). The results are the same floats.
+    its maximum is found as `cost.redistribution_words`' is (the least overlap over the
+    devices whose nodes hold something, the compiled loop where `compiled`; a receiver
+    on a node that holds nothing takes its whole block over InfiniBand). Then, as
+    intra(d) ≤ flat(d): where inter = 0 the node holds all that d needs and intra =
+    flat; where flat · bytes / B_nvlink ≤ inter · bytes / B_ib the InfiniBand link is
+    the slower one whatever intra is. Without exact boxes the boxes' inter is a lower
+    bound, exact where it reaches flat. Only the other pairs are visited device by
+    device (`received_by_link`). The results are the same floats.
     """
     key = _digest(senders, receivers, moving,
                   (element_bytes, intra_bandwidth, inter_bandwidth, devices_per_node))
@@ -189,10 +192,15 @@ def link_seconds(senders: np.ndarray, receivers: np.ndarray, flat: np.ndarray,
 
     first = first_holders(senders, devices_per_node)
     boxes, exact = node_boxes(senders, devices_per_node, first)
+    devices = senders.shape[1]
+    # The boxes are non-empty on the nodes of the sender's working devices, devices
+    # 0..box_q-1; a receiver beyond them takes its whole block from other nodes.
+    sender_q = np.count_nonzero(senders[:, :, -1, 1] > senders[:, :, -1, 0], axis=1)
+    box_q = np.minimum(-(-sender_q // devices_per_node) * devices_per_node, devices)
     receiver_q = np.count_nonzero(receivers[:, :, -1, 1] > receivers[:, :, -1, 0], axis=1)
-    everywhere = np.full(len(senders), senders.shape[1], dtype=np.int64)
     whole = np.prod(receivers[:, 0, :, 1] - receivers[:, 0, :, 0], axis=-1).astype(np.float64)
-    inter = whole[None, :] - least_overlap(boxes, receivers, everywhere, receiver_q, compiled)
+    least = least_overlap(boxes, receivers, box_q, receiver_q, compiled)
+    inter = whole[None, :] - np.where(receiver_q[None, :] <= box_q[:, None], least, 0.0)
     over_nvlink = flat * element_bytes / intra_bandwidth
     over_infiniband = inter * element_bytes / inter_bandwidth
     seconds = np.where(inter == 0, over_nvlink, over_infiniband)

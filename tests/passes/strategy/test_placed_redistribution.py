@@ -11,7 +11,7 @@ import pytest
 
 from pase.frontend import parse_text
 from pase.passes.strategy import Machine, build_problem
-from pase.passes.strategy.cost import redistribution_words
+from pase.passes.strategy.cost import _blocks, redistribution_words
 from pase.passes.strategy.placed_redistribution import link_seconds, received_by_link
 from tests.passes.strategy.test_cost import canonical_layouts
 
@@ -58,6 +58,27 @@ def test_moves_are_priced_by_the_links_they_take(held, needed, placed, flat) -> 
         assert breakdown.redistribution == pytest.approx(expected, rel=1e-12)
 
 
+BROADCAST = """
+graph @broadcast(b = 8, h = 16, k = 4) {
+  %x = param [b, h]
+  %y = relu %x
+  %w = param [k]
+  %z = einsum %y, %w -> [b, h, k]
+  return %z
+}
+"""
+
+
+def test_a_node_without_the_tensor_takes_it_over_infiniband() -> None:
+    """y {} on device 0; z {k: 4} needs all 8 · 16 = 128 words of y on every device:
+    device 1 takes them from device 0 over NVLink, devices 2 and 3 (node 1, which holds
+    nothing) over InfiniBand: max(128 · 4 / 1e9, 128 · 4 / 1e8) s. No gradient moves
+    back: device 0, the only one y's layout needs, holds all of it in z's."""
+    problem = build_problem(parse_text(BROADCAST), 4, machine=TWO_NODES)
+    breakdown = problem.breakdown({"y": {}, "z": {"k": 4}})
+    assert breakdown.redistribution == pytest.approx(128 * 4 / INFINIBAND, rel=1e-12)
+
+
 def naive_links(senders: np.ndarray, receivers: np.ndarray,
                 devices_per_node: int) -> tuple[np.ndarray, np.ndarray]:
     """The model read literally: each element a device needs and does not hold comes
@@ -86,7 +107,9 @@ def test_links_match_a_device_by_device_loop(seed: int) -> None:
     rng = np.random.default_rng(seed)
     devices, devices_per_node = int(rng.integers(2, 13)), int(rng.integers(1, 5))
     sizes = tuple(int(rng.choice([2, 4, 6])) for _ in range(int(rng.integers(1, 3))))
-    senders = canonical_layouts(rng, 4, sizes, devices)
+    # Among the senders, the whole tensor on device 0 alone (the nodes beyond hold nothing).
+    senders = np.concatenate([canonical_layouts(rng, 3, sizes, devices),
+                              _blocks((), (-1,) * len(sizes), sizes, devices)[None]])
     receivers = canonical_layouts(rng, 4, sizes, devices)
     rows, cols = (index.ravel() for index in np.indices((4, 4)))
     expected_intra, expected_inter = naive_links(senders, receivers, devices_per_node)
