@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from llvmlite import ir
@@ -46,6 +47,26 @@ def compile_function(module: ir.Module, name: str, what: str = "the kernel") -> 
         if isinstance(compiler, str):
             raise RuntimeError(f"llvmlite cannot compile {what} here ({compiler})")
         return compiler.compile(module, name)
+
+
+def compiled_once(build: Callable[[], ir.Module], name: str, signature: Any,
+                  what: str) -> Callable[[], Any]:
+    """A function that returns `build()`'s function `name` as a ctypes function of type
+    `signature`, compiled by `compile_function` on its first call and kept for the process.
+
+        _kernel = compiled_once(build_module, "pase_least_overlap", SIGNATURE, "the overlap kernel")
+        _kernel()(held.ctypes.data, ...)
+    """
+    lock = threading.Lock()
+    kept: list[Any] = []
+
+    def kernel() -> Any:
+        with lock:
+            if not kept:
+                kept.append(signature(compile_function(build(), name, what)))
+            return kept[0]
+
+    return kernel
 
 
 def _locked_compiler() -> _Compiler | str:

@@ -13,20 +13,17 @@ max_d (whole − local). It is compiled by the engine the DP kernel uses (`jit/c
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any
 
 import numpy as np
 from llvmlite import ir
 
-from pase.passes.strategy.jit.compiler import compile_function
+from pase.passes.strategy.jit.compiler import compiled_once
 
 I64 = ir.IntType(64)
 F64 = ir.DoubleType()
 NAME = "pase_received_by_link"
 
-_lock = threading.Lock()
-_kernel: list[Any] = []
 _SIGNATURE = ctypes.CFUNCTYPE(None, *(ctypes.c_void_p,) * 5, *(ctypes.c_int64,) * 4,
                               ctypes.c_void_p, ctypes.c_void_p)
 
@@ -133,12 +130,7 @@ def build_module() -> ir.Module:
     return module
 
 
-def _compiled() -> Any:
-    with _lock:
-        if not _kernel:
-            address = compile_function(build_module(), NAME, "the links kernel")
-            _kernel.append(_SIGNATURE(address))
-        return _kernel[0]
+_compiled = compiled_once(build_module, NAME, _SIGNATURE, "the links kernel")
 
 
 def received_by_link_jit(senders: np.ndarray, first: np.ndarray, receivers: np.ndarray,

@@ -13,20 +13,17 @@ kernel uses (`jit/compiler.py`).
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any
 
 import numpy as np
 from llvmlite import ir
 
-from pase.passes.strategy.jit.compiler import compile_function
+from pase.passes.strategy.jit.compiler import compiled_once
 
 I64 = ir.IntType(64)
 F64 = ir.DoubleType()
 NAME = "pase_least_overlap"
 
-_lock = threading.Lock()
-_kernel: list[Any] = []
 _SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
                               ctypes.c_void_p, ctypes.c_void_p)
@@ -118,12 +115,7 @@ def build_module() -> ir.Module:
     return module
 
 
-def _compiled() -> Any:
-    with _lock:
-        if not _kernel:
-            address = compile_function(build_module(), NAME, "the overlap kernel")
-            _kernel.append(_SIGNATURE(address))
-        return _kernel[0]
+_compiled = compiled_once(build_module, NAME, _SIGNATURE, "the overlap kernel")
 
 
 def least_overlap_jit(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
