@@ -47,13 +47,14 @@ FULL_VOCABULARY = 10_000
 
 class LstmLanguageModel(nn.Module):
     """Embedding, a two-layer nn.LSTM (one ONNX LSTM node per layer), a linear head over
-    the vocabulary."""
+    the vocabulary; 64 words and 32 wide for the fixture, 10k words and 1024 wide (a
+    realistic size) with `--full`."""
 
-    def __init__(self) -> None:
+    def __init__(self, vocabulary: int = VOCABULARY, width: int = 32) -> None:
         super().__init__()
-        self.embedding = nn.Embedding(VOCABULARY, 32)
-        self.lstm = nn.LSTM(32, 32, num_layers=2, batch_first=True)
-        self.head = nn.Linear(32, VOCABULARY)
+        self.embedding = nn.Embedding(vocabulary, width)
+        self.lstm = nn.LSTM(width, width, num_layers=2, batch_first=True)
+        self.head = nn.Linear(width, vocabulary)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         hidden, _ = self.lstm(self.embedding(ids))
@@ -68,20 +69,6 @@ class Mlp(nn.Module):
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         return self.layers(image)
-
-
-class FullLstmLanguageModel(nn.Module):
-    """The language model above at a realistic size: 10k words, 2 layers of 1024."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.embedding = nn.Embedding(FULL_VOCABULARY, 1024)
-        self.lstm = nn.LSTM(1024, 1024, num_layers=2, batch_first=True)
-        self.head = nn.Linear(1024, FULL_VOCABULARY)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        hidden, _ = self.lstm(self.embedding(ids))
-        return self.head(hidden)
 
 
 class FullMlp(nn.Module):
@@ -254,7 +241,7 @@ def torchvision_model(name: str) -> Callable[[], nn.Module]:
 
 VISION_AND_LSTM: dict[str, tuple[Callable[[], nn.Module],
                                  Callable[[], tuple[torch.Tensor, ...]]]] = {
-    "lstm": (FullLstmLanguageModel,
+    "lstm": (lambda: LstmLanguageModel(FULL_VOCABULARY, 1024),
              lambda: (torch.randint(0, FULL_VOCABULARY, (BATCH, FULL_SEQUENCE)),)),
     "mlp": (FullMlp, image),
     **{name: (torchvision_model(name), lambda: image(224))
