@@ -4,6 +4,7 @@ Megatron-LM layout under the same cost model and the same training step, side by
     .venv/bin/python benchmarks/gpt.py --quick                   # the three smallest rows
     .venv/bin/python benchmarks/gpt.py --timeout 600             # all ten rows
     .venv/bin/python benchmarks/gpt.py --rows megatron-1.7b megatron-39b --zero 1
+    .venv/bin/python benchmarks/gpt.py --quick --sequence-parallel  # also Megatron-SP
 
 The rows are Megatron-LM's weak-scaling study (Narayanan et al. 2021, Table 1): each model
 (`models/generate.py`'s `megatron-*` presets: layers, hidden, heads, context 2048,
@@ -21,6 +22,15 @@ as the paper trains) on a 1F1B schedule:
   norms, residual adds and the position embedding are not split further (Megatron-LM
   computes them redundantly in each tensor-parallel group, which costs the same time).
   Evaluated, not searched, and not held to the memory cap (the "fits" column says).
+  pase places a layer under configuration q on devices 0..q-1 and leaves the others
+  idle (docs/cost-model.md, "Placement"), so these unsplit layers run on P / t devices,
+  not redundantly on all P, and every move between them and the tensor-parallel layers
+  crosses nodes where t > 1 ({b: 32} on devices 0-31 of 64, {b: 32, h: 2} on 0-63).
+- Megatron-SP (`--sequence-parallel`): the same layout with Megatron-LM's sequence
+  parallelism (Korthikanti et al. 2022): those layers split their sequence dim t ways
+  (s, or t for the keys' reshape), so they work on all P devices and each move between
+  them and the tensor-parallel layers stays within the tensor group (an all-gather or a
+  local slice), as in Megatron-LM.
 - pase: `pase-partition-stages{stages=p microbatches=M min-shard=1 device-memory-gib=80}`:
   the same S and M, its own stage boundaries and its own configuration of every layer in
   each stage (min-shard 1, so that its space holds the Megatron layout, whose micro-batch
@@ -120,9 +130,12 @@ def generate() -> ModuleType:
     return module
 
 
-def megatron_config(name: str, kind: str, data: int, tensor: int) -> dict[str, int]:
+def megatron_config(name: str, kind: str, data: int, tensor: int,
+                    sequence_parallel: bool = False) -> dict[str, int]:
     """A layer's configuration in the Megatron-LM layout (the module docstring), by its
-    name in `models/generate.py`'s language models."""
+    name in `models/generate.py`'s language models; with `sequence_parallel`, the layers
+    the 2021 layout leaves whole across the tensor group split their sequence dim (s, or
+    t for the keys' reshape) t ways instead."""
     config = {"b": data} if name != "pos" else {}
     split = ""
     if "_attn_" in name and not name.endswith("_keys"):
@@ -131,15 +144,17 @@ def megatron_config(name: str, kind: str, data: int, tensor: int) -> dict[str, i
         split = "f"
     elif name in ("tok", "logits", "loss"):
         split = "v"
+    elif sequence_parallel and name != "pos":
+        split = "t" if name.endswith("_keys") else "s"
     if split and tensor > 1:
         config[split] = tensor
     return {dim: factor for dim, factor in config.items() if factor > 1}
 
 
 def megatron_plan(graph: str, layers: list[tuple[str, str]], row: Row, blocks: int,
-                  microbatches: int) -> dict:
+                  microbatches: int, sequence_parallel: bool = False) -> dict:
     """The plan file of the Megatron-LM layout of `row` for the graph's `layers` (name,
-    op) in program order, `blocks` transformer blocks."""
+    op) in program order, `blocks` transformer blocks (`megatron_config`)."""
     per_stage = blocks // row.pipeline
     stages: list[list[str]] = [[] for _ in range(row.pipeline)]
     for name, _ in layers:
@@ -154,7 +169,8 @@ def megatron_plan(graph: str, layers: list[tuple[str, str]], row: Row, blocks: i
                          "schedule": "1f1b"},
             "stages": [{"layers": names} for names in stages],
             "layers": [{"name": name, "op": op,
-                        "config": megatron_config(name, op, row.data, row.tensor)}
+                        "config": megatron_config(name, op, row.data, row.tensor,
+                                                  sequence_parallel)}
                        for name, op in layers]}
 
 
@@ -191,6 +207,9 @@ def run(model: Path, options: str, export: Path, timeout: float) -> Result:
         return Result(seconds, error=(done.stderr.strip().splitlines() or ["failed"])[-1])
     return Result(seconds, json.loads(export.read_text())["pipeline"])
 
+
+SEQUENCE_PARALLEL_CELLS = (0, 1, 6, 8)
+"""The cells of the sequence-parallel layout shown: eval time, step, total GiB, TFLOP/s."""
 
 PARTS = ("parameters", "gradients", "optimizer_state", "activations", "total")
 """The memory breakdown's columns (the plan's "memory_parts"), GiB per device."""
@@ -253,6 +272,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--pin-data-parallel", action="store_true",
                         help="pin pase's data-parallel degree to the paper's d "
                              "(data-parallel=d: a smaller space, a faster search)")
+    parser.add_argument("--sequence-parallel", action="store_true",
+                        help="also evaluate the Megatron layout with sequence parallelism "
+                             "(its 'Megatron-SP' columns)")
     parser.add_argument("--timeout", type=positive_int, default=600,
                         help="seconds a search may take before it is stopped (default 600)")
     return parser.parse_args()
@@ -278,6 +300,14 @@ def main() -> int:
             print(f"{row.preset} on {row.devices} devices ...", file=sys.stderr, flush=True)
             megatron = run(model, f'{common} strategy="{plan}"', Path(folder) / "m.json",
                            args.timeout)
+            sequence_parallel = []
+            if args.sequence_parallel:
+                plan.write_text(json.dumps(megatron_plan(graph, layer_names(model), row,
+                                                         shape.layers, microbatches, True)))
+                result = run(model, f'{common} strategy="{plan}"', Path(folder) / "s.json",
+                             args.timeout)
+                sequence_parallel = [cells(result, args.device_memory_gib)[i]
+                                     for i in SEQUENCE_PARALLEL_CELLS]
             pinned = f" data-parallel={row.data}" if args.pin_data_parallel else ""
             pase = run(model, f"{common} stages={row.pipeline} microbatches={microbatches} "
                              f"min-shard=1{cap}{pinned}",
@@ -285,14 +315,17 @@ def main() -> int:
             rows.append([row.preset.removeprefix("megatron-"), str(row.devices),
                          f"{row.tensor} x {row.pipeline} x {row.data}", str(microbatches),
                          *cells(pase, args.device_memory_gib),
-                         *cells(megatron, args.device_memory_gib)])
+                         *cells(megatron, args.device_memory_gib), *sequence_parallel])
     search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib} GiB") + \
         (", d pinned" if args.pin_data_parallel else "")
     print(f"machine {args.machine}; {training(args)}; pase: {search}; {cpus()}; "
           f"{versions()}", flush=True)
     table = (("model", "<"), ("P", ">"), ("t x p x d", "<"), ("M", ">"),
              *columns("pase", "search", args.device_memory_gib),
-             *columns("Megatron", "eval", args.device_memory_gib))
+             *columns("Megatron", "eval", args.device_memory_gib),
+             *(column for i, column in enumerate(columns("Megatron-SP", "eval",
+                                                         args.device_memory_gib))
+               if args.sequence_parallel and i in SEQUENCE_PARALLEL_CELLS))
     print("\n".join(markdown_table(table, rows)))
     return 0
 

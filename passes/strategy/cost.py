@@ -28,6 +28,7 @@ import numpy as np
 
 from pase.core.placement import grid_axes
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.placed_redistribution import placed_seconds
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 
 Config = dict[str, int]
@@ -330,15 +331,7 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
     """
     held_q = np.count_nonzero(held[:, :, -1, 1] > held[:, :, -1, 0], axis=1)
     needed_q = np.count_nonzero(needed[:, :, -1, 1] > needed[:, :, -1, 0], axis=1)
-    least = None
-    if compiled:
-        from pase.passes.strategy.jit.compiler import jit_available
-        from pase.passes.strategy.jit.overlap import least_overlap_jit
-
-        if jit_available():
-            least = least_overlap_jit(held, needed, held_q, needed_q)
-    if least is None:
-        least = _least_overlap(held, needed, held_q, needed_q)
+    least = least_overlap(held, needed, held_q, needed_q, compiled)
     held_volume = np.prod(held[:, 0, :, 1] - held[:, 0, :, 0], axis=-1).astype(np.float64)
     needed_volume = np.prod(needed[:, 0, :, 1] - needed[:, 0, :, 0],
                             axis=-1).astype(np.float64)
@@ -347,6 +340,19 @@ def redistribution_words(held: np.ndarray, needed: np.ndarray,
     backward = held_volume[:, None] - np.where(held_q[:, None] <= needed_q[None, :],
                                                least, 0.0)
     return forward, backward
+
+
+def least_overlap(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
+                  needed_q: np.ndarray, compiled: bool = False) -> np.ndarray:
+    """`_least_overlap`, by the compiled loop of `jit.overlap` where `compiled` (and
+    llvmlite works): the same floats."""
+    if compiled:
+        from pase.passes.strategy.jit.compiler import jit_available
+        from pase.passes.strategy.jit.overlap import least_overlap_jit
+
+        if jit_available():
+            return least_overlap_jit(held, needed, held_q, needed_q)
+    return _least_overlap(held, needed, held_q, needed_q)
 
 
 def _least_overlap(held: np.ndarray, needed: np.ndarray, held_q: np.ndarray,
@@ -440,12 +446,21 @@ def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                machine: Machine, compiled: bool = False,
                ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
     """Redistribution seconds, matrix (producer configs, consumer configs); `compiled`
-    picks the llvmlite loop for the volumes (same results). `ends`, the held and the
+    picks the llvmlite loop for the volumes (same results). On a `hierarchical` machine
+    each move is priced by the links its words take (`placed_redistribution`), else by
+    `edge_seconds`' flat rule. `ends`, the held and the
     needed end (`EdgeEnd.of` of the producer's `edge.held` and the consumer's
     `edge.needed`), saves building them again."""
     held, needed = ends or (EdgeEnd.of(producer, producer_configs, edge.held, devices),
                             EdgeEnd.of(consumer, consumer_configs, edge.needed, devices))
     forward, backward = redistribution_words(held.layouts, needed.layouts, compiled)
+    if machine.hierarchical:
+        seconds = placed_seconds(held.layouts, needed.layouts, forward,
+                                 backward if edge.backward else None,
+                                 edge.needed.element_bytes, machine.intra_node_bandwidth,
+                                 machine.inter_node_bandwidth, machine.devices_per_node,
+                                 compiled)
+        return seconds[np.ix_(held.index, needed.index)]
     words = forward + backward if edge.backward else forward
     words = words[np.ix_(held.index, needed.index)]
     return edge_seconds(words, edge, held.working, needed.working, machine)

@@ -17,7 +17,9 @@ The DGX presets (`a100-80gb-dgx`, `h100-80gb-dgx`) are clusters priced by where 
 collective's devices sit (`hierarchical`): a group within one node runs at NVLink
 speed; a group spanning nodes runs hierarchically, its members on one node reducing
 over NVLink and the nodes exchanging 1/g_node of the data each over their own
-InfiniBand adapters (docs/cost-model.md, "Machines as clusters").
+InfiniBand adapters (docs/cost-model.md, "Machines as clusters"); a redistribution is
+priced by where its words move, NVLink from the receiver's node and InfiniBand from other
+nodes (`placed_redistribution.py`; "Redistribution on clusters").
 
     >>> preset("v100-nvlink").devices_per_node
     8
@@ -55,7 +57,7 @@ class Machine:
     hierarchical: bool = False
     """Collectives across nodes run hierarchically (NVLink within a node, each device's
     InfiniBand adapter between nodes) rather than as one flat ring at the inter-node
-    bandwidth."""
+    bandwidth, and redistributions are priced by the links their words take."""
 
     def bandwidth(self, spans_nodes: bool) -> float:
         return self.inter_node_bandwidth if spans_nodes else self.intra_node_bandwidth
