@@ -15,7 +15,6 @@ error on its last line, and the valid one printed as `.mlir` and read back.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import BASELINE_GRAPH, MODELS_DIR, cpus, markdown_table, positive_int, versions
+
+from pase.core.usage import UsageParser
 
 PASE_OPT = str(Path(sys.executable).parent / "pase-opt")
 MIB = 1 << 20
@@ -108,7 +109,7 @@ def write_files(folder: Path, statements: int) -> tuple[Path, Path, Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = UsageParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--statements", type=positive_int, default=200_000,
                         help="statements of the generated files (default 200,000: 5 MB)")
     parser.add_argument("--timeout", type=float, default=300.0,

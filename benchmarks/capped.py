@@ -24,7 +24,6 @@ no MILP counterpart (its search solves hundreds of stage sub-problems under the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import resource
@@ -35,6 +34,7 @@ from pathlib import Path
 
 from common import cpus, markdown_table, versions
 
+from pase.core.usage import UsageParser
 from pase.passes.strategy.memory import DEFAULT_EFFORT
 
 # (key, model, devices, machine, device-memory-gib): issue 33's cases.
@@ -136,7 +136,7 @@ def main() -> int:
     if len(sys.argv) == 6 and sys.argv[1] == "--child":
         print(json.dumps(child(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))))
         return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = UsageParser(description=__doc__.splitlines()[0])
     keys = [case[0] for case in (*CASES, *PIPELINES)]
     parser.add_argument("--cases", nargs="+", choices=keys, default=keys)
     parser.add_argument("--milp-gib", type=float, default=8.0,

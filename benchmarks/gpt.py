@@ -87,6 +87,8 @@ from typing import Any
 
 from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
 
+from pase.core.usage import UsageParser
+
 PASE_OPT = Path(sys.executable).parent / "pase-opt"
 
 
@@ -244,7 +246,7 @@ def training(args: argparse.Namespace) -> str:
 
 
 def arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = UsageParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", nargs="+", choices=[row.preset for row in ROWS],
                         metavar="PRESET", help="the rows to run (default: all)")
     parser.add_argument("--quick", action="store_true",

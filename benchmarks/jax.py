@@ -29,13 +29,14 @@ one device of the receiving stage per step) beside what the plan charges its bou
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
 
 from common import add_model_arguments, cpus, markdown_table, positive_int, versions
+
+from pase.core.usage import UsageParser
 
 SCALES = {"gpt2_small": 0.03125, "alexnet": 0.125, "mlp": 0.125}
 F64 = ("inception_v3", "resnet101")
@@ -120,7 +121,7 @@ def pipeline_row(path: Path, devices: int, steps: int, stages: int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = UsageParser(description=__doc__.split("\n\n")[0])
     add_model_arguments(parser, "models (default: all of models/)", [8],
                         "device counts (default 8)")
     # One step by default: at this scale the deep f64 models lose digits fast with more

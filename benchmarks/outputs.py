@@ -33,6 +33,8 @@ from pathlib import Path
 
 from common import MODELS_DIR
 
+from pase.core.usage import UsageParser
+
 MODELS = ["mlp", "alexnet", "rnnlm", "transformer", "gpt2_small", "inception_v3", "resnet101"]
 DEVICES = [4, 8, 64]
 GIB = 1 << 30
@@ -173,7 +175,7 @@ def run(case: Case, tools: Path, out: Path, timeout: float) -> tuple[str, float]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = UsageParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="the folder to write (made if missing)")
     parser.add_argument("--bin", type=Path, default=Path(sys.executable).parent,

@@ -21,7 +21,6 @@ terminal, so the table on stdout is all there is to capture.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from common import add_model_arguments, cpus, markdown_table, versions
 from xdsl.context import Context
 
 from pase.core.diagnostics import Diagnostic
+from pase.core.usage import UsageParser
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import PipelineAttr
 from pase.frontend import parse_file
@@ -175,7 +175,7 @@ def floors(path: Path, devices: int, schedule: str, machines: list[str]) -> list
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = UsageParser(description=__doc__.split("\n\n")[0])
     add_model_arguments(
         parser, "the .dnn models (default: every bundled model)", [8], "device counts (default: 8)"
     )

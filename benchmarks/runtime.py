@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 
 from common import add_model_arguments, cpus, markdown_table, positive_int, versions
 
+from pase.core.usage import UsageParser
+
 if TYPE_CHECKING:
     import numpy as np
     from xdsl.dialects.builtin import ModuleOp
@@ -88,7 +90,7 @@ def main() -> None:
 
 
 def parse_arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         description="Time one training step of each model sharded on P workers and on one "
         "device, and print one markdown table.",
         epilog="example: benchmarks/runtime.py --models mlp transformer --devices 4 8")

@@ -42,13 +42,15 @@ from pathlib import Path
 
 from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
 
+from pase.core.usage import UsageParser
+
 MODELS = ["gpt3-175b", "megatron-1t"]
 DEVICES = [32, 64, 128, 256, 512, 1024, 3072]
 TRAINING = {"optimizer": "adam", "precision": "bf16", "recompute": "full", "zero": "1"}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = UsageParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=MODELS, metavar="PRESET")
     parser.add_argument("--devices", nargs="+", type=positive_int, default=DEVICES)
     parser.add_argument("--timeout", type=positive_int, default=120,

@@ -66,6 +66,7 @@ from common import (
     versions,
 )
 
+from pase.core.usage import UsageParser
 from pase.passes.strategy import SearchOptions
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def main() -> None:
 
 
 def parse_arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         description="Measure PaSE's search (configuration enumeration, cost tables, DP) on "
         "each model and device count, each case in a fresh process, and print one markdown "
         "table: layers, largest configuration list, largest dependent set, DP table entries, "

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from common import markdown_table
 
+from pase.core.usage import UsageParser
+
 ROOT = Path(__file__).resolve().parent.parent
 NOT_SOURCE = {"tests", "benchmarks", "models", "build"}
 FILE_LIMIT, FILE_AIM = 600, 500
@@ -77,7 +79,7 @@ def _flag(lines: int, limit: int, aim: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = UsageParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--top", type=int, default=20,
                         help="how many of the largest files and functions to list "

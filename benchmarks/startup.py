@@ -22,7 +22,6 @@ from source on every run unless a cache exists, so the header says which holds.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import resource
@@ -36,6 +35,8 @@ from pathlib import Path
 
 from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
 
+from pase.core.usage import UsageParser
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,7 +47,7 @@ class Case:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         description="Measure pase-opt's whole-process time (wall-clock best and median, "
         "least CPU time, of --runs runs) on the start-up cases of issue 13, and where the "
         "import time of one mlp run goes.")

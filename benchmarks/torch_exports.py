@@ -20,13 +20,14 @@ of a file is its row's last column, with the tool's first error line.
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pase.core.usage import UsageParser
 
 BIN = Path(sys.executable).parent
 COLUMNS = ("file", "import (s)", "search (s)", "predicted speedup", "check (s)", "check",
@@ -106,7 +107,7 @@ def row(path: Path) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = UsageParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="exported .onnx files")
     args = parser.parse_args()
     print("| " + " | ".join(COLUMNS) + " |")

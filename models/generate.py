@@ -40,7 +40,6 @@ Mixed_7b.branch3x3_2a is `%m7b_3x3_c2a`) and `b` for a ResNet block (layer1[0] i
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import textwrap
@@ -51,6 +50,7 @@ from pathlib import Path
 from pase.core import shapes
 from pase.core.files import WriteError, write_atomically
 from pase.core.shapes import NamedShape
+from pase.core.usage import UsageParser
 
 MODELS = Path(__file__).resolve().parent
 
@@ -912,7 +912,7 @@ GENERATED = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Without arguments, rewrite the zoo's generated files; with a preset or a shape,
     write that language model (to `-o FILE`, or stdout)."""
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         description="Without arguments: rewrite the generated models of models/. With a "
                     "preset or --layers/--hidden/...: write a GPT- or LLaMA-shaped model.",
         epilog="presets: " + ", ".join(LANGUAGE_MODELS))

@@ -26,16 +26,15 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.core.usage import UsageParser
 from pase.dialect.dnn.seeding import LEARNING_RATES
 from pase.dialect.training_options import (
     StepOptions,
@@ -64,14 +63,6 @@ from pase.tools.run.runtime import RuntimeBackend
 # Each device is a thread (or a Python process) of this machine: past these counts a run
 # spends its time starting workers and its memory on their interpreters.
 MAX_WORKERS = {"threads": 1024, "processes": 64}
-
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line and exit status 1, like every other pase error."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(1)
 
 
 def _integer(text: str) -> int:
@@ -123,7 +114,7 @@ def stages_of(args: argparse.Namespace) -> Stages | None:
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _Parser(
+    parser = UsageParser(
         prog="pase-run", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="the model is a forward graph (before pase-autodiff); its loss is the first "
