@@ -21,7 +21,6 @@ from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import local_elements
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve_graph
-from pase.passes.strategy.layer_costs import layer_costs
 from pase.passes.strategy.memory import memory_vectors
 from pase.passes.strategy.pipeline.bounds import SegmentBounds, most_devices, possible, spread
 from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
@@ -262,9 +261,11 @@ class LeastCosts:
         work_vectors, own_vectors = [], []
         for layer, kind, configs in zip(layers, part.kinds[0], problem.config_lists,
                                         strict=True):
-            costs = layer_costs(layer, configs, self.table.machine) if solver.cache is None \
-                else solver.cache.costs(layer, kind, devices, configs, self.table.machine,
-                                        pase=True)
+            # The stage problems' costs (the training step's: its precision's peak,
+            # recomputation, optimizer), so that these bound the stages solved from below.
+            costs = problem.model.layer_costs(layer, configs, self.table.machine) \
+                if solver.cache is None \
+                else solver.cache.costs(layer, kind, devices, configs, self.table.machine)
             work = costs.forward + costs.backward
             forward_least += float(costs.forward.min())
             work_vectors.append(work)

@@ -29,7 +29,7 @@ from pase.passes.strategy.cost import Config, edge_costs
 from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve
-from pase.passes.strategy.layer_costs import LayerCosts, layer_cost, layer_costs
+from pase.passes.strategy.layer_costs import LayerCosts, layer_cost
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import (
     DEFAULT_EFFORT,
@@ -234,19 +234,17 @@ class StageCache:
 
     model: CostModel
     objective: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
-    _costs: dict[tuple[int, int, bool], LayerCosts] = field(default_factory=dict)
+    _costs: dict[tuple[int, int], LayerCosts] = field(default_factory=dict)
 
     def costs(self, layer: Layer, kind: int, devices: int, configs: Sequence[Config],
-              machine: Machine, pase: bool = False) -> LayerCosts:
-        """`model.layer_costs(layer, configs, machine)` (with `pase`, pase's own formulas,
-        `layer_costs.layer_costs`), computed once per `kind` (the shared tables' number
-        of `layer`, whose configurations on `devices` devices are `configs`) and
-        `devices`."""
-        key = (kind, devices, pase)
+              machine: Machine) -> LayerCosts:
+        """`model.layer_costs(layer, configs, machine)`, computed once per `kind` (the
+        shared tables' number of `layer`, whose configurations on `devices` devices are
+        `configs`) and `devices`."""
+        key = (kind, devices)
         found = self._costs.get(key)
         if found is None:
-            found = layer_costs(layer, configs, machine) if pase else \
-                self.model.layer_costs(layer, configs, machine)
+            found = self.model.layer_costs(layer, configs, machine)
             self._costs[key] = found
         return found
 
