@@ -69,6 +69,58 @@ def compiled_once(build: Callable[[], ir.Module], name: str, signature: Any,
     return kernel
 
 
+I64 = ir.IntType(64)
+
+
+class Loops:
+    """The int64 loop nests the engine's kernels are written in: a function's builder with
+    mutable variables, `for` loops and signed min/max (`jit/overlap.py`, `jit/links.py`).
+
+        loops = Loops(function)
+        total = loops.variable(loops.zero)
+        loops.loop(loops.zero, count, lambda i: loops.builder.store(
+            loops.builder.add(loops.builder.load(total), i), total))
+    """
+
+    def __init__(self, function: ir.Function) -> None:
+        self.function = function
+        self.builder = ir.IRBuilder(function.append_basic_block("entry"))
+        self.zero, self.one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+
+    def variable(self, initial: ir.Value) -> ir.Value:
+        """A stack slot holding `initial`."""
+        slot = self.builder.alloca(I64)
+        self.builder.store(initial, slot)
+        return slot
+
+    def loop(self, start: ir.Value, stop: ir.Value, body: Callable[[ir.Value], None],
+             going: Callable[[], ir.Value] | None = None) -> None:
+        """for index in range(start, stop), while `going()` (checked before each round)."""
+        builder = self.builder
+        index = self.variable(start)
+        check = self.function.append_basic_block()
+        inside = self.function.append_basic_block()
+        after = self.function.append_basic_block()
+        builder.branch(check)
+        builder.position_at_end(check)
+        current = builder.load(index)
+        condition = builder.icmp_signed("<", current, stop)
+        if going is not None:
+            condition = builder.and_(condition, going())
+        builder.cbranch(condition, inside, after)
+        builder.position_at_end(inside)
+        body(current)
+        builder.store(builder.add(builder.load(index), self.one), index)
+        builder.branch(check)
+        builder.position_at_end(after)
+
+    def smax(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.builder.select(self.builder.icmp_signed(">", a, b), a, b)
+
+    def smin(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.builder.select(self.builder.icmp_signed("<", a, b), a, b)
+
+
 def _locked_compiler() -> _Compiler | str:
     with _lock:
         return _compiler()

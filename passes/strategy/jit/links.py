@@ -13,12 +13,11 @@ max_d (whole − local). It is compiled by the engine the DP kernel uses (`jit/c
 from __future__ import annotations
 
 import ctypes
-from typing import Any
 
 import numpy as np
 from llvmlite import ir
 
-from pase.passes.strategy.jit.compiler import compiled_once
+from pase.passes.strategy.jit.compiler import Loops, compiled_once
 
 I64 = ir.IntType(64)
 F64 = ir.DoubleType()
@@ -38,34 +37,10 @@ def build_module() -> ir.Module:
         F64.as_pointer(), F64.as_pointer()]), NAME)
     (senders, first, receivers, rows, cols, pairs, devices, rank, per_node, intra_out,
      inter_out) = function.args
-    builder = ir.IRBuilder(function.append_basic_block("entry"))
-    zero, one, two = ir.Constant(I64, 0), ir.Constant(I64, 1), ir.Constant(I64, 2)
-
-    def variable(initial: ir.Value) -> ir.Value:
-        slot = builder.alloca(I64)
-        builder.store(initial, slot)
-        return slot
-
-    def loop(start: ir.Value, stop: ir.Value, body: Any) -> None:
-        """for index in range(start, stop)."""
-        index = variable(start)
-        check = function.append_basic_block()
-        inside = function.append_basic_block()
-        after = function.append_basic_block()
-        builder.branch(check)
-        builder.position_at_end(check)
-        builder.cbranch(builder.icmp_signed("<", builder.load(index), stop), inside, after)
-        builder.position_at_end(inside)
-        body(builder.load(index))
-        builder.store(builder.add(builder.load(index), one), index)
-        builder.branch(check)
-        builder.position_at_end(after)
-
-    def smax(a: ir.Value, b: ir.Value) -> ir.Value:
-        return builder.select(builder.icmp_signed(">", a, b), a, b)
-
-    def smin(a: ir.Value, b: ir.Value) -> ir.Value:
-        return builder.select(builder.icmp_signed("<", a, b), a, b)
+    loops = Loops(function)
+    builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
+    zero, one, two = loops.zero, loops.one, ir.Constant(I64, 2)
+    loop = loops.loop
 
     row = builder.mul(builder.mul(devices, rank), two)  # int64s per layout
 

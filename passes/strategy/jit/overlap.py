@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
-from pase.passes.strategy.jit.compiler import compiled_once
+from pase.passes.strategy.jit.compiler import Loops, compiled_once
 
 I64 = ir.IntType(64)
 F64 = ir.DoubleType()
@@ -38,39 +38,14 @@ def build_module() -> ir.Module:
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
         pointer, pointer, I64, I64, I64, I64, pointer, pointer, F64.as_pointer()]), NAME)
     held, needed, count_a, count_b, devices, rank, held_q, needed_q, out = function.args
-    builder = ir.IRBuilder(function.append_basic_block("entry"))
-    zero, one, two = ir.Constant(I64, 0), ir.Constant(I64, 1), ir.Constant(I64, 2)
+    loops = Loops(function)
+    builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
+    zero, one, two = loops.zero, loops.one, ir.Constant(I64, 2)
     largest = ir.Constant(I64, (1 << 63) - 1)
-
-    def variable(initial: ir.Value) -> ir.Value:
-        slot = builder.alloca(I64)
-        builder.store(initial, slot)
-        return slot
 
     def loop(stop: ir.Value, body: Any, going: Any = None) -> None:
         """for index in range(stop), while `going()` (checked before each round)."""
-        index = variable(zero)
-        check = function.append_basic_block()
-        inside = function.append_basic_block()
-        after = function.append_basic_block()
-        builder.branch(check)
-        builder.position_at_end(check)
-        current = builder.load(index)
-        condition = builder.icmp_signed("<", current, stop)
-        if going is not None:
-            condition = builder.and_(condition, going())
-        builder.cbranch(condition, inside, after)
-        builder.position_at_end(inside)
-        body(current)
-        builder.store(builder.add(builder.load(index), one), index)
-        builder.branch(check)
-        builder.position_at_end(after)
-
-    def smax(a: ir.Value, b: ir.Value) -> ir.Value:
-        return builder.select(builder.icmp_signed(">", a, b), a, b)
-
-    def smin(a: ir.Value, b: ir.Value) -> ir.Value:
-        return builder.select(builder.icmp_signed("<", a, b), a, b)
+        loops.loop(zero, stop, body, going)
 
     row = builder.mul(builder.mul(devices, rank), two)  # int64s per layout
 
