@@ -1,7 +1,7 @@
 """Full-size PyTorch exports through every tool a user runs, one markdown row per file.
 
-    python models/export_torch.py --full /tmp/full gpt2 bert t5     # torch needed there
-    .venv/bin/python benchmarks/torch_exports.py /tmp/full/*.onnx
+    python models/export_torch.py --full ../full-exports gpt2 bert t5     # torch needed there
+    .venv/bin/python benchmarks/torch_exports.py ../full-exports/*.onnx
 
 Per file, each step in a fresh process, as a user types it:
 

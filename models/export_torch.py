@@ -5,7 +5,7 @@ user would: random (seeded) weights, eval mode, batch 8, static shapes.
     python models/export_torch.py models/onnx        # writes NAME.dynamo.onnx (+ .data)
                                                      # and NAME.torchscript.onnx per model
     python models/export_torch.py models/onnx resnet18 gpt2
-    python models/export_torch.py --full /tmp/full resnet50 gpt2_s128 bert_mask
+    python models/export_torch.py --full ../full-exports resnet50 gpt2_s128 bert_mask
                                                      # the full-size architectures
                                                      # (never commit these: up to 0.5 GB)
 
