@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from typing import NamedTuple
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
-from pase.core.signals import signals_held
+from pase.core.signals import raise_if_received, signals_held
 
 # Paths that name an open descriptor of the process itself (group 1, or one of the names).
 _DESCRIPTOR_PATH = re.compile(r"/dev/fd/(\d+)|/proc/(self|\d+)/fd/(\d+)")
@@ -227,6 +227,7 @@ def _commit(writes: list[_Write]) -> None:
     remove the temporaries left and raise `WriteError`."""
     streams = [write for write in writes if write.temporary is None]
     try:
+        raise_if_received()  # a stream (a FIFO nothing reads) may block: not after a signal
         for write in streams:
             _write_stream(write)
     except BaseException as error:

@@ -15,6 +15,7 @@ cleans up after every signal a user or a job scheduler sends.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,11 @@ _held = 0
 
 _waiting: list[int] = []
 """The signals that arrived while held."""
+
+_received: list[int] = []
+"""Every signal the handler took inside `signals_raise()`. Python drops an exception raised
+where it cannot propagate (a weakref callback such as importlib's module-lock one, a
+`__del__`): `raise_if_received()` raises it again before a step that may block for ever."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -52,11 +58,24 @@ def signals_raise() -> Iterator[None]:
         return
     previous = {signum: signal.signal(signum, _raise) for signum in SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: (
+        None if isinstance(unraisable.exc_value, Terminated) else hook(unraisable))
+    _received.clear()
     try:
         yield
     finally:
+        _received.clear()
+        sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def raise_if_received() -> None:
+    """Raise `Terminated` for a signal taken earlier whose exception Python dropped (see
+    `_received`); a no-op inside `signals_held()` and when no signal came."""
+    if _received and not _held:
+        raise Terminated(_received[0])
 
 
 @contextmanager
@@ -75,6 +94,7 @@ def signals_held() -> Iterator[None]:
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     if _held:
         _waiting.append(signum)
         return

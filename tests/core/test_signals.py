@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
+import weakref
+from pathlib import Path
 
 import pytest
 
+from pase.core.files import deferred_writes, write_atomically
 from pase.core.signals import Terminated, signals_held, signals_raise
 
 
@@ -53,3 +56,26 @@ def test_a_held_signal_is_raised_when_the_outermost_block_ends() -> None:
     with pytest.raises(Terminated, match="SIGTERM"):
         run()
     assert steps == ["inner", "outer"]
+
+
+def test_a_signal_whose_exception_python_dropped_is_raised_before_a_stream_is_written(
+        tmp_path: Path) -> None:
+    # A handler's exception raised inside a weakref callback (importlib's module locks have
+    # one) is printed and dropped by Python; the run would then block opening a FIFO nothing
+    # reads. The signal is raised again before the streams are written, silently.
+    class Referent:
+        pass
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+
+    def run() -> None:
+        referent = Referent()
+        with signals_raise(), deferred_writes():
+            held = weakref.ref(referent, lambda _: os.kill(os.getpid(), signal.SIGINT))
+            del referent  # the callback's Terminated is dropped here
+            assert held() is None
+            write_atomically(str(fifo), "never written\n")
+
+    with pytest.raises(Terminated, match="SIGINT"):
+        run()
