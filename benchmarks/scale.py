@@ -15,8 +15,10 @@ seconds (the issue's target is 60 s; the default leaves room to see how far over
 is). Columns:
 
 - configs: the most configurations of one layer (the q/k/v projections);
-- build: seconds to parse the model, list the configurations and build the cost tables;
-- search: seconds `solve` took after that (pruning, bounds, the DP);
+- build: seconds to parse the model, list the configurations and build the cost tables
+  (of the whole problem; where `solve` narrows it first, `narrow.py`, only the
+  configurations: the narrowed problem's tables are built within the search);
+- search: seconds `solve` took after that (narrowing, pruning, bounds, the DP);
 - total: wall-clock seconds of the child from the file to the strategy, or "refused"
   (the memory budget's refusal, with the memory it says the search needs) or
   "over T s" (killed at the timeout);
@@ -127,6 +129,7 @@ def child(path: Path, devices: int, memory_gib: float, device_memory_gib: float)
         solve,
         solve_capped,
     )
+    from pase.passes.strategy.narrow import NARROW_MIN_ENTRIES, largest_edge_entries
 
     training = training_options("scale", devices, TRAINING["optimizer"],
                                 TRAINING["precision"], TRAINING["recompute"],
@@ -139,7 +142,9 @@ def child(path: Path, devices: int, memory_gib: float, device_memory_gib: float)
         problem = build_problem(parse_file(str(path)), devices, load_machine("a100-80gb-dgx"),
                                 None, options, budget)
         result["configs"] = max(len(configs) for configs in problem.config_lists)
-        problem.cost_graph(budget)
+        narrowed = largest_edge_entries(problem) >= NARROW_MIN_ENTRIES
+        if not narrowed or device_memory_gib:
+            problem.cost_graph(budget)
         built = time.perf_counter()
         result["build"] = built - started
         if device_memory_gib:

@@ -21,6 +21,7 @@ from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult, solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
+from pase.passes.strategy.narrow import NARROW_MIN_ENTRIES, largest_edge_entries, solve_narrowed
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.problem import Problem, Solution
 from pase.passes.strategy.prune import prune
@@ -34,7 +35,10 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
     elimination order) or `method="exhaustive"` (brute force, small graphs).
 
     With `pruning`, dominated and duplicate configurations are dropped first
-    (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, the DP then
+    (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, a problem
+    whose largest edge table would hold `narrow.NARROW_MIN_ENTRIES` entries or more is
+    first narrowed to the configurations its layer costs cannot rule out
+    (`pase.passes.strategy.narrow`), the same optimum. With `bounding`, the DP then
     runs on the configurations that bounds cannot rule out (`pase.passes.strategy.bound`):
     the same strategy, bit for bit. `jit` ("auto", "on", "off")
     picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
@@ -46,11 +50,30 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
         raise SearchError(f"unknown method '{options.method}'; use dp or exhaustive")
     with collector_paused():
         budget = as_budget(options.memory_budget if memory_budget is None else memory_budget)
-        # The unpruned tables stay cached on the problem: they count throughout.
-        result = solve_graph(problem.cost_graph(budget), options.method, options.order,
-                             budget, options.exhaustive_limit, options.pruning, options.jit,
-                             progress, options.bounding)
+        if (options.method == "dp" and options.bounding and problem.tables is None
+                and largest_edge_entries(problem) >= NARROW_MIN_ENTRIES):
+            return solve_narrowed(problem, lambda narrowed: _solve_released(
+                narrowed, options, budget, progress))
+        return _solve_whole(problem, options, budget, progress)
+
+
+def _solve_whole(problem: Problem, options: SearchOptions, budget: MemoryBudget,
+                 progress: Callable[[int, int, int], None] | None) -> Solution:
+    """`solve` on the whole problem's cost tables."""
+    # The unpruned tables stay cached on the problem: they count throughout.
+    result = solve_graph(problem.cost_graph(budget), options.method, options.order,
+                         budget, options.exhaustive_limit, options.pruning, options.jit,
+                         progress, options.bounding)
     return Solution(problem.assignment(result.choice), result.cost, result)
+
+
+def _solve_released(problem: Problem, options: SearchOptions, budget: MemoryBudget,
+                    progress: Callable[[int, int, int], None] | None) -> Solution:
+    """`_solve_whole` on one round's narrowed problem, whose tables are released from
+    `budget` after it (the round's problem is dropped)."""
+    solution = _solve_whole(problem, options, budget, progress)
+    budget.release(sum(problem.cost_graph().buffers().values()))
+    return solution
 
 
 def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",

@@ -1,0 +1,120 @@
+"""The exact search of problems too large to price whole: configurations ruled out by their
+layer costs alone, before any edge is priced.
+
+An edge's redistribution never costs less than nothing, so a strategy x costs at least
+the sum of its layers' costs:
+
+    F(x) >= sum_v c_v(x_v) = L + sum_v e_v(x_v),   L = sum_v min c_v,
+                                                    e_v(a) = c_v(a) - min c_v  (a's excess).
+
+An optimal strategy x* therefore has e_v(x*_v) <= F(x*) - L <= F(y) - L for every layer v
+and any strategy y. `solve_narrowed` guesses a gap g (`GAP_GUESS` of L), keeps each
+layer's configurations of excess at most g, and solves that problem exactly: its optimum
+y costs U. If U - L <= g, every optimal strategy of the whole problem was kept (each of
+its layers has excess <= F(x*) - L <= U - L <= g), so y is one of them: the exact optimum.
+Otherwise a second round keeps the excesses up to U - L, which the same argument makes
+exact. Both comparisons carry `bound.MARGIN` of slack against rounding.
+
+The kept configurations stay in their order, so the restricted DP's lowest-index choice
+among equal costs is the whole DP's (the configuration the whole DP picks is kept, and one
+with a lower index and the same cost would have been picked there too). Layers of one kind
+that share a configuration list keep one restricted list, so repeated blocks still share
+their tables. On GPT-3 175B at 3,072 devices (15,187 configurations of the q projection),
+the q -> scores table alone is 1.5e8 entries, and each entry's price walks up to 3,072
+devices; its layouts are as many as its configurations, so pricing per pair of layouts
+(which `cost.edge_costs` does already) cannot shrink it; the layer costs can.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import build_problem, solve
+    >>> problem = build_problem(parse_file("models/mlp.dnn"), devices=8)
+    >>> narrowed = solve_narrowed(problem, lambda restricted: solve(restricted))
+    >>> narrowed.cost == solve(problem).cost
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from pase.passes.strategy.bound import MARGIN
+from pase.passes.strategy.problem import Problem, Solution
+
+GAP_GUESS = 1e-3
+"""The first round's gap, as a fraction of the layers' least total cost. On GPT-3 175B at
+128 devices the optimum is 1.7e-4 of it above that total."""
+NARROW_MIN_ENTRIES = 1 << 24
+"""The fewest entries of a problem's largest edge table for which `solve` narrows first
+(GPT-3 175B from 512 devices up); smaller problems are searched whole, as before."""
+
+
+def largest_edge_entries(problem: Problem) -> int:
+    """The entries of the problem's largest edge table (configurations of one end times
+    those of the other), without building it."""
+    sizes = [len(configs) for configs in problem.config_lists]
+    return max((sizes[e.producer] * sizes[e.consumer] for e in problem.edges), default=0)
+
+
+def layer_excess(problem: Problem) -> tuple[float, list[np.ndarray]]:
+    """L (the sum of each layer's least cost) and each layer's excesses over its least
+    cost, computed once per layer kind and configuration list."""
+    kinds = problem._kinds()[0]
+    vectors: dict[tuple[int, int], np.ndarray] = {}
+    excess = []
+    least = []
+    for layer, kind, configs in zip(problem.layer_data, kinds, problem.config_lists,
+                                    strict=True):
+        key = (kind, id(configs))
+        if key not in vectors:
+            vectors[key] = problem._layer_costs(layer, configs).total
+        costs = vectors[key]
+        least.append(float(costs.min()))
+        excess.append(costs - costs.min())
+    return math.fsum(least), excess
+
+
+def restricted(problem: Problem, excess: list[np.ndarray], gap: float
+               ) -> tuple[Problem, list[np.ndarray]]:
+    """The problem with each layer's configurations of excess at most `gap`, and the
+    indices kept per layer (increasing); layers of one kind and list share the new list."""
+    kinds = problem._kinds()[0]
+    lists: dict[tuple[int, int], tuple[list, np.ndarray]] = {}
+    config_lists = []
+    kept = []
+    for kind, configs, over in zip(kinds, problem.config_lists, excess, strict=True):
+        key = (kind, id(configs))
+        if key not in lists:
+            indices = np.flatnonzero(over <= gap)
+            lists[key] = ([configs[i] for i in indices], indices)
+        config_lists.append(lists[key][0])
+        kept.append(lists[key][1])
+    narrowed = Problem(problem.graph, problem.devices, problem.machine, problem.layer_data,
+                       problem.edges, config_lists, problem.batch_dim, problem.model,
+                       problem.pins, problem.min_shard)
+    narrowed._kind_numbers = problem._kinds()
+    return narrowed, kept
+
+
+def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
+                   guess: float = GAP_GUESS) -> Solution:
+    """The exact optimum of `problem` by `solve` (an exact search of a problem) on the
+    configurations its layer costs cannot rule out (the module docstring): one round when
+    the guessed gap holds, two otherwise. The solution's stats index `problem`'s own
+    configuration lists."""
+    least, excess = layer_excess(problem)
+    gap = guess * least
+    while True:
+        narrowed, kept = restricted(problem, excess, gap * (1 + MARGIN) + MARGIN * least)
+        solution = solve(narrowed)
+        proven = solution.cost - least
+        if proven <= gap:
+            break
+        gap = proven
+    stats = solution.stats
+    if stats is not None:
+        stats = replace(stats, choice=tuple(int(kept[v][c])
+                                            for v, c in enumerate(stats.choice)))
+    return Solution(solution.assignment, solution.cost, stats)

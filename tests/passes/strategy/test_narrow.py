@@ -1,0 +1,88 @@
+"""The search narrowed by layer costs (`strategy/narrow.py`) returns the whole search's plan
+and cost, bit for bit, whether its first guess of the gap holds or not."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from pase.frontend import parse_file
+from pase.passes.strategy import SearchOptions, build_problem, exact, solve
+from pase.passes.strategy.narrow import layer_excess, restricted, solve_narrowed
+from pase.passes.strategy.options import TrainingOptions
+from pase.passes.strategy.problem import Problem
+from tests.models.test_generate import generate
+
+MODELS = Path(__file__).resolve().parents[3] / "models"
+
+
+def tiny_gpt(tmp_path: Path) -> Problem:
+    """Four transformer blocks on 8 devices of a DGX, with the training step of the
+    benchmarks (Adam, bf16, full recomputation, ZeRO-1)."""
+    path = tmp_path / "gpt.dnn"
+    generate().main(["--layers", "4", "--hidden", "64", "--heads", "4", "--sequence", "16",
+                     "--vocabulary", "128", "--batch", "8", "-o", str(path)])
+    training = TrainingOptions(optimizer="adam", precision="bf16", recompute="full", zero="1")
+    return build_problem(parse_file(str(path)), 8, "a100-80gb-dgx",
+                         options=SearchOptions(training=training))
+
+
+@pytest.mark.parametrize("guess", [0.0, 1e-3, math.inf])
+@pytest.mark.parametrize("model", ["mlp", "gpt"])
+def test_narrowed_search_is_the_whole_search(model: str, guess: float,
+                                             tmp_path: Path) -> None:
+    def problem() -> Problem:
+        if model == "gpt":
+            return tiny_gpt(tmp_path)
+        return build_problem(parse_file(str(MODELS / "mlp.dnn")), devices=8)
+
+    whole = solve(problem())
+    rounds: list[int] = []
+
+    def counted(narrowed: Problem) -> object:
+        rounds.append(sum(len(configs) for configs in narrowed.config_lists))
+        return solve(narrowed)
+
+    narrowed = solve_narrowed(problem(), counted, guess)  # type: ignore[arg-type]
+    assert narrowed.cost == whole.cost
+    assert narrowed.assignment == whole.assignment
+    assert narrowed.stats is not None
+    assert whole.stats is not None
+    assert narrowed.stats.choice == whole.stats.choice
+    assert len(rounds) <= 2
+    if guess == 0.0 and model == "gpt":
+        assert len(rounds) == 2  # the guess failed: the second round proves the optimum
+    if guess == math.inf:
+        assert rounds == [sum(len(configs) for configs in problem().config_lists)]
+
+
+def test_narrowing_drops_configurations_and_matches_brute_force() -> None:
+    problem = build_problem(parse_file(str(MODELS / "mlp.dnn")), devices=8)
+    least, excess = layer_excess(problem)
+    whole = solve(problem)
+    narrowed, kept = restricted(problem, excess, whole.cost - least)
+    assert sum(map(len, kept)) < sum(map(len, problem.config_lists))
+    assert solve(narrowed, SearchOptions(method="exhaustive")).cost == \
+        solve(problem, SearchOptions(method="exhaustive")).cost == whole.cost
+
+
+def test_solve_narrows_large_problems(monkeypatch: pytest.MonkeyPatch,
+                                      tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path)
+    whole = solve(problem)
+    monkeypatch.setattr(exact, "NARROW_MIN_ENTRIES", 0)
+    called: list[bool] = []
+    real = exact.solve_narrowed
+
+    def spy(*args: object, **kwargs: object) -> object:
+        called.append(True)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(exact, "solve_narrowed", spy)
+    narrowed = solve(problem)
+    assert called
+    assert (narrowed.cost, narrowed.assignment) == (whole.cost, whole.assignment)
+    assert solve(problem, SearchOptions(bounding=False)).cost == whole.cost
+    assert len(called) == 1  # bounding=False searches the whole problem
