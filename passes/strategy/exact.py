@@ -38,8 +38,8 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
     (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, a problem
     whose largest edge table would hold `narrow.NARROW_MIN_ENTRIES` entries or more is
     first narrowed to the configurations its layer costs cannot rule out
-    (`pase.passes.strategy.narrow`), the same optimum. With `bounding`, the DP then
-    runs on the configurations that bounds cannot rule out (`pase.passes.strategy.bound`):
+    (`pase.passes.strategy.narrow`), the same optimum; the DP then runs on the
+    configurations that bounds cannot rule out (`pase.passes.strategy.bound`):
     the same strategy, bit for bit. `jit` ("auto", "on", "off")
     picks the llvmlite kernel or numpy for the DP (bit-identical results); `progress`
     hears of each eliminated layer. `memory_budget` (bytes, or the `MemoryBudget` that
@@ -50,7 +50,9 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
         raise SearchError(f"unknown method '{options.method}'; use dp or exhaustive")
     with collector_paused():
         budget = as_budget(options.memory_budget if memory_budget is None else memory_budget)
-        if (options.method == "dp" and options.bounding and problem.tables is None
+        # (Only a plain problem: a pipeline stage's graph charges other vertex costs.)
+        if (options.method == "dp" and options.bounding and type(problem) is Problem
+                and problem.tables is None
                 and largest_edge_entries(problem) >= NARROW_MIN_ENTRIES):
             return solve_narrowed(problem, lambda narrowed: _solve_released(
                 narrowed, options, budget, progress))

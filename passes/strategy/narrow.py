@@ -103,7 +103,10 @@ def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
     """The exact optimum of `problem` by `solve` (an exact search of a problem) on the
     configurations its layer costs cannot rule out (the module docstring): one round when
     the guessed gap holds, two otherwise. The solution's stats index `problem`'s own
-    configuration lists."""
+    configuration lists. `problem` is a plain `Problem`, whose cost graph's vertex
+    vectors are its layer costs (a pipeline stage's charges others)."""
+    if type(problem) is not Problem:
+        raise TypeError(f"narrowing needs a plain Problem, not {type(problem).__name__}")
     least, excess = layer_excess(problem)
     gap = guess * least
     while True:
