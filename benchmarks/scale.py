@@ -78,6 +78,8 @@ def main() -> None:
                 rows.append([preset, f"{devices:,}",
                              *run_row(path, devices, args.timeout, args.memory_gib,
                                       args.device_memory_gib)])
+                # Each row as it comes (a long run stopped early keeps the rows it has).
+                print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     cap = (f"capped at {args.device_memory_gib:g} GiB per device" if args.device_memory_gib
            else "uncapped")
     print(f"Exact search of whole GPT graphs on a100-80gb-dgx, {cap}, memory budget "
