@@ -69,7 +69,7 @@ once, and their total; the recomputed activations held again during one backward
 in the total, as in the cost model), whether the total fits in 80 GiB, and the model
 FLOP/s per device ("flops_per_device": the step's model FLOPs, forward and backward of
 every layer without the recomputed forward, over the step and the devices). Progress goes
-to stderr.
+to stderr, with each row's cells as it is done.
 """
 
 from __future__ import annotations
@@ -329,6 +329,8 @@ def main() -> int:
                          f"{row.tensor} x {row.pipeline} x {row.data}", str(microbatches),
                          *cells(pase, args.device_memory_gib),
                          *cells(megatron, args.device_memory_gib), *sequence_parallel])
+            # (Each row as it is done, in case a later one is stopped.)
+            print("| " + " | ".join(rows[-1]) + " |", file=sys.stderr, flush=True)
     search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib} GiB") + \
         (", d pinned" if args.pin_data_parallel else "")
     print(f"machine {args.machine}; {training(args)}; pase: {search}; {cpus()}; "
