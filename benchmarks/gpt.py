@@ -59,8 +59,9 @@ machine is `a100-80gb-dgx` (`--machine`): DGX A100 nodes of 8 GPUs on NVSwitch, 
 200 Gb/s InfiniBand adapter per GPU, at datasheet peaks, so the predicted steps are lower
 bounds on a real step (docs/cost-model.md, "Machines as clusters").
 
-Columns, for each plan: search time (wall-clock seconds of the `pase-opt` process, which
-parses the model too; `timeout` where it did not finish; for Megatron the evaluation's),
+Columns, for each plan: search time (wall-clock and CPU seconds, user + system, of the
+`pase-opt` process, which parses the model too; `timeout` where it did not finish; for
+Megatron the evaluation's),
 the predicted step (seconds), the memory per device by part (GiB, the exported plan's
 "pipeline" "memory_parts" of its fullest stage: parameters, gradients, optimizer state
 with the fp32 master weights, activations kept for the micro-batches the stage holds at
@@ -68,7 +69,7 @@ once, and their total; the recomputed activations held again during one backward
 in the total, as in the cost model), whether the total fits in 80 GiB, and the model
 FLOP/s per device ("flops_per_device": the step's model FLOPs, forward and backward of
 every layer without the recomputed forward, over the step and the devices). Progress goes
-to stderr.
+to stderr, with each row's cells as it is done.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -190,6 +192,8 @@ def layer_names(path: Path) -> list[tuple[str, str]]:
 @dataclass(frozen=True)
 class Result:
     seconds: float
+    cpu: float
+    """The child's CPU seconds (user + system): on a loaded host, the steadier figure."""
     pipeline: dict[str, Any] | None = None
     error: str = ""
 
@@ -199,15 +203,22 @@ def run(model: Path, options: str, export: Path, timeout: float) -> Result:
     (step, memory_parts, flops_per_device)."""
     pipeline = f'pase-partition-stages{{{options} export="{export}"}}'
     start = time.perf_counter()
+    before = children_cpu()
     try:
         done = subprocess.run([str(PASE_OPT), str(model), "-p", pipeline, "-o", "/dev/null"],
                               capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return Result(time.perf_counter() - start, error="timeout")
-    seconds = time.perf_counter() - start
+        return Result(time.perf_counter() - start, children_cpu() - before, error="timeout")
+    seconds, cpu = time.perf_counter() - start, children_cpu() - before
     if done.returncode != 0:
-        return Result(seconds, error=(done.stderr.strip().splitlines() or ["failed"])[-1])
-    return Result(seconds, json.loads(export.read_text())["pipeline"])
+        return Result(seconds, cpu, error=(done.stderr.strip().splitlines() or ["failed"])[-1])
+    return Result(seconds, cpu, json.loads(export.read_text())["pipeline"])
+
+
+def children_cpu() -> float:
+    """The CPU seconds (user + system) of this process's children that have ended."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 SEQUENCE_PARALLEL_CELLS = (0, 1, 6, 8)
@@ -220,20 +231,20 @@ PARTS = ("parameters", "gradients", "optimizer_state", "activations", "total")
 def cells(result: Result, device_gib: float) -> list[str]:
     """A plan's cells: time, step, memory by part, whether it fits, TFLOP/s per device."""
     if result.pipeline is None:
-        return [f"{result.seconds:.1f} ({result.error[:40]})", "-",
+        return [f"{result.seconds:.1f} / {result.cpu:.1f} ({result.error[:40]})", "-",
                 *("-" for _ in PARTS), "-", "-"]
     # The default step (sgd, fp32, none, 0) exports no breakdown: its total only.
     parts = result.pipeline.get("memory_parts", {"total": result.pipeline["memory"]})
     fits = "yes" if parts["total"] <= device_gib * 2**30 else "no"
     flops = result.pipeline.get("flops_per_device")
-    return [f"{result.seconds:.1f}", f"{result.pipeline['step']:.4g}",
+    return [f"{result.seconds:.1f} / {result.cpu:.1f}", f"{result.pipeline['step']:.4g}",
             *(f"{parts[part] / 2**30:.3g}" if part in parts else "-" for part in PARTS),
             fits, f"{flops / 1e12:.3g}" if flops is not None else "-"]
 
 
 def columns(plan: str, search: str, device_gib: float) -> tuple[tuple[str, str], ...]:
     """One plan's column titles (`cells`)."""
-    return ((f"{plan} {search} (s)", ">"), (f"{plan} step (s)", ">"),
+    return ((f"{plan} {search} (s, wall / CPU)", ">"), (f"{plan} step (s)", ">"),
             (f"{plan} params", ">"), (f"{plan} grads", ">"), (f"{plan} optimizer", ">"),
             (f"{plan} activations", ">"), (f"{plan} total GiB", ">"),
             (f"{plan} fits {device_gib:g} GiB", "<"), (f"{plan} TFLOP/s/device", ">"))
@@ -318,6 +329,8 @@ def main() -> int:
                          f"{row.tensor} x {row.pipeline} x {row.data}", str(microbatches),
                          *cells(pase, args.device_memory_gib),
                          *cells(megatron, args.device_memory_gib), *sequence_parallel])
+            # (Each row as it is done, in case a later one is stopped.)
+            print("| " + " | ".join(rows[-1]) + " |", file=sys.stderr, flush=True)
     search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib} GiB") + \
         (", d pinned" if args.pin_data_parallel else "")
     print(f"machine {args.machine}; {training(args)}; pase: {search}; {cpus()}; "
