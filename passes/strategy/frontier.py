@@ -416,9 +416,6 @@ def _pareto(factor: _Points) -> _Points:
     count = factor.entry.size
     if count <= 1:
         return factor
-    if count >= BOX_MIN_POINTS:
-        factor = _boxed(factor)
-        count = factor.entry.size
     order = np.lexsort((factor.cost, factor.memory, factor.entry))
     entry = factor.entry[order]
     _, rank = np.unique(factor.cost[order], return_inverse=True)
@@ -429,47 +426,3 @@ def _pareto(factor: _Points) -> _Points:
     keep[0] = True
     keep[1:] = shifted[1:] < running[:-1]
     return _select(factor, order[keep])
-
-
-BOX_MIN_POINTS = 256
-"""`_pareto` first drops the points outside their entry's box (`_boxed`) when it has at
-least this many (the sort it saves costs more than the box's passes)."""
-DENSE_ENTRIES = 4
-"""`_boxed` indexes its per-entry arrays by the entry numbers themselves where they are
-below this many times the points (else by their ranks, a sort)."""
-
-
-def _boxed(factor: _Points) -> _Points:
-    """`factor` less points that `_pareto` drops for certain, in their order: in each
-    entry, those dearer than the entry's least-memory point (the cheapest of them), or
-    needing more memory than its cheapest point (the leanest of them). Either point
-    comes before them in `_pareto`'s order (entry, memory, cost) and beats them, so the
-    frontier, and the order of the points it keeps, are the same. Linear passes over
-    the entries' least values (`np.minimum.at`).
-
-        >>> points = _Points((0,), frozenset([0]), np.array([0, 0, 0, 1]),
-        ...                  np.array([1.0, 3.0, 2.0, 5.0]), np.array([4.0, 1.0, 5.0, 1.0]),
-        ...                  np.zeros(4), {})
-        >>> _boxed(points).cost.tolist()
-        [1.0, 3.0, 5.0]
-    """
-    span = int(factor.entry.max()) + 1
-    if span <= DENSE_ENTRIES * factor.entry.size:
-        dense, size = factor.entry, span  # the entries as they are: no sort
-    else:
-        entries, dense = np.unique(factor.entry, return_inverse=True)
-        size = entries.size
-    cost, memory = factor.cost, factor.memory
-    leanest = np.full(size, math.inf)
-    np.minimum.at(leanest, dense, memory)
-    cheapest = np.full(size, math.inf)
-    np.minimum.at(cheapest, dense, cost)
-    # The least-memory point's cost, and the cheapest point's memory, per entry.
-    lean_cost = np.full(size, math.inf)
-    at_lean = memory == leanest[dense]
-    np.minimum.at(lean_cost, dense[at_lean], cost[at_lean])
-    cheap_memory = np.full(size, math.inf)
-    at_cheap = cost == cheapest[dense]
-    np.minimum.at(cheap_memory, dense[at_cheap], memory[at_cheap])
-    inside = (cost <= lean_cost[dense]) & (memory <= cheap_memory[dense])
-    return factor if inside.all() else _select(factor, inside)
