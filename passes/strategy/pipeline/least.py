@@ -420,7 +420,17 @@ def _larac_bound(graph: CostGraph, weights: list[np.ndarray], cap: float,
                  budget: MemoryBudget) -> tuple[float, float | None]:
     """LARAC's best Lagrangian bound on the least cost of `graph`'s strategies within
     `cap` (some fits) in at most `STAGE_BOUND_SOLVES` DP solves, and its λ (None where
-    the unconstrained optimum fits: then the bound is its cost, exactly)."""
+    the unconstrained optimum fits: then the bound is its cost, exactly). Below, the
+    least cost within 5 bytes is 5 (both layers at their second configuration):
+
+        >>> graph = CostGraph(["a", "b"], [np.array([1.0, 3.0]), np.array([1.0, 2.0])])
+        >>> graph.add_edge(0, 1, np.array([[0.0, 5.0], [5.0, 0.0]]))
+        >>> memory = [np.array([4.0, 1.0]), np.array([4.0, 1.0])]
+        >>> _larac_bound(graph, memory, 5.0, MemoryBudget(1 << 30))
+        (3.5, 0.5)
+        >>> _larac_bound(graph, memory, 8.0, MemoryBudget(1 << 30))
+        (2.0, None)
+    """
     _, cost, weight = _priced_least(graph, weights, 0.0, budget)
     if weight <= cap:
         return cost, None
