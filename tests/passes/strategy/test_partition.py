@@ -264,10 +264,11 @@ def test_the_objective_bound_holds_for_stages_solved_under_a_cap(seed: int) -> N
                     assert plans.objective_own(start, stop, 4, micro, least) <= \
                         own * (1 + 1e-12)
                 # The stage's Lagrangian bound at one λ (a neighbour's) on its objective,
-                # F + B + AR / M: at most the proven capped optimum's.
+                # F + B + AR / M: at most the proven capped optimum's (at one M: a DP
+                # solve per range, and LARAC's for the first).
                 assert stage.gap == 0.0
-                assert micro * plans.least.stage_bound(start, stop, 4, micro, 2, cap) <= \
-                    own * (1 + 1e-12)
+                assert micro != 2 or micro * plans.least.stage_bound(
+                    start, stop, 4, micro, 2, cap) <= own * (1 + 1e-12)
                 checked += 1
     assert checked > 0
 
