@@ -68,6 +68,7 @@ class LeastCosts:
         self._capped: dict[tuple, float] = {}
         self._signatures: dict[tuple[int, int, int, int], tuple] = {}
         self._stage_bounds: dict[tuple, float] = {}
+        self._layer_memory: dict[tuple[int, int, int], np.ndarray] = {}
         self._rates: dict[tuple, float] = {}
         """`stage_bound`'s last multiplier per (devices, M, cap), for the next range's
         bound."""
@@ -363,7 +364,7 @@ class LeastCosts:
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()
         graph = problem.cost_graph(budget)
-        weights = memory_vectors(problem, in_flight)
+        weights = self._memory_vectors(problem, part.kinds[0], devices, in_flight)
         rate_key = (devices, microbatches, memory)
         rate = self._rates.get(rate_key)
         if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
@@ -377,6 +378,22 @@ class LeastCosts:
         bound -= SLACK * abs(bound) if math.isfinite(bound) else 0.0
         self._stage_bounds[key] = bound
         return bound
+
+    def _memory_vectors(self, problem: Problem, kinds: Sequence[int], devices: int,
+                        in_flight: int) -> list[np.ndarray]:
+        """`memory.memory_vectors(problem, in_flight)`, each layer's vector computed once
+        per kind (`kinds`, the shared tables' numbers of `problem`'s layers, which fix
+        their shapes and configurations on `devices` devices) and in-flight count."""
+        vectors = []
+        for layer, kind, configs in zip(problem.layer_data, kinds, problem.config_lists,
+                                        strict=True):
+            key = (kind, devices, in_flight)
+            vector = self._layer_memory.get(key)
+            if vector is None:
+                vector = problem.model.memory(layer, configs, in_flight)
+                self._layer_memory[key] = vector
+            vectors.append(vector)
+        return one_array_each(vectors)
 
     def _segment_hull(self, signature: tuple, in_flight: int, which: int) -> Hull:
         """`Hull` of the segments of `signature` (`_segment_least` solved them) for F + B
