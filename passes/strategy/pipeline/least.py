@@ -10,6 +10,7 @@ of the transfers into a stage (`segment_bounds`), every stage range solved exact
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,8 +22,14 @@ from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import local_elements
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve_graph
-from pase.passes.strategy.memory import memory_vectors
-from pase.passes.strategy.pipeline.bounds import SegmentBounds, most_devices, possible, spread
+from pase.passes.strategy.memory import RELATIVE_TOLERANCE, memory_vectors, one_array_each, priced
+from pase.passes.strategy.pipeline.bounds import (
+    SLACK,
+    SegmentBounds,
+    most_devices,
+    possible,
+    spread,
+)
 from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
 from pase.passes.strategy.pipeline.stages import StageTable
 from pase.passes.strategy.pipeline.transfers import carries_param
@@ -60,6 +67,11 @@ class LeastCosts:
         self._hulls: dict[tuple, Hull] = {}
         self._capped: dict[tuple, float] = {}
         self._signatures: dict[tuple[int, int, int, int], tuple] = {}
+        self._stage_bounds: dict[tuple, float] = {}
+        self._layer_memory: dict[tuple[int, int, int], np.ndarray] = {}
+        self._rates: dict[tuple, float] = {}
+        """`stage_bound`'s last multiplier per (devices, M, cap), for the next range's
+        bound."""
 
     def least_compute(self, devices: int, microbatches: int) -> list[float]:
         """Prefix sums of the layers' least compute seconds per micro-batch on `devices`
@@ -331,6 +343,58 @@ class LeastCosts:
              for signature, count in counts.items()], memory)
         return self._capped[key]
 
+    def stage_bound(self, start: int, stop: int, devices: int, microbatches: int,
+                    in_flight: int, memory: float) -> float:
+        """A lower bound on the objective F + B + AR / M (`stages.StageProblem`'s, what
+        the stage solver minimises) of layers [start, stop) on `devices` devices in any
+        configurations that fit in `memory` bytes per device holding `in_flight`
+        micro-batches (inf if none does), before the range is solved under the cap: the
+        Lagrangian L(λ) = min over all configurations of (objective + λ memory) − λ cap,
+        which bounds every configuration that fits for any λ >= 0, at one DP solve. λ is
+        the last one found for a range of the same devices, M and cap (neighbouring
+        ranges share their best λ closely); the first range's comes from
+        LARAC's first steps (`STAGE_BOUND_SOLVES` DP solves at most). Structurally
+        equal ranges share their bound."""
+        part = self.table.cut(start, stop, microbatches)
+        key = (*part.signature, devices, microbatches, in_flight, memory)
+        found = self._stage_bounds.get(key)
+        if found is not None:
+            return found
+        solver = self.table.solver
+        problem = solver.problem(part, devices, microbatches)
+        budget = solver.budget()
+        graph = problem.cost_graph(budget)
+        weights = self._memory_vectors(problem, part.kinds[0], devices, in_flight)
+        rate_key = (devices, microbatches, memory)
+        rate = self._rates.get(rate_key)
+        if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
+            bound = math.inf
+        elif rate is None:
+            bound, rate = _larac_bound(graph, weights, memory, budget)
+        else:
+            bound = _priced_least(graph, weights, rate, budget)[0] - rate * memory
+        if rate is not None:
+            self._rates[rate_key] = rate
+        bound -= SLACK * abs(bound) if math.isfinite(bound) else 0.0
+        self._stage_bounds[key] = bound
+        return bound
+
+    def _memory_vectors(self, problem: Problem, kinds: Sequence[int], devices: int,
+                        in_flight: int) -> list[np.ndarray]:
+        """`memory.memory_vectors(problem, in_flight)`, each layer's vector computed once
+        per kind (`kinds`, the shared tables' numbers of `problem`'s layers, which fix
+        their shapes and configurations on `devices` devices) and in-flight count."""
+        vectors = []
+        for layer, kind, configs in zip(problem.layer_data, kinds, problem.config_lists,
+                                        strict=True):
+            key = (kind, devices, in_flight)
+            vector = self._layer_memory.get(key)
+            if vector is None:
+                vector = problem.model.memory(layer, configs, in_flight)
+                self._layer_memory[key] = vector
+            vectors.append(vector)
+        return one_array_each(vectors)
+
     def _segment_hull(self, signature: tuple, in_flight: int, which: int) -> Hull:
         """`Hull` of the segments of `signature` (`_segment_least` solved them) for F + B
         (`which` 0) or M (F + B) + AR (1), holding `in_flight` micro-batches."""
@@ -346,3 +410,65 @@ class LeastCosts:
         (the graph's least compute per micro-batch, spread over the stages)."""
         least = self.least_compute(self.table.devices // stages, microbatches)
         return least[-1] * spread(microbatches, stages)
+
+
+STAGE_BOUND_SOLVES = 6
+"""`LeastCosts.stage_bound`'s first range runs LARAC for at most this many DP solves."""
+
+
+def _priced_least(graph: CostGraph, weights: list[np.ndarray], rate: float,
+                  budget: MemoryBudget, allowed: list[np.ndarray] | None = None
+                  ) -> tuple[float, float, float]:
+    """The least cost + `rate` memory of `graph` (its configurations `allowed`, default
+    all) by pase's DP, and that strategy's cost and memory."""
+    used = budget.used
+    try:
+        choice = solve_graph(CostGraph(graph.names, priced(graph.vertex_costs, weights, rate,
+                                                           allowed),
+                                       dict(graph.edge_costs)), budget=budget).choice
+    finally:
+        budget.release(budget.used - used)
+    cost = graph.total_cost(choice)
+    weight = math.fsum(float(w[c]) for w, c in zip(weights, choice, strict=True))
+    return cost + rate * weight, cost, weight
+
+
+def _larac_bound(graph: CostGraph, weights: list[np.ndarray], cap: float,
+                 budget: MemoryBudget) -> tuple[float, float | None]:
+    """LARAC's best Lagrangian bound on the least cost of `graph`'s strategies within
+    `cap` (some fits) in at most `STAGE_BOUND_SOLVES` DP solves, and its λ (None where
+    the unconstrained optimum fits: then the bound is its cost, exactly). Below, the
+    least cost within 5 bytes is 5 (both layers at their second configuration):
+
+        >>> graph = CostGraph(["a", "b"], [np.array([1.0, 3.0]), np.array([1.0, 2.0])])
+        >>> graph.add_edge(0, 1, np.array([[0.0, 5.0], [5.0, 0.0]]))
+        >>> memory = [np.array([4.0, 1.0]), np.array([4.0, 1.0])]
+        >>> _larac_bound(graph, memory, 5.0, MemoryBudget(1 << 30))
+        (3.5, 0.5)
+        >>> _larac_bound(graph, memory, 8.0, MemoryBudget(1 << 30))
+        (2.0, None)
+    """
+    _, cost, weight = _priced_least(graph, weights, 0.0, budget)
+    if weight <= cap:
+        return cost, None
+    over = (cost, weight)
+    least = [w.min() for w in weights]
+    lean = one_array_each([w == value for w, value in zip(weights, least, strict=True)])
+    _, cost, weight = _priced_least(graph, weights, 0.0, budget, lean)
+    fits = (cost, weight)
+    bound, best = over[0], 0.0  # L(0)
+    for _ in range(STAGE_BOUND_SOLVES - 2):
+        if not (fits[0] > over[0] and fits[1] < over[1]):
+            break
+        rate = (fits[0] - over[0]) / (over[1] - fits[1])
+        value, cost, weight = _priced_least(graph, weights, rate, budget)
+        if value - rate * cap > bound:
+            bound, best = value - rate * cap, rate
+        tie = over[0] + rate * over[1]
+        if value >= tie - RELATIVE_TOLERANCE * abs(tie):
+            break
+        if weight <= cap:
+            fits = (cost, weight)
+        else:
+            over = (cost, weight)
+    return bound, best

@@ -148,7 +148,9 @@ class Walk:
         if it is solved under the cap, and if not, when its solve may end (`stage`'s
         `enough`: on a bound on its F + B + AR / M). Never pruned where the stage fits
         unconstrained. First with `objective_own`, which costs nothing more, then
-        with `capped_least`'s Lagrangian bounds."""
+        with the stage's Lagrangian bound at one λ (`LeastCosts.stage_bound`: one DP
+        solve) on M (F + B) + AR, then with the segments' hulls on F + B
+        (`LeastCosts.capped_bound`)."""
         memory, tight, least = self.memory, self.tight, self.plans.least
         assert memory is not None
         assert tight is not None
@@ -170,14 +172,20 @@ class Walk:
         if reaches(work, own):
             return True, None
         if self.stages > 1:
-            # Each hull costs DP solves on every distinct segment: F + B's first. (One
-            # stage is the whole graph, whose hulls no other range shares: its capped
-            # solve's own Lagrangian bound, heard by `enough`, comes sooner.)
-            work = max(work, least.capped_bound(start, stop, group, micro, holds, memory, 0))
-            own = least.objective_own(start, stop, group, micro, work)
+            # One DP solve: the stage's own Lagrangian bound at a neighbour's λ. (One
+            # stage is the whole graph, whose capped solve proves the same bound, heard
+            # by `enough`, in the same solves.)
+            own = max(own, micro * least.stage_bound(start, stop, group, micro, holds,
+                                                     memory))
             if reaches(work, own):
                 return True, None
-            own = max(own, least.capped_bound(start, stop, group, micro, holds, memory, 1))
+            # The segments' hulls bound F + B alone (each costs DP solves on every
+            # distinct segment, shared by the ranges that hold it). (Their bound on
+            # M (F + B) + AR never pruned after `stage_bound`'s: not made. One stage is
+            # the whole graph, whose hulls no other range shares: its capped solve's own
+            # Lagrangian bound, heard by `enough`, comes sooner.)
+            work = max(work, least.capped_bound(start, stop, group, micro, holds, memory, 0))
+            own = max(own, least.objective_own(start, stop, group, micro, work))
             if reaches(work, own):
                 return True, None
 

@@ -232,8 +232,8 @@ def test_the_lagrangian_bound_is_at_most_the_least_work_that_fits(seed: int) -> 
 def test_the_objective_bound_holds_for_stages_solved_under_a_cap(seed: int) -> None:
     # M (F + B) + AR of a stage the solver gives under a cap (the solver's objective) is
     # at least its unconstrained M (F + B) + AR and M times any lower bound on its F + B
-    # (here: the segments' least, and the Lagrangian bound of capped_least), for every
-    # range and several caps.
+    # (here: the segments' least, and the Lagrangian bound of capped_least), and M times
+    # the stage's own Lagrangian bound (stage_bound), for every range and several caps.
     source = random_source(seed, chain=seed % 2 == 0)
     plans = partitioner(source, devices=4)
     positions = [0, *plans.cuts, len(plans.layers)]
@@ -263,6 +263,12 @@ def test_the_objective_bound_holds_for_stages_solved_under_a_cap(seed: int) -> N
                     assert least <= stage.work * (1 + 1e-12)
                     assert plans.objective_own(start, stop, 4, micro, least) <= \
                         own * (1 + 1e-12)
+                # The stage's Lagrangian bound at one λ (a neighbour's) on its objective,
+                # F + B + AR / M: at most the proven capped optimum's (at one M: a DP
+                # solve per range, and LARAC's for the first).
+                assert stage.gap == 0.0
+                assert micro != 2 or micro * plans.least.stage_bound(
+                    start, stop, 4, micro, 2, cap) <= own * (1 + 1e-12)
                 checked += 1
     assert checked > 0
 
