@@ -106,10 +106,90 @@ def row(path: Path) -> list[str]:
     return cells
 
 
+def outcome(arguments: list[str], passed: str = "") -> str:
+    """`ok` (or `passed`), or the failure: the exit status and the tool's first error
+    line, with `TRACEBACK` in front where Python's traceback reached the user."""
+    _, status, out, err = run(arguments)
+    if status == 0 and passed in out:
+        return "ok"
+    traceback = "TRACEBACK " if "Traceback (most recent call last)" in err else ""
+    return f"{traceback}exit {status}: {first_error(err or out)}"
+
+
+REFERENCE_LOSS = """
+import sys
+import numpy as np
+import onnx
+from onnx.reference import ReferenceEvaluator
+from pase.frontend.onnx import load_model
+from pase.frontend.onnx.values import identifier
+from pase.tools.run.check import make_data
+from pase.tools.run.load import strategy_and_scale, with_initial
+from pase.tools.run.runtime import train
+path = sys.argv[1]
+imported = load_model(path)
+graph = imported.module.ops.first
+data = with_initial(make_data(graph, seed=3), imported.initial_values)
+model = onnx.load(path)
+for node in model.graph.node:  # batch norm as pase trains it: the batch's statistics
+    if node.op_type == "BatchNormalization":
+        kept = [a for a in node.attribute if a.name != "training_mode"]
+        del node.attribute[:]
+        node.attribute.extend([*kept, onnx.helper.make_attribute("training_mode", 1)])
+weights = {i.name for i in model.graph.initializer}
+feeds = {i.name: data[identifier(i.name)] for i in model.graph.input if i.name not in weights}
+(output,) = ReferenceEvaluator(model).run([model.graph.output[0].name], feeds)
+if output.size == 1:
+    expected = float(output)
+else:
+    z = output.astype(np.float64)
+    z = z - z.max(axis=-1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    labels = data["labels"]
+    expected = float(-np.take_along_axis(log_p, labels[..., None], -1).mean())
+report = train(strategy_and_scale(imported.module, 1), 1, seed=3,
+               initial=imported.initial_values)
+loss = float(report.reference_losses[0])
+same = abs(loss - expected) <= 1e-4 * max(1.0, abs(expected))
+print(f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f})")
+"""
+
+
+def matrix_row(path: Path) -> list[str]:
+    """One variant of `models/export_variants.py`: search on 8 devices, the check, and
+    pase's first loss on one device against `onnx.reference`'s evaluation of the file
+    (softmax cross-entropy over its output's last axis, or its own loss; batch norm with
+    the batch's statistics, as pase trains it, though the file was exported in eval
+    mode)."""
+    search = outcome([str(BIN / "pase-opt"), str(path), "-p", "pase-search{devices=8}",
+                      "-o", "/dev/null"])
+    if search != "ok":
+        return [path.stem, search, "", ""]
+    check = outcome([str(BIN / "pase-run"), str(path), "--devices", "4", "--scale",
+                     "0.125", "--check"], passed="check passed")
+    _, status, out, err = run([sys.executable, "-c", REFERENCE_LOSS, str(path)])
+    loss = out.strip() if status == 0 else f"fails: {first_error(err)}"
+    return [path.stem, search, check, loss]
+
+
 def main() -> int:
     parser = UsageParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="exported .onnx files")
+    parser.add_argument("--matrix", action="store_true",
+                        help="the variant matrix: search and check only, and the "
+                             "variants whose export failed (FILE.export-failed)")
     args = parser.parse_args()
+    if args.matrix:
+        print("| variant | pase-search{devices=8} | pase-run --check | first loss |")
+        print("|---|---|---|---|")
+        for path in args.files:
+            if path.suffix == ".export-failed":
+                cells = [path.stem, "export failed: " + path.read_text().strip()[:120], "",
+                         ""]
+            else:
+                cells = matrix_row(path)
+            print("| " + " | ".join(cells) + " |", flush=True)
+        return 0
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for path in args.files:
