@@ -20,11 +20,15 @@ of a file is its row's last column, with the tool's first error line.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pase.core.usage import UsageParser
@@ -106,53 +110,69 @@ def row(path: Path) -> list[str]:
     return cells
 
 
-def outcome(arguments: list[str], passed: str = "") -> str:
-    """`ok` (or `passed`), or the failure: the exit status and the tool's first error
-    line, with `TRACEBACK` in front where Python's traceback reached the user."""
-    _, status, out, err = run(arguments)
-    if status == 0 and passed in out:
+def in_process(main: Callable[[list[str]], None], arguments: list[str],
+               passed: str = "") -> str:
+    """`ok` when the tool's `main(arguments)` exits 0 (printing `passed`), else the exit
+    status and its first error line; `TRACEBACK` and the exception where one escaped it
+    (a user would see Python's traceback). In this process: the matrix's many small
+    files would spend most of their time starting Python."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main(arguments)
+        status = 0
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else 1
+    except Exception as error:  # what the user would see as a traceback
+        return f"TRACEBACK {type(error).__name__}: {str(error)[:120]}"
+    if status == 0 and passed in out.getvalue():
         return "ok"
-    traceback = "TRACEBACK " if "Traceback (most recent call last)" in err else ""
-    return f"{traceback}exit {status}: {first_error(err or out)}"
+    return f"exit {status}: {first_error(err.getvalue() or out.getvalue())}"
 
 
-REFERENCE_LOSS = """
-import sys
-import numpy as np
-import onnx
-from onnx.reference import ReferenceEvaluator
-from pase.frontend.onnx import load_model
-from pase.frontend.onnx.values import identifier
-from pase.tools.run.check import make_data
-from pase.tools.run.load import strategy_and_scale, with_initial
-from pase.tools.run.runtime import train
-path = sys.argv[1]
-imported = load_model(path)
-graph = imported.module.ops.first
-data = with_initial(make_data(graph, seed=3), imported.initial_values)
-model = onnx.load(path)
-for node in model.graph.node:  # batch norm as pase trains it: the batch's statistics
-    if node.op_type == "BatchNormalization":
-        kept = [a for a in node.attribute if a.name != "training_mode"]
-        del node.attribute[:]
-        node.attribute.extend([*kept, onnx.helper.make_attribute("training_mode", 1)])
-weights = {i.name for i in model.graph.initializer}
-feeds = {i.name: data[identifier(i.name)] for i in model.graph.input if i.name not in weights}
-(output,) = ReferenceEvaluator(model).run([model.graph.output[0].name], feeds)
-if output.size == 1:
-    expected = float(output)
-else:
-    z = output.astype(np.float64)
-    z = z - z.max(axis=-1, keepdims=True)
-    log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-    labels = data["labels"]
-    expected = float(-np.take_along_axis(log_p, labels[..., None], -1).mean())
-report = train(strategy_and_scale(imported.module, 1), 1, seed=3,
-               initial=imported.initial_values)
-loss = float(report.reference_losses[0])
-same = abs(loss - expected) <= 1e-4 * max(1.0, abs(expected))
-print(f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f})")
-"""
+def reference_loss(path: Path) -> str:
+    """pase's first loss on one device against softmax cross-entropy over
+    `onnx.reference`'s evaluation of the file (or the file's own loss), on the same seeded
+    data; batch norm with the batch's statistics and no dropout, as pase trains (an
+    eval-mode export has the running statistics; a training-mode one, dropout)."""
+    import numpy as np
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    from pase.frontend.onnx import load_model
+    from pase.frontend.onnx.values import identifier
+    from pase.tools.run.check import make_data
+    from pase.tools.run.load import strategy_and_scale, with_initial
+    from pase.tools.run.runtime import train
+
+    imported = load_model(str(path))
+    data = with_initial(make_data(imported.module.ops.first, seed=3),
+                        imported.initial_values)
+    model = onnx.load(str(path))
+    for node in model.graph.node:
+        if node.op_type == "Dropout":  # pase trains dropout-free
+            node.op_type = "Identity"
+            del node.input[1:], node.output[1:], node.attribute[:]
+        if node.op_type == "BatchNormalization":
+            kept = [a for a in node.attribute if a.name != "training_mode"]
+            del node.attribute[:]
+            node.attribute.extend([*kept, onnx.helper.make_attribute("training_mode", 1)])
+    weights = {init.name for init in model.graph.initializer}
+    feeds = {value.name: data[identifier(value.name)] for value in model.graph.input
+             if value.name not in weights}
+    (output,) = ReferenceEvaluator(model).run([model.graph.output[0].name], feeds)
+    if output.size == 1:
+        expected = float(output)
+    else:
+        z = output.astype(np.float64)
+        z = z - z.max(axis=-1, keepdims=True)
+        log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+        expected = float(-np.take_along_axis(log_p, data["labels"][..., None], -1).mean())
+    report = train(strategy_and_scale(imported.module, 1), 1, seed=3,
+                   initial=imported.initial_values)
+    loss = float(report.reference_losses[0])
+    same = abs(loss - expected) <= 1e-4 * max(1.0, abs(expected))
+    return f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f})"
 
 
 def matrix_row(path: Path) -> list[str]:
@@ -161,14 +181,19 @@ def matrix_row(path: Path) -> list[str]:
     (softmax cross-entropy over its output's last axis, or its own loss; batch norm with
     the batch's statistics, as pase trains it, though the file was exported in eval
     mode)."""
-    search = outcome([str(BIN / "pase-opt"), str(path), "-p", "pase-search{devices=8}",
-                      "-o", "/dev/null"])
+    from pase.tools.pase_opt import main as pase_opt
+    from pase.tools.pase_run import main as pase_run
+
+    search = in_process(pase_opt, [str(path), "-p", "pase-search{devices=8}", "-o",
+                                   os.devnull])
     if search != "ok":
         return [path.stem, search, "", ""]
-    check = outcome([str(BIN / "pase-run"), str(path), "--devices", "4", "--scale",
-                     "0.125", "--check"], passed="check passed")
-    _, status, out, err = run([sys.executable, "-c", REFERENCE_LOSS, str(path)])
-    loss = out.strip() if status == 0 else f"fails: {first_error(err)}"
+    check = in_process(pase_run, [str(path), "--devices", "4", "--scale", "0.125",
+                                  "--check"], passed="check passed")
+    try:
+        loss = reference_loss(path)
+    except Exception as error:  # the reference evaluator's own failure
+        loss = f"not compared ({type(error).__name__}: {str(error)[:80]})"
     return [path.stem, search, check, loss]
 
 

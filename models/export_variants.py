@@ -133,6 +133,25 @@ class Hidden(nn.Module):
         return self.model(input_ids=ids).last_hidden_state
 
 
+class WithPositions(nn.Module):
+    """RoBERTa given its position ids (constant: padding_idx + 1 on), not computed from
+    the ids."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(2, ids.shape[1] + 2).expand(ids.shape)
+        return self.model(input_ids=ids, position_ids=positions).logits
+
+
+def roberta_with_positions() -> nn.Module:
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    return WithPositions(RobertaForMaskedLM(RobertaConfig(**SMALL_BERT)))
+
+
 def t5_encoder() -> nn.Module:
     from transformers import T5Config, T5EncoderModel
 
@@ -241,6 +260,7 @@ VARIANTS: dict[str, Variant] = {
                              vocab_size=base.VOCABULARY, dim=32, n_layers=2, n_heads=2,
                              hidden_dim=64, max_position_embeddings=base.SEQUENCE), base.ids),
            "roberta": (hf("RobertaConfig", "RobertaForMaskedLM", **SMALL_BERT), base.ids),
+           "roberta_positions": (roberta_with_positions, base.ids),
            "albert": (hf("AlbertConfig", "AlbertForMaskedLM", embedding_size=16,
                          **SMALL_BERT), base.ids),
            "gpt_neo": (hf("GPTNeoConfig", "GPTNeoForCausalLM", vocab_size=base.VOCABULARY,
