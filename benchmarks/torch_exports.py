@@ -16,6 +16,15 @@ Per file, each step in a fresh process, as a user types it:
 
 The files are not in the repository (hundreds of megabytes each); the first failing step
 of a file is its row's last column, with the tool's first error line.
+
+With `--matrix`, the variants of `models/export_variants.py` instead (small files, run in
+this process): per file the search on 8 devices, the check, and pase's first loss on one
+device against `onnx.reference`'s evaluation of the file; a variant whose export failed
+(`NAME.export-failed`) is a row saying so. docs/pytorch.md's variant matrix is its output:
+
+    python models/export_variants.py ../variants                         # torch needed
+    .venv/bin/python benchmarks/torch_exports.py --matrix ../variants/*.onnx \
+        ../variants/*.export-failed
 """
 
 from __future__ import annotations

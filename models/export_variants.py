@@ -2,7 +2,7 @@
 architectures near the ten of `export_torch.py`, all small (seconds each), to one folder.
 
     python models/export_variants.py FOLDER              # every variant
-    python models/export_variants.py FOLDER densenet ts_opset13
+    python models/export_variants.py FOLDER dynamo_densenet ts_opset13
     python models/export_variants.py --list
 
 Each variant writes `FOLDER/NAME.onnx` (with `.data` beside it for the dynamo exporter) or
