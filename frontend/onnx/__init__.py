@@ -97,6 +97,6 @@ def import_model(data: bytes, filename: str, batch: int = 0,
         raise Diagnostic(f"batch={batch:,} is over pase's limit of 2^53 "
                          "(-f 'onnx{batch=N}', pase-run --batch N)", filename)
     onnx = import_onnx(filename)
-    model = read_model(onnx, data, filename)
+    model = read_model(onnx, data, filename, batch)
     stem = os.path.splitext(os.path.basename(filename))[0]
     return import_graph(onnx, model, filename, identifier(stem) or "model", batch, loss)

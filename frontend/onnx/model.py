@@ -24,6 +24,11 @@ from typing import Any
 import numpy as np
 
 from pase.core.diagnostics import Diagnostic
+from pase.frontend.onnx.export_options import (
+    refuse_half_precision,
+    refuse_missing_weights,
+    refuse_symbolic_sizes,
+)
 from pase.frontend.onnx.folding import fold_constant_nodes
 from pase.frontend.onnx.values import first_line, node_label
 from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
@@ -48,10 +53,14 @@ def import_onnx(filename: str) -> Any:
     return onnx
 
 
-def read_model(onnx: Any, data: bytes, filename: str) -> Any:
-    """The checked, simplified model with inferred shapes, or one diagnostic."""
+def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0) -> Any:
+    """The checked, simplified model with inferred shapes, or one diagnostic; `batch` is
+    the size of a symbolic batch axis (0: the model has none)."""
     model = decode(onnx, data, filename)
+    refuse_symbolic_sizes(model, batch, filename)
     load_external_data(onnx, model, filename)
+    refuse_half_precision(onnx, model, filename)
+    refuse_missing_weights(model, filename)
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as error:

@@ -10,6 +10,8 @@ from xdsl.ir import Attribute
 
 from pase.core.shapes import conv_output_size
 from pase.dialect import dnn
+from pase.frontend.onnx.operators.linear import contract
+from pase.frontend.onnx.operators.shape import sizes_of
 from pase.frontend.onnx.registry import importer
 from pase.frontend.onnx.values import GraphState, Value
 
@@ -57,6 +59,8 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
     size-1 axes (1x1 windows, depthwise filters)."""
     group = int(graph.attribute(node, "group", 1))
     x = graph.tensor(node.input[0])
+    if len(x.axes) == 4 and x.axes[2:] == (None, None):
+        return pointwise_on_pooled(graph, node, x, group)
     w = graph.tensor(node.input[1], hints=("c", "d", "kh", "kw"), keep=(0, 1, 2, 3))
     if len(x.axes) != 4 or len(w.axes) != 4:
         raise graph.error("only 2-D convolutions (rank-4 NCHW tensors) are supported")
@@ -88,20 +92,43 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
     return [graph.elementwise(dnn.AddOp, output, bias, name)]
 
 
+def pointwise_on_pooled(graph: GraphState, node: Any, x: Value, group: int) -> list[Value]:
+    """A 1x1 convolution of a pooled `[b, c, 1, 1]` tensor (squeeze-and-excitation:
+    EfficientNet, RegNetY, MnasNet) is a linear layer: `[b, c]` times the filter `[co, c]`
+    (its 1x1 axes dropped), then the bias; the result `[b, co, 1, 1]` keeps no axes for
+    the 1s, so that it broadcasts over the feature map it scales."""
+    w = graph.tensor(node.input[1], hints=("c", "d"))
+    if len(w.axes) != 4 or w.axes[2:] != (None, None):
+        raise graph.error("its input is pooled to 1x1 but its filter is not 1x1")
+    window(graph, node, [1, 1])
+    pads = list(graph.attribute(node, "pads", [0, 0, 0, 0]))
+    if group != 1 or any(pads):
+        raise graph.error("a grouped or padded convolution of a pooled [b, c, 1, 1] "
+                          "tensor is not supported (only group=1 without pads)")
+    name = node.output[0]
+    has_bias = len(node.input) > 2 and node.input[2]
+    rows = Value(x.axes[:2], x.ssa)
+    filter_t = Value((w.axes[1], w.axes[0]), w.ssa)
+    product = contract(graph, rows, filter_t, f"{name}_matmul" if has_bias else name)
+    if has_bias:
+        product = graph.elementwise(dnn.AddOp, product, graph.tensor(node.input[2]), name)
+    return [Value((*product.axes, None, None), product.ssa)]
+
+
 @importer("MaxPool", "AveragePool", attributes=POOL_ATTRIBUTES)
 def pool(graph: GraphState, node: Any) -> list[Value]:
     kind = "max" if node.op_type == "MaxPool" else "avg"
-    if graph.attribute(node, "ceil_mode", 0):
-        raise graph.error("ceil_mode=1 is not supported")
     if graph.attribute(node, "storage_order", 0):
         raise graph.error("storage_order=1 is not supported")
     kernel = list(graph.attribute(node, "kernel_shape", []))
     stride, padding = window(graph, node, kernel)
-    if kind == "avg" and any(padding) and not graph.attribute(node, "count_include_pad", 0):
-        raise graph.error("padded AveragePool with count_include_pad=0 is not supported")
     x = graph.tensor(node.input[0])
     if len(x.axes) != 4:
         raise graph.error("only 2-D pooling (rank-4 NCHW tensors) is supported")
+    if graph.attribute(node, "ceil_mode", 0):
+        ceil_mode_as_floor(graph, sizes_of(graph, x)[2:], kernel, stride, padding)
+    if kind == "avg" and any(padding) and not graph.attribute(node, "count_include_pad", 0):
+        raise graph.error("padded AveragePool with count_include_pad=0 is not supported")
     name = node.output[0]
     x_ssa = graph.ordered(x, f"{name}_input")
     spatial = spatial_dims(graph, dnn.shape_of(x_ssa).sizes, kernel, stride, padding)
@@ -111,6 +138,23 @@ def pool(graph: GraphState, node: Any) -> list[Value]:
     y = graph.build(dnn.Pool2dOp, [x_ssa], name, [graph.dims.find(d) for d in result],
                     properties)
     return [Value(tuple(result), y)]
+
+
+def ceil_mode_as_floor(graph: GraphState, sizes: Sequence[int], kernel: Sequence[int],
+                       stride: int, padding: Sequence[int]) -> None:
+    """A pooling with `ceil_mode=1` (SqueezeNet's `MaxPool2d(ceil_mode=True)`) is read
+    when rounding up gives the sizes rounding down does (every window then lies inside
+    the padded input); else an error naming the sizes.
+
+    The window count is `(size + 2·pad − kernel) / stride + 1`, rounded down or up: the
+    same when the stride divides `size + 2·pad − kernel`."""
+    for size, k, pad in zip(sizes, kernel, padding, strict=True):
+        if (size + 2 * pad - k) % stride:
+            raise graph.error(
+                f"ceil_mode=1 is supported only where it gives the sizes ceil_mode=0 "
+                f"does; here a {size}-wide axis, window {k}, stride {stride}, padding "
+                f"{pad} gives one more window (export at an input size where the "
+                "stride divides size + 2·padding − window)")
 
 
 @importer("GlobalAveragePool")

@@ -97,7 +97,7 @@ def reshape_to(graph: GraphState, x: Value, target: Sequence[int], name: str) ->
     (no layer), else a dnn.reshape merging or splitting consecutive axes."""
     real = [a for a in x.axes if a is not None]
     sizes = [graph.dims.size(a) for a in real]
-    kept = [j for j, s in enumerate(target) if s != 1]
+    kept = kept_positions(sizes, target)
     if sizes == [target[j] for j in kept]:
         axes: list[int | None] = [None] * len(target)
         for axis, j in zip(real, kept, strict=True):
@@ -108,6 +108,39 @@ def reshape_to(graph: GraphState, x: Value, target: Sequence[int], name: str) ->
         x = reshape_to(graph, x, finer, f"{name}_split")
         return reshape_to(graph, x, target, name)
     return split_or_merge(graph, x, real, target, kept, name)
+
+
+def kept_positions(sizes: Sequence[int], target: Sequence[int]) -> list[int]:
+    """The positions of `target` the input's real axes (of `sizes`, in order) go to: each
+    size other than 1, and for each real axis of size 1 (a batch of 1) one of the target's
+    1s, the one after as much of the row-major prefix as in the input (else the first free
+    one). With too few 1s in the target, only the sizes other than 1: the axes of size 1
+    then merge into their neighbours (a dnn.reshape).
+
+    >>> kept_positions([1, 32], [1, 32])         # a batch of 1, flattened
+    [0, 1]
+    >>> kept_positions([1, 16, 32], [1, 16, 2, 16])
+    [0, 1, 2, 3]
+    >>> kept_positions([64, 16], [1, 64, 1, 16])
+    [1, 3]
+    >>> kept_positions([1, 16, 32], [16, 32])    # merged with the sequence: a reshape
+    [0, 1]
+    """
+    kept = [j for j, s in enumerate(target) if s != 1]
+    if 1 not in sizes:
+        return kept
+    ones = [j for j, s in enumerate(target) if s == 1]
+    prefixes = np.cumprod([1, *target]).tolist()
+    chosen: list[int] = []
+    for i, size in enumerate(sizes):
+        if size != 1:
+            continue
+        free = [j for j in ones if j not in chosen]
+        if not free:
+            return kept
+        prefix = math.prod(sizes[:i])
+        chosen.append(next((j for j in free if prefixes[j] == prefix), free[0]))
+    return sorted(kept + chosen)
 
 
 def split_or_merge(graph: GraphState, x: Value, real: list[int], target: Sequence[int],
@@ -129,7 +162,7 @@ def split_or_merge(graph: GraphState, x: Value, real: list[int], target: Sequenc
         hint = graph.dims.hints[graph.dims.find(real[in_range[0]])] \
             if len(in_range) == 1 else "d"
         dims.extend(graph.dims.new(result.sizes[j], hint) for j in out_range)
-    ssa = graph.build(dnn.ReshapeOp, [graph.ordered(x, name)], name,
+    ssa = graph.build(dnn.ReshapeOp, [graph.ordered(Value(tuple(real), x.ssa), name)], name,
                       [graph.dims.find(d) for d in dims])
     new_axes: list[int | None] = [None] * len(target)
     for dim, j in zip(dims, kept, strict=True):
@@ -240,7 +273,8 @@ def gather(graph: GraphState, node: Any) -> list[Value]:
 def constant_gather(graph: GraphState, node: Any) -> Value:
     """Gather by constant indices as a `dnn.slice`: consecutive indices give a new dim
     (position ids: the first rows of a table); one index repeated (BERT's token types,
-    ViT's class token) gives no axis (size 1, broadcast)."""
+    ViT's class token) gives no axis (size 1, broadcast); every index once in order, as an
+    array of several axes, is a reshape."""
     from pase.frontend.onnx.operators.more import drop_axis, slice_axis
 
     indices = graph.constant(node.input[1], "the indices").astype(np.int64)
@@ -255,6 +289,12 @@ def constant_gather(graph: GraphState, node: Any) -> Value:
         return Value((*row.axes[:position], *(None,) * indices.ndim, *row.axes[position:]),
                      row.ssa)
     long_axes = [s for s in indices.shape if s != 1]
+    if len(long_axes) > 1 and np.array_equal(flat, np.arange(size)):
+        # every index once, in order: a reshape (the dynamo exporter's as_strided copy,
+        # ConvNeXt's classifier)
+        sizes = sizes_of(graph, data)
+        target = [*sizes[:position], *indices.shape, *sizes[position + 1:]]
+        return reshape_to(graph, data, target, name)
     if len(long_axes) != 1 or not np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
         return constant_ids_lookup(graph, node, data, position,
                                    flat.reshape(indices.shape))

@@ -138,7 +138,7 @@ def case_sequence():
                  {"table": weights(10, 4)})
 
 
-# INPUT-TYPE: error: input 'x' is FLOAT16; pase reads FLOAT, DOUBLE, INT32 and INT64 tensors
+# INPUT-TYPE: error: the model is in float16 (input 'x'); pase trains float32 or float64 models: export the model in float32 (model.float(), and float32 example inputs)
 def case_input_type():
     return graph([node("Relu", ["x"], ["y"])], {"x": ([2, 4], TensorProto.FLOAT16)},
                  ("y", [2, 4]), output_type=TensorProto.FLOAT16)
