@@ -47,6 +47,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """A finite number of at least 0 (a memory cap, 0 for none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number at least 0, got {text}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     """An integer of at least 0 (an effort bound, 0 for none).
 

@@ -40,7 +40,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
+from common import (
+    MODELS_DIR,
+    cpus,
+    markdown_table,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    versions,
+)
 
 from pase.core.usage import UsageParser
 
@@ -55,9 +63,9 @@ def main() -> None:
     parser.add_argument("--devices", nargs="+", type=positive_int, default=DEVICES)
     parser.add_argument("--timeout", type=positive_int, default=120,
                         help="seconds per row (default 120)")
-    parser.add_argument("--memory-gib", type=float, default=4.0,
+    parser.add_argument("--memory-gib", type=positive_float, default=4.0,
                         help="the search's memory budget (default 4, pase-search's)")
-    parser.add_argument("--device-memory-gib", type=float, default=0.0,
+    parser.add_argument("--device-memory-gib", type=non_negative_float, default=0.0,
                         help="cap each device's memory (the capped search); 0 for none")
     parser.add_argument("--child", nargs=2, metavar=("MODEL_FILE", "DEVICES"),
                         help=argparse.SUPPRESS)
