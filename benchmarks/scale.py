@@ -77,8 +77,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for preset in args.models:
             path = Path(folder) / f"{preset}.dnn"
-            subprocess.run([sys.executable, str(MODELS_DIR / "generate.py"), preset,
-                            "-o", str(path)], check=True)
+            if subprocess.run([sys.executable, str(MODELS_DIR / "generate.py"), preset,
+                               "-o", str(path)], check=False).returncode:
+                sys.exit(1)  # (generate.py said why in one line: an unknown preset)
             for devices in args.devices:
                 print(f"{preset} at P={devices} ...", file=sys.stderr, flush=True)
                 rows.append([preset, f"{devices:,}",
