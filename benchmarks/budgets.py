@@ -23,7 +23,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import BASELINE_GRAPH, MODELS_DIR, cpus, markdown_table, positive_int, versions
+from common import (
+    BASELINE_GRAPH,
+    MODELS_DIR,
+    cpus,
+    markdown_table,
+    positive_float,
+    positive_int,
+    versions,
+)
 
 from pase.core.usage import UsageParser
 
@@ -112,7 +120,7 @@ def main() -> None:
     parser = UsageParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--statements", type=positive_int, default=200_000,
                         help="statements of the generated files (default 200,000: 5 MB)")
-    parser.add_argument("--timeout", type=float, default=300.0,
+    parser.add_argument("--timeout", type=positive_float, default=300.0,
                         help="seconds before a case is killed (default 300)")
     parser.add_argument("--skip-files", action="store_true", help="only the budget cases")
     args = parser.parse_args()

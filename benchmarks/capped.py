@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import cpus, markdown_table, versions
+from common import cpus, markdown_table, non_negative_int, positive_float, versions
 
 from pase.core.usage import UsageParser
 from pase.passes.strategy.memory import DEFAULT_EFFORT
@@ -139,11 +139,11 @@ def main() -> int:
     parser = UsageParser(description=__doc__.splitlines()[0])
     keys = [case[0] for case in (*CASES, *PIPELINES)]
     parser.add_argument("--cases", nargs="+", choices=keys, default=keys)
-    parser.add_argument("--milp-gib", type=float, default=8.0,
+    parser.add_argument("--milp-gib", type=positive_float, default=8.0,
                         help="the plain MILP's address-space limit (default 8 GiB)")
-    parser.add_argument("--milp-seconds", type=float, default=1800.0,
+    parser.add_argument("--milp-seconds", type=positive_float, default=1800.0,
                         help="the plain MILP's time limit (default 1800 s)")
-    parser.add_argument("--effort", type=int, default=DEFAULT_EFFORT,
+    parser.add_argument("--effort", type=non_negative_int, default=DEFAULT_EFFORT,
                         help="pase's effort bound in thousands of frontier points (default "
                              f"{DEFAULT_EFFORT}; 0 for none)")
     arguments = parser.parse_args()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 from pathlib import Path
@@ -29,6 +30,47 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_help: str,
                         default=sorted(MODELS_DIR.glob("*.dnn")), help=models_help)
     parser.add_argument("--devices", nargs="+", metavar="P", type=positive_int,
                         default=devices, help=devices_help)
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (GiB, seconds): nan, inf, 0 or below is a usage error.
+
+    >>> positive_float("1.5")
+    1.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number of at least 0 (a memory cap, 0 for none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number at least 0, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer of at least 0 (an effort bound, 0 for none).
+
+    >>> non_negative_int("0")
+    0
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import MODELS_DIR
+from common import MODELS_DIR, positive_float, positive_int
 
 from pase.core.usage import UsageParser
 
@@ -182,9 +182,9 @@ def main() -> None:
                         help="the folder holding pase-opt and pase-run (default: this "
                              "Python's)")
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
-    parser.add_argument("--devices", nargs="+", type=int, default=DEVICES)
-    parser.add_argument("--jobs", type=int, default=2, help="cases at a time (default 2)")
-    parser.add_argument("--timeout", type=float, default=900,
+    parser.add_argument("--devices", nargs="+", type=positive_int, default=DEVICES)
+    parser.add_argument("--jobs", type=positive_int, default=2, help="cases at a time (default 2)")
+    parser.add_argument("--timeout", type=positive_float, default=900,
                         help="seconds per case (default 900)")
     parser.add_argument("--no-caps", action="store_true", help="skip the capped cases")
     arguments = parser.parse_args()

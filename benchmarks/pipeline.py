@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import add_model_arguments, cpus, markdown_table, versions
+from common import add_model_arguments, cpus, markdown_table, non_negative_float, versions
 from xdsl.context import Context
 
 from pase.core.diagnostics import Diagnostic
@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument(
         "--cap",
         nargs="+",
-        type=float,
+        type=non_negative_float,
         default=[0.0],
         help="device-memory caps in GiB, 0 for none (default: 0)",
     )

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from common import add_model_arguments, cpus, markdown_table, positive_int, versions
+from common import add_model_arguments, cpus, markdown_table, positive_float, positive_int, versions
 
 from pase.core.usage import UsageParser
 
@@ -96,7 +96,7 @@ def parse_arguments() -> argparse.Namespace:
         epilog="example: benchmarks/runtime.py --models mlp transformer --devices 4 8")
     add_model_arguments(parser, "model names in models/ or .dnn paths (default: all)", [4, 8],
                         "device counts (default: 4 8)")
-    parser.add_argument("--scale", type=float, default=0.125,
+    parser.add_argument("--scale", type=positive_float, default=0.125,
                         help="shrink every model by this factor (default 0.125)")
     parser.add_argument("--steps", type=positive_int, default=1,
                         help="training steps per run (default 1)")
@@ -106,7 +106,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--data-parallel", action="store_true",
                         help="split every layer's batch instead of searching")
     parser.add_argument("--machine", default="pase-default", help="machine for the search")
-    parser.add_argument("--timeout", type=float, default=300.0,
+    parser.add_argument("--timeout", type=positive_float, default=300.0,
                         help="seconds a collective may wait (default 300)")
     args = parser.parse_args()
     if not 0 < args.scale <= 1:

@@ -42,7 +42,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
+from common import (
+    MODELS_DIR,
+    cpus,
+    markdown_table,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    versions,
+)
 
 from pase.core.usage import UsageParser
 
@@ -57,9 +65,9 @@ def main() -> None:
     parser.add_argument("--devices", nargs="+", type=positive_int, default=DEVICES)
     parser.add_argument("--timeout", type=positive_int, default=120,
                         help="seconds per row (default 120)")
-    parser.add_argument("--memory-gib", type=float, default=4.0,
+    parser.add_argument("--memory-gib", type=positive_float, default=4.0,
                         help="the search's memory budget (default 4, pase-search's)")
-    parser.add_argument("--device-memory-gib", type=float, default=0.0,
+    parser.add_argument("--device-memory-gib", type=non_negative_float, default=0.0,
                         help="cap each device's memory (the capped search); 0 for none")
     parser.add_argument("--child", nargs=2, metavar=("MODEL_FILE", "DEVICES"),
                         help=argparse.SUPPRESS)
@@ -71,8 +79,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for preset in args.models:
             path = Path(folder) / f"{preset}.dnn"
-            subprocess.run([sys.executable, str(MODELS_DIR / "generate.py"), preset,
-                            "-o", str(path)], check=True)
+            if subprocess.run([sys.executable, str(MODELS_DIR / "generate.py"), preset,
+                               "-o", str(path)], check=False).returncode:
+                sys.exit(1)  # (generate.py said why in one line: an unknown preset)
             for devices in args.devices:
                 print(f"{preset} at P={devices} ...", file=sys.stderr, flush=True)
                 rows.append([preset, f"{devices:,}",

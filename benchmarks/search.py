@@ -62,6 +62,7 @@ from common import (
     cpus,
     markdown_table,
     model_path,
+    positive_float,
     positive_int,
     versions,
 )
@@ -158,9 +159,9 @@ def parse_arguments() -> argparse.Namespace:
                         help="machine preset or TOML file (default: pase-default)")
     parser.add_argument("--min-shard", type=positive_int, default=4,
                         help="PaSE's cutoff: the smallest shard a split may leave (default: 4)")
-    parser.add_argument("--memory-gib", type=float, default=4.0,
+    parser.add_argument("--memory-gib", type=positive_float, default=4.0,
                         help="the search's table memory budget in GiB (default: 4, as pase-search)")
-    parser.add_argument("--timeout", type=float, default=300.0,
+    parser.add_argument("--timeout", type=positive_float, default=300.0,
                         help="seconds allowed per case, process start included (default: 300)")
     parser.add_argument("--deep", action="store_true",
                         help="time whole pase-opt processes on the cluster-scale cases "

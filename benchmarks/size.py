@@ -19,7 +19,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import markdown_table
+from common import markdown_table, positive_int
 
 from pase.core.usage import UsageParser
 
@@ -81,7 +81,7 @@ def _flag(lines: int, limit: int, aim: int) -> str:
 def main() -> None:
     parser = UsageParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--top", type=int, default=20,
+    parser.add_argument("--top", type=positive_int, default=20,
                         help="how many of the largest files and functions to list "
                              "(default 20); those over a limit are listed anyway")
     arguments = parser.parse_args()

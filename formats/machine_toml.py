@@ -146,9 +146,11 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
     for key in optional:
         if key in data:
             number = _finite(data[key])
-            if number is None or number < 0:
-                raise MachineError(f"'{key}' must be a number of at least 0, got "
-                                   f"{data[key]!r}", where, key=key)
+            # 0 (no such peak) or at least 1, as the required ones: 1e-300 overflowed the
+            # costs to inf (the search's strategy then failed the verifier).
+            if number is None or number < 0 or 0 < number < 1:
+                raise MachineError(f"'{key}' must be 0 (none) or a number of at least 1, "
+                                   f"got {data[key]!r}", where, key=key)
             values[key] = number
     if not isinstance(data.get("hierarchical", False), bool):
         raise MachineError(f"'hierarchical' must be true or false, got "

@@ -34,9 +34,15 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import onnx
-import torch
-from torch import nn
+try:
+    import torch
+    from torch import nn
+except ImportError:  # one line, exit 1, as every pase script's usage error
+    print("export_torch.py: error: exporting needs torch: pip install -e '.[torch]'",
+          file=sys.stderr)
+    sys.exit(1)
+
+import onnx  # noqa: E402  (after torch: without it, the error comes first and fast)
 
 BATCH = 8
 SEQUENCE = 16
@@ -350,7 +356,7 @@ def main(argv: list[str]) -> int:
     failures = [failure for name in names for failure in export(name, folder, full)]
     for failure in failures:
         print(f"export failed: {failure}", file=sys.stderr)
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

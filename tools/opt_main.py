@@ -154,12 +154,16 @@ class PaseOptMain(xDSLOptMain):
         """Write the held output to `-o FILE` (a regular file atomically, a stream into) or
         the standard output: inside `deferred_writes()`, when the run succeeded. A `-t jax`
         program of a model with weights (ONNX) gets them beside it: `FILE.weights.npz`."""
-        write_atomically(self.args.output_file or "-", self.output.getvalue())
         values = getattr(self, "model_weights", None)
-        if values is not None and parse_spec(self.args.target).name == "jax":
-            if not self.args.output_file or self.args.output_file == "-":
+        if values is None or parse_spec(self.args.target).name != "jax":
+            write_atomically(self.args.output_file or "-", self.output.getvalue())
+        else:
+            output = self.args.output_file
+            if not output or output == "-" or (os.path.exists(output) and not (
+                    os.path.isfile(output) or os.path.isdir(output))):  # /dev/null, a FIFO
                 _usage_error("-t jax of a model with weights writes them beside the program: "
-                             "give -o FILE.py")
+                             "give -o FILE.py (a file, not a stream)")
+            write_atomically(output, self.output.getvalue())
             stem = os.path.splitext(self.args.output_file)[0]
             write_bytes_atomically(stem + weights.WEIGHTS_SUFFIX, weights.npz_bytes(values))
 

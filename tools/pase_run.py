@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -237,6 +238,9 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              "pipeline compiles several per stage: drop --dump-mlir"),
             (args.timeline is not None and args.engine == "jax",
              "--timeline draws pase's runtime: drop --engine jax"),
+            *((unwritable(name) is not None, f"{flag} {name}: {unwritable(name)}")
+              for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir))
+              if name),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
@@ -250,6 +254,21 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
         if bad:
             parser.error(message)
+
+
+def unwritable(path: str) -> str | None:
+    """Why an output file cannot be written, known before the run: an existing folder
+    of that name, or a folder to put it in that does not exist (None: it may be).
+
+    >>> unwritable("."), unwritable("no/such/folder/t.svg"), unwritable("t.svg")
+    ('it is a folder', 'its folder no/such/folder does not exist', None)
+    """
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        return "it is a folder"
+    if folder and not os.path.isdir(folder):
+        return f"its folder {folder} does not exist"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -11,6 +11,10 @@ onnxscript's optimizer folds only outputs of up to 512x512 elements and inputs o
 `LessOrEqual`, `And`, ... are `[b, 1, s, s]` (8M elements for gpt2 at batch 8 and 1,024
 positions). Here an output may have up to `MAX_FOLDED_ELEMENTS` elements (2^24, 64 MiB as
 float32); a larger one stays a node, and the importer reports it as an op it does not read.
+All the constants together (the model's own and those folded) may take `MAX_CONSTANT_BYTES`
+(512 MiB): a few bytes of ConstantOfShape nodes can ask for gigabytes of folded constants,
+and the optimizer's passes over them take several times as much; a model that would go over
+is one error naming the node.
 The model's parameters are never constants here: `model.simplify` hides them as graph
 inputs while the folding runs.
 """
@@ -22,8 +26,15 @@ from typing import Any
 
 import numpy as np
 
+from pase.core.diagnostics import Diagnostic
+from pase.frontend.onnx.values import node_label
+
 MAX_FOLDED_ELEMENTS = 1 << 24
 """The largest output (elements) a folded node may have: 2^24, 64 MiB of float32."""
+
+MAX_CONSTANT_BYTES = 1 << 29
+"""The most the model's constants may take once folded: 512 MiB, eight float32 outputs of
+`MAX_FOLDED_ELEMENTS` (a causal mask of gpt2 at batch 8 and 1,024 positions is 32 MiB)."""
 
 NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
                         "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"})
@@ -48,16 +59,18 @@ NUMPY_KERNELS = {"GatherElements": gather_elements}
 """Ops folded by numpy where the reference evaluator's kernel is wrong."""
 
 
-def fold_constant_nodes(onnx: Any, model: Any) -> int:
+def fold_constant_nodes(onnx: Any, model: Any, filename: str = "") -> int:
     """Replace every node of `model`'s graph whose inputs are all initializers (or outputs
     of nodes folded before it) and whose outputs have static sizes of at most
-    `MAX_FOLDED_ELEMENTS` by initializers holding its outputs; the number folded."""
+    `MAX_FOLDED_ELEMENTS` by initializers holding its outputs; the number folded. Raises
+    `Diagnostic` (in `filename`) when the constants would take over `MAX_CONSTANT_BYTES`."""
     from onnx.reference import ReferenceEvaluator
 
     graph = model.graph
     sizes = static_sizes(onnx, model)
     known = {init.name: onnx.numpy_helper.to_array(init) for init in graph.initializer}
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    held = sum(array.nbytes for array in known.values())
     kept, folded = [], 0
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
@@ -70,6 +83,12 @@ def fold_constant_nodes(onnx: Any, model: Any) -> int:
         if not results:
             kept.append(node)
             continue
+        held += sum(array.nbytes for array in results.values())
+        if held > MAX_CONSTANT_BYTES:
+            raise Diagnostic(f"node '{node_label(node)}' ({node.op_type}): folding it to a "
+                             f"constant would bring the model's constants to "
+                             f"{held:,} bytes, over the {MAX_CONSTANT_BYTES:,} pase "
+                             "folds; export the model with smaller static sizes", filename)
         for name, array in results.items():
             known[name] = array
             graph.initializer.append(onnx.numpy_helper.from_array(array, name))

@@ -272,9 +272,14 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
             # sequences), onnx's reference evaluator folds, then it removes what is unused
             # and folds what that made constant; until nothing more folds.
             for _ in range(FOLDING_ROUNDS):
-                if not fold_constant_nodes(onnx, optimized):
+                if not fold_constant_nodes(onnx, optimized, filename):
                     break
                 optimized = onnxscript.optimizer.optimize(optimized)
+    except Diagnostic:
+        raise
+    except MemoryError:
+        raise Diagnostic("folding the model's static shapes ran out of memory (onnxscript's "
+                         "optimizer)", filename) from None
     except Exception as error:  # the library's own failure: name it, no traceback
         raise Diagnostic(f"folding the model's static shapes failed (onnxscript's "
                          f"optimizer): {first_line(error)}", filename) from None

@@ -131,6 +131,16 @@ def test_invalid_values(tmp_path: Path, key: str, value: str, expected: str) -> 
         load_machine(write(tmp_path, "\n".join(lines) + "\n"))
 
 
+@pytest.mark.parametrize(("key", "value"), [("bf16_flops", "1e-300"),
+                                            ("hbm_bandwidth", "0.5"), ("fp16_flops", "-1")])
+def test_an_optional_peak_is_0_or_at_least_1(tmp_path: Path, key: str, value: str) -> None:
+    """A peak of 1e-300 FLOP/s overflowed a bf16 search's costs to inf, which the verifier
+    then rejected, unlocated ("#pase.strategy total ... got inf")."""
+    with pytest.raises(MachineError, match=rf"machine.toml:\d+:1: '{key}' must be 0 \(none\) "
+                       rf"or a number of at least 1, got {value}"):
+        load_machine(write(tmp_path, f"{VALID}{key} = {value}\n"))
+
+
 def test_unknown_key(tmp_path: Path) -> None:
     with pytest.raises(MachineError, match="unknown key 'flop'; expected name, flops"):
         load_machine(write(tmp_path, VALID + "flop = 3\n"))

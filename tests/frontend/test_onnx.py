@@ -190,3 +190,25 @@ def test_lstm_weights_computed_from_a_parameter_are_folded_as_a_small_export_has
     assert got.initial_values.keys() == expected.initial_values.keys()
     for name, value in expected.initial_values.items():
         np.testing.assert_array_equal(got.initial_values[name], value)
+
+
+def test_folding_that_would_grow_the_constants_past_their_budget_is_one_error(monkeypatch):
+    """A few bytes of ConstantOfShape nodes can ask for gigabytes once folded (twenty
+    64 MiB outputs took 9 GiB): the constants' total is bounded, the node named."""
+    import onnx
+
+    from pase.frontend.onnx import folding
+
+    monkeypatch.setattr(folding, "MAX_CONSTANT_BYTES", 100)
+    fill = helper.make_tensor("v", F, [1], [1.0])
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["s"], ["a"], name="small", value=fill),
+         helper.make_node("ConstantOfShape", ["s"], ["b"], name="over", value=fill),
+         helper.make_node("Add", ["a", "b"], ["y"])],
+        "g", [], [helper.make_tensor_value_info("y", F, [4, 4])],
+        [numpy_helper.from_array(np.array([4, 4]), "s")])
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(Diagnostic, match=r"m.onnx: error: node 'over' \(ConstantOfShape\): "
+                       r"folding it to a constant would bring the model's constants to 144 "
+                       r"bytes, over the 100 pase folds"):
+        folding.fold_constant_nodes(onnx, onnx_model, "m.onnx")

@@ -3,6 +3,7 @@ them beside it (`step.weights.npz`), and the program refuses a file that does no
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,11 +44,18 @@ def test_a_dnn_model_has_no_weights_file(tmp_path: Path, capsys: pytest.CaptureF
     assert not (tmp_path / "step.weights.npz").exists()
 
 
-def test_without_o_the_weights_have_nowhere_to_go(capsys: pytest.CaptureFixture[str]):
-    status, out, err = run_tool(pase_opt, [str(MODEL), "-t", "jax"], capsys)
+@pytest.mark.parametrize("output", [None, "/dev/null"])
+def test_without_o_file_the_weights_have_nowhere_to_go(
+        output: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """No -o, or a stream (a device, a FIFO): no program without its weights (with
+    -o /dev/null they went to a new file /dev/null.weights.npz)."""
+    before = sorted(os.listdir(os.path.dirname(output) if output else tmp_path))
+    status, out, err = run_tool(pase_opt, [str(MODEL), "-t", "jax",
+                                           *(["-o", output] if output else [])], capsys)
     assert status == 1
     assert out == ""
-    assert "give -o FILE.py" in err
+    assert "give -o FILE.py (a file, not a stream)" in err
+    assert sorted(os.listdir(os.path.dirname(output) if output else tmp_path)) == before
 
 
 def test_weights_that_do_not_fit_are_an_error_naming_the_param(

@@ -10,6 +10,7 @@ import pytest
 
 from pase.tools.run.check import (
     DIVERGED,
+    NOT_FINITE_AT_START,
     TrainingReport,
     WordsRow,
     check_problems,
@@ -62,6 +63,33 @@ def test_check_problems_name_the_error_and_each_words_mismatch() -> None:
         "relative error 5.00e-04 exceeds 1e-04", "x->y: measured 50 words, predicted 10.0"]
     assert check_problems(report(error=float("nan"), diverged=True)) == [DIVERGED]
     assert check_problems(report(error=5e-5)) == []
+
+
+def test_a_first_loss_that_is_not_finite_is_not_blamed_on_the_learning_rate(
+        tmp_path) -> None:
+    """A NaN weight or scale makes the very first loss NaN: "try a smaller --lr" was
+    wrong. pase-run refuses an ONNX initializer that is not finite before running."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+
+    from pase.core.diagnostics import Diagnostic
+    from pase.tools.run.load import load_model
+
+    at_start = TrainingReport("g", 4, "f32", [float("nan")], [float("nan")], [0.0], 0.0,
+                              0.0, [], 0.0, True)
+    assert check_problems(at_start) == [NOT_FINITE_AT_START]
+    weight = np.ones((4, 3), np.float32)
+    weight[1, 2] = np.inf
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(weight, "w")])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with pytest.raises(Diagnostic, match=r"m.onnx: error: initializer 'w' holds 1 value "
+                       r"that is not finite \(inf or nan\)"):
+        load_model(str(path))
 
 
 @pytest.mark.parametrize(("measured", "predicted", "rings", "matches"), [

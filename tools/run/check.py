@@ -38,6 +38,17 @@ redistribution, a send between stages) moves exactly the predicted words."""
 DIVERGED = ("the training diverged: the 1-device run's losses, gradients or parameters "
             "are not finite (inf or nan); try a smaller --lr")
 
+NOT_FINITE_AT_START = ("the 1-device run's first loss, before any update, is not finite (inf "
+                       "or nan): the model computes it from its inputs and initial values, "
+                       "so no --lr helps; look for an inf or nan constant in the model")
+
+
+def divergence(report: TrainingReport) -> str:
+    """Why the 1-device run is not finite: `DIVERGED` (the training overflowed), or
+    `NOT_FINITE_AT_START` when even its first loss is (a NaN scale in the model)."""
+    first = report.reference_losses[0] if report.reference_losses else 0.0
+    return DIVERGED if np.isfinite(first) else NOT_FINITE_AT_START
+
 
 @dataclass
 class WordsRow:
@@ -157,7 +168,7 @@ def check_problems(report: TrainingReport) -> list[str]:
     """Why `pase-run --check` fails, one sentence per problem (empty: the check passes)."""
     problems = []
     if report.diverged:
-        problems.append(DIVERGED)
+        problems.append(divergence(report))
     elif not report.passed():
         problems.append(f"relative error {report.max_error():.2e} exceeds "
                         f"{report.tolerance():.0e}")

@@ -180,6 +180,13 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy"
 
         imported = load_onnx_model(path, batch, loss)
         module, initial = imported.module, imported.initial_values
+        for name, array in initial.items():
+            count = int(np.sum(~np.isfinite(array)))
+            if count:
+                raise Diagnostic(f"initializer '{name}' holds {count:,} "
+                                 f"{'value' if count == 1 else 'values'} that "
+                                 f"{'is' if count == 1 else 'are'} not finite (inf or nan); "
+                                 "pase-run trains from finite weights", path)
     else:
         try:
             with open(path, "rb") as stream:

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.shapes import ELEMENTS
 from pase.dialect.pase import pipeline_of, stage_of
-from pase.tools.run.check import DIVERGED, F64_TOLERANCE, RING_SLACK, TrainingReport
+from pase.tools.run.check import F64_TOLERANCE, RING_SLACK, TrainingReport, divergence
 from pase.tools.run.jax import KINDS, Collective, JaxReport
 from pase.tools.run.load import forward_graph
 
@@ -31,7 +31,7 @@ def print_report(report: TrainingReport, seconds: float, engine: str = "") -> No
           f"updated parameters {report.parameter_error:.2e} "
           f"(tolerance {report.tolerance():.1e})")
     if report.diverged:
-        print(DIVERGED)
+        print(divergence(report))
     if report.noise and report.element in ("bf16", "fp16"):
         print(f"{report.element} rounding alone moves the 1-device result by "
               f"{report.noise:.2e} (its error against an fp32 run), so the tolerance is "
