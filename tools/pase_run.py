@@ -188,6 +188,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         "'pase[jax]'), a pipeline too with --stages")
     parser.add_argument("--dump-mlir", metavar="FILE",
                         help="with --engine jax: write the lowered StableHLO module to FILE")
+    parser.add_argument("--jax-log", metavar="FILE",
+                        help="with --engine jax: if the JAX program fails, write its command, "
+                        "output and source to FILE (otherwise nothing of it is kept)")
     onnx = parser.add_argument_group("ONNX models (pase-opt: -f 'onnx{batch=N loss=mean}')")
     onnx.add_argument("--batch", type=_integer,
                       help="the size of a symbolic batch axis")
@@ -234,12 +237,14 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--timeline writes .svg or .png, got '{args.timeline}'"),
             (args.dump_mlir is not None and args.engine != "jax",
              "--dump-mlir needs --engine jax"),
+            (args.jax_log is not None and args.engine != "jax", "--jax-log needs --engine jax"),
             (args.dump_mlir is not None and pipelined, "--dump-mlir writes one program; a "
              "pipeline compiles several per stage: drop --dump-mlir"),
             (args.timeline is not None and args.engine == "jax",
              "--timeline draws pase's runtime: drop --engine jax"),
             *((unwritable(name) is not None, f"{flag} {name}: {unwritable(name)}")
-              for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir))
+              for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
+                                 ("--jax-log", args.jax_log))
               if name),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
@@ -302,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.engine == "jax":
             from pase.tools.run.jax import JaxBackend
 
-            backend = JaxBackend(args.devices, args.timeout)
+            backend = JaxBackend(args.devices, args.timeout, args.jax_log)
         else:
             backend = RuntimeBackend(args.devices, args.backend, args.timeout,
                                      record=args.timeline is not None)

@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -249,23 +250,29 @@ def test_the_child_gets_its_device_count_and_keeps_other_xla_flags(
     assert os.environ["XLA_FLAGS"].endswith("=3")
 
 
-def test_a_failing_child_says_what_failed_and_where_its_output_is() -> None:
+def test_a_failing_child_says_what_failed_and_keeps_its_output_only_if_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A program that dies on an exception of its own (no `error:` line) is reported at
-    the line that raised it, and its whole output and source are kept in a file."""
+    the line that raised it; its whole output and source go to `--jax-log`'s file when
+    one is given, and nothing of it outlives the run otherwise."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     source = "import sys\n\n\ndef check(x):\n    assert x > 1\n\n\ncheck(1)\n"
+    failed = ("the JAX program failed at step.py line 5 (in check): AssertionError, "
+              "raised by `assert x > 1`")
     with pytest.raises(ToolError) as raised:
         pase_run_program(source, {}, 1, 1, 0.01, False, 60.0)
-    message = str(raised.value)
-    assert message.startswith("the JAX program failed at step.py line 5 (in check): "
-                              "AssertionError, raised by `assert x > 1`; its whole output, "
-                              "and the program, are in ")
-    log = Path(message.rsplit(" are in ", 1)[1])
-    try:
-        text = log.read_text()
-        assert "AssertionError" in text
-        assert text.endswith(source)
-    finally:
-        log.unlink()
+    assert str(raised.value) == (
+        failed + " (--jax-log FILE keeps its whole output and the program)")
+    assert list((tmp_path / "tmp").iterdir()) == []
+    log = tmp_path / "jax.log"
+    with pytest.raises(ToolError) as raised:
+        pase_run_program(source, {}, 1, 1, 0.01, False, 60.0, str(log))
+    assert str(raised.value) == (
+        failed + f"; its whole output, and the program, are in {log}")
+    text = log.read_text()
+    assert "AssertionError" in text
+    assert text.endswith(source)
 
 
 def test_a_child_that_prints_nothing_gives_its_exit_status() -> None:

@@ -143,9 +143,10 @@ class JaxBackend:
     process (`run_program`) that may run `timeout` seconds; after `train`, `compiled`
     holds what XLA compiled and how long it took (for the first `train`)."""
 
-    def __init__(self, devices: int, timeout: float = 600.0):
+    def __init__(self, devices: int, timeout: float = 600.0, log: str | None = None):
         self.devices = devices
         self.timeout = timeout
+        self.log = log
         self.compiled: Compiled | None = None
 
     def train(self, module: ModuleOp, data: dict[str, np.ndarray], steps: int, lr: float,
@@ -154,7 +155,7 @@ class JaxBackend:
         configs = layer_configs(graph)
         source = jax_program(with_configs(module, configs), self.devices)
         saved = run_program(source, data, self.devices, steps, lr,
-                            element_of(graph, float_type) == "f64", self.timeout)
+                            element_of(graph, float_type) == "f64", self.timeout, self.log)
         names = [op.output.name_hint or "v" for op in graph.body.block.ops
                  if isinstance(op, dnn.ParamOp)]
         problem = build_problem(graph, self.devices, pinned=configs)
@@ -190,9 +191,12 @@ def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,
 
 
 def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: int,
-                lr: float, f64: bool, timeout: float) -> dict[str, np.ndarray]:
+                lr: float, f64: bool, timeout: float,
+                log: str | None = None) -> dict[str, np.ndarray]:
     """Run the JAX program `source` on `devices` CPU devices (or the machine's
-    accelerators) in a child process; its saved results by name."""
+    accelerators) in a child process; its saved results by name. If it fails, its
+    command, output and source go to the file `log` when one is given (`pase-run
+    --jax-log`); nothing outlives the run otherwise."""
     with tempfile.TemporaryDirectory(prefix="pase-jax-") as folder:
         program, inputs, outputs = (Path(folder) / n for n in ("step.py", "data.npz",
                                                                 "result.npz"))
@@ -208,7 +212,10 @@ def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: i
             raise ToolError(f"the JAX program did not finish within {timeout:g} s "
                             "(--timeout)") from None
         if finished.returncode != 0:
-            log = keep_output(command, finished, source)
+            if log is None:
+                raise ToolError(child_error(finished.stderr, finished.returncode)
+                                + " (--jax-log FILE keeps its whole output and the program)")
+            keep_output(log, command, finished, source)
             raise ToolError(child_error(finished.stderr, finished.returncode, log))
         with np.load(outputs) as saved:
             return dict(saved)
@@ -231,7 +238,7 @@ def child_error(stderr: str, returncode: int = 1, log: str = "") -> str:
     """What failed in the JAX program: its own `error:` line (it words its own errors),
     else the exception its traceback ends with, where it was raised (the program's last
     frame, else the last one) and the line that raised it, else its exit status; then
-    where its whole output is (`log`, from `keep_output`).
+    where its whole output is (`log`, the user's `--jax-log`).
 
         >>> child_error('Traceback (most recent call last):\\n  File "/t/step.py", line 9, '
         ...             'in f\\n    assert x\\nAssertionError\\n')
@@ -258,14 +265,11 @@ def child_error(stderr: str, returncode: int = 1, log: str = "") -> str:
     return f"the JAX program failed{place}: {lines[-1].strip()}{raised}{where}"
 
 
-def keep_output(command: list[str], finished: subprocess.CompletedProcess[str],
-                source: str) -> str:
-    """Write a failed JAX program's command, exit status, output and source to a file
-    that outlives the temporary folder (`pase-jax-*.log` in the system's temporary
-    folder); its path."""
-    handle, path = tempfile.mkstemp(prefix="pase-jax-", suffix=".log")
-    with os.fdopen(handle, "w", encoding="utf-8") as log:
+def keep_output(path: str, command: list[str], finished: subprocess.CompletedProcess[str],
+                source: str) -> None:
+    """Write a failed JAX program's command, exit status, output and source to `path`
+    (the user's `--jax-log`; the program's temporary folder goes with the run)."""
+    with open(path, "w", encoding="utf-8") as log:
         log.write(f"command: {' '.join(command)}\nexit status: {finished.returncode}\n"
                   f"--- stdout\n{finished.stdout}--- stderr\n{finished.stderr}"
                   f"--- step.py\n{source}")
-    return path
