@@ -69,9 +69,14 @@ def grid_of(layer: Layer, config: Config) -> tuple[int, ...]:
 
 
 def mesh_configs(layer: Layer, configs: Sequence[Config], devices: int) -> list[Config]:
-    """The configurations of `configs` whose grids one mesh of `devices` holds (in order;
-    the unsplit one always is)."""
-    return [config for config in configs if on_one_mesh(grid_of(layer, config), devices)]
+    """The configurations of `configs` whose grids one mesh of `devices` holds, in order;
+    ValueError when none is (a pinned data-parallel degree off the mesh's cuts)."""
+    kept = [config for config in configs if on_one_mesh(grid_of(layer, config), devices)]
+    if configs and not kept:
+        raise ValueError(f"layer '{layer.name}': none of its configurations is on one mesh "
+                         f"of {devices} devices (cut at {', '.join(map(str, mesh_cuts(devices)))}"
+                         f"; {OPTION})")
+    return kept
 
 
 class OneMeshCost(PaseCost):
