@@ -47,6 +47,8 @@ Options:
   pase-search (each stage's layers charged so; under bf16/fp16 the tensors crossing
   stage boundaries move in 2 bytes too); the report and the exported plan's "pipeline"
   give the memory per device by part and the FLOP/s per device
+- one-mesh: true keeps only the grids one mesh of a stage's devices holds, as for
+  pase-search (the JAX target's stage programs)
 
 With S = 1 and M = 1 the configurations are exactly pase-search's. pase-autodiff and
 pase-lower-spmd then turn the plan into one pipelined SPMD program, which pase-run
@@ -126,6 +128,7 @@ class PartitionStagesPass(PasePass):
     recompute: str = "none"
     zero: str | int = "0"
     data_parallel: int = 0
+    one_mesh: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
@@ -205,7 +208,8 @@ class PartitionStagesPass(PasePass):
                              f"the graph has only {len(cuts) + 1} segments to put in them")
         cap = self.device_memory_gib * GIB if self.device_memory_gib else None
         training = self.training()
-        options = SearchOptions(min_shard=self.min_shard, training=training)
+        options = SearchOptions(min_shard=self.min_shard, training=training,
+                                one_mesh=self.one_mesh)
         if not training.is_default:
             try:
                 check_training(self.name, name, training, load_machine(self.machine),

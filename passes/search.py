@@ -47,6 +47,9 @@ micro-batch. Options:
   carries `pase.training` (the four options as strings), and with recompute=auto or
   zero=auto each layer its choices (`pase.recompute`, `pase.zero`); the report and the
   export give the memory per device by part and the FLOP/s per device
+- one-mesh: true keeps only the layer grids one mesh of the P devices holds
+  (`strategy/one_mesh.py`), so that the JAX target (`-t jax`, `pase-run --engine jax`)
+  runs exactly the plan searched (docs/jax.md); default false
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ class PaseSearchPass(PasePass):
     recompute: str = "none"
     zero: str | int = "0"
     data_parallel: int = 0
+    one_mesh: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self._check_options()
@@ -143,6 +147,9 @@ class PaseSearchPass(PasePass):
         if self.compat not in ("", "pase"):
             raise Diagnostic(f"pase-search: unknown compat '{self.compat}'; the only "
                              "mode is compat=pase")
+        if self.one_mesh and self.compat:
+            raise Diagnostic("pase-search: one-mesh=true needs pase's own cost model, not "
+                             "compat=pase")
         if not 0 < self.memory_gib < math.inf:
             raise Diagnostic(f"pase-search: memory-gib must be a positive number, got "
                              f"{self.memory_gib}")
@@ -169,7 +176,7 @@ class PaseSearchPass(PasePass):
         return SearchOptions(method=self.method, order=self.order, min_shard=self.min_shard,
                              compat=self.compat, bounding=self.bounding, jit=self.jit,
                              memory_budget=int(float(self.memory_gib) * (1 << 30)),
-                             training=self.training())
+                             training=self.training(), one_mesh=self.one_mesh)
 
     def _search(self, graph: GraphOp, only_graph: bool = True) -> dict:
         name = graph.sym_name.data

@@ -156,10 +156,17 @@ def graph_devices(graph: dnn.GraphOp) -> int:
                 if layer.config is not None] + [1])
 
 
-def mesh_shape(devices: int, grids: list[tuple[dnn.LayerOp, tuple[int, ...]]]
-               ) -> tuple[int, ...]:
+ONE_MESH_HINT = ("; search with one-mesh=true (pase-search{devices=P one-mesh=true}, "
+                 "pase-partition-stages{... one-mesh=true}): its plans are ones a mesh "
+                 "holds, and the program runs exactly the plan searched")
+"""What the mesh errors suggest (`pase.passes.strategy.one_mesh`)."""
+
+
+def mesh_shape(devices: int, grids: list[tuple[dnn.LayerOp, tuple[int, ...]]],
+               names: dict[dnn.LayerOp, str] | None = None) -> tuple[int, ...]:
     """The mesh's axis sizes (outermost first) whose suffix products include every
-    grid's: each grid axis then covers consecutive mesh axes.
+    grid's: each grid axis then covers consecutive mesh axes. `names` name a layer at
+    fault that has no place in a file (an imported ONNX model's).
 
         >>> mesh_shape(8, [])
         (8,)
@@ -173,7 +180,8 @@ def mesh_shape(devices: int, grids: list[tuple[dnn.LayerOp, tuple[int, ...]]]
         if devices % stride:
             raise at_op(layer, f"the jax target cannot express this layer's grid "
                         f"{'x'.join(map(str, grid))} on {devices} devices: {stride} devices "
-                        f"do not divide {devices}, so the idle devices are no mesh axis")
+                        f"do not divide {devices}, so the idle devices are no mesh axis"
+                        f"{ONE_MESH_HINT}", prefix=_named(layer, names))
     ordered = sorted(cuts)
     for small, large in zip(ordered, ordered[1:], strict=False):
         if large % small:
@@ -181,9 +189,14 @@ def mesh_shape(devices: int, grids: list[tuple[dnn.LayerOp, tuple[int, ...]]]
                            or small in _suffixes(grid))
             raise at_op(culprit, f"the jax target cannot express this strategy on one mesh: "
                         f"grids of {small} and {large} devices do not nest (one mesh "
-                        "axis per split needs each grid's size to divide the next)")
+                        "axis per split needs each grid's size to divide the next)"
+                        f"{ONE_MESH_HINT}", prefix=_named(culprit, names))
     sizes = [large // small for small, large in zip(ordered, ordered[1:], strict=False)]
     return tuple(reversed(sizes)) or (1,)
+
+
+def _named(layer: dnn.LayerOp, names: dict[dnn.LayerOp, str] | None) -> str:
+    return f"layer '{names[layer]}': " if names and layer in names else ""
 
 
 def _suffixes(grid: tuple[int, ...]) -> set[int]:
@@ -252,7 +265,7 @@ class _Emitter:
                 raise at_op(layer, f"this layer's grid needs {prod(placement.shape)} devices, "
                             f"more than the {devices} the jax target was given")
         self.shape = mesh_shape(devices, [(layer, p.shape) for layer, p in
-                                          self.placements.items() if p.axes])
+                                          self.placements.items() if p.axes], self.layers)
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
         self.seeds: dict[SSAValue, Seed] | None = None

@@ -285,8 +285,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         given = StepOptions().overridden(optimizer=args.optimizer, precision=args.precision,
                                          recompute=args.recompute, zero=args.zero)
         lr = args.lr if args.lr is not None else LEARNING_RATES[given.optimizer]
+        # The JAX program runs a strategy on one mesh: search only the grids it holds.
+        one_mesh = args.engine == "jax"
         spec = pipeline_spec(args.devices, args.scale, lr, args.machine,
-                             args.strategy or "", args.data_parallel, stages, given)
+                             args.strategy or "", args.data_parallel, stages, given, one_mesh)
         if args.print_pipeline:
             print(spec)
             return
@@ -294,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                     args.loss or "cross-entropy")
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", args.data_parallel,
-                                    stages, given)
+                                    stages, given, one_mesh)
         options = training_options(args, module)
         set_training(forward_graph(module), options)
         if args.lr is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pase.passes.strategy.cost_models import CostModel, cost_model
+from pase.passes.strategy.one_mesh import one_mesh_model
 
 OPTIMIZER_STATE_WORDS = {"sgd": 0, "momentum": 1, "adam": 2}
 """fp32 words of optimizer state per parameter: momentum's velocity, Adam's two moments."""
@@ -137,12 +138,15 @@ class SearchOptions:
     training: TrainingOptions = DEFAULT_TRAINING
     """The training step charged: optimizer, precision, recomputation, ZeRO, a pinned
     data-parallel degree (defaults: today's fp32 SGD step)."""
+    one_mesh: bool = False
+    """Only the configurations one device mesh holds (`one_mesh.py`: the JAX target's)."""
 
     @property
     def model(self) -> CostModel:
         """The cost model `compat` names, charging the `training` step; raises
         ValueError for an unknown mode or a training step compat=pase cannot charge."""
-        return cost_model(self.compat, self.training)
+        model = cost_model(self.compat, self.training)
+        return one_mesh_model(model) if self.one_mesh else model
 
 
 DEFAULT_OPTIONS = SearchOptions()

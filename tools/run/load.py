@@ -72,7 +72,7 @@ class Stages:
 def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
                   machine: str = "pase-default", strategy: str = "",
                   data_parallel: bool = False, stages: Stages | None = None,
-                  options: StepOptions | None = None) -> str:
+                  options: StepOptions | None = None, one_mesh: bool = False) -> str:
     """The `-p` spec of pase-run's passes, from the model to the sharded `dist.program`.
 
         >>> pipeline_spec(8, factor=0.125, strategy="s.json").split(",")
@@ -85,7 +85,7 @@ def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
     optimizer = options.optimizer if options is not None and options.optimizer != "sgd" \
         else ""
     return ",".join([strategy_spec(devices, factor, machine, strategy, data_parallel,
-                                   stages, options),
+                                   stages, options, one_mesh),
                      lowering_spec(devices, lr, optimizer)]).lstrip(",")
 
 
@@ -118,13 +118,16 @@ def search_options(pass_class: type[ModulePass], options: StepOptions | None
 
 def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-default",
                   strategy: str = "", data_parallel: bool = False,
-                  stages: Stages | None = None, options: StepOptions | None = None) -> str:
+                  stages: Stages | None = None, options: StepOptions | None = None,
+                  one_mesh: bool = False) -> str:
     """The passes that give every layer its configuration (and with `stages`, or a
-    pipeline plan file as `strategy`, its pipeline stage), then scale the model."""
+    pipeline plan file as `strategy`, its pipeline stage), then scale the model.
+    `one_mesh`: search only the grids one device mesh holds (`--engine jax`)."""
     if stages is None and strategy and is_pipeline_plan(strategy):
         stages = Stages()  # a plan file: pase-partition-stages reads it
-    searched = search_options(PaseSearchPass, options)
-    partitioned = search_options(PartitionStagesPass, options)
+    mesh = {"one_mesh": True} if one_mesh else {}
+    searched = search_options(PaseSearchPass, options) | mesh
+    partitioned = search_options(PartitionStagesPass, options) | mesh
     passes: list[ModulePass] = [] if data_parallel else [
         PaseSearchPass(devices=devices, machine=machine, strategy=strategy, **searched)
         if stages is None else PartitionStagesPass(devices=devices, machine=machine,
@@ -223,15 +226,16 @@ def with_initial(data: dict[str, np.ndarray], initial: dict[str, np.ndarray] | N
 def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
                        machine: str = "pase-default", strategy: str = "",
                        data_parallel: bool = False, stages: Stages | None = None,
-                       options: StepOptions | None = None) -> ModuleOp:
+                       options: StepOptions | None = None, one_mesh: bool = False
+                       ) -> ModuleOp:
     """The model with a configuration on every layer, searched (or loaded from
     `strategy`, or the batch split with `data_parallel`, or with `stages` a pipeline
-    plan) at full size, then scaled."""
+    plan) at full size, then scaled; `one_mesh` as for `strategy_spec`."""
     if data_parallel:
         module = with_configs(module, build_problem(module, devices,
                                                     load_machine(machine)).data_parallel())
     run_passes(module, strategy_spec(devices, factor, machine, strategy, data_parallel,
-                                     stages, options))
+                                     stages, options, one_mesh))
     return module
 
 

@@ -12,7 +12,7 @@
 // CHECK-NEXT:   pase-search{devices=0 machine=pase-default order=genseq method=dp min-shard=4
 // CHECK-NEXT:               compat="" memory-gib=4.0 jit=auto strategy="" export="" report=false
 // CHECK-NEXT:               device-memory-gib=0.0 bounding=true effort=30000 optimizer=sgd
-// CHECK-NEXT:               precision=fp32 recompute=none zero=0 data-parallel=0}
+// CHECK-NEXT:               precision=fp32 recompute=none zero=0 data-parallel=0 one-mesh=false}
 // CHECK-NEXT:       Find the optimal strategy of each graph and attach it.
 // CHECK-NEXT:   pase-merge-layers
 // CHECK-NEXT:       Mark every layer with the segment it belongs to (#pase.segment).
@@ -20,7 +20,7 @@
 // CHECK-NEXT:                         device-memory-gib=0.0 effort=30000 machine=pase-default
 // CHECK-NEXT:                         min-shard=4 method=dp report=false export="" strategy=""
 // CHECK-NEXT:                         optimizer=sgd precision=fp32 recompute=none zero=0
-// CHECK-NEXT:                         data-parallel=0}
+// CHECK-NEXT:                         data-parallel=0 one-mesh=false}
 // CHECK-NEXT:       Split the layers into pipeline stages with per-stage PaSE strategies.
 // CHECK-NEXT:   pase-scale{factor=1.0}
 // CHECK-NEXT:       Scale every dimension of every graph by `factor` (0 < factor <= 1).
