@@ -16,7 +16,8 @@ the input m:
 
     nodes = rewrite_input_masks(onnx, nodes, inputs, constant_of)
 
-A mask computed from a model input in any other way stays one error naming its Where
+A BOOL mask input is read as i64 (0 and 1). A mask computed from a model input in any
+other way stays one error naming its Where
 (`check_input_masks`):
 
     check_input_masks(nodes, inputs, constant_of, "gpt2.onnx")
@@ -78,8 +79,24 @@ def rewrite_input_masks(onnx: Any, nodes: list[Any], inputs: dict[str, Any],
                 fill=bias_fill if fill is None else fill, keep_axes=[-rank, -1])
     if not replacement:
         return nodes
-    rewritten = [replacement.get(id(node), node) for node in nodes]
-    return without_unused(rewritten, set(derived))
+    rewritten = without_unused([replacement.get(id(node), node) for node in nodes],
+                               set(derived))
+    read_as_ints(onnx, rewritten, inputs)
+    return rewritten
+
+
+def read_as_ints(onnx: Any, nodes: list[Any], inputs: dict[str, Any]) -> None:
+    """A BOOL mask input that only `PaddingMask` nodes read becomes INT64 (pase has no
+    booleans; its 0 and 1 mean false and true): its ValueInfo is changed in place."""
+    readers: dict[str, set[str]] = {}
+    for node in nodes:
+        for name in node.input:
+            readers.setdefault(name, set()).add(node.op_type)
+    for name, value in inputs.items():
+        tensor_type = value.type.tensor_type
+        if tensor_type.elem_type == onnx.TensorProto.BOOL and \
+                readers.get(name) == {"PaddingMask"}:
+            tensor_type.elem_type = onnx.TensorProto.INT64
 
 
 def mask_values(nodes: list[Any], inputs: Iterable[str],

@@ -1,9 +1,10 @@
 """Models exported with an `attention_mask` input (models/onnx/bert_mask.*, gpt2_mask.*:
-`torch.onnx.export(model, (ids, attention_mask), ...)`, by models/export_torch.py): the mask is a `dnn.input` read by `dnn.mask padding`; pase's
-first loss on one device equals softmax cross-entropy over onnx.reference's evaluation
-of the file on the same ids, mask (pase-run's draw: random lengths, the rest padding)
-and weights (tests/tools/test_run_ops.py trains padding masks split over the batch and
-key dims against one device; test_torch_exports.py searches and checks the files)."""
+`torch.onnx.export(model, (ids, attention_mask), ...)`, by models/export_torch.py): the
+mask is a `dnn.input` read by `dnn.mask padding`; pase's first loss on one device equals
+softmax cross-entropy over onnx.reference's evaluation of the file on the same ids, mask
+(pase-run's draw: random lengths, the rest padding) and weights. tests/tools/
+test_run_ops.py trains padding masks split over the batch and key dims against one
+device; docs/pytorch.md gives the full-size search and `--check`."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_the_padding_mask_is_an_input_and_computes_what_onnx_computes(name: str)
     data = with_initial(make_data(graph, seed=0), imported.initial_values)
     keep = data[mask.name_hint or ""]
     assert 0 < keep.sum() < keep.size  # pase-run's draw pads some rows
-    assert (keep[:, 0] == 1).all() and (np.diff(keep, axis=1) <= 0).all()
+    assert (keep[:, 0] == 1).all()  # each row keeps its first token,
+    assert (np.diff(keep, axis=1) <= 0).all()  # then pads to the end
     model = onnx.load(path)
     inputs = [value.name for value in model.graph.input]
     reference = ReferenceEvaluator(model)

@@ -14,9 +14,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 from onnx_case import INT64, graph, main, node, weights  # noqa: E402
 
 import numpy as np  # noqa: E402
+from onnx import TensorProto  # noqa: E402
 
 S = 96  # a [96, 96] mask: over the 8,192 elements onnxscript folds an input of
 LOWEST = np.float32(np.finfo(np.float32).min)
+BOOL = TensorProto.BOOL
 
 
 def scores(extra):
@@ -72,9 +74,9 @@ def case_not_causal():
                  {"x": [2, S, 8]}, ("y", [2, S, 8]), {"mask": mask})
 
 
-# A padding mask computed from an attention_mask input [b, keys], And the causal mask, as
-# the Where's condition: the causal mask, then the padding mask by the input itself (its
-# axes the scores' batch and keys), the ops that computed the condition gone.
+# A padding mask computed from an attention_mask input [b, keys] (bool: read as i64), And
+# the causal mask, as the Where's condition: the causal mask, then the padding mask by the
+# input itself (its axes the scores' batch and keys), the ops that computed it gone.
 # PADDING:      %attention_mask = dnn.input : !dnn.tensor<[b = 2, t = 4], i64>
 # PADDING-NOT:  dnn.param
 # PADDING:      %masked_causal = dnn.mask causal %scores over [s, t] fill -3.4e+38
@@ -86,7 +88,7 @@ def case_padding():
         node("Unsqueeze", ["keep", "axis1"], ["keys"]),
         node("And", ["causal", "keys"], ["mask"]),
         node("Where", ["mask", "scores", "lowest"], ["masked"])]),
-        {"x": [2, 4, 8], "attention_mask": ([2, 4], INT64)}, ("y", [2, 4, 8]),
+        {"x": [2, 4, 8], "attention_mask": ([2, 4], BOOL)}, ("y", [2, 4, 8]),
         {"causal": np.tril(np.ones((4, 4), dtype=bool)), "axis1": np.array([1]),
          "lowest": LOWEST})
 
