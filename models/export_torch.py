@@ -20,6 +20,9 @@ VGG; Hugging Face's GPT2LMHeadModel, BertForMaskedLM, T5ForConditionalGeneration
 small configurations, so that the files stay small (pase's tests import them; nothing is
 downloaded). `classifier_loss` is a small classifier exported with its loss, as users export
 a training module: `forward(image, labels)` returns `cross_entropy(model(image), labels)`.
+`bert_mask` and `gpt2_mask` are BERT and GPT-2 exported as Hugging Face's default call
+passes a padding mask, `(input_ids, attention_mask)` (row i keeps 16 - i tokens), with
+weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss.
 With `--full`, the architectures are exported at their real sizes instead (torchvision's
 constructors as they are, 224x224 images; an LSTM language model of 10k words, 2 layers of
 1024, 64 steps), for measuring pase on them (docs/pytorch.md). Needs torch; pase itself
