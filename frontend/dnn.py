@@ -151,7 +151,7 @@ STATEMENTS: dict[str, Statement] = {
     "clip": Statement(dnn.ClipOp),
     "slice": Statement(dnn.SliceOp, result=True),
     "broadcast": Statement(dnn.BroadcastOp, result=True),
-    "mask": Statement(dnn.MaskOp),
+    "mask": Statement(dnn.MaskOp, (1, 2)),
     "div": Statement(dnn.DivOp, (2, 2)),
     "rmsnorm": Statement(dnn.RmsNormOp, (1, 2)),
     **{op.name[4:]: Statement(op) for op in (dnn.SqrtOp, dnn.NegOp, dnn.PowOp)},
@@ -219,7 +219,7 @@ _TOKEN_NAMES = {
     "VALUE": "a %value", "NAME": "a name", "NUMBER": "a number", "GRAPH_NAME": "@name",
     "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
     "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
-    "KIND": "max, avg, sum, mean or causal", "ALONG": "'along'",
+    "KIND": "max, avg, sum, mean, causal or padding", "ALONG": "'along'",
     "NUMBER_CLAUSE": "groups, min, max, from, fill or exponent", "GRAPH": "'graph'",
     "RETURN": "'return'", "DATA": "input or param",
 }

@@ -20,6 +20,9 @@ VGG; Hugging Face's GPT2LMHeadModel, BertForMaskedLM, T5ForConditionalGeneration
 small configurations, so that the files stay small (pase's tests import them; nothing is
 downloaded). `classifier_loss` is a small classifier exported with its loss, as users export
 a training module: `forward(image, labels)` returns `cross_entropy(model(image), labels)`.
+`bert_mask` and `gpt2_mask` are BERT and GPT-2 exported as Hugging Face's default call
+passes a padding mask, `(input_ids, attention_mask)` (row i keeps 16 - i tokens), with
+weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss.
 With `--full`, the architectures are exported at their real sizes instead (torchvision's
 constructors as they are, 224x224 images; an LSTM language model of 10k words, 2 layers of
 1024, 64 steps), for measuring pase on them (docs/pytorch.md). Needs torch; pase itself
@@ -197,20 +200,27 @@ def small_classifier() -> nn.Module:
                                   nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 10)))
 
 
-def gpt2() -> nn.Module:
+MASKED_INIT = 0.5
+"""The weights' std of the fixtures exported with an attention_mask (Hugging Face's
+default, 0.02, makes attention nearly uniform at init, so that a padding mask moves the
+loss by only 1e-5 of itself; at 0.5 it is sharp and the mask matters)."""
+
+
+def gpt2(masked: bool = False) -> nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     return Logits(GPT2LMHeadModel(GPT2Config(
         vocab_size=VOCABULARY, n_positions=SEQUENCE, n_embd=32, n_layer=2, n_head=2,
-        use_cache=False)))
+        use_cache=False, **({"initializer_range": MASKED_INIT} if masked else {}))), masked)
 
 
-def bert() -> nn.Module:
+def bert(masked: bool = False) -> nn.Module:
     from transformers import BertConfig, BertForMaskedLM
 
     return Logits(BertForMaskedLM(BertConfig(
         vocab_size=VOCABULARY, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=SEQUENCE)))
+        intermediate_size=64, max_position_embeddings=SEQUENCE,
+        **({"initializer_range": MASKED_INIT} if masked else {}))), masked)
 
 
 def t5() -> nn.Module:
@@ -231,6 +241,8 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor
     "vit_b_16": (vit, image),
     "gpt2": (gpt2, ids),
     "bert": (bert, ids),
+    "gpt2_mask": (lambda: gpt2(True), lambda: full_ids(VOCABULARY, SEQUENCE, masked=True)),
+    "bert_mask": (lambda: bert(True), lambda: full_ids(VOCABULARY, SEQUENCE, masked=True)),
     "t5": (t5, lambda: ids(2)),
     "classifier_loss": (small_classifier, image_and_labels),
 }

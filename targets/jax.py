@@ -404,6 +404,9 @@ class _Emitter:
                 self.helpers.add("clip")
                 return (f"clip({operands[0]}, {op.float_prop('min')!r}, "
                         f"{op.float_prop('max')!r})")
+            case dnn.MaskOp() if op.kind_prop() == "padding":
+                keep = self.aligned(operands[1], inputs[1], inputs[0].dims)
+                return f"jnp.where({keep} != 0, {operands[0]}, {op.float_prop('fill')!r})"
             case dnn.MaskOp():
                 self.helpers.add("causal_mask")
                 q_axis, k_axis = _axes(inputs[0], op.dims_prop("over"))

@@ -192,11 +192,16 @@ def make_step(mesh, lr):
 
 
 def seeded(table, rng, float_type):
-    """Seeded values for PARAMS or INPUTS (order one, ids within their range)."""
+    """Seeded values for PARAMS or INPUTS (order one, ids within their range, padding
+    masks of random lengths)."""
     values = {}
     for name, (shape, dtype, _, (kind, scale)) in table.items():
         if kind == "ints":
             values[name] = rng.integers(0, int(scale), size=shape).astype(dtype)
+            continue
+        if kind == "lengths":  # a padding mask: per row 1s for a random length, then 0s
+            lengths = rng.integers(1, int(scale) + 1, size=tuple(shape[:-1]))
+            values[name] = (np.arange(shape[-1]) < lengths[..., None]).astype(dtype)
             continue
         array = (1.0 if kind == "normal+1" else 0.0) + scale * rng.standard_normal(shape)
         values[name] = array.astype(float_type or dtype)
@@ -208,7 +213,7 @@ def place(values, table, shardings, float_type):
     placed = {}
     for name, (shape, dtype, _, (kind, _)) in table.items():
         array = np.asarray(values[name])
-        array = array.astype(dtype if kind == "ints" else float_type or dtype)
+        array = array.astype(dtype if kind in ("ints", "lengths") else float_type or dtype)
         placed[name] = jax.make_array_from_callback(
             tuple(shape), shardings[name], lambda index, a=array: a[index])
     return placed

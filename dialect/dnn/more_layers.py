@@ -2,7 +2,8 @@
 
 clip (ReLU6), the elementwise div, sqrt, neg and pow, slice (ONNX Slice, Split and
 constant-index Gather), broadcast (ONNX Expand: ViT's class token), the causal mask
-(GPT-2's Where with a lower-triangular mask) and rmsnorm (T5's norm). Like every layer op
+(GPT-2's Where with a lower-triangular mask), the padding mask of an
+`attention_mask` input and rmsnorm (T5's norm). Like every layer op
 class they answer `shape_rule` from `pase.core.shapes` and `space_rule`; `layers.LAYER_OPS`
 lists them with the others.
 """
@@ -104,11 +105,18 @@ class BroadcastOp(LayerOp):
 
 @irdl_op_definition
 class MaskOp(LayerOp):
-    """`%y = dnn.mask causal %x over [q, k] fill -1.0e9 : (...) -> ...`: x where k <= q,
-    `fill` where k > q (q and k: two dims of x of one size, by global position); the
-    gradient is 0 where the fill is.
+    """An attention mask: x where kept, `fill` elsewhere; the gradient is 0 where the
+    fill is.
 
-    Iteration space: x's dims, all of which split; the kernel finds its block's
+    - `%y = dnn.mask causal %x over [q, k] fill -1.0e9 : (...) -> ...`: x where k <= q
+      (q and k: two dims of x of one size, by global position).
+    - `%y = dnn.mask padding %x, %keep over [b, k] fill -1.0e9 : (...) -> ...`: x where
+      `keep` (a tensor over exactly the dims `over` of x, of any element type: a padding
+      mask given as a model input, Hugging Face's `attention_mask` [batch, keys]) is not
+      0, broadcast over x's other dims. keep gets no gradient (it is data).
+
+    Iteration space: x's dims, all of which split; keep follows its own dims (a split of
+    the batch or key dim splits it with the scores). The causal kernel finds its block's
     positions from the block's offsets.
     """
 
@@ -118,17 +126,37 @@ class MaskOp(LayerOp):
     over = prop_def(ArrayAttr[StringAttr])
     fill = prop_def(FloatAttr)
 
-    KIND: ClassVar[Kind] = ("kind", ("causal",))
+    KIND: ClassVar[Kind] = ("kind", ("causal", "padding"))
     CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"), ("fill", "fill", "float"))
 
     @classmethod
     def shape_rule(cls, layer: LayerSignature) -> NamedShape:
-        (x,) = layer.operand_shapes(1)
-        return shapes.mask_shape(x, layer.dims_prop("over"))
+        if layer.kind_prop() != "padding":
+            (x,) = layer.operand_shapes(1)
+            return shapes.mask_shape(x, layer.dims_prop("over"))
+        x, keep = layer.operand_shapes(2, " (scores, keep)")
+        return padding_mask_shape(x, keep, layer.dims_prop("over"))
 
     @classmethod
     def space_rule(cls, layer: LayerSignature) -> IterationSpace:
         return _identity_space(layer.result_shape, layer.input_shapes, 1.0, 1.0)
+
+
+def padding_mask_shape(x: NamedShape, keep: NamedShape, over: tuple[str, ...]) -> NamedShape:
+    """`mask padding`: x (float) masked where `keep`, over exactly the dims `over` of x
+    with x's sizes, is 0."""
+    if x.element not in shapes.FLOAT_TYPES:
+        raise shapes.ShapeError(f"mask takes floating-point tensors, got {x.element}")
+    if tuple(keep.dims) != tuple(over):
+        raise shapes.ShapeError(f"mask padding's keep must have the dims over "
+                                f"[{', '.join(over)}], got [{', '.join(keep.dims)}]")
+    for dim in over:
+        if dim not in x.dims:
+            raise shapes.ShapeError(f"mask padding is over '{dim}', which {x} does not have")
+        if x.size_of(dim) != keep.size_of(dim):
+            raise shapes.ShapeError(f"mask padding's keep has '{dim}' of size "
+                                    f"{keep.size_of(dim)}, the scores {x.size_of(dim)}")
+    return x
 
 
 @irdl_op_definition

@@ -7,6 +7,9 @@ first reads the tensor, not from the layer's name:
 - An integer tensor (ids, labels) indexes a dim of its reader that the reader sums over
   and the tensor does not range over (an embedding's vocabulary, a cross-entropy's
   classes): uniform ints below that dim's size.
+- A padding mask (the keep operand of a `mask padding`, Hugging Face's attention_mask
+  [batch, keys]) is "lengths": along its last axis each row keeps 1s for a uniform random
+  length from 1 to the axis's size, then 0s (padding at the end, as a tokenizer pads).
 - A float input is data: normal, std 1.
 - A param the reader contracts over some of its dims is a weight: normal with std
   1/sqrt(fan-in), the fan-in being the product of those dims' sizes (a conv filter
@@ -35,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod, sqrt
 
+import numpy as np
 from xdsl.ir import SSAValue
 
 from pase.core.shapes import ELEMENTS
@@ -66,8 +70,10 @@ SMALL = 0.1
 
 @dataclass(frozen=True)
 class Seed:
-    """`kind` "ints" (uniform in [0, `scale`)), "normal" (std `scale`) or "normal+1"
-    (1 + `scale` · normal)."""
+    """`kind` "ints" (uniform in [0, `scale`)), "normal" (std `scale`), "normal+1"
+    (1 + `scale` · normal) or "lengths" (a padding mask: each row along the last axis,
+    of size `scale`, 1s for a uniform random length from 1 to `scale`, then 0s:
+    `padding_mask`)."""
 
     kind: str
     scale: float
@@ -75,7 +81,19 @@ class Seed:
     def describe(self) -> tuple[str, float | int]:
         """As the `-t jax` program's tables write it: `(kind, scale)`, an int high for
         "ints"."""
-        return (self.kind, int(self.scale) if self.kind == "ints" else self.scale)
+        return (self.kind, int(self.scale) if self.kind in ("ints", "lengths")
+                else self.scale)
+
+
+def padding_mask(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """A "lengths" seed's values: per row (all axes but the last) a length drawn
+    uniformly from 1 to the last axis's size, 1 before it and 0 after.
+
+        >>> padding_mask(np.random.default_rng(0), (2, 4)).tolist()
+        [[1, 1, 1, 1], [1, 1, 1, 0]]
+    """
+    lengths = rng.integers(1, shape[-1] + 1, size=shape[:-1])
+    return (np.arange(shape[-1]) < lengths[..., None]).astype(np.int64)
 
 
 def seeds(graph: GraphOp) -> dict[SSAValue, Seed]:
@@ -110,6 +128,8 @@ def seed_of(value: SSAValue, branches: dict[SSAValue, int] | None = None) -> See
     `branches`: the graph's `residual_adds` (computed here if not given)."""
     readers = [(use.operation, use.index) for use in value.uses
                if isinstance(use.operation, LayerOp)]
+    if any(reader.name == "dnn.mask" and index == 1 for reader, index in readers):
+        return Seed("lengths", float(shape_of(value).sizes[-1]))
     if not ELEMENTS[shape_of(value).element].floating:
         highs = [index_range(reader, index) for reader, index in readers]
         return Seed("ints", float(next((h for h in highs if h > 1), 2)))

@@ -20,7 +20,7 @@ from pase.core.diagnostics import Diagnostic
 from pase.core.shapes import MAX_ELEMENTS, ShapeError
 from pase.dialect import dnn
 from pase.frontend.onnx import operators  # noqa: F401  (registers the importers)
-from pase.frontend.onnx.input_masks import check_input_masks
+from pase.frontend.onnx.input_masks import check_input_masks, rewrite_input_masks
 from pase.frontend.onnx.loss_patterns import ONLY_IN_A_LOSS
 from pase.frontend.onnx.patterns import rewrite_patterns
 from pase.frontend.onnx.registry import OPERATORS
@@ -48,8 +48,9 @@ def import_graph(onnx: Any, model: Any, filename: str, graph_name: str, batch: i
     for init in graph.initializer:
         state.values[init.name] = Value((), constant=onnx.numpy_helper.to_array(init))
     nodes = rewrite_patterns(onnx, list(graph.node), state.constant_of)
-    check_input_masks(nodes, [v.name for v in graph.input if v.name not in initializers],
-                      state.constant_of, filename)
+    inputs = {v.name: v for v in graph.input if v.name not in initializers}
+    nodes = rewrite_input_masks(onnx, nodes, inputs, state.constant_of)
+    check_input_masks(nodes, list(inputs), state.constant_of, filename)
     check_supported(nodes, filename)
     for value in graph.input:
         if value.name not in initializers:

@@ -1,6 +1,6 @@
 """Elementwise ops: relu, gelu, tanh, sigmoid, exp, sqrt, neg; clip, pow; add, sub, mul, div
 broadcasting by name; the causal mask, which finds its block's positions from the block's
-offsets.
+offsets, and the padding mask, whose keep operand is broadcast by name.
 
 Unary kernels are purely local. A binary op's result has the larger operand's dims
 (lhs's when both have the same set, as `pase.core.shapes.binary_shape`); the smaller
@@ -174,7 +174,13 @@ def mask_backward(grad_output: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return np.where(keep, grad_output, 0).astype(grad_output.dtype)
 
 
-def _keep(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+def _keep(ctx: KernelContext, inputs: list[Any]) -> np.ndarray:
+    """Where this block of the mask's x keeps its entries: causal, from the block's
+    offsets; padding, where its block of `keep` is not 0 (broadcast by name)."""
+    x = inputs[0]
+    if ctx.props["kind"] == "padding":
+        x_dims, keep_dims = ctx.dims
+        return align(np.asarray(inputs[1]) != 0, keep_dims, x_dims)
     axes = (ctx.operands[0].dims.index(ctx.props["over"][0]),
             ctx.operands[0].dims.index(ctx.props["over"][1]))
     return causal_keep(x.shape, axes, (ctx.offset(0, axes[0]), ctx.offset(0, axes[1])))
@@ -215,10 +221,11 @@ KERNELS: Kernels = {
                                                    ctx.props["max"]), None),
                  lambda ctx, inputs, output, grad_output, saved, needs: [
                      clip_backward(grad_output, inputs[0], ctx.props["min"], ctx.props["max"])]),
-    "dnn.mask": (lambda ctx, inputs: (mask_forward(inputs[0], _keep(ctx, inputs[0]),
+    "dnn.mask": (lambda ctx, inputs: (mask_forward(inputs[0], _keep(ctx, inputs),
                                                    ctx.props["fill"]), None),
                  lambda ctx, inputs, output, grad_output, saved, needs: [
-                     mask_backward(grad_output, _keep(ctx, inputs[0]))]),
+                     mask_backward(grad_output, _keep(ctx, inputs)),
+                     *[None] * (len(inputs) - 1)]),
     "dnn.pow": (lambda ctx, inputs: (pow_forward(inputs[0], ctx.props["exponent"]), None),
                 lambda ctx, inputs, output, grad_output, saved, needs: [
                     pow_backward(grad_output, inputs[0], ctx.props["exponent"])]),

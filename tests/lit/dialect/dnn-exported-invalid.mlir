@@ -83,3 +83,16 @@ dnn.graph @g(b = 2, d = 4) {
 }
 
 // CHECK: {{.*}}dnn-exported-invalid.mlir:81:3: error: 'dnn.rmsnorm' op rmsnorm scale must range over [d], got [b]
+
+// -----
+
+/// mask padding: keep must range over exactly the dims it names
+
+dnn.graph @g(b = 2, s = 4, t = 4) {
+  %x = dnn.input : !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+  %keep = dnn.input : !dnn.tensor<[b = 2, s = 4], i64>
+  %y = dnn.mask padding %x, %keep over [b, t] fill 0.0 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>, !dnn.tensor<[b = 2, s = 4], i64>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:94:3: error: 'dnn.mask' op mask padding's keep must have the dims over [b, t], got [b, s]

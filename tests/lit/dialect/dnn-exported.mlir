@@ -35,17 +35,21 @@ dnn.graph @slice(b = 4, e3 = 12, e = 4, p = 6, s = 2) {
 
 // -----
 
-/// mask causal: over [query, key], a fill
+/// mask causal: over [query, key], a fill; mask padding: by a keep tensor over [batch, key]
 
 dnn.graph @mask(b = 2, s = 4, t = 4) {
   %x = dnn.input : !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+  %keep = dnn.input : !dnn.tensor<[b = 2, t = 4], i64>
   %m = dnn.mask causal %x over [s, t] fill -1.0e+09 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
-  dnn.return %m : !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+  %p = dnn.mask padding %m, %keep over [b, t] fill -1.0e+09 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>, !dnn.tensor<[b = 2, t = 4], i64>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+  dnn.return %p : !dnn.tensor<[b = 2, s = 4, t = 4], f32>
 }
 
 // CHECK-LABEL: dnn.graph @mask(b = 2, s = 4, t = 4) {
 // CHECK:         %m = dnn.mask causal %x over [s, t] fill -1000000000.0 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
+// CHECK-NEXT:    %p = dnn.mask padding %m, %keep over [b, t] fill -1000000000.0 : (!dnn.tensor<[b = 2, s = 4, t = 4], f32>, !dnn.tensor<[b = 2, t = 4], i64>) -> !dnn.tensor<[b = 2, s = 4, t = 4], f32>
 // GENERIC:     %m = "dnn.mask"(%x) <{kind = "causal", over = ["s", "t"], fill = -1.000000e+09 : f64}>
+// GENERIC:     %p = "dnn.mask"(%m, %keep) <{kind = "padding", over = ["b", "t"], fill = -1.000000e+09 : f64}>
 
 // -----
 

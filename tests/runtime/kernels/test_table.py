@@ -42,6 +42,8 @@ CASES = [
     ("dnn.pow", {"exponent": 1.5}, [("b", "h")], ("b", "h"), {}),
     ("dnn.mask", {"kind": "causal", "over": ["h", "w"], "fill": -1e9}, [("b", "h", "w")],
      ("b", "h", "w"), {}),
+    ("dnn.mask", {"kind": "padding", "over": ["b", "w"], "fill": -1e9},
+     [("b", "h", "w"), ("b", "w")], ("b", "h", "w"), {1: "h"}),  # keep: ints, 0 = padding
     ("dnn.softmax", {"over": ["h"]}, [("b", "h")], ("b", "h"), {}),
     ("dnn.layernorm", {"over": ["h"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),
     ("dnn.batchnorm", {"over": ["b"]}, [("b", "h"), ("h",), ("h",)], ("b", "h"), {}),

@@ -4,7 +4,8 @@
 # RUN: python %s all %t
 # RUN: pase-opt %t.exported.onnx | filecheck %s --check-prefix=EXPORTED
 # RUN: not pase-opt %t.not_causal.onnx 2>&1 | filecheck %s --check-prefix=NOT-CAUSAL
-# RUN: not pase-opt %t.padding.onnx 2>&1 | filecheck %s --check-prefix=PADDING
+# RUN: pase-opt %t.padding.onnx | filecheck %s --check-prefix=PADDING
+# RUN: not pase-opt %t.queries.onnx 2>&1 | filecheck %s --check-prefix=QUERIES
 
 import os
 import sys
@@ -13,9 +14,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 from onnx_case import INT64, graph, main, node, weights  # noqa: E402
 
 import numpy as np  # noqa: E402
+from onnx import TensorProto  # noqa: E402
 
 S = 96  # a [96, 96] mask: over the 8,192 elements onnxscript folds an input of
 LOWEST = np.float32(np.finfo(np.float32).min)
+BOOL = TensorProto.BOOL
 
 
 def scores(extra):
@@ -71,17 +74,36 @@ def case_not_causal():
                  {"x": [2, S, 8]}, ("y", [2, S, 8]), {"mask": mask})
 
 
-# A padding mask computed from an attention_mask input, And the causal mask: one error at
-# the Where, not a list of the ops that compute it.
-# PADDING: error: node 'masked' (Where): its condition is computed from the model's input 'attention_mask' (as a padding mask is from an attention_mask); pase reads masks that are constant (causal, or none): export the model without attention_mask, for batches of sequences of one length
+# A padding mask computed from an attention_mask input [b, keys] (bool: read as i64), And
+# the causal mask, as the Where's condition: the causal mask, then the padding mask by the
+# input itself (its axes the scores' batch and keys), the ops that computed it gone.
+# PADDING:      %attention_mask = dnn.input : !dnn.tensor<[b = 2, t = 4], i64>
+# PADDING-NOT:  dnn.param
+# PADDING:      %masked_causal = dnn.mask causal %scores over [s, t] fill -3.4e+38
+# PADDING-NEXT: %masked = dnn.mask padding %masked_causal, %attention_mask over [b, t] fill -3.4e+38
+# PADDING-NEXT: %p = dnn.softmax %masked over [t]
 def case_padding():
     return graph(scores([
         node("Cast", ["attention_mask"], ["keep"], to=9),
         node("Unsqueeze", ["keep", "axis1"], ["keys"]),
         node("And", ["causal", "keys"], ["mask"]),
         node("Where", ["mask", "scores", "lowest"], ["masked"])]),
-        {"x": [2, 4, 8], "attention_mask": ([2, 4], INT64)}, ("y", [2, 4, 8]),
+        {"x": [2, 4, 8], "attention_mask": ([2, 4], BOOL)}, ("y", [2, 4, 8]),
         {"causal": np.tril(np.ones((4, 4), dtype=bool)), "axis1": np.array([1]),
+         "lowest": LOWEST})
+
+
+# A mask computed from an input that is not a padding mask of the keys (here it hides
+# queries): one error at the Where, not a list of the ops that compute it.
+# QUERIES: error: node 'masked' (Where): its condition is computed from the model's input 'attention_mask' (as a padding mask is from an attention_mask); pase reads masks computed from an input only as an attention_mask's padding mask added to the attention scores (a value 0 where the mask is 1, one fill at most -10,000 elsewhere, with or without the causal mask); export the model without attention_mask, for batches of sequences of one length
+def case_queries():
+    return graph(scores([
+        node("Cast", ["attention_mask"], ["keep"], to=9),
+        node("Unsqueeze", ["keep", "axis2"], ["queries"]),
+        node("And", ["causal", "queries"], ["mask"]),
+        node("Where", ["mask", "scores", "lowest"], ["masked"])]),
+        {"x": [2, 4, 8], "attention_mask": ([2, 4], INT64)}, ("y", [2, 4, 8]),
+        {"causal": np.tril(np.ones((4, 4), dtype=bool)), "axis2": np.array([2]),
          "lowest": LOWEST})
 
 
