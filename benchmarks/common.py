@@ -6,7 +6,11 @@ import argparse
 import math
 import os
 import platform
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
@@ -32,16 +36,21 @@ def add_model_arguments(parser: argparse.ArgumentParser, models_help: str,
                         default=devices, help=devices_help)
 
 
+def _parsed(text: str, convert: Callable[[str], T], noun: str) -> T:
+    """`convert(text)`, or a usage error saying `text` is not `noun`."""
+    try:
+        return convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not {noun}") from None
+
+
 def positive_float(text: str) -> float:
     """A finite number above 0 (GiB, seconds): nan, inf, 0 or below is a usage error.
 
     >>> positive_float("1.5")
     1.5
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    value = _parsed(text, float, "a number")
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
     return value
@@ -49,10 +58,7 @@ def positive_float(text: str) -> float:
 
 def non_negative_float(text: str) -> float:
     """A finite number of at least 0 (a memory cap, 0 for none)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    value = _parsed(text, float, "a number")
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"must be a finite number at least 0, got {text}")
     return value
@@ -64,20 +70,15 @@ def non_negative_int(text: str) -> int:
     >>> non_negative_int("0")
     0
     """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    value = _parsed(text, int, "an integer")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
     return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    """An integer of at least 1 (a count of devices, steps, ...)."""
+    value = _parsed(text, int, "an integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
