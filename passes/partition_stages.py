@@ -88,6 +88,7 @@ from pase.passes.strategy import (
     Partitioner,
     PipelinePlan,
     Progress,
+    SearchError,
     SearchOptions,
     StageSolver,
     TrainingOptions,
@@ -253,7 +254,7 @@ class PartitionStagesPass(PasePass):
                     partitioner.progress.done()
         except MachineError as error:
             raise machine_diagnostic(error, self.name) from None
-        except ValueError as error:
+        except (SearchError, ValueError) as error:
             raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
         if best is None:
             needs = (f"; the least memory any plan needs is {gib_up(least_memory)} GiB "

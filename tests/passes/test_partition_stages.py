@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from xdsl.context import Context
 
+from pase.core.diagnostics import Diagnostic
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import ConfigAttr, PipelineAttr, StageAttr
 from pase.frontend import parse_file
 from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.search import PaseSearchPass
+from pase.passes.strategy import Partitioner, SearchMemoryError
 
 
 def configs(module: object) -> dict[str, dict[str, int]]:
@@ -109,3 +111,19 @@ def test_a_memory_cap_keeps_every_stage_within_it() -> None:
     assert isinstance(pipeline, PipelineAttr)
     assert pipeline.stages.data == 2
     assert pipeline.memory.data <= cap * (1 << 30)
+
+
+def test_a_stage_solve_over_the_memory_budget_is_one_diagnostic(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stage range whose DP would pass the search's memory budget (GPT-3-sized stages
+    solved under a cap) stops the pass with the budget's message, not an internal error."""
+    message = "the DP table of layer 'q' spans 10 entries, over the memory budget of 1 B"
+
+    def over_budget(*args: object, **kwargs: object) -> None:
+        raise SearchMemoryError(message)
+
+    monkeypatch.setattr(Partitioner, "search", over_budget)
+    module = parse_file("models/mlp.dnn")
+    with pytest.raises(Diagnostic) as raised:
+        PartitionStagesPass(devices=4, stages=2, microbatches=2).apply(Context(), module)
+    assert str(raised.value) == f"error: pase-partition-stages on @mlp: {message}"
