@@ -189,7 +189,12 @@ def main() -> None:
     parser.add_argument("--no-caps", action="store_true", help="skip the capped cases")
     arguments = parser.parse_args()
     out: Path = arguments.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        parser.error(f"{arguments.out} is a file, not a folder to write the outputs in")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        parser.error(f"cannot make the folder {arguments.out}: {error.strerror}")
     tools = arguments.bin.resolve()
     pairs = [(model, devices) for model in arguments.models for devices in arguments.devices]
     # Each wave's caps are read from the outputs of the wave before.

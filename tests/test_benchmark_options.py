@@ -25,3 +25,15 @@ def test_a_bad_number_is_one_usage_line(script: str, arguments: list[str], messa
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == f"{script}: error: {message}\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_outputs_refuses_a_file_as_its_folder(tmp_path: Path) -> None:
+    """outputs.py given a file for its folder: one usage line (was a FileExistsError
+    traceback), the file untouched."""
+    (tmp_path / "taken").write_text("mine")
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "outputs.py"), "taken"],
+                            capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("outputs.py: error: taken is a file, not a folder to write the "
+                             "outputs in\n")
+    assert (tmp_path / "taken").read_text() == "mine"
