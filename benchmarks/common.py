@@ -76,6 +76,21 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def machine(text: str) -> str:
+    """A machine preset's name or a machine TOML file that loads, as an argparse type.
+
+    >>> machine("v100-nvlink")
+    'v100-nvlink'
+    """
+    from pase.formats.machine_toml import MachineError, load_machine
+
+    try:
+        load_machine(text)
+    except MachineError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def positive_int(text: str) -> int:
     """An integer of at least 1 (a count of devices, steps, ...)."""
     value = _parsed(text, int, "an integer")

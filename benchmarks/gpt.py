@@ -87,7 +87,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
+from common import MODELS_DIR, cpus, machine, markdown_table, positive_int, versions
 
 from pase.core.usage import UsageParser
 
@@ -262,7 +262,7 @@ def arguments() -> argparse.Namespace:
                         metavar="PRESET", help="the rows to run (default: all)")
     parser.add_argument("--quick", action="store_true",
                         help=f"only {', '.join(QUICK)} (32 to 128 devices)")
-    parser.add_argument("--machine", default="a100-80gb-dgx",
+    parser.add_argument("--machine", type=machine, default="a100-80gb-dgx",
                         help="the machine preset (or TOML file) of both plans "
                              "(default a100-80gb-dgx)")
     parser.add_argument("--optimizer", default="adam", choices=("sgd", "momentum", "adam"),

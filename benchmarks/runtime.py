@@ -32,7 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from common import add_model_arguments, cpus, markdown_table, positive_float, positive_int, versions
+from common import (
+    add_model_arguments,
+    cpus,
+    machine,
+    markdown_table,
+    positive_float,
+    positive_int,
+    versions,
+)
 
 from pase.core.usage import UsageParser
 
@@ -105,7 +113,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--f64", action="store_true", help="run in double precision")
     parser.add_argument("--data-parallel", action="store_true",
                         help="split every layer's batch instead of searching")
-    parser.add_argument("--machine", default="pase-default", help="machine for the search")
+    parser.add_argument("--machine", type=machine, default="pase-default",
+                        help="machine for the search")
     parser.add_argument("--timeout", type=positive_float, default=300.0,
                         help="seconds a collective may wait (default 300)")
     args = parser.parse_args()

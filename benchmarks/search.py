@@ -60,6 +60,7 @@ from common import (
     MODELS_DIR,
     add_model_arguments,
     cpus,
+    machine,
     markdown_table,
     model_path,
     positive_float,
@@ -155,7 +156,7 @@ def parse_arguments() -> argparse.Namespace:
                         "device counts (default: 4 8 16 32 64)")
     parser.add_argument("--order", default="genseq", choices=("genseq", "bfs", "minfill"),
                         help="elimination order of the DP (default: genseq)")
-    parser.add_argument("--machine", default="pase-default",
+    parser.add_argument("--machine", type=machine, default="pase-default",
                         help="machine preset or TOML file (default: pase-default)")
     parser.add_argument("--min-shard", type=positive_int, default=4,
                         help="PaSE's cutoff: the smallest shard a split may leave (default: 4)")

@@ -37,3 +37,14 @@ def test_outputs_refuses_a_file_as_its_folder(tmp_path: Path) -> None:
     assert result.stderr == ("outputs.py: error: taken is a file, not a folder to write the "
                              "outputs in\n")
     assert (tmp_path / "taken").read_text() == "mine"
+
+
+def test_an_unknown_machine_is_one_usage_line_before_any_work(tmp_path: Path) -> None:
+    """search.py --machine nope searched every case and failed in each (found by hostile2)."""
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "search.py"), "--machine",
+                             "nope"], capture_output=True, text=True, check=False,
+                            cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith("search.py: error: argument --machine: unknown machine "
+                                     "'nope'; presets are pase-default, ")
+    assert result.stderr.count("\n") == 1
