@@ -147,7 +147,8 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
             restricted, kept, charged = _restrict(graph, keep, budget)
             try:
                 result = solve_dp(restricted, sequence, budget, step_jit, progress,
-                                  reuse=reuse)
+                                  reuse=reuse,
+                                  order_name=order if isinstance(order, str) else None)
             finally:
                 budget.release(charged)
             choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))

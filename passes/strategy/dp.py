@@ -154,7 +154,8 @@ def _broadcast_index(view: np.ndarray, index: ChunkIndex) -> ChunkIndex:
 def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
              memory_budget: int | MemoryBudget = 4 << 30, jit: str = "auto",
              progress: Callable[[int, int, int], None] | None = None,
-             resident_bytes: int = 0, reuse: bool = True) -> DPResult:
+             resident_bytes: int = 0, reuse: bool = True,
+             order_name: str | None = None) -> DPResult:
     """An optimal strategy by variable elimination in `order` (a method name or a permutation).
 
     Raises `SearchMemoryError` before the tables would take more than `memory_budget`:
@@ -172,7 +173,8 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
     same roles (see `_ReuseCache`), takes that step's minimum and argmin tables instead of
     recomputing them; the result is bit-identical. Shared tables are charged once, and a
     reused step allocates nothing, so it is never refused (the cache itself keeps at most
-    `REUSE_CACHE_BYTES` alive besides).
+    `REUSE_CACHE_BYTES` alive besides). `order_name` is the method a permutation
+    `order` came from (what a refusal's remedy names; by default `order` itself).
 
     >>> costs = [np.array([0.0, 1.0]), np.array([3.0, 0.0]), np.array([0.0, 1.0])]
     >>> graph = CostGraph(["a", "b", "c"], costs)
@@ -216,7 +218,8 @@ def solve_dp(graph: CostGraph, order: str | Sequence[int] = "genseq",
                 live.hold(table, charged=False)
         else:
             axes, minimum, argmin = _eliminate_charged(graph, consumed, vertex, dependent_set,
-                                                       entries, budget, jit, order)
+                                                       entries, budget, jit,
+                                                       order_name or order)
             for table in (minimum, argmin):
                 live.hold(table, charged=True)
             if cache is not None:

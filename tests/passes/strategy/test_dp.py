@@ -175,6 +175,13 @@ def test_memory_budget_names_the_vertex() -> None:
         solve_dp(graph, order="bfs", memory_budget=100)
     with pytest.raises(SearchMemoryError, match="64 entries.*larger min-shard"):
         solve_dp(graph, memory_budget=100)
+    # A permutation resolved from genseq (the bounds' restricted DP) does not suggest
+    # order=genseq again (DenseNet-121's refusal did).
+    with pytest.raises(SearchMemoryError) as raised:
+        solve_dp(graph, order=[0, 1, 2], memory_budget=100, order_name="genseq")
+    assert "order=genseq" not in str(raised.value)
+    assert str(raised.value).endswith("use a smaller configuration space (for example a "
+                                      "larger min-shard)")
     assert issubclass(SearchMemoryError, SearchError)
 
 
