@@ -22,6 +22,7 @@ inputs while the folding runs.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,22 @@ def fold_constant_nodes(onnx: Any, model: Any, filename: str = "") -> int:
         del graph.node[:]
         graph.node.extend(kept)
     return folded
+
+
+def subgraph_runner(onnx: Any, nodes: list[Any], inputs: list[Any], output: str,
+                    initializers: list[Any], opset: int
+                    ) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """`output` of `nodes` (in graph order) as a function of the graph inputs `inputs`
+    (value infos) by onnx's reference evaluator, the `initializers` (TensorProtos) as
+    constants: what the exporter's weight layouts and mask subgraphs compute."""
+    from onnx.reference import ReferenceEvaluator
+
+    helper = onnx.helper
+    graph = helper.make_graph(nodes, "subgraph", inputs,
+                              [helper.make_empty_tensor_value_info(output)], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    run: Any = ReferenceEvaluator(model).run  # a list of the outputs
+    return lambda feeds: np.asarray(run(None, feeds)[0])
 
 
 def evaluate(evaluator: Any, node: Any, opset: int, inputs: dict[str, np.ndarray]

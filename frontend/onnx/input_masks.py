@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
 
 from pase.core.diagnostics import Diagnostic
 from pase.dialect import dnn
+from pase.frontend.onnx.folding import subgraph_runner
 from pase.frontend.onnx.operators.more import ADDITIVE_MASK_LIMIT, FLOAT_LIMIT, causal_mask
 from pase.frontend.onnx.registry import importer
 from pase.frontend.onnx.values import GraphState, Value, node_label
@@ -220,18 +221,13 @@ def evaluator(onnx: Any, value: str, source: str, inputs: dict[str, Any],
         stack.extend(i for i in node.input if i)
     chosen = {id(node) for node in nodes}
     unique = list({id(n): n for n in producer.values() if id(n) in chosen}.values())
-    helper, numpy_helper = onnx.helper, onnx.numpy_helper
-    graph = helper.make_graph(
-        unique, "mask", [inputs[source]], [helper.make_empty_tensor_value_info(value)],
-        [numpy_helper.from_array(np.asarray(array), name)
-         for name, array in constants.items() if array is not None])
     # The ops of MASK_OPS mean the same from opset 13 (the oldest pase reads) to 18.
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    from onnx.reference import ReferenceEvaluator
-
-    run: Any = ReferenceEvaluator(model).run  # a list of the outputs
-    element = helper.tensor_dtype_to_np_dtype(inputs[source].type.tensor_type.elem_type)
-    return lambda mask: np.asarray(run(None, {source: mask.astype(element)})[0])
+    run = subgraph_runner(onnx, unique, [inputs[source]], value,
+                          [onnx.numpy_helper.from_array(np.asarray(array), name)
+                           for name, array in constants.items() if array is not None], 18)
+    element = onnx.helper.tensor_dtype_to_np_dtype(
+        inputs[source].type.tensor_type.elem_type)
+    return lambda mask: run({source: mask.astype(element)})
 
 
 def without_unused(nodes: list[Any], removable: set[str]) -> list[Any]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pase.frontend.onnx.folding import subgraph_runner
+
 WEIGHT_INPUTS = {"LSTM": (1, 2, 3, 5, 6, 7)}
 """The op types whose constant inputs are folded, and their positions (W, R, B, and the
 initial states and peepholes, which pase's importer reads as constants too)."""
@@ -71,14 +73,7 @@ def ancestors(name: str, producer: dict[str, Any], initializers: dict[str, Any]
 
 def evaluate(onnx: Any, nodes: list[Any], name: str, leaves: list[Any], opset: int) -> Any:
     """The value of `name` computed by `nodes` from the initializers `leaves`."""
-    from onnx.reference import ReferenceEvaluator
-
-    output = onnx.helper.make_empty_tensor_value_info(name)
-    subgraph = onnx.helper.make_graph(nodes, "weights", [], [output], leaves)
-    model = onnx.helper.make_model(subgraph,
-                                   opset_imports=[onnx.helper.make_opsetid("", opset)])
-    results: Any = ReferenceEvaluator(model).run(None, {})  # a list, by the outputs
-    return results[0]
+    return subgraph_runner(onnx, nodes, [], name, leaves, opset)({})
 
 
 def drop_unused(graph: Any) -> None:

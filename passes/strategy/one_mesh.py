@@ -79,20 +79,21 @@ def mesh_configs(layer: Layer, configs: Sequence[Config], devices: int) -> list[
     return kept
 
 
-class OneMeshCost(PaseCost):
+class _OnOneMesh:
+    """A cost model's configurations cut to those one mesh holds (mixed in first)."""
+
+    def configs(self, layer: Layer, devices: int, min_shard: int,
+                batch: str | None) -> list[Config]:
+        return mesh_configs(layer, super().configs(  # type: ignore[misc]
+            layer, devices, min_shard, batch), devices)
+
+
+class OneMeshCost(_OnOneMesh, PaseCost):
     """pase's model on the configurations one mesh holds."""
 
-    def configs(self, layer: Layer, devices: int, min_shard: int,
-                batch: str | None) -> list[Config]:
-        return mesh_configs(layer, super().configs(layer, devices, min_shard, batch), devices)
 
-
-class OneMeshTrainingCost(TrainingCost):
+class OneMeshTrainingCost(_OnOneMesh, TrainingCost):
     """The training step's model on the configurations one mesh holds."""
-
-    def configs(self, layer: Layer, devices: int, min_shard: int,
-                batch: str | None) -> list[Config]:
-        return mesh_configs(layer, super().configs(layer, devices, min_shard, batch), devices)
 
 
 def one_mesh_model(model: PaseCost | TrainingCost | object) -> PaseCost | TrainingCost:
