@@ -19,6 +19,7 @@ import numpy as np
 from pase.passes.strategy.bound import solve_bounded
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
 from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dense_blocks import reduce_dense_blocks
 from pase.passes.strategy.dp import DPResult, solve_dp
 from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.narrow import NARROW_MIN_ENTRIES, largest_edge_entries, solve_narrowed
@@ -34,7 +35,9 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
     """The optimal strategy as `options` say: `method="dp"` (exact, PaSE's DP over an
     elimination order) or `method="exhaustive"` (brute force, small graphs).
 
-    With `pruning`, dominated and duplicate configurations are dropped first
+    With `method="dp"`, each dense block (DenseNet's, `pase.passes.strategy.dense_blocks`)
+    is first solved exactly by counting and replaced by one table over its input and
+    output. With `pruning`, dominated and duplicate configurations are dropped first
     (`pase.passes.strategy.prune`); the optimum is the same. With `bounding`, a problem
     whose largest edge table would hold `narrow.NARROW_MIN_ENTRIES` entries or more is
     first narrowed to the configurations its layer costs cannot rule out
@@ -83,11 +86,16 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
                 pruning: bool = True, jit: str = "auto",
                 progress: Callable[[int, int, int], None] | None = None,
                 bounding: bool = True) -> DPResult:
-    """`solve`'s search on a cost graph (pruned first with `pruning`, the DP bounded with
-    `bounding`); the choice indexes
+    """`solve`'s search on a cost graph (its dense blocks reduced first, then pruned with
+    `pruning`, the DP bounded with `bounding`); the choice indexes
     `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
     vertex costs carry an added term this way."""
     budget = budget if budget is not None else as_budget(4 << 30)
+    expand = None
+    if method == "dp":
+        reduction = reduce_dense_blocks(graph, budget)
+        if reduction is not None:
+            graph, expand = reduction
     kept = [np.arange(size) for size in graph.sizes]
     if pruning:
         graph, kept = prune(graph, budget)
@@ -98,4 +106,4 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
     else:
         result = solve_exhaustive(graph, exhaustive_limit)
     choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
-    return replace(result, choice=choice)
+    return replace(result, choice=choice if expand is None else expand(choice))

@@ -1,0 +1,375 @@
+"""Dense blocks (DenseNet's), solved exactly by counting before the DP sees them.
+
+In a dense block every layer reads the concatenation of the block's input p and the outputs
+x_1..x_{j-1} of all the layers before it, and the block ends in one concatenation F of all of
+them. Layer j's concatenation g_j reaches x_j through a path of layers (norm, relu, conv,
+...), so contracting those paths gives a complete graph on the block's layers: the treewidth,
+and with it the DP's largest dependent set, grows with the block (25 vertices in
+DenseNet-121's third block; a table of 9.8e9 entries even after bounds), whatever the
+elimination order.
+
+The x_i all have one shape and the concatenations one configuration list, so every edge
+x_i -> g_j carries the same table E(d, c) (a source configuration d, a concatenation
+configuration c), and every edge p -> g_j the same E0. Then what the later concatenations
+cost x_i depends on them only through how many of them take each configuration:
+
+    sum_{j > i} E(d_i, c_j) = sum_k m_k(i) E(d_i, k),   m_k(i) = #{j > i : c_j = k}.
+
+Configurations whose columns of E and E0 are equal merge into one class k. The block is then
+a DP over the count vectors m (multisets of classes), layer by layer from the last: with the
+later layers' counts m, layer j (its concatenation's class k, the path's configurations, and
+x_j's configuration) costs W_j(m, k) = min_d (C_j(k, d) + sum_k' m_k' E(d, k')), where
+C_j is the path's cost minimized over its interior, and the counts become m + e_k. DenseNet-121's
+third block (23 concatenations and F over 7 classes) has 6e5 count vectors at most, not
+9.8e9 table entries. The block's result is a table over (p, F) that replaces the block in the
+graph, and its argmins give back every interior configuration: the optimum is the one the DP
+over the whole graph finds (the same cost up to rounding; among equal costs it may pick
+another strategy, as another elimination order would).
+
+    >>> import numpy as np
+    >>> graph = CostGraph(["p", "g2", "x1", "x2", "F"], [np.zeros(2)] * 5)
+    >>> E = np.array([[0.0, 4.0], [4.0, 0.0]])
+    >>> for source, target in [(0, 2), (1, 3), (2, 1), (0, 1), (0, 4), (2, 4), (3, 4)]:
+    ...     graph.add_edge(source, target, E)
+    >>> [block.sources for block in find_dense_blocks(graph, min_layers=2)]
+    [(2, 3)]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.factors import argmin_dtype
+
+MIN_LAYERS = 4
+"""The fewest layers of a block that is reduced: smaller ones are cheap for the DP (and
+DenseNet's smallest block has 6)."""
+MAX_STATES = 1 << 26
+"""The most count vectors times classes a block's DP may hold (else the DP sees the block)."""
+
+Expand = Callable[[Sequence[int]], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class DenseBlock:
+    """A dense block's vertices: `stem` (p), `sources` (x_1..x_n), `concats` (g_2..g_n and
+    last F, the block's output) and `paths` (path j from p or g_j to x_j, its interior in
+    order, p's first)."""
+
+    stem: int
+    sources: tuple[int, ...]
+    concats: tuple[int, ...]
+    paths: tuple[tuple[int, ...], ...]
+
+    def interior(self) -> set[int]:
+        """The vertices the block's reduction removes (all but p and F)."""
+        return {*self.sources, *self.concats[:-1], *(v for path in self.paths for v in path)}
+
+
+def oriented(graph: CostGraph, u: int, v: int) -> np.ndarray:
+    """The edge table between u and v with u's configurations as rows."""
+    return graph.edge_costs[(u, v)] if u < v else graph.edge_costs[(v, u)].T
+
+
+def find_dense_blocks(graph: CostGraph, min_layers: int = MIN_LAYERS) -> list[DenseBlock]:
+    """The graph's dense blocks of at least `min_layers` layers, disjoint, by their last
+    concatenation's index."""
+    neighbours = graph.neighbours()
+    blocks: list[DenseBlock] = []
+    used: set[int] = set()
+    for final in range(len(graph.names)):
+        if len(neighbours[final]) < min_layers + 1 or final in used:
+            continue
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for u in sorted(neighbours[final]):
+            stored = graph.edge_costs[(min(u, final), max(u, final))]
+            sample = np.ascontiguousarray(stored[:: max(1, stored.shape[0] // 16),
+                                                 :: max(1, stored.shape[1] // 16)])
+            key = (stored.shape, u < final,
+                   hashlib.blake2b(sample.data, digest_size=16).digest())
+            groups.setdefault(key, []).append(u)
+        for members in groups.values():
+            if len(members) >= min_layers:
+                block = _block_of(graph, neighbours, final, members)
+                if block is not None and not (used & {*block.interior(), final, block.stem}):
+                    blocks.append(block)
+                    used |= {*block.interior(), final}
+                    break
+    return blocks
+
+
+def _block_of(graph: CostGraph, neighbours: list[set[int]], final: int,
+              members: list[int]) -> DenseBlock | None:
+    """The dense block whose sources are among `members` (neighbours of `final` with
+    alike tables), or None if they do not make one."""
+    table = oriented(graph, members[0], final)
+    sources = [u for u in members if np.array_equal(oriented(graph, u, final), table)]
+    readers = {x: {y for y in neighbours[x] if oriented(graph, x, y).shape == table.shape
+                   and np.array_equal(oriented(graph, x, y), table)} for x in sources}
+    sources.sort(key=lambda x: (-len(readers[x]), x))
+    n = len(sources)
+    if [len(readers[x]) for x in sources] != list(range(n, 0, -1)) or readers[sources[-1]] != {
+            final}:
+        return None
+    concats = []
+    for earlier, later in zip(sources, sources[1:], strict=False):
+        extra = readers[earlier] - readers[later]
+        if not readers[later] < readers[earlier] or len(extra) != 1:
+            return None
+        concats.append(extra.pop())
+    concats.append(final)
+    source_set = set(sources)
+    others = [neighbours[g] - source_set for g in concats]
+    stems = set.intersection(*others)
+    if len(stems) != 1:
+        return None
+    stem = stems.pop()
+    stem_table = oriented(graph, stem, final)
+    if any(not np.array_equal(oriented(graph, stem, g), stem_table) for g in concats):
+        return None
+    paths = []
+    for j, source in enumerate(sources):
+        start = stem if j == 0 else concats[j - 1]
+        if j and (len(others[j - 1]) != 2
+                  or neighbours[start] & source_set != set(sources[:j])):
+            return None
+        rest = neighbours[source] - readers[source]
+        if len(rest) != 1:
+            return None
+        path = _path(neighbours, source, rest.pop(), start)
+        if path is None:
+            return None
+        paths.append(tuple(reversed(path)))
+    block = DenseBlock(stem, tuple(sources), tuple(concats), tuple(paths))
+    vertices = [*block.sources, *block.concats, *(v for p in block.paths for v in p), stem]
+    return block if len(set(vertices)) == len(vertices) else None
+
+
+def _path(neighbours: list[set[int]], source: int, first: int, start: int) -> list[int] | None:
+    """The vertices from `first` (a neighbour of `source`) on to `start`, exclusive, if each
+    has exactly two neighbours (a path); else None."""
+    path: list[int] = []
+    previous, current = source, first
+    while current != start:
+        if len(neighbours[current]) != 2 or current in path or len(path) > len(neighbours):
+            return None
+        path.append(current)
+        previous, current = current, next(iter(neighbours[current] - {previous}))
+    return path
+
+
+def path_cost(graph: CostGraph, start: int, path: Sequence[int], end: int
+              ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """C[a, b]: the least cost of the path's interior and of `end` (vertex costs and edges,
+    not `start`'s vertex cost) with `start` at a and `end` at b; and per step the argmin
+    tables that give the interior back (`path_choice`)."""
+    vertices = [start, *path, end]
+    cost = oriented(graph, start, vertices[1]) + graph.vertex_costs[vertices[1]][None, :]
+    argmins = []
+    for u, v in zip(vertices[1:-1], vertices[2:], strict=True):
+        total = cost[:, :, None] + oriented(graph, u, v)[None, :, :]
+        best = np.argmin(total, axis=1)
+        argmins.append(best)
+        cost = np.take_along_axis(total, best[:, None, :], axis=1)[:, 0, :]
+        cost = cost + graph.vertex_costs[v][None, :]
+    return cost, argmins
+
+
+def path_choice(argmins: list[np.ndarray], a: int, b: int) -> list[int]:
+    """The path's interior configurations, in order, with its start at a and end at b."""
+    choice = []
+    for best in reversed(argmins):
+        b = int(best[a, b])
+        choice.append(b)
+    return choice[::-1]
+
+
+class BlockSolver:
+    """A dense block's counting DP (the module docstring): `table[p, F]`, the least cost of
+    the block's interior, its edges and F's edges to it with p and F fixed; `choice(p, F)`
+    the interior's configurations."""
+
+    def __init__(self, graph: CostGraph, block: DenseBlock, budget: MemoryBudget) -> None:
+        self.graph, self.block = graph, block
+        x, final, stem = block.sources[0], block.concats[-1], block.stem
+        table, stem_table = oriented(graph, x, final), oriented(graph, stem, final)
+        columns = np.vstack([table, stem_table])
+        _, first, self.class_of = np.unique(columns.T, axis=0, return_index=True,
+                                            return_inverse=True)
+        # Classes numbered by their first configuration, so that ties go to the lowest.
+        renumber = np.argsort(np.argsort(first))
+        self.class_of = renumber[self.class_of.reshape(-1)]
+        representatives = np.sort(first)
+        self.classes = len(representatives)
+        self.table, self.stem_table = table[:, representatives], stem_table[:, representatives]
+        n = len(block.sources)
+        self.levels = _levels(n, self.classes, budget)
+        self.paths = [path_cost(graph, stem if j == 0 else block.concats[j - 1], path, x_j)
+                      for j, (path, x_j) in enumerate(zip(block.paths, block.sources,
+                                                          strict=True))]
+        self._solve(budget)
+
+    def _solve(self, budget: MemoryBudget) -> None:
+        n, classes = len(self.block.sources), self.classes
+        value = np.where(np.eye(classes, dtype=bool), 0.0, np.inf)  # level 1: F's class
+        self.sources_best: list[np.ndarray] = []  # per level k: d given (state, class)
+        self.class_best: list[np.ndarray] = []  # per level k+1: the class added (state, f)
+        self.config_best: list[np.ndarray] = []  # per layer j: g_j's config given (class, d)
+        for k in range(1, n):
+            j = n - k  # the 0-based index of the source (and path) this level adds
+            concat = self.block.concats[j - 1]
+            cost, _ = self.paths[j]
+            cost = cost + self.graph.vertex_costs[concat][:, None]
+            by_class = np.full((classes, cost.shape[1]), np.inf)
+            best_config = np.zeros((classes, cost.shape[1]), dtype=np.int64)
+            for config in range(cost.shape[0]):
+                k_class = self.class_of[config]
+                better = cost[config] < by_class[k_class]
+                by_class[k_class] = np.where(better, cost[config], by_class[k_class])
+                best_config[k_class] = np.where(better, config, best_config[k_class])
+            self.config_best.append(best_config)
+            step, best_source = _min_over_source(self.levels[k][0], self.table, by_class)
+            self.sources_best.append(best_source)
+            value, added = self._next_level(k, value, step)
+            self.class_best.append(added)
+        states = self.levels[n][0]
+        step, self.first_best = _min_over_source(states, self.table, self.paths[0][0])
+        step = step + states.astype(np.float64) @ self.stem_table.T
+        self.result = np.empty((step.shape[1], classes))
+        self.last_state = np.empty((step.shape[1], classes), dtype=np.int64)
+        for f in range(classes):
+            total = value[:, f][:, None] + step
+            self.last_state[:, f] = np.argmin(total, axis=0)
+            self.result[:, f] = total[self.last_state[:, f], np.arange(step.shape[1])]
+
+    def _next_level(self, k: int, value: np.ndarray, step: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Level k+1's values (its states by F's class) from level k's and the step costs
+        W[state, class]; and which class each came by (the lowest of equal ones)."""
+        states, keys = self.levels[k + 1]
+        best = np.full((states.shape[0], value.shape[1]), np.inf)
+        added = np.zeros(best.shape, dtype=np.uint8)
+        for g in range(self.classes):
+            has = states[:, g] > 0
+            earlier = states[has].copy()
+            earlier[:, g] -= 1
+            before = np.searchsorted(self.levels[k][1], _keys(earlier, len(self.block.sources)))
+            candidate = np.full(best.shape, np.inf)
+            candidate[has] = value[before] + step[before, g][:, None]
+            better = candidate < best
+            best = np.where(better, candidate, best)
+            added[better] = g
+        return best, added
+
+    def choice(self, stem_config: int, final_config: int) -> dict[int, int]:
+        """Every interior vertex's configuration in the block's optimum with p and F so."""
+        block, n = self.block, len(self.block.sources)
+        f = int(self.class_of[final_config])
+        state = int(self.last_state[stem_config, f])
+        chosen: dict[int, int] = {}
+        source = int(self.first_best[state, stem_config])
+        chosen[block.sources[0]] = source
+        chosen.update(zip(block.paths[0], path_choice(self.paths[0][1], stem_config, source),
+                          strict=True))
+        for k in range(n, 1, -1):
+            j = n - k + 1  # this level added concatenation j (0-based source j)
+            states = self.levels[k][0]
+            g = int(self.class_best[k - 2][state, f])
+            earlier = states[state].copy()
+            earlier[g] -= 1
+            state = int(np.searchsorted(self.levels[k - 1][1], _keys(earlier[None, :], n))[0])
+            source = int(self.sources_best[k - 2][state, g])
+            config = int(self.config_best[k - 2][g, source])
+            chosen[block.sources[j]] = source
+            chosen[block.concats[j - 1]] = config
+            chosen.update(zip(block.paths[j], path_choice(self.paths[j][1], config, source),
+                              strict=True))
+        return chosen
+
+
+def _min_over_source(states: np.ndarray, table: np.ndarray, own: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """W[s, a] = min_d (own[a, d] + sum_k states[s, k] table[d, k]) and its argmin d."""
+    reads = states.astype(np.float64) @ table.T  # (states, source configs)
+    step = np.empty((states.shape[0], own.shape[0]))
+    best = np.empty(step.shape, dtype=argmin_dtype(own.shape[1]))
+    for a in range(own.shape[0]):
+        total = reads + own[a][None, :]
+        best[:, a] = np.argmin(total, axis=1)
+        step[:, a] = total[np.arange(states.shape[0]), best[:, a]]
+    return step, best
+
+
+def _keys(states: np.ndarray, n: int) -> np.ndarray:
+    """Each count vector's number in base n + 1 (distinct, ordered as the levels keep them)."""
+    powers = (n + 1) ** np.arange(states.shape[1], dtype=np.int64)
+    return states.astype(np.int64) @ powers
+
+
+def _levels(n: int, classes: int, budget: MemoryBudget) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per level k (1..n), every count vector of `classes` counts summing to k, ordered by
+    `_keys`, and those keys (level 0 is empty)."""
+    count = sum(math.comb(k + classes - 1, classes - 1) for k in range(1, n + 1))
+    if count * classes > MAX_STATES or (n + 1) ** classes >= 1 << 62:
+        raise _TooLarge
+    # Per state: its counts and key, two argmins per class, and (on the largest two
+    # levels only, but counted throughout) the values and a candidate per class.
+    budget.charge(count * (classes * (2 + 2 + 1 + 3 * 8) + 8),
+                  f"the counting DP of a dense block of {n} layers")
+    levels = [(np.zeros((0, classes), dtype=np.int16), np.zeros(0, dtype=np.int64))]
+    powers = (n + 1) ** np.arange(classes, dtype=np.int64)
+    keys = powers.copy()  # level 1: one of each class
+    for _ in range(n):
+        states = ((keys[:, None] // powers[None, :]) % (n + 1)).astype(np.int16)
+        levels.append((states, keys))
+        keys = np.unique((keys[:, None] + powers[None, :]).reshape(-1))
+    return levels
+
+
+class _TooLarge(Exception):
+    """A block whose counting DP would not fit `MAX_STATES` (the DP sees it instead)."""
+
+
+def reduce_dense_blocks(graph: CostGraph, budget: MemoryBudget
+                        ) -> tuple[CostGraph, Expand] | None:
+    """The graph with each dense block's interior replaced by one table over (p, F), and
+    the map from the reduced graph's choice back to the whole graph's; None without blocks."""
+    solvers = []
+    for block in find_dense_blocks(graph):
+        try:
+            solvers.append(BlockSolver(graph, block, budget))
+        except _TooLarge:
+            continue
+    if not solvers:
+        return None
+    removed = set().union(*(solver.block.interior() for solver in solvers))
+    replaced = {tuple(sorted((s.block.stem, s.block.concats[-1]))) for s in solvers}
+    kept = [v for v in range(len(graph.names)) if v not in removed]
+    index = {v: i for i, v in enumerate(kept)}
+    reduced = CostGraph([graph.names[v] for v in kept], [graph.vertex_costs[v] for v in kept])
+    for (u, v), table in graph.edge_costs.items():
+        if u in index and v in index and (u, v) not in replaced:
+            reduced.add_edge(index[u], index[v], table)
+    for solver in solvers:
+        reduced.add_edge(index[solver.block.stem], index[solver.block.concats[-1]],
+                         solver.result[:, solver.class_of])
+
+    def expand(choice: Sequence[int]) -> tuple[int, ...]:
+        whole = [0] * len(graph.names)
+        for v, c in zip(kept, choice, strict=True):
+            whole[v] = int(c)
+        for solver in solvers:
+            block = solver.block
+            whole_choice = solver.choice(whole[block.stem], whole[block.concats[-1]])
+            for v, c in whole_choice.items():
+                whole[v] = c
+        return tuple(whole)
+
+    return reduced, expand
