@@ -19,20 +19,28 @@ Configurations whose columns of E and E0 are equal merge into one class k. The b
 a DP over the count vectors m (multisets of classes), layer by layer from the last: with the
 later layers' counts m, layer j (its concatenation's class k, the path's configurations, and
 x_j's configuration) costs W_j(m, k) = min_d (C_j(k, d) + sum_k' m_k' E(d, k')), where
-C_j is the path's cost minimized over its interior, and the counts become m + e_k. DenseNet-121's
-third block (23 concatenations and F over 7 classes) has 6e5 count vectors at most, not
-9.8e9 table entries. The block's result is a table over (p, F) that replaces the block in the
+C_j is the path's cost minimized over its interior, and the counts become m + e_k. A class
+that another matches or beats on E, E0 and every C_j is never needed (the other takes its
+place at no cost), and a source configuration that another matches or beats on its path and
+every column of E neither. DenseNet-121's third block (23 concatenations and F, 7 classes of
+which 6 are needed) has 2.2e5 count vectors at most per layer, 1.1e6 in all, not 9.8e9 table
+entries. The block's result is a table over (p, F) that replaces the block in the
 graph, and its argmins give back every interior configuration: the optimum is the one the DP
 over the whole graph finds (the same cost up to rounding; among equal costs it may pick
 another strategy, as another elimination order would).
 
-    >>> import numpy as np
-    >>> graph = CostGraph(["p", "g2", "x1", "x2", "F"], [np.zeros(2)] * 5)
-    >>> E = np.array([[0.0, 4.0], [4.0, 0.0]])
-    >>> for source, target in [(0, 2), (1, 3), (2, 1), (0, 1), (0, 4), (2, 4), (3, 4)]:
-    ...     graph.add_edge(source, target, E)
-    >>> [block.sources for block in find_dense_blocks(graph, min_layers=2)]
-    [(2, 3)]
+A block of two layers: p -> c1 -> x1 and g2 -> c2 -> x2 (the paths), g2 and F reading p and
+the earlier outputs:
+
+    >>> sizes = {"p": 1, "c1": 2, "x1": 2, "g2": 2, "c2": 2, "x2": 2, "F": 2}
+    >>> graph = CostGraph(list(sizes), [np.zeros(size) for size in sizes.values()])
+    >>> read, path = np.array([[0.0, 4.0], [4.0, 0.0]]), np.ones((2, 2))
+    >>> for u, v, table in [(0, 1, np.ones((1, 2))), (1, 2, path), (3, 4, path), (4, 5, path),
+    ...                     (2, 3, read), (2, 6, read), (5, 6, read),
+    ...                     (0, 3, np.zeros((1, 2))), (0, 6, np.zeros((1, 2)))]:
+    ...     graph.add_edge(u, v, table)
+    >>> [(b.stem, b.sources, b.concats, b.paths) for b in find_dense_blocks(graph, 2)]
+    [(0, (2, 5), (3, 6), ((1,), (4,)))]
 """
 
 from __future__ import annotations
@@ -209,33 +217,50 @@ class BlockSolver:
         representatives = np.sort(first)
         self.classes = len(representatives)
         self.table, self.stem_table = table[:, representatives], stem_table[:, representatives]
-        n = len(block.sources)
-        self.levels = _levels(n, self.classes, budget)
         self.paths = [path_cost(graph, stem if j == 0 else block.concats[j - 1], path, x_j)
                       for j, (path, x_j) in enumerate(zip(block.paths, block.sources,
                                                           strict=True))]
-        self._solve(budget)
+        # Per layer j >= 1: its concatenation's class and x_j's configuration -> the least
+        # cost of g_j, its path and x_j, and g_j's configuration that has it.
+        self.by_class = [self._class_costs(j) for j in range(1, len(block.sources))]
+        self.kept = self._undominated()
+        self.levels = _levels(len(block.sources), self.classes, self.kept, budget)
+        self._solve()
 
-    def _solve(self, budget: MemoryBudget) -> None:
-        n, classes = len(self.block.sources), self.classes
+    def _class_costs(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        concat = self.block.concats[j - 1]
+        cost = self.paths[j][0] + self.graph.vertex_costs[concat][:, None]
+        by_class = np.full((self.classes, cost.shape[1]), np.inf)
+        best_config = np.zeros((self.classes, cost.shape[1]), dtype=np.int64)
+        for config in range(cost.shape[0]):
+            k = self.class_of[config]
+            better = cost[config] < by_class[k]
+            by_class[k] = np.where(better, cost[config], by_class[k])
+            best_config[k] = np.where(better, config, best_config[k])
+        return by_class, best_config
+
+    def _undominated(self) -> list[int]:
+        """The classes no other kept class dominates: a class at most as dear on every
+        source's edge, the input's edge and every layer's path can take a dominated one's
+        place in any strategy without raising its cost, so the optimum survives."""
+        kept = list(range(self.classes))
+        for k in range(self.classes):
+            if any(other != k and (self.table[:, other] <= self.table[:, k]).all()
+                   and (self.stem_table[:, other] <= self.stem_table[:, k]).all()
+                   and all((cost[other] <= cost[k]).all() for cost, _ in self.by_class)
+                   for other in kept):
+                kept.remove(k)
+        return kept
+
+    def _solve(self) -> None:
+        n, classes, kept = len(self.block.sources), self.classes, self.kept
         value = np.where(np.eye(classes, dtype=bool), 0.0, np.inf)  # level 1: F's class
-        self.sources_best: list[np.ndarray] = []  # per level k: d given (state, class)
+        self.sources_best: list[np.ndarray] = []  # per level k: d given (state, kept class)
         self.class_best: list[np.ndarray] = []  # per level k+1: the class added (state, f)
-        self.config_best: list[np.ndarray] = []  # per layer j: g_j's config given (class, d)
         for k in range(1, n):
-            j = n - k  # the 0-based index of the source (and path) this level adds
-            concat = self.block.concats[j - 1]
-            cost, _ = self.paths[j]
-            cost = cost + self.graph.vertex_costs[concat][:, None]
-            by_class = np.full((classes, cost.shape[1]), np.inf)
-            best_config = np.zeros((classes, cost.shape[1]), dtype=np.int64)
-            for config in range(cost.shape[0]):
-                k_class = self.class_of[config]
-                better = cost[config] < by_class[k_class]
-                by_class[k_class] = np.where(better, cost[config], by_class[k_class])
-                best_config[k_class] = np.where(better, config, best_config[k_class])
-            self.config_best.append(best_config)
-            step, best_source = _min_over_source(self.levels[k][0], self.table, by_class)
+            by_class, _ = self.by_class[n - k - 1]  # layer j = n - k adds its concatenation
+            step, best_source = _min_over_source(self.levels[k][0], self.table,
+                                                 by_class[kept])
             self.sources_best.append(best_source)
             value, added = self._next_level(k, value, step)
             self.class_best.append(added)
@@ -252,17 +277,18 @@ class BlockSolver:
     def _next_level(self, k: int, value: np.ndarray, step: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
         """Level k+1's values (its states by F's class) from level k's and the step costs
-        W[state, class]; and which class each came by (the lowest of equal ones)."""
-        states, keys = self.levels[k + 1]
+        W[state, kept class]; and which class each came by (the lowest of equal ones)."""
+        states, _ = self.levels[k + 1]
         best = np.full((states.shape[0], value.shape[1]), np.inf)
         added = np.zeros(best.shape, dtype=np.uint8)
-        for g in range(self.classes):
+        for position, g in enumerate(self.kept):
             has = states[:, g] > 0
             earlier = states[has].copy()
             earlier[:, g] -= 1
+            # (Every state less one of a kept class is a state of level k.)
             before = np.searchsorted(self.levels[k][1], _keys(earlier, len(self.block.sources)))
             candidate = np.full(best.shape, np.inf)
-            candidate[has] = value[before] + step[before, g][:, None]
+            candidate[has] = value[before] + step[before, position][:, None]
             better = candidate < best
             best = np.where(better, candidate, best)
             added[better] = g
@@ -285,8 +311,8 @@ class BlockSolver:
             earlier = states[state].copy()
             earlier[g] -= 1
             state = int(np.searchsorted(self.levels[k - 1][1], _keys(earlier[None, :], n))[0])
-            source = int(self.sources_best[k - 2][state, g])
-            config = int(self.config_best[k - 2][g, source])
+            source = int(self.sources_best[k - 2][state, self.kept.index(g)])
+            config = int(self.by_class[j - 1][1][g, source])
             chosen[block.sources[j]] = source
             chosen[block.concats[j - 1]] = config
             chosen.update(zip(block.paths[j], path_choice(self.paths[j][1], config, source),
@@ -296,14 +322,26 @@ class BlockSolver:
 
 def _min_over_source(states: np.ndarray, table: np.ndarray, own: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """W[s, a] = min_d (own[a, d] + sum_k states[s, k] table[d, k]) and its argmin d."""
+    """W[s, a] = min_d (own[a, d] + sum_k states[s, k] table[d, k]) and its argmin d.
+
+    The counts are at least 0, so a d that another d' matches or beats in own[a] and in
+    every column of the table is never needed for that a (the lowest of equal ones stays).
+    """
     reads = states.astype(np.float64) @ table.T  # (states, source configs)
     step = np.empty((states.shape[0], own.shape[0]))
     best = np.empty(step.shape, dtype=argmin_dtype(own.shape[1]))
+    rows = np.arange(states.shape[0])
     for a in range(own.shape[0]):
-        total = reads + own[a][None, :]
-        best[:, a] = np.argmin(total, axis=1)
-        step[:, a] = total[np.arange(states.shape[0]), best[:, a]]
+        needed = [d for d in range(own.shape[1])
+                  if not any(other != d and own[a, other] <= own[a, d]
+                             and (table[other] <= table[d]).all()
+                             and (other < d or own[a, other] < own[a, d]
+                                  or (table[other] < table[d]).any())
+                             for other in range(own.shape[1]))]
+        total = reads[:, needed] + own[a, needed][None, :]
+        chosen = np.argmin(total, axis=1)
+        best[:, a] = np.asarray(needed)[chosen]
+        step[:, a] = total[rows, chosen]
     return step, best
 
 
@@ -313,23 +351,29 @@ def _keys(states: np.ndarray, n: int) -> np.ndarray:
     return states.astype(np.int64) @ powers
 
 
-def _levels(n: int, classes: int, budget: MemoryBudget) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per level k (1..n), every count vector of `classes` counts summing to k, ordered by
-    `_keys`, and those keys (level 0 is empty)."""
-    count = sum(math.comb(k + classes - 1, classes - 1) for k in range(1, n + 1))
-    if count * classes > MAX_STATES or (n + 1) ** classes >= 1 << 62:
+def _levels(n: int, classes: int, kept: list[int], budget: MemoryBudget
+            ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per level k (1..n), the count vectors of `classes` counts summing to k that the DP
+    meets (F's class, any, and k - 1 of the `kept` classes), ordered by `_keys`, and those
+    keys (level 0 is empty)."""
+    dropped = classes - len(kept)
+    sizes = [math.comb(k + len(kept) - 1, len(kept) - 1)
+             + dropped * math.comb(k + len(kept) - 2, len(kept) - 1) for k in range(1, n + 1)]
+    if sum(sizes) * classes > MAX_STATES or (n + 1) ** classes >= 1 << 62:
         raise _TooLarge
-    # Per state: its counts and key, two argmins per class, and (on the largest two
-    # levels only, but counted throughout) the values and a candidate per class.
-    budget.charge(count * (classes * (2 + 2 + 1 + 3 * 8) + 8),
+    # Per state: its counts, key and two argmin rows; the values, their candidates and
+    # the next level's on the largest level.
+    budget.charge(sum(sizes) * (2 * classes + 8 + len(kept) + classes)
+                  + 3 * 8 * classes * max(sizes),
                   f"the counting DP of a dense block of {n} layers")
     levels = [(np.zeros((0, classes), dtype=np.int16), np.zeros(0, dtype=np.int64))]
     powers = (n + 1) ** np.arange(classes, dtype=np.int64)
-    keys = powers.copy()  # level 1: one of each class
+    keys = powers.copy()  # level 1: F's class
     for _ in range(n):
         states = ((keys[:, None] // powers[None, :]) % (n + 1)).astype(np.int16)
         levels.append((states, keys))
-        keys = np.unique((keys[:, None] + powers[None, :]).reshape(-1))
+        grown = np.sort((keys[:, None] + powers[None, kept]).reshape(-1))
+        keys = grown[np.concatenate(([True], grown[1:] != grown[:-1]))]
     return levels
 
 
