@@ -224,7 +224,8 @@ class BlockSolver:
         # cost of g_j, its path and x_j, and g_j's configuration that has it.
         self.by_class = [self._class_costs(j) for j in range(1, len(block.sources))]
         self.kept = self._undominated()
-        self.levels = _levels(len(block.sources), self.classes, self.kept, budget)
+        self.levels, self.charged = _levels(len(block.sources), self.classes, self.kept,
+                                            budget)
         self._solve()
 
     def _class_costs(self, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -352,10 +353,10 @@ def _keys(states: np.ndarray, n: int) -> np.ndarray:
 
 
 def _levels(n: int, classes: int, kept: list[int], budget: MemoryBudget
-            ) -> list[tuple[np.ndarray, np.ndarray]]:
+            ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
     """Per level k (1..n), the count vectors of `classes` counts summing to k that the DP
     meets (F's class, any, and k - 1 of the `kept` classes), ordered by `_keys`, and those
-    keys (level 0 is empty)."""
+    keys (level 0 is empty); and the bytes charged to `budget` for the block's DP."""
     dropped = classes - len(kept)
     sizes = [math.comb(k + len(kept) - 1, len(kept) - 1)
              + dropped * math.comb(k + len(kept) - 2, len(kept) - 1) for k in range(1, n + 1)]
@@ -363,9 +364,9 @@ def _levels(n: int, classes: int, kept: list[int], budget: MemoryBudget
         raise _TooLarge
     # Per state: its counts, key and two argmin rows; the values, their candidates and
     # the next level's on the largest level.
-    budget.charge(sum(sizes) * (2 * classes + 8 + len(kept) + classes)
-                  + 3 * 8 * classes * max(sizes),
-                  f"the counting DP of a dense block of {n} layers")
+    charged = (sum(sizes) * (2 * classes + 8 + len(kept) + classes)
+               + 3 * 8 * classes * max(sizes))
+    budget.charge(charged, f"the counting DP of a dense block of {n} layers")
     levels = [(np.zeros((0, classes), dtype=np.int16), np.zeros(0, dtype=np.int64))]
     powers = (n + 1) ** np.arange(classes, dtype=np.int64)
     keys = powers.copy()  # level 1: F's class
@@ -374,7 +375,7 @@ def _levels(n: int, classes: int, kept: list[int], budget: MemoryBudget
         levels.append((states, keys))
         grown = np.sort((keys[:, None] + powers[None, kept]).reshape(-1))
         keys = grown[np.concatenate(([True], grown[1:] != grown[:-1]))]
-    return levels
+    return levels, charged
 
 
 class _TooLarge(Exception):
@@ -382,9 +383,11 @@ class _TooLarge(Exception):
 
 
 def reduce_dense_blocks(graph: CostGraph, budget: MemoryBudget
-                        ) -> tuple[CostGraph, Expand] | None:
-    """The graph with each dense block's interior replaced by one table over (p, F), and
-    the map from the reduced graph's choice back to the whole graph's; None without blocks."""
+                        ) -> tuple[CostGraph, Expand, int] | None:
+    """The graph with each dense block's interior replaced by one table over (p, F), the
+    map from the reduced graph's choice back to the whole graph's, and the bytes the
+    blocks' DPs hold in `budget` until that map is done with (the caller releases them);
+    None without blocks."""
     solvers = []
     for block in find_dense_blocks(graph):
         try:
@@ -416,4 +419,4 @@ def reduce_dense_blocks(graph: CostGraph, budget: MemoryBudget
                 whole[v] = c
         return tuple(whole)
 
-    return reduced, expand
+    return reduced, expand, sum(solver.charged for solver in solvers)

@@ -73,7 +73,7 @@ def test_reduced_optimum_is_the_whole_graphs(seed: int, layers: int, path_length
     assert len(block.sources) == layers
     reduction = reduce_dense_blocks(graph, as_budget(1 << 30))
     assert reduction is not None
-    reduced, expand = reduction
+    reduced, expand, _ = reduction
     assert len(reduced.names) == 4  # in, p, F, out
     result = solve_dp(reduced)
     assert result.cost == whole.cost  # integers: exact sums
