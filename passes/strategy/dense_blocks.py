@@ -59,7 +59,7 @@ from pase.passes.strategy.factors import argmin_dtype
 MIN_LAYERS = 4
 """The fewest layers of a block that is reduced: smaller ones are cheap for the DP (and
 DenseNet's smallest block has 6)."""
-MAX_STATES = 1 << 26
+MAX_STATES = 1 << 29
 """The most count vectors times classes a block's DP may hold (else the DP sees the block)."""
 
 Expand = Callable[[Sequence[int]], tuple[int, ...]]
@@ -260,12 +260,12 @@ class BlockSolver:
         self.class_best: list[np.ndarray] = []  # per level k+1: the class added (state, f)
         for k in range(1, n):
             by_class, _ = self.by_class[n - k - 1]  # layer j = n - k adds its concatenation
-            step, best_source = _min_over_source(self.levels[k][0], self.table,
+            step, best_source = _min_over_source(self._states(k), self.table,
                                                  by_class[kept])
             self.sources_best.append(best_source)
             value, added = self._next_level(k, value, step)
             self.class_best.append(added)
-        states = self.levels[n][0]
+        states = self._states(n)
         step, self.first_best = _min_over_source(states, self.table, self.paths[0][0])
         step = step + states.astype(np.float64) @ self.stem_table.T
         self.result = np.empty((step.shape[1], classes))
@@ -275,11 +275,17 @@ class BlockSolver:
             self.last_state[:, f] = np.argmin(total, axis=0)
             self.result[:, f] = total[self.last_state[:, f], np.arange(step.shape[1])]
 
+    def _states(self, k: int) -> np.ndarray:
+        """Level k's count vectors, one row each, from their keys."""
+        n = len(self.block.sources)
+        powers = (n + 1) ** np.arange(self.classes, dtype=np.int64)
+        return ((self.levels[k][:, None] // powers[None, :]) % (n + 1)).astype(np.int16)
+
     def _next_level(self, k: int, value: np.ndarray, step: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
         """Level k+1's values (its states by F's class) from level k's and the step costs
         W[state, kept class]; and which class each came by (the lowest of equal ones)."""
-        states, _ = self.levels[k + 1]
+        states = self._states(k + 1)
         best = np.full((states.shape[0], value.shape[1]), np.inf)
         added = np.zeros(best.shape, dtype=np.uint8)
         for position, g in enumerate(self.kept):
@@ -287,7 +293,7 @@ class BlockSolver:
             earlier = states[has].copy()
             earlier[:, g] -= 1
             # (Every state less one of a kept class is a state of level k.)
-            before = np.searchsorted(self.levels[k][1], _keys(earlier, len(self.block.sources)))
+            before = np.searchsorted(self.levels[k], _keys(earlier, len(self.block.sources)))
             candidate = np.full(best.shape, np.inf)
             candidate[has] = value[before] + step[before, position][:, None]
             better = candidate < best
@@ -307,11 +313,11 @@ class BlockSolver:
                           strict=True))
         for k in range(n, 1, -1):
             j = n - k + 1  # this level added concatenation j (0-based source j)
-            states = self.levels[k][0]
+            states = self._states(k)
             g = int(self.class_best[k - 2][state, f])
             earlier = states[state].copy()
             earlier[g] -= 1
-            state = int(np.searchsorted(self.levels[k - 1][1], _keys(earlier[None, :], n))[0])
+            state = int(np.searchsorted(self.levels[k - 1], _keys(earlier[None, :], n))[0])
             source = int(self.sources_best[k - 2][state, self.kept.index(g)])
             config = int(self.by_class[j - 1][1][g, source])
             chosen[block.sources[j]] = source
@@ -353,26 +359,25 @@ def _keys(states: np.ndarray, n: int) -> np.ndarray:
 
 
 def _levels(n: int, classes: int, kept: list[int], budget: MemoryBudget
-            ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
-    """Per level k (1..n), the count vectors of `classes` counts summing to k that the DP
-    meets (F's class, any, and k - 1 of the `kept` classes), ordered by `_keys`, and those
-    keys (level 0 is empty); and the bytes charged to `budget` for the block's DP."""
+            ) -> tuple[list[np.ndarray], int]:
+    """Per level k (1..n), the keys (`_keys`, ascending) of the count vectors of `classes`
+    counts summing to k that the DP meets (F's class, any, and k - 1 of the `kept`
+    classes; level 0 is empty); and the bytes charged to `budget` for the block's DP."""
     dropped = classes - len(kept)
     sizes = [math.comb(k + len(kept) - 1, len(kept) - 1)
              + dropped * math.comb(k + len(kept) - 2, len(kept) - 1) for k in range(1, n + 1)]
     if sum(sizes) * classes > MAX_STATES or (n + 1) ** classes >= 1 << 62:
         raise _TooLarge
-    # Per state: its counts, key and two argmin rows; the values, their candidates and
-    # the next level's on the largest level.
-    charged = (sum(sizes) * (2 * classes + 8 + len(kept) + classes)
-               + 3 * 8 * classes * max(sizes))
+    # Per state: its key and two argmin rows; on the largest level, its counts, values,
+    # their candidates and the next level's.
+    charged = (sum(sizes) * (8 + len(kept) + classes)
+               + max(sizes) * classes * (2 + 3 * 8))
     budget.charge(charged, f"the counting DP of a dense block of {n} layers")
-    levels = [(np.zeros((0, classes), dtype=np.int16), np.zeros(0, dtype=np.int64))]
+    levels = [np.zeros(0, dtype=np.int64)]
     powers = (n + 1) ** np.arange(classes, dtype=np.int64)
     keys = powers.copy()  # level 1: F's class
     for _ in range(n):
-        states = ((keys[:, None] // powers[None, :]) % (n + 1)).astype(np.int16)
-        levels.append((states, keys))
+        levels.append(keys)
         grown = np.sort((keys[:, None] + powers[None, kept]).reshape(-1))
         keys = grown[np.concatenate(([True], grown[1:] != grown[:-1]))]
     return levels, charged
