@@ -73,8 +73,11 @@ def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown
     if capped is not None:
         lines.append(cap_note(capped))
     if stats is not None and stats.order:
+        counted = (f"; dense blocks of {', '.join(map(str, stats.dense_blocks))} layers "
+                   "counted first" if stats.dense_blocks else "")
         lines.append(f"search: {len(problem.layers)} layers, largest dependent set "
-                     f"{stats.max_dependent_set}, {stats.table_entries:,} table entries")
+                     f"{stats.max_dependent_set}, {stats.table_entries:,} table entries"
+                     f"{counted}")
     return "\n".join(lines) + "\n"
 
 

@@ -387,11 +387,20 @@ class _TooLarge(Exception):
     """A block whose counting DP would not fit `MAX_STATES` (the DP sees it instead)."""
 
 
-def reduce_dense_blocks(graph: CostGraph, budget: MemoryBudget
-                        ) -> tuple[CostGraph, Expand, int] | None:
-    """The graph with each dense block's interior replaced by one table over (p, F), the
-    map from the reduced graph's choice back to the whole graph's, and the bytes the
-    blocks' DPs hold in `budget` until that map is done with (the caller releases them);
+@dataclass(frozen=True)
+class Reduction:
+    """A graph with its dense blocks reduced: `graph`, `expand` (its choice -> the whole
+    graph's), `held` (the bytes the blocks' DPs hold in the budget until `expand` is done
+    with; the caller releases them) and `layers` (each block's number of layers)."""
+
+    graph: CostGraph
+    expand: Expand
+    held: int
+    layers: tuple[int, ...]
+
+
+def reduce_dense_blocks(graph: CostGraph, budget: MemoryBudget) -> Reduction | None:
+    """The graph with each dense block's interior replaced by one table over (p, F), or
     None without blocks."""
     solvers = []
     for block in find_dense_blocks(graph):
@@ -424,4 +433,5 @@ def reduce_dense_blocks(graph: CostGraph, budget: MemoryBudget
                 whole[v] = c
         return tuple(whole)
 
-    return reduced, expand, sum(solver.charged for solver in solvers)
+    return Reduction(reduced, expand, sum(solver.charged for solver in solvers),
+                     tuple(len(solver.block.sources) for solver in solvers))

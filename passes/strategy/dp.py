@@ -57,7 +57,9 @@ class DPResult:
     set; `peak_table_bytes` is the most memory held by cost and argmin tables at once (a table
     that several steps share counted once);
     `reused_steps` counts eliminations that took an earlier step's result instead of
-    recomputing it (identical inputs in the same roles, as in repeated blocks).
+    recomputing it (identical inputs in the same roles, as in repeated blocks);
+    `dense_blocks` the layers of each dense block solved by counting before the DP
+    (`dense_blocks.py`; the other numbers are then the reduced graph's).
 
     >>> DPResult(choice=(0,), cost=1.0, order=(0,), max_dependent_set=0,
     ...          table_entries=2, peak_table_bytes=24).cost
@@ -71,6 +73,7 @@ class DPResult:
     table_entries: int
     peak_table_bytes: int
     reused_steps: int = 0
+    dense_blocks: tuple[int, ...] = ()
 
 
 def eliminate(factors: Sequence[Factor], vertex: int, chunk_entries: int = CHUNK_ENTRIES

@@ -91,11 +91,9 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
     `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
     vertex costs carry an added term this way."""
     budget = budget if budget is not None else as_budget(4 << 30)
-    expand, held = None, 0
-    if method == "dp":
-        reduction = reduce_dense_blocks(graph, budget)
-        if reduction is not None:
-            graph, expand, held = reduction
+    reduction = reduce_dense_blocks(graph, budget) if method == "dp" else None
+    if reduction is not None:
+        graph = reduction.graph
     kept = [np.arange(size) for size in graph.sizes]
     if pruning:
         graph, kept = prune(graph, budget)
@@ -106,7 +104,7 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
     else:
         result = solve_exhaustive(graph, exhaustive_limit)
     choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
-    if expand is not None:
-        choice = expand(choice)
-        budget.release(held)
-    return replace(result, choice=choice)
+    if reduction is None:
+        return replace(result, choice=choice)
+    budget.release(reduction.held)
+    return replace(result, choice=reduction.expand(choice), dense_blocks=reduction.layers)

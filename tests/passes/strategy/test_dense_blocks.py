@@ -73,11 +73,10 @@ def test_reduced_optimum_is_the_whole_graphs(seed: int, layers: int, path_length
     assert len(block.sources) == layers
     reduction = reduce_dense_blocks(graph, as_budget(1 << 30))
     assert reduction is not None
-    reduced, expand, _ = reduction
-    assert len(reduced.names) == 4  # in, p, F, out
-    result = solve_dp(reduced)
+    assert len(reduction.graph.names) == 4  # in, p, F, out
+    result = solve_dp(reduction.graph)
     assert result.cost == whole.cost  # integers: exact sums
-    assert graph.total_cost(expand(result.choice)) == whole.cost
+    assert graph.total_cost(reduction.expand(result.choice)) == whole.cost
 
 
 def dense_block_dnn(layers: int) -> str:
@@ -121,4 +120,5 @@ def test_dense_block_searched_within_a_budget_the_whole_dp_exceeds() -> None:
     solution = solve(build_problem(parse_text(dense_block_dnn(6)), devices=4),
                      SearchOptions(memory_budget=2 << 20))
     assert math.isclose(solution.cost, whole.cost, rel_tol=1e-12)
+    assert solution.stats is not None and solution.stats.dense_blocks == (6,)
     assert math.isclose(problem.cost(solution.assignment), whole.cost, rel_tol=1e-12)
