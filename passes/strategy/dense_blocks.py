@@ -61,6 +61,8 @@ MIN_LAYERS = 4
 DenseNet's smallest block has 6)."""
 MAX_STATES = 1 << 29
 """The most count vectors times classes a block's DP may hold (else the DP sees the block)."""
+CHUNK_STATES = 1 << 16
+"""The count vectors whose sums a step forms at once."""
 
 Expand = Callable[[Sequence[int]], tuple[int, ...]]
 
@@ -225,7 +227,7 @@ class BlockSolver:
         self.by_class = [self._class_costs(j) for j in range(1, len(block.sources))]
         self.kept = self._undominated()
         self.levels, self.charged = _levels(len(block.sources), self.classes, self.kept,
-                                            budget)
+                                            table.shape[0], stem_table.shape[0], budget)
         self._solve()
 
     def _class_costs(self, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -267,13 +269,18 @@ class BlockSolver:
             self.class_best.append(added)
         states = self._states(n)
         step, self.first_best = _min_over_source(states, self.table, self.paths[0][0])
-        step = step + states.astype(np.float64) @ self.stem_table.T
-        self.result = np.empty((step.shape[1], classes))
-        self.last_state = np.empty((step.shape[1], classes), dtype=np.int64)
-        for f in range(classes):
-            total = value[:, f][:, None] + step
-            self.last_state[:, f] = np.argmin(total, axis=0)
-            self.result[:, f] = total[self.last_state[:, f], np.arange(step.shape[1])]
+        step += states.astype(np.float64) @ self.stem_table.T
+        self.result = np.full((step.shape[1], classes), np.inf)
+        self.last_state = np.zeros((step.shape[1], classes), dtype=np.int64)
+        columns = np.arange(step.shape[1])
+        for start in range(0, step.shape[0], CHUNK_STATES):
+            part = slice(start, start + CHUNK_STATES)
+            for f in range(classes):
+                total = value[part, f][:, None] + step[part]
+                chosen = np.argmin(total, axis=0)
+                better = total[chosen, columns] < self.result[:, f]
+                self.result[better, f] = total[chosen, columns][better]
+                self.last_state[better, f] = chosen[better] + start
 
     def _states(self, k: int) -> np.ndarray:
         """Level k's count vectors, one row each, from their keys."""
@@ -285,20 +292,24 @@ class BlockSolver:
                     ) -> tuple[np.ndarray, np.ndarray]:
         """Level k+1's values (its states by F's class) from level k's and the step costs
         W[state, kept class]; and which class each came by (the lowest of equal ones)."""
-        states = self._states(k + 1)
-        best = np.full((states.shape[0], value.shape[1]), np.inf)
+        n, keys = len(self.block.sources), self.levels[k + 1]
+        powers = (n + 1) ** np.arange(self.classes, dtype=np.int64)
+        best = np.empty((keys.size, value.shape[1]))
         added = np.zeros(best.shape, dtype=np.uint8)
-        for position, g in enumerate(self.kept):
-            has = states[:, g] > 0
-            earlier = states[has].copy()
-            earlier[:, g] -= 1
-            # (Every state less one of a kept class is a state of level k.)
-            before = np.searchsorted(self.levels[k], _keys(earlier, len(self.block.sources)))
-            candidate = np.full(best.shape, np.inf)
-            candidate[has] = value[before] + step[before, position][:, None]
-            better = candidate < best
-            best = np.where(better, candidate, best)
-            added[better] = g
+        for start in range(0, keys.size, CHUNK_STATES):
+            chunk = keys[start:start + CHUNK_STATES]
+            chunk_best = np.full((chunk.size, value.shape[1]), np.inf)
+            chunk_added = added[start:start + CHUNK_STATES]
+            for position, g in enumerate(self.kept):
+                has = (chunk // powers[g]) % (n + 1) > 0
+                # (Every state less one of a kept class is a state of level k.)
+                before = np.searchsorted(self.levels[k], chunk[has] - powers[g])
+                candidate = np.full(chunk_best.shape, np.inf)
+                candidate[has] = value[before] + step[before, position][:, None]
+                better = candidate < chunk_best
+                chunk_best = np.where(better, candidate, chunk_best)
+                chunk_added[better] = g
+            best[start:start + CHUNK_STATES] = chunk_best
         return best, added
 
     def choice(self, stem_config: int, final_config: int) -> dict[int, int]:
@@ -334,21 +345,24 @@ def _min_over_source(states: np.ndarray, table: np.ndarray, own: np.ndarray
     The counts are at least 0, so a d that another d' matches or beats in own[a] and in
     every column of the table is never needed for that a (the lowest of equal ones stays).
     """
-    reads = states.astype(np.float64) @ table.T  # (states, source configs)
     step = np.empty((states.shape[0], own.shape[0]))
     best = np.empty(step.shape, dtype=argmin_dtype(own.shape[1]))
-    rows = np.arange(states.shape[0])
-    for a in range(own.shape[0]):
-        needed = [d for d in range(own.shape[1])
-                  if not any(other != d and own[a, other] <= own[a, d]
-                             and (table[other] <= table[d]).all()
-                             and (other < d or own[a, other] < own[a, d]
-                                  or (table[other] < table[d]).any())
-                             for other in range(own.shape[1]))]
-        total = reads[:, needed] + own[a, needed][None, :]
-        chosen = np.argmin(total, axis=1)
-        best[:, a] = np.asarray(needed)[chosen]
-        step[:, a] = total[rows, chosen]
+    needed = [[d for d in range(own.shape[1])
+               if not any(other != d and own[a, other] <= own[a, d]
+                          and (table[other] <= table[d]).all()
+                          and (other < d or own[a, other] < own[a, d]
+                               or (table[other] < table[d]).any())
+                          for other in range(own.shape[1]))]
+              for a in range(own.shape[0])]
+    for start in range(0, states.shape[0], CHUNK_STATES):
+        part = slice(start, start + CHUNK_STATES)
+        reads = states[part].astype(np.float64) @ table.T  # (states, source configs)
+        rows = np.arange(reads.shape[0])
+        for a, configs in enumerate(needed):
+            total = reads[:, configs] + own[a, configs][None, :]
+            chosen = np.argmin(total, axis=1)
+            best[part, a] = np.asarray(configs)[chosen]
+            step[part, a] = total[rows, chosen]
     return step, best
 
 
@@ -358,20 +372,23 @@ def _keys(states: np.ndarray, n: int) -> np.ndarray:
     return states.astype(np.int64) @ powers
 
 
-def _levels(n: int, classes: int, kept: list[int], budget: MemoryBudget
-            ) -> tuple[list[np.ndarray], int]:
+def _levels(n: int, classes: int, kept: list[int], sources: int, stems: int,
+            budget: MemoryBudget) -> tuple[list[np.ndarray], int]:
     """Per level k (1..n), the keys (`_keys`, ascending) of the count vectors of `classes`
     counts summing to k that the DP meets (F's class, any, and k - 1 of the `kept`
-    classes; level 0 is empty); and the bytes charged to `budget` for the block's DP."""
+    classes; level 0 is empty); and the bytes charged to `budget` for the block's DP
+    (`sources` and `stems`: the configurations of x and p)."""
     dropped = classes - len(kept)
     sizes = [math.comb(k + len(kept) - 1, len(kept) - 1)
              + dropped * math.comb(k + len(kept) - 2, len(kept) - 1) for k in range(1, n + 1)]
     if sum(sizes) * classes > MAX_STATES or (n + 1) ** classes >= 1 << 62:
         raise _TooLarge
-    # Per state: its key and two argmin rows; on the largest level, its counts, values,
-    # their candidates and the next level's.
+    # Per state: its key and two argmin rows; on the largest level its counts, the values
+    # in and out and the steps' costs; per chunk the sums.
+    widest = max(sources, stems, classes)
     charged = (sum(sizes) * (8 + len(kept) + classes)
-               + max(sizes) * classes * (2 + 3 * 8))
+               + max(sizes) * (2 * classes + 16 * classes + 9 * widest)
+               + min(CHUNK_STATES, max(sizes)) * (24 * sources + 32 * classes))
     budget.charge(charged, f"the counting DP of a dense block of {n} layers")
     levels = [np.zeros(0, dtype=np.int64)]
     powers = (n + 1) ** np.arange(classes, dtype=np.int64)

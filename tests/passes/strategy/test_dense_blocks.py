@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from pase.frontend.dnn import parse_text
-from pase.passes.strategy import SearchMemoryError, SearchOptions, build_problem, solve
+from pase.passes.strategy import (
+    SearchMemoryError,
+    SearchOptions,
+    build_problem,
+    dense_blocks,
+    solve,
+)
 from pase.passes.strategy.budget import as_budget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dense_blocks import find_dense_blocks, reduce_dense_blocks
@@ -65,8 +71,13 @@ def random_block(seed: int, layers: int, path_length: int) -> CostGraph:
     return graph
 
 
-@pytest.mark.parametrize(("seed", "layers", "path_length"), [(0, 4, 1), (1, 5, 2), (2, 6, 3)])
-def test_reduced_optimum_is_the_whole_graphs(seed: int, layers: int, path_length: int) -> None:
+@pytest.mark.parametrize(("seed", "layers", "path_length", "chunk"),
+                         [(0, 4, 1, 1 << 16), (1, 5, 2, 1 << 16), (2, 6, 3, 2)])
+def test_reduced_optimum_is_the_whole_graphs(seed: int, layers: int, path_length: int,
+                                             chunk: int, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    """(The last case forms its sums 2 count vectors at a time.)"""
+    monkeypatch.setattr(dense_blocks, "CHUNK_STATES", chunk)
     graph = random_block(seed, layers, path_length)
     whole = solve_dp(graph)
     (block,) = find_dense_blocks(graph)
@@ -120,5 +131,6 @@ def test_dense_block_searched_within_a_budget_the_whole_dp_exceeds() -> None:
     solution = solve(build_problem(parse_text(dense_block_dnn(6)), devices=4),
                      SearchOptions(memory_budget=2 << 20))
     assert math.isclose(solution.cost, whole.cost, rel_tol=1e-12)
-    assert solution.stats is not None and solution.stats.dense_blocks == (6,)
+    assert solution.stats is not None
+    assert solution.stats.dense_blocks == (6,)
     assert math.isclose(problem.cost(solution.assignment), whole.cost, rel_tol=1e-12)
