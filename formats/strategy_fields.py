@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from pase.formats.machine_toml import MachineError, machine_from_dict
-from pase.passes.strategy.options import OPTIMIZER_STATE_WORDS, PRECISIONS, RECOMPUTE
+from pase.passes.strategy import OPTIMIZER_STATE_WORDS, PRECISIONS, RECOMPUTE
 
 ZERO_STAGES = (0, 1, 2, 3)
 
