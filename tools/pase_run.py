@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
-from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.core.numbers import SHOWN_DIGITS, read_integer, too_many_gib
 from pase.core.usage import UsageParser
 from pase.dialect.dnn.seeding import LEARNING_RATES
 from pase.dialect.training_options import (
@@ -221,6 +221,9 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
             (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
              f"--device-memory-gib must be a finite number at least 0, got "
              f"{args.device_memory_gib}"),
+            *((message is not None, f"--{message}") for message in (
+                too_many_gib("device-memory-gib", args.device_memory_gib),
+                too_many_gib("memory-gib", args.memory_gib))),
             (args.device_memory_gib > 0 and not planned,
              "--device-memory-gib caps a pipeline plan; give --stages (auto or S)"),
             (args.schedule is not None and not planned,
