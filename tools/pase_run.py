@@ -249,6 +249,11 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               if name),
+            *((True, f"{flag} {name} is the {what}: pase-run would overwrite it")
+              for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
+                                 ("--jax-log", args.jax_log))
+              for what, given in (("model", args.model), ("strategy file", args.strategy))
+              if name and given and same_file(name, given)),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
@@ -262,6 +267,14 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
         if bad:
             parser.error(message)
+
+
+def same_file(output: str, given: str) -> bool:
+    """Whether the output path `output` names the file `given` (a link to it too)."""
+    try:
+        return os.path.samefile(output, given)
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(output) == os.path.realpath(given)
 
 
 def unwritable(path: str) -> str | None:
