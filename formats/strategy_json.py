@@ -488,6 +488,8 @@ def _check_positive_integer(value: Any, where: JsonPath, what: str) -> None:
 def _check_number(value: Any, where: JsonPath) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _wrong(value, where, "a number")
+    if isinstance(value, float) and not math.isfinite(value):  # not JSON: Python's NaN
+        raise _wrong(value, where, "a finite number")
 
 
 def _wrong(value: Any, where: JsonPath, expected: str) -> _ShapeError:

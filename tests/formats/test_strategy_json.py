@@ -148,6 +148,7 @@ def diagnostic(path: str, graph: str = "mlp", devices: int = 8) -> Diagnostic:
     ({"cost": {"total": None}, "layers": []}, "cost.total must be a number, not null",
      "null"),
     ({"speedup": [], "layers": []}, "speedup must be a number, not a list", "["),
+    ('{"speedup": NaN, "layers": []}', "speedup must be a finite number, not NaN", "NaN"),
     ({"memory": 3, "layers": []}, "memory must be an object of numbers, not 3", "3"),
     ({"memory": {"per_device": "1"}, "layers": []},
      'memory.per_device must be a number, not the string "1"', '"1"'),
