@@ -44,6 +44,11 @@ _pending: ContextVar[list[_Write] | None] = ContextVar("pase_pending_writes", de
 """The writes waiting for the innermost `deferred_writes()` block."""
 
 
+LARGEST_TEXT_FILE = 256 << 20
+"""The most bytes `read_text` reads of one file: far more than any model, strategy or
+machine file, and a bound on an endless one (`strategy=/dev/zero` took all memory)."""
+
+
 def read_text(path: str, what: str = "file") -> str:
     """The text of a UTF-8 file; raises `Diagnostic` naming `path` (and, for a byte that is not
     UTF-8, its line, column and byte offset). `what` names the file in messages:
@@ -54,9 +59,12 @@ def read_text(path: str, what: str = "file") -> str:
     """
     try:
         with open(path, "rb") as stream:
-            data = stream.read()
+            data = stream.read(LARGEST_TEXT_FILE + 1)
     except OSError as error:
         raise Diagnostic(f"cannot read the {what}: {error.strerror}", path) from None
+    if len(data) > LARGEST_TEXT_FILE:
+        raise Diagnostic(f"the {what} is larger than {LARGEST_TEXT_FILE >> 20} MiB, the most "
+                         "pase reads of one", path)
     return decode_text(data, path, what)
 
 

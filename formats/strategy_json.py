@@ -297,9 +297,8 @@ def is_pipeline_plan(path: str) -> bool:
     """Whether the file at `path` is a pipeline plan (a JSON object with "stages");
     False for anything else, which the loaders then report on."""
     try:
-        with open(path, encoding="utf-8") as file:
-            data = json.load(file)
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_text(path))
+    except (Diagnostic, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and "stages" in data
 
