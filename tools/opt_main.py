@@ -88,6 +88,13 @@ class PaseOptMain(xDSLOptMain):
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
         check_frontend_options(self.args.frontend or "")
         stream, file_extension = super().get_input_stream()
+        if not (self.args.frontend or file_extension):  # parse_spec("") is a pipeline error
+            stream.close()
+            _usage_error(f"cannot tell the format of {self.get_input_name()} without an "
+                         "extension; name it .dnn, .mlir or .onnx, or give -f dnn (or mlir, "
+                         "onnx)")
+        if self.args.frontend:  # -f names the format whatever the file's name ends with
+            file_extension = parse_spec(self.args.frontend).name
         if parse_spec(self.args.frontend or file_extension).name in BINARY_FRONTENDS:
             return stream, file_extension
         with stream:
