@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
 from pase.core.signals import raise_if_received, signals_held
@@ -59,13 +59,20 @@ def read_text(path: str, what: str = "file") -> str:
     """
     try:
         with open(path, "rb") as stream:
-            data = stream.read(LARGEST_TEXT_FILE + 1)
+            data = read_bounded(stream, path, what)
     except OSError as error:
         raise Diagnostic(f"cannot read the {what}: {error.strerror}", path) from None
+    return decode_text(data, path, what)
+
+
+def read_bounded(stream: IO[bytes], path: str, what: str = "input") -> bytes:
+    """All of `stream` (a file, a pipe, stdin), or a `Diagnostic` past `LARGEST_TEXT_FILE`
+    bytes."""
+    data = stream.read(LARGEST_TEXT_FILE + 1)
     if len(data) > LARGEST_TEXT_FILE:
         raise Diagnostic(f"the {what} is larger than {LARGEST_TEXT_FILE >> 20} MiB, the most "
                          "pase reads of one", path)
-    return decode_text(data, path, what)
+    return data
 
 
 def decode_text(data: bytes, path: str, what: str = "input") -> str:

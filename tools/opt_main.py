@@ -33,7 +33,7 @@ from pase.core.diagnostics import (
     Diagnostic,
     shown_line,
 )
-from pase.core.files import decode_text, write_atomically, write_bytes_atomically
+from pase.core.files import decode_text, read_bounded, write_atomically, write_bytes_atomically
 from pase.core.numbers import LONGEST_INTEGER
 from pase.frontend.mlir import LocatedMlirFrontend, verify_located
 from pase.universe import PASE
@@ -98,7 +98,7 @@ class PaseOptMain(xDSLOptMain):
         if parse_spec(self.args.frontend or file_extension).name in BINARY_FRONTENDS:
             return stream, file_extension
         with stream:
-            data = stream.read()
+            data = read_bounded(stream, self.get_input_name())
         decode_text(data, self.get_input_name())
         return BytesIO(data), file_extension
 
