@@ -198,10 +198,16 @@ class PartitionStagesPass(PasePass):
                          and (self.devices // s) % (self.data_parallel or 1) == 0])
         micro_counts = ([self.microbatches] if isinstance(self.microbatches, int) else
                         [m for m in range(1, min(size, MAX_AUTO_MICROBATCHES) + 1)
-                         if size % m == 0])
+                         if size % m == 0 and (size // m) % (self.data_parallel or 1) == 0])
         if isinstance(self.microbatches, int) and size % self.microbatches:
             raise Diagnostic(f"pase-partition-stages on @{name}: microbatches="
                              f"{self.microbatches} does not divide the batch {batch} = {size}")
+        if isinstance(self.microbatches, int) and self.data_parallel and (
+                size // self.microbatches) % self.data_parallel:
+            raise Diagnostic(f"pase-partition-stages on @{name}: data-parallel="
+                             f"{self.data_parallel} does not divide the micro-batch {batch} = "
+                             f"{size // self.microbatches} ({size} / microbatches="
+                             f"{self.microbatches})")
         if isinstance(self.microbatches, int) and (
                 problem := microbatch_problem(graph, self.microbatches)):
             raise Diagnostic(f"pase-partition-stages on @{name}: {problem}")
