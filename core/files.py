@@ -49,6 +49,9 @@ LARGEST_TEXT_FILE = 256 << 20
 machine file, and a bound on an endless one (`strategy=/dev/zero` took all memory)."""
 
 
+BYTE_ORDER_MARK = "\ufeff"
+
+
 def read_text(path: str, what: str = "file") -> str:
     """The text of a UTF-8 file; raises `Diagnostic` naming `path` (and, for a byte that is not
     UTF-8, its line, column and byte offset). `what` names the file in messages:
@@ -78,13 +81,14 @@ def read_bounded(stream: IO[bytes], path: str, what: str = "input") -> bytes:
 def decode_text(data: bytes, path: str, what: str = "input") -> str:
     """`data` as UTF-8 text; a byte that is not UTF-8 is a `Diagnostic` at its line and column
     (and byte offset), with the line it is on. `read_text`, the `.dnn` and MLIR readers of
-    pase-opt and stdin all decode so.
+    pase-opt and stdin all decode so. A byte order mark that starts the text (as Windows
+    editors save UTF-8) is dropped, as editors hide it: columns count from after it.
 
         model.dnn:2:9: error: the input is not UTF-8 text (invalid continuation byte at
         byte 26)
     """
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix(BYTE_ORDER_MARK)
     except UnicodeDecodeError as error:
         # Everything before the first bad byte is valid UTF-8, so it gives line and column.
         before = data[:error.start].decode("utf-8")

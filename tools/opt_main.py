@@ -33,7 +33,13 @@ from pase.core.diagnostics import (
     Diagnostic,
     shown_line,
 )
-from pase.core.files import decode_text, read_bounded, write_atomically, write_bytes_atomically
+from pase.core.files import (
+    BYTE_ORDER_MARK,
+    decode_text,
+    read_bounded,
+    write_atomically,
+    write_bytes_atomically,
+)
 from pase.core.numbers import LONGEST_INTEGER
 from pase.frontend.mlir import LocatedMlirFrontend, verify_located
 from pase.universe import PASE
@@ -100,7 +106,7 @@ class PaseOptMain(xDSLOptMain):
         with stream:
             data = read_bounded(stream, self.get_input_name())
         decode_text(data, self.get_input_name())
-        return BytesIO(data), file_extension
+        return BytesIO(data.removeprefix(BYTE_ORDER_MARK.encode())), file_extension
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:
