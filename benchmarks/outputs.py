@@ -21,11 +21,15 @@ unconstrained strategy (or plan) needs, printed with 4 significant digits.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +37,7 @@ from pathlib import Path
 
 from common import MODELS_DIR, positive_float, positive_int
 
+from pase.core.signals import Terminated, signals_held, signals_raise
 from pase.core.usage import UsageParser
 
 MODELS = ["mlp", "alexnet", "rnnlm", "transformer", "gpt2_small", "inception_v3", "resnet101"]
@@ -151,18 +156,56 @@ def _exported_memory(path: Path) -> float | None:
     return None
 
 
+class Children:
+    """The cases' processes running now; `stop()` ends them (SIGTERM: each tool removes its
+    temporaries and exits) and lets no new one start."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: set[subprocess.Popen[str]] = set()
+        self.stopped = False
+
+    def communicate(self, command: list[str], folder: Path,
+                    timeout: float) -> tuple[int, str, str] | None:
+        """Run `command` in `folder`: its status, stdout and stderr; None if it timed out."""
+        with self.lock:
+            if self.stopped:
+                raise RuntimeError("stopped")
+            process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True,
+                                       env={**os.environ, "COLUMNS": "100"})
+            self.running.add(process)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+            return process.returncode, stdout, stderr
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return None
+        finally:
+            with self.lock:
+                self.running.discard(process)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for process in self.running:
+                process.terminate()
+
+
+CHILDREN = Children()
+
+
 def run(case: Case, tools: Path, out: Path, timeout: float) -> tuple[str, float]:
     """Run one case in its own folder under `out`, write `CASE.out`; its name and seconds."""
     folder = out / case.name
     folder.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    try:
-        done = subprocess.run([str(tools / case.tool), *case.arguments], cwd=folder,
-                              capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "COLUMNS": "100"})
-        text = f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}"
-    except subprocess.TimeoutExpired:
+    done = CHILDREN.communicate([str(tools / case.tool), *case.arguments], folder, timeout)
+    if done is None:
         text = f"timed out after {timeout:g} s\n"
+    else:
+        text = f"exit {done[0]}\n--- stdout\n{done[1]}--- stderr\n{done[2]}"
     text = SECONDS.sub(r"\1<time> s", text)
     for exported in case.exports:
         exported_path = folder / exported
@@ -191,10 +234,47 @@ def main() -> None:
     out: Path = arguments.out.resolve()
     if out.exists() and not out.is_dir():
         parser.error(f"{arguments.out} is a file, not a folder to write the outputs in")
+    made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         parser.error(f"cannot make the folder {arguments.out}: {error.strerror}")
+    # The cases write to a folder beside `out`, moved into it when all are done: a run
+    # cut short (an error, Ctrl-C, SIGTERM) leaves `out` as it was and no process behind.
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    finished = False
+    try:
+        with signals_raise():
+            count, seconds = run_waves(arguments, staging)
+            with signals_held():
+                move_into(staging, out, parser)
+            finished = True
+    except Terminated as terminated:
+        sys.exit(terminated.exit_status)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if made and not finished:
+            with contextlib.suppress(OSError):
+                out.rmdir()
+    print(f"{count} cases in {seconds:.0f} s -> {out}", file=sys.stderr)
+
+
+def move_into(staging: Path, out: Path, parser: argparse.ArgumentParser) -> None:
+    """Move every output of `staging` into `out`, replacing those of an earlier run."""
+    entries = sorted(staging.iterdir())
+    for entry in entries:
+        target = out / entry.name
+        if target.is_dir() != entry.is_dir() and target.exists():
+            parser.error(f"{target} is in the way of an output of another kind")
+    for entry in entries:
+        target = out / entry.name
+        if target.is_dir():
+            shutil.rmtree(target)
+        entry.replace(target)
+
+
+def run_waves(arguments: argparse.Namespace, out: Path) -> tuple[int, float]:
+    """Run every case into `out`, `--jobs` at a time: the count of cases and the seconds."""
     tools = arguments.bin.resolve()
     pairs = [(model, devices) for model in arguments.models for devices in arguments.devices]
     # Each wave's caps are read from the outputs of the wave before.
@@ -206,11 +286,17 @@ def main() -> None:
                  for case in (wave(model, devices) if wave is first_cases
                               else wave(model, devices, out))]
         count += len(cases)
-        with ThreadPoolExecutor(arguments.jobs) as pool:
+        pool = ThreadPoolExecutor(arguments.jobs)
+        try:
             for name, seconds in pool.map(lambda case: run(case, tools, out,
                                                            arguments.timeout), cases):
                 print(f"{name:40} {seconds:8.1f} s", file=sys.stderr, flush=True)
-    print(f"{count} cases in {time.monotonic() - start:.0f} s -> {out}", file=sys.stderr)
+        except BaseException:
+            CHILDREN.stop()  # or the pool would wait for every running case to finish
+            raise
+        finally:
+            pool.shutdown(cancel_futures=True)
+    return count, time.monotonic() - start
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 # A source line longer than this is not printed under a diagnostic (a minified file).
 LONGEST_SHOWN_LINE = 200
+# A message longer than this shows its start and its end (a name of megabytes from the input).
+LONGEST_SHOWN_MESSAGE = 1000
 
 
 @dataclass
@@ -51,15 +53,16 @@ class Diagnostic(PassFailedException):
     """The offending line, when `source` is not the whole file (a split chunk)."""
 
     def __str__(self) -> str:
+        message = bounded(self.message)
         if not self.filename:
-            return f"error: {self.message}"
+            return f"error: {message}"
         if self.line <= 0:
-            return f"{self.filename}: error: {self.message}"
-        text = f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
+            return f"{self.filename}: error: {message}"
+        text = f"{self.filename}:{self.line}:{self.column}: error: {message}"
         source_line = self.source_line
         if source_line is None and self.source is not None:
             source_line = shown_line(self.source, self.line)
-        if source_line is not None:
+        if source_line is not None and len(source_line) <= LONGEST_SHOWN_LINE:
             caret = " " * max(self.column - 1, 0) + "^" * max(self.length, 1)
             text += f"\n{printable(source_line)}\n{caret}"
         return text
@@ -124,6 +127,31 @@ def read_line(path: str, line: int) -> str | None:
             return shown_line(stream.read(), line)
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def bounded(message: str) -> str:
+    """`message`, or when longer than `LONGEST_SHOWN_MESSAGE` its start and end around
+    the count of characters left out: a diagnostic stays one readable line whatever the
+    input names (a graph name of ten megabytes in a strategy file).
+
+    >>> bounded("@" + "g" * 5000 + ", not @mlp")[-30:]
+    'gggggggggggggggggggg, not @mlp'
+    """
+    if len(message) <= LONGEST_SHOWN_MESSAGE:
+        return message
+    keep = LONGEST_SHOWN_MESSAGE // 2 - 20
+    left_out = len(message) - 2 * keep
+    return f"{message[:keep]} [... {left_out:,} characters ...] {message[-keep:]}"
+
+
+def escaped(text: str) -> str:
+    r"""`text` with each character that is not printable as Python escapes it: a message
+    that names a character of the input (a NUL, a byte order mark) shows which.
+
+    >>> escaped("Unexpected character: \x00"), escaped("Unexpected character: \ufeff")
+    ('Unexpected character: \\x00', 'Unexpected character: \\ufeff')
+    """
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
 
 
 def printable(line: str) -> str:

@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
 from pase.core.signals import raise_if_received, signals_held
@@ -44,6 +44,14 @@ _pending: ContextVar[list[_Write] | None] = ContextVar("pase_pending_writes", de
 """The writes waiting for the innermost `deferred_writes()` block."""
 
 
+LARGEST_TEXT_FILE = 256 << 20
+"""The most bytes `read_text` reads of one file: far more than any model, strategy or
+machine file, and a bound on an endless one (`strategy=/dev/zero` took all memory)."""
+
+
+BYTE_ORDER_MARK = "\ufeff"
+
+
 def read_text(path: str, what: str = "file") -> str:
     """The text of a UTF-8 file; raises `Diagnostic` naming `path` (and, for a byte that is not
     UTF-8, its line, column and byte offset). `what` names the file in messages:
@@ -54,22 +62,33 @@ def read_text(path: str, what: str = "file") -> str:
     """
     try:
         with open(path, "rb") as stream:
-            data = stream.read()
+            data = read_bounded(stream, path, what)
     except OSError as error:
         raise Diagnostic(f"cannot read the {what}: {error.strerror}", path) from None
     return decode_text(data, path, what)
 
 
+def read_bounded(stream: IO[bytes], path: str, what: str = "input") -> bytes:
+    """All of `stream` (a file, a pipe, stdin), or a `Diagnostic` past `LARGEST_TEXT_FILE`
+    bytes."""
+    data = stream.read(LARGEST_TEXT_FILE + 1)
+    if len(data) > LARGEST_TEXT_FILE:
+        raise Diagnostic(f"the {what} is larger than {LARGEST_TEXT_FILE >> 20} MiB, the most "
+                         "pase reads of one", path)
+    return data
+
+
 def decode_text(data: bytes, path: str, what: str = "input") -> str:
     """`data` as UTF-8 text; a byte that is not UTF-8 is a `Diagnostic` at its line and column
     (and byte offset), with the line it is on. `read_text`, the `.dnn` and MLIR readers of
-    pase-opt and stdin all decode so.
+    pase-opt and stdin all decode so. A byte order mark that starts the text (as Windows
+    editors save UTF-8) is dropped, as editors hide it: columns count from after it.
 
         model.dnn:2:9: error: the input is not UTF-8 text (invalid continuation byte at
         byte 26)
     """
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix(BYTE_ORDER_MARK)
     except UnicodeDecodeError as error:
         # Everything before the first bad byte is valid UTF-8, so it gives line and column.
         before = data[:error.start].decode("utf-8")

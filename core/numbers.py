@@ -55,6 +55,24 @@ def read_float(text: str, what: str) -> float:
     return value
 
 
+MAX_GIB = float(1 << 33)
+"""The most GiB a memory option takes (pase-search's memory-gib, device-memory-gib,
+pase-run's --memory-gib): 2^33 GiB is 2^63 bytes, the most a signed 64-bit byte count
+holds. A larger finite value (1e308) made an infinite number of bytes."""
+
+
+def too_many_gib(option: str, value: float) -> str | None:
+    """Why a finite memory option `value` (GiB) is too large, or None (also for inf and
+    nan: the option's own check refuses those).
+
+        >>> too_many_gib("memory-gib", 1e308)
+        'memory-gib=1e+308 is more than 2^33 GiB (2^63 bytes, the most pase counts)'
+    """
+    if not MAX_GIB < value < math.inf:
+        return None
+    return f"{option}={value:g} is more than 2^33 GiB (2^63 bytes, the most pase counts)"
+
+
 def shown_integer(text: str) -> str:
     """An integer literal as a message shows it: `12,345`, or `a number of 5,000 digits`."""
     digits = len(text.lstrip("+-").lstrip("0"))

@@ -14,6 +14,7 @@ cleans up after every signal a user or a job scheduler sends.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -91,6 +92,22 @@ def signals_held() -> Iterator[None]:
             signum = _waiting[0]
             _waiting.clear()
             raise Terminated(signum)
+
+
+def exit_at_once_on_signals() -> None:
+    """Until `signals_raise()` takes over, end the process at once on SIGINT, SIGTERM or
+    SIGHUP, with status 128 + the signal's number and no message: for a tool's start,
+    while it imports its modules (a second or more on a loaded machine), when it has no
+    temporary file and no child to clean up, and where Python's default SIGINT handler
+    would print a KeyboardInterrupt traceback from inside an import. A signal the
+    process was started ignoring stays ignored."""
+    for signum in SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _exit_at_once)
+
+
+def _exit_at_once(signum: int, frame: FrameType | None) -> None:
+    os._exit(128 + signum)
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:

@@ -156,10 +156,10 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
         raise MachineError(f"'hierarchical' must be true or false, got "
                            f"{data['hierarchical']!r}", where, key="hierarchical")
     for key in required:
-        value = data.get(key)
-        if value is None:
+        if key not in data:
             raise MachineError(f"missing '{key}' (a positive number)", where)
         # At least 1 (FLOP/s, bytes/s): smaller positive values overflow costs to inf.
+        value = data[key]
         number = _finite(value)
         if number is None or number < 1:
             shown = shown_integer(str(value)) if type(value) is int else repr(value)

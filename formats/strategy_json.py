@@ -13,9 +13,12 @@
 Costs are seconds. A file holds one strategy object, or a list of them with a different
 "graph" each (as `export=` writes for a file of several graphs). Reading needs only
 "layers" (the name and config of each listed layer); "graph" and "devices", when present,
-must match. The whole shape is checked before anything is used, and an error names the
-JSON path and its line and column: `s.json:4:29: error: layers[1].config.b must be a
-positive integer split factor, not the string "2"`.
+must match; "machine" and "training", when present, must be what export writes
+(`strategy_fields`: they say what the strategy was searched for, and the run that reads
+it evaluates it on its own machine and step). The whole shape is checked before
+anything is used, and an error names the JSON path and its line and column:
+`s.json:4:29: error: layers[1].config.b must be a positive integer split factor, not the
+string "2"`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ from typing import Any
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import read_text, shown_line, write_atomically
 from pase.core.numbers import too_long_integer
+from pase.formats.strategy_fields import (
+    FieldError,
+    check_layer_step,
+    check_machine,
+    check_training,
+)
 from pase.passes.strategy import (
     SCHEDULES,
     Assignment,
@@ -288,9 +297,8 @@ def is_pipeline_plan(path: str) -> bool:
     """Whether the file at `path` is a pipeline plan (a JSON object with "stages");
     False for anything else, which the loaders then report on."""
     try:
-        with open(path, encoding="utf-8") as file:
-            data = json.load(file)
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_text(path))
+    except (Diagnostic, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and "stages" in data
 
@@ -405,8 +413,11 @@ def _check_strategy(strategy: dict[str, Any], where: JsonPath) -> None:
         raise _wrong(strategy["graph"], (*where, "graph"), "a string (the graph's name)")
     if "devices" in strategy:
         _check_positive_integer(strategy["devices"], (*where, "devices"), "positive integer")
-    if "machine" in strategy and not isinstance(strategy["machine"], dict):
-        raise _wrong(strategy["machine"], (*where, "machine"), "an object")
+    for part, check in (("machine", check_machine), ("training", check_training)):
+        if part in strategy:
+            if not isinstance(strategy[part], dict):
+                raise _wrong(strategy[part], (*where, part), "an object")
+            _check_fields(strategy[part], (*where, part), check)
     for key in ("data_parallel_cost", "speedup"):
         if key in strategy:
             _check_number(strategy[key], (*where, key))
@@ -443,6 +454,7 @@ def _check_layer(entry: Any, where: JsonPath) -> None:
         raise _wrong(entry["op"], (*where, "op"), "a string")
     if "cost" in entry:
         _check_number(entry["cost"], (*where, "cost"))
+    _check_fields(entry, where, check_layer_step)
     if "config" not in entry:
         raise _ShapeError(f'{_path_name(where)} needs a "config" (an object of dimension: '
                           'split factor; {} for an unsplit layer)', where)
@@ -453,6 +465,20 @@ def _check_layer(entry: Any, where: JsonPath) -> None:
         _check_positive_integer(factor, (*where, "config", dim), "positive integer split factor")
 
 
+def _check_fields(data: dict[str, Any], where: JsonPath,
+                  check: Callable[[dict[str, Any]], None]) -> None:
+    """`check` (of `strategy_fields`) on the object at `where`; its error at the field."""
+    try:
+        check(data)
+    except FieldError as error:
+        if error.key is None or error.names_key:
+            message = f"{_path_name(where)}: {error.message}"
+        else:
+            message = f"{_path_name((*where, error.key))} {error.message}"
+        at = where if error.key is None else (*where, error.key)
+        raise _ShapeError(message, at, error.at_key) from None
+
+
 def _check_positive_integer(value: Any, where: JsonPath, what: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _wrong(value, where, f"a {what}")
@@ -461,6 +487,8 @@ def _check_positive_integer(value: Any, where: JsonPath, what: str) -> None:
 def _check_number(value: Any, where: JsonPath) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _wrong(value, where, "a number")
+    if isinstance(value, float) and not math.isfinite(value):  # not JSON: Python's NaN
+        raise _wrong(value, where, "a finite number")
 
 
 def _wrong(value: Any, where: JsonPath, expected: str) -> _ShapeError:

@@ -65,6 +65,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.diagnostics import Diagnostic
+from pase.core.numbers import too_many_gib
 from pase.dialect.dnn import GraphOp
 from pase.dialect.dnn.microbatch import microbatch_problem
 from pase.dialect.pase import (
@@ -157,6 +158,8 @@ class PartitionStagesPass(PasePass):
         if not 0 <= self.device_memory_gib < math.inf:
             raise Diagnostic(f"{where}: device-memory-gib must be a number at least 0, got "
                              f"{self.device_memory_gib}")
+        if too_many := too_many_gib("device-memory-gib", float(self.device_memory_gib)):
+            raise Diagnostic(f"{where}: {too_many}")
         if self.effort < 0:
             raise Diagnostic(f"{where}: effort must be a number of thousands of points at "
                              f"least 0 (0 for no bound), got {self.effort}")
@@ -195,10 +198,16 @@ class PartitionStagesPass(PasePass):
                          and (self.devices // s) % (self.data_parallel or 1) == 0])
         micro_counts = ([self.microbatches] if isinstance(self.microbatches, int) else
                         [m for m in range(1, min(size, MAX_AUTO_MICROBATCHES) + 1)
-                         if size % m == 0])
+                         if size % m == 0 and (size // m) % (self.data_parallel or 1) == 0])
         if isinstance(self.microbatches, int) and size % self.microbatches:
             raise Diagnostic(f"pase-partition-stages on @{name}: microbatches="
                              f"{self.microbatches} does not divide the batch {batch} = {size}")
+        if isinstance(self.microbatches, int) and self.data_parallel and (
+                size // self.microbatches) % self.data_parallel:
+            raise Diagnostic(f"pase-partition-stages on @{name}: data-parallel="
+                             f"{self.data_parallel} does not divide the micro-batch {batch} = "
+                             f"{size // self.microbatches} ({size} / microbatches="
+                             f"{self.microbatches})")
         if isinstance(self.microbatches, int) and (
                 problem := microbatch_problem(graph, self.microbatches)):
             raise Diagnostic(f"pase-partition-stages on @{name}: {problem}")

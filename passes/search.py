@@ -63,6 +63,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.numbers import too_many_gib
 from pase.dialect.dnn import GraphOp
 from pase.dialect.pase import CONFIG_ATTR_NAME, STRATEGY_ATTR_NAME, ConfigAttr, StrategyAttr
 from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
@@ -158,6 +159,10 @@ class PaseSearchPass(PasePass):
         if not 0 <= self.device_memory_gib < math.inf:
             raise Diagnostic(f"pase-search: device-memory-gib must be a number at least 0, "
                              f"got {self.device_memory_gib}")
+        for option, value in (("memory-gib", self.memory_gib),
+                              ("device-memory-gib", self.device_memory_gib)):
+            if too_many := too_many_gib(option, float(value)):
+                raise Diagnostic(f"pase-search: {too_many}")
         if self.effort < 0:
             raise Diagnostic(f"pase-search: effort must be a number of thousands of points "
                              f"at least 0 (0 for no bound), got {self.effort}")

@@ -48,3 +48,27 @@ def test_an_unknown_machine_is_one_usage_line_before_any_work(tmp_path: Path) ->
     assert result.stderr.startswith("search.py: error: argument --machine: unknown machine "
                                      "'nope'; presets are pase-default, ")
     assert result.stderr.count("\n") == 1
+
+
+def test_outputs_stopped_by_a_signal_leaves_no_folder_and_no_case_running(
+        tmp_path: Path) -> None:
+    """SIGTERM to outputs.py while its cases run: exit 143, the cases ended, no output
+    folder and no staging folder (it left its running cases behind as orphans, and a folder
+    of half the cases; found by hostile3). Its tools here are stand-ins that never end."""
+    from processes import Proc, children, wait_for
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("pase-opt", "pase-run"):
+        (tools / tool).write_text("#!/bin/sh\nexec sleep 600\n")
+        (tools / tool).chmod(0o755)
+    run = subprocess.Popen([sys.executable, str(BENCHMARKS / "outputs.py"), "out", "--bin",
+                            str(tools), "--models", "mlp", "--devices", "4", "--jobs", "2"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cases: list[Proc] = wait_for(lambda: children(run.pid)[1:] and children(run.pid),
+                                 "two running cases")
+    run.terminate()
+    stdout, stderr = run.communicate(timeout=60)
+    assert (run.returncode, stdout, stderr) == (143, b"", b"")
+    assert not any(case.alive() for case in cases)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bin"]

@@ -24,7 +24,7 @@ from typing import NoReturn
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
+from pase.core.diagnostics import Diagnostic, escaped, offset_to_line_column, shown_line
 from pase.core.files import WriteError
 from pase.core.signals import Terminated, signals_raise
 
@@ -101,7 +101,7 @@ def format_parse_error(error: ParseError) -> str:
     length = max(min(span.end, len(text)) - span.start, 1)
     if line_text is not None:
         length = min(length, max(len(line_text) - column + 1, 1))
-    return str(Diagnostic(error.msg, span.input.name, line + span.line_offset, column,
+    return str(Diagnostic(escaped(error.msg), span.input.name, line + span.line_offset, column,
                           length=length, source_line=line_text))
 
 

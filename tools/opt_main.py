@@ -33,7 +33,13 @@ from pase.core.diagnostics import (
     Diagnostic,
     shown_line,
 )
-from pase.core.files import decode_text, write_atomically, write_bytes_atomically
+from pase.core.files import (
+    BYTE_ORDER_MARK,
+    decode_text,
+    read_bounded,
+    write_atomically,
+    write_bytes_atomically,
+)
 from pase.core.numbers import LONGEST_INTEGER
 from pase.frontend.mlir import LocatedMlirFrontend, verify_located
 from pase.universe import PASE
@@ -88,12 +94,19 @@ class PaseOptMain(xDSLOptMain):
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
         check_frontend_options(self.args.frontend or "")
         stream, file_extension = super().get_input_stream()
+        if not (self.args.frontend or file_extension):  # parse_spec("") is a pipeline error
+            stream.close()
+            _usage_error(f"cannot tell the format of {self.get_input_name()} without an "
+                         "extension; name it .dnn, .mlir or .onnx, or give -f dnn (or mlir, "
+                         "onnx)")
+        if self.args.frontend:  # -f names the format whatever the file's name ends with
+            file_extension = parse_spec(self.args.frontend).name
         if parse_spec(self.args.frontend or file_extension).name in BINARY_FRONTENDS:
             return stream, file_extension
         with stream:
-            data = stream.read()
+            data = read_bounded(stream, self.get_input_name())
         decode_text(data, self.get_input_name())
-        return BytesIO(data), file_extension
+        return BytesIO(data.removeprefix(BYTE_ORDER_MARK.encode())), file_extension
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:

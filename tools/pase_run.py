@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
-from pase.core.numbers import SHOWN_DIGITS, read_integer
+from pase.core.numbers import SHOWN_DIGITS, read_integer, too_many_gib
 from pase.core.usage import UsageParser
 from pase.dialect.dnn.seeding import LEARNING_RATES
 from pase.dialect.training_options import (
@@ -221,6 +221,9 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
             (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
              f"--device-memory-gib must be a finite number at least 0, got "
              f"{args.device_memory_gib}"),
+            *((message is not None, f"--{message}") for message in (
+                too_many_gib("device-memory-gib", args.device_memory_gib),
+                too_many_gib("memory-gib", args.memory_gib))),
             (args.device_memory_gib > 0 and not planned,
              "--device-memory-gib caps a pipeline plan; give --stages (auto or S)"),
             (args.schedule is not None and not planned,
@@ -246,6 +249,11 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               if name),
+            *((True, f"{flag} {name} is the {what}: pase-run would overwrite it")
+              for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
+                                 ("--jax-log", args.jax_log))
+              for what, given in (("model", args.model), ("strategy file", args.strategy))
+              if name and given and same_file(name, given)),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
@@ -259,6 +267,14 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
         if bad:
             parser.error(message)
+
+
+def same_file(output: str, given: str) -> bool:
+    """Whether the output path `output` names the file `given` (a link to it too)."""
+    try:
+        return os.path.samefile(output, given)
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(output) == os.path.realpath(given)
 
 
 def unwritable(path: str) -> str | None:

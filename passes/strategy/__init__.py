@@ -56,7 +56,14 @@ from pase.passes.strategy.memory import (
     solve_capped,
     strategy_memory,
 )
-from pase.passes.strategy.options import DEFAULT_TRAINING, SearchOptions, TrainingOptions
+from pase.passes.strategy.options import (
+    DEFAULT_TRAINING,
+    OPTIMIZER_STATE_WORDS,
+    PRECISIONS,
+    RECOMPUTE,
+    SearchOptions,
+    TrainingOptions,
+)
 from pase.passes.strategy.pipeline.evaluate import evaluate_plan
 from pase.passes.strategy.pipeline.microbatch import (
     activation_bytes,
@@ -92,6 +99,7 @@ from pase.passes.strategy.vertices import Edge, Layer, TensorUse
 from pase.passes.strategy.words import Words, predicted_pipeline_words, predicted_words
 
 __all__ = [
+    "OPTIMIZER_STATE_WORDS", "PRECISIONS", "RECOMPUTE",
     "DEFAULT_EFFORT", "DEFAULT_TRAINING", "MEMORY_PARTS", "TrainingConfig", "TrainingCost",
     "TrainingOptions", "graph_at_precision", "mark_checkpoints",
     "memory_breakdown", "step_flops", "update_bytes",

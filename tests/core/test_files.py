@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pase.core.diagnostics import LONGEST_SHOWN_LINE, read_line, shown_line
+from pase.core import files
+from pase.core.diagnostics import LONGEST_SHOWN_LINE, Diagnostic, read_line, shown_line
 from pase.core.files import (
     WriteError,
     deferred_writes,
@@ -241,3 +242,12 @@ def test_bytes_to_a_missing_folder_fail_and_leave_nothing(tmp_path: Path) -> Non
     with pytest.raises(WriteError, match="No such file or directory"):
         write_bytes_atomically(str(tmp_path / "missing" / "step.png"), b"\x00")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_endless_file_is_an_error_not_all_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`strategy=/dev/zero` read until the machine ran out of memory (found by hostile3)."""
+    monkeypatch.setattr(files, "LARGEST_TEXT_FILE", 1 << 20)
+    with pytest.raises(Diagnostic) as raised:
+        files.read_text("/dev/zero", "strategy file")
+    assert str(raised.value) == ("/dev/zero: error: the strategy file is larger than 1 MiB, "
+                                 "the most pase reads of one")

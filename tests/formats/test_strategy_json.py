@@ -134,9 +134,21 @@ def diagnostic(path: str, graph: str = "mlp", devices: int = 8) -> Diagnostic:
     ({"devices": 8.0, "layers": []}, "devices must be a positive integer, not 8.0", "8.0"),
     ({"machine": "v100", "layers": []}, 'machine must be an object, not the string "v100"',
      '"v100"'),
+    # "machine" and "training" say what the strategy is for: checked, though not used
+    ({"machine": {"name": "m", "flops": -1, "intra_node_bandwidth": 1,
+                  "inter_node_bandwidth": 1}, "layers": []},
+     "machine: 'flops' must be a number of at least 1, got -1", "-1"),
+    ({"machine": {"flopz": 1}, "layers": []}, "machine: unknown key 'flopz'; expected name, "
+     "flops, intra_node_bandwidth, inter_node_bandwidth, devices_per_node, source, "
+     "bf16_flops, fp16_flops, hbm_bandwidth, hierarchical", '"flopz"'),
+    ({"training": {"optimizer": "adamw"}, "layers": []},
+     'training.optimizer must be sgd, momentum or adam, not "adamw"', '"adamw"'),
+    ({"layers": [{"name": "h", "config": {}, "zero": 4}]},
+     "layers[0].zero must be a ZeRO stage 0, 1, 2 or 3, not 4", "4"),
     ({"cost": {"total": None}, "layers": []}, "cost.total must be a number, not null",
      "null"),
     ({"speedup": [], "layers": []}, "speedup must be a number, not a list", "["),
+    ('{"speedup": NaN, "layers": []}', "speedup must be a finite number, not NaN", "NaN"),
     ({"memory": 3, "layers": []}, "memory must be an object of numbers, not 3", "3"),
     ({"memory": {"per_device": "1"}, "layers": []},
      'memory.per_device must be a number, not the string "1"', '"1"'),

@@ -273,6 +273,12 @@ def test_a_failing_child_says_what_failed_and_keeps_its_output_only_if_asked(
     text = log.read_text()
     assert "AssertionError" in text
     assert text.endswith(source)
+    # A log that cannot be written: the program's failure first, then why (it was
+    # "cannot open ..." alone, and the failure was lost).
+    with pytest.raises(ToolError) as raised:
+        pase_run_program(source, {}, 1, 1, 0.01, False, 60.0, str(tmp_path))
+    assert str(raised.value) == (
+        failed + f" (--jax-log {tmp_path} could not be written: Is a directory)")
 
 
 def test_a_child_that_prints_nothing_gives_its_exit_status() -> None:

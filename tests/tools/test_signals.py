@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,30 @@ def test_proc_tells_a_dead_process_from_a_live_one() -> None:
     proc = Proc(tool.pid)
     tool.communicate(timeout=60)
     assert not proc.alive()
+
+
+# A tool whose import is interrupted: a stand-in for pase.tools.pase_opt that sends its
+# process SIGINT while it is being imported, then waits (a real import of xDSL and numpy
+# takes a second or more on a loaded machine).
+SIGNAL_DURING_IMPORT = """
+import importlib.abc, importlib.util, os, signal, sys, time
+class Interrupted(importlib.abc.Loader, importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "pase.tools.pase_opt":
+            return importlib.util.spec_from_loader(name, self)
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(60)
+sys.meta_path.insert(0, Interrupted())
+from pase.tools.launch import pase_opt
+pase_opt()
+"""
+
+
+def test_a_signal_while_the_tool_imports_ends_it_quietly() -> None:
+    # Was Python's KeyboardInterrupt traceback from inside an import, status 1.
+    done = subprocess.run([sys.executable, "-c", SIGNAL_DURING_IMPORT], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "")

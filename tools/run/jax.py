@@ -215,7 +215,12 @@ def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: i
             if log is None:
                 raise ToolError(child_error(finished.stderr, finished.returncode)
                                 + " (--jax-log FILE keeps its whole output and the program)")
-            keep_output(log, command, finished, source)
+            try:
+                keep_output(log, command, finished, source)
+            except OSError as error:  # the failure itself still comes first
+                raise ToolError(child_error(finished.stderr, finished.returncode)
+                                + f" (--jax-log {log} could not be written: "
+                                f"{error.strerror})") from None
             raise ToolError(child_error(finished.stderr, finished.returncode, log))
         with np.load(outputs) as saved:
             return dict(saved)

@@ -33,7 +33,7 @@ from xdsl.universe import Universe
 from xdsl.utils.arg_spec import ArgSpec
 
 from pase.core.diagnostics import Diagnostic, at_op
-from pase.core.files import decode_text
+from pase.core.files import decode_text, read_bounded
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dist, dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
@@ -193,7 +193,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy"
     else:
         try:
             with open(path, "rb") as stream:
-                data = stream.read()
+                data = read_bounded(stream, path, "model")
         except OSError as error:
             raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
         text = decode_text(data, path, "file" if extension == "dnn" else "input")

@@ -4,6 +4,11 @@
 // RUN: not pase-opt %s -f no-such-frontend 2>&1 | filecheck %s --check-prefix=FRONTEND
 // RUN: not pase-opt %S/Inputs/notes.txt 2>&1 | filecheck %s --check-prefix=EXTENSION
 // RUN: not pase-opt %S/Inputs/tiny.dnn -t x86-asm 2>&1 | filecheck %s --check-prefix=TARGET
+// No extension: one usage line (was "Error parsing pass pipeline specification" of the
+// empty name); with -f the name does not matter (was "Unrecognized file extension").
+// RUN: rm -rf %t.d && mkdir %t.d && cp %S/Inputs/tiny.dnn %t.d/tiny && not pase-opt %t.d/tiny 2>&1 | filecheck %s --check-prefix=NOEXT
+// RUN: pase-opt %t.d/tiny -f dnn | filecheck %s --check-prefix=GIVEN
+// RUN: cp %S/Inputs/tiny.dnn %t.txt && pase-opt %t.txt -f dnn | filecheck %s --check-prefix=GIVEN
 
 // FLAG:          {{^}}pase-opt: error: unrecognized arguments: --no-such-flag (see pase-opt --help){{$}}
 // FLAG-NOT:      {{.}}
@@ -16,6 +21,11 @@
 
 // EXTENSION:     {{^}}pase-opt: error: Unrecognized file extension 'txt'{{$}}
 // EXTENSION-NOT: {{.}}
+
+// NOEXT:         {{^}}pase-opt: error: cannot tell the format of {{.*}}/tiny without an extension; name it .dnn, .mlir or .onnx, or give -f dnn (or mlir, onnx) (see pase-opt --help){{$}}
+// NOEXT-NOT:     {{.}}
+
+// GIVEN:         dnn.graph @
 
 // TARGET:        {{^}}pase-opt: error: -t x86-asm prints xDSL's own dialects, not dnn.graph; pase's targets are mlir, dnn, jax (see pase-opt --help){{$}}
 // TARGET-NOT:    {{.}}
