@@ -240,12 +240,20 @@ class Partitioner:
                     plan = self.best(stages, micro, schedule, memory, method,
                                      math.nextafter(least, math.inf), effort,
                                      ranges=effort != FIRST_EFFORT)
-                except EffortSpent:
+                except EffortSpent as spent:
                     again.append(i)
+                    if spent.plan is not None and spent.plan.step <= least:
+                        # A plan met before the effort ran out (the seed's, say): a
+                        # bound for the others now; its walk, searched again, finds
+                        # it or a faster one, which takes its place.
+                        found[i] = spent.plan
+                        least = spent.plan.step
                     continue
                 if plan is not None:
                     found[i] = plan
                     least = min(least, plan.step)
+                else:
+                    found.pop(i, None)  # its plans are slower than one found since
             # The first pass under a cap only seeks a bound for the second, which
             # searches every (S, M) again: one round of effort is enough for it.
             waiting = again if not self.table.free_only else []
@@ -381,8 +389,13 @@ class Partitioner:
                 return None
         first = seed(self, stages, microbatches, schedule, memory, bound) \
             if tight is not None and stages > 1 else None
-        found = Walk(self, stages, microbatches, schedule, memory, method,
-                     seeded_bound(first, bound), effort, tight).run()
+        try:
+            found = Walk(self, stages, microbatches, schedule, memory, method,
+                         seeded_bound(first, bound), effort, tight).run()
+        except EffortSpent as spent:
+            if spent.plan is None:
+                spent.plan = first
+            raise
         # (The walk finds a plan at least as fast as the seed; the seed stands in only
         # should a rounding of the bounds have pruned it.)
         return found if found is not None else first
