@@ -185,7 +185,9 @@ class Partitioner:
         costly walk (many stages, many cuts), which a plan found elsewhere would prune:
         each (S, M) first gets `FIRST_EFFORT` steps of the walk (`best`'s `effort`), and
         those that use them up are searched again afterwards, in rounds of four times
-        more (the stages solved meanwhile are kept), until every one has finished. (The
+        more (the stages solved meanwhile are kept), until every one has finished; the
+        best plan a walk met before its effort ran out (`EffortSpent.plan`: its seed's,
+        say) is kept meanwhile, its step the bound for the others at once. (The
         first pass under a cap, whose best plan is only a bound, has one round: an
         (S, M) that uses it up is left to the second; a stage range whose layers, or
         the layers after it, cannot fit in any configurations is never solved,
