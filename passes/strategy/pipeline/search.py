@@ -45,6 +45,7 @@ import numpy as np
 
 from pase.core.schedule import in_flight
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
@@ -138,18 +139,30 @@ class Partitioner:
 
     def plan_within(self, bounds: Sequence[int], microbatches: int, schedule: str,
                     memory: float | None, beat: float = math.inf,
-                    prefix: Sequence[SolvedStage] = ()) -> PipelinePlan | None:
+                    prefix: Sequence[SolvedStage] = (), stop_at: float = math.inf
+                    ) -> PipelinePlan | None:
         """`evaluate`, each stage fitting in `memory`; None if one cannot, or if the
-        step is not less than `beat`. `prefix` holds the first stages, solved already."""
+        step is not less than `beat`. `prefix` holds the first stages, solved already.
+        A stage solved under the cap stops (then None) once M times its proven lower
+        bound on F + B + AR / M reaches `stop_at`: the step is at least any stage's
+        M (F + B) + AR, so no such plan steps under `stop_at`."""
         count = len(bounds)
         group = self.devices // count
         ends = [*bounds[1:], len(self.layers)]
         solved = list(prefix)
+
+        def enough(cost: float) -> bool:
+            return microbatches * cost * (1 - SLACK) >= stop_at
+
         for s, (start, stop) in enumerate(zip(bounds, ends, strict=True)):
             if s < len(prefix):
                 continue
-            stage = self.table.stage(start, stop, group, microbatches,
-                                     in_flight(schedule, count, microbatches, s), memory)
+            try:
+                stage = self.table.stage(start, stop, group, microbatches,
+                                         in_flight(schedule, count, microbatches, s), memory,
+                                         enough if stop_at < math.inf else None)
+            except BoundReached:
+                return None
             if stage is None:
                 return None
             solved.append(stage)
