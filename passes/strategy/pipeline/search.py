@@ -45,6 +45,7 @@ import numpy as np
 
 from pase.core.schedule import in_flight
 from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
@@ -138,18 +139,30 @@ class Partitioner:
 
     def plan_within(self, bounds: Sequence[int], microbatches: int, schedule: str,
                     memory: float | None, beat: float = math.inf,
-                    prefix: Sequence[SolvedStage] = ()) -> PipelinePlan | None:
+                    prefix: Sequence[SolvedStage] = (), stop_at: float = math.inf
+                    ) -> PipelinePlan | None:
         """`evaluate`, each stage fitting in `memory`; None if one cannot, or if the
-        step is not less than `beat`. `prefix` holds the first stages, solved already."""
+        step is not less than `beat`. `prefix` holds the first stages, solved already.
+        A stage solved under the cap stops (then None) once M times its proven lower
+        bound on F + B + AR / M reaches `stop_at`: the step is at least any stage's
+        M (F + B) + AR, so no such plan steps under `stop_at`."""
         count = len(bounds)
         group = self.devices // count
         ends = [*bounds[1:], len(self.layers)]
         solved = list(prefix)
+
+        def enough(cost: float) -> bool:
+            return microbatches * cost * (1 - SLACK) >= stop_at
+
         for s, (start, stop) in enumerate(zip(bounds, ends, strict=True)):
             if s < len(prefix):
                 continue
-            stage = self.table.stage(start, stop, group, microbatches,
-                                     in_flight(schedule, count, microbatches, s), memory)
+            try:
+                stage = self.table.stage(start, stop, group, microbatches,
+                                         in_flight(schedule, count, microbatches, s), memory,
+                                         enough if stop_at < math.inf else None)
+            except BoundReached:
+                return None
             if stage is None:
                 return None
             solved.append(stage)
@@ -185,7 +198,9 @@ class Partitioner:
         costly walk (many stages, many cuts), which a plan found elsewhere would prune:
         each (S, M) first gets `FIRST_EFFORT` steps of the walk (`best`'s `effort`), and
         those that use them up are searched again afterwards, in rounds of four times
-        more (the stages solved meanwhile are kept), until every one has finished. (The
+        more (the stages solved meanwhile are kept), until every one has finished; the
+        best plan a walk met before its effort ran out (`EffortSpent.plan`: its seed's,
+        say) is kept meanwhile, its step the bound for the others at once. (The
         first pass under a cap, whose best plan is only a bound, has one round: an
         (S, M) that uses it up is left to the second; a stage range whose layers, or
         the layers after it, cannot fit in any configurations is never solved,
@@ -240,12 +255,20 @@ class Partitioner:
                     plan = self.best(stages, micro, schedule, memory, method,
                                      math.nextafter(least, math.inf), effort,
                                      ranges=effort != FIRST_EFFORT)
-                except EffortSpent:
+                except EffortSpent as spent:
                     again.append(i)
+                    if spent.plan is not None and spent.plan.step <= least:
+                        # A plan met before the effort ran out (the seed's, say): a
+                        # bound for the others now; its walk, searched again, finds
+                        # it or a faster one, which takes its place.
+                        found[i] = spent.plan
+                        least = spent.plan.step
                     continue
                 if plan is not None:
                     found[i] = plan
                     least = min(least, plan.step)
+                else:
+                    found.pop(i, None)  # its plans are slower than one found since
             # The first pass under a cap only seeks a bound for the second, which
             # searches every (S, M) again: one round of effort is enough for it.
             waiting = again if not self.table.free_only else []
@@ -381,8 +404,13 @@ class Partitioner:
                 return None
         first = seed(self, stages, microbatches, schedule, memory, bound) \
             if tight is not None and stages > 1 else None
-        found = Walk(self, stages, microbatches, schedule, memory, method,
-                     seeded_bound(first, bound), effort, tight).run()
+        try:
+            found = Walk(self, stages, microbatches, schedule, memory, method,
+                         seeded_bound(first, bound), effort, tight).run()
+        except EffortSpent as spent:
+            if spent.plan is None:
+                spent.plan = first
+            raise
         # (The walk finds a plan at least as fast as the seed; the seed stands in only
         # should a rounding of the bounds have pruned it.)
         return found if found is not None else first

@@ -57,7 +57,9 @@ def seed(plans: Partitioner, stages: int, microbatches: int, schedule: str,
     """The plan of `balanced_cuts` (by the least compute on P / `stages` devices), its
     stages solved as the walk solves them (under `memory` where they must fit in it,
     even in `Partitioner.search`'s first pass, which solves no stage under the cap):
-    None where it has no solution, does not fit or does not beat `bound`."""
+    None where it has no solution, does not fit or does not beat `bound` (a stage
+    solved under the cap stops as soon as its own bound shows that, `plan_within`'s
+    `stop_at`)."""
     if stages < 2 or stages > len(plans.cuts) + 1:
         return None
     group = plans.devices // stages
@@ -76,7 +78,8 @@ def seed(plans: Partitioner, stages: int, microbatches: int, schedule: str,
     # is one as good).
     free_only, plans.table.free_only = plans.table.free_only, False
     try:
-        plan = plans.plan_within(bounds, microbatches, schedule, memory, bound)
+        plan = plans.plan_within(bounds, microbatches, schedule, memory, bound,
+                                 stop_at=bound)
     finally:
         plans.table.free_only = free_only
     if plan is None or (memory is not None and plan.memory > memory) or \

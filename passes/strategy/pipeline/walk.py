@@ -41,7 +41,13 @@ between rounds (counting them made the Transformer re-solve ranges a later plan 
 
 
 class EffortSpent(Exception):
-    """`Partitioner.best` used up its `effort` before it finished."""
+    """`Partitioner.best` used up its `effort` before it finished; `plan` is the best
+    plan it met by then (the seed's, or one the walk found; None if none), a plan of
+    that (S, M) that fits, though not proven its best."""
+
+    def __init__(self, plan: PipelinePlan | None = None):
+        super().__init__()
+        self.plan = plan
 
 
 Enough = Callable[[float], bool] | None
@@ -136,7 +142,7 @@ class Walk:
     def spend(self, steps: int = 1) -> None:
         self.visits += steps
         if self.effort is not None and self.visits > self.effort:
-            raise EffortSpent
+            raise EffortSpent(self.best)
         progress = self.plans.progress
         if progress is not None and self.visits & 1023 < steps:
             progress.message(f"{self.plans.status}: {self.visits:,} choices of cuts")

@@ -13,7 +13,9 @@ from stage_plans import partitioner, random_source
 
 from pase.core.schedule import in_flight
 from pase.passes.strategy import Partitioner, TrainingOptions
+from pase.passes.strategy.pipeline import search as search_module
 from pase.passes.strategy.pipeline.bounds import possible as _possible
+from pase.passes.strategy.pipeline.walk import EffortSpent
 from pase.passes.strategy.progress import Progress
 
 SLACK = 1e-12
@@ -273,3 +275,39 @@ def test_search_under_a_cap_finds_the_plan_of_the_ordered_loop(seed: int) -> Non
         assert (found.step, len(found.stages), found.microbatches) == \
             (expected.step, len(expected.stages), expected.microbatches)
         assert found.assignment == expected.assignment
+
+
+@pytest.mark.parametrize(("seed", "capped"), [(0, False), (1, True)])
+def test_a_plan_met_before_the_effort_ran_out_bounds_the_search(
+        seed: int, capped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Walks given almost no effort stop at once, each with its seed's plan or none (no
+    # S = 1, which has no walk): the plans they met bound the other (S, M) at once, and
+    # the search, every walk finished in later rounds, returns the ordered loop's plan.
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=8)
+    cap = None
+    if capped:
+        free, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b")
+        assert free is not None
+        cap = free.memory * 0.8
+    met = []
+    walk_best = Partitioner.best
+
+    def best(*args, **kwargs):
+        try:
+            return walk_best(*args, **kwargs)
+        except EffortSpent as spent:
+            met.append(spent.plan)
+            raise
+
+    monkeypatch.setattr(search_module, "FIRST_EFFORT", 1)
+    monkeypatch.setattr(Partitioner, "best", best)
+    found, _ = plans.search([2, 4], [1, 2, 4], "1f1b", cap)
+    monkeypatch.undo()
+    expected = ordered_search(partitioner(source, devices=8), [2, 4], [1, 2, 4], "1f1b", cap)
+    assert any(plan is not None for plan in met)
+    assert found is not None
+    assert expected is not None
+    assert (found.step, len(found.stages), found.microbatches) == \
+        (expected.step, len(expected.stages), expected.microbatches)
+    assert found.assignment == expected.assignment
