@@ -69,7 +69,9 @@ once, and their total; the recomputed activations held again during one backward
 in the total, as in the cost model), whether the total fits in 80 GiB, and the model
 FLOP/s per device ("flops_per_device": the step's model FLOPs, forward and backward of
 every layer without the recomputed forward, over the step and the devices). Progress goes
-to stderr, with each row's cells as it is done.
+to stderr, with each row's cells as it is done. Every search is bounded by `--timeout`
+(its cell then reads "timeout"); Ctrl-C, SIGTERM or SIGHUP stops the running `pase-opt`,
+prints the table of the rows finished and exits 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ from typing import Any
 
 from common import MODELS_DIR, cpus, machine, markdown_table, positive_int, versions
 
+from pase.core.signals import Terminated, signals_raise
 from pase.core.usage import UsageParser
 
 PASE_OPT = Path(sys.executable).parent / "pase-opt"
@@ -256,6 +259,40 @@ def training(args: argparse.Namespace) -> str:
             f"recompute={args.recompute} zero={args.zero}")
 
 
+def measure(row: Row, folder: Path, presets: dict[str, Any], cap: str,
+            args: argparse.Namespace) -> list[str]:
+    """One row's cells: pase's search and the Megatron layout's evaluation (and
+    Megatron-SP's with `--sequence-parallel`), each a `pase-opt` child in `folder`."""
+    shape = presets[row.preset]
+    model = folder / f"{row.preset}.dnn"
+    graph = generate().graph_name(row.preset)
+    model.write_text(generate().language_model(shape, graph).render())
+    microbatches = shape.batch // row.data
+    plan = folder / "megatron.json"
+    plan.write_text(json.dumps(megatron_plan(graph, layer_names(model), row,
+                                             shape.layers, microbatches)))
+    common = f"devices={row.devices} machine={args.machine} {training(args)}"
+    print(f"{row.preset} on {row.devices} devices ...", file=sys.stderr, flush=True)
+    megatron = run(model, f'{common} strategy="{plan}"', folder / "m.json",
+                   args.timeout)
+    sequence_parallel = []
+    if args.sequence_parallel:
+        plan.write_text(json.dumps(megatron_plan(graph, layer_names(model), row,
+                                                 shape.layers, microbatches, True)))
+        result = run(model, f'{common} strategy="{plan}"', folder / "s.json",
+                     args.timeout)
+        sequence_parallel = [cells(result, args.device_memory_gib)[i]
+                             for i in SEQUENCE_PARALLEL_CELLS]
+    pinned = f" data-parallel={row.data}" if args.pin_data_parallel else ""
+    pase = run(model, f"{common} stages={row.pipeline} microbatches={microbatches} "
+                     f"min-shard=1{cap}{pinned}",
+               folder / "p.json", args.timeout)
+    return [row.preset.removeprefix("megatron-"), str(row.devices),
+            f"{row.tensor} x {row.pipeline} x {row.data}", str(microbatches),
+            *cells(pase, args.device_memory_gib),
+            *cells(megatron, args.device_memory_gib), *sequence_parallel]
+
+
 def arguments() -> argparse.Namespace:
     parser = UsageParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", nargs="+", choices=[row.preset for row in ROWS],
@@ -298,39 +335,18 @@ def main() -> int:
     chosen = QUICK if args.quick else (args.rows or [row.preset for row in ROWS])
     presets = generate().LANGUAGE_MODELS
     cap = "" if args.uncapped else f" device-memory-gib={args.device_memory_gib}"
-    rows = []
-    with tempfile.TemporaryDirectory() as folder:
-        for row in (row for row in ROWS if row.preset in chosen):
-            shape = presets[row.preset]
-            model = Path(folder) / f"{row.preset}.dnn"
-            graph = generate().graph_name(row.preset)
-            model.write_text(generate().language_model(shape, graph).render())
-            microbatches = shape.batch // row.data
-            plan = Path(folder) / "megatron.json"
-            plan.write_text(json.dumps(megatron_plan(graph, layer_names(model), row,
-                                                     shape.layers, microbatches)))
-            common = f"devices={row.devices} machine={args.machine} {training(args)}"
-            print(f"{row.preset} on {row.devices} devices ...", file=sys.stderr, flush=True)
-            megatron = run(model, f'{common} strategy="{plan}"', Path(folder) / "m.json",
-                           args.timeout)
-            sequence_parallel = []
-            if args.sequence_parallel:
-                plan.write_text(json.dumps(megatron_plan(graph, layer_names(model), row,
-                                                         shape.layers, microbatches, True)))
-                result = run(model, f'{common} strategy="{plan}"', Path(folder) / "s.json",
-                             args.timeout)
-                sequence_parallel = [cells(result, args.device_memory_gib)[i]
-                                     for i in SEQUENCE_PARALLEL_CELLS]
-            pinned = f" data-parallel={row.data}" if args.pin_data_parallel else ""
-            pase = run(model, f"{common} stages={row.pipeline} microbatches={microbatches} "
-                             f"min-shard=1{cap}{pinned}",
-                       Path(folder) / "p.json", args.timeout)
-            rows.append([row.preset.removeprefix("megatron-"), str(row.devices),
-                         f"{row.tensor} x {row.pipeline} x {row.data}", str(microbatches),
-                         *cells(pase, args.device_memory_gib),
-                         *cells(megatron, args.device_memory_gib), *sequence_parallel])
-            # (Each row as it is done, in case a later one is stopped.)
-            print("| " + " | ".join(rows[-1]) + " |", file=sys.stderr, flush=True)
+    rows: list[list[str]] = []
+    stopped = 0
+    try:
+        with signals_raise(), tempfile.TemporaryDirectory() as folder:
+            for row in (row for row in ROWS if row.preset in chosen):
+                rows.append(measure(row, Path(folder), presets, cap, args))
+                # (Each row as it is done, in case a later one is stopped.)
+                print("| " + " | ".join(rows[-1]) + " |", file=sys.stderr, flush=True)
+    except Terminated as signal:  # (the running pase-opt is killed by subprocess.run)
+        stopped = signal.exit_status
+        print(f"{signal}: the table below has the {len(rows)} rows finished",
+              file=sys.stderr, flush=True)
     search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib} GiB") + \
         (", d pinned" if args.pin_data_parallel else "")
     print(f"machine {args.machine}; {training(args)}; pase: {search}; {cpus()}; "
@@ -342,7 +358,7 @@ def main() -> int:
                                                          args.device_memory_gib))
                if args.sequence_parallel and i in SEQUENCE_PARALLEL_CELLS))
     print("\n".join(markdown_table(table, rows)))
-    return 0
+    return stopped
 
 
 if __name__ == "__main__":

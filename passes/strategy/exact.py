@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from pase.passes.strategy.bound import solve_bounded
+from pase.passes.strategy.bound import _restrict, solve_bounded
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dense_blocks import reduce_dense_blocks
@@ -97,14 +97,44 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
     kept = [np.arange(size) for size in graph.sizes]
     if pruning:
         graph, kept = prune(graph, budget)
-    if method == "dp" and bounding:
-        result = solve_bounded(graph, order, budget, jit, progress)
-    elif method == "dp":
-        result = solve_dp(graph, order, budget, jit, progress)
-    else:
-        result = solve_exhaustive(graph, exhaustive_limit)
+    charged = 0
+    if method == "dp":
+        graph, kept, charged = _finite_part(graph, kept, budget)
+    try:
+        if method == "dp" and bounding:
+            result = solve_bounded(graph, order, budget, jit, progress)
+        elif method == "dp":
+            result = solve_dp(graph, order, budget, jit, progress)
+        else:
+            result = solve_exhaustive(graph, exhaustive_limit)
+    finally:
+        budget.release(charged)
     choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
     if reduction is None:
         return replace(result, choice=choice)
     budget.release(reduction.held)
     return replace(result, choice=reduction.expand(choice), dense_blocks=reduction.layers)
+
+
+def _finite_part(graph: CostGraph, kept: list[np.ndarray], budget: MemoryBudget
+                 ) -> tuple[CostGraph, list[np.ndarray], int]:
+    """`graph` without the configurations whose own cost is inf (a capped search's
+    configurations it leaves out: `memory.priced`), `kept` mapped alike, and the bytes
+    charged for the copies; unchanged when there are none, or when a layer has no finite
+    configuration (no strategy is finite then; the DP says so). No finite strategy uses
+    them, and among the others the DP's minima and their lowest-index minimisers are the
+    same, so the choice is the same; but the bounds (`bound.solve_bounded`), which need
+    finite tables, now apply: without them the capped search's least-memory solve of a
+    GPT stage at 256 devices took a plain DP of 9.5e10 entries.
+
+        >>> graph = CostGraph(["a", "b"], [np.array([np.inf, 2.0]), np.array([1.0, 3.0])])
+        >>> graph.add_edge(0, 1, np.array([[0.0, 1.0], [5.0, 0.0]]))
+        >>> part, kept, _ = _finite_part(graph, [np.arange(2), np.arange(2)], as_budget(1 << 20))
+        >>> part.sizes, [k.tolist() for k in kept]
+        ([1, 2], [[1], [0, 1]])
+    """
+    masks = [np.isfinite(cost) for cost in graph.vertex_costs]
+    if all(bool(mask.all()) for mask in masks) or not all(bool(m.any()) for m in masks):
+        return graph, kept, 0
+    part, within, charged = _restrict(graph, masks, budget)
+    return part, [k[w] for k, w in zip(kept, within, strict=True)], charged

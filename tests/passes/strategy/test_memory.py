@@ -306,3 +306,27 @@ def test_the_frontier_dp_finds_the_least_cost_under_the_cap(seed: int) -> None:
                 else:
                     assert found.choice is None or found.cost > threshold
         assert not frontier_search(graph, memory, cap, math.inf, limit=1).finished
+
+
+def test_configurations_of_inf_cost_are_dropped_before_the_dp() -> None:
+    # A capped search's masked solves (the least-memory one: inf on every configuration
+    # it leaves out) get the DP of the finite configurations: the DP of all of them
+    # chooses the same, but takes tables over the left-out ones too (on a GPT stage at
+    # 256 devices, 9.5e10 entries: over the budget, as here).
+    from pase.passes.strategy.budget import SearchMemoryError, as_budget
+    from pase.passes.strategy.costgraph import CostGraph
+    from pase.passes.strategy.dp import solve_dp
+    from pase.passes.strategy.exact import solve_graph
+
+    rng = np.random.default_rng(7)
+    costs = [np.where(rng.random(60) < 0.1, rng.random(60), math.inf) for _ in range(4)]
+    for cost in costs:
+        cost[0] = 1.0
+    graph = CostGraph(list("abcd"), costs)
+    for u, v in itertools.combinations(range(4), 2):
+        graph.add_edge(u, v, rng.random((60, 60)))
+    everything = solve_dp(graph)
+    with pytest.raises(SearchMemoryError):
+        solve_dp(graph, memory_budget=1 << 20)
+    finite = solve_graph(graph, budget=as_budget(1 << 20), pruning=False)
+    assert (finite.choice, finite.cost) == (everything.choice, everything.cost)
