@@ -112,6 +112,17 @@ def softmax_cross_entropy(logits, labels, axis):
     target = jnp.take_along_axis(z, labels[..., None].astype(jnp.int32), axis=-1)[..., 0]
     return jnp.mean(jax.nn.logsumexp(z, axis=-1) - target)
 ''',
+    "ignoring_cross_entropy": '''\
+def ignoring_cross_entropy(logits, labels, axis, ignore_index):
+    """softmax_cross_entropy over the rows whose label is not `ignore_index` (PyTorch's),
+    their mean over the whole batch's count of them; 0 when every label is ignored."""
+    z = jnp.moveaxis(logits, axis, -1)
+    kept = labels != ignore_index
+    picked = jnp.where(kept, labels, 0)[..., None].astype(jnp.int32)
+    target = jnp.take_along_axis(z, picked, axis=-1)[..., 0]
+    losses = jnp.where(kept, jax.nn.logsumexp(z, axis=-1) - target, 0)
+    return jnp.sum(losses) / jnp.maximum(jnp.sum(kept), 1).astype(losses.dtype)
+''',
     "conv2d": '''\
 def conv2d(x, w, stride, padding):
     """NCHW convolution with an OIHW filter, zero padding (height, width)."""
@@ -199,6 +210,11 @@ def seeded(table, rng, float_type):
         if kind == "ints":
             values[name] = rng.integers(0, int(scale), size=shape).astype(dtype)
             continue
+        if kind == "ignored":  # labels, a quarter of them the loss's ignore_index
+            (high, ignore), shape = scale, tuple(shape)
+            labels = rng.integers(0, high, size=shape)
+            values[name] = np.where(rng.random(shape) < 0.25, ignore, labels).astype(dtype)
+            continue
         if kind == "lengths":  # a padding mask: per row 1s for a random length, then 0s
             lengths = rng.integers(1, int(scale) + 1, size=tuple(shape[:-1]))
             values[name] = (np.arange(shape[-1]) < lengths[..., None]).astype(dtype)
@@ -213,7 +229,8 @@ def place(values, table, shardings, float_type):
     placed = {}
     for name, (shape, dtype, _, (kind, _)) in table.items():
         array = np.asarray(values[name])
-        array = array.astype(dtype if kind in ("ints", "lengths") else float_type or dtype)
+        array = array.astype(dtype if kind in ("ints", "lengths", "ignored")
+                             else float_type or dtype)
         placed[name] = jax.make_array_from_callback(
             tuple(shape), shardings[name], lambda index, a=array: a[index])
     return placed
