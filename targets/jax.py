@@ -48,7 +48,7 @@ from pase.dialect.training_options import (
     zero_stage,
 )
 from pase.targets.jax_expressible import check_expressible
-from pase.targets.jax_source import HELPERS, MAIN, PRELUDE
+from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, with_ignored_labels
 from pase.targets.jax_training import Spec, checkpointed, with_training
 
 MeshAxes = tuple[str, ...]
@@ -297,7 +297,12 @@ class _Emitter:
             "",
             *[f"    {line}" if line else "" for line in body],
             "",
-            MAIN])
+            with_ignored_labels(MAIN) if self.ignores_labels() else MAIN])
+
+    def ignores_labels(self) -> bool:
+        """Whether an input's seed is "ignored" (labels of a loss with an ignore_index)."""
+        return any(self.init(op.output, op.output.type.shape)[0] == "ignored"
+                   for op in self.graph.body.block.ops if isinstance(op, dnn.InputOp))
 
     def elements(self) -> set[str]:
         return {op.output.type.shape.element for op in self.graph.body.block.ops

@@ -367,7 +367,7 @@ def main(argv=None):
     kinds = {**{n: row[3][0] for n, row in PARAMS.items()},
              **{n: row[3][0] for n, row in INPUTS.items()}}
     cast = lambda n, a, dtype: np.asarray(a).astype(  # noqa: E731
-        dtype if kinds[n] in ("ints", "lengths", "ignored") else float_type or dtype)
+        dtype if kinds[n] in ("ints", "lengths") else float_type or dtype)
     params = [{n: place(cast(n, initial[n], PARAMS[n][1]), sharding)
                for n, sharding in stage.params.items()} if stage.local else None
               for stage in stages]

@@ -210,11 +210,6 @@ def seeded(table, rng, float_type):
         if kind == "ints":
             values[name] = rng.integers(0, int(scale), size=shape).astype(dtype)
             continue
-        if kind == "ignored":  # labels, a quarter of them the loss's ignore_index
-            (high, ignore), shape = scale, tuple(shape)
-            labels = rng.integers(0, high, size=shape)
-            values[name] = np.where(rng.random(shape) < 0.25, ignore, labels).astype(dtype)
-            continue
         if kind == "lengths":  # a padding mask: per row 1s for a random length, then 0s
             lengths = rng.integers(1, int(scale) + 1, size=tuple(shape[:-1]))
             values[name] = (np.arange(shape[-1]) < lengths[..., None]).astype(dtype)
@@ -229,8 +224,7 @@ def place(values, table, shardings, float_type):
     placed = {}
     for name, (shape, dtype, _, (kind, _)) in table.items():
         array = np.asarray(values[name])
-        array = array.astype(dtype if kind in ("ints", "lengths", "ignored")
-                             else float_type or dtype)
+        array = array.astype(dtype if kind in ("ints", "lengths") else float_type or dtype)
         placed[name] = jax.make_array_from_callback(
             tuple(shape), shardings[name], lambda index, a=array: a[index])
     return placed
@@ -347,3 +341,34 @@ def main(argv=None):
 if __name__ == "__main__":
     main()
 '''
+
+
+_INTS = """\
+            values[name] = rng.integers(0, int(scale), size=shape).astype(dtype)
+            continue
+"""
+_IGNORED = """\
+        if kind == "ignored":  # labels, a quarter of them the loss's ignore_index
+            (high, ignore), shape = scale, tuple(shape)
+            labels = rng.integers(0, high, size=shape)
+            values[name] = np.where(rng.random(shape) < 0.25, ignore, labels).astype(dtype)
+            continue
+"""
+
+
+def with_ignored_labels(text: str) -> str:
+    """A program's `__main__` text (`MAIN`, or a pipeline's) for a model whose loss has an
+    ignore_index: `seeded` draws its labels' "ignored" seed (`pase.dialect.dnn.seeding`:
+    a quarter of them the ignore_index) and the casts keep them integers. Other programs
+    keep the text without it.
+
+        >>> "ignored" in with_ignored_labels(MAIN), "ignored" in MAIN
+        (True, False)
+    """
+    assert _INTS in text
+    return text.replace(_INTS, _INTS + _IGNORED, 1).replace(
+        'array.astype(dtype if kind in ("ints", "lengths") else float_type or dtype)',
+        'array.astype(dtype if kind in ("ints", "lengths", "ignored")\n'
+        '                             else float_type or dtype)').replace(
+        'dtype if kinds[n] in ("ints", "lengths") else',
+        'dtype if kinds[n] in ("ints", "lengths", "ignored") else')
