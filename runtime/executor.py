@@ -256,15 +256,16 @@ class _Device:
                 result: Sharded) -> KernelContext:
         """What the kernel of `step` needs: its properties, the forward op's operand and
         result layouts, this device's block offsets, and the collectives over the
-        devices that share the layer's statistics (`step.axes`)."""
+        devices that share the layer's statistics (`step.axes`) and over those the
+        result is partial over (`reduce_partial`)."""
         on = operands[0] if operands else result
         members = group(self.rank, self.grid(on), step.axes, self.first(on))
-        partial = group(self.rank, self.grid(on), result.partial, self.first(on))
 
         def reduce(array: np.ndarray, op: str) -> np.ndarray:
             return self.comm.all_reduce(array, members, op, step.tag)
 
         def reduce_partial(array: np.ndarray, op: str) -> np.ndarray:
+            partial = group(self.rank, self.grid(on), result.partial, self.first(on))
             return self.comm.all_reduce(array, partial, op, step.tag)
 
         def gather(array: np.ndarray) -> np.ndarray:

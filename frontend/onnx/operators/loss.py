@@ -60,8 +60,12 @@ def softmax_cross_entropy(graph: GraphState, node: Any) -> list[Value]:
         rank = len(unflattened.axes)
         axis = graph.axis(graph.attribute(node, SOFTMAX_AXIS, -1), rank)
         last = unflattened.axes[-1]
-        softmax = position if axis == rank - 1 and position == len(scores.axes) - 1 and \
-            last is not None and graph.same(last, classes) else -1
+        if axis != rank - 1 or position != len(scores.axes) - 1 or last is None or \
+                not graph.same(last, classes):
+            raise graph.error("the result of its log-softmax is reshaped otherwise than "
+                              "by flattening the axes before the log-softmax's, its last "
+                              "(to [-1, C]): not a cross-entropy loss")
+        softmax = position
     if softmax != position:
         raise graph.error(f"its log-softmax is over axis {softmax} but the labels pick "
                           f"along axis {position}: not a cross-entropy loss")

@@ -14,6 +14,7 @@
 # RUN: not pase-opt %t.other_gather.onnx 2>&1 | filecheck %s --check-prefix=OTHER-GATHER
 # RUN: not pase-opt %t.sum.onnx 2>&1 | filecheck %s --check-prefix=SUM
 # RUN: pase-opt %t.ignored_class.onnx | filecheck %s --check-prefix=IGNORED-CLASS
+# RUN: not pase-opt %t.reshaped_other_axis.onnx 2>&1 | filecheck %s --check-prefix=RESHAPED-OTHER
 
 import os
 import sys
@@ -102,6 +103,21 @@ def case_sum():
 # IGNORED-CLASS-NEXT: dnn.return %loss
 def case_ignored_class():
     return classifier([node("SoftmaxCrossEntropyLoss", ["z", "y"], ["loss"], ignore_index=0)])
+
+
+# The log-softmax's result flattened before NegativeLogLikelihoodLoss, as both exporters
+# write `nll_loss(log_softmax(z, -1).reshape(-1, C), labels.reshape(-1))`, is read
+# (models/onnx/token_loss.*); a log-softmax over another axis than the one the Reshape
+# keeps is not a cross-entropy: one error.
+# RESHAPED-OTHER: error: node 'logp' (SoftmaxCrossEntropyLoss): the result of its log-softmax is reshaped otherwise than by flattening the axes before the log-softmax's, its last (to [-1, C]): not a cross-entropy loss
+def case_reshaped_other_axis():
+    return graph([node("MatMul", ["x", "w"], ["z"]),
+                  node("LogSoftmax", ["z"], ["logp"], axis=1),
+                  node("Reshape", ["logp", "rows_shape"], ["rows"]),
+                  node("NegativeLogLikelihoodLoss", ["rows", "y"], ["loss"],
+                       ignore_index=-100)],
+                 {"x": [2, 4, 5], "y": ([8], INT64)}, ("loss", []),
+                 {"w": weights(5, 3), "rows_shape": np.array([-1, 3])})
 
 
 main(globals())
