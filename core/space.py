@@ -50,12 +50,19 @@ class Collective:
 
     Example, layernorm's forward `reduce([Σ x, Σ x²], "sum")`:
     `Collective("all_reduce", words_per_row=2)`.
+
+    `among`, when given, runs the collective among the devices that split those dims
+    instead, and `per_row=False` makes `words_per_row` the words of the whole call: the
+    count of a cross-entropy's labels that are not ignored, summed over the devices that
+    split its rows, is `Collective("all_reduce", 1, among=("b",), per_row=False)`.
     """
 
     kind: Literal["all_reduce", "all_gather"]
     words_per_row: int
     count: int = 1
     backward: bool = False
+    among: tuple[str, ...] | None = None
+    per_row: bool = True
 
 
 @dataclass(frozen=True)

@@ -118,15 +118,15 @@ class Statement:
     @property
     def required(self) -> tuple[str, ...]:
         """The clauses a statement must give: those with no default (a `count` clause's
-        is 1)."""
+        is 1; a `signed` clause, a cross-entropy's `ignore`, is absent by default)."""
         return tuple(keyword for keyword, _, form in self.op.CLAUSES
-                     if keyword not in self.defaults and form != "count")
+                     if keyword not in self.defaults and form not in ("count", "signed"))
 
 
 _WINDOW_DEFAULTS = {"stride": 1, "padding": 0}
 _CLAUSE_EXAMPLES = {"over": "over [d]", "window": "window [2, 2]", "min": "min 0.0",
                     "max": "max 6.0", "along": "along d", "from": "from 0",
-                    "fill": "fill -1.0e9", "exponent": "exponent 2.0"}
+                    "fill": "fill -1.0e9", "exponent": "exponent 2.0", "ignore": "ignore -100"}
 STATEMENTS: dict[str, Statement] = {
     "einsum": Statement(dnn.EinsumOp, (1, 3), result=True),
     "conv2d": Statement(dnn.Conv2dOp, (2, 2), result=True, defaults=_WINDOW_DEFAULTS),
@@ -220,7 +220,7 @@ _TOKEN_NAMES = {
     "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
     "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
     "KIND": "max, avg, sum, mean, causal or padding", "ALONG": "'along'",
-    "NUMBER_CLAUSE": "groups, min, max, from, fill or exponent", "GRAPH": "'graph'",
+    "NUMBER_CLAUSE": "groups, min, max, from, fill, exponent or ignore", "GRAPH": "'graph'",
     "RETURN": "'return'", "DATA": "input or param",
 }
 
@@ -375,6 +375,19 @@ class _Builder:
             return read_integer(text, what)
         except ValueError as error:
             raise self.error(str(error), token) from None
+
+    def signed_int(self, token: Node, what: str) -> int:
+        """`token` as an int of magnitude at most 2^53 (`ignore -100`), or an error about
+        `what`."""
+        text = str(token)
+        if not text.lstrip("+-").isdigit():
+            shown = text if len(text) <= SHOWN_DIGITS else f"{text[:SHOWN_DIGITS]}..."
+            raise self.error(f"{what} must be an integer, got '{shown}'", token)
+        try:
+            magnitude = read_integer(text.lstrip("+-"), what)
+        except ValueError as error:
+            raise self.error(str(error), token) from None
+        return -magnitude if text.startswith("-") else magnitude
 
 
 class _Scope:
@@ -547,6 +560,8 @@ class _Scope:
         if form == "ints":
             return ArrayAttr(IntAttr(self.builder.positive_int(n, f"{name} size"))
                              for n in _items(value))
+        if form == "signed":
+            return IntAttr(self.builder.signed_int(value, name))
         if form in ("int", "count", "index"):
             number = self.builder.positive_int(value, name, least=0 if form == "index" else 1)
             return None if form == "count" and number == 1 else IntAttr(number)

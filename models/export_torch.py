@@ -19,7 +19,8 @@ The architectures are the real classes (torchvision's ResNet, MobileNetV2, Visio
 VGG; Hugging Face's GPT2LMHeadModel, BertForMaskedLM, T5ForConditionalGeneration) built from
 small configurations, so that the files stay small (pase's tests import them; nothing is
 downloaded). `classifier_loss` is a small classifier exported with its loss, as users export
-a training module: `forward(image, labels)` returns `cross_entropy(model(image), labels)`.
+a training module: `forward(image, labels)` returns `cross_entropy(model(image), labels)`;
+`token_loss` a token classifier with its loss over labels some of which are ignored (-100).
 `bert_mask` and `gpt2_mask` are BERT and GPT-2 exported as Hugging Face's default call
 passes a padding mask, `(input_ids, attention_mask)` (row i keeps 16 - i tokens), with
 weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss.
@@ -101,6 +102,25 @@ class WithLoss(nn.Module):
 
     def forward(self, image: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return nn.functional.cross_entropy(self.model(image), labels)
+
+
+class TokenLoss(nn.Module):
+    """A token classifier exported with its loss, as a masked LM's training module: an
+    embedding, a linear layer to 10 classes per token, then `nll_loss(log_softmax(z))` of
+    the flattened tokens against `labels` [batch, sequence] whose positions to skip are
+    -100 (PyTorch's default `ignore_index`, as Hugging Face marks padding and unmasked
+    tokens). The dynamo exporter writes LogSoftmax and NegativeLogLikelihoodLoss, the
+    TorchScript exporter one SoftmaxCrossEntropyLoss, each with ignore_index=-100."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(VOCABULARY, 16)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        scores = nn.functional.log_softmax(self.head(self.embedding(ids)), dim=-1)
+        return nn.functional.nll_loss(scores.reshape(-1, 10), labels.reshape(-1),
+                                      ignore_index=-100)
 
 
 class Logits(nn.Module):
@@ -194,6 +214,13 @@ def image_and_labels() -> tuple[torch.Tensor, ...]:
     return (*image(16), torch.randint(0, 10, (BATCH,)))
 
 
+def ids_and_labels() -> tuple[torch.Tensor, ...]:
+    """Token ids and labels, the last 3 positions of each row ignored (-100)."""
+    labels = torch.randint(0, 10, (BATCH, SEQUENCE))
+    labels[:, -3:] = -100
+    return (*ids(), labels)
+
+
 def small_classifier() -> nn.Module:
     """A few-KB classifier (a 3x3 convolution, a pool, a linear layer) with its loss."""
     return WithLoss(nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(),
@@ -245,6 +272,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor
     "bert_mask": (lambda: bert(True), lambda: full_ids(VOCABULARY, SEQUENCE, masked=True)),
     "t5": (t5, lambda: ids(2)),
     "classifier_loss": (small_classifier, image_and_labels),
+    "token_loss": (TokenLoss, ids_and_labels),
 }
 
 

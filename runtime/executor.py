@@ -24,6 +24,7 @@ import numpy as np
 from pase.core.shapes import ELEMENTS
 from pase.runtime.communicator import DeviceComm
 from pase.runtime.kernels import KERNELS, KernelContext
+from pase.runtime.kernels.normalization import counts_labels
 from pase.runtime.program import Box, Program, Sharded, Step, box, coordinates, group
 
 DTYPES = {name: np.dtype(element.numpy) for name, element in ELEMENTS.items()}
@@ -255,12 +256,17 @@ class _Device:
                 result: Sharded) -> KernelContext:
         """What the kernel of `step` needs: its properties, the forward op's operand and
         result layouts, this device's block offsets, and the collectives over the
-        devices that share the layer's statistics (`step.axes`)."""
+        devices that share the layer's statistics (`step.axes`) and over those the
+        result is partial over (`reduce_partial`)."""
         on = operands[0] if operands else result
         members = group(self.rank, self.grid(on), step.axes, self.first(on))
 
         def reduce(array: np.ndarray, op: str) -> np.ndarray:
             return self.comm.all_reduce(array, members, op, step.tag)
+
+        def reduce_partial(array: np.ndarray, op: str) -> np.ndarray:
+            partial = group(self.rank, self.grid(on), result.partial, self.first(on))
+            return self.comm.all_reduce(array, partial, op, step.tag)
 
         def gather(array: np.ndarray) -> np.ndarray:
             return self.comm.all_gather(array, members, axis=array.ndim - 1, tag=step.tag)
@@ -268,7 +274,8 @@ class _Device:
         def offset(operand: int, dim: int) -> int:
             return self.offset(operands[operand], dim)
 
-        return KernelContext(step.props, operands, result, reduce, gather, offset)
+        return KernelContext(step.props, operands, result, reduce, gather, offset,
+                             reduce_partial)
 
     def layer(self, step: Step) -> list[np.ndarray | None]:
         tensor = (step.result_types or step.operand_types)[0]
@@ -289,7 +296,8 @@ class _Device:
                                 inputs)
         if isinstance(output, tuple):  # an optimizer step: the parameter and its states
             return list(output)
-        if saved is not None and step.tag in self.recompute and not step.axes:
+        if saved is not None and step.tag in self.recompute and not step.axes \
+                and not counts_labels(step.props, step.result_types[0].partial):
             saved = _Recompute(step, inputs)  # (a layer whose statistics need no collective)
         if saved is not None:
             self.saved[step.results[0]] = saved

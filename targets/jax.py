@@ -48,7 +48,7 @@ from pase.dialect.training_options import (
     zero_stage,
 )
 from pase.targets.jax_expressible import check_expressible
-from pase.targets.jax_source import HELPERS, MAIN, PRELUDE
+from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, with_ignored_labels
 from pase.targets.jax_training import Spec, checkpointed, with_training
 
 MeshAxes = tuple[str, ...]
@@ -297,7 +297,12 @@ class _Emitter:
             "",
             *[f"    {line}" if line else "" for line in body],
             "",
-            MAIN])
+            with_ignored_labels(MAIN) if self.ignores_labels() else MAIN])
+
+    def ignores_labels(self) -> bool:
+        """Whether an input's seed is "ignored" (labels of a loss with an ignore_index)."""
+        return any(self.init(op.output, op.output.type.shape)[0] == "ignored"
+                   for op in self.graph.body.block.ops if isinstance(op, dnn.InputOp))
 
     def elements(self) -> set[str]:
         return {op.output.type.shape.element for op in self.graph.body.block.ops
@@ -354,10 +359,12 @@ class _Emitter:
                 return spec(space.operands[use.index], self.axes[use.operation], call="")
         return "()"
 
-    def init(self, value: SSAValue, shape: NamedShape) -> tuple[str, float | int]:
+    def init(self, value: SSAValue,
+             shape: NamedShape) -> tuple[str, float | int | tuple[int, int]]:
         """How `__main__` seeds a tensor: ("normal", std), ("ints", high), ("normal+1",
-        std) for a norm's scale, by `pase.dialect.dnn.seeding` (pase-run's rule too, which
-        passes its own data instead)."""
+        std) for a norm's scale, ("ignored", (high, ignore_index)) for a loss's labels, by
+        `pase.dialect.dnn.seeding` (pase-run's rule too, which passes its own data
+        instead)."""
         if self.seeds is None:
             self.seeds = seeds(self.graph)
         return self.seeds[value].describe()
@@ -460,8 +467,12 @@ class _Emitter:
             case dnn.ReshapeOp():
                 return f"jnp.reshape({operands[0]}, {result.sizes!r})"
             case dnn.SoftmaxCrossEntropyOp():
-                self.helpers.add("softmax_cross_entropy")
                 (axis,) = _axes(inputs[0], op.dims_prop("over"))
+                if (ignore := op.ignore_index) is not None:
+                    self.helpers.add("ignoring_cross_entropy")
+                    return (f"ignoring_cross_entropy({operands[0]}, {operands[1]}, {axis}, "
+                            f"{ignore.data})")
+                self.helpers.add("softmax_cross_entropy")
                 return f"softmax_cross_entropy({operands[0]}, {operands[1]}, {axis})"
         raise at_op(op, f"the jax target has no translation for {op.name}")
 

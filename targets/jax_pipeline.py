@@ -34,7 +34,7 @@ from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
 from pase.targets.jax import _Emitter, rate_table, spec
 from pase.targets.jax_pipeline_source import pipeline_main, pipeline_prelude
-from pase.targets.jax_source import HELPERS
+from pase.targets.jax_source import HELPERS, with_ignored_labels
 
 
 @dataclass(frozen=True)
@@ -375,4 +375,6 @@ class _PipelineEmitter:
             "CHUNK_FUNCTIONS = [" + ", ".join(f"stage{i}_chunk" if i in chunks else "None"
                                               for i in range(self.stages)) + "]",
             "",
-            pipeline_main()])
+            with_ignored_labels(pipeline_main()) if any(
+                seed_of(op.output).kind == "ignored" for op in self.graph.body.block.ops
+                if isinstance(op, dnn.InputOp)) else pipeline_main()])

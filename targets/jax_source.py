@@ -112,6 +112,17 @@ def softmax_cross_entropy(logits, labels, axis):
     target = jnp.take_along_axis(z, labels[..., None].astype(jnp.int32), axis=-1)[..., 0]
     return jnp.mean(jax.nn.logsumexp(z, axis=-1) - target)
 ''',
+    "ignoring_cross_entropy": '''\
+def ignoring_cross_entropy(logits, labels, axis, ignore_index):
+    """softmax_cross_entropy over the rows whose label is not `ignore_index` (PyTorch's),
+    their mean over the whole batch's count of them; 0 when every label is ignored."""
+    z = jnp.moveaxis(logits, axis, -1)
+    kept = labels != ignore_index
+    picked = jnp.where(kept, labels, 0)[..., None].astype(jnp.int32)
+    target = jnp.take_along_axis(z, picked, axis=-1)[..., 0]
+    losses = jnp.where(kept, jax.nn.logsumexp(z, axis=-1) - target, 0)
+    return jnp.sum(losses) / jnp.maximum(jnp.sum(kept), 1).astype(losses.dtype)
+''',
     "conv2d": '''\
 def conv2d(x, w, stride, padding):
     """NCHW convolution with an OIHW filter, zero padding (height, width)."""
@@ -330,3 +341,34 @@ def main(argv=None):
 if __name__ == "__main__":
     main()
 '''
+
+
+_INTS = """\
+            values[name] = rng.integers(0, int(scale), size=shape).astype(dtype)
+            continue
+"""
+_IGNORED = """\
+        if kind == "ignored":  # labels, a quarter of them the loss's ignore_index
+            (high, ignore), shape = scale, tuple(shape)
+            labels = rng.integers(0, high, size=shape)
+            values[name] = np.where(rng.random(shape) < 0.25, ignore, labels).astype(dtype)
+            continue
+"""
+
+
+def with_ignored_labels(text: str) -> str:
+    """A program's `__main__` text (`MAIN`, or a pipeline's) for a model whose loss has an
+    ignore_index: `seeded` draws its labels' "ignored" seed (`pase.dialect.dnn.seeding`:
+    a quarter of them the ignore_index) and the casts keep them integers. Other programs
+    keep the text without it.
+
+        >>> "ignored" in with_ignored_labels(MAIN), "ignored" in MAIN
+        (True, False)
+    """
+    assert _INTS in text
+    return text.replace(_INTS, _INTS + _IGNORED, 1).replace(
+        'array.astype(dtype if kind in ("ints", "lengths") else float_type or dtype)',
+        'array.astype(dtype if kind in ("ints", "lengths", "ignored")\n'
+        '                             else float_type or dtype)').replace(
+        'dtype if kinds[n] in ("ints", "lengths") else',
+        'dtype if kinds[n] in ("ints", "lengths", "ignored") else')

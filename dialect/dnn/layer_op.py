@@ -214,6 +214,7 @@ class LayerOp(IRDLOperation):
     Subclasses list their syntax in `KIND` (the property holding the leading keyword,
     e.g. `max` of pool2d, with its choices) and `CLAUSES` (`(keyword, property, form)`,
     form one of "dims", "dim" (one dim name), "int", "index" (an int that may be 0),
+    "signed" (an int that may be negative: a cross-entropy's `ignore -100`),
     "count" (an int whose default 1 is left out: `groups`), "float", "ints", "pair" -- a
     pair of ints printed as one int when both are equal), and implement the class-level
     `shape_rule` and `space_rule` over a `LayerSignature`. The `SCALE_*` attributes
@@ -345,7 +346,7 @@ class LayerOp(IRDLOperation):
         for keyword, prop, form in cls.CLAUSES:
             if parser.parse_optional_keyword(keyword) is None:
                 continue
-            if form in ("int", "index"):
+            if form in ("int", "index", "signed"):
                 properties[prop] = IntAttr(parser.parse_integer(allow_boolean=False))
             elif form == "count":
                 if (count := parser.parse_integer(allow_boolean=False)) != 1:

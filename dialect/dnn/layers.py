@@ -490,9 +490,20 @@ class ReshapeOp(LayerOp):
 
 @irdl_op_definition
 class SoftmaxCrossEntropyOp(_OverOp):
-    """Mean softmax cross-entropy loss: `%l = dnn.softmax_cross_entropy %z, %t over [c]`."""
+    """Mean softmax cross-entropy loss: `%l = dnn.softmax_cross_entropy %z, %t over [c]`.
+
+    With `ignore -100` (PyTorch's `ignore_index`), a label equal to -100 marks a row
+    that adds nothing to the loss nor to the gradient, and the mean is over the rows
+    whose labels are not ignored, counted over the whole batch (the devices that split
+    the rows all-reduce the count); a batch whose labels are all ignored has loss 0 and
+    gradient 0 (PyTorch: NaN). Without it, every row counts.
+    """
 
     name = "dnn.softmax_cross_entropy"
+
+    ignore_index = opt_prop_def(IntAttr)
+
+    CLAUSES: ClassVar[Clauses] = (("over", "over", "dims"), ("ignore", "ignore_index", "signed"))
 
     @classmethod
     def shape_rule(cls, layer: LayerSignature) -> NamedShape:
@@ -509,8 +520,11 @@ class SoftmaxCrossEntropyOp(_OverOp):
         over = layer.dims_prop("over")
         # The row maximum, then [Σ exp(z − max), target logit]; the backward reuses them.
         # Each device sums the loss of its rows: a partial sum over the row dims.
+        counted = () if "ignore_index" not in layer.properties else (Collective(
+            "all_reduce", 1, among=tuple(d for d in logits.dims if d not in over),
+            per_row=False),)
         statistics = _row_statistics(logits, over, Collective("all_reduce", 1),
-                                     Collective("all_reduce", 2))
+                                     Collective("all_reduce", 2), *counted)
         return IterationSpace(
             tuple(IterDim(d, s, reduction=True)
                   for d, s in zip(logits.dims, logits.sizes, strict=True)),

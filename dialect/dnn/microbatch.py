@@ -4,9 +4,11 @@ A pipeline (pase-partition-stages) runs each step as M micro-batches of batch/M 
 sums their gradients. That equals the gradient of the whole batch when every layer
 treats the rows apart, and only the loss sums (or averages) over them: then the loss of
 the batch is the sum of the micro-batch losses, or their mean for a mean loss, and so is
-its gradient. A layer that computes statistics over the batch (`batchnorm over [b, ...]`,
-a softmax over b) or reduces it anywhere but in the loss (a Gram matrix `einsum [b, i],
-[b, j] -> [i, j]` feeding more layers) would see other numbers in a micro-batch, so pase
+its gradient (not for a cross-entropy with an `ignore_index`, the mean over the labels
+it keeps: each micro-batch would divide by its own count). A layer that computes
+statistics over the batch (`batchnorm over [b, ...]`, a softmax over b) or reduces it
+anywhere but in the loss (a Gram matrix `einsum [b, i], [b, j] -> [i, j]` feeding more
+layers) would see other numbers in a micro-batch, so pase
 refuses to micro-batch it rather than train another model silently.
 
     >>> from pase.frontend import parse_file
@@ -69,6 +71,11 @@ def microbatch_problem(graph: dnn.GraphOp, microbatches: int) -> str | None:
             return (f"{what} reduces or reshapes away the batch dim {batch} before the "
                     f"loss, so {microbatches} micro-batches would not add up to one "
                     "batch; use microbatches=1")
+    if isinstance(loss, dnn.SoftmaxCrossEntropyOp) and loss.ignore_index is not None:
+        return (f"the loss of {name} ignores the labels equal to {loss.ignore_index.data}: it is "
+                "the mean over the labels a batch does not ignore, and the micro-batches' "
+                "means, each over its own count, would not add up to it; use "
+                "microbatches=1")
     if loss is None or _mean_over_batch(loss, batch) is None:
         return (f"the loss of {name} does not sum or average over the batch dim {batch}, "
                 "so micro-batch losses would not add up to it; use microbatches=1")

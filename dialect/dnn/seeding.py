@@ -10,6 +10,10 @@ first reads the tensor, not from the layer's name:
 - A padding mask (the keep operand of a `mask padding`, Hugging Face's attention_mask
   [batch, keys]) is "lengths": along its last axis each row keeps 1s for a uniform random
   length from 1 to the axis's size, then 0s (padding at the end, as a tokenizer pads).
+- Labels a cross-entropy reads with an `ignore_index` (directly, or through slices and
+  reshapes: a causal LM's shifted labels) are "ignored": uniform classes, then each one,
+  with probability `IGNORED_FRACTION`, the ignore_index instead (the positions a
+  tokenizer pads or a masked LM leaves unmasked, marked -100 by Hugging Face).
 - A float input is data: normal, std 1.
 - A param the reader contracts over some of its dims is a weight: normal with std
   1/sqrt(fan-in), the fan-in being the product of those dims' sizes (a conv filter
@@ -39,6 +43,7 @@ from dataclasses import dataclass
 from math import prod, sqrt
 
 import numpy as np
+from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import SSAValue
 
 from pase.core.shapes import ELEMENTS
@@ -64,6 +69,9 @@ whatever the gradient's size, so it needs no scale)."""
 beta 0.9 its steady step is ten gradients long, so the same step size as SGD's); Adam's
 its paper's 1e-3 (its steps are about lr long whatever the gradient's scale)."""
 
+IGNORED_FRACTION = 0.25
+"""The share of an "ignored" seed's labels drawn as its ignore_index."""
+
 SMALL = 0.1
 """The std of a param no layer contracts (biases) and of a scale's spread around one."""
 
@@ -71,18 +79,36 @@ SMALL = 0.1
 @dataclass(frozen=True)
 class Seed:
     """`kind` "ints" (uniform in [0, `scale`)), "normal" (std `scale`), "normal+1"
-    (1 + `scale` · normal) or "lengths" (a padding mask: each row along the last axis,
+    (1 + `scale` · normal), "lengths" (a padding mask: each row along the last axis,
     of size `scale`, 1s for a uniform random length from 1 to `scale`, then 0s:
-    `padding_mask`)."""
+    `padding_mask`) or "ignored" (labels: "ints", then `ignored_labels`)."""
 
     kind: str
     scale: float
+    ignore: int = 0
+    """An "ignored" seed's ignore_index."""
 
-    def describe(self) -> tuple[str, float | int]:
+    def describe(self) -> tuple[str, float | int | tuple[int, int]]:
         """As the `-t jax` program's tables write it: `(kind, scale)`, an int high for
-        "ints"."""
+        "ints", `(high, ignore_index)` for "ignored".
+
+            >>> Seed("ignored", 10.0, -100).describe()
+            ('ignored', (10, -100))
+        """
+        if self.kind == "ignored":
+            return (self.kind, (int(self.scale), self.ignore))
         return (self.kind, int(self.scale) if self.kind in ("ints", "lengths")
                 else self.scale)
+
+
+def ignored_labels(rng: np.random.Generator, labels: np.ndarray, ignore: int) -> np.ndarray:
+    """An "ignored" seed's values: `labels` with each entry, with probability
+    `IGNORED_FRACTION`, replaced by `ignore`.
+
+        >>> ignored_labels(np.random.default_rng(0), np.arange(6), -100).tolist()
+        [0, 1, -100, -100, 4, 5]
+    """
+    return np.where(rng.random(labels.shape) < IGNORED_FRACTION, ignore, labels)
 
 
 def padding_mask(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -132,7 +158,9 @@ def seed_of(value: SSAValue, branches: dict[SSAValue, int] | None = None) -> See
         return Seed("lengths", float(shape_of(value).sizes[-1]))
     if not ELEMENTS[shape_of(value).element].floating:
         highs = [index_range(reader, index) for reader, index in readers]
-        return Seed("ints", float(next((h for h in highs if h > 1), 2)))
+        high = float(next((h for h in highs if h > 1), 2))
+        ignore = ignore_index_of(value)
+        return Seed("ints", high) if ignore is None else Seed("ignored", high, ignore)
     if not isinstance(value.owner, ParamOp):
         return Seed("normal", 1.0)
     if not readers:
@@ -151,6 +179,20 @@ def seed_of(value: SSAValue, branches: dict[SSAValue, int] | None = None) -> See
     if reader.output in branches:
         std /= sqrt(branches[reader.output])
     return Seed("normal", std)
+
+
+def ignore_index_of(value: SSAValue) -> int | None:
+    """The `ignore_index` of the cross-entropy that reads `value` as its labels, directly
+    or through slices and reshapes; None if there is none."""
+    for use in value.uses:
+        reader = use.operation
+        if reader.name == "dnn.softmax_cross_entropy" and use.index == 1:
+            ignore = reader.properties.get("ignore_index")
+            return ignore.data if isinstance(ignore, IntAttr) else None
+        if reader.name in ("dnn.slice", "dnn.reshape") and isinstance(reader, LayerOp):
+            if (found := ignore_index_of(reader.output)) is not None:
+                return found
+    return None
 
 
 def selected_dims(reader: LayerOp, index: int) -> list[str]:

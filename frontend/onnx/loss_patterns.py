@@ -3,7 +3,9 @@ node pase imports (`operators.loss`), before import.
 
     nodes = fuse_cross_entropy(onnx, nodes, constant_of)
 
-- `nll_loss(log_softmax(z, 1), labels)`: LogSoftmax, then NegativeLogLikelihoodLoss of it;
+- `nll_loss(log_softmax(z, 1), labels)`: LogSoftmax, then NegativeLogLikelihoodLoss of it
+  (its `ignore_index` kept), also with the log-softmax's result flattened between
+  (`nll_loss(log_softmax(z, -1).reshape(-1, C), labels.reshape(-1))`, both exporters);
 - `-log_softmax(z, 1).gather(1, labels[:, None]).mean()`: LogSoftmax, GatherElements by
   the labels with a size-1 class axis, ReduceMean over everything (then Squeeze), with a
   Neg before or after the gather or the mean;
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pase.frontend.onnx.operators.loss import CLASS_AXIS, SOFTMAX_AXIS
+from pase.frontend.onnx.operators.loss import CLASS_AXIS, REFLATTENED, SOFTMAX_AXIS
 
 ONLY_IN_A_LOSS = {
     op_type: "pase reads it only in a cross-entropy loss: LogSoftmax, GatherElements by "
@@ -57,15 +59,31 @@ def fuse_cross_entropy(onnx: Any, nodes: list[Any],
         softmax_axis = attributes(log_softmax).get("axis", -1)
         chain = [log_softmax]
         while (step := only_use(chain[-1].output[0])) is not None and step.op_type in (
-                "Neg", "GatherElements", "ReduceMean", "Squeeze", "NegativeLogLikelihoodLoss"):
+                "Neg", "GatherElements", "ReduceMean", "Squeeze", "NegativeLogLikelihoodLoss",
+                "Reshape"):
             chain.append(step)
             if step.op_type == "NegativeLogLikelihoodLoss":
                 break
         kinds = [node.op_type for node in chain[1:]]
         last = chain[-1]
+        before: list[Any] = []
         if kinds == ["NegativeLogLikelihoodLoss"] and last.input[0] == log_softmax.output[0]:
             options = {**attributes(last), CLASS_AXIS: 1}
             inputs = [log_softmax.input[0], *last.input[1:]]
+        elif kinds == ["Reshape", "NegativeLogLikelihoodLoss"] and \
+                last.input[0] == chain[1].output[0]:
+            # Flattened after the log-softmax (scores [b, s, C] to [-1, C]): the same
+            # reshape before the loss, whose importer checks that the log-softmax's axis
+            # is the scores' last and the class axis (REFLATTENED).
+            reshape = chain[1]
+            scores = f"{reshape.output[0]}_scores"
+            before = [onnx.helper.make_node("Reshape", [log_softmax.input[0],
+                                                        *reshape.input[1:]], [scores],
+                                            name=reshape.name or scores,
+                                            **attributes(reshape))]
+            options = {**attributes(last), CLASS_AXIS: 1,
+                       REFLATTENED: log_softmax.input[0]}
+            inputs = [scores, *last.input[1:]]
         elif is_picked_mean(kinds, chain, attributes):
             gather = chain[1 + kinds.index("GatherElements")]
             options = {CLASS_AXIS: attributes(gather).get("axis", 0)}
@@ -73,12 +91,12 @@ def fuse_cross_entropy(onnx: Any, nodes: list[Any],
         else:
             continue
         removed.update(id(node) for node in chain)
-        replacement[id(last)] = onnx.helper.make_node(
+        replacement[id(last)] = [*before, onnx.helper.make_node(
             "SoftmaxCrossEntropyLoss", inputs, [last.output[0]],
             name=log_softmax.name or last.output[0], **options,
-            **{SOFTMAX_AXIS: softmax_axis})
-    return [replacement.get(id(node), node) for node in nodes
-            if id(node) not in removed or id(node) in replacement]
+            **{SOFTMAX_AXIS: softmax_axis})]
+    return [new for node in nodes if id(node) not in removed or id(node) in replacement
+            for new in replacement.get(id(node), [node])]
 
 
 def is_picked_mean(kinds: list[str], chain: list[Any], attributes: Any) -> bool:

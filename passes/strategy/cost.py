@@ -221,11 +221,13 @@ class Collectives:
         for collective in statistics.collectives:
             if collective.backward != backward:
                 continue
-            words = rows * collective.words_per_row
+            words = rows * collective.words_per_row if collective.per_row \
+                else float(collective.words_per_row)
+            among = statistics.over if collective.among is None else collective.among
             if collective.kind == "all_reduce":
-                self.all_reduce(words, statistics.over, x.element_bytes, collective.count)
+                self.all_reduce(words, among, x.element_bytes, collective.count)
             else:
-                self.all_gather(words, statistics.over, x.element_bytes, collective.count)
+                self.all_gather(words, among, x.element_bytes, collective.count)
 
     def charge(self, words: float, dims: Sequence[str], element_bytes: int) -> None:
         """`words` moved per device among the devices that differ only along `dims`."""

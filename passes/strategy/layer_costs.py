@@ -170,11 +170,13 @@ class Vectors:
         for collective in statistics.collectives:
             if collective.backward != backward:
                 continue
-            words = rows * collective.words_per_row
+            words = rows * collective.words_per_row if collective.per_row \
+                else np.full_like(rows, collective.words_per_row)
+            among = statistics.over if collective.among is None else collective.among
             if collective.kind == "all_reduce":
-                self.all_reduce(words, statistics.over, x.element_bytes, collective.count)
+                self.all_reduce(words, among, x.element_bytes, collective.count)
             else:
-                self.all_gather(words, statistics.over, x.element_bytes, collective.count)
+                self.all_gather(words, among, x.element_bytes, collective.count)
 
     def charge(self, words: np.ndarray, dims: Sequence[str], element_bytes: int) -> None:
         """`Collectives.charge`; where the group is one device, `words` is 0.0."""

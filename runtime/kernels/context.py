@@ -87,7 +87,10 @@ class KernelContext:
 
     `operands` and `result` are the forward op's tensors; `offset(i, k)` is where this
     device's block of operand i starts along its dim k; `reduce` and `gather` run over
-    the devices that share the layer's statistics (identities on one device).
+    the devices that share the layer's statistics (identities on one device);
+    `reduce_partial` runs over the devices whose results the caller all-reduces, those
+    that split the dims the result is a partial sum over (a cross-entropy's rows: the
+    count of its labels that are not ignored).
     """
 
     props: Mapping[str, Any]
@@ -96,6 +99,7 @@ class KernelContext:
     reduce: Reduce = local_reduce
     gather: AllGather = local_gather
     offset: Callable[[int, int], int] = lambda operand, dim: 0
+    reduce_partial: Reduce = local_reduce
 
     @property
     def dims(self) -> list[tuple[str, ...]]:

@@ -36,8 +36,8 @@ and bias each come with their own dims (`scale_dims`, `bias_dims`), in their own
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -187,10 +187,12 @@ def rms_norm_backward(grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str
 
 @dataclass(frozen=True)
 class CrossEntropyStatistics:
-    """The all-reduced row maximum and Σ exp(z − max) per row, shaped like the labels."""
+    """The all-reduced row maximum and Σ exp(z − max) per row, shaped like the labels,
+    and with an `ignore_index` the global count of labels that are not ignored."""
 
     row_max: np.ndarray
     sum_exp: np.ndarray
+    count: int | None = None
 
 
 def _class_last(logits: np.ndarray, dims: Sequence[str], over: str,
@@ -204,9 +206,11 @@ def _class_last(logits: np.ndarray, dims: Sequence[str], over: str,
 
 def softmax_cross_entropy_forward(logits: np.ndarray, dims: Sequence[str],
                                   labels: np.ndarray, over: str, class_offset: int = 0,
-                                  reduce: Reduce = local_reduce
+                                  reduce: Reduce = local_reduce,
+                                  ignore_index: int | None = None
                                   ) -> tuple[np.ndarray, CrossEntropyStatistics]:
-    """The SUM over the local rows of `log Σ_c exp(z_c) − z_label`, and the statistics.
+    """The SUM over the local rows of `log Σ_c exp(z_c) − z_label`, and the statistics;
+    rows whose label is `ignore_index` add 0.
 
     `labels` has the logits' dims without the class dim `over`, in order, and holds
     global class indices; the local block of classes starts at `class_offset`. The
@@ -223,6 +227,8 @@ def softmax_cross_entropy_forward(logits: np.ndarray, dims: Sequence[str],
     sums = reduce(np.stack([np.exp(z - row_max[..., None]).sum(axis=-1), target]), "sum")
     sum_exp, target = sums[0], sums[1]
     losses = np.log(sum_exp) + row_max - target
+    if ignore_index is not None:
+        losses = np.where(labels == ignore_index, 0, losses)
     return np.asarray(losses.sum(), dtype=logits.dtype), CrossEntropyStatistics(row_max,
                                                                                 sum_exp)
 
@@ -230,15 +236,19 @@ def softmax_cross_entropy_forward(logits: np.ndarray, dims: Sequence[str],
 def softmax_cross_entropy_backward(grad_loss: float | np.ndarray, logits: np.ndarray,
                                    dims: Sequence[str], labels: np.ndarray, over: str,
                                    stats: CrossEntropyStatistics, count: int,
-                                   class_offset: int = 0) -> np.ndarray:
+                                   class_offset: int = 0,
+                                   ignore_index: int | None = None) -> np.ndarray:
     """`(softmax(z) − onehot(label)) / count · grad_loss` on the local block, count the
-    GLOBAL number of rows (the loss is their mean). No communication."""
+    GLOBAL number of rows (the loss is their mean) or of labels that are not ignored;
+    0 on a row whose label is `ignore_index`. No communication."""
     z = _class_last(logits, dims, over, labels)
     probabilities = np.exp(z - stats.row_max[..., None]) / stats.sum_exp[..., None]
     index, inside = local_indices(labels, class_offset, z.shape[-1])
     at_label = np.take_along_axis(probabilities, index[..., None], axis=-1)
     np.put_along_axis(probabilities, index[..., None], at_label - inside[..., None], axis=-1)
     grad = probabilities * (float(grad_loss) / count)
+    if ignore_index is not None:
+        grad *= (labels != ignore_index)[..., None]
     return np.ascontiguousarray(np.moveaxis(grad, -1, axes_of(dims, [over])[0]))
 
 
@@ -280,12 +290,33 @@ def _cross_entropy_args(ctx: KernelContext) -> tuple[str, int, int]:
             ctx.count(0, [over], inside=False))
 
 
+def counted_labels(labels: np.ndarray, ignore_index: int, reduce: Reduce,
+                   dtype: Any) -> int:
+    """The number of `labels` that are not `ignore_index`, summed by `reduce` over the
+    devices that split the rows (one word), and at least 1: a batch whose labels are all
+    ignored has loss 0 and gradient 0 where PyTorch's mean is 0/0, NaN."""
+    kept = np.array([np.count_nonzero(labels != ignore_index)], dtype=dtype)
+    return max(int(reduce(kept, "sum")[0]), 1)
+
+
+def counts_labels(props: Mapping[str, Any], partial: Sequence[int]) -> bool:
+    """Whether a layer's forward all-reduces the count of its labels: a cross-entropy with
+    an `ignore_index` whose rows are split (`partial`: the result's partial axes). Such
+    a layer keeps its statistics rather than recompute its forward (the count would
+    move again)."""
+    return props.get("ignore_index") is not None and bool(partial)
+
+
 def _cross_entropy(ctx: KernelContext, inputs: list[Any]
                    ) -> tuple[np.ndarray, CrossEntropyStatistics]:
     logits, labels = inputs
     over, class_offset, rows = _cross_entropy_args(ctx)
+    ignore = ctx.props.get("ignore_index")
     loss, stats = softmax_cross_entropy_forward(logits, ctx.dims[0], labels, over,
-                                                class_offset, ctx.reduce)
+                                                class_offset, ctx.reduce, ignore)
+    if ignore is not None:
+        rows = counted_labels(labels, ignore, ctx.reduce_partial, logits.dtype)
+        stats = replace(stats, count=rows)
     # The mean over the GLOBAL rows (the caller all-reduces the partial sums).
     return np.asarray(loss / rows, dtype=logits.dtype), stats
 
@@ -294,8 +325,10 @@ def _cross_entropy_backward(ctx: KernelContext, inputs: list[Any], output: Any,
                             grad_output: Any, saved: Any, needs: list[bool]) -> list[Any]:
     logits, labels = inputs
     over, class_offset, rows = _cross_entropy_args(ctx)
+    rows = saved.count if saved.count is not None else rows
     return [softmax_cross_entropy_backward(grad_output, logits, ctx.dims[0], labels, over,
-                                           saved, rows, class_offset), None]
+                                           saved, rows, class_offset,
+                                           ctx.props.get("ignore_index")), None]
 
 
 KERNELS: Kernels = {

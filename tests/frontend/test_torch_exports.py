@@ -18,14 +18,18 @@ from pase.dialect import dnn  # noqa: E402
 from pase.frontend.onnx import load_model  # noqa: E402
 from pase.tools.pase_opt import main as pase_opt  # noqa: E402
 from pase.tools.pase_run import main as pase_run  # noqa: E402
+from pase.tools.run.check import make_data  # noqa: E402
+from pase.tools.run.load import strategy_and_scale, with_initial  # noqa: E402
+from pase.tools.run.runtime import train  # noqa: E402
 
 FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
 
 READ = ["mlp", "vgg11", "resnet18", "resnet50", "mobilenet_v2", "gpt2", "bert", "lstm",
-        "vit_b_16", "t5", "classifier_loss"]
+        "vit_b_16", "t5", "classifier_loss", "token_loss"]
 """Architectures pase reads from every file an exporter wrote (the TorchScript exporter
-fails on GPT-2: aten::diff; the dynamo exporter on T5), and a classifier exported with its
-loss (tests/lit/frontend/onnx/loss.py shows its IR)."""
+fails on GPT-2: aten::diff; the dynamo exporter on T5), a classifier exported with its
+loss (tests/lit/frontend/onnx/loss.py shows its IR), and a token classifier whose loss
+ignores labels of -100 (`nll_loss(log_softmax(z).reshape(-1, C), labels.reshape(-1))`)."""
 
 ELSEWHERE = {"bert_v510.torchscript"}
 """Fixtures tested on their own: a vocabulary 8 devices do not divide
@@ -88,3 +92,30 @@ def test_the_export_is_searched_and_checked(name: str, capsys: pytest.CaptureFix
     assert status == 0, err
     assert "check passed" in out
 
+
+
+@pytest.mark.parametrize("name", ["classifier_loss.torchscript", "token_loss.dynamo",
+                                  "token_loss.torchscript"])
+def test_a_loss_with_ignored_labels_is_onnx_references_loss(name: str):
+    """The exported losses have ignore_index=-100 (PyTorch's default), so pase-run's
+    seeded labels have a quarter of their entries -100: pase's first loss on one device
+    equals onnx.reference's evaluation of the file's own loss on the same inputs (the
+    mean over the labels kept)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx.reference import ReferenceEvaluator
+
+    path = str(FOLDER / f"{name}.onnx")
+    imported = load_model(path)
+    graph = imported.module.ops.first
+    assert isinstance(graph, dnn.GraphOp)
+    data = with_initial(make_data(graph, seed=0), imported.initial_values)
+    inputs = [op.output.name_hint for op in graph.body.block.ops if isinstance(op, dnn.InputOp)]
+    model = onnx.load(path)
+    assert len(model.graph.input) == len(inputs)
+    feeds = {given.name: data[name] for given, name in zip(model.graph.input, inputs,
+                                                           strict=True)}
+    assert 0 < (feeds[model.graph.input[-1].name] == -100).sum()
+    (expected,) = ReferenceEvaluator(model).run(None, feeds)
+    report = train(strategy_and_scale(imported.module, 1), 1, seed=0,
+                   initial=imported.initial_values)
+    assert float(report.reference_losses[0]) == pytest.approx(float(expected), rel=1e-6)

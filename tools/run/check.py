@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pase.dialect import dnn
-from pase.dialect.dnn.seeding import padding_mask, seeds
+from pase.dialect.dnn.seeding import ignored_labels, padding_mask, seeds
 from pase.passes.strategy import Words
 from pase.runtime.executor import DTYPES, UNIT_ROUNDOFF, DeviceResult
 from pase.runtime.program import Program
@@ -184,7 +184,8 @@ def make_data(graph: dnn.GraphOp, seed: int,
               float_type: str | None = None) -> dict[str, np.ndarray]:
     """Seeded inputs and parameters, named as in the graph, by `pase.dialect.dnn.seeding`
     (the `-t jax` program's rule too): weights fan-in scaled, ids and labels within their
-    table or class count, padding masks of random lengths."""
+    table or class count (a quarter of a loss's labels ignored where it has an
+    ignore_index), padding masks of random lengths."""
     rng = np.random.default_rng(seed)
     data: dict[str, np.ndarray] = {}
     for value, rule in seeds(graph).items():
@@ -193,9 +194,11 @@ def make_data(graph: dnn.GraphOp, seed: int,
         if rule.kind == "lengths":
             data[name] = padding_mask(rng, shape.sizes).astype(DTYPES[shape.element])
             continue
-        if rule.kind == "ints":
-            data[name] = rng.integers(0, int(rule.scale), size=shape.sizes).astype(
-                DTYPES[shape.element])
+        if rule.kind in ("ints", "ignored"):
+            labels = rng.integers(0, int(rule.scale), size=shape.sizes)
+            if rule.kind == "ignored":
+                labels = ignored_labels(rng, labels, rule.ignore)
+            data[name] = labels.astype(DTYPES[shape.element])
             continue
         values = (1.0 if rule.kind == "normal+1" else 0.0) + rule.scale * rng.standard_normal(
             shape.sizes)

@@ -98,12 +98,16 @@ def ring_all_reduces(program: Program, graph: dnn.GraphOp) -> Counter[str]:
     for step in program.steps:
         if step.kind == "all_reduce":
             rings[step.tag] += 1
-        elif step.kind == "layer" and step.axes and step.tag in statistics:
+        elif step.kind == "layer" and step.tag in statistics:
             backward = step.kernel == "dnn.vjp"
+            # A collective among the rows (a cross-entropy's count of labels) runs over
+            # the devices the result is partial over; the others over `step.axes`.
             rings[step.tag] += sum(collective.count for collective
                                    in statistics[step.tag].collectives
                                    if collective.kind == "all_reduce"
-                                   and collective.backward == backward)
+                                   and collective.backward == backward
+                                   and (step.axes if collective.among is None
+                                        else step.result_types[0].partial))
     return rings
 
 

@@ -303,3 +303,28 @@ def test_cross_entropy_float32_with_a_float64_incoming_gradient(rng: np.random.G
     _, stats = softmax_cross_entropy_forward(logits, LOGIT_DIMS, labels, "k")
     assert softmax_cross_entropy_backward(np.float64(1.0), logits, LOGIT_DIMS, labels, "k",
                                           stats, ROWS).dtype == np.float32
+
+
+@pytest.mark.parametrize(("ignore", "share"), [(-100, 0.25), (3, 0.0), (-100, 1.0)])
+def test_cross_entropy_ignores_labels(ignore: int, share: float, rng: np.random.Generator,
+                                      kit) -> None:
+    """Labels equal to the ignore_index (PyTorch's -100, or a class: 3) add no loss and no
+    gradient, and the mean is over the others (ONNX's SoftmaxCrossEntropyLoss); all
+    ignored: loss 0 and gradient 0, where PyTorch's 0/0 is NaN."""
+    logits, labels = cross_entropy_inputs(rng)
+    labels[rng.random(labels.shape) < share] = ignore
+    kept = labels != ignore
+    ctx = KernelContext({"over": ("k",), "ignore_index": ignore},
+                        (Tensor(tuple(LOGIT_DIMS), logits.shape), Tensor(("b", "s"), labels.shape)),
+                        Tensor((), ()))
+    forward, backward = KERNELS["dnn.softmax_cross_entropy"]
+    loss, saved = forward(ctx, [logits, labels])
+    (grad, _) = backward(ctx, [logits, labels], loss, 1.0, saved, [True, False])
+    log_probabilities = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    picked = -np.take_along_axis(log_probabilities, np.where(kept, labels, 0)[..., None], -1)
+    expected = picked[..., 0][kept].mean() if kept.any() else 0.0
+    assert float(loss) == pytest.approx(expected, rel=1e-14)
+    assert not grad[~kept].any()
+    if kept.any():
+        kit.assert_gradients(lambda v: forward(ctx, [v, labels])[0], [logits],
+                             np.asarray(1.0), [grad])
