@@ -44,7 +44,8 @@ def random_configs(rng: np.random.Generator, sizes: dict[str, int], devices: int
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_per_dim_pricing_matches_per_device_pricing(seed: int) -> None:
+def test_per_dim_pricing_matches_per_device_pricing(seed: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(seed)
     devices = int(rng.choice([4, 6, 8, 12, 16, 24]))
     per_node = int(rng.choice([1, 2, 3, 4, 8]))
@@ -63,8 +64,10 @@ def test_per_dim_pricing_matches_per_device_pricing(seed: int) -> None:
     expected_forward, expected_backward = redistribution_words(held_blocks, needed_blocks)
     assert forward.tolist() == expected_forward.tolist()
     assert backward.tolist() == expected_backward.tolist()
-    # Links ten times apart, and two apart (more pairs where NVLink may be the slower).
-    for inter_bandwidth in (1e8, 5e8):
+    # Links ten times apart, and two apart (more pairs where NVLink may be the slower);
+    # the second time with the links walk's blocks built one layout at a time.
+    for inter_bandwidth, tile in ((1e8, dim_pricing._TILE_BYTES), (5e8, 1)):
+        monkeypatch.setattr(dim_pricing, "_TILE_BYTES", tile)
         seconds = dim_pricing.placed_seconds(held, needed, forward, backward, 2, 1e9,
                                              inter_bandwidth, per_node)
         expected = placed_seconds(held_blocks, needed_blocks, forward, backward, 2, 1e9,
