@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_text
-from pase.passes.strategy import dim_pricing
+from pase.passes.strategy import SearchOptions, build_problem, cost, dim_pricing
 from pase.passes.strategy.cost import _unique_blocks, redistribution_words
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.placed_redistribution import placed_seconds
@@ -73,3 +73,17 @@ def test_per_dim_pricing_matches_per_device_pricing(seed: int,
         expected = placed_seconds(held_blocks, needed_blocks, forward, backward, 2, 1e9,
                                   inter_bandwidth, per_node)
         assert seconds.tolist() == expected.tolist()
+
+
+def test_edge_costs_take_the_per_dim_path_from_512_devices(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A problem on 512 devices of a DGX cluster prices its edges per dim; forced
+    through the per-device path, every table is the same."""
+    graph = parse_text(GRAPH.format(a=12, b=8, c=6))
+    tables = []
+    for threshold in (cost.DIM_PRICING_DEVICES, 1 << 20):
+        monkeypatch.setattr(cost, "DIM_PRICING_DEVICES", threshold)
+        problem = build_problem(graph, 512, "a100-80gb-dgx",
+                                options=SearchOptions(min_shard=1))
+        tables.append([problem.edge_table(i).tolist() for i in range(len(problem.edges))])
+    assert tables[0] == tables[1]
