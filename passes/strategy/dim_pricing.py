@@ -56,6 +56,8 @@ NEVER = 1 << 62
 _ENTRIES = 1 << 18
 # At most this many bytes of per-device blocks on each side of the links walk at a time.
 _TILE_BYTES = 1 << 26
+# About this many entries of (pairs of layouts) matrices per step of the per-dim pricing.
+_CHUNK_ENTRIES = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,11 @@ class DimLayouts:
 
     def __len__(self) -> int:
         return len(self.working)
+
+    def take(self, lo: int, hi: int) -> DimLayouts:
+        """Layouts lo..hi-1."""
+        return DimLayouts(self.working[lo:hi], self.stride[lo:hi], self.factor[lo:hi],
+                          self.length[lo:hi], self.devices)
 
     @property
     def rank(self) -> int:
@@ -221,7 +228,31 @@ def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0) -> np
     each held block is its node's bounding box (`placed_redistribution.node_boxes`),
     over the devices 0..min(box_q, q_b) - 1, box_q the devices of the nodes that hold
     something: the per-dim shortcut over the nodes whose devices all work, the last node
-    of a layout whose devices end within a node walked."""
+    of a layout whose devices end within a node walked. Rows a few at a time, so that
+    the result is the only (A, B) array it holds."""
+    tables = []
+    for k in range(held.rank):
+        states_a, index_a = _states(held, k)
+        states_b, index_b = _states(needed, k)
+        tables.append((index_a, index_b,
+                       _stats_table(states_a, states_b, per_node, held.devices)))
+    least = np.empty((len(held), len(needed)))
+    for lo, hi in _row_chunks(len(held), len(needed)):
+        least[lo:hi] = _least_rows(held.take(lo, hi), needed, per_node,
+                                   [(a[lo:hi], b, table) for a, b, table in tables])
+    return least
+
+
+def _row_chunks(rows: int, cols: int) -> list[tuple[int, int]]:
+    """Slices of `rows` of about `_CHUNK_ENTRIES` entries of a (rows, cols) matrix."""
+    step = max(1, _CHUNK_ENTRIES // max(1, cols))
+    return [(lo, min(rows, lo + step)) for lo in range(0, rows, step)]
+
+
+def _least_rows(held: DimLayouts, needed: DimLayouts, per_node: int,
+                tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """`least_overlap` of some held layouts, `tables` their per-dim statistics (per dim:
+    each side's index among its per-dim layouts, `_dim_stats` of every pair of those)."""
     count_a, count_b = len(held), len(needed)
     full = held.working
     reach = held.working
@@ -239,12 +270,7 @@ def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0) -> np
     changing = np.zeros((count_a, count_b), dtype=np.int64)
     value = np.ones((count_a, count_b), dtype=np.int64)
     reached = np.ones((count_a, count_b), dtype=bool)
-    tables = []
-    for k in range(held.rank):
-        states_a, index_a = _states(held, k)
-        states_b, index_b = _states(needed, k)
-        table = _stats_table(states_a, states_b, per_node, held.devices)
-        tables.append((index_a, index_b, table))
+    for index_a, index_b, table in tables:
         pick = np.ix_(index_a, index_b)
         np.minimum(first_zero, table[:, :, 1][pick], out=first_zero)
         changes = table[:, :, 2][pick] < shared_full
@@ -448,8 +474,11 @@ def _exact_boxes(layouts: DimLayouts, per_node: int) -> np.ndarray:
 
 
 _CACHE: dict[bytes, np.ndarray] = {}
-"""`link_seconds`' results by their inputs' digest (at most `_CACHE_KEPT`)."""
+"""`link_seconds`' results by their inputs' digest (at most `_CACHE_KEPT`, of at most
+`_CACHE_LIMIT` bytes in all: the memory budget does not count them)."""
 _CACHE_KEPT = 256
+_CACHE_LIMIT = 1 << 26
+_CACHE_BYTES: dict[str, int] = {}
 
 
 def link_seconds(senders: DimLayouts, receivers: DimLayouts, flat: np.ndarray,
@@ -469,24 +498,34 @@ def link_seconds(senders: DimLayouts, receivers: DimLayouts, flat: np.ndarray,
     least = least_overlap(senders, receivers, per_node)
     box_q = np.minimum(-(-senders.working // per_node) * per_node, senders.devices)
     receiver_q = receivers.working
-    inter = receivers.volume[None, :] - np.where(receiver_q[None, :] <= box_q[:, None],
-                                                 least, 0.0)
-    over_nvlink = flat * element_bytes / intra_bandwidth
-    over_infiniband = inter * element_bytes / inter_bandwidth
-    seconds = np.where(inter == 0, over_nvlink, over_infiniband)
     exact = exact_boxes(senders, per_node)
-    settled = (exact[:, None] & ((inter == 0) | (over_nvlink <= over_infiniband))) \
-        | ((inter == flat) & (over_nvlink <= over_infiniband))
-    rows, cols = np.nonzero(moving & ~settled)
+    open_rows, open_cols = [], []
+    for lo, hi in _row_chunks(len(senders), len(receivers)):
+        rows_flat, rows_moving = flat[lo:hi], moving[lo:hi]
+        inter = receivers.volume[None, :] - np.where(
+            receiver_q[None, :] <= box_q[lo:hi, None], least[lo:hi], 0.0)
+        over_nvlink = rows_flat * element_bytes / intra_bandwidth
+        over_infiniband = inter * element_bytes / inter_bandwidth
+        least[lo:hi] = np.where(inter == 0, over_nvlink, over_infiniband)
+        settled = (exact[lo:hi, None] & ((inter == 0) | (over_nvlink <= over_infiniband))) \
+            | ((inter == rows_flat) & (over_nvlink <= over_infiniband))
+        rows, cols = np.nonzero(rows_moving & ~settled)
+        open_rows.append(rows + lo)
+        open_cols.append(cols)
+        least[lo:hi][~rows_moving] = 0.0
+    seconds = least                    # (overwritten, row by row, with the seconds)
+    rows, cols = np.concatenate(open_rows), np.concatenate(open_cols)
     intra_words, inter_words = received_by_link(senders, receivers, per_node, rows, cols,
                                                 compiled)
     seconds[rows, cols] = np.maximum(intra_words * element_bytes / intra_bandwidth,
                                      inter_words * element_bytes / inter_bandwidth)
-    seconds[~moving] = 0.0
     seconds.flags.writeable = False
-    if len(_CACHE) >= _CACHE_KEPT:
+    if _CACHE_BYTES.pop("held", 0) + seconds.nbytes > _CACHE_LIMIT or \
+            len(_CACHE) >= _CACHE_KEPT:
         _CACHE.clear()
-    _CACHE[key] = seconds
+    if seconds.nbytes <= _CACHE_LIMIT:
+        _CACHE[key] = seconds
+        _CACHE_BYTES["held"] = sum(value.nbytes for value in _CACHE.values())
     return seconds
 
 
@@ -528,8 +567,11 @@ def placed_seconds(held: DimLayouts, needed: DimLayouts, forward: np.ndarray,
                    compiled: bool = False) -> np.ndarray:
     """`placed_redistribution.placed_seconds` of the same layouts (the same floats)."""
     spans = np.maximum(held.working[:, None], needed.working[None, :]) > per_node
-    words = forward if backward is None else forward + backward
-    seconds = np.where(spans, 0.0, words * element_bytes / intra_bandwidth)
+    # (Computed in place: the same floats as where(spans, 0, words * bytes / bandwidth).)
+    seconds = forward.copy() if backward is None else forward + backward
+    seconds *= element_bytes
+    seconds /= intra_bandwidth
+    seconds[spans] = 0.0
     directions = [(held, needed, forward, False)]
     if backward is not None:
         directions.append((needed, held, backward.T, True))
@@ -545,14 +587,15 @@ def placed_seconds(held: DimLayouts, needed: DimLayouts, forward: np.ndarray,
 def working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
                   devices: int) -> int:
     """The most memory `cost.edge_costs` holds at once on this path for these numbers of
-    configurations, its result included: each side's per-dim layouts, about a dozen
-    (A, B) matrices of 8 bytes (the per-dim statistics' running products, minima and
-    counts, the words, the links' bounds and seconds), and the blocks of the pairs walked
-    at once (bounded), with a margin measured under tracemalloc."""
+    configurations, its result included: each side's per-dim layouts, six (A, B) float64
+    matrices (the forward and backward words, the seconds, a link's least overlaps then
+    seconds, the result by configuration) and the bounded steps (rows of the per-dim
+    statistics, tiles of the links walk), with a margin measured under tracemalloc."""
     layouts = sum(count * (3 * len(use.sizes) + 1) * 8 * 4
                   for count, use in ((producer_configs, edge.held),
                                      (consumer_configs, edge.needed)))
-    return layouts + 16 * 8 * producer_configs * consumer_configs + 4 * _TILE_BYTES
+    return (layouts + 6 * 8 * producer_configs * consumer_configs + 4 * _TILE_BYTES
+            + 16 * 8 * _CHUNK_ENTRIES)
 
 
 def _layer() -> Layer:
