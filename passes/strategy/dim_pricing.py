@@ -55,9 +55,9 @@ NEVER = 1 << 62
 # About this many (pair, device, dim) entries per step of the device-by-device walks.
 _ENTRIES = 1 << 18
 # At most this many bytes of per-device blocks on each side of the links walk at a time.
-_TILE_BYTES = 1 << 26
+_TILE_BYTES = 1 << 25
 # About this many entries of (pairs of layouts) matrices per step of the per-dim pricing.
-_CHUNK_ENTRIES = 1 << 21
+_CHUNK_ENTRIES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -594,7 +594,7 @@ def working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
     a margin: under tracemalloc, on the Transformer's q -> scores edge at 512 devices of
     a100-80gb-dgx (975 x 961 layouts), the peak was 6.7 times the 8 bytes of one matrix
     with the steps shrunk to 16k entries and 1 MiB tiles, and 99 MiB with the defaults
-    (this says 51 and 431 MiB)."""
+    (this says 51 and 239 MiB)."""
     layouts = sum(count * (3 * len(use.sizes) + 1) * 8 * 4
                   for count, use in ((producer_configs, edge.held),
                                      (consumer_configs, edge.needed)))
