@@ -66,9 +66,10 @@ class DimLayouts:
     0..q-1 each works on, and `stride`, `factor`, `length` (A, rank): device d < q holds
     [c·l, c·l + l) of dim k, c = (d // s) % f. `devices` is the machine's device count.
 
-        >>> layouts = DimLayouts.of(_layer(), [{"b": 2}, {"h": 2}, {"b": 2, "h": 2}],
-        ...                         _layer().result, 4)[0]
-        >>> layouts.blocks(np.array([2]))[0, 3].tolist()     # device 3 of {b: 2, h: 2}
+        >>> # [b = 8, h = 16] under {b: 2, h: 2}: strides 2 and 1, blocks 4 x 8
+        >>> layouts = DimLayouts(np.array([4]), np.array([[2, 1]]), np.array([[2, 2]]),
+        ...                      np.array([[4, 8]]), 4)
+        >>> layouts.blocks(np.array([0]))[0, 3].tolist()     # device 3: (b, h) = (1, 1)
         [[4, 8], [8, 16], [0, 1]]
     """
 
@@ -600,12 +601,3 @@ def working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
                                      (consumer_configs, edge.needed)))
     return (layouts + (6 * 8 + 4) * producer_configs * consumer_configs + 3 * _TILE_BYTES
             + 12 * 8 * _CHUNK_ENTRIES)
-
-
-def _layer() -> Layer:
-    """A two-dim relu for the doctests."""
-    from pase.frontend import parse_text
-    from pase.passes.strategy.from_ir import read_graph
-
-    text = "graph @g(b = 8, h = 16) {\n %x = param [b, h]\n %y = relu %x\n return %y\n}"
-    return read_graph(parse_text(text)).layers[0]
