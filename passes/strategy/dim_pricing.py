@@ -26,14 +26,11 @@ it differs from device 0's value (`_dim_stats`). Then, exactly:
 - otherwise the pair is walked device by device (`_walk_least`), its blocks computed from
   the descriptions.
 
-On the DGX presets (`placed_redistribution`), the InfiniBand words come from the same least
-overlap with each sender device's block replaced by its node's bounding box (a function of
-the node, so of d, with period lcm(s·f, devices per node); the last node of a layout that
-ends within a node is walked); the boxes' exactness is counted
-per layout and node (`exact_boxes`), and the few pairs the bounds do not settle are walked
-by `placed_redistribution.received_by_link` on their own blocks, built for them only.
-`tests/passes/strategy/test_dim_pricing.py` checks every function here against the
-per-device originals on random layouts.
+On the DGX presets the InfiniBand words come from the same least overlap with each held
+block replaced by its node's bounding box (period lcm(s·f, devices per node)); the pairs
+the bounds leave open are walked by `placed_redistribution.received_by_link` on blocks
+built for them only. `tests/passes/strategy/test_dim_pricing.py` checks every function
+here against the per-device originals on random layouts.
 """
 
 from __future__ import annotations
