@@ -27,6 +27,8 @@ from math import prod
 import numpy as np
 
 from pase.core.placement import grid_axes
+from pase.passes.strategy import dim_pricing
+from pase.passes.strategy.dim_pricing import DimLayouts
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.placed_redistribution import placed_seconds
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
@@ -315,6 +317,13 @@ def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
 JIT_REDISTRIBUTION_STEPS = 1 << 25
 
 
+DIM_PRICING_DEVICES = 512
+"""From this many devices `edge_costs` prices from the ends' per-dim layouts
+(`dim_pricing`), whose cost barely grows with the devices; below it, from every device's
+block (`redistribution_words`, `placed_seconds`), faster on few devices. The same floats
+either way (`tests/passes/strategy/test_dim_pricing.py`)."""
+
+
 def redistribution_words(held: np.ndarray, needed: np.ndarray,
                          compiled: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Words each device needs and does not hold, maximum over devices.
@@ -409,7 +418,8 @@ def used_devices(configs: Sequence[Config]) -> np.ndarray:
 def edge_working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
                        devices: int) -> int:
     """The most memory `edge_costs` holds at once for these numbers of configurations,
-    its result included: each side's block layouts (int64, every configuration on every
+    its result included (from `DIM_PRICING_DEVICES` devices, `dim_pricing.working_bytes`):
+    each side's block layouts (int64, every configuration on every
     device, and their unique copies) with their masks and offsets, then up to eight
     (A, B) float64 matrices (overlaps, forward and backward words, their sum, spans,
     bandwidths, seconds), with a margin measured under tracemalloc.
@@ -419,6 +429,8 @@ def edge_working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
         >>> edge_working_bytes(Edge(0, 1, use, use, backward=True), 10, 10, 8)
         29440
     """
+    if devices >= DIM_PRICING_DEVICES:
+        return dim_pricing.working_bytes(edge, producer_configs, consumer_configs, devices)
     layouts = sum(count * devices * (3 * 16 * (len(use.sizes) + 1) + 6 * 8)
                   for count, use in ((producer_configs, edge.held),
                                      (consumer_configs, edge.needed)))
@@ -428,41 +440,52 @@ def edge_working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,
 @dataclass(frozen=True)
 class EdgeEnd:
     """What `edge_costs` needs of one end of an edge under each of its configurations:
-    the distinct block layouts of the tensor and each configuration's index among them
-    (`_unique_blocks`), and each configuration's number of working devices. Edges that
-    share an end (a layer's result read by several consumers) can share one."""
+    the distinct block layouts of the tensor, per dim (`dim_pricing.DimLayouts`), and
+    each configuration's index among them, and each configuration's number of working
+    devices. Edges that share an end (a layer's result read by several consumers) can
+    share one."""
 
-    layouts: np.ndarray
+    layouts: DimLayouts
     index: np.ndarray
     working: np.ndarray
 
     @classmethod
     def of(cls, layer: Layer, configs: Sequence[Config], use: TensorUse,
            devices: int) -> EdgeEnd:
-        layouts, index = _unique_blocks(layer, configs, use, devices)
-        return cls(np.ascontiguousarray(layouts), index, used_devices(configs))
+        layouts, index = DimLayouts.of(layer, configs, use, devices)
+        return cls(layouts, index, used_devices(configs))
 
 
 def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
                consumer: Layer, consumer_configs: Sequence[Config], devices: int,
                machine: Machine, compiled: bool = False,
                ends: tuple[EdgeEnd, EdgeEnd] | None = None) -> np.ndarray:
-    """Redistribution seconds, matrix (producer configs, consumer configs); `compiled`
-    picks the llvmlite loop for the volumes (same results). On a `hierarchical` machine
+    """Redistribution seconds, matrix (producer configs, consumer configs), priced from
+    the ends' per-dim layouts (`dim_pricing`: the same floats as `redistribution_words`
+    and `placed_seconds` of the per-device blocks); `compiled` picks the llvmlite loop
+    for the pairs of links walked device by device. On a `hierarchical` machine
     each move is priced by the links its words take (`placed_redistribution`), else by
     `edge_seconds`' flat rule. `ends`, the held and the
     needed end (`EdgeEnd.of` of the producer's `edge.held` and the consumer's
     `edge.needed`), saves building them again."""
     held, needed = ends or (EdgeEnd.of(producer, producer_configs, edge.held, devices),
                             EdgeEnd.of(consumer, consumer_configs, edge.needed, devices))
-    forward, backward = redistribution_words(held.layouts, needed.layouts, compiled)
-    if machine.hierarchical:
-        seconds = placed_seconds(held.layouts, needed.layouts, forward,
-                                 backward if edge.backward else None,
-                                 edge.needed.element_bytes, machine.intra_node_bandwidth,
-                                 machine.inter_node_bandwidth, machine.devices_per_node,
-                                 compiled)
-        return seconds[np.ix_(held.index, needed.index)]
+    links = (edge.needed.element_bytes, machine.intra_node_bandwidth,
+             machine.inter_node_bandwidth, machine.devices_per_node, compiled)
+    if devices >= DIM_PRICING_DEVICES:
+        forward, backward = dim_pricing.redistribution_words(held.layouts, needed.layouts)
+        if machine.hierarchical:
+            seconds = dim_pricing.placed_seconds(held.layouts, needed.layouts, forward,
+                                                 backward if edge.backward else None, *links)
+            return seconds[np.ix_(held.index, needed.index)]
+    else:
+        held_blocks = held.layouts.blocks(np.arange(len(held.layouts)))
+        needed_blocks = needed.layouts.blocks(np.arange(len(needed.layouts)))
+        forward, backward = redistribution_words(held_blocks, needed_blocks, compiled)
+        if machine.hierarchical:
+            seconds = placed_seconds(held_blocks, needed_blocks, forward,
+                                     backward if edge.backward else None, *links)
+            return seconds[np.ix_(held.index, needed.index)]
     words = forward + backward if edge.backward else forward
     words = words[np.ix_(held.index, needed.index)]
     return edge_seconds(words, edge, held.working, needed.working, machine)
