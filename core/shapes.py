@@ -477,6 +477,34 @@ def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> Name
     return NamedShape(result.dims, result.sizes, x.element)
 
 
+def pad_shape(x: NamedShape, dim: str, before: int, after: int, mode: str,
+              result: NamedShape) -> NamedShape:
+    """x with `before` entries added before and `after` after along `dim` (zeros, x's edge
+    repeated, or x reflected about its edge): the result has x's dims with `dim`
+    replaced, in place, by a new dim of size n + before + after (the result's)."""
+    _float_element("pad", [x])
+    if dim not in x.dims:
+        raise ShapeError(f"pad along '{dim}', which is not a dimension of {x}")
+    axis = x.dims.index(dim)
+    if result.rank != x.rank or any(r != d for k, (r, d) in enumerate(
+            zip(result.dims, x.dims, strict=True)) if k != axis):
+        raise ShapeError(f"pad result {result} must be {x} with '{dim}' replaced by a new "
+                         f"dimension")
+    new = result.dims[axis]
+    if new in x.dims:
+        raise ShapeError(f"pad result must replace '{dim}' by a dimension {x} does not "
+                         f"have, got '{new}'")
+    size = x.sizes[axis]
+    if result.sizes[axis] != size + before + after:
+        raise ShapeError(f"pad of '{dim}' ({size}) by {before} before and {after} after "
+                         f"gives {size + before + after} entries, not '{new}' "
+                         f"({result.sizes[axis]})")
+    if mode == "reflect" and max(before, after) >= size:
+        raise ShapeError(f"pad reflect of '{dim}' ({size}) by {max(before, after)} needs "
+                         f"fewer entries than the dim has")
+    return NamedShape(result.dims, result.sizes, x.element)
+
+
 def mask_shape(x: NamedShape, over: Sequence[str]) -> NamedShape:
     """A causal mask over [q, k]: two dims of x of one size."""
     _float_element("mask", [x])

@@ -150,6 +150,7 @@ STATEMENTS: dict[str, Statement] = {
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
     "clip": Statement(dnn.ClipOp),
     "slice": Statement(dnn.SliceOp, result=True),
+    "pad": Statement(dnn.PadOp, result=True),
     "broadcast": Statement(dnn.BroadcastOp, result=True),
     "mask": Statement(dnn.MaskOp, (1, 2)),
     "div": Statement(dnn.DivOp, (2, 2)),
@@ -219,8 +220,9 @@ _TOKEN_NAMES = {
     "VALUE": "a %value", "NAME": "a name", "NUMBER": "a number", "GRAPH_NAME": "@name",
     "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
     "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
-    "KIND": "max, avg, sum, mean, causal or padding", "ALONG": "'along'",
-    "NUMBER_CLAUSE": "groups, min, max, from, fill or exponent", "GRAPH": "'graph'",
+    "KIND": "max, avg, sum, mean, causal, padding, zeros, edge or reflect", "ALONG": "'along'",
+    "NUMBER_CLAUSE": "groups, min, max, from, fill, exponent, before or after",
+    "GRAPH": "'graph'",
     "RETURN": "'return'", "DATA": "input or param",
 }
 

@@ -42,7 +42,7 @@ from pase.dialect.pase import (
 Kind = tuple[str, tuple[str, ...]] | None
 Clauses = tuple[tuple[str, str, str], ...]
 Flops = tuple[float, float]
-ScaleTie = Literal["window", "concat", "regroup", "slice"] | None
+ScaleTie = Literal["window", "concat", "regroup", "slice", "pad"] | None
 OperandDim = tuple[int, int]
 Multiple = tuple[OperandDim, int, OperandDim]
 

@@ -526,6 +526,7 @@ from pase.dialect.dnn.more_layers import (  # noqa: E402
     DivOp,
     MaskOp,
     NegOp,
+    PadOp,
     PowOp,
     RmsNormOp,
     SliceOp,
@@ -536,5 +537,5 @@ LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
     ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
-    RmsNormOp, BroadcastOp,
+    RmsNormOp, BroadcastOp, PadOp,
 )

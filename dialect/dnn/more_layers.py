@@ -1,7 +1,7 @@
 """`layers` continued: the layer ops real PyTorch exports need (issue 31).
 
 clip (ReLU6), the elementwise div, sqrt, neg and pow, slice (ONNX Slice, Split and
-constant-index Gather), broadcast (ONNX Expand: ViT's class token), the causal mask
+constant-index Gather), pad (ONNX Pad), broadcast (ONNX Expand: ViT's class token), the causal mask
 (GPT-2's Where with a lower-triangular mask), the padding mask of an
 `attention_mask` input and rmsnorm (T5's norm). Like every layer op
 class they answer `shape_rule` from `pase.core.shapes` and `space_rule`; `layers.LAYER_OPS`
@@ -80,6 +80,43 @@ class SliceOp(LayerOp):
                      for d, s in zip(y.dims, y.sizes, strict=True))
         operand = tuple(None if d == layer.dim_prop("dim") else d for d in x.dims)
         return IterationSpace(dims, (operand,), y.dims, 0.0, 0.0)
+
+
+@irdl_op_definition
+class PadOp(LayerOp):
+    """`%y = dnn.pad zeros %x along h before 1 after 2 : (...) -> ...`: x with entries
+    added before and after along `h`: zeros, x's edge entry repeated (`edge`) or x
+    reflected about its edge entry (`reflect`, as ONNX, numpy and PyTorch's
+    `ReflectionPad` do); the result has x's dims with `h` replaced in place by a new dim
+    of size n + before + after. ONNX's Pad, one op per padded axis.
+
+    Iteration space: the result's dims. Every dim but the new one splits (with the same
+    dim of x); the new one does not, so x stays whole along `h`. The backward adds each
+    entry's gradient to the entry of x it copies (the zeros get none).
+    """
+
+    name = "dnn.pad"
+
+    kind = prop_def(StringAttr)
+    dim = prop_def(StringAttr)
+    before = prop_def(IntAttr)
+    after = prop_def(IntAttr)
+
+    KIND: ClassVar[Kind] = ("kind", ("zeros", "edge", "reflect"))
+    CLAUSES: ClassVar[Clauses] = (("along", "dim", "dim"), ("before", "before", "index"),
+                                  ("after", "after", "index"))
+    SCALE_TIE: ClassVar[ScaleTie] = "pad"
+
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.pad_shape(x, layer.dim_prop("dim"), layer.int_prop("before"),
+                                layer.int_prop("after"), layer.kind_prop(),
+                                layer.result_shape)
+
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        return SliceOp.space_rule(layer)
 
 
 @irdl_op_definition

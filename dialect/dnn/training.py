@@ -78,13 +78,16 @@ class VjpOp(IRDLOperation):
     start = opt_prop_def(IntAttr)
     fill = opt_prop_def(FloatAttr)
     exponent = opt_prop_def(FloatAttr)
+    before = opt_prop_def(IntAttr)
+    after = opt_prop_def(IntAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
                                                       "padding", "groups", "min", "max",
-                                                      "dim", "start", "fill", "exponent")
+                                                      "dim", "start", "fill", "exponent",
+                                                      "before", "after")
 
     @property
     def indices(self) -> tuple[int, ...]:

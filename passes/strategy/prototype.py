@@ -208,7 +208,7 @@ FORMULAS: dict[str, Callable[[_Local, Collectives], float]] = {
     **dict.fromkeys(GEMM, _gemm), **dict.fromkeys(ELEMENTWISE, _elementwise),
     "lstm": _lstm, "pool2d": _pool, "layernorm": _norm, "batchnorm": _norm, "rmsnorm": _norm,
     "softmax": _softmax, "softmax_cross_entropy": _cross_entropy, "reduce": _reduce,
-    "concat": _free, "reshape": _free, "slice": _free, "broadcast": _free,
+    "concat": _free, "reshape": _free, "slice": _free, "pad": _free, "broadcast": _free,
 }
 """Each pase layer kind's prototype formula (FLOP-equivalents; collectives charged)."""
 

@@ -96,3 +96,27 @@ dnn.graph @g(b = 2, s = 4, t = 4) {
 }
 
 // CHECK: {{.*}}dnn-exported-invalid.mlir:94:3: error: 'dnn.mask' op mask padding's keep must have the dims over [b, t], got [b, s]
+
+// -----
+
+/// pad reflect by as many entries as the dim has
+
+dnn.graph @g(b = 2, d = 3, e = 6) {
+  %x = dnn.input : !dnn.tensor<[b = 2, d = 3], f32>
+  %y = dnn.pad reflect %x along d before 3 after 0 : (!dnn.tensor<[b = 2, d = 3], f32>) -> !dnn.tensor<[b = 2, e = 6], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, e = 6], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:106:3: error: 'dnn.pad' op pad reflect of 'd' (3) by 3 needs fewer entries than the dim has
+
+// -----
+
+/// pad to a size that is not the input's plus the pads
+
+dnn.graph @g(b = 2, d = 3, e = 6) {
+  %x = dnn.input : !dnn.tensor<[b = 2, d = 3], f32>
+  %y = dnn.pad zeros %x along d before 1 after 1 : (!dnn.tensor<[b = 2, d = 3], f32>) -> !dnn.tensor<[b = 2, e = 6], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, e = 6], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:118:3: error: 'dnn.pad' op pad of 'd' (3) by 1 before and 1 after gives 5 entries, not 'e' (6)

@@ -56,6 +56,8 @@ CASES = [
     ("dnn.concat", {}, [("b", "c1"), ("b", "c2")], ("b", "c3"), {}),
     ("dnn.reshape", {}, [("b", "h")], ("b", "h1", "h2"), {}),
     ("dnn.slice", {"dim": "k", "start": 2}, [("b", "k")], ("b", "t"), {}),
+    ("dnn.pad", {"kind": "reflect", "dim": "h", "before": 1, "after": 0}, [("b", "h")],
+     ("b", "k"), {}),
     ("dnn.broadcast", {}, [("h",)], ("b", "o", "h"), {}),
     ("dnn.sgd", {"lr": 0.5}, [("h",), ("h",)], ("h",), {}),
     ("dnn.update", {"optimizer": "momentum", "lr": 0.5, "beta1": 0.9}, [("h",)] * 3, ("h",),
