@@ -1,0 +1,85 @@
+"""The models of models/onnx/ that models/export_more.py exported (layers the ten
+architectures of export_torch.py lack), from both exporters: each imports as the layers
+it spells, is searched on 8 devices and passes `pase-run --check` on 4, and pase's first
+loss on one device equals softmax cross-entropy over onnx.reference's evaluation of the
+file on the same data and weights.
+
+- `pads`: reflect, "same" (uneven zeros), zero before a max pool, replicate: `dnn.pad`
+  (a zero pad before a convolution folds into its padding).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxscript")
+from cli import run_tool  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from pase.dialect import dnn  # noqa: E402
+from pase.frontend.onnx import load_model  # noqa: E402
+from pase.tools.pase_opt import main as pase_opt  # noqa: E402
+from pase.tools.pase_run import main as pase_run  # noqa: E402
+from pase.tools.run.check import make_data  # noqa: E402
+from pase.tools.run.load import with_configs, with_initial  # noqa: E402
+from pase.tools.run.runtime import train  # noqa: E402
+
+FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
+FILES = ["pads.dynamo", "pads.torchscript"]
+CHECKED = ["pads.dynamo"]
+"""Searched and checked: one file per model (the two exports import as the same layers)."""
+
+LAYERS = {"pads": {("pad", "reflect"): 2, ("pad", "zeros"): 4, ("pad", "edge"): 2,
+                   ("conv2d", ""): 4}}
+"""The layers each model must import as (kind and count): the uneven zero pad of the
+"same" convolution is two `pad zeros` (height, width), as is the max pool's."""
+
+
+def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(-np.take_along_axis(log_probs, labels[..., None], -1).mean())
+
+
+def layer_counts(graph: dnn.GraphOp, names: set[str]) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for op in graph.body.block.ops:
+        name = op.name.removeprefix("dnn.")
+        if isinstance(op, dnn.LayerOp) and name in names:
+            kind = op.kind_prop() if op.KIND is not None else ""
+            counts[(name, kind)] = counts.get((name, kind), 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_export_imports_as_its_layers_and_computes_what_onnx_computes(name: str):
+    path = str(FOLDER / f"{name}.onnx")
+    imported = load_model(path)
+    (graph,) = imported.module.ops
+    assert isinstance(graph, dnn.GraphOp)
+    wanted = LAYERS[name.split(".")[0]]
+    assert layer_counts(graph, {layer for layer, _ in wanted}) == wanted
+    data = with_initial(make_data(graph, seed=0), imported.initial_values)
+    inputs = [op.output.name_hint or "" for op in graph.body.block.ops
+              if isinstance(op, dnn.InputOp)]
+    model = onnx.load(path)
+    (logits,) = ReferenceEvaluator(model).run(None, {model.graph.input[0].name:
+                                                     data[inputs[0]]})
+    expected = cross_entropy(logits, data[inputs[-1]])
+    report = train(with_configs(imported.module, None), 1, initial=imported.initial_values)
+    assert report.reference_losses[0] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_the_export_is_searched_and_checked(name: str, capsys: pytest.CaptureFixture[str]):
+    path = str(FOLDER / f"{name}.onnx")
+    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8}"], capsys)
+    assert status == 0, err
+    assert "#pase.config" in out
+    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check"], capsys)
+    assert status == 0, err
+    assert "check passed" in out
