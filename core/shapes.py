@@ -337,6 +337,31 @@ def lstm_shape(x: NamedShape, w: NamedShape, *bias: NamedShape) -> NamedShape:
     return x
 
 
+def gru_shape(x: NamedShape, w: NamedShape, *biases: NamedShape) -> NamedShape:
+    """Multi-layer GRU as one layer: x [batch, seq, hidden], weights [layers, 2·hidden,
+    3·hidden] (input and recurrent weights stacked, three gates), and optionally the input
+    and recurrent biases, each [layers, 3·hidden] with the weight's dims -> [batch, seq,
+    hidden]."""
+    _float_element("gru", [x, w, *biases])
+    _expect_rank("gru", "input [batch, seq, hidden]", x, 3)
+    _expect_rank("gru", "weight [layers, 2*hidden, 3*hidden]", w, 3)
+    hidden = x.sizes[2]
+    if w.sizes[1] != 2 * hidden or w.sizes[2] != 3 * hidden:
+        raise ShapeError(f"gru weight {w} must be [layers, 2*hidden, 3*hidden] = "
+                         f"[{w.sizes[0]}, {2 * hidden}, {3 * hidden}], got "
+                         f"[{', '.join(str(s) for s in w.sizes)}]")
+    if len(biases) not in (0, 2):
+        raise ShapeError(f"gru takes 2 operands, or 4 with the input and recurrent biases, "
+                         f"got {2 + len(biases)}")
+    for b in biases:
+        wanted = NamedShape((w.dims[0], w.dims[2]), (w.sizes[0], w.sizes[2]), w.element)
+        if (b.dims, b.sizes) != (wanted.dims, wanted.sizes):
+            raise ShapeError(f"gru bias {b} must be [layers, 3*hidden] with the weight's "
+                             f"dims: {wanted}")
+    check_unique(x.dims + w.dims)
+    return x
+
+
 def concat_axis(inputs: Sequence[NamedShape], result: NamedShape) -> int:
     """The one position where every input's dim differs from the result's dim."""
     _expect_count("concat", inputs, *range(2, 65))

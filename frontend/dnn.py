@@ -145,6 +145,7 @@ STATEMENTS: dict[str, Statement] = {
     "reduce": Statement(dnn.ReduceOp),
     "embedding": Statement(dnn.EmbeddingOp, (2, 2)),
     "lstm": Statement(dnn.LstmOp, (2, 3)),
+    "gru": Statement(dnn.GruOp, (2, 4)),
     "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
     "reshape": Statement(dnn.ReshapeOp, result=True),
     "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),

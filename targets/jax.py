@@ -445,6 +445,9 @@ class _Emitter:
             case dnn.LstmOp():
                 self.helpers.update(("lstm", "sigmoid"))
                 return f"lstm({', '.join(operands)})"
+            case dnn.GruOp():
+                self.helpers.update(("gru", "sigmoid"))
+                return f"gru({', '.join(operands)})"
             case dnn.ConcatOp():
                 axis = shapes.concat_axis(inputs, result)
                 return f"jnp.concatenate([{', '.join(operands)}], axis={axis})"

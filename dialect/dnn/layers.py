@@ -524,6 +524,7 @@ from pase.dialect.dnn.more_layers import (  # noqa: E402
     BroadcastOp,
     ClipOp,
     DivOp,
+    GruOp,
     MaskOp,
     NegOp,
     PadOp,
@@ -537,5 +538,5 @@ LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
     ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
-    RmsNormOp, BroadcastOp, PadOp,
+    RmsNormOp, BroadcastOp, PadOp, GruOp,
 )
