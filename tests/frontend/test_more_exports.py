@@ -6,6 +6,8 @@ file on the same data and weights.
 
 - `pads`: reflect, "same" (uneven zeros), zero before a max pool, replicate: `dnn.pad`
   (a zero pad before a convolution folds into its padding).
+- `gru`: a two-layer nn.GRU language model: one `dnn.gru` per ONNX GRU node (PyTorch's
+  `linear_before_reset=1`), with its input and recurrent biases.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from pase.tools.run.load import with_configs, with_initial  # noqa: E402
 from pase.tools.run.runtime import train  # noqa: E402
 
 FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
-FILES = ["pads.dynamo", "pads.torchscript"]
-CHECKED = ["pads.dynamo"]
+FILES = ["pads.dynamo", "pads.torchscript", "gru.dynamo", "gru.torchscript"]
+CHECKED = ["pads.dynamo", "gru.torchscript"]
 """Searched and checked: one file per model (the two exports import as the same layers)."""
 
 LAYERS = {"pads": {("pad", "reflect"): 2, ("pad", "zeros"): 4, ("pad", "edge"): 2,
-                   ("conv2d", ""): 4}}
+                   ("conv2d", ""): 4},
+          "gru": {("gru", ""): 2}}
 """The layers each model must import as (kind and count): the uneven zero pad of the
 "same" convolution is two `pad zeros` (height, width), as is the max pool's."""
 
