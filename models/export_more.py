@@ -33,7 +33,8 @@ except ImportError:  # one line, exit 1, as every pase script's usage error
           file=sys.stderr)
     sys.exit(1)
 
-from export_torch import (  # noqa: E402  (models/ is this script's folder)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_torch import (  # noqa: E402
     BATCH,
     FULL_SEQUENCE,
     FULL_VOCABULARY,
