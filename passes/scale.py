@@ -3,7 +3,8 @@
 Every dimension is scaled by F: exactly where the result is whole (batch 128 at F = 1/8
 is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
 What shape rules tie together is recomputed instead of scaled: a conv or pool's output
-height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e.
+height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e
+(a GRU's 2e and 3e), a pad's padded size.
 Filter heights and widths keep their sizes; the input images shrink only as far as every
 conv and pool stays valid, and a global pool's window follows its input. A layer's
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
