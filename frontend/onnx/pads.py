@@ -28,13 +28,20 @@ WINDOW_READERS = ("Conv", "AveragePool")
 """The ops whose own padding is zeros, so that a zero Pad before them folds exactly."""
 
 
-def pad_widths(onnx: Any, node: Any, rank: int,
+def pad_widths(node: Any, rank: int,
                constant_of: Callable[[str], np.ndarray | None]) -> np.ndarray | None:
     """The Pad's widths as a `[rank, 2]` array (begin, end per axis), or None when they
     are not constant (or do not fit `rank`).
 
     ONNX lists the begins of every padded axis, then the ends; opset 18's `axes` input
-    names the padded axes (negative from the end)."""
+    names the padded axes (negative from the end):
+
+    >>> from onnx import helper
+    >>> constants = {"p": np.array([1, 2, 3, 4]), "a": np.array([-1, 1])}
+    >>> pad_widths(helper.make_node("Pad", ["x", "p", "", "a"], ["y"]), 3,
+    ...            constants.get).tolist()
+    [[0, 0], [2, 4], [1, 3]]
+    """
     widths = constant_of(node.input[1]) if len(node.input) > 1 and node.input[1] else None
     if widths is None:
         return None
@@ -144,7 +151,7 @@ def fold_into_readers(onnx: Any, pad: Any, readers: list[Any],
     ranks = {window_rank(r, constant_of) for r in readers}
     if len(ranks) != 1 or None in ranks:
         return None
-    widths = pad_widths(onnx, pad, ranks.pop() or 0, constant_of)
+    widths = pad_widths(pad, ranks.pop() or 0, constant_of)
     if widths is None or widths[:2].any() or (widths < 0).any():
         return None
     folded = [folded_pads(onnx, r, widths) for r in readers]

@@ -222,7 +222,7 @@ def pad(graph: GraphState, node: Any) -> list[Value]:
         what = "not a constant" if fill is None else f"{fill:g}"
         raise graph.error(f"a Pad whose value is {what} is not supported (only zeros)")
     x = graph.tensor(node.input[0])
-    widths = pad_widths(graph.onnx, node, len(x.axes), graph.constant_of)
+    widths = pad_widths(node, len(x.axes), graph.constant_of)
     if widths is None:
         raise graph.error("its pads (and axes) must be constants of the input's rank")
     if (widths < 0).any():
