@@ -202,8 +202,6 @@ def global_average_pool(graph: GraphState, node: Any) -> list[Value]:
     return [graph.reduce_over(x, [2, 3], "mean", True, node.output[0])]
 
 
-
-
 PAD_MODES = {"constant": "zeros", "edge": "edge", "reflect": "reflect"}
 """ONNX's Pad modes pase reads, as `dnn.pad`'s (`constant` with the value 0 only)."""
 
