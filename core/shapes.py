@@ -337,6 +337,31 @@ def lstm_shape(x: NamedShape, w: NamedShape, *bias: NamedShape) -> NamedShape:
     return x
 
 
+def gru_shape(x: NamedShape, w: NamedShape, *biases: NamedShape) -> NamedShape:
+    """Multi-layer GRU as one layer: x [batch, seq, hidden], weights [layers, 2·hidden,
+    3·hidden] (input and recurrent weights stacked, three gates), and optionally the input
+    and recurrent biases, each [layers, 3·hidden] with the weight's dims -> [batch, seq,
+    hidden]."""
+    _float_element("gru", [x, w, *biases])
+    _expect_rank("gru", "input [batch, seq, hidden]", x, 3)
+    _expect_rank("gru", "weight [layers, 2*hidden, 3*hidden]", w, 3)
+    hidden = x.sizes[2]
+    if w.sizes[1] != 2 * hidden or w.sizes[2] != 3 * hidden:
+        raise ShapeError(f"gru weight {w} must be [layers, 2*hidden, 3*hidden] = "
+                         f"[{w.sizes[0]}, {2 * hidden}, {3 * hidden}], got "
+                         f"[{', '.join(str(s) for s in w.sizes)}]")
+    if len(biases) not in (0, 2):
+        raise ShapeError(f"gru takes 2 operands, or 4 with the input and recurrent biases, "
+                         f"got {2 + len(biases)}")
+    for b in biases:
+        wanted = NamedShape((w.dims[0], w.dims[2]), (w.sizes[0], w.sizes[2]), w.element)
+        if (b.dims, b.sizes) != (wanted.dims, wanted.sizes):
+            raise ShapeError(f"gru bias {b} must be [layers, 3*hidden] with the weight's "
+                             f"dims: {wanted}")
+    check_unique(x.dims + w.dims)
+    return x
+
+
 def concat_axis(inputs: Sequence[NamedShape], result: NamedShape) -> int:
     """The one position where every input's dim differs from the result's dim."""
     _expect_count("concat", inputs, *range(2, 65))
@@ -474,6 +499,34 @@ def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> Name
     if start < 0 or start + result.sizes[axis] > x.sizes[axis]:
         raise ShapeError(f"slice from {start} of {result.sizes[axis]} entries ('{new}') "
                          f"runs past '{dim}' ({x.sizes[axis]})")
+    return NamedShape(result.dims, result.sizes, x.element)
+
+
+def pad_shape(x: NamedShape, dim: str, before: int, after: int, mode: str,
+              result: NamedShape) -> NamedShape:
+    """x with `before` entries added before and `after` after along `dim` (zeros, x's edge
+    repeated, or x reflected about its edge): the result has x's dims with `dim`
+    replaced, in place, by a new dim of size n + before + after (the result's)."""
+    _float_element("pad", [x])
+    if dim not in x.dims:
+        raise ShapeError(f"pad along '{dim}', which is not a dimension of {x}")
+    axis = x.dims.index(dim)
+    if result.rank != x.rank or any(r != d for k, (r, d) in enumerate(
+            zip(result.dims, x.dims, strict=True)) if k != axis):
+        raise ShapeError(f"pad result {result} must be {x} with '{dim}' replaced by a new "
+                         f"dimension")
+    new = result.dims[axis]
+    if new in x.dims:
+        raise ShapeError(f"pad result must replace '{dim}' by a dimension {x} does not "
+                         f"have, got '{new}'")
+    size = x.sizes[axis]
+    if result.sizes[axis] != size + before + after:
+        raise ShapeError(f"pad of '{dim}' ({size}) by {before} before and {after} after "
+                         f"gives {size + before + after} entries, not '{new}' "
+                         f"({result.sizes[axis]})")
+    if mode == "reflect" and max(before, after) >= size:
+        raise ShapeError(f"pad reflect of '{dim}' ({size}) by {max(before, after)} needs "
+                         f"fewer entries than the dim has")
     return NamedShape(result.dims, result.sizes, x.element)
 
 

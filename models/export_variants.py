@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_more as more  # noqa: E402
 import export_torch as base  # noqa: E402
 
 TS = {"dynamo": False, "opset_version": 17}
@@ -254,6 +255,7 @@ VARIANTS: dict[str, Variant] = {
            "swin": (swin, base.image),
            "regnet_y_400mf": (tv("regnet_y_400mf", num_classes=10), base.image),
            "gru": (GruLanguageModel, base.ids),
+           "pads": (more.PaddedCnn, base.image),
            "encoder": (EncoderClassifier, base.ids),
            "encoder_seq_first": (lambda: EncoderClassifier(False, True), base.ids),
            "distilbert": (hf("DistilBertConfig", "DistilBertForMaskedLM",

@@ -3,7 +3,8 @@
 Every dimension is scaled by F: exactly where the result is whole (batch 128 at F = 1/8
 is 16), else rounded up to keep the power-of-two factors (up to 8) the size had.
 What shape rules tie together is recomputed instead of scaled: a conv or pool's output
-height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e.
+height and width, a concatenation's size, a merged reshape dim, an LSTM's 2e and 4e
+(a GRU's 2e and 3e), a pad's padded size.
 Filter heights and widths keep their sizes; the input images shrink only as far as every
 conv and pool stays valid, and a global pool's window follows its input. A layer's
 `pase.config` stays, each factor shrunk to the largest divisor of the scaled dim that
@@ -146,6 +147,8 @@ class _Propagation:
             self.regroup(op)
         elif op.SCALE_TIE == "slice":
             self.slice(op)
+        elif op.SCALE_TIE == "pad":
+            self.pad(op)
         self.free(op.result_shape.dims)
 
     def window(self, op: dnn.LayerOp) -> None:
@@ -185,6 +188,18 @@ class _Propagation:
             raise ScaleError(f"{_name(op)}: its scaled channels form no groups")
         self.assign(w.dims[1], channels // count)
         return count
+
+    def pad(self, op: dnn.LayerOp) -> None:
+        """A pad adds as many entries as it did to its scaled dim."""
+        layer = op.signature()
+        x, y = layer.input_shapes[0], layer.result_shape
+        axis = x.dims.index(layer.dim_prop("dim"))
+        added = layer.int_prop("before") + layer.int_prop("after")
+        if layer.kind_prop() == "reflect" and self.new[x.dims[axis]] <= max(
+                layer.int_prop("before"), layer.int_prop("after")):
+            raise ScaleError(f"{_name(op)}: its scaled input is too small to reflect")
+        for k, result_dim in enumerate(y.dims):
+            self.assign(result_dim, self.new[x.dims[k]] + (added if k == axis else 0))
 
     def slice(self, op: dnn.LayerOp) -> None:
         """A slice keeps its size's scaling and starts as far in as it did, within the

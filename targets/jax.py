@@ -452,6 +452,9 @@ class _Emitter:
             case dnn.LstmOp():
                 self.helpers.update(("lstm", "sigmoid"))
                 return f"lstm({', '.join(operands)})"
+            case dnn.GruOp():
+                self.helpers.update(("gru", "sigmoid"))
+                return f"gru({', '.join(operands)})"
             case dnn.ConcatOp():
                 axis = shapes.concat_axis(inputs, result)
                 return f"jnp.concatenate([{', '.join(operands)}], axis={axis})"
@@ -460,6 +463,12 @@ class _Emitter:
                 start, size = op.start.data, result.sizes[axis]
                 return (f"jax.lax.slice_in_dim({operands[0]}, {start}, {start + size}, "
                         f"axis={axis})")
+            case dnn.PadOp():
+                widths = [(0, 0)] * len(result.dims)
+                (axis,) = _axes(inputs[0], (op.dim.data,))
+                widths[axis] = (op.before.data, op.after.data)
+                mode = {"zeros": "constant"}.get(op.kind_prop(), op.kind_prop())
+                return f"jnp.pad({operands[0]}, {widths!r}, mode={mode!r})"
             case dnn.BroadcastOp():
                 new = tuple(k for k, d in enumerate(result.dims) if d not in inputs[0].dims)
                 return (f"jnp.broadcast_to(jnp.expand_dims({operands[0]}, {new!r}), "

@@ -174,6 +174,32 @@ def lstm(x, w, bias=None):
             (zeros, zeros), sequence)
     return jnp.swapaxes(sequence, 0, 1)
 ''',
+    "gru": '''\
+def gru(x, w, bias_input=None, bias_hidden=None):
+    """A multi-layer GRU as PyTorch's nn.GRU, x [b, s, e], w [l, 2e, 3e] (input rows, then
+    hidden rows; gate columns unit-major, 3 * unit + gate, gates r, z, n), optional input
+    and recurrent biases [l, 3e]; the reset gate scales the recurrent product after its
+    bias; zero initial state; the last layer's states."""
+    batch, _, hidden = x.shape
+    zeros = jnp.zeros((w.shape[0], w.shape[2]), x.dtype)
+    bias_input = zeros if bias_input is None else bias_input
+    bias_hidden = zeros if bias_hidden is None else bias_hidden
+
+    def cell(weight, b_in, b_hid, h, step_input):
+        a = (step_input @ weight[:hidden] + b_in).reshape(batch, hidden, 3)
+        c = (h @ weight[hidden:] + b_hid).reshape(batch, hidden, 3)
+        r, z = sigmoid(a[..., 0] + c[..., 0]), sigmoid(a[..., 1] + c[..., 1])
+        n = jnp.tanh(a[..., 2] + r * c[..., 2])
+        h = (1.0 - z) * n + z * h
+        return h, h
+
+    sequence = jnp.swapaxes(x, 0, 1)
+    for layer in range(w.shape[0]):
+        _, sequence = jax.lax.scan(
+            lambda h, xt, wl=w[layer], bi=bias_input[layer], bh=bias_hidden[layer]:
+            cell(wl, bi, bh, h, xt), jnp.zeros((batch, hidden), x.dtype), sequence)
+    return jnp.swapaxes(sequence, 0, 1)
+''',
 }
 """The helper functions a layer's expression may call, by name."""
 

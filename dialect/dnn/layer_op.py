@@ -42,7 +42,7 @@ from pase.dialect.pase import (
 Kind = tuple[str, tuple[str, ...]] | None
 Clauses = tuple[tuple[str, str, str], ...]
 Flops = tuple[float, float]
-ScaleTie = Literal["window", "concat", "regroup", "slice"] | None
+ScaleTie = Literal["window", "concat", "regroup", "slice", "pad"] | None
 OperandDim = tuple[int, int]
 Multiple = tuple[OperandDim, int, OperandDim]
 
@@ -238,7 +238,9 @@ class LayerOp(IRDLOperation):
     "window" -- an NCHW sliding window, the result's height and width follow from the
     input's, the window (a `window` property, else the filter operand's last two dims),
     `stride` and `padding`; "concat" -- the joined dim is the sum of the operands'; "regroup"
-    -- merged dims multiply, a split group keeps its product. None: no tie."""
+    -- merged dims multiply, a split group keeps its product; "slice" -- the slice keeps its
+    scaled size and start; "pad" -- the padded dim is the scaled one plus the pads. None:
+    no tie."""
     SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ()
     """(operand, axis) of dims that keep their size (a filter's height and width)."""
     SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = ()

@@ -538,8 +538,10 @@ from pase.dialect.dnn.more_layers import (  # noqa: E402
     BroadcastOp,
     ClipOp,
     DivOp,
+    GruOp,
     MaskOp,
     NegOp,
+    PadOp,
     PowOp,
     RmsNormOp,
     SliceOp,
@@ -550,5 +552,5 @@ LAYER_OPS: tuple[type[LayerOp], ...] = (
     EinsumOp, Conv2dOp, Pool2dOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp, AddOp, SubOp,
     MulOp, SoftmaxOp, LayerNormOp, BatchNormOp, ReduceOp, EmbeddingOp, LstmOp, ConcatOp,
     ReshapeOp, SoftmaxCrossEntropyOp, ClipOp, SliceOp, MaskOp, DivOp, SqrtOp, NegOp, PowOp,
-    RmsNormOp, BroadcastOp,
+    RmsNormOp, BroadcastOp, PadOp, GruOp,
 )

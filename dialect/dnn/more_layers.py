@@ -1,9 +1,9 @@
 """`layers` continued: the layer ops real PyTorch exports need (issue 31).
 
 clip (ReLU6), the elementwise div, sqrt, neg and pow, slice (ONNX Slice, Split and
-constant-index Gather), broadcast (ONNX Expand: ViT's class token), the causal mask
-(GPT-2's Where with a lower-triangular mask), the padding mask of an
-`attention_mask` input and rmsnorm (T5's norm). Like every layer op
+constant-index Gather), pad (ONNX Pad), gru (ONNX GRU), broadcast (ONNX Expand: ViT's
+class token), the causal mask (GPT-2's Where with a lower-triangular mask), the padding
+mask of an `attention_mask` input and rmsnorm (T5's norm). Like every layer op
 class they answer `shape_rule` from `pase.core.shapes` and `space_rule`; `layers.LAYER_OPS`
 lists them with the others.
 """
@@ -16,9 +16,18 @@ from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr
 from xdsl.irdl import irdl_op_definition, prop_def
 
 from pase.core import shapes
-from pase.core.shapes import NamedShape
-from pase.core.space import Collective, IterationSpace, IterDim
-from pase.dialect.dnn.layer_op import Clauses, Flops, Kind, LayerOp, LayerSignature, ScaleTie
+from pase.core.shapes import NamedShape, ShapeError
+from pase.core.space import Collective, IterationSpace, IterDim, Statistics
+from pase.dialect.dnn.layer_op import (
+    Clauses,
+    Flops,
+    Kind,
+    LayerOp,
+    LayerSignature,
+    Multiple,
+    OperandDim,
+    ScaleTie,
+)
 from pase.dialect.dnn.layers import (
     BinaryOp,
     UnaryOp,
@@ -80,6 +89,91 @@ class SliceOp(LayerOp):
                      for d, s in zip(y.dims, y.sizes, strict=True))
         operand = tuple(None if d == layer.dim_prop("dim") else d for d in x.dims)
         return IterationSpace(dims, (operand,), y.dims, 0.0, 0.0)
+
+
+@irdl_op_definition
+class PadOp(LayerOp):
+    """`%y = dnn.pad zeros %x along h before 1 after 2 : (...) -> ...`: x with entries
+    added before and after along `h`: zeros, x's edge entry repeated (`edge`) or x
+    reflected about its edge entry (`reflect`, as ONNX, numpy and PyTorch's
+    `ReflectionPad` do); the result has x's dims with `h` replaced in place by a new dim
+    of size n + before + after. ONNX's Pad, one op per padded axis.
+
+    Iteration space: the result's dims. Every dim but the new one splits (with the same
+    dim of x); the new one does not, so x stays whole along `h`. The backward adds each
+    entry's gradient to the entry of x it copies (the zeros get none).
+    """
+
+    name = "dnn.pad"
+
+    kind = prop_def(StringAttr)
+    dim = prop_def(StringAttr)
+    before = prop_def(IntAttr)
+    after = prop_def(IntAttr)
+
+    KIND: ClassVar[Kind] = ("kind", ("zeros", "edge", "reflect"))
+    CLAUSES: ClassVar[Clauses] = (("along", "dim", "dim"), ("before", "before", "index"),
+                                  ("after", "after", "index"))
+    SCALE_TIE: ClassVar[ScaleTie] = "pad"
+
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        (x,) = layer.operand_shapes(1)
+        return shapes.pad_shape(x, layer.dim_prop("dim"), layer.int_prop("before"),
+                                layer.int_prop("after"), layer.kind_prop(),
+                                layer.result_shape)
+
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        return SliceOp.space_rule(layer)
+
+
+@irdl_op_definition
+class GruOp(LayerOp):
+    """A multi-layer GRU as one layer, like `dnn.lstm`: `%y = dnn.gru %x, %w : ...`, or
+    `%y = dnn.gru %x, %w, %b_in, %b_hid : ...` with the input and recurrent biases.
+
+    x [b, s, e], w [l, k, n] with k = 2·e (input and recurrent weights stacked) and
+    n = 3·e (gates r, z, n per hidden unit, unit-major: column 3·u + gate); each bias
+    is [l, n] with the weight's dims. The reset gate multiplies the recurrent product
+    after its bias, as PyTorch's nn.GRU (ONNX's `linear_before_reset=1`;
+    runtime/kernels/gru.py). Iteration space (l, s, b, n, k) as the LSTM's: `n` counts
+    the e hidden units (a split gives each device whole units with their three gates);
+    layer, sequence and `k` are not split. Every step gathers the hidden state over the
+    unit split, and backward all-reduces the gradient of [input, hidden] over it.
+    """
+
+    name = "dnn.gru"
+    SCALE_KEEP: ClassVar[tuple[OperandDim, ...]] = ((1, 0),)
+    SCALE_MULTIPLES: ClassVar[tuple[Multiple, ...]] = (
+        ((1, 1), 2, (0, 2)), ((1, 2), 3, (0, 2)), ((2, 1), 3, (0, 2)), ((3, 1), 3, (0, 2)))
+
+    @classmethod
+    def shape_rule(cls, layer: LayerSignature) -> NamedShape:
+        inputs = layer.input_shapes
+        if len(inputs) < 2:
+            raise ShapeError(f"gru takes 2 operands, or 4 with the input and recurrent "
+                             f"biases, got {len(inputs)}")
+        return shapes.gru_shape(*inputs)
+
+    @classmethod
+    def space_rule(cls, layer: LayerSignature) -> IterationSpace:
+        x, w = layer.input_shapes[:2]
+        biases = ((w.dims[0], w.dims[2]),) * (len(layer.input_shapes) - 2)
+        dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
+                IterDim(x.dims[1], x.sizes[1], splittable=False),
+                IterDim(x.dims[0], x.sizes[0]),
+                IterDim(w.dims[2], x.sizes[2]),
+                IterDim(w.dims[1], w.sizes[1], splittable=False, reduction=True))
+        steps = w.sizes[0] * x.sizes[1]
+        statistics = Statistics((w.dims[2],), (x.dims[0],), (
+            Collective("all_gather", x.sizes[2], count=steps),
+            Collective("all_reduce", 2 * x.sizes[2], count=steps, backward=True)))
+        # Per point of (l, s, b, units, k): three multiply-adds, one per gate.
+        return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims, *biases),
+                              (x.dims[0], x.dims[1], None),
+                              flops_forward=6.0, flops_backward=12.0,
+                              statistics=statistics, kernel_reduced_grads=(0,))
 
 
 @irdl_op_definition

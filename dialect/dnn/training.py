@@ -79,6 +79,8 @@ class VjpOp(IRDLOperation):
     fill = opt_prop_def(FloatAttr)
     exponent = opt_prop_def(FloatAttr)
     ignore_index = opt_prop_def(IntAttr)
+    before = opt_prop_def(IntAttr)
+    after = opt_prop_def(IntAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -86,7 +88,7 @@ class VjpOp(IRDLOperation):
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
                                                       "padding", "groups", "min", "max",
                                                       "dim", "start", "fill", "exponent",
-                                                      "ignore_index")
+                                                      "ignore_index", "before", "after")
 
     @property
     def indices(self) -> tuple[int, ...]:

@@ -22,7 +22,7 @@ from pase.frontend.onnx.values import node_label
 
 WEIGHT_OPERANDS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "Gather": (0,),
                    "LayerNormalization": (1, 2), "BatchNormalization": (1, 2, 3, 4),
-                   "LSTM": (1, 2, 3)}
+                   "LSTM": (1, 2, 3), "GRU": (1, 2, 3)}
 """The operands (by position) of the ops that hold a layer's weights."""
 
 

@@ -14,11 +14,14 @@ from typing import Any
 import numpy as np
 
 from pase.frontend.onnx.loss_patterns import fuse_cross_entropy
+from pase.frontend.onnx.pads import fold_zero_pads
 
 
 def rewrite_patterns(onnx: Any, nodes: list[Any],
                      constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
-    """`nodes` with every pattern below replaced by the one node it spells."""
+    """`nodes` with every pattern below replaced by the one node it spells (and zero
+    pads folded into the windows that read them: `pads`)."""
+    nodes = fold_zero_pads(onnx, nodes, constant_of)
     nodes = fuse_layer_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of)
     nodes = fuse_rms_norm(onnx, nodes, constant_of)
     return fuse_cross_entropy(onnx, drop_nan_guards(onnx, nodes), constant_of)

@@ -18,7 +18,7 @@ from typing import Any
 
 from pase.frontend.onnx.folding import subgraph_runner
 
-WEIGHT_INPUTS = {"LSTM": (1, 2, 3, 5, 6, 7)}
+WEIGHT_INPUTS = {"LSTM": (1, 2, 3, 5, 6, 7), "GRU": (1, 2, 3, 5)}
 """The op types whose constant inputs are folded, and their positions (W, R, B, and the
 initial states and peepholes, which pase's importer reads as constants too)."""
 

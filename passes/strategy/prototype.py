@@ -126,13 +126,14 @@ def _gemm(local: _Local, comm: Collectives) -> float:
                        local.extent(k), (m, n, k), pointwise=0)
 
 
-def _lstm(local: _Local, comm: Collectives) -> float:
+def _lstm(local: _Local, comm: Collectives, gates: int = 4) -> float:
     """The GEMM with batch = layers, m = seq·batch, n = 4·units, k = [x, h] (pw = 3),
     plus per layer and step the redistribution of the hidden state from the (b', n')
-    output block to the (b', k') input block."""
+    output block to the (b', k') input block. A GRU's is the same with n = 3·units."""
     layers, seq, batch, units, stacked = local.layer.space.dims
     compute = _gemm_terms(local, comm, local.extent([layers.name]),
-                          local.extent([seq.name, batch.name]), 4 * local.extent([units.name]),
+                          local.extent([seq.name, batch.name]),
+                          gates * local.extent([units.name]),
                           local.extent([stacked.name]),
                           ([seq.name, batch.name], [units.name], [stacked.name]), pointwise=3)
     hidden = np.array([batch.size, units.size], dtype=np.float64)
@@ -141,6 +142,10 @@ def _lstm(local: _Local, comm: Collectives) -> float:
     words = float(redistributed_words(hidden, output, step_input)[0, 0])
     comm.charge(layers.size * seq.size * words, [units.name, stacked.name], local.bytes)
     return compute
+
+
+def _gru(local: _Local, comm: Collectives) -> float:
+    return _lstm(local, comm, gates=3)
 
 
 def _pool(local: _Local, comm: Collectives) -> float:
@@ -206,9 +211,10 @@ def _free(local: _Local, comm: Collectives) -> float:
 
 FORMULAS: dict[str, Callable[[_Local, Collectives], float]] = {
     **dict.fromkeys(GEMM, _gemm), **dict.fromkeys(ELEMENTWISE, _elementwise),
-    "lstm": _lstm, "pool2d": _pool, "layernorm": _norm, "batchnorm": _norm, "rmsnorm": _norm,
+    "lstm": _lstm, "gru": _gru, "pool2d": _pool, "layernorm": _norm, "batchnorm": _norm,
+    "rmsnorm": _norm,
     "softmax": _softmax, "softmax_cross_entropy": _cross_entropy, "reduce": _reduce,
-    "concat": _free, "reshape": _free, "slice": _free, "broadcast": _free,
+    "concat": _free, "reshape": _free, "slice": _free, "pad": _free, "broadcast": _free,
 }
 """Each pase layer kind's prototype formula (FLOP-equivalents; collectives charged)."""
 

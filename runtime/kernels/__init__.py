@@ -9,7 +9,8 @@
 | `reduce` | reduce sum, mean |
 | `embedding` | embedding |
 | `lstm` | lstm |
-| `shape` | concat, reshape, slice |
+| `gru` | gru |
+| `shape` | concat, reshape, slice, pad, broadcast |
 | `optimizer` | sgd |
 
 Each module exports `KERNELS = {op name: (forward, backward)}` of functions with one
@@ -30,7 +31,7 @@ Communication follows docs/cost-model.md, "Intra-layer collectives", exactly:
   contribution: an einsum or conv2d output over a split contracted dim, a reduce over a
   split reduced dim, an embedding over a split vocabulary, and every operand gradient
   over split dims the operand does not range over. The caller all-reduces them.
-- Statistics over split normalized dims (rule 3) and the LSTM's per-step hidden state
+- Statistics over split normalized dims (rule 3) and the LSTM's and GRU's per-step hidden state
   (rule 4) happen inside a kernel, so those kernels take callbacks:
   `reduce(array, op) -> array`, op "sum" or "max", an elementwise all-reduce over the
   devices that share the split normalized dims (same shape out as in), and
@@ -47,6 +48,7 @@ from pase.runtime.kernels import (
     einsum,
     elementwise,
     embedding,
+    gru,
     lstm,
     normalization,
     optimizer,
@@ -66,7 +68,8 @@ from pase.runtime.kernels.context import (
     local_reduce,
 )
 
-MODULES = (einsum, conv, elementwise, normalization, reduce, embedding, lstm, shape, optimizer)
+MODULES = (einsum, conv, elementwise, normalization, reduce, embedding, lstm, gru, shape,
+           optimizer)
 KERNELS: Kernels = {op: entry for module in MODULES for op, entry in module.KERNELS.items()}
 """Every op's (forward, backward), by op name ("dnn.einsum")."""
 

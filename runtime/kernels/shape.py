@@ -87,6 +87,50 @@ def _slice_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_out
     return [slice_backward(grad_output, inputs[0].shape, axis, ctx.props["start"])]
 
 
+def pad_sources(size: int, before: int, after: int, mode: str) -> np.ndarray:
+    """For each entry of a padded axis, the entry of x it copies (-1: a zero).
+
+    >>> pad_sources(3, 2, 1, "reflect").tolist(), pad_sources(3, 2, 1, "edge").tolist()
+    ([2, 1, 0, 1, 2, 1], [0, 0, 0, 1, 2, 2])
+    >>> pad_sources(3, 1, 1, "zeros").tolist()
+    [-1, 0, 1, 2, -1]
+    """
+    positions = np.arange(-before, size + after)
+    if mode == "edge":
+        return np.clip(positions, 0, size - 1)
+    if mode == "reflect":
+        return np.where(positions < 0, -positions,
+                        np.where(positions >= size, 2 * (size - 1) - positions, positions))
+    return np.where((positions < 0) | (positions >= size), -1, positions)
+
+
+def pad_forward(x: np.ndarray, axis: int, before: int, after: int, mode: str) -> np.ndarray:
+    """x padded along `axis` (zeros, its edge repeated, or reflected)."""
+    sources = pad_sources(x.shape[axis], before, after, mode)
+    y = np.take(x, np.maximum(sources, 0), axis=axis)
+    if mode == "zeros":
+        shape = [1] * x.ndim
+        shape[axis] = len(sources)
+        y = np.where((sources >= 0).reshape(shape), y, np.zeros((), dtype=x.dtype))
+    return y
+
+
+def pad_backward(grad_output: np.ndarray, shape: Sequence[int], axis: int, before: int,
+                 after: int, mode: str) -> np.ndarray:
+    """The input gradient: each padded entry's gradient added to the entry it copies."""
+    sources = pad_sources(shape[axis], before, after, mode)
+    kept = sources >= 0
+    grad = np.zeros(tuple(shape), dtype=grad_output.dtype)
+    moved = np.moveaxis(grad, axis, 0)  # a view: adding into it adds into grad
+    np.add.at(moved, sources[kept], np.moveaxis(grad_output, axis, 0)[kept])
+    return grad
+
+
+def _pad_args(ctx: KernelContext) -> tuple[int, int, int, str]:
+    axis = ctx.operands[0].dims.index(ctx.props["dim"])
+    return axis, ctx.props["before"], ctx.props["after"], ctx.props["kind"]
+
+
 def broadcast_forward(x: np.ndarray, new_axes: Sequence[int],
                       shape: Sequence[int]) -> np.ndarray:
     """x (its dims in the result's order) repeated along `new_axes` of `shape`.
@@ -123,6 +167,9 @@ KERNELS: Kernels = {
                     lambda ctx, inputs, output, grad_output, saved, needs: [
                         reshape(grad_output, inputs[0].shape)]),
     "dnn.slice": (_slice, _slice_backward),
+    "dnn.pad": (lambda ctx, inputs: (pad_forward(inputs[0], *_pad_args(ctx)), None),
+                lambda ctx, inputs, output, grad_output, saved, needs: [
+                    pad_backward(grad_output, inputs[0].shape, *_pad_args(ctx))]),
     "dnn.broadcast": (lambda ctx, inputs: (broadcast_forward(inputs[0], _new_axes(ctx),
                                                              ctx.result.local), None),
                       _broadcast_backward),

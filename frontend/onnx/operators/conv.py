@@ -12,6 +12,7 @@ from pase.core.shapes import conv_output_size
 from pase.dialect import dnn
 from pase.frontend.onnx.operators.linear import contract
 from pase.frontend.onnx.operators.shape import sizes_of
+from pase.frontend.onnx.pads import pad_fill, pad_mode, pad_widths
 from pase.frontend.onnx.registry import importer
 from pase.frontend.onnx.values import GraphState, Value
 
@@ -23,8 +24,10 @@ def window_properties(stride: int, padding: Sequence[int]) -> dict[str, Attribut
     return {"stride": IntAttr(stride), "padding": ArrayAttr(IntAttr(p) for p in padding)}
 
 
-def window(graph: GraphState, node: Any, kernel: Sequence[int]) -> tuple[int, list[int]]:
-    """The one stride and the [height, width] padding pase's 2-D windows take."""
+def window(graph: GraphState, node: Any, kernel: Sequence[int],
+           pads: Sequence[int] | None = None) -> tuple[int, list[int]]:
+    """The one stride and the [height, width] padding pase's 2-D windows take (`pads`:
+    the node's, or what `even_pads` left of them)."""
     auto_pad = graph.attribute(node, "auto_pad", b"NOTSET")
     if auto_pad not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
         raise graph.error(f"auto_pad={auto_pad.decode()} is not supported; export "
@@ -36,13 +39,43 @@ def window(graph: GraphState, node: Any, kernel: Sequence[int]) -> tuple[int, li
     if len(set(strides)) != 1:
         raise graph.error(f"strides={strides} is not supported (pase has one stride "
                           "for height and width)")
-    pads = list(graph.attribute(node, "pads", [0, 0, 0, 0]))
+    pads = list(graph.attribute(node, "pads", [0, 0, 0, 0]) if pads is None else pads)
     if len(pads) != 4 or pads[0] != pads[2] or pads[1] != pads[3]:
         raise graph.error(f"pads={pads} is not supported (only the same padding at both "
                           "ends of an axis)")
     if len(kernel) != 2:
         raise graph.error(f"a {len(kernel)}-D window is not supported (only 2-D)")
     return strides[0], pads[:2]
+
+
+def even_pads(graph: GraphState, node: Any, x: Value) -> tuple[Value, list[int] | None]:
+    """A window that pads zeros unevenly (onnxscript folds `F.pad(x, (0, 1, 0, 1))`
+    before a stride-2 convolution, as TensorFlow's "same" padding, into the Conv's
+    pads): x padded by the difference (`dnn.pad zeros`), and the even pads left for
+    the window; else x and the node's pads (None: as given)."""
+    pads = list(graph.attribute(node, "pads", [0, 0, 0, 0]))
+    if len(pads) != 4 or len(x.axes) != 4 or (pads[0] == pads[2] and pads[1] == pads[3]):
+        return x, None
+    even = [min(pads[0], pads[2]), min(pads[1], pads[3])]
+    for axis in (0, 1):
+        x = pad_axis(graph, x, 2 + axis, pads[axis] - even[axis], pads[2 + axis] - even[axis],
+                     "zeros", f"{node.output[0]}_pad{'hw'[axis]}")
+    return x, even * 2
+
+
+def pad_axis(graph: GraphState, x: Value, position: int, before: int, after: int,
+             mode: str, name: str) -> Value:
+    """x padded along the axis at `position` (a `dnn.pad` whose result has a new dim
+    there), or x itself when nothing is added."""
+    if not before and not after:
+        return x
+    old = graph.dims.find(graph.real_axis(x, position))
+    new = graph.dims.new(graph.dims.size(old) + before + after, graph.dims.hints[old])
+    layout = [new if d == old else d for d in graph.layout(x)]
+    y = graph.build(dnn.PadOp, [x.value], name, layout,
+                    {"kind": StringAttr(mode), "dim": StringAttr(graph.dims.placeholder(old)),
+                     "before": IntAttr(before), "after": IntAttr(after)})
+    return Value(tuple(new if p == position else a for p, a in enumerate(x.axes)), y)
 
 
 def spatial_dims(graph: GraphState, sizes: Sequence[int], kernel: Sequence[int], stride: int,
@@ -64,8 +97,9 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
     w = graph.tensor(node.input[1], hints=("c", "d", "kh", "kw"), keep=(0, 1, 2, 3))
     if len(x.axes) != 4 or len(w.axes) != 4:
         raise graph.error("only 2-D convolutions (rank-4 NCHW tensors) are supported")
+    x, pads = even_pads(graph, node, x)
     stride, padding = window(graph, node, [graph.dims.size(a) if a is not None else 1
-                                           for a in w.axes[2:]])
+                                           for a in w.axes[2:]], pads)
     in_channels = graph.real_axis(x, 1)
     if group == 1 and not graph.same(in_channels, graph.real_axis(w, 1)):
         raise graph.error("its input and filter channels are different dimensions")
@@ -121,10 +155,12 @@ def pool(graph: GraphState, node: Any) -> list[Value]:
     if graph.attribute(node, "storage_order", 0):
         raise graph.error("storage_order=1 is not supported")
     kernel = list(graph.attribute(node, "kernel_shape", []))
-    stride, padding = window(graph, node, kernel)
     x = graph.tensor(node.input[0])
     if len(x.axes) != 4:
         raise graph.error("only 2-D pooling (rank-4 NCHW tensors) is supported")
+    x, pads = even_pads(graph, node, x) if kind == "avg" and graph.attribute(
+        node, "count_include_pad", 0) else (x, None)
+    stride, padding = window(graph, node, kernel, pads)
     if graph.attribute(node, "ceil_mode", 0):
         ceil_mode_as_floor(graph, sizes_of(graph, x)[2:], kernel, stride, padding)
     if kind == "avg" and any(padding) and not graph.attribute(node, "count_include_pad", 0):
@@ -164,3 +200,35 @@ def global_average_pool(graph: GraphState, node: Any) -> list[Value]:
     if len(x.axes) != 4:
         raise graph.error("only rank-4 NCHW tensors are supported")
     return [graph.reduce_over(x, [2, 3], "mean", True, node.output[0])]
+
+
+PAD_MODES = {"constant": "zeros", "edge": "edge", "reflect": "reflect"}
+"""ONNX's Pad modes pase reads, as `dnn.pad`'s (`constant` with the value 0 only)."""
+
+
+@importer("Pad", attributes=("mode",))
+def pad(graph: GraphState, node: Any) -> list[Value]:
+    """A Pad that `pads.fold_zero_pads` did not fold into a window (pads the two ends of
+    an axis differently, reflects, repeats the edge, or is read by other ops): one
+    `dnn.pad` per padded axis, its result a new dim."""
+    mode = pad_mode(graph.onnx, node)
+    if mode not in PAD_MODES:
+        raise graph.error(f"Pad mode '{mode}' is not supported (only constant, reflect "
+                          "and edge)")
+    fill = pad_fill(node, graph.constant_of)
+    if fill != 0.0:
+        what = "not a constant" if fill is None else f"{fill:g}"
+        raise graph.error(f"a Pad whose value is {what} is not supported (only zeros)")
+    x = graph.tensor(node.input[0])
+    widths = pad_widths(node, len(x.axes), graph.constant_of)
+    if widths is None:
+        raise graph.error("its pads (and axes) must be constants of the input's rank")
+    if (widths < 0).any():
+        raise graph.error(f"negative pads {widths.T.reshape(-1).tolist()} (cropping) are "
+                          "not supported")
+    padded = [axis for axis in range(len(x.axes)) if widths[axis].any()]
+    for count, position in enumerate(padded):
+        name = node.output[0] if count == len(padded) - 1 else f"{node.output[0]}_{count}"
+        x = pad_axis(graph, x, position, int(widths[position, 0]), int(widths[position, 1]),
+                     PAD_MODES[mode], name)
+    return [x]

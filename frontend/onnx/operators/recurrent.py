@@ -1,5 +1,6 @@
-"""ONNX's LSTM as `dnn.lstm`: one ONNX LSTM node (one layer, as PyTorch exports each
-layer of an `nn.LSTM`) is one `dnn.lstm` of one layer.
+"""ONNX's LSTM as `dnn.lstm` and GRU as `dnn.gru`: one ONNX LSTM node (one layer, as
+PyTorch exports each layer of an `nn.LSTM`) is one `dnn.lstm` of one layer; one GRU node
+one `dnn.gru` of one layer (below).
 
 ONNX keeps the input weights W `[1, 4h, e]`, the recurrent weights R `[1, 4h, h]` and the
 biases B `[1, 8h]` (input and recurrent) apart, gate-major in the order i, o, f, c. pase's
@@ -42,17 +43,19 @@ def unit_major(gate_major: np.ndarray, hidden: int) -> np.ndarray:
     return np.swapaxes(blocks, -1, -2).reshape(gate_major.shape)
 
 
-def check_options(graph: GraphState, node: Any) -> None:
-    """The attributes pase's LSTM has: forward, the default activations, no clip, no
-    coupled input and forget gates."""
+def check_options(graph: GraphState, node: Any,
+                  defaults: list[bytes] = DEFAULT_ACTIVATIONS) -> None:
+    """The attributes pase's LSTM (and GRU) has: forward, the default activations, no
+    clip, no coupled input and forget gates."""
     direction = graph.attribute(node, "direction", b"forward")
+    kind = node.op_type.lower()
     if direction not in (b"forward", "forward"):
         raise graph.error(f"direction={direction!r} is not supported (only forward; pase's "
-                          "lstm runs one direction)")
+                          f"{kind} runs one direction)")
     activations = graph.attribute(node, "activations")
-    if activations is not None and list(activations) != DEFAULT_ACTIVATIONS:
+    if activations is not None and list(activations) != defaults:
         raise graph.error(f"activations={list(activations)} are not supported (only "
-                          "Sigmoid, Tanh, Tanh)")
+                          f"{', '.join(a.decode() for a in defaults)})")
     for name in ("clip", "activation_alpha", "activation_beta"):
         if graph.attribute(node, name) is not None:
             raise graph.error(f"attribute '{name}' is not supported")
@@ -72,8 +75,8 @@ def check_state(graph: GraphState, node: Any, steps: int) -> None:
             raise graph.error("sequences shorter than the input's length are not supported")
     for name, what in ((inputs[5], "initial_h"), (inputs[6], "initial_c")):
         if name and np.any(graph.constant(name, f"the {what}") != 0):
-            raise graph.error(f"a nonzero {what} is not supported (pase's lstm starts from "
-                              "zero states)")
+            raise graph.error(f"a nonzero {what} is not supported (pase's "
+                              f"{node.op_type.lower()} starts from zero states)")
 
 
 @importer("LSTM", attributes=("hidden_size", "direction", "layout", "input_forget",
@@ -119,6 +122,84 @@ def lstm(graph: GraphState, node: Any) -> list[Value]:
             graph.same(graph.real_axis(bias, bias_axis), graph.real_axis(weight, weight_axis))
         operands.append(bias.value)
     y = graph.build(dnn.LstmOp, operands, name)
+    axes = (batch_axis, seq_axis, None, features) if batch_first else \
+        (seq_axis, None, batch_axis, features)
+    return [Value(axes, y)]
+
+
+# --- GRU ---------------------------------------------------------------------------------
+#
+# ONNX's GRU keeps W `[1, 3h, e]`, R `[1, 3h, h]` and B `[1, 6h]` (input then recurrent
+# biases) gate-major in the order z, r, h; pase's `dnn.gru` stacks W and R into one weight
+# `[l, 2e, 3e]` (columns unit-major, `3·u + gate`, gates r, z, n) and keeps the two biases
+# apart (the recurrent bias of n is inside the reset gate's product, so they do not sum).
+# PyTorch's nn.GRU applies the reset gate after the recurrent product and its bias, which
+# ONNX spells `linear_before_reset=1`; the default 0 (reset before the product) is another
+# layer, and one error.
+
+GRU_GATE = (1, 0, 2)
+"""For pase's gates r, z, n: the block of ONNX's gate order z, r, h."""
+
+GRU_ACTIVATIONS = [b"Sigmoid", b"Tanh"]
+
+
+def gru_unit_major(gate_major: np.ndarray, hidden: int) -> np.ndarray:
+    """ONNX's gate-major last axis (`gate·h + u`, gates z, r, h) as pase's unit-major one
+    (`3·u + gate`, gates r, z, n).
+
+    >>> gru_unit_major(np.arange(6), 2).tolist()   # z: 0 1, r: 2 3, h: 4 5
+    [2, 0, 4, 3, 1, 5]
+    """
+    blocks = gate_major.reshape(*gate_major.shape[:-1], 3, hidden)[..., GRU_GATE, :]
+    return np.swapaxes(blocks, -1, -2).reshape(gate_major.shape)
+
+
+@importer("GRU", attributes=("hidden_size", "direction", "layout", "linear_before_reset",
+                             "activations", "clip", "activation_alpha", "activation_beta"))
+def gru(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.gru` of one layer, its weight the node's W and R regrouped, its two biases
+    B's halves; Y only (a use of Y_h is an error naming it)."""
+    check_options(graph, node, GRU_ACTIVATIONS)
+    if not graph.attribute(node, "linear_before_reset", 0):
+        raise graph.error("linear_before_reset=0 is not supported: pase's gru applies the "
+                          "reset gate after the recurrent product, as PyTorch's nn.GRU "
+                          "(linear_before_reset=1)")
+    x = graph.tensor(node.input[0])
+    if len(x.axes) != 3:
+        raise graph.error("the input X must be [sequence, batch, features]")
+    batch_first = bool(graph.attribute(node, "layout", 0))
+    seq_axis, batch_axis = (graph.real_axis(x, p) for p in ((1, 0) if batch_first else (0, 1)))
+    features = graph.real_axis(x, 2)
+    size = graph.dims.size(features)
+    w_onnx = graph.constant(node.input[1], "the input weights W")
+    r_onnx = graph.constant(node.input[2], "the recurrent weights R")
+    hidden = graph.attribute(node, "hidden_size", r_onnx.shape[-1])
+    if hidden != size:
+        raise graph.error(f"its hidden size {hidden} differs from its input size {size}; "
+                          "pase's gru needs them equal")
+    if w_onnx.shape != (1, 3 * size, size) or r_onnx.shape != (1, 3 * size, size):
+        raise graph.error(f"W {list(w_onnx.shape)} and R {list(r_onnx.shape)} must both be "
+                          f"[1, {3 * size}, {size}]")
+    check_state(graph, node, graph.dims.size(seq_axis))
+    name = node.output[0]
+    stacked = np.concatenate([w_onnx[0].T, r_onnx[0].T], axis=0)
+    graph.values[f"{name}_weight"] = Value((), constant=gru_unit_major(stacked, size)[None])
+    weight = graph.tensor(f"{name}_weight", hints=("l", "k", "n"), keep=(0,))
+    ordered = Value((batch_axis, seq_axis, features), x.ssa)
+    operands = [graph.ordered(ordered, name), weight.value]
+    if len(node.input) > 3 and node.input[3]:
+        b_onnx = graph.constant(node.input[3], "the biases B")
+        if b_onnx.shape != (1, 6 * size):
+            raise graph.error(f"B {list(b_onnx.shape)} must be [1, {6 * size}]")
+        for half, role in ((b_onnx[0, :3 * size], "input"), (b_onnx[0, 3 * size:], "hidden")):
+            graph.values[f"{name}_bias_{role}"] = Value(
+                (), constant=gru_unit_major(half, size)[None])
+            bias = graph.tensor(f"{name}_bias_{role}", hints=("l", "n"), keep=(0,))
+            for bias_axis, weight_axis in ((0, 0), (1, 2)):
+                graph.same(graph.real_axis(bias, bias_axis),
+                           graph.real_axis(weight, weight_axis))
+            operands.append(bias.value)
+    y = graph.build(dnn.GruOp, operands, name)
     axes = (batch_axis, seq_axis, None, features) if batch_first else \
         (seq_axis, None, batch_axis, features)
     return [Value(axes, y)]

@@ -96,3 +96,41 @@ dnn.graph @g(b = 2, s = 4, t = 4) {
 }
 
 // CHECK: {{.*}}dnn-exported-invalid.mlir:94:3: error: 'dnn.mask' op mask padding's keep must have the dims over [b, t], got [b, s]
+
+// -----
+
+/// pad reflect by as many entries as the dim has
+
+dnn.graph @g(b = 2, d = 3, e = 6) {
+  %x = dnn.input : !dnn.tensor<[b = 2, d = 3], f32>
+  %y = dnn.pad reflect %x along d before 3 after 0 : (!dnn.tensor<[b = 2, d = 3], f32>) -> !dnn.tensor<[b = 2, e = 6], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, e = 6], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:106:3: error: 'dnn.pad' op pad reflect of 'd' (3) by 3 needs fewer entries than the dim has
+
+// -----
+
+/// pad to a size that is not the input's plus the pads
+
+dnn.graph @g(b = 2, d = 3, e = 6) {
+  %x = dnn.input : !dnn.tensor<[b = 2, d = 3], f32>
+  %y = dnn.pad zeros %x along d before 1 after 1 : (!dnn.tensor<[b = 2, d = 3], f32>) -> !dnn.tensor<[b = 2, e = 6], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, e = 6], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:118:3: error: 'dnn.pad' op pad of 'd' (3) by 1 before and 1 after gives 5 entries, not 'e' (6)
+
+// -----
+
+/// gru with one bias (it takes both or none)
+
+dnn.graph @g(b = 2, s = 3, e = 4, l = 1, k = 8, n = 12) {
+  %x = dnn.input : !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+  %w = dnn.param : !dnn.tensor<[l = 1, k = 8, n = 12], f32>
+  %bi = dnn.param : !dnn.tensor<[l = 1, n = 12], f32>
+  %y = dnn.gru %x, %w, %bi : (!dnn.tensor<[b = 2, s = 3, e = 4], f32>, !dnn.tensor<[l = 1, k = 8, n = 12], f32>, !dnn.tensor<[l = 1, n = 12], f32>) -> !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+  dnn.return %y : !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+}
+
+// CHECK: {{.*}}dnn-exported-invalid.mlir:132:3: error: 'dnn.gru' op gru takes 2 operands, or 4 with the input and recurrent biases, got 3

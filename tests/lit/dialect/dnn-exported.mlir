@@ -88,3 +88,37 @@ dnn.graph @rmsnorm(b = 4, s = 2, d = 8) {
 // CHECK:         %y = dnn.rmsnorm %x, %g over [d] : (!dnn.tensor<[b = 4, s = 2, d = 8], f32>, !dnn.tensor<[d = 8], f32>) -> !dnn.tensor<[b = 4, s = 2, d = 8], f32>
 // CHECK-NEXT:    %z = dnn.rmsnorm %y over [s, d] : (!dnn.tensor<[b = 4, s = 2, d = 8], f32>) -> !dnn.tensor<[b = 4, s = 2, d = 8], f32>
 // GENERIC:     %y = "dnn.rmsnorm"(%x, %g) <{over = ["d"]}>
+
+// -----
+
+/// pad: zeros, the edge or a reflection along one dim, replaced by a new dim
+
+dnn.graph @pad(b = 2, c = 3, h = 4, h1 = 5, w = 4, w1 = 7) {
+  %x = dnn.input : !dnn.tensor<[b = 2, c = 3, h = 4, w = 4], f32>
+  %z = dnn.pad zeros %x along h before 0 after 1 : (!dnn.tensor<[b = 2, c = 3, h = 4, w = 4], f32>) -> !dnn.tensor<[b = 2, c = 3, h1 = 5, w = 4], f32>
+  %r = dnn.pad reflect %z along w before 2 after 1 : (!dnn.tensor<[b = 2, c = 3, h1 = 5, w = 4], f32>) -> !dnn.tensor<[b = 2, c = 3, h1 = 5, w1 = 7], f32>
+  dnn.return %r : !dnn.tensor<[b = 2, c = 3, h1 = 5, w1 = 7], f32>
+}
+
+// CHECK-LABEL: dnn.graph @pad(b = 2, c = 3, h = 4, h1 = 5, w = 4, w1 = 7) {
+// CHECK:         %z = dnn.pad zeros %x along h before 0 after 1 : (!dnn.tensor<[b = 2, c = 3, h = 4, w = 4], f32>) -> !dnn.tensor<[b = 2, c = 3, h1 = 5, w = 4], f32>
+// CHECK-NEXT:    %r = dnn.pad reflect %z along w before 2 after 1 : (!dnn.tensor<[b = 2, c = 3, h1 = 5, w = 4], f32>) -> !dnn.tensor<[b = 2, c = 3, h1 = 5, w1 = 7], f32>
+// GENERIC:     %z = "dnn.pad"(%x) <{kind = "zeros", dim = "h", before = #builtin.int<0>, after = #builtin.int<1>}>
+
+// -----
+
+/// gru: the weight [l, 2e, 3e], and the input and recurrent biases [l, 3e] or none
+
+dnn.graph @gru(b = 2, s = 3, e = 4, l = 1, k = 8, n = 12) {
+  %x = dnn.input : !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+  %w = dnn.param : !dnn.tensor<[l = 1, k = 8, n = 12], f32>
+  %bi = dnn.param : !dnn.tensor<[l = 1, n = 12], f32>
+  %bh = dnn.param : !dnn.tensor<[l = 1, n = 12], f32>
+  %y = dnn.gru %x, %w, %bi, %bh : (!dnn.tensor<[b = 2, s = 3, e = 4], f32>, !dnn.tensor<[l = 1, k = 8, n = 12], f32>, !dnn.tensor<[l = 1, n = 12], f32>, !dnn.tensor<[l = 1, n = 12], f32>) -> !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+  %z = dnn.gru %y, %w : (!dnn.tensor<[b = 2, s = 3, e = 4], f32>, !dnn.tensor<[l = 1, k = 8, n = 12], f32>) -> !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+  dnn.return %z : !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+}
+
+// CHECK-LABEL: dnn.graph @gru(b = 2, s = 3, e = 4, l = 1, k = 8, n = 12) {
+// CHECK:         %y = dnn.gru %x, %w, %bi, %bh : (!dnn.tensor<[b = 2, s = 3, e = 4], f32>, !dnn.tensor<[l = 1, k = 8, n = 12], f32>, !dnn.tensor<[l = 1, n = 12], f32>, !dnn.tensor<[l = 1, n = 12], f32>) -> !dnn.tensor<[b = 2, s = 3, e = 4], f32>
+// CHECK-NEXT:    %z = dnn.gru %y, %w : (!dnn.tensor<[b = 2, s = 3, e = 4], f32>, !dnn.tensor<[l = 1, k = 8, n = 12], f32>) -> !dnn.tensor<[b = 2, s = 3, e = 4], f32>

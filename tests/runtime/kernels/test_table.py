@@ -25,7 +25,7 @@ def test_the_modules_tables_merge_without_overlap():
 
 
 SIZES = {"b": 2, "c": 3, "h": 4, "w": 4, "o": 2, "r": 3, "s": 3, "k": 5, "v": 6, "e": 4,
-         "l": 2, "z": 8, "g": 16, "t": 3, "c1": 2, "c2": 3, "c3": 5, "h1": 2, "h2": 2}
+         "l": 2, "z": 8, "g": 16, "t": 3, "c1": 2, "c2": 3, "c3": 5, "h1": 2, "h2": 2, "u": 12}
 POOL = {"stride": 2, "padding": [0, 0], "window": [2, 2]}
 # (op, props, operand dims, result dims, {integer operand: the dim bounding its values})
 CASES = [
@@ -53,9 +53,13 @@ CASES = [
     ("dnn.embedding", {}, [("b",), ("v", "e")], ("b", "e"), {0: "v"}),
     ("dnn.lstm", {}, [("b", "t", "e"), ("l", "z", "g")], ("b", "t", "e"), {}),
     ("dnn.lstm", {}, [("b", "t", "e"), ("l", "z", "g"), ("l", "g")], ("b", "t", "e"), {}),
+    ("dnn.gru", {}, [("b", "t", "e"), ("l", "z", "u"), ("l", "u"), ("l", "u")], ("b", "t", "e"),
+     {}),
     ("dnn.concat", {}, [("b", "c1"), ("b", "c2")], ("b", "c3"), {}),
     ("dnn.reshape", {}, [("b", "h")], ("b", "h1", "h2"), {}),
     ("dnn.slice", {"dim": "k", "start": 2}, [("b", "k")], ("b", "t"), {}),
+    ("dnn.pad", {"kind": "reflect", "dim": "h", "before": 1, "after": 0}, [("b", "h")],
+     ("b", "k"), {}),
     ("dnn.broadcast", {}, [("h",)], ("b", "o", "h"), {}),
     ("dnn.sgd", {"lr": 0.5}, [("h",), ("h",)], ("h",), {}),
     ("dnn.update", {"optimizer": "momentum", "lr": 0.5, "beta1": 0.9}, [("h",)] * 3, ("h",),

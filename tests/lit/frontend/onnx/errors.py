@@ -66,9 +66,12 @@ def case_strides():
     return conv(strides=[1, 2])
 
 
-# PADS: error: node 'Conv_12' (Conv): pads=[1, 1, 0, 0] is not supported (only the same padding at both ends of an axis)
+# PADS: error: node 'MaxPool_3' (MaxPool): pads=[1, 1, 0, 0] is not supported (only the same padding at both ends of an axis)
 def case_pads():
-    return conv(pads=[1, 1, 0, 0])
+    """Uneven pads of a max pool (a convolution's and a counting average pool's are
+    read: tests/lit/frontend/onnx/pads.py)."""
+    return graph([node("MaxPool", ["x"], ["y"], name="MaxPool_3", kernel_shape=[2, 2],
+                       pads=[1, 1, 0, 0])], {"x": [2, 4, 8, 8]}, ("y", [2, 4, 8, 8]))
 
 
 # DILATIONS-NOT: Traceback

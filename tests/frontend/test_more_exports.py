@@ -1,0 +1,148 @@
+"""The models of models/onnx/ that models/export_more.py exported (layers the ten
+architectures of export_torch.py lack), from both exporters: each imports as the layers
+it spells, is searched on 8 devices and passes `pase-run --check` on 4, and pase's first
+loss on one device equals softmax cross-entropy over onnx.reference's evaluation of the
+file on the same data and weights.
+
+- `pads`: reflect, "same" (uneven zeros), zero before a max pool, replicate: `dnn.pad`
+  (a zero pad before a convolution folds into its padding).
+- `gru`: a two-layer nn.GRU language model: one `dnn.gru` per ONNX GRU node (PyTorch's
+  `linear_before_reset=1`), with its input and recurrent biases.
+
+And the Pads and GRUs pase does not read, one error each naming the node.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxscript")
+from cli import run_tool  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from pase.core.diagnostics import Diagnostic  # noqa: E402
+from pase.dialect import dnn  # noqa: E402
+from pase.frontend.onnx import import_model, load_model  # noqa: E402
+from pase.tools.pase_opt import main as pase_opt  # noqa: E402
+from pase.tools.pase_run import main as pase_run  # noqa: E402
+from pase.tools.run.check import make_data  # noqa: E402
+from pase.tools.run.load import with_configs, with_initial  # noqa: E402
+from pase.tools.run.runtime import train  # noqa: E402
+
+FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
+FILES = ["pads.dynamo", "pads.torchscript", "gru.dynamo", "gru.torchscript"]
+CHECKED = ["pads.dynamo", "gru.torchscript"]
+"""Searched and checked: one file per model (the two exports import as the same layers)."""
+
+LAYERS = {"pads": {("pad", "reflect"): 2, ("pad", "zeros"): 4, ("pad", "edge"): 2,
+                   ("conv2d", ""): 4},
+          "gru": {("gru", ""): 2}}
+"""The layers each model must import as (kind and count): the uneven zero pad of the
+"same" convolution is two `pad zeros` (height, width), as is the max pool's."""
+
+
+def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(-np.take_along_axis(log_probs, labels[..., None], -1).mean())
+
+
+def layer_counts(graph: dnn.GraphOp, names: set[str]) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for op in graph.body.block.ops:
+        name = op.name.removeprefix("dnn.")
+        if isinstance(op, dnn.LayerOp) and name in names:
+            kind = op.kind_prop() if op.KIND is not None else ""
+            counts[(name, kind)] = counts.get((name, kind), 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_export_imports_as_its_layers_and_computes_what_onnx_computes(name: str):
+    path = str(FOLDER / f"{name}.onnx")
+    imported = load_model(path)
+    (graph,) = imported.module.ops
+    assert isinstance(graph, dnn.GraphOp)
+    wanted = LAYERS[name.split(".")[0]]
+    assert layer_counts(graph, {layer for layer, _ in wanted}) == wanted
+    data = with_initial(make_data(graph, seed=0), imported.initial_values)
+    inputs = [op.output.name_hint or "" for op in graph.body.block.ops
+              if isinstance(op, dnn.InputOp)]
+    model = onnx.load(path)
+    (logits,) = ReferenceEvaluator(model).run(None, {model.graph.input[0].name:
+                                                     data[inputs[0]]})
+    expected = cross_entropy(logits, data[inputs[-1]])
+    report = train(with_configs(imported.module, None), 1, initial=imported.initial_values)
+    assert report.reference_losses[0] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_the_export_is_searched_and_checked(name: str, capsys: pytest.CaptureFixture[str]):
+    path = str(FOLDER / f"{name}.onnx")
+    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8}"], capsys)
+    assert status == 0, err
+    assert "#pase.config" in out
+    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check"], capsys)
+    assert status == 0, err
+    assert "check passed" in out
+
+
+def one_node(op_type: str, inputs: dict[str, list[int]], constants: dict[str, np.ndarray],
+             output: list[int], **attributes: object) -> bytes:
+    """A model of one node named 'n', reading `inputs` then `constants`, as bytes."""
+    rng = np.random.default_rng(0)
+    initializers = [numpy_helper.from_array(
+        value if value.dtype != np.float64 else rng.standard_normal(value.shape).astype(
+            np.float32), name) for name, value in constants.items()]
+    graph = helper.make_graph(
+        [helper.make_node(op_type, [*inputs, *constants], ["y"], name="n", **attributes)],
+        "g", [helper.make_tensor_value_info(k, onnx.TensorProto.FLOAT, v)
+              for k, v in inputs.items()],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, output)], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]
+                             ).SerializeToString()
+
+
+def pad(pads: list[int], mode: str = "constant", value: float | None = None) -> bytes:
+    constants = {"pads": np.array(pads)} | (
+        {} if value is None else {"value": np.array(value, np.float32)})
+    shape = [size + pads[axis] + pads[4 + axis] for axis, size in enumerate([2, 3, 6, 6])]
+    return one_node("Pad", {"x": [2, 3, 6, 6]}, constants, shape, mode=mode)
+
+
+def gru(**attributes: object) -> bytes:
+    """A GRU over x [5 steps, 2, 4] with W, R (float64 placeholders: random weights)."""
+    return one_node("GRU", {"x": [5, 2, 4]}, {"W": np.zeros((1, 12, 4)),
+                                              "R": np.zeros((1, 12, 4))}, [5, 1, 2, 4],
+                    hidden_size=4, **attributes)
+
+
+ERRORS = {
+    "wrap": (pad([0, 0, 1, 1, 0, 0, 1, 1], "wrap"),
+             "Pad mode 'wrap' is not supported (only constant, reflect and edge)"),
+    "value": (pad([0, 0, 1, 1, 0, 0, 1, 1], value=1.0),
+              "a Pad whose value is 1 is not supported (only zeros)"),
+    "crop": (pad([0, 0, -1, 0, 0, 0, 0, 0]),
+             "negative pads [0, 0, -1, 0, 0, 0, 0, 0] (cropping) are not supported"),
+    "gru_reset": (gru(), "linear_before_reset=0 is not supported: pase's gru applies the "
+                  "reset gate after the recurrent product, as PyTorch's nn.GRU "
+                  "(linear_before_reset=1)"),
+    "gru_reverse": (gru(linear_before_reset=1, direction="reverse"),
+                    "direction=b'reverse' is not supported (only forward; pase's gru runs "
+                    "one direction)"),
+}
+"""What stays one error (tests/lit/frontend/onnx/pads.py shows the Pads that are read)."""
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS))
+def test_a_pad_or_gru_pase_does_not_read_is_one_error_naming_the_node(case: str):
+    data, message = ERRORS[case]
+    with pytest.raises(Diagnostic) as caught:
+        import_model(data, "m.onnx")
+    op_type = "GRU" if case.startswith("gru") else "Pad"
+    assert str(caught.value) == f"m.onnx: error: node 'n' ({op_type}): {message}"
