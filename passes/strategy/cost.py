@@ -31,7 +31,7 @@ from pase.passes.strategy import dim_pricing
 from pase.passes.strategy.dim_pricing import DimLayouts
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.placed_redistribution import placed_seconds
-from pase.passes.strategy.vertices import Edge, Layer, TensorUse
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse, config_grids
 
 Config = dict[str, int]
 
@@ -264,13 +264,7 @@ def _unique_blocks(layer: Layer, configs: Sequence[Config], use: TensorUse,
     s·f ≤ q). Only the first config of each key has its layout built.
     """
     names = layer.space.names
-    factors = np.array([[config.get(name, 1) for name in names] for config in configs],
-                       dtype=np.int64).reshape(len(configs), len(names))
-    # Row-major over the iteration dims: an unsplit dim (factor 1) leaves the device
-    # numbering as if it were not there.
-    strides = np.ones_like(factors)
-    for j in range(len(names) - 2, -1, -1):
-        strides[:, j] = strides[:, j + 1] * factors[:, j + 1]
+    factors, strides = config_grids(names, configs)
     working_count = factors.prod(axis=1)
     columns = [working_count]
     for dim, size in zip(use.dims, use.sizes, strict=True):

@@ -42,7 +42,7 @@ from functools import cached_property
 
 import numpy as np
 
-from pase.passes.strategy.vertices import Edge, Layer, TensorUse
+from pase.passes.strategy.vertices import Edge, Layer, TensorUse, config_grids
 
 Config = dict[str, int]
 
@@ -83,11 +83,7 @@ class DimLayouts:
         configuration, and each configuration's index among them (as `cost._unique_blocks`
         numbers them)."""
         names = layer.space.names
-        factors = np.array([[config.get(name, 1) for name in names] for config in configs],
-                           dtype=np.int64).reshape(len(configs), len(names))
-        strides = np.ones_like(factors)
-        for j in range(len(names) - 2, -1, -1):
-            strides[:, j] = strides[:, j + 1] * factors[:, j + 1]
+        factors, strides = config_grids(names, configs)
         working = factors.prod(axis=1)
         count, rank = len(configs), len(use.sizes)
         stride = np.ones((count, rank), dtype=np.int64)
@@ -570,16 +566,13 @@ def placed_seconds(held: DimLayouts, needed: DimLayouts, forward: np.ndarray,
     seconds *= element_bytes
     seconds /= intra_bandwidth
     seconds[spans] = 0.0
-    directions = [(held, needed, forward, False)]
-    if backward is not None:
-        directions.append((needed, held, backward.T, True))
-    for senders, receivers, flat, transposed in directions:
-        moving = (spans.T if transposed else spans) & (flat > 0)
-        if moving.any():
-            link = link_seconds(senders, receivers, flat, moving, element_bytes,
-                                intra_bandwidth, inter_bandwidth, per_node, compiled)
-            seconds += link.T if transposed else link
-    return seconds
+    from pase.passes.strategy.placed_redistribution import add_link_seconds
+
+    return add_link_seconds(
+        seconds, held, needed, forward, backward, spans,
+        lambda senders, receivers, flat, moving: link_seconds(
+            senders, receivers, flat, moving, element_bytes, intra_bandwidth,
+            inter_bandwidth, per_node, compiled))
 
 
 def working_bytes(edge: Edge, producer_configs: int, consumer_configs: int,

@@ -31,8 +31,13 @@ intra + inter = |N(d)| − |N(d) ∩ H(d)|); only where they travel differs.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
+
+L = TypeVar("L")
+"""A tensor's layouts: per-device blocks here, `dim_pricing.DimLayouts` there."""
 
 _CACHE: dict[bytes, np.ndarray] = {}
 """`link_seconds`' results by the digest of their layouts: an edge end's layouts recur in
@@ -250,13 +255,27 @@ def placed_seconds(held: np.ndarray, needed: np.ndarray, forward: np.ndarray,
     spans = np.maximum(held_q[:, None], needed_q[None, :]) > devices_per_node
     words = forward if backward is None else forward + backward
     seconds = np.where(spans, 0.0, words * element_bytes / intra_bandwidth)
+    return add_link_seconds(
+        seconds, held, needed, forward, backward, spans,
+        lambda senders, receivers, flat, moving: link_seconds(
+            senders, receivers, flat, moving, element_bytes, intra_bandwidth,
+            inter_bandwidth, devices_per_node, compiled))
+
+
+def add_link_seconds(seconds: np.ndarray, held: L, needed: L, forward: np.ndarray,
+                     backward: np.ndarray | None, spans: np.ndarray,
+                     link: Callable[[L, L, np.ndarray, np.ndarray], np.ndarray]
+                     ) -> np.ndarray:
+    """`seconds` (A, B) plus, for the pairs whose layouts span nodes (`spans`) and move
+    words, the forward move's link seconds from `held` to `needed` and, unless `backward`
+    is None, the gradient's from `needed` back to `held`: `link(senders, receivers,
+    words, moving)` prices one direction (senders' layouts as rows)."""
     directions = [(held, needed, forward, False)]
     if backward is not None:
         directions.append((needed, held, backward.T, True))
     for senders, receivers, flat, transposed in directions:
         moving = (spans.T if transposed else spans) & (flat > 0)
         if moving.any():
-            link = link_seconds(senders, receivers, flat, moving, element_bytes,
-                                intra_bandwidth, inter_bandwidth, devices_per_node, compiled)
-            seconds += link.T if transposed else link
+            priced = link(senders, receivers, flat, moving)
+            seconds += priced.T if transposed else priced
     return seconds

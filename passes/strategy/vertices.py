@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from math import prod
 
+import numpy as np
+
 from pase.core.space import IterationSpace
 
 
@@ -96,3 +98,21 @@ def edges_among(edges: Sequence[Edge], kept: Sequence[int]) -> list[tuple[int, E
                             consumer=position[edge.consumer]))
             for index, edge in enumerate(edges)
             if edge.producer in position and edge.consumer in position]
+
+
+def config_grids(names: Sequence[str], configs: Sequence[dict[str, int]]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Each config's factor and device stride per iteration dim `names`, (C, dims) each:
+    row-major over the dims, so an unsplit dim (factor 1) leaves the device numbering as
+    if it were not there.
+
+        >>> factors, strides = config_grids(("b", "s", "h"), [{"b": 2, "h": 4}])
+        >>> factors.tolist(), strides.tolist()
+        ([[2, 1, 4]], [[4, 4, 1]])
+    """
+    factors = np.array([[config.get(name, 1) for name in names] for config in configs],
+                       dtype=np.int64).reshape(len(configs), len(names))
+    strides = np.ones_like(factors)
+    for j in range(len(names) - 2, -1, -1):
+        strides[:, j] = strides[:, j + 1] * factors[:, j + 1]
+    return factors, strides
