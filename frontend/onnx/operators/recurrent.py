@@ -79,33 +79,44 @@ def check_state(graph: GraphState, node: Any, steps: int) -> None:
                               f"{node.op_type.lower()} starts from zero states)")
 
 
-@importer("LSTM", attributes=("hidden_size", "direction", "layout", "input_forget",
-                              "activations", "clip", "activation_alpha", "activation_beta"))
-def lstm(graph: GraphState, node: Any) -> list[Value]:
-    """`dnn.lstm` of one layer, its weight and bias the node's regrouped; Y only (a use of
-    Y_h or Y_c is an error naming it)."""
-    check_options(graph, node)
+def read_layer(graph: GraphState, node: Any, gates: int
+               ) -> tuple[Value, tuple[int, int, int], tuple[int | None, ...], int, np.ndarray]:
+    """An ONNX LSTM's (`gates` 4) or GRU's (3) input X, its (sequence, batch, features)
+    axes, the axes of its output Y, its hidden size (equal to the features', as pase's
+    layers need) and its W and R stacked as [2 size, gates · size] (gate-major), after
+    `check_state`."""
     x = graph.tensor(node.input[0])
     if len(x.axes) != 3:
         raise graph.error("the input X must be [sequence, batch, features]")
     batch_first = bool(graph.attribute(node, "layout", 0))
     seq_axis, batch_axis = (graph.real_axis(x, p) for p in ((1, 0) if batch_first else (0, 1)))
     features = graph.real_axis(x, 2)
-    hidden = graph.attribute(node, "hidden_size")
     size = graph.dims.size(features)
     w_onnx = graph.constant(node.input[1], "the input weights W")
     r_onnx = graph.constant(node.input[2], "the recurrent weights R")
-    if hidden is None:
-        hidden = r_onnx.shape[-1]
+    hidden = graph.attribute(node, "hidden_size", r_onnx.shape[-1])
     if hidden != size:
         raise graph.error(f"its hidden size {hidden} differs from its input size {size}; "
-                          "pase's lstm needs them equal")
-    if w_onnx.shape != (1, 4 * size, size) or r_onnx.shape != (1, 4 * size, size):
+                          f"pase's {node.op_type.lower()} needs them equal")
+    shape = (1, gates * size, size)
+    if w_onnx.shape != shape or r_onnx.shape != shape:
         raise graph.error(f"W {list(w_onnx.shape)} and R {list(r_onnx.shape)} must both be "
-                          f"[1, {4 * size}, {size}]")
+                          f"{list(shape)}")
     check_state(graph, node, graph.dims.size(seq_axis))
+    y_axes = (batch_axis, seq_axis, None, features) if batch_first else \
+        (seq_axis, None, batch_axis, features)
+    return x, (seq_axis, batch_axis, features), y_axes, size, np.concatenate(
+        [w_onnx[0].T, r_onnx[0].T], axis=0)
+
+
+@importer("LSTM", attributes=("hidden_size", "direction", "layout", "input_forget",
+                              "activations", "clip", "activation_alpha", "activation_beta"))
+def lstm(graph: GraphState, node: Any) -> list[Value]:
+    """`dnn.lstm` of one layer, its weight and bias the node's regrouped; Y only (a use of
+    Y_h or Y_c is an error naming it)."""
+    check_options(graph, node)
+    x, (seq_axis, batch_axis, features), y_axes, size, stacked = read_layer(graph, node, 4)
     name = node.output[0]
-    stacked = np.concatenate([w_onnx[0].T, r_onnx[0].T], axis=0)
     weight_name, bias_name = f"{name}_weight", f"{name}_bias"
     graph.values[weight_name] = Value((), constant=unit_major(stacked, size)[None])
     weight = graph.tensor(weight_name, hints=("l", "k", "n"), keep=(0,))
@@ -122,9 +133,7 @@ def lstm(graph: GraphState, node: Any) -> list[Value]:
             graph.same(graph.real_axis(bias, bias_axis), graph.real_axis(weight, weight_axis))
         operands.append(bias.value)
     y = graph.build(dnn.LstmOp, operands, name)
-    axes = (batch_axis, seq_axis, None, features) if batch_first else \
-        (seq_axis, None, batch_axis, features)
-    return [Value(axes, y)]
+    return [Value(y_axes, y)]
 
 
 # --- GRU ---------------------------------------------------------------------------------
@@ -164,25 +173,8 @@ def gru(graph: GraphState, node: Any) -> list[Value]:
         raise graph.error("linear_before_reset=0 is not supported: pase's gru applies the "
                           "reset gate after the recurrent product, as PyTorch's nn.GRU "
                           "(linear_before_reset=1)")
-    x = graph.tensor(node.input[0])
-    if len(x.axes) != 3:
-        raise graph.error("the input X must be [sequence, batch, features]")
-    batch_first = bool(graph.attribute(node, "layout", 0))
-    seq_axis, batch_axis = (graph.real_axis(x, p) for p in ((1, 0) if batch_first else (0, 1)))
-    features = graph.real_axis(x, 2)
-    size = graph.dims.size(features)
-    w_onnx = graph.constant(node.input[1], "the input weights W")
-    r_onnx = graph.constant(node.input[2], "the recurrent weights R")
-    hidden = graph.attribute(node, "hidden_size", r_onnx.shape[-1])
-    if hidden != size:
-        raise graph.error(f"its hidden size {hidden} differs from its input size {size}; "
-                          "pase's gru needs them equal")
-    if w_onnx.shape != (1, 3 * size, size) or r_onnx.shape != (1, 3 * size, size):
-        raise graph.error(f"W {list(w_onnx.shape)} and R {list(r_onnx.shape)} must both be "
-                          f"[1, {3 * size}, {size}]")
-    check_state(graph, node, graph.dims.size(seq_axis))
+    x, (seq_axis, batch_axis, features), y_axes, size, stacked = read_layer(graph, node, 3)
     name = node.output[0]
-    stacked = np.concatenate([w_onnx[0].T, r_onnx[0].T], axis=0)
     graph.values[f"{name}_weight"] = Value((), constant=gru_unit_major(stacked, size)[None])
     weight = graph.tensor(f"{name}_weight", hints=("l", "k", "n"), keep=(0,))
     ordered = Value((batch_axis, seq_axis, features), x.ssa)
@@ -200,6 +192,4 @@ def gru(graph: GraphState, node: Any) -> list[Value]:
                            graph.real_axis(weight, weight_axis))
             operands.append(bias.value)
     y = graph.build(dnn.GruOp, operands, name)
-    axes = (batch_axis, seq_axis, None, features) if batch_first else \
-        (seq_axis, None, batch_axis, features)
-    return [Value(axes, y)]
+    return [Value(y_axes, y)]
