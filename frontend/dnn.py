@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from lark import Token, Transformer, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedInput
 from lark.tree import Meta
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -47,7 +47,7 @@ from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.traits import VerifyExceptionAt
-from pase.frontend.dnn_parser import load_parser
+from pase.frontend.dnn_parser import load_parser, syntax_error
 
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
 Node = Any
@@ -181,7 +181,7 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
             try:
                 tree = PARSER.parse(text)
             except UnexpectedInput as error:
-                raise _unknown_op_before(error, text, filename) or _syntax_error(
+                raise _unknown_op_before(error, text, filename) or syntax_error(
                     error, text, filename) from None
             finally:
                 _STREAMING.builder = None
@@ -217,39 +217,6 @@ class DnnFrontend(Frontend):
         return parse_text(decode_text(input.read(), input_name), input_name)
 
 
-_TOKEN_NAMES = {
-    "VALUE": "a %value", "NAME": "a name", "NUMBER": "a number", "GRAPH_NAME": "@name",
-    "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
-    "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
-    "KIND": "max, avg, sum, mean, causal, padding, zeros, edge or reflect", "ALONG": "'along'",
-    "NUMBER_CLAUSE": "groups, min, max, from, fill, exponent, ignore, before or after",
-    "GRAPH": "'graph'",
-    "RETURN": "'return'", "DATA": "input or param",
-}
-
-
-def _syntax_error(error: UnexpectedInput, text: str, filename: str) -> Diagnostic:
-    line, column = getattr(error, "line", 0), getattr(error, "column", 0)
-    if isinstance(error, UnexpectedToken):
-        token = error.token
-        expected = sorted({_TOKEN_NAMES.get(t, t.lower().strip("_")) for t in error.expected})
-        if token.type == "$END":
-            line, column = _end_position(text)
-            message = "unexpected end of file"
-        else:
-            message = f"unexpected '{token}'"
-        if expected:
-            message += "; expected " + ", ".join(expected[:8])
-        return Diagnostic(message, filename, line, column, text, max(len(str(token)), 1))
-    if isinstance(error, UnexpectedCharacters):
-        return Diagnostic(f"unexpected character {text[error.pos_in_stream or 0]!r}", filename,
-                          line, column, text)
-    if isinstance(error, UnexpectedEOF):
-        line, column = _end_position(text)
-        return Diagnostic("unexpected end of file", filename, line, column, text)
-    return Diagnostic(str(error), filename, line, column, text)
-
-
 _STATEMENT_START = re.compile(r"%[A-Za-z_][A-Za-z0-9_]*\s*=\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -278,11 +245,6 @@ def _items(node: Node) -> list[Node]:
     """The items of a bracketed list, or the one item written without brackets."""
     children = [node] if isinstance(node, Token) else node.children
     return [child for child in children if child is not None]
-
-
-def _end_position(text: str) -> tuple[int, int]:
-    lines = text.rstrip("\n").split("\n") or [""]
-    return len(lines), len(lines[-1]) + 1
 
 
 class _Builder:

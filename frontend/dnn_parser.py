@@ -25,8 +25,11 @@ from typing import Any
 
 import lark
 from lark import Lark, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.grammar import Rule
 from lark.lexer import TerminalDef
+
+from pase.core.diagnostics import Diagnostic
 
 GRAMMAR = Path(__file__).resolve().with_name("dnn.lark")
 TABLES = GRAMMAR.with_name("dnn.lark.json")
@@ -112,3 +115,43 @@ def _integer_keys(mapping: dict[str, Any]) -> dict[Any, Any]:
 if __name__ == "__main__":
     TABLES.write_text(tables_text(), encoding="utf-8")
     print(f"wrote {TABLES}")
+
+
+_TOKEN_NAMES = {
+    "VALUE": "a %value", "NAME": "a name", "NUMBER": "a number", "GRAPH_NAME": "@name",
+    "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
+    "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
+    "KIND": "max, avg, sum, mean, causal, padding, zeros, edge or reflect", "ALONG": "'along'",
+    "NUMBER_CLAUSE": "groups, min, max, from, fill, exponent, ignore, before or after",
+    "GRAPH": "'graph'",
+    "RETURN": "'return'", "DATA": "input or param",
+}
+
+
+def syntax_error(error: UnexpectedInput, text: str, filename: str) -> Diagnostic:
+    """What a syntax error of `.dnn` text says: the token found and the tokens expected,
+    by the names a reader knows (`_TOKEN_NAMES`), at the error's line and column."""
+    line, column = getattr(error, "line", 0), getattr(error, "column", 0)
+    if isinstance(error, UnexpectedToken):
+        token = error.token
+        expected = sorted({_TOKEN_NAMES.get(t, t.lower().strip("_")) for t in error.expected})
+        if token.type == "$END":
+            line, column = _end_position(text)
+            message = "unexpected end of file"
+        else:
+            message = f"unexpected '{token}'"
+        if expected:
+            message += "; expected " + ", ".join(expected[:8])
+        return Diagnostic(message, filename, line, column, text, max(len(str(token)), 1))
+    if isinstance(error, UnexpectedCharacters):
+        return Diagnostic(f"unexpected character {text[error.pos_in_stream or 0]!r}", filename,
+                          line, column, text)
+    if isinstance(error, UnexpectedEOF):
+        line, column = _end_position(text)
+        return Diagnostic("unexpected end of file", filename, line, column, text)
+    return Diagnostic(str(error), filename, line, column, text)
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.rstrip("\n").split("\n") or [""]
+    return len(lines), len(lines[-1]) + 1
