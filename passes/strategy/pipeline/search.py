@@ -213,21 +213,12 @@ class Partitioner:
                 return None, min(self.least_memory(*pair, schedule) for pair in pairs)
             pairs = fitting
 
-        def rank(pair: tuple[int, int]) -> tuple[int, float]:
-            stages, micro = pair
-            if (stages, micro) == (1, 1):
-                return (0, 0.0)
-            cheap = self.lower_bound(stages, micro)
-            tight = self.segment_bounds(stages, micro) \
-                if method == "dp" and stages > 1 else None
-            return (1, max(cheap, tight.whole(stages)) if tight is not None else cheap)
-
         phase = "first pass, stages unconstrained: " if self.table.free_only else ""
         ranks = []
         for i, pair in enumerate(pairs):
             self.status = f"{phase}bounds of S={pair[0]} M={pair[1]}, {i + 1} of {len(pairs)}"
             self.note("segments solved")
-            ranks.append(rank(pair))
+            ranks.append(self._rank(*pair, method))
         waiting = sorted(range(len(pairs)), key=lambda i: (*ranks[i], i))
         found: dict[int, PipelinePlan] = {}
         least = math.inf
@@ -280,6 +271,15 @@ class Partitioner:
             return None, math.inf
         return None, min(self.least_memory(stages, micro, schedule)
                          for stages, micro in pairs)
+
+    def _rank(self, stages: int, micro: int, method: str) -> tuple[int, float]:
+        """Where `search` takes (S, M) = (`stages`, `micro`) in its order: (1, 1) first,
+        then by its lower bound (the segments' bound where the DP gives one)."""
+        if (stages, micro) == (1, 1):
+            return (0, 0.0)
+        cheap = self.lower_bound(stages, micro)
+        tight = self.segment_bounds(stages, micro) if method == "dp" and stages > 1 else None
+        return (1, max(cheap, tight.whole(stages)) if tight is not None else cheap)
 
     def least_memory(self, stages: int, microbatches: int, schedule: str) -> float:
         """The least memory per device any plan with `stages` stages of `microbatches`
