@@ -316,25 +316,41 @@ def embedding_shape(ids: NamedShape, table: NamedShape) -> NamedShape:
     return NamedShape(dims, ids.sizes + table.sizes[1:], table.element)
 
 
+def _recurrent_shape(op: str, gates: int, x: NamedShape, w: NamedShape,
+                     biases: Sequence[NamedShape], paired_biases: bool = False) -> NamedShape:
+    """The shape rule the LSTM and the GRU share: x [batch, seq, hidden], weights [layers,
+    2·hidden, gates·hidden] and biases [layers, gates·hidden] with the weight's dims ->
+    x's shape. `paired_biases`: none or two (the GRU's input and recurrent biases).
+
+    >>> x = NamedShape(("b", "s", "e"), (2, 3, 4))
+    >>> _recurrent_shape("gru", 3, x, NamedShape(("l", "k", "n"), (1, 8, 12)), ()) == x
+    True
+    """
+    _float_element(op, [x, w, *biases])
+    _expect_rank(op, "input [batch, seq, hidden]", x, 3)
+    _expect_rank(op, f"weight [layers, 2*hidden, {gates}*hidden]", w, 3)
+    hidden = x.sizes[2]
+    if w.sizes[1] != 2 * hidden or w.sizes[2] != gates * hidden:
+        raise ShapeError(f"{op} weight {w} must be [layers, 2*hidden, {gates}*hidden] = "
+                         f"[{w.sizes[0]}, {2 * hidden}, {gates * hidden}], got "
+                         f"[{', '.join(str(s) for s in w.sizes)}]")
+    if paired_biases and len(biases) not in (0, 2):
+        raise ShapeError(f"{op} takes 2 operands, or 4 with the input and recurrent "
+                         f"biases, got {2 + len(biases)}")
+    wanted = NamedShape((w.dims[0], w.dims[2]), (w.sizes[0], w.sizes[2]), w.element)
+    for b in biases:
+        if (b.dims, b.sizes) != (wanted.dims, wanted.sizes):
+            raise ShapeError(f"{op} bias {b} must be [layers, {gates}*hidden] with the "
+                             f"weight's dims: {wanted}")
+    check_unique(x.dims + w.dims)
+    return x
+
+
 def lstm_shape(x: NamedShape, w: NamedShape, *bias: NamedShape) -> NamedShape:
     """Multi-layer LSTM as one layer: x [batch, seq, hidden], weights [layers, 2·hidden,
     4·hidden] (input and recurrent weights stacked, four gates), and optionally a bias
     [layers, 4·hidden] with the weight's dims -> [batch, seq, hidden]."""
-    _float_element("lstm", [x, w, *bias])
-    _expect_rank("lstm", "input [batch, seq, hidden]", x, 3)
-    _expect_rank("lstm", "weight [layers, 2*hidden, 4*hidden]", w, 3)
-    hidden = x.sizes[2]
-    if w.sizes[1] != 2 * hidden or w.sizes[2] != 4 * hidden:
-        raise ShapeError(f"lstm weight {w} must be [layers, 2*hidden, 4*hidden] = "
-                         f"[{w.sizes[0]}, {2 * hidden}, {4 * hidden}], got "
-                         f"[{', '.join(str(s) for s in w.sizes)}]")
-    for b in bias:
-        wanted = NamedShape((w.dims[0], w.dims[2]), (w.sizes[0], w.sizes[2]), w.element)
-        if (b.dims, b.sizes) != (wanted.dims, wanted.sizes):
-            raise ShapeError(f"lstm bias {b} must be [layers, 4*hidden] with the weight's "
-                             f"dims: {wanted}")
-    check_unique(x.dims + w.dims)
-    return x
+    return _recurrent_shape("lstm", 4, x, w, bias)
 
 
 def gru_shape(x: NamedShape, w: NamedShape, *biases: NamedShape) -> NamedShape:
@@ -342,24 +358,7 @@ def gru_shape(x: NamedShape, w: NamedShape, *biases: NamedShape) -> NamedShape:
     3·hidden] (input and recurrent weights stacked, three gates), and optionally the input
     and recurrent biases, each [layers, 3·hidden] with the weight's dims -> [batch, seq,
     hidden]."""
-    _float_element("gru", [x, w, *biases])
-    _expect_rank("gru", "input [batch, seq, hidden]", x, 3)
-    _expect_rank("gru", "weight [layers, 2*hidden, 3*hidden]", w, 3)
-    hidden = x.sizes[2]
-    if w.sizes[1] != 2 * hidden or w.sizes[2] != 3 * hidden:
-        raise ShapeError(f"gru weight {w} must be [layers, 2*hidden, 3*hidden] = "
-                         f"[{w.sizes[0]}, {2 * hidden}, {3 * hidden}], got "
-                         f"[{', '.join(str(s) for s in w.sizes)}]")
-    if len(biases) not in (0, 2):
-        raise ShapeError(f"gru takes 2 operands, or 4 with the input and recurrent biases, "
-                         f"got {2 + len(biases)}")
-    for b in biases:
-        wanted = NamedShape((w.dims[0], w.dims[2]), (w.sizes[0], w.sizes[2]), w.element)
-        if (b.dims, b.sizes) != (wanted.dims, wanted.sizes):
-            raise ShapeError(f"gru bias {b} must be [layers, 3*hidden] with the weight's "
-                             f"dims: {wanted}")
-    check_unique(x.dims + w.dims)
-    return x
+    return _recurrent_shape("gru", 3, x, w, biases, paired_biases=True)
 
 
 def concat_axis(inputs: Sequence[NamedShape], result: NamedShape) -> int:
@@ -481,21 +480,33 @@ def broadcast_shape(x: NamedShape, result: NamedShape) -> NamedShape:
     return NamedShape(result.dims, result.sizes, x.element)
 
 
+def _replaced_dim(op: str, x: NamedShape, dim: str, result: NamedShape) -> tuple[int, str]:
+    """Checks that `result` is x with `dim` replaced, in place, by a dim x does not have
+    (what slice and pad make); returns the axis and the new dim's name.
+
+    >>> x = NamedShape(("b", "s"), (2, 8))
+    >>> _replaced_dim("slice", x, "s", NamedShape(("b", "t"), (2, 4)))
+    (1, 't')
+    """
+    if dim not in x.dims:
+        raise ShapeError(f"{op} along '{dim}', which is not a dimension of {x}")
+    axis = x.dims.index(dim)
+    if result.rank != x.rank or any(r != d for k, (r, d) in enumerate(
+            zip(result.dims, x.dims, strict=True)) if k != axis):
+        raise ShapeError(f"{op} result {result} must be {x} with '{dim}' replaced by a new "
+                         f"dimension")
+    new = result.dims[axis]
+    if new in x.dims:
+        raise ShapeError(f"{op} result must replace '{dim}' by a dimension {x} does not "
+                         f"have, got '{new}'")
+    return axis, new
+
+
 def slice_shape(x: NamedShape, dim: str, start: int, result: NamedShape) -> NamedShape:
     """x's entries start .. start + n - 1 along `dim`: the result has x's dims with `dim`
     replaced, in place, by a new dim of size n (the result's). Integer tensors too (a
     language model's shifted labels)."""
-    if dim not in x.dims:
-        raise ShapeError(f"slice along '{dim}', which is not a dimension of {x}")
-    axis = x.dims.index(dim)
-    if result.rank != x.rank or any(r != d for k, (r, d) in enumerate(
-            zip(result.dims, x.dims, strict=True)) if k != axis):
-        raise ShapeError(f"slice result {result} must be {x} with '{dim}' replaced by a new "
-                         f"dimension")
-    new = result.dims[axis]
-    if new in x.dims:
-        raise ShapeError(f"slice result must replace '{dim}' by a dimension {x} does not "
-                         f"have, got '{new}'")
+    axis, new = _replaced_dim("slice", x, dim, result)
     if start < 0 or start + result.sizes[axis] > x.sizes[axis]:
         raise ShapeError(f"slice from {start} of {result.sizes[axis]} entries ('{new}') "
                          f"runs past '{dim}' ({x.sizes[axis]})")
@@ -508,17 +519,7 @@ def pad_shape(x: NamedShape, dim: str, before: int, after: int, mode: str,
     repeated, or x reflected about its edge): the result has x's dims with `dim`
     replaced, in place, by a new dim of size n + before + after (the result's)."""
     _float_element("pad", [x])
-    if dim not in x.dims:
-        raise ShapeError(f"pad along '{dim}', which is not a dimension of {x}")
-    axis = x.dims.index(dim)
-    if result.rank != x.rank or any(r != d for k, (r, d) in enumerate(
-            zip(result.dims, x.dims, strict=True)) if k != axis):
-        raise ShapeError(f"pad result {result} must be {x} with '{dim}' replaced by a new "
-                         f"dimension")
-    new = result.dims[axis]
-    if new in x.dims:
-        raise ShapeError(f"pad result must replace '{dim}' by a dimension {x} does not "
-                         f"have, got '{new}'")
+    axis, new = _replaced_dim("pad", x, dim, result)
     size = x.sizes[axis]
     if result.sizes[axis] != size + before + after:
         raise ShapeError(f"pad of '{dim}' ({size}) by {before} before and {after} after "

@@ -417,25 +417,32 @@ class LstmOp(LayerOp):
 
     @classmethod
     def space_rule(cls, layer: LayerSignature) -> IterationSpace:
-        x, w = layer.input_shapes[:2]
-        bias = ((w.dims[0], w.dims[2]),) if len(layer.input_shapes) == 3 else ()
-        dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
-                IterDim(x.dims[1], x.sizes[1], splittable=False),
-                IterDim(x.dims[0], x.sizes[0]),
-                IterDim(w.dims[2], x.sizes[2]),
-                IterDim(w.dims[1], w.sizes[1], splittable=False, reduction=True))
-        # Every step gathers the hidden state (e words per batch row) over the unit
-        # split, and backward all-reduces the gradient of [input, hidden] over it; that
-        # completes the input gradient, so the caller must not all-reduce it again.
-        steps = w.sizes[0] * x.sizes[1]
-        statistics = Statistics((w.dims[2],), (x.dims[0],), (
-            Collective("all_gather", x.sizes[2], count=steps),
-            Collective("all_reduce", 2 * x.sizes[2], count=steps, backward=True)))
-        # Per point of (l, s, b, units, k): four multiply-adds, one per gate.
-        return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims, *bias),
-                              (x.dims[0], x.dims[1], None),
-                              flops_forward=8.0, flops_backward=16.0,
-                              statistics=statistics, kernel_reduced_grads=(0,))
+        return recurrent_space(layer, gates=4)
+
+
+def recurrent_space(layer: LayerSignature, gates: int) -> IterationSpace:
+    """The iteration space of a recurrent layer (`dnn.lstm`, 4 gates; `dnn.gru`, 3):
+    operands x [b, s, e], w [l, k, n] and any biases [l, n]; dims (l, s, b, n, k), where
+    `n` counts the e hidden units and only `b` and `n` split."""
+    x, w = layer.input_shapes[:2]
+    biases = ((w.dims[0], w.dims[2]),) * (len(layer.input_shapes) - 2)
+    dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
+            IterDim(x.dims[1], x.sizes[1], splittable=False),
+            IterDim(x.dims[0], x.sizes[0]),
+            IterDim(w.dims[2], x.sizes[2]),
+            IterDim(w.dims[1], w.sizes[1], splittable=False, reduction=True))
+    # Every step gathers the hidden state (e words per batch row) over the unit
+    # split, and backward all-reduces the gradient of [input, hidden] over it; that
+    # completes the input gradient, so the caller must not all-reduce it again.
+    steps = w.sizes[0] * x.sizes[1]
+    statistics = Statistics((w.dims[2],), (x.dims[0],), (
+        Collective("all_gather", x.sizes[2], count=steps),
+        Collective("all_reduce", 2 * x.sizes[2], count=steps, backward=True)))
+    # Per point of (l, s, b, units, k): one multiply-add per gate.
+    return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims, *biases),
+                          (x.dims[0], x.dims[1], None),
+                          flops_forward=2.0 * gates, flops_backward=4.0 * gates,
+                          statistics=statistics, kernel_reduced_grads=(0,))
 
 
 @irdl_op_definition

@@ -17,7 +17,7 @@ from xdsl.irdl import irdl_op_definition, prop_def
 
 from pase.core import shapes
 from pase.core.shapes import NamedShape, ShapeError
-from pase.core.space import Collective, IterationSpace, IterDim, Statistics
+from pase.core.space import Collective, IterationSpace, IterDim
 from pase.dialect.dnn.layer_op import (
     Clauses,
     Flops,
@@ -34,6 +34,7 @@ from pase.dialect.dnn.layers import (
     _identity_space,
     _OverOp,
     _row_statistics,
+    recurrent_space,
 )
 
 
@@ -158,22 +159,7 @@ class GruOp(LayerOp):
 
     @classmethod
     def space_rule(cls, layer: LayerSignature) -> IterationSpace:
-        x, w = layer.input_shapes[:2]
-        biases = ((w.dims[0], w.dims[2]),) * (len(layer.input_shapes) - 2)
-        dims = (IterDim(w.dims[0], w.sizes[0], splittable=False),
-                IterDim(x.dims[1], x.sizes[1], splittable=False),
-                IterDim(x.dims[0], x.sizes[0]),
-                IterDim(w.dims[2], x.sizes[2]),
-                IterDim(w.dims[1], w.sizes[1], splittable=False, reduction=True))
-        steps = w.sizes[0] * x.sizes[1]
-        statistics = Statistics((w.dims[2],), (x.dims[0],), (
-            Collective("all_gather", x.sizes[2], count=steps),
-            Collective("all_reduce", 2 * x.sizes[2], count=steps, backward=True)))
-        # Per point of (l, s, b, units, k): three multiply-adds, one per gate.
-        return IterationSpace(dims, ((x.dims[0], x.dims[1], None), w.dims, *biases),
-                              (x.dims[0], x.dims[1], None),
-                              flops_forward=6.0, flops_backward=12.0,
-                              statistics=statistics, kernel_reduced_grads=(0,))
+        return recurrent_space(layer, gates=3)
 
 
 @irdl_op_definition
