@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 from collections.abc import Callable
 
 try:
@@ -40,7 +39,8 @@ from export_torch import (  # noqa: E402
     FULL_VOCABULARY,
     SEQUENCE,
     VOCABULARY,
-    without_stack_traces,
+    export_both,
+    export_main,
 )
 
 
@@ -94,38 +94,11 @@ FULL_MODELS: dict[str, tuple[Callable[[], nn.Module], Example]] = {
 
 def export(name: str, folder: str, full: bool) -> list[str]:
     """Both exports of one model; what each exporter said if it failed."""
-    build, example = (FULL_MODELS if full else MODELS)[name]
-    torch.manual_seed(0)
-    model = build().eval()
-    args = example()
-    failures = []
-    for exporter, options in (("dynamo", {}),
-                              ("torchscript", {"dynamo": False, "opset_version": 17})):
-        path = os.path.join(folder, f"{name}.{exporter}.onnx")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(model, args, path, **options)
-        except Exception as error:  # the exporter's own failure: reported, not fatal
-            failures.append(f"{name} ({exporter}): {type(error).__name__}: "
-                            f"{str(error).splitlines()[0] if str(error) else ''}")
-            continue
-        without_stack_traces(path)
-    return failures
+    return export_both(name, *(FULL_MODELS if full else MODELS)[name], folder)
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__)
-        return 1
-    full = argv[0] == "--full"
-    argv = argv[1:] if full else argv
-    folder, names = argv[0], argv[1:] or list(MODELS)
-    os.makedirs(folder, exist_ok=True)
-    failures = [failure for name in names for failure in export(name, folder, full)]
-    for failure in failures:
-        print(f"export failed: {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    return export_main(argv, __doc__ or "", MODELS, FULL_MODELS)
 
 
 if __name__ == "__main__":

@@ -349,6 +349,14 @@ of megabytes each, never committed."""
 def export(name: str, folder: str, full: bool = False) -> list[str]:
     """Both exports of one model; what each exporter said if it failed."""
     build, example = (FULL_MODELS if full else MODELS)[name]
+    return export_both(name, build, example, folder)
+
+
+def export_both(name: str, build: Callable[[], nn.Module],
+                example: Callable[[], tuple[torch.Tensor, ...]], folder: str) -> list[str]:
+    """`FOLDER/NAME.dynamo.onnx` and `FOLDER/NAME.torchscript.onnx` of the model `build()`
+    makes (seed 0, eval mode) on the inputs `example()` makes; what each exporter said if
+    it failed (export_more.py's models too)."""
     torch.manual_seed(0)
     model = build().eval()
     args = example()
@@ -385,15 +393,27 @@ def without_stack_traces(path: str) -> None:
     onnx.save(model, path)
 
 
+Models = dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]]
+
+
 def main(argv: list[str]) -> int:
+    return export_main(argv, __doc__ or "", MODELS, FULL_MODELS)
+
+
+def export_main(argv: list[str], usage: str, models: Models, full_models: Models) -> int:
+    """`[--full] FOLDER [NAME...]` (every model when no name is given): both exports of
+    each of `models` (`full_models` with `--full`), one stderr line per exporter that
+    failed; 1 if any did (export_more.py's command line too)."""
     if not argv:
-        print(__doc__)
+        print(usage)
         return 1
     full = argv[0] == "--full"
     argv = argv[1:] if full else argv
-    folder, names = argv[0], argv[1:] or list(FULL_MODELS if full else MODELS)
+    chosen = full_models if full else models
+    folder, names = argv[0], argv[1:] or list(chosen)
     os.makedirs(folder, exist_ok=True)
-    failures = [failure for name in names for failure in export(name, folder, full)]
+    failures = [failure for name in names
+                for failure in export_both(name, *chosen[name], folder)]
     for failure in failures:
         print(f"export failed: {failure}", file=sys.stderr)
     return 1 if failures else 0
