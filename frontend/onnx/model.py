@@ -30,6 +30,7 @@ from pase.frontend.onnx.export_options import (
     refuse_symbolic_sizes,
 )
 from pase.frontend.onnx.folding import fold_constant_nodes
+from pase.frontend.onnx.malformed import refuse_nonpositive_sizes, refuse_undecodable_names
 from pase.frontend.onnx.values import first_line, node_label
 from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
 
@@ -57,6 +58,8 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0) -> Any:
     """The checked, simplified model with inferred shapes, or one diagnostic; `batch` is
     the size of a symbolic batch axis (0: the model has none)."""
     model = decode(onnx, data, filename)
+    refuse_undecodable_names(model, filename)
+    refuse_nonpositive_sizes(model, filename)
     refuse_symbolic_sizes(model, batch, filename)
     load_external_data(onnx, model, filename)
     refuse_half_precision(onnx, model, filename)
