@@ -46,16 +46,16 @@ def _first_undecodable(message: Any, path: str) -> tuple[str, bytes] | None:
                     suffix = f"[{index}]" if _repeated(field) else ""
                     return f"{path}.{field.name}{suffix}", value
         elif field.type == field.TYPE_MESSAGE:
-            children: list[tuple[int | None, Any]]
+            label = f"{path}.{field.name}"
             if _repeated(field):
-                children = list(enumerate(getattr(message, field.name)))
+                children = [(f"{label}[{index}]", child)
+                            for index, child in enumerate(getattr(message, field.name))]
             elif message.HasField(field.name):
-                children = [(None, getattr(message, field.name))]
+                children = [(label, getattr(message, field.name))]
             else:
                 continue
-            for index, child in children:
-                label = f"{path}.{field.name}" + ("" if index is None else f"[{index}]")
-                found = _first_undecodable(child, label)
+            for child_path, child in children:
+                found = _first_undecodable(child, child_path)
                 if found is not None:
                     return found
     return None
