@@ -106,6 +106,24 @@ def exit_at_once_on_signals() -> None:
             signal.signal(signum, _exit_at_once)
 
 
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (the process that removes the shared memory
+    of worker processes that died) deaf to SIGHUP, as Python starts it deaf to SIGINT and
+    SIGTERM. A hang-up of the terminal reaches the whole process group: it killed the
+    tracker, the parent started another one to unregister its blocks, and that one printed
+    a KeyError traceback per block. SIGHUP is blocked while the tracker starts, and a
+    blocked signal stays blocked across exec (the tracker unblocks only the two it
+    ignores); this process gets any SIGHUP that came meanwhile when it unblocks it. Does
+    nothing when the tracker runs already."""
+    from multiprocessing import resource_tracker
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def _exit_at_once(signum: int, frame: FrameType | None) -> None:
     os._exit(128 + signum)
 

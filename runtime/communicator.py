@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from pase.core.signals import start_resource_tracker
 from pase.runtime.transport import (
     POLL_SECONDS,
     Board,
@@ -437,6 +438,7 @@ class Communicator:
         if start_method not in multiprocessing.get_all_start_methods():
             raise ValueError(f"start method {start_method!r} is not available here; use one of "
                              f"{', '.join(multiprocessing.get_all_start_methods())}")
+        start_resource_tracker()  # deaf to a hang-up, before any process or block exists
         self.context = multiprocessing.get_context(start_method)
         self.abort = self.context.Event()
         self.failure = Failure(self.context)

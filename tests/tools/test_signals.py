@@ -69,6 +69,18 @@ def test_a_signal_to_pase_run_ends_every_worker(signum: signal.Signals) -> None:
     wait_for(lambda: not any(proc.alive() for proc in procs), f"the end of {procs}")
 
 
+def test_a_hang_up_of_the_whole_process_group_prints_nothing() -> None:
+    """As a terminal's hang-up: SIGHUP reaches pase-run, its workers and multiprocessing's
+    resource tracker at once. The tracker died of it, and the one started in its place
+    printed a KeyError traceback per shared block the parent then unregistered."""
+    tool = start("pase-run", ENDLESS_RUN, start_new_session=True)
+    procs = wait_for(lambda: workers_of(tool.pid, 2), "two worker processes")
+    os.killpg(tool.pid, signal.SIGHUP)
+    stdout, stderr = tool.communicate(timeout=60)
+    assert (tool.returncode, stdout, stderr) == (128 + signal.SIGHUP, b"", b"")
+    wait_for(lambda: not any(proc.alive() for proc in procs), f"the end of {procs}")
+
+
 def test_a_killed_worker_fails_the_run_naming_its_device() -> None:
     tool = start("pase-run", ENDLESS_RUN)
     procs = wait_for(lambda: workers_of(tool.pid, 2), "two worker processes")
