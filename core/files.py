@@ -43,6 +43,10 @@ _MOST_LINKS = 40
 _pending: ContextVar[list[_Write] | None] = ContextVar("pase_pending_writes", default=None)
 """The writes waiting for the innermost `deferred_writes()` block."""
 
+_inputs: ContextVar[set[str] | None] = ContextVar("pase_run_inputs", default=None)
+"""The real paths of the regular files the run (the outermost `deferred_writes()` block)
+has read (`note_input`): no output may replace one."""
+
 
 LARGEST_TEXT_FILE = 256 << 20
 """The most bytes `read_text` reads of one file: far more than any model, strategy or
@@ -65,7 +69,17 @@ def read_text(path: str, what: str = "file") -> str:
             data = read_bounded(stream, path, what)
     except OSError as error:
         raise Diagnostic(f"cannot read the {what}: {error.strerror}", path) from None
+    note_input(path)
     return decode_text(data, path, what)
+
+
+def note_input(path: str) -> None:
+    """Record that the run reads the file `path`, so that no output of the run replaces it
+    (`pase-opt m.dnn -o m.dnn` replaced the model by its IR): a write to it is a
+    `WriteError`. Outside `deferred_writes()`, and for a stream, it records nothing."""
+    inputs = _inputs.get()
+    if inputs is not None and path != "-" and os.path.isfile(path):
+        inputs.add(os.path.realpath(path))
 
 
 def read_bounded(stream: IO[bytes], path: str, what: str = "input") -> bytes:
@@ -167,6 +181,7 @@ def deferred_writes() -> Iterator[None]:
     """
     pending: list[_Write] = []
     token = _pending.set(pending)
+    inputs_token = _inputs.set(set()) if _inputs.get() is None else None
     try:
         yield
     except BaseException:
@@ -174,6 +189,8 @@ def deferred_writes() -> Iterator[None]:
         raise
     finally:
         _pending.reset(token)
+        if inputs_token is not None:
+            _inputs.reset(inputs_token)
     outer = _pending.get()
     if outer is not None:
         outer.extend(pending)
@@ -196,6 +213,9 @@ def _queue(pending: list[_Write], path: str, contents: str | bytes) -> None:
         return
     if any(write.target == target for write in pending):
         raise OSError(errno.EEXIST, "another output of this run goes to the same file", path)
+    if target in (_inputs.get() or ()):
+        raise OSError(errno.EEXIST, "it is an input of this run; write the output to "
+                      "another file", path)
     with signals_held():  # the temporary is in the queue the moment it exists
         handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".pase-")
         pending.append(_Write(path, target, temporary))

@@ -36,6 +36,7 @@ from pase.core.diagnostics import (
 from pase.core.files import (
     BYTE_ORDER_MARK,
     decode_text,
+    note_input,
     read_bounded,
     write_atomically,
     write_bytes_atomically,
@@ -94,6 +95,8 @@ class PaseOptMain(xDSLOptMain):
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
         check_frontend_options(self.args.frontend or "")
         stream, file_extension = super().get_input_stream()
+        if self.args.input_file:
+            note_input(self.args.input_file)  # no output of the run may replace it
         if not (self.args.frontend or file_extension):  # parse_spec("") is a pipeline error
             stream.close()
             _usage_error(f"cannot tell the format of {self.get_input_name()} without an "

@@ -33,7 +33,7 @@ from xdsl.universe import Universe
 from xdsl.utils.arg_spec import ArgSpec
 
 from pase.core.diagnostics import Diagnostic, at_op
-from pase.core.files import decode_text, read_bounded
+from pase.core.files import decode_text, note_input, read_bounded
 from pase.core.shapes import ELEMENTS
 from pase.dialect import dist, dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
@@ -176,6 +176,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy"
                          if extension else "pase-run reads .dnn, .onnx and .mlir models; "
                          "this file has no extension", path)
     initial = None
+    note_input(path)  # no output of the run may replace it
     if extension == "onnx":
         # (The frontend's own reader: `OnnxFrontend.parse` keeps only the module, and
         # pase-run starts from the model's initializers.)
