@@ -43,6 +43,7 @@ from xdsl.utils.frontend import Frontend
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import decode_text, read_text
 from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer
+from pase.core.options import CheckedOptions
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
@@ -201,7 +202,7 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
 
 
 @dataclass(frozen=True)
-class DnnFrontend(Frontend):
+class DnnFrontend(CheckedOptions, Frontend):
     """`.dnn` source as an xDSL frontend (`-f dnn`, or any `*.dnn` input).
 
         >>> from io import BytesIO
@@ -212,6 +213,7 @@ class DnnFrontend(Frontend):
     The ops are built directly, so `ctx` needs no dialect registered."""
 
     name = "dnn"
+    OPTIONS_OF = "-f dnn"
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
         return parse_text(decode_text(input.read(), input_name), input_name)

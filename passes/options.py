@@ -9,59 +9,16 @@ names the pass and the option at fault:
 
 from __future__ import annotations
 
-import dataclasses
-from types import NoneType, UnionType
-from typing import Any, Self, Union, get_args, get_origin, get_type_hints
-
 from xdsl.passes import ModulePass
-from xdsl.utils.arg_spec import ArgSpec
 
 from pase.core.diagnostics import Diagnostic
+from pase.core.options import CheckedOptions
 from pase.passes.strategy import Machine, TrainingOptions
 
 
-class PasePass(ModulePass):
+class PasePass(CheckedOptions, ModulePass):
     """A module pass whose `-p` options are checked one by one, with messages such as
-    `pase-search: option 'devices' takes an integer, got "abc"`. A float option also
-    takes an integer (`lr=1`)."""
-
-    @classmethod
-    def from_spec(cls, spec: ArgSpec) -> Self:
-        hints = get_type_hints(cls)
-        fields = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
-        parameters: dict[str, tuple[str | int | bool | float, ...]] = {}
-        for key, values in spec.parameters.items():
-            field = key.replace("-", "_")
-            if field not in fields:
-                known = ", ".join(f.replace("_", "-") for f in fields)
-                raise ValueError(f"{cls.name}: unknown option '{key}'; its options are {known}")
-            if len(values) != 1:
-                raise ValueError(f"{cls.name}: option '{key}' takes one value, got "
-                                 f"{len(values)}")
-            parameters[key] = (_option_value(cls.name, key, values[0], hints[field]),)
-        return super().from_spec(ArgSpec(spec.name, parameters))
-
-
-def _option_value(pass_name: str, key: str, value: Any, hint: Any) -> Any:
-    """`value` as the option's type, or ValueError naming the option."""
-    kinds = set(get_args(hint)) - {NoneType} if get_origin(hint) in (Union, UnionType) \
-        else {hint}
-    # What each spec value may become, in order of preference; the spec syntax has no
-    # exponents, so memory-gib=1e-3 arrives as a string.
-    for kind in {bool: (bool,), int: (int, float), float: (float,),
-                 str: (str, float)}.get(type(value), ()):
-        if kind in kinds:
-            try:
-                return kind(value)
-            except ValueError:
-                pass
-    wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-    if float in kinds:
-        kinds.discard(int)
-    described = " or ".join(wanted[kind] for kind in sorted(kinds, key=list(wanted).index)
-                            if kind in wanted)
-    given = f'"{value}"' if isinstance(value, str) else str(value).lower()
-    raise ValueError(f"{pass_name}: option '{key}' takes {described}, got {given}")
+    `pase-search: option 'devices' takes an integer, got "abc"` (`core.options`)."""
 
 
 def training_options(pass_name: str, devices: int, optimizer: str, precision: str,

@@ -27,6 +27,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.target import Target
 
 from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.options import CheckedOptions
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.frontend.dnn import STATEMENTS
@@ -38,10 +39,11 @@ LINE_WIDTH = 100
 
 
 @dataclass(frozen=True)
-class DnnTarget(Target):
+class DnnTarget(CheckedOptions, Target):
     """Print every `dnn.graph` of the module as `.dnn` source."""
 
     name = "dnn"
+    OPTIONS_OF = "-t dnn"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         output.write(print_module(module))

@@ -36,6 +36,7 @@ from xdsl.utils.target import Target
 
 from pase.core import shapes, weights
 from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.options import CheckedOptions
 from pase.core.placement import Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
@@ -56,10 +57,11 @@ MeshAxes = tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class JaxTarget(Target):
+class JaxTarget(CheckedOptions, Target):
     """Print the module's one `dnn.graph` as a JAX program on `devices` devices."""
 
     name = "jax"
+    OPTIONS_OF = "-t jax"
     devices: int = 0
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
@@ -71,6 +73,9 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
     """The JAX module of the one graph in `module` (devices 0: from its strategy).
     `with_weights`: the program starts from the model's weights, the .npz beside it
     (`core.weights.WEIGHTS_SUFFIX`) that pase-opt writes with it, instead of seeded ones."""
+    if devices < 0:
+        raise Diagnostic(f"-t jax: devices must be at least 1 (or 0, the strategy's), got "
+                         f"{devices}")
     graphs = [op for op in module.ops if isinstance(op, dnn.GraphOp)]
     if len(graphs) != 1 or len(list(module.ops)) != 1:
         raise Diagnostic("the jax target needs a module with exactly one dnn.graph "

@@ -43,6 +43,7 @@ from xdsl.utils.frontend import Frontend
 
 from pase.core import weights
 from pase.core.diagnostics import Diagnostic
+from pase.core.options import CheckedOptions
 from pase.core.shapes import MAX_ELEMENTS
 from pase.frontend.onnx.graph import Imported, import_graph
 from pase.frontend.onnx.model import INSTALL_HINT, import_onnx, read_model
@@ -56,11 +57,12 @@ LOSSES = ("cross-entropy", "mean")
 
 
 @dataclass(frozen=True)
-class OnnxFrontend(Frontend):
+class OnnxFrontend(CheckedOptions, Frontend):
     """`.onnx` files as an xDSL frontend (`-f onnx`, or any `*.onnx` input); options in
     xDSL's spec syntax: `-f 'onnx{batch=32 loss=mean}'`."""
 
     name = "onnx"
+    OPTIONS_OF = "-f onnx"
 
     batch: int = 0
     """The size of a symbolic batch axis (axis 0 of an input); 0: the model has none."""
