@@ -30,6 +30,7 @@ from common import (
     markdown_table,
     positive_float,
     positive_int,
+    run_main,
     versions,
 )
 
@@ -158,4 +159,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

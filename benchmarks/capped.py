@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import cpus, markdown_table, non_negative_int, positive_float, versions
+from common import cpus, markdown_table, non_negative_int, positive_float, run_main, versions
 
 from pase.core.usage import UsageParser
 from pase.passes.strategy.memory import DEFAULT_EFFORT
@@ -173,4 +173,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -6,13 +6,30 @@ import argparse
 import math
 import os
 import platform
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 T = TypeVar("T")
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+def run_main(main: Callable[[], int | None]) -> NoReturn:
+    """Run a benchmark's `main` and exit with its status; a standard output that closes
+    early (`search.py | head`) is one line, `search.py: error: cannot write the standard
+    output: Broken pipe`, exit 1 (it was a BrokenPipeError traceback)."""
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Nothing more can go there, and Python's own flush at exit must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"{os.path.basename(sys.argv[0])}: error: cannot write the standard output: "
+              "Broken pipe", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(status)
 
 
 def model_path(name: str) -> Path:

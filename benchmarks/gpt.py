@@ -89,7 +89,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from common import MODELS_DIR, cpus, machine, markdown_table, positive_int, versions
+from common import MODELS_DIR, cpus, machine, markdown_table, positive_int, run_main, versions
 
 from pase.core.signals import Terminated, signals_raise
 from pase.core.usage import UsageParser
@@ -362,4 +362,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -34,7 +34,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from common import add_model_arguments, cpus, markdown_table, positive_int, versions
+from common import add_model_arguments, cpus, markdown_table, positive_int, run_main, versions
 
 from pase.core.usage import UsageParser
 
@@ -156,4 +156,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import MODELS_DIR, positive_float, positive_int
+from common import MODELS_DIR, positive_float, positive_int, run_main
 
 from pase.core.signals import Terminated, signals_held, signals_raise
 from pase.core.usage import UsageParser
@@ -300,4 +300,4 @@ def run_waves(arguments: argparse.Namespace, out: Path) -> tuple[int, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import add_model_arguments, cpus, markdown_table, non_negative_float, versions
+from common import add_model_arguments, cpus, markdown_table, non_negative_float, run_main, versions
 from xdsl.context import Context
 
 from pase.core.diagnostics import Diagnostic
@@ -223,4 +223,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

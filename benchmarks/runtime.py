@@ -39,6 +39,7 @@ from common import (
     markdown_table,
     positive_float,
     positive_int,
+    run_main,
     versions,
 )
 
@@ -254,4 +255,4 @@ def format_table(rows: list[Row | tuple[str, int, str]], args: argparse.Namespac
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -49,6 +49,7 @@ from common import (
     non_negative_float,
     positive_float,
     positive_int,
+    run_main,
     versions,
 )
 
@@ -190,4 +191,4 @@ def _needed(message: str) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -65,6 +65,7 @@ from common import (
     model_path,
     positive_float,
     positive_int,
+    run_main,
     versions,
 )
 
@@ -454,4 +455,4 @@ def format_row(case: Case, result: dict, footnotes: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

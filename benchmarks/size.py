@@ -19,7 +19,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import markdown_table, positive_int
+from common import markdown_table, positive_int, run_main
 
 from pase.core.usage import UsageParser
 
@@ -119,4 +119,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -33,7 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import MODELS_DIR, cpus, markdown_table, positive_int, versions
+from common import MODELS_DIR, cpus, markdown_table, positive_int, run_main, versions
 
 from pase.core.usage import UsageParser
 
@@ -144,4 +144,4 @@ def import_profile(case: Case, slowest: int) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

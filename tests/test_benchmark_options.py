@@ -27,6 +27,19 @@ def test_a_bad_number_is_one_usage_line(script: str, arguments: list[str], messa
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_closed_standard_output_is_one_line(tmp_path: Path) -> None:
+    """`size.py | head -0`: one line, exit 1 (was a BrokenPipeError traceback, and another
+    from Python's flush at exit)."""
+    with subprocess.Popen([sys.executable, str(BENCHMARKS / "size.py")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path) as tool:
+        assert tool.stdout is not None
+        assert tool.stderr is not None
+        tool.stdout.close()  # the reader is gone before the table is written
+        stderr = tool.stderr.read().decode()
+    assert (tool.returncode, stderr) == (
+        1, "size.py: error: cannot write the standard output: Broken pipe\n")
+
+
 def test_outputs_refuses_a_file_as_its_folder(tmp_path: Path) -> None:
     """outputs.py given a file for its folder: one usage line (was a FileExistsError
     traceback), the file untouched."""
