@@ -231,6 +231,10 @@ def main() -> None:
                         help="seconds per case (default 900)")
     parser.add_argument("--no-caps", action="store_true", help="skip the capped cases")
     arguments = parser.parse_args()
+    missing = [tool for tool in ("pase-opt", "pase-run")
+               if not os.access(arguments.bin / tool, os.X_OK)]
+    if missing:
+        parser.error(f"--bin {arguments.bin}: no {' and no '.join(missing)} to run there")
     out: Path = arguments.out.resolve()
     if out.exists() and not out.is_dir():
         parser.error(f"{arguments.out} is a file, not a folder to write the outputs in")

@@ -35,6 +35,7 @@ from pase.dialect.pase import PipelineAttr
 from pase.frontend import parse_file
 from pase.passes.partition_stages import MAX_AUTO_MICROBATCHES, PartitionStagesPass
 from pase.passes.strategy import (
+    PRESETS,
     SCHEDULES,
     Partitioner,
     activation_bytes,
@@ -179,7 +180,10 @@ def main() -> None:
     add_model_arguments(
         parser, "the .dnn models (default: every bundled model)", [8], "device counts (default: 8)"
     )
-    parser.add_argument("--machines", nargs="+", default=["v100-nvlink", "2080ti-pcie"])
+    parser.add_argument("--machines", nargs="+", default=["v100-nvlink", "2080ti-pcie"],
+                        choices=list(PRESETS), metavar="MACHINE",
+                        help=f"machine presets (default: v100-nvlink 2080ti-pcie): "
+                             f"{', '.join(PRESETS)}")
     parser.add_argument(
         "--cap",
         nargs="+",

@@ -17,6 +17,12 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("capped.py", ["--milp-gib", "nan"], "argument --milp-gib: must be a finite number above "
                                          "0, got nan"),
     ("outputs.py", ["out", "--devices", "-4"], "argument --devices: must be at least 1, got -4"),
+    # (mends4: these two were tracebacks, from the first case and from subprocess.)
+    ("pipeline.py", ["--machines", "nope"], "argument --machines: invalid choice: 'nope' "
+     "(choose from 'pase-default', 'v100-nvlink', 'a100-nvlink', 'h100-nvlink', "
+     "'1080ti-pcie', '2080ti-pcie', 'a100-80gb-dgx', 'h100-80gb-dgx')"),
+    ("outputs.py", ["out", "--bin", "nowhere"], "--bin nowhere: no pase-opt and no pase-run "
+                                                "to run there"),
 ])
 def test_a_bad_number_is_one_usage_line(script: str, arguments: list[str], message: str,
                                         tmp_path: Path) -> None:
