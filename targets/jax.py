@@ -274,6 +274,9 @@ class _Emitter:
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
         self.seeds: dict[SSAValue, Seed] | None = None
+        self.counted: str | None = None
+        """The whole batch's count of labels kept, where a pipeline's micro-batch reads
+        it (a cross-entropy with an ignore_index then divides by it)."""
 
     def program(self) -> str:
         ops = list(self.graph.body.block.ops)
@@ -482,7 +485,11 @@ class _Emitter:
                 return f"jnp.reshape({operands[0]}, {result.sizes!r})"
             case dnn.SoftmaxCrossEntropyOp():
                 (axis,) = _axes(inputs[0], op.dims_prop("over"))
-                if (ignore := op.ignore_index) is not None:
+                if (ignore := op.ignore_index) is not None and self.counted is not None:
+                    self.helpers.add("counted_cross_entropy")
+                    return (f"counted_cross_entropy({operands[0]}, {operands[1]}, {axis}, "
+                            f"{ignore.data}, {self.counted})")
+                if ignore is not None:
                     self.helpers.add("ignoring_cross_entropy")
                     return (f"ignoring_cross_entropy({operands[0]}, {operands[1]}, {axis}, "
                             f"{ignore.data})")

@@ -33,8 +33,15 @@ from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_probl
 from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
 from pase.targets.jax import _Emitter, rate_table, spec
-from pase.targets.jax_pipeline_source import pipeline_main, pipeline_prelude
+from pase.targets.jax_pipeline_source import (
+    pipeline_main,
+    pipeline_prelude,
+    with_counted_labels,
+)
 from pase.targets.jax_source import HELPERS, with_ignored_labels
+
+COUNTED = "batch['kept labels']"
+"""Where a pipelined stage reads the count of labels the whole batch keeps."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,11 @@ class _PipelineEmitter:
         self.loss_stage = self.stage[loss]
         self.loss = self.names[ret.values[0]]
         self.loss_element = loss.result_shape.element
+        self.counted = loss if isinstance(loss, dnn.SoftmaxCrossEntropyOp) and \
+            loss.ignore_index is not None and microbatches > 1 else None
+        """A loss that divides by the labels the whole batch keeps (`kept_labels`)."""
+        for emitter in self.emitters if self.counted is not None else ():
+            emitter.counted = COUNTED
         self.sends = self.crossings()
         self.shared = any(len(self.first_layouts(op.output)) > 1
                           for op in micro.body.block.ops if isinstance(op, dnn.ParamOp))
@@ -266,6 +278,31 @@ class _PipelineEmitter:
             "",
             f"    return {{{', '.join(sent)}}}", "", ""]
 
+    def kept_labels(self) -> list[str]:
+        """`kept_labels(batch)`: the labels one micro-batch's loss reads that are not its
+        ignore_index, counted (its inputs and the layers that make the labels, without
+        layouts); `main` adds them up before the first micro-batch."""
+        assert self.counted is not None
+        path: set[object] = set()
+        pending = [self.counted.inputs[1]]
+        while pending:
+            owner = pending.pop().owner
+            if isinstance(owner, dnn.InputOp | dnn.LayerOp) and owner not in path:
+                path.add(owner)
+                pending += owner.inputs if isinstance(owner, dnn.LayerOp) else []
+        body = []
+        for op in self.micro.body.block.ops:
+            if op in path:
+                stage = self.stage.get(op, 0) if isinstance(op, dnn.LayerOp) else 0
+                body += self.emitters[stage].statement(op)
+        assert self.counted.ignore_index is not None
+        labels = self.names[self.counted.inputs[1]]
+        return ["def kept_labels(batch):",
+                '    """The labels of one micro-batch the loss keeps (not its ignore_index)."""',
+                "", "    def layout(value, spec):", "        return value", "",
+                *[f"    {line}" if line else "" for line in body], "",
+                f"    return jnp.sum({labels} != {self.counted.ignore_index.data})", "", ""]
+
     def data_axes(self, index: int) -> tuple[str, ...]:
         """The mesh axes stage `index` splits the batch over and nothing else, in the same
         order in every layer (its data-parallel replicas): the backward then maps the
@@ -310,6 +347,7 @@ class _PipelineEmitter:
         same = dict(zip(self.micro.body.block.ops, graph.body.block.ops, strict=True))
         layers = [same[layer] for layer, s in self.stage.items() if s == index]
         chunk = _Emitter(graph, self.per_stage, layers)  # type: ignore[arg-type]
+        chunk.counted = self.emitters[index].counted
         chunk.axes = {layer: {dim: tuple(a for a in mesh if a not in axes)
                               for dim, mesh in chunk.axes[layer].items()}
                       for layer in chunk.axes}
@@ -339,6 +377,8 @@ class _PipelineEmitter:
                   if axes}
         functions += [line for index, chunk in chunks.items()
                       for line in self.function(index, chunk)]
+        if self.counted is not None:
+            functions += self.kept_labels()
         helpers = sorted(set().union(*(e.helpers for e in self.emitters),
                                      *(e.helpers for _, e in chunks.values())))
         elements = {op.output.type.shape.element for op in self.graph.body.block.ops
@@ -375,6 +415,14 @@ class _PipelineEmitter:
             "CHUNK_FUNCTIONS = [" + ", ".join(f"stage{i}_chunk" if i in chunks else "None"
                                               for i in range(self.stages)) + "]",
             "",
-            with_ignored_labels(pipeline_main()) if any(
-                seed_of(op.output).kind == "ignored" for op in self.graph.body.block.ops
-                if isinstance(op, dnn.InputOp)) else pipeline_main()])
+            self.main()])
+
+    def main(self) -> str:
+        """The driver and `main`, with the "ignored" seed and the count of the labels kept
+        where the loss has an ignore_index."""
+        text = pipeline_main()
+        if self.counted is not None:
+            text = with_counted_labels(text)
+        return with_ignored_labels(text) if any(
+            seed_of(op.output).kind == "ignored" for op in self.graph.body.block.ops
+            if isinstance(op, dnn.InputOp)) else text

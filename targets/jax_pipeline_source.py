@@ -428,6 +428,44 @@ if __name__ == "__main__":
 '''
 
 
+_BATCH = """\
+        self.batch = {n: named(where[index]) for n, where in INPUT_STAGES.items()
+                      if index in where}
+"""
+_BATCHES = """\
+                 for n, sharding in stage.batch.items()} for m in range(MICROBATCHES)]
+               if stage.local else None for stage in stages]
+"""
+_COUNTED = """\
+    # The labels the whole batch keeps, counted before the first micro-batch: every
+    # micro-batch's loss divides by it (at least 1: all ignored, loss 0 and gradient 0).
+    kept = max(sum(int(kept_labels({n: microbatch(cast(n, inputs[n], INPUTS[n][1]), n, m)
+                                    for n in INPUTS})) for m in range(MICROBATCHES)), 1)
+    for m in range(MICROBATCHES) if stages[LOSS_STAGE].local else ():
+        batches[LOSS_STAGE][m]["kept labels"] = place(np.asarray(
+            kept, float_type or LOSS_DTYPE), stages[LOSS_STAGE].batch["kept labels"])
+"""
+
+
+def with_counted_labels(text: str) -> str:
+    """A pipeline's `__main__` text for a loss with an ignore_index in M > 1
+    micro-batches: `main` counts the labels the whole batch keeps (`kept_labels` of each
+    micro-batch) before the first, and the loss's stage reads the count as the entry
+    "kept labels" of every micro-batch's batch (replicated). Other programs keep the
+    text without it.
+
+        >>> "kept labels" in with_counted_labels(pipeline_main())
+        True
+    """
+    assert _BATCH in text
+    assert _BATCHES in text
+    return text.replace(_BATCH, _BATCH + """\
+        if index == LOSS_STAGE:  # the labels the whole batch keeps
+            self.batch["kept labels"] = named(())
+""", 1).replace(_BATCHES, _BATCHES.replace(
+        "items()}", "items()\n                 if n in INPUTS}") + _COUNTED, 1)
+
+
 def pipeline_main() -> str:
     """The driver and `main` of a pipelined program, with the shared helpers."""
     shared = "".join(shared_function(name) for name in (

@@ -123,6 +123,17 @@ def ignoring_cross_entropy(logits, labels, axis, ignore_index):
     losses = jnp.where(kept, jax.nn.logsumexp(z, axis=-1) - target, 0)
     return jnp.sum(losses) / jnp.maximum(jnp.sum(kept), 1).astype(losses.dtype)
 ''',
+    "counted_cross_entropy": '''\
+def counted_cross_entropy(logits, labels, axis, ignore_index, count):
+    """ignoring_cross_entropy of one micro-batch, its sum divided by `count`, the labels
+    the WHOLE batch keeps (at least 1): the micro-batches' losses add up to the batch's."""
+    z = jnp.moveaxis(logits, axis, -1)
+    kept = labels != ignore_index
+    picked = jnp.where(kept, labels, 0)[..., None].astype(jnp.int32)
+    target = jnp.take_along_axis(z, picked, axis=-1)[..., 0]
+    losses = jnp.where(kept, jax.nn.logsumexp(z, axis=-1) - target, 0)
+    return jnp.sum(losses) / count.astype(losses.dtype)
+''',
     "conv2d": '''\
 def conv2d(x, w, stride, padding):
     """NCHW convolution with an OIHW filter, zero padding (height, width)."""

@@ -291,6 +291,10 @@ class LayerOp(IRDLOperation):
 
         %dz = dist.layer "dnn.vjp"(%z, %t, %l) seeded stats [] props {...} tag "l" : ...
 
+    In a pipeline of M micro-batches, a cross-entropy with an `ignore_index` reads after
+    its logits and labels the labels of all M micro-batches: its mean divides by the
+    count of labels the whole batch keeps.
+
     A layer on a grid smaller than the program runs on devices 0..q-1 of its grid; the
     others skip it (the grid's size and the program's `devices` say which).
     """
@@ -413,6 +417,14 @@ class LayerOp(IRDLOperation):
             return
         operand_shapes = [dnn.TensorType(t.dim_names, t.global_shape, t.element_type).shape
                           for t in self.inputs.types if isinstance(t, TensorType)]
+        if len(operand_shapes) > 2 and self.kernel.data == "dnn.softmax_cross_entropy":
+            # A pipeline's micro-batch reads every micro-batch's labels after its own.
+            if "ignore_index" not in self.op_properties.data or any(
+                    shape != operand_shapes[1] for shape in operand_shapes[2:]):
+                raise VerifyException("a dnn.softmax_cross_entropy kernel reads more than "
+                                      "its logits and labels only with an ignore_index, "
+                                      "and then the labels of each micro-batch of the step")
+            operand_shapes = operand_shapes[:2]
         result = self.outputs[0].type
         assert isinstance(result, TensorType)
         result_shape = dnn.TensorType(result.dim_names, result.global_shape,

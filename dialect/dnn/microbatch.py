@@ -4,12 +4,14 @@ A pipeline (pase-partition-stages) runs each step as M micro-batches of batch/M 
 sums their gradients. That equals the gradient of the whole batch when every layer
 treats the rows apart, and only the loss sums (or averages) over them: then the loss of
 the batch is the sum of the micro-batch losses, or their mean for a mean loss, and so is
-its gradient (not for a cross-entropy with an `ignore_index`, the mean over the labels
-it keeps: each micro-batch would divide by its own count). A layer that computes
-statistics over the batch (`batchnorm over [b, ...]`, a softmax over b) or reduces it
-anywhere but in the loss (a Gram matrix `einsum [b, i], [b, j] -> [i, j]` feeding more
-layers) would see other numbers in a micro-batch, so pase
-refuses to micro-batch it rather than train another model silently.
+its gradient. A cross-entropy with an `ignore_index` is the mean over the labels the
+batch keeps: the count depends on the labels only, so the pipeline counts them for the
+whole batch before the first micro-batch and every micro-batch divides by that count;
+the micro-batch losses, each a share of the batch's mean, add up to it (weight 1). A
+layer that computes statistics over the batch (`batchnorm over [b, ...]`, a softmax
+over b) or reduces it anywhere but in the loss (a Gram matrix `einsum [b, i], [b, j] ->
+[i, j]` feeding more layers) would see other numbers in a micro-batch, so pase refuses
+to micro-batch it rather than train another model silently.
 
     >>> from pase.frontend import parse_file
     >>> graph = parse_file("models/mlp.dnn").ops.first
@@ -71,11 +73,6 @@ def microbatch_problem(graph: dnn.GraphOp, microbatches: int) -> str | None:
             return (f"{what} reduces or reshapes away the batch dim {batch} before the "
                     f"loss, so {microbatches} micro-batches would not add up to one "
                     "batch; use microbatches=1")
-    if isinstance(loss, dnn.SoftmaxCrossEntropyOp) and loss.ignore_index is not None:
-        return (f"the loss of {name} ignores the labels equal to {loss.ignore_index.data}: it is "
-                "the mean over the labels a batch does not ignore, and the micro-batches' "
-                "means, each over its own count, would not add up to it; use "
-                "microbatches=1")
     if loss is None or _mean_over_batch(loss, batch) is None:
         return (f"the loss of {name} does not sum or average over the batch dim {batch}, "
                 "so micro-batch losses would not add up to it; use microbatches=1")
@@ -83,12 +80,14 @@ def microbatch_problem(graph: dnn.GraphOp, microbatches: int) -> str | None:
 
 
 def _mean_over_batch(loss: dnn.LayerOp, batch: str) -> bool | None:
-    """Whether the loss averages over the batch (True), sums it (False), or neither."""
+    """Whether the loss averages over the batch (True), sums it (False), or neither. A
+    cross-entropy with an `ignore_index` sums its micro-batches' shares of the batch's
+    mean (each divided by the whole batch's count of labels kept)."""
     if not any(batch in shape.dims for shape in loss.input_shapes):
         return None
     match loss:
         case dnn.SoftmaxCrossEntropyOp():
-            return True
+            return loss.ignore_index is None
         case dnn.ReduceOp():
             return loss.kind.data == "mean" if batch in loss.dims_prop("over") else None
         case dnn.EinsumOp():
@@ -98,7 +97,8 @@ def _mean_over_batch(loss: dnn.LayerOp, batch: str) -> bool | None:
 
 def loss_weight(graph: dnn.GraphOp, microbatches: int) -> float:
     """What each micro-batch's loss (and gradient) weighs in the step's: 1/M for a mean
-    over the batch, 1 for a sum. Only for a graph without a `microbatch_problem`."""
+    over the batch, 1 for a sum (and for a cross-entropy with an `ignore_index`). Only
+    for a graph without a `microbatch_problem`."""
     loss = _loss_layer(graph)
     batch = batch_dim(graph)
     assert loss is not None

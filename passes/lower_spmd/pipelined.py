@@ -24,10 +24,11 @@ from pase.dialect.pase import (
     PipelineAttr,
     StageAttr,
     forward_layer,
+    grid_order,
     layout_of,
     stage_of,
 )
-from pase.passes.lower_spmd.plain import Lowering
+from pase.passes.lower_spmd.plain import Lowering, placement
 from pase.passes.strategy import simulate
 
 
@@ -43,6 +44,11 @@ class PipelineLowering(Lowering):
     when its stage has run its last backward, as the cost model charges. Then every
     SGD step runs once, and the loss is the micro-batch losses' sum, or their mean for a
     mean loss (`dist.scale`), as are the gradients.
+
+    A cross-entropy with an `ignore_index` divides by the count of labels the whole
+    batch keeps: before the first micro-batch the layers that make its labels run for
+    every micro-batch (`counted_labels`), each micro-batch's loss reads all M labels
+    after its own, and the micro-batch losses, each a share of the batch's mean, add up.
     """
 
     def __init__(self, graph: dnn.GraphOp, devices: int, pipeline: PipelineAttr):
@@ -59,6 +65,10 @@ class PipelineLowering(Lowering):
             ({}, {}, {}) for _ in range(self.microbatches)]
         self.accumulated: dict[SSAValue, tuple[SSAValue, str]] = {}
         self.loss_sum: SSAValue | None = None
+        self.counted: tuple[dnn.SoftmaxCrossEntropyOp, list[dnn.LayerOp]] | None = None
+        self.step_labels: list[SSAValue] = []
+        """The labels of every micro-batch, which the loss reads after its own (an
+        ignore_index's count: `counted_labels`)."""
 
     # -- what runs where --
 
@@ -170,6 +180,58 @@ class PipelineLowering(Lowering):
         if stage is not None:
             self.offset = stage * (self.devices // self.stages)
 
+    # -- a loss that divides by the count of labels the whole batch keeps --
+
+    def counted_loss(self) -> tuple[dnn.SoftmaxCrossEntropyOp, list[dnn.LayerOp]] | None:
+        """With M > 1, the cross-entropy with an `ignore_index` the graph returns and the
+        layers that make its labels from the inputs, in program order (None otherwise)."""
+        ret = self.graph.body.block.last_op
+        loss = ret.operands[0].owner if isinstance(ret, dnn.ReturnOp) and ret.operands \
+            else None
+        if self.microbatches == 1 or not isinstance(loss, dnn.SoftmaxCrossEntropyOp) or \
+                loss.ignore_index is None:
+            return None
+        path: set[Operation] = set()
+        pending = [loss.inputs[1]]
+        while pending:
+            owner = pending.pop().owner
+            if isinstance(owner, dnn.LayerOp) and owner not in path:
+                path.add(owner)
+                pending += owner.inputs
+        return loss, [op for op in self.graph.body.block.ops if op in path]
+
+    def counted_labels(self, path: list[dnn.LayerOp]) -> None:
+        """Before the first micro-batch, the layers that make the loss's labels, for every
+        micro-batch (each on its stage; a micro-batch's forward then finds them made)."""
+        for microbatch in range(self.microbatches):
+            for op in path:
+                self.enter(microbatch, "forward", self.stage(op).index.data)
+                self.lower(op)
+
+    def lower_layer(self, op: dnn.LayerOp) -> None:
+        if self.counted is None or op is not self.counted[0]:
+            super().lower_layer(op)
+            return
+        labels = op.inputs[1]
+        space = op.iteration_space()
+        needed = self.tensor_type(labels, space.operands[1], placement(
+            space, self.config(op), grid_order(op)))
+        microbatch = self.microbatch
+        every = []
+        for other in range(self.microbatches):  # in the layout the loss reads (once each)
+            self.enter(other, "forward")
+            every.append(self.operand(labels, needed, self.layer_of(op), False))
+        self.enter(microbatch, "forward")
+        self.step_labels = every
+        super().lower_layer(op)
+
+    def layer_op(self, kernel: str, operands: list[SSAValue], properties: dict,
+                 where: Placement, stats: list[str], tag: str,
+                 result_types: list[dist.TensorType]) -> Operation:
+        operands, self.step_labels = [*operands, *self.step_labels], []
+        return super().layer_op(kernel, operands, properties, where, stats, tag,
+                                result_types)
+
     def run(self) -> dist.ProgramOp:
         ret = self.graph.body.block.last_op
         assert isinstance(ret, dnn.ReturnOp)  # the graph's verifier checked it
@@ -177,6 +239,9 @@ class PipelineLowering(Lowering):
         if self.microbatches > 1 and (problem := microbatch_problem(self.graph,
                                                                     self.microbatches)):
             raise self.error(problem)
+        self.counted = self.counted_loss()
+        if self.counted is not None:
+            self.counted_labels(self.counted[1])
         loss = ret.values[0] if ret.values else None
         loss_op = loss.owner if loss is not None else None
         loss_tag = self.layer_of(loss_op) if isinstance(loss_op, Operation) else ""
@@ -198,6 +263,8 @@ class PipelineLowering(Lowering):
                 continue
             self.enter(event.microbatch, event.kind, event.stage)
             for op in units.get((event.stage, event.kind), []):
+                if isinstance(op, dnn.LayerOp) and op.output in self.held:
+                    continue  # made before the first micro-batch (`counted_labels`)
                 self.lower(op)
                 if loss is not None and op is loss_op and self.microbatches > 1:
                     self.add_loss(self.held[loss], self.layer_of(op))

@@ -290,12 +290,19 @@ def _cross_entropy_args(ctx: KernelContext) -> tuple[str, int, int]:
             ctx.count(0, [over], inside=False))
 
 
-def counted_labels(labels: np.ndarray, ignore_index: int, reduce: Reduce,
+def counted_labels(labels: Sequence[np.ndarray], ignore_index: int, reduce: Reduce,
                    dtype: Any) -> int:
-    """The number of `labels` that are not `ignore_index`, summed by `reduce` over the
-    devices that split the rows (one word), and at least 1: a batch whose labels are all
-    ignored has loss 0 and gradient 0 where PyTorch's mean is 0/0, NaN."""
-    kept = np.array([np.count_nonzero(labels != ignore_index)], dtype=dtype)
+    """The number of `labels` (one array, or one per micro-batch of the step) that are
+    not `ignore_index`, summed by `reduce` over the devices that split the rows (one
+    word), and at least 1: a batch whose labels are all ignored has loss 0 and gradient 0
+    where PyTorch's mean is 0/0, NaN.
+
+        >>> counted_labels([np.array([3, -100]), np.array([-100, -100])], -100,
+        ...                lambda array, op: array, np.float32)
+        1
+    """
+    kept = np.array([sum(np.count_nonzero(block != ignore_index) for block in labels)],
+                    dtype=dtype)
     return max(int(reduce(kept, "sum")[0]), 1)
 
 
@@ -309,13 +316,16 @@ def counts_labels(props: Mapping[str, Any], partial: Sequence[int]) -> bool:
 
 def _cross_entropy(ctx: KernelContext, inputs: list[Any]
                    ) -> tuple[np.ndarray, CrossEntropyStatistics]:
-    logits, labels = inputs
+    # A micro-batch of a pipeline reads, after its own labels, those of every micro-batch
+    # of the step: the mean divides by the whole batch's count of labels kept.
+    logits, labels, *step_labels = inputs
     over, class_offset, rows = _cross_entropy_args(ctx)
     ignore = ctx.props.get("ignore_index")
     loss, stats = softmax_cross_entropy_forward(logits, ctx.dims[0], labels, over,
                                                 class_offset, ctx.reduce, ignore)
     if ignore is not None:
-        rows = counted_labels(labels, ignore, ctx.reduce_partial, logits.dtype)
+        rows = counted_labels(step_labels or [labels], ignore, ctx.reduce_partial,
+                              logits.dtype)
         stats = replace(stats, count=rows)
     # The mean over the GLOBAL rows (the caller all-reduces the partial sums).
     return np.asarray(loss / rows, dtype=logits.dtype), stats

@@ -29,7 +29,8 @@ READ = ["mlp", "vgg11", "resnet18", "resnet50", "mobilenet_v2", "gpt2", "bert", 
 """Architectures pase reads from every file an exporter wrote (the TorchScript exporter
 fails on GPT-2: aten::diff; the dynamo exporter on T5), a classifier exported with its
 loss (tests/lit/frontend/onnx/loss.py shows its IR), and a token classifier whose loss
-ignores labels of -100 (`nll_loss(log_softmax(z).reshape(-1, C), labels.reshape(-1))`)."""
+ignores labels of -100 (`nll_loss(log_softmax(z).reshape(-1, C), labels.reshape(-1))`, read
+as the loss of the unflattened scores and labels, so it micro-batches)."""
 
 ELSEWHERE = {"bert_v510.torchscript"}
 """Fixtures tested on their own: a vocabulary 8 devices do not divide
@@ -121,3 +122,23 @@ def test_a_loss_with_ignored_labels_is_onnx_references_loss(name: str):
     report = train(strategy_and_scale(imported.module, 1), 1, seed=0,
                    initial=imported.initial_values)
     assert float(report.reference_losses[0]) == pytest.approx(float(expected), rel=1e-6)
+
+
+@pytest.mark.parametrize(("name", "microbatches", "engine"), [
+    ("token_loss.dynamo", "4", "pase"), ("token_loss.torchscript", "2", "jax")])
+def test_micro_batches_of_a_loss_with_ignored_labels_give_the_one_device_step(
+        name: str, microbatches: str, engine: str, capsys: pytest.CaptureFixture[str]):
+    """nn.CrossEntropyLoss() ignores the labels -100: every micro-batch of a 2-stage
+    pipeline divides by the count the whole batch keeps, so the step's loss and
+    gradients are the one-device step's (--check), on pase's runtime and as the -t jax
+    pipeline program (was: refused, M > 1 would divide by each micro-batch's count)."""
+    if engine == "jax":
+        pytest.importorskip("jax")
+    path = str(FOLDER / f"{name}.onnx")
+    status, out, err = run_tool(pase_run, [path, "--devices", "2", "--stages", "2",
+                                           "--microbatches", microbatches, "--engine",
+                                           engine, "--check"], capsys)
+    assert status == 0, err
+    assert f"2 stages x {microbatches} micro-batches" in out
+    assert "1     2.43448" in out  # the loss (both columns: 2.434480667 on one device)
+    assert "check passed" in out

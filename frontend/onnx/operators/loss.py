@@ -51,6 +51,7 @@ def softmax_cross_entropy(graph: GraphState, node: Any) -> list[Value]:
         raise graph.error("class weights are not supported: pase's loss weighs every "
                           "label alike")
     scores = graph.tensor(node.input[0])
+    labels: Value | None = None
     position = graph.axis(graph.attribute(node, CLASS_AXIS, 1), len(scores.axes))
     classes = graph.real_axis(scores, position)
     softmax = graph.axis(graph.attribute(node, SOFTMAX_AXIS, position), len(scores.axes))
@@ -66,11 +67,19 @@ def softmax_cross_entropy(graph: GraphState, node: Any) -> list[Value]:
                               "by flattening the axes before the log-softmax's, its last "
                               "(to [-1, C]): not a cross-entropy loss")
         softmax = position
+        if (rows := _unflattened(graph, scores, unflattened, node.input[1])) is not None:
+            scores, labels, position = unflattened, rows, rank - 1
+            softmax = position
+    elif softmax == position == 1 and len(scores.axes) == 2 and (
+            before := _reshaped_from(graph, scores)) is not None and (
+            rows := _unflattened(graph, scores, before, node.input[1])) is not None:
+        scores, labels = before, rows  # z.reshape(-1, C) and t.reshape(-1): z and t
+        position = softmax = len(before.axes) - 1
     if softmax != position:
         raise graph.error(f"its log-softmax is over axis {softmax} but the labels pick "
                           f"along axis {position}: not a cross-entropy loss")
     ignored = graph.attribute(node, "ignore_index")
-    labels = graph.tensor(node.input[1])
+    labels = graph.tensor(node.input[1]) if labels is None else labels
     if not dnn.shape_of(labels.value).element.startswith("i"):
         raise graph.error("the labels must be an integer tensor (class indices)")
     rest = [axis for p, axis in enumerate(scores.axes) if p != position]
@@ -95,3 +104,45 @@ def softmax_cross_entropy(graph: GraphState, node: Any) -> list[Value]:
     loss = graph.build(dnn.SoftmaxCrossEntropyOp, [logits, labels.value], node.output[0],
                        None, properties)
     return [Value((), loss)]
+
+
+def _unflattened(graph: GraphState, scores: Value, unflattened: Value,
+                 labels_name: str) -> Value | None:
+    """The labels before their Reshape to [-1], where the loss can read the scores before
+    theirs to [-1, C] instead: `nll_loss(z.reshape(-1, C), t.reshape(-1))` is the
+    loss of z [b, s, C] against t [b, s], the same mean over the same rows, whose batch
+    dim then reaches the loss (micro-batches can split it). Both Reshapes, read by
+    nothing else, are dropped. None where the labels are not such a Reshape of a tensor
+    shaped like the scores' rows."""
+    labels = graph.tensor(labels_name)
+    reshape, flat = labels.value.owner, scores.value.owner
+    if not isinstance(reshape, dnn.ReshapeOp) or not isinstance(flat, dnn.ReshapeOp) or \
+            reshape.output.uses or flat.output.uses or None in unflattened.axes:
+        return None
+    rows = _reshaped_from(graph, labels)
+    axes = [a for a in rows.axes if a is not None] if rows is not None else []
+    leading = [a for a in unflattened.axes if a is not None]
+    classes = graph.real_axis(scores, 1)
+    if rows is None or [graph.dims.size(a) for a in axes] != [
+            graph.dims.size(a) for a in leading[:-1]] or \
+            graph.dims.size(leading[-1]) != graph.dims.size(classes) or \
+            not graph.same(leading[-1], classes):
+        return None
+    for op in (reshape, flat):
+        op.drop_all_references()
+        graph.body.remove(op)
+    return rows
+
+
+def _reshaped_from(graph: GraphState, value: Value) -> Value | None:
+    """The tensor a Reshape made `value` of, laid out in its ONNX axis order without
+    size-1 axes; None if `value` is not a Reshape's."""
+    reshape = value.value.owner
+    if not isinstance(reshape, dnn.ReshapeOp):
+        return None
+    before = next((known for known in graph.values.values()
+                   if known.ssa is reshape.inputs[0] and None not in known.axes), None)
+    if before is None or graph.layout(before) != [graph.dims.find(a) for a in before.axes
+                                                  if a is not None]:
+        return None
+    return before
