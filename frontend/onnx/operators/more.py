@@ -79,9 +79,31 @@ def drop_axis(graph: GraphState, x: Value, position: int, name: str) -> Value:
     return Value(tuple(a for p, a in enumerate(x.axes) if p != position), y)
 
 
+def every_other(graph: GraphState, x: Value, position: int, begin: int, step: int,
+                count: int, name: str) -> Value:
+    """`count` entries every `step` from `begin` along the axis at `position` (Swin's
+    PatchMerging, `x[..., 0::2, 0::2, :]`): the axis split into [n / step, step] (a
+    `dnn.reshape`), the one entry `begin % step` of the second sliced out and dropped,
+    then the `count` from `begin // step` of the first. The axis's size must be a
+    multiple of the step."""
+    sizes = [graph.dims.size(a) if a is not None else 1 for a in x.axes]
+    size = sizes[position]
+    if size % step:
+        raise graph.error(f"a slice with step {step} of an axis of size {size} is "
+                          "supported when the size is a multiple of the step")
+    from pase.frontend.onnx.operators.shape import reshape_to
+
+    split = reshape_to(graph, x, [*sizes[:position], size // step, step,
+                                  *sizes[position + 1:]], f"{name}_rows")
+    picked = slice_axis(graph, split, position + 1, begin % step, 1, f"{name}_pick")
+    picked = drop_axis(graph, picked, position + 1, f"{name}_picked")
+    return slice_axis(graph, picked, position, begin // step, count, name)
+
+
 @importer("Slice")
 def slice_(graph: GraphState, node: Any) -> list[Value]:
-    """Slices with step 1 along axes of their own, each a `dnn.slice`."""
+    """Slices along axes of their own, each a `dnn.slice`; a positive step other than 1
+    is a reshape and slices (`every_other`)."""
     x = graph.tensor(node.input[0])
     starts = graph.constant(node.input[1], "the starts")
     ends = graph.constant(node.input[2], "the ends")
@@ -89,9 +111,9 @@ def slice_(graph: GraphState, node: Any) -> list[Value]:
         node.input[3] else np.arange(len(starts))
     steps = graph.constant(node.input[4], "the steps") if len(node.input) > 4 and \
         node.input[4] else np.ones(len(starts), dtype=np.int64)
-    if np.any(steps != 1):
-        raise graph.error(f"steps={steps.tolist()} are not supported (only 1)")
-    for i, (start, end, axis) in enumerate(zip(starts, ends, axes, strict=True)):
+    if np.any(steps < 1):
+        raise graph.error(f"steps={steps.tolist()} are not supported (only positive)")
+    for i, (start, end, axis, step) in enumerate(zip(starts, ends, axes, steps, strict=True)):
         position = graph.axis(int(axis), len(x.axes))
         axis_dim = x.axes[position]
         size = graph.dims.size(axis_dim) if axis_dim is not None else 1
@@ -100,8 +122,10 @@ def slice_(graph: GraphState, node: Any) -> list[Value]:
             raise graph.error(f"the slice {int(start)}:{int(end)} of axis {position} is empty")
         if x.axes[position] is None:
             continue  # a size-1 axis sliced whole
-        x = slice_axis(graph, x, position, begin, stop - begin,
-                       node.output[0] if i == len(starts) - 1 else f"{node.output[0]}_{i}")
+        name = node.output[0] if i == len(starts) - 1 else f"{node.output[0]}_{i}"
+        count = -(-(stop - begin) // int(step))
+        x = slice_axis(graph, x, position, begin, count, name) if step == 1 or count == 1 \
+            else every_other(graph, x, position, begin, int(step), count, name)
     return [x]
 
 
