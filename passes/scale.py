@@ -228,7 +228,7 @@ class _Propagation:
             if k != axis:
                 self.assign(result_dim, self.new[x.dims[k]])
         ratio = self.new[x.dims[axis]] / x.sizes[axis]
-        begin = round(start.data * ratio)
+        begin = round(start.data * self.new[x.dims[axis]] / x.sizes[axis])
         if self.consistent:
             begin = ceil(start.data * ratio - 1e-9)
             end = ceil((start.data + y.sizes[axis]) * ratio - 1e-9)
