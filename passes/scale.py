@@ -102,8 +102,10 @@ class _Propagation:
         self.consistent = consistent
         """The second try, for a model the sizes above make inconsistent (Swin): a dim
         scales only where the result is whole, a split that undoes a merge gives back
-        the merged parts' new sizes (a dim that kept its size, its parts'), and a slice's
-        ends move in proportion to its input's scaling."""
+        the merged parts' new sizes (a dim that kept its size, its parts'), a slice's
+        ends move in proportion to its input's scaling, and an input's or param's dims
+        are sized at its first use, after the layers before it (Swin's constant mask
+        takes its windows' sizes)."""
         self.new: dict[str, int] = {}
         self.windows: dict[dnn.LayerOp, tuple[int, int]] = {}
         """New windows of global pools (a window that covers its whole input)."""
@@ -116,13 +118,21 @@ class _Propagation:
                              if "groups" in op.properties and op.count_prop("groups") > 1}
         for op in graph.body.block.ops:
             if isinstance(op, dnn.InputOp | dnn.ParamOp):
-                if not _sized_by_a_layer(op.output):
-                    self.free(tuple(d for d in op.output.type.shape.dims
-                                    if d not in self.group_widths))
+                if not consistent:
+                    self.free_operand(op.output)
             elif isinstance(op, dnn.LayerOp):
+                if consistent:  # at the first use: dims the layers before sized stay
+                    for operand in op.operands:
+                        self.free_operand(operand)
                 self.layer(op)
         for dim, size in self.old.items():
             self.new.setdefault(dim, self.scaled(size))
+
+    def free_operand(self, value: SSAValue) -> None:
+        """Size the dims of an input or param (unless a layer sizes them from others)."""
+        if isinstance(value.owner, dnn.InputOp | dnn.ParamOp) and not _sized_by_a_layer(value):
+            assert isinstance(value.type, dnn.TensorType)
+            self.free(tuple(d for d in value.type.shape.dims if d not in self.group_widths))
 
     def assign(self, dim: str, size: int) -> None:
         if self.new.setdefault(dim, size) != size:

@@ -184,6 +184,9 @@ def additive_mask(graph: GraphState, node: Any) -> list[Value] | None:
         return None
     mask = graph.constant(names[0], "the mask")
     scores_name = node.input[1] if node.input[0] == names[0] else node.input[0]
+    if is_window_mask(mask):
+        fixed = constant_input(graph, names[0], mask)
+        return [graph.elementwise(dnn.AddOp, graph.tensor(scores_name), fixed, node.output[0])]
     if not np.issubdtype(mask.dtype, np.floating) or mask.ndim < 3 or \
             square_of(mask) is None or mask.shape[-1] < 2:
         return None
@@ -199,6 +202,35 @@ def additive_mask(graph: GraphState, node: Any) -> list[Value] | None:
                           f"{float(fills[0]):.3g}) is supported when it is causal "
                           "(lower-triangular over the last two axes) or hides nothing")
     return [causal_mask(graph, scores, float(fills[0]), node.output[0])]
+
+
+def is_window_mask(mask: np.ndarray) -> bool:
+    """Whether a float constant is an additive mask that differs between the indices of
+    its leading axes (Swin's shifted windows: 0 within a window's own region, -100
+    across): square last two axes, every entry 0 or one negative value, both there."""
+    if not np.issubdtype(mask.dtype, np.floating) or mask.ndim < 3 or \
+            mask.shape[-1] != mask.shape[-2] or mask.shape[-1] < 2:
+        return False
+    values = np.unique(mask)
+    return values.size == 2 and values[1] == 0 and values[0] < 0 and square_of(mask) is None
+
+
+def constant_input(graph: GraphState, name: str, array: np.ndarray) -> Value:
+    """A constant the model adds but does not train, as a `dnn.input` of its own whose
+    value is the importer's (like a param's: `Imported.initial_values`, which pase-run
+    feeds it); its axes of size 1 are dropped. One input per constant."""
+    value = graph.values[name]
+    if value.ssa is not None:
+        return value
+    axes = tuple(None if size == 1 else graph.dims.new(size, "d") for size in array.shape)
+    real = [a for a in axes if a is not None]
+    fixed = dnn.InputOp(graph.tensor_type(real, "f32" if array.dtype == np.float32 else "f64"))
+    fixed.output.name_hint = graph.value_name(name)
+    graph.dims.record(real)
+    graph.inputs.append(fixed)
+    graph.initial[fixed.output] = array.reshape([graph.dims.size(a) for a in real])
+    value.axes, value.ssa = axes, fixed.output
+    return value
 
 
 def causal_mask(graph: GraphState, x: Value, fill: float, name: str) -> Value:
