@@ -1,7 +1,7 @@
 """Export small models with the layers `export_torch.py`'s ten architectures lack, with both
 exporters, as a user would (random seeded weights, eval mode, batch 8, static shapes):
 
-    python models/export_more.py models/onnx            # pads.*.onnx, gru.*.onnx
+    python models/export_more.py models/onnx            # pads, gru, swin (*.onnx)
     python models/export_more.py --full FOLDER          # their full sizes (never commit)
 
 - `pads`: the explicit pads models export: `nn.ReflectionPad2d` before a convolution (as
@@ -12,6 +12,11 @@ exporters, as a user would (random seeded weights, eval mode, batch 8, static sh
 - `gru`: a language model like `export_torch.py`'s LSTM one with `nn.GRU` (one ONNX
   `GRU` node per layer, `linear_before_reset=1`): 64 words, 2 layers of 32, 16 steps
   (`--full`: 10k words, 2 layers of 1024, 64 steps).
+- `swin`: torchvision's Swin Transformer (window partition and reverse as Reshape and
+  Transpose, `torch.roll` of the shifted windows as Slices and Concat, the shifted
+  windows' attention mask, the relative position bias gathered from its table,
+  PatchMerging's strided slices): a small config, 32x32 images, 16 wide, two stages of
+  two blocks, windows of 4x4 (`--full`: `swin_t()`, 224x224, 28.3M parameters).
 
 The two export calls are docs/pytorch.md's (and `export_torch.py`'s). Needs torch; pase
 itself never imports this file.
@@ -79,16 +84,31 @@ class GruLanguageModel(nn.Module):
         return self.head(hidden)
 
 
+def small_swin() -> nn.Module:
+    from torchvision.models import SwinTransformer
+
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
+                           window_size=[4, 4], num_classes=10)
+
+
+def swin_t() -> nn.Module:
+    from torchvision.models import swin_t
+
+    return swin_t()
+
+
 Example = Callable[[], tuple[torch.Tensor, ...]]
 MODELS: dict[str, tuple[Callable[[], nn.Module], Example]] = {
     "pads": (PaddedCnn, lambda: (torch.randn(BATCH, 3, 16, 16),)),
     "gru": (GruLanguageModel,
             lambda: (torch.randint(0, VOCABULARY, (BATCH, SEQUENCE)),)),
+    "swin": (small_swin, lambda: (torch.randn(BATCH, 3, 32, 32),)),
 }
 FULL_MODELS: dict[str, tuple[Callable[[], nn.Module], Example]] = {
     "pads": (lambda: PaddedCnn(64, 1000), lambda: (torch.randn(BATCH, 3, 224, 224),)),
     "gru": (lambda: GruLanguageModel(FULL_VOCABULARY, 1024),
             lambda: (torch.randint(0, FULL_VOCABULARY, (BATCH, FULL_SEQUENCE)),)),
+    "swin": (swin_t, lambda: (torch.randn(BATCH, 3, 224, 224),)),
 }
 
 

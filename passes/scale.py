@@ -96,26 +96,43 @@ class _Propagation:
     every other dim is scaled where it first appears. Raises ScaleError."""
 
     def __init__(self, graph: dnn.GraphOp, factor: float, image: dict[str, int],
-                 kept: set[str]):
+                 kept: set[str], consistent: bool = False):
         self.old = graph.dims
         self.factor, self.image, self.kept = factor, image, kept
+        self.consistent = consistent
+        """The second try, for a model the sizes above make inconsistent (Swin): a dim
+        scales only where the result is whole, a split that undoes a merge gives back
+        the merged parts' new sizes (a dim that kept its size, its parts'), a slice's
+        ends move in proportion to its input's scaling, and an input's or param's dims
+        are sized at its first use, after the layers before it (Swin's constant mask
+        takes its windows' sizes)."""
         self.new: dict[str, int] = {}
         self.windows: dict[dnn.LayerOp, tuple[int, int]] = {}
         """New windows of global pools (a window that covers its whole input)."""
         self.overrides: dict[dnn.LayerOp, dict[str, Attribute]] = {}
         """Other properties that follow the sizes: a grouped conv's groups, a slice's start."""
+        self.merged: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        """Each dim a reshape merged: its parts' old sizes and new sizes."""
         # A grouped conv's filter channels (ci / groups) follow its scaled input channels.
         self.group_widths = {op.input_shapes[1].dims[1] for op in graph.layers
                              if "groups" in op.properties and op.count_prop("groups") > 1}
         for op in graph.body.block.ops:
             if isinstance(op, dnn.InputOp | dnn.ParamOp):
-                if not _sized_by_a_layer(op.output):
-                    self.free(tuple(d for d in op.output.type.shape.dims
-                                    if d not in self.group_widths))
+                if not consistent:
+                    self.free_operand(op.output)
             elif isinstance(op, dnn.LayerOp):
+                if consistent:  # at the first use: dims the layers before sized stay
+                    for operand in op.operands:
+                        self.free_operand(operand)
                 self.layer(op)
         for dim, size in self.old.items():
-            self.new.setdefault(dim, scaled_size(size, factor))
+            self.new.setdefault(dim, self.scaled(size))
+
+    def free_operand(self, value: SSAValue) -> None:
+        """Size the dims of an input or param (unless a layer sizes them from others)."""
+        if isinstance(value.owner, dnn.InputOp | dnn.ParamOp) and not _sized_by_a_layer(value):
+            assert isinstance(value.type, dnn.TensorType)
+            self.free(tuple(d for d in value.type.shape.dims if d not in self.group_widths))
 
     def assign(self, dim: str, size: int) -> None:
         if self.new.setdefault(dim, size) != size:
@@ -126,8 +143,15 @@ class _Propagation:
         for dim in dims:
             if dim not in self.new:
                 self.new[dim] = (self.old[dim] if dim in self.kept else self.image[dim]
-                                 if dim in self.image else scaled_size(self.old[dim],
-                                                                       self.factor))
+                                 if dim in self.image else self.scaled(self.old[dim]))
+
+    def scaled(self, size: int) -> int:
+        """A free dim's new size: `scaled_size`; on the consistent try, `size · factor`
+        where that is whole, else `size` (Swin's 3 heads, 7-wide windows)."""
+        if not self.consistent:
+            return scaled_size(size, self.factor)
+        exact = size * self.factor
+        return round(exact) if exact >= 1 and abs(exact - round(exact)) < 1e-9 else size
 
     def layer(self, op: dnn.LayerOp) -> None:
         inputs = op.input_shapes
@@ -203,7 +227,8 @@ class _Propagation:
 
     def slice(self, op: dnn.LayerOp) -> None:
         """A slice keeps its size's scaling and starts as far in as it did, within the
-        scaled dim (its `start` property follows)."""
+        scaled dim (its `start` property follows). On the consistent try its ends move
+        in proportion to its input, rounded up: complementary slices (a roll) tile it."""
         x, y = op.input_shapes[0], op.result_shape
         dim, start = op.properties["dim"], op.properties["start"]
         assert isinstance(dim, StringAttr)
@@ -212,12 +237,18 @@ class _Propagation:
         for k, result_dim in enumerate(y.dims):
             if k != axis:
                 self.assign(result_dim, self.new[x.dims[k]])
+        ratio = self.new[x.dims[axis]] / x.sizes[axis]
+        begin = round(start.data * self.new[x.dims[axis]] / x.sizes[axis])
+        if self.consistent:
+            begin = ceil(start.data * ratio - 1e-9)
+            end = ceil((start.data + y.sizes[axis]) * ratio - 1e-9)
+            if y.sizes[axis] > 1 and y.dims[axis] not in self.new:
+                self.assign(y.dims[axis], max(1, end - begin))
         self.free((y.dims[axis],))
         whole, part = self.new[x.dims[axis]], self.new[y.dims[axis]]
         if part > whole:
             raise ScaleError(f"{_name(op)}: a slice of {part} does not fit in {whole}")
-        self.overrides[op] = {"start": IntAttr(
-            min(round(start.data * whole / x.sizes[axis]), whole - part))}
+        self.overrides[op] = {"start": IntAttr(min(begin, whole - part))}
 
     def concat(self, op: dnn.LayerOp) -> None:
         """The joined dim is the operands' sum."""
@@ -227,13 +258,30 @@ class _Propagation:
 
     def regroup(self, op: dnn.LayerOp) -> None:
         """A merged dim is the product of its group; a split group scales all its dims but
-        the last, which keeps the group's product."""
+        the last, which keeps the group's product. A split that undoes a merge (the same
+        old sizes; Swin's window partition and reverse) gives its dims the merged ones' new
+        sizes, so that merging them again gives the dim they were split from."""
         x, y = op.input_shapes[0], op.result_shape
         new = self.new
         for inputs, outputs in reshape_groups(x, y):
             total = prod(new[x.dims[i]] for i in inputs)
             if len(outputs) == 1:
                 self.assign(y.dims[outputs[0]], total)
+                if len(inputs) > 1:
+                    self.merged[y.dims[outputs[0]]] = (tuple(x.sizes[i] for i in inputs),
+                                                       tuple(new[x.dims[i]] for i in inputs))
+                elif x.dims[inputs[0]] in self.merged:  # the same dim renamed
+                    self.merged[y.dims[outputs[0]]] = self.merged[x.dims[inputs[0]]]
+                continue
+            undone = self.merged.get(x.dims[inputs[0]]) \
+                if len(inputs) == 1 and self.consistent else None
+            parts = tuple(y.sizes[j] for j in outputs)
+            if undone is not None and undone[0] == parts:
+                for j, size in zip(outputs, undone[1], strict=True):
+                    self.assign(y.dims[j], size)
+            elif self.consistent and total == prod(parts):  # a dim that kept its size
+                for j, size in zip(outputs, parts, strict=True):
+                    self.assign(y.dims[j], size)
             else:
                 self.free(tuple(y.dims[j] for j in outputs[:-1]))
                 rest = prod(new[y.dims[j]] for j in outputs[:-1])
@@ -255,17 +303,12 @@ def scale_module(module: ModuleOp, factor: float) -> ModuleOp:
 def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
     images, kept = _spatial(graph)
     old = graph.dims
-    image = {d: scaled_size(old[d], factor) for d in images}
-    while True:
-        try:
-            propagation = _Propagation(graph, factor, image, kept)
-            sizes, windows = propagation.new, propagation.windows
-            overrides = propagation.overrides
-            break
-        except ScaleError:
-            if not image or all(image[d] >= old[d] for d in image):
-                raise
-            image = {d: min(old[d], image[d] + 1) for d in image}
+    try:
+        propagation = _propagate(graph, factor, images, kept, False)
+    except ScaleError:
+        propagation = _propagate(graph, factor, images, kept, True)
+    sizes, windows = propagation.new, propagation.windows
+    overrides = propagation.overrides
     pipeline = pipeline_of(graph)
     micro = pipeline.microbatches.data if pipeline is not None else 1
     batch = batch_dim(graph)
@@ -302,6 +345,20 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
     scaled.location = graph.location
     scaled.verify()
     return scaled
+
+
+def _propagate(graph: dnn.GraphOp, factor: float, images: set[str], kept: set[str],
+               consistent: bool) -> _Propagation:
+    """The new sizes, the input images as small as every conv and pool allows."""
+    old = graph.dims
+    image = {d: scaled_size(old[d], factor) for d in images}
+    while True:
+        try:
+            return _Propagation(graph, factor, image, kept, consistent)
+        except ScaleError:
+            if not image or all(image[d] >= old[d] for d in image):
+                raise
+            image = {d: min(old[d], image[d] + 1) for d in image}
 
 
 def _retype(attr: Attribute, sizes: dict[str, int]) -> Attribute:

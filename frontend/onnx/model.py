@@ -237,6 +237,18 @@ def is_parameter(onnx: Any, init: Any) -> bool:
     return init.data_type in floats and math.prod(init.dims) > 1
 
 
+def scattered_values(graph: Any) -> set[str]:
+    """The float initializers only ScatterND nodes read, as the values they write: the
+    constants of a buffer filled in place (the dynamo exporter's slicing assignments into
+    `new_zeros`, Swin's shifted-window mask), folded with the rest, not parameters."""
+    readers: dict[str, list[tuple[str, int]]] = {}
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node.op_type, position))
+    return {name for name, uses in readers.items()
+            if all(op == "ScatterND" and position == 2 for op, position in uses)}
+
+
 def simplify(onnx: Any, model: Any, filename: str) -> Any:
     """`model` with its static shape computations folded to constants (onnxscript's
     optimizer). The parameters are hidden from it as graph inputs while it runs: to a
@@ -250,9 +262,12 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
         raise Diagnostic(f"reading ONNX needs the onnxscript package: {INSTALL_HINT}",
                          filename) from None
     graph = model.graph
-    parameters = [init for init in graph.initializer if is_parameter(onnx, init)]
+    written = scattered_values(graph)
+    parameters = [init for init in graph.initializer
+                  if is_parameter(onnx, init) and init.name not in written]
     hidden = {init.name for init in parameters} - {value.name for value in graph.input}
-    constants = [init for init in graph.initializer if not is_parameter(onnx, init)]
+    constants = [init for init in graph.initializer
+                 if not is_parameter(onnx, init) or init.name in written]
     del graph.initializer[:]
     graph.initializer.extend(constants)
     graph.input.extend(onnx.helper.make_tensor_value_info(init.name, init.data_type,

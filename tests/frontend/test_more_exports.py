@@ -8,6 +8,9 @@ file on the same data and weights.
   (a zero pad before a convolution folds into its padding).
 - `gru`: a two-layer nn.GRU language model: one `dnn.gru` per ONNX GRU node (PyTorch's
   `linear_before_reset=1`), with its input and recurrent biases.
+- `swin`: torchvision's Swin Transformer (small config): PatchMerging's strided slices
+  (`x[..., 0::2, 0::2, :]`) as a reshape and slices, the rolls as slices and concats,
+  the dynamo export's shifted-window mask (ScatterND into a zero buffer) folded.
 
 And the Pads and GRUs pase does not read, one error each naming the node.
 """
@@ -35,15 +38,20 @@ from pase.tools.run.load import with_configs, with_initial  # noqa: E402
 from pase.tools.run.runtime import train  # noqa: E402
 
 FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
-FILES = ["pads.dynamo", "pads.torchscript", "gru.dynamo", "gru.torchscript"]
+FILES = ["pads.dynamo", "pads.torchscript", "gru.dynamo", "gru.torchscript", "swin.dynamo"]
+"""Swin's TorchScript export is not among them: its import takes three times as long (its
+shape computations, 673 Constant nodes), and its slices are the dynamo export's."""
 CHECKED = ["pads.dynamo", "gru.torchscript"]
 """Searched and checked: one file per model (the two exports import as the same layers)."""
 
 LAYERS = {"pads": {("pad", "reflect"): 2, ("pad", "zeros"): 4, ("pad", "edge"): 2,
                    ("conv2d", ""): 4},
-          "gru": {("gru", ""): 2}}
+          "gru": {("gru", ""): 2},
+          "swin": {("slice", ""): 26, ("softmax", ""): 4, ("concat", ""): 5}}
 """The layers each model must import as (kind and count): the uneven zero pad of the
-"same" convolution is two `pad zeros` (height, width), as is the max pool's."""
+"same" convolution is two `pad zeros` (height, width), as is the max pool's. Swin's
+slices: the shifted block's rolls, q, k and v, and PatchMerging's four strided slices (a
+pick of the step axis each)."""
 
 
 def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
@@ -129,6 +137,12 @@ ERRORS = {
               "a Pad whose value is 1 is not supported (only zeros)"),
     "crop": (pad([0, 0, -1, 0, 0, 0, 0, 0]),
              "negative pads [0, 0, -1, 0, 0, 0, 0, 0] (cropping) are not supported"),
+    "slice_step": (one_node("Slice", {"x": [2, 7]}, {"starts": np.array([0]),
+                                                     "ends": np.array([7]),
+                                                     "axes": np.array([1]),
+                                                     "steps": np.array([2])}, [2, 4]),
+                   "a slice with step 2 of an axis of size 7 is supported when the size is "
+                   "a multiple of the step"),
     "gru_reset": (gru(), "linear_before_reset=0 is not supported: pase's gru applies the "
                   "reset gate after the recurrent product, as PyTorch's nn.GRU "
                   "(linear_before_reset=1)"),
@@ -140,9 +154,9 @@ ERRORS = {
 
 
 @pytest.mark.parametrize("case", sorted(ERRORS))
-def test_a_pad_or_gru_pase_does_not_read_is_one_error_naming_the_node(case: str):
+def test_a_pad_gru_or_slice_pase_does_not_read_is_one_error_naming_the_node(case: str):
     data, message = ERRORS[case]
     with pytest.raises(Diagnostic) as caught:
         import_model(data, "m.onnx")
-    op_type = "GRU" if case.startswith("gru") else "Pad"
+    op_type = {"gru": "GRU", "slice": "Slice"}.get(case.split("_")[0], "Pad")
     assert str(caught.value) == f"m.onnx: error: node 'n' ({op_type}): {message}"

@@ -79,9 +79,31 @@ def drop_axis(graph: GraphState, x: Value, position: int, name: str) -> Value:
     return Value(tuple(a for p, a in enumerate(x.axes) if p != position), y)
 
 
+def every_other(graph: GraphState, x: Value, position: int, begin: int, step: int,
+                count: int, name: str) -> Value:
+    """`count` entries every `step` from `begin` along the axis at `position` (Swin's
+    PatchMerging, `x[..., 0::2, 0::2, :]`): the axis split into [n / step, step] (a
+    `dnn.reshape`), the one entry `begin % step` of the second sliced out and dropped,
+    then the `count` from `begin // step` of the first. The axis's size must be a
+    multiple of the step."""
+    sizes = [graph.dims.size(a) if a is not None else 1 for a in x.axes]
+    size = sizes[position]
+    if size % step:
+        raise graph.error(f"a slice with step {step} of an axis of size {size} is "
+                          "supported when the size is a multiple of the step")
+    from pase.frontend.onnx.operators.shape import reshape_to
+
+    split = reshape_to(graph, x, [*sizes[:position], size // step, step,
+                                  *sizes[position + 1:]], f"{name}_rows")
+    picked = slice_axis(graph, split, position + 1, begin % step, 1, f"{name}_pick")
+    picked = drop_axis(graph, picked, position + 1, f"{name}_picked")
+    return slice_axis(graph, picked, position, begin // step, count, name)
+
+
 @importer("Slice")
 def slice_(graph: GraphState, node: Any) -> list[Value]:
-    """Slices with step 1 along axes of their own, each a `dnn.slice`."""
+    """Slices along axes of their own, each a `dnn.slice`; a positive step other than 1
+    is a reshape and slices (`every_other`)."""
     x = graph.tensor(node.input[0])
     starts = graph.constant(node.input[1], "the starts")
     ends = graph.constant(node.input[2], "the ends")
@@ -89,9 +111,9 @@ def slice_(graph: GraphState, node: Any) -> list[Value]:
         node.input[3] else np.arange(len(starts))
     steps = graph.constant(node.input[4], "the steps") if len(node.input) > 4 and \
         node.input[4] else np.ones(len(starts), dtype=np.int64)
-    if np.any(steps != 1):
-        raise graph.error(f"steps={steps.tolist()} are not supported (only 1)")
-    for i, (start, end, axis) in enumerate(zip(starts, ends, axes, strict=True)):
+    if np.any(steps < 1):
+        raise graph.error(f"steps={steps.tolist()} are not supported (only positive)")
+    for i, (start, end, axis, step) in enumerate(zip(starts, ends, axes, steps, strict=True)):
         position = graph.axis(int(axis), len(x.axes))
         axis_dim = x.axes[position]
         size = graph.dims.size(axis_dim) if axis_dim is not None else 1
@@ -100,8 +122,10 @@ def slice_(graph: GraphState, node: Any) -> list[Value]:
             raise graph.error(f"the slice {int(start)}:{int(end)} of axis {position} is empty")
         if x.axes[position] is None:
             continue  # a size-1 axis sliced whole
-        x = slice_axis(graph, x, position, begin, stop - begin,
-                       node.output[0] if i == len(starts) - 1 else f"{node.output[0]}_{i}")
+        name = node.output[0] if i == len(starts) - 1 else f"{node.output[0]}_{i}"
+        count = -(-(stop - begin) // int(step))
+        x = slice_axis(graph, x, position, begin, count, name) if step == 1 or count == 1 \
+            else every_other(graph, x, position, begin, int(step), count, name)
     return [x]
 
 
@@ -160,6 +184,9 @@ def additive_mask(graph: GraphState, node: Any) -> list[Value] | None:
         return None
     mask = graph.constant(names[0], "the mask")
     scores_name = node.input[1] if node.input[0] == names[0] else node.input[0]
+    if is_window_mask(mask):
+        fixed = constant_input(graph, names[0], mask)
+        return [graph.elementwise(dnn.AddOp, graph.tensor(scores_name), fixed, node.output[0])]
     if not np.issubdtype(mask.dtype, np.floating) or mask.ndim < 3 or \
             square_of(mask) is None or mask.shape[-1] < 2:
         return None
@@ -175,6 +202,35 @@ def additive_mask(graph: GraphState, node: Any) -> list[Value] | None:
                           f"{float(fills[0]):.3g}) is supported when it is causal "
                           "(lower-triangular over the last two axes) or hides nothing")
     return [causal_mask(graph, scores, float(fills[0]), node.output[0])]
+
+
+def is_window_mask(mask: np.ndarray) -> bool:
+    """Whether a float constant is an additive mask that differs between the indices of
+    its leading axes (Swin's shifted windows: 0 within a window's own region, -100
+    across): square last two axes, every entry 0 or one negative value, both there."""
+    if not np.issubdtype(mask.dtype, np.floating) or mask.ndim < 3 or \
+            mask.shape[-1] != mask.shape[-2] or mask.shape[-1] < 2:
+        return False
+    values = np.unique(mask)
+    return values.size == 2 and values[1] == 0 and values[0] < 0 and square_of(mask) is None
+
+
+def constant_input(graph: GraphState, name: str, array: np.ndarray) -> Value:
+    """A constant the model adds but does not train, as a `dnn.input` of its own whose
+    value is the importer's (like a param's: `Imported.initial_values`, which pase-run
+    feeds it); its axes of size 1 are dropped. One input per constant."""
+    value = graph.values[name]
+    if value.ssa is not None:
+        return value
+    axes = tuple(None if size == 1 else graph.dims.new(size, "d") for size in array.shape)
+    real = [a for a in axes if a is not None]
+    fixed = dnn.InputOp(graph.tensor_type(real, "f32" if array.dtype == np.float32 else "f64"))
+    fixed.output.name_hint = graph.value_name(name)
+    graph.dims.record(real)
+    graph.inputs.append(fixed)
+    graph.initial[fixed.output] = array.reshape([graph.dims.size(a) for a in real])
+    value.axes, value.ssa = axes, fixed.output
+    return value
 
 
 def causal_mask(graph: GraphState, x: Value, fill: float, name: str) -> Value:
