@@ -2,17 +2,24 @@
 
     python models/export_torch.py --full ../full-exports gpt2 bert t5     # torch needed there
     .venv/bin/python benchmarks/torch_exports.py ../full-exports/*.onnx
+    .venv/bin/python benchmarks/torch_exports.py --jax-loss ../full-exports/mlp.*.onnx
 
-Per file, each step in a fresh process, as a user types it:
+Per file, each step in a fresh process under `/usr/bin/time`, as a user types it (wall
+seconds / CPU seconds, user and system / peak RSS of the process):
 
-- import: `pase-opt FILE` (the verified dnn IR), its wall time;
-- search: `pase-opt FILE -p 'pase-search{devices=8 report=true}'`, its wall time and the
-  report's predicted speedup (over data parallelism);
-- check: `pase-run FILE --devices 4 --scale 0.125 --check`, its wall time and result;
+- search: `pase-opt FILE -p 'pase-search{devices=8 report=true}'` (the import, folding
+  and search), and the report's predicted speedup (over data parallelism);
+- check: `pase-run FILE --devices 4 --scale 0.125 --check`, and its result;
 - jax weights: `pase-opt FILE -p 'pase-search{devices=8 one-mesh=true}' -t jax -o
   DIR/step.py`, then the program's own `model_weights` (imported, not run) loads
   `step.weights.npz` onto zero-filled params: "yes" when every param it has then equals
-  the model's initializer (`load_model(FILE).initial_values`).
+  the model's initializer (`load_model(FILE).initial_values`);
+- with `--jax-loss`, the program is also run, one step on 8 CPU devices
+  (`XLA_FLAGS=--xla_force_host_platform_device_count=8 python step.py --steps 1`), and
+  its first loss is compared with softmax cross-entropy over `onnx.reference`'s
+  evaluation of the file on the program's own batch (its seeded inputs; batch norm with
+  the batch's statistics, no dropout, as pase trains): "equal" within 1e-4 relative
+  (f32). Full-size programs take minutes and gigabytes each (bert-base: about 12 GB).
 
 The files are not in the repository (hundreds of megabytes each); the first failing step
 of a file is its row's last column, with the tool's first error line.
@@ -36,22 +43,27 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from pase.core.usage import UsageParser
 
 BIN = Path(sys.executable).parent
-COLUMNS = ("file", "import (s)", "search (s)", "predicted speedup", "check (s)", "check",
-           "jax weights")
+COLUMNS = ("file", "search: wall s / CPU s / peak RSS", "predicted speedup",
+           "check: wall s / CPU s / peak RSS", "check", "jax weights", "jax first loss")
 
 
-def run(arguments: list[str]) -> tuple[float, int, str, str]:
-    """Wall time, exit status, stdout and stderr of one tool run."""
-    start = time.perf_counter()
-    done = subprocess.run(arguments, capture_output=True, text=True, check=False)
-    return time.perf_counter() - start, done.returncode, done.stdout, done.stderr
+def run(arguments: list[str], env: dict[str, str] | None = None) -> tuple[str, int, str, str]:
+    """`wall s / CPU s / peak RSS` of one tool run under `/usr/bin/time`, its exit status,
+    stdout and stderr."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as times:
+        done = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", times.name,
+                               *arguments], capture_output=True, text=True, check=False,
+                              env=env)
+        wall, user, system, kilobytes = times.read().split()[-4:]
+    measured = (f"{float(wall):.0f} / {float(user) + float(system):.0f} / "
+                f"{int(kilobytes) / 2**20:.1f} GiB")
+    return measured, done.returncode, done.stdout, done.stderr
 
 
 def first_error(err: str) -> str:
@@ -59,18 +71,30 @@ def first_error(err: str) -> str:
     return (lines[0] if lines else "no output").replace("|", "/")[:160]
 
 
-def jax_weights(path: Path, folder: Path) -> str:
+def jax_weights(path: Path, folder: Path, jax_loss: bool) -> list[str]:
     """Whether the `-t jax` program of `path` on 8 devices starts from the model's
     weights; searched with `one-mesh=true`, the plans the jax target runs (docs/jax.md: a
-    30,522-word vocabulary is split 2 ways, not 6)."""
+    30,522-word vocabulary is split 2 ways, not 6). With `jax_loss`, also its first loss
+    on 8 CPU devices against `onnx.reference`'s on the same batch."""
     program = folder / "step.py"
     _, status, _, err = run([str(BIN / "pase-opt"), str(path), "-p",
                              "pase-search{devices=8 one-mesh=true}", "-t", "jax", "-o",
                              str(program)])
     if status:
-        return f"pase-opt -t jax failed: {first_error(err)}"
+        return [f"pase-opt -t jax failed: {first_error(err)}"]
     _, status, out, err = run([sys.executable, "-c", WEIGHTS_CHECK, str(program), str(path)])
-    return out.strip() if status == 0 else f"fails: {first_error(err)}"
+    weights = out.strip() if status == 0 else f"fails: {first_error(err)}"
+    if not jax_loss:
+        return [weights, ""]
+    env = os.environ | {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    measured, status, out, err = run([sys.executable, str(program), "--steps", "1"], env)
+    first = re.search(r"step 1 loss (\S+)", out)
+    if status or not first:
+        return [weights, f"program fails: {first_error(err or out)}"]
+    _, status, out, err = run([sys.executable, "-c", JAX_LOSS_CHECK, str(program), str(path),
+                               first.group(1), str(Path(__file__).parent)])
+    verdict = out.strip() if status == 0 else f"not compared: {first_error(err)}"
+    return [weights, f"{verdict}; run {measured}"]
 
 
 WEIGHTS_CHECK = """
@@ -90,27 +114,40 @@ same = set(loaded) <= set(expected) and all(
 print(f"yes ({len(loaded)} params)" if same else "no: other values than the model's")
 """
 
+JAX_LOSS_CHECK = """
+import importlib.util, sys
+import numpy as np
+sys.path.remove(sys.path[0])  # run in a fresh process: not benchmarks/ (its jax.py)
+sys.path.append(sys.argv[4])  # after jax's own folder: benchmarks/ has a jax.py
+from torch_exports import onnx_reference_loss
+spec = importlib.util.spec_from_file_location("step", sys.argv[1])
+step = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(step)
+rng = np.random.default_rng(0)  # as the program's main at its default --seed 0
+initial, inputs = step.seeded(step.PARAMS, rng, None), step.seeded(step.INPUTS, rng, None)
+_, inputs = step.model_weights(initial, inputs)
+expected, loss = onnx_reference_loss(sys.argv[2], inputs), float(sys.argv[3])
+same = abs(loss - expected) <= 1e-4 * max(1.0, abs(expected))
+print(f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f})")
+"""
 
-def row(path: Path) -> list[str]:
+
+def row(path: Path, jax_loss: bool = False) -> list[str]:
     cells = [path.name]
-    seconds, status, _, err = run([str(BIN / "pase-opt"), str(path)])
-    if status:
-        return cells + [f"fails: {first_error(err)}"]
-    cells.append(f"{seconds:.0f}")
-    seconds, status, _, err = run([str(BIN / "pase-opt"), str(path), "-p",
-                                   "pase-search{devices=8 report=true}"])
+    measured, status, _, err = run([str(BIN / "pase-opt"), str(path), "-p",
+                                    "pase-search{devices=8 report=true}", "-o", os.devnull])
     if status:
         return cells + [f"search fails: {first_error(err)}"]
     speedup = re.search(r"predicted speedup ([0-9.]+x)", err)
-    cells += [f"{seconds:.0f}", speedup.group(1) if speedup else "?"]
-    seconds, status, out, err = run([str(BIN / "pase-run"), str(path), "--devices", "4",
-                                     "--scale", "0.125", "--check"])
+    cells += [measured, speedup.group(1) if speedup else "?"]
+    measured, status, out, err = run([str(BIN / "pase-run"), str(path), "--devices", "4",
+                                      "--scale", "0.125", "--check"])
     errors = re.search(r"max rel\. error: (.*)", out)
     verdict = "passed" if status == 0 and "check passed" in out else \
         f"fails: {first_error(err or out)}"
-    cells += [f"{seconds:.0f}", f"{verdict} ({errors.group(1)})" if errors else verdict]
+    cells += [measured, f"{verdict} ({errors.group(1)})" if errors else verdict]
     with tempfile.TemporaryDirectory() as folder:
-        cells.append(jax_weights(path, Path(folder)))
+        cells += jax_weights(path, Path(folder), jax_loss)
     return cells
 
 
@@ -139,12 +176,7 @@ def reference_loss(path: Path) -> str:
     `onnx.reference`'s evaluation of the file (or the file's own loss), on the same seeded
     data; batch norm with the batch's statistics and no dropout, as pase trains (an
     eval-mode export has the running statistics; a training-mode one, dropout)."""
-    import numpy as np
-    import onnx
-    from onnx.reference import ReferenceEvaluator
-
     from pase.frontend.onnx import load_model
-    from pase.frontend.onnx.values import identifier
     from pase.tools.run.check import make_data
     from pase.tools.run.load import strategy_and_scale, with_initial
     from pase.tools.run.runtime import train
@@ -152,6 +184,24 @@ def reference_loss(path: Path) -> str:
     imported = load_model(str(path))
     data = with_initial(make_data(imported.module.ops.first, seed=3),
                         imported.initial_values)
+    expected = onnx_reference_loss(path, data)
+    report = train(strategy_and_scale(imported.module, 1), 1, seed=3,
+                   initial=imported.initial_values)
+    loss = float(report.reference_losses[0])
+    same = abs(loss - expected) <= 1e-4 * max(1.0, abs(expected))
+    return f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f})"
+
+
+def onnx_reference_loss(path: Path | str, data: dict) -> float:
+    """Softmax cross-entropy over `onnx.reference`'s evaluation of the file on `data`
+    (its inputs by pase's names, and `labels`), or the file's own loss; batch norm with
+    the batch's statistics and no dropout, as pase trains."""
+    import numpy as np
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    from pase.frontend.onnx.values import identifier
+
     model = onnx.load(str(path))
     for node in model.graph.node:
         if node.op_type == "Dropout":  # pase trains dropout-free
@@ -164,19 +214,15 @@ def reference_loss(path: Path) -> str:
     weights = {init.name for init in model.graph.initializer}
     feeds = {value.name: data[identifier(value.name)] for value in model.graph.input
              if value.name not in weights}
-    (output,) = ReferenceEvaluator(model).run([model.graph.output[0].name], feeds)
+    (result,) = ReferenceEvaluator(model).run([model.graph.output[0].name], feeds)
+    output = np.asarray(result)
     if output.size == 1:
-        expected = float(output)
-    else:
-        z = output.astype(np.float64)
-        z = z - z.max(axis=-1, keepdims=True)
-        log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-        expected = float(-np.take_along_axis(log_p, data["labels"][..., None], -1).mean())
-    report = train(strategy_and_scale(imported.module, 1), 1, seed=3,
-                   initial=imported.initial_values)
-    loss = float(report.reference_losses[0])
-    same = abs(loss - expected) <= 1e-4 * max(1.0, abs(expected))
-    return f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f})"
+        return float(output)
+    z = output.astype(np.float64)
+    z = z - z.max(axis=-1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    labels = np.asarray(data["labels"]).astype(np.int64)
+    return float(-np.take_along_axis(log_p, labels[..., None], -1).mean())
 
 
 def matrix_row(path: Path) -> list[str]:
@@ -207,6 +253,9 @@ def main() -> int:
     parser.add_argument("--matrix", action="store_true",
                         help="the variant matrix: search and check only, and the "
                              "variants whose export failed (FILE.export-failed)")
+    parser.add_argument("--jax-loss", action="store_true",
+                        help="also run each -t jax program one step on 8 CPU devices and "
+                             "compare its first loss with onnx.reference's")
     args = parser.parse_args()
     if args.matrix:
         print("| variant | pase-search{devices=8} | pase-run --check | first loss |")
@@ -222,7 +271,7 @@ def main() -> int:
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for path in args.files:
-        cells = row(path)
+        cells = row(path, args.jax_loss)
         print("| " + " | ".join(cells + [""] * (len(COLUMNS) - len(cells))) + " |",
               flush=True)
     return 0
