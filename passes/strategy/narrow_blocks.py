@@ -49,13 +49,17 @@ MIN_BLOCKS = 3
 def layer_groups(problem: Problem) -> list[range] | None:
     """The layers (indices, program order) cut into a head, the repeated blocks and a
     tail, or None where no range of layers repeats `MIN_BLOCKS` times. A layer's role is
-    its kind and the kinds and directions of its edges.
+    its kind and the kinds and directions of its edges. The blocks start as early as the
+    layers' kinds and inner edges repeat (at most a period before the roles do: a GPT's
+    first block, whose layer norm reads the embeddings, not a residual add) and go on as
+    long as they repeat (the last block, whose edges out differ): the head holds the
+    embeddings alone, and its own gap, which they make wide, covers no attention layer.
 
         >>> from pase.frontend import parse_file
         >>> from pase.passes.strategy import build_problem
         >>> problem = build_problem(parse_file("models/transformer.dnn"), devices=4)
-        >>> [len(group) for group in layer_groups(problem)]    # a head, 5 blocks, a tail
-        [103, 24, 24, 24, 24, 24, 17]
+        >>> [len(group) for group in layer_groups(problem)]    # a head, 6 blocks, a tail
+        [94, 24, 24, 24, 24, 24, 24, 2]
     """
     layer_kinds, edge_kinds = problem._kinds()
     incident: list[list[tuple[int, bool]]] = [[] for _ in problem.layer_data]
@@ -68,8 +72,18 @@ def layer_groups(problem: Problem) -> list[range] | None:
     repeat = find_repeat(roles)
     if repeat is None or repeat.copies < MIN_BLOCKS:
         return None
-    cuts = [0, *(repeat.start + j * repeat.period for j in range(repeat.copies + 1)),
-            len(roles)]
+    period, count = repeat.period, len(roles)
+
+    def key(cut: int) -> tuple[object, ...]:
+        return group_key(problem, range(cut, min(cut + period, count)))
+
+    start = min((cut for cut in range(max(0, repeat.start - period + 1), repeat.start)
+                 if cut + 2 * period <= count and key(cut) == key(cut + period)),
+                default=repeat.start)
+    cuts = [0, start]
+    while cuts[-1] + period <= count and key(cuts[-1]) == key(start):
+        cuts.append(cuts[-1] + period)
+    cuts.append(count)
     return [range(low, high) for low, high in zip(cuts, cuts[1:], strict=False) if high > low]
 
 

@@ -93,7 +93,7 @@ def test_narrowing_by_blocks_is_the_whole_search(tmp_path: Path) -> None:
     problem = tiny_gpt(tmp_path)
     groups = layer_groups(problem)
     assert groups is not None
-    assert [len(group) for group in groups] == [13, 15, 15, 15, 8]  # head, 3 blocks, tail
+    assert [len(group) for group in groups] == [3, 15, 15, 15, 15, 3]  # head, 4 blocks, tail
     whole = solve(problem)  # small enough for the un-narrowed DP
     rounds: list[int] = []
 
@@ -106,7 +106,7 @@ def test_narrowing_by_blocks_is_the_whole_search(tmp_path: Path) -> None:
     assert narrowed.stats is not None
     assert whole.stats is not None
     assert narrowed.stats.choice == whole.stats.choice
-    # Each distinct group solved once (the three blocks alike; at most two rounds each),
+    # Each distinct group solved once (the four blocks alike; at most two rounds each),
     # then the whole: narrowed to the groups' own gaps, and again if that did not prove it.
     assert rounds.count(15) <= 2
     assert rounds[-1] == len(problem.layer_data) == 66
