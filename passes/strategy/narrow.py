@@ -150,18 +150,22 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
                minima: list[float], excess: list[np.ndarray], groups: list[range]
                ) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
-    once; then the whole, narrowed to each layer's group's own gap, whose optimum U0
-    (a strategy that costs at most the groups' optima put together, which it holds)
-    sets the gaps of the last round. The narrowed problem, the kept indices, its optimum."""
+    once; then the whole, narrowed as if a strategy cost the groups' optima plus `guess`
+    of them. If its optimum (or the groups' optima put together) costs no more, that held
+    and it is the optimum; otherwise a last round narrows with the better of the two.
+    Returns the narrowed problem, the kept indices and its optimum."""
     from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
 
-    optima, upper = group_optima(problem, groups,
-                                 lambda part: solve_narrowed(part, solve, guess))
-    narrowed, kept = restricted(problem, excess,
-                                block_gaps(minima, groups, optima, math.fsum(optima)))
+    optima, stitched = group_optima(problem, groups,
+                                    lambda part: solve_narrowed(part, solve, guess))
+    total = math.fsum(optima)
+    assumed = total * (1 + guess)
+    narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
     solution = solve(narrowed)
-    final, kept_final = restricted(problem, excess, block_gaps(
-        minima, groups, optima, min(upper, solution.cost)))
-    if not all(np.array_equal(a, b) for a, b in zip(kept, kept_final, strict=True)):
-        narrowed, kept, solution = final, kept_final, solve(final)
+    upper = min(stitched, solution.cost)
+    if upper > assumed:
+        final, kept_final = restricted(problem, excess,
+                                       block_gaps(minima, groups, optima, upper))
+        if not all(np.array_equal(a, b) for a, b in zip(kept, kept_final, strict=True)):
+            narrowed, kept, solution = final, kept_final, solve(final)
     return narrowed, kept, solution

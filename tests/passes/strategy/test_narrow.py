@@ -89,7 +89,8 @@ def test_solve_narrows_large_problems(monkeypatch: pytest.MonkeyPatch,
     assert len(called) == 1  # bounding=False searches the whole problem
 
 
-def test_narrowing_by_blocks_is_the_whole_search(tmp_path: Path) -> None:
+@pytest.mark.parametrize("guess", [0.0, 0.1])
+def test_narrowing_by_blocks_is_the_whole_search(guess: float, tmp_path: Path) -> None:
     problem = tiny_gpt(tmp_path)
     groups = layer_groups(problem)
     assert groups is not None
@@ -101,13 +102,13 @@ def test_narrowing_by_blocks_is_the_whole_search(tmp_path: Path) -> None:
         rounds.append(len(narrowed.layer_data))
         return solve(narrowed)
 
-    narrowed = solve_narrowed(tiny_gpt(tmp_path), counted, blocks=True)  # type: ignore[arg-type]
+    narrowed = solve_narrowed(tiny_gpt(tmp_path), counted, guess, blocks=True)  # type: ignore[arg-type]
     assert (narrowed.cost, narrowed.assignment) == (whole.cost, whole.assignment)
     assert narrowed.stats is not None
     assert whole.stats is not None
     assert narrowed.stats.choice == whole.stats.choice
     # Each distinct group solved once (the four blocks alike; at most two rounds each),
-    # then the whole: narrowed to the groups' own gaps, and again if that did not prove it.
+    # then the whole: narrowed as the guess says, and again where that did not hold.
     assert rounds.count(15) <= 2
     assert rounds[-1] == len(problem.layer_data) == 66
-    assert rounds.count(66) <= 2
+    assert rounds.count(66) == (2 if guess == 0.0 else 1)
