@@ -35,7 +35,7 @@ devices; its layouts are as many as its configurations, so pricing per pair of l
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -61,6 +61,12 @@ def largest_edge_entries(problem: Problem) -> int:
 def layer_excess(problem: Problem) -> tuple[float, list[np.ndarray]]:
     """L (the sum of each layer's least cost) and each layer's excesses over its least
     cost, computed once per layer kind and configuration list."""
+    least, excess = layer_least(problem)
+    return math.fsum(least), excess
+
+
+def layer_least(problem: Problem) -> tuple[list[float], list[np.ndarray]]:
+    """Each layer's least cost and its excesses over it (`layer_excess`)."""
     kinds = problem._kinds()[0]
     vectors: dict[tuple[int, int], np.ndarray] = {}
     excess = []
@@ -73,21 +79,24 @@ def layer_excess(problem: Problem) -> tuple[float, list[np.ndarray]]:
         costs = vectors[key]
         least.append(float(costs.min()))
         excess.append(costs - costs.min())
-    return math.fsum(least), excess
+    return least, excess
 
 
-def restricted(problem: Problem, excess: list[np.ndarray], gap: float
+def restricted(problem: Problem, excess: list[np.ndarray], gap: float | Sequence[float]
                ) -> tuple[Problem, list[np.ndarray]]:
-    """The problem with each layer's configurations of excess at most `gap`, and the
-    indices kept per layer (increasing); layers of one kind and list share the new list."""
+    """The problem with each layer's configurations of excess at most `gap` (one for all
+    layers, or one per layer), and the indices kept per layer (increasing); layers of
+    one kind, list and gap share the new list."""
     kinds = problem._kinds()[0]
-    lists: dict[tuple[int, int], tuple[list, np.ndarray]] = {}
+    gaps = [gap] * len(kinds) if isinstance(gap, float | int) else list(gap)
+    lists: dict[tuple[int, int, float], tuple[list, np.ndarray]] = {}
     config_lists = []
     kept = []
-    for kind, configs, over in zip(kinds, problem.config_lists, excess, strict=True):
-        key = (kind, id(configs))
+    for kind, configs, over, most in zip(kinds, problem.config_lists, excess, gaps,
+                                         strict=True):
+        key = (kind, id(configs), most)
         if key not in lists:
-            indices = np.flatnonzero(over <= gap)
+            indices = np.flatnonzero(over <= most)
             lists[key] = ([configs[i] for i in indices], indices)
         config_lists.append(lists[key][0])
         kept.append(lists[key][1])
@@ -99,25 +108,64 @@ def restricted(problem: Problem, excess: list[np.ndarray], gap: float
 
 
 def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
-                   guess: float = GAP_GUESS) -> Solution:
+                   guess: float = GAP_GUESS, blocks: bool = False) -> Solution:
     """The exact optimum of `problem` by `solve` (an exact search of a problem) on the
     configurations its layer costs cannot rule out (the module docstring): one round when
-    the guessed gap holds, two otherwise. The solution's stats index `problem`'s own
-    configuration lists. `problem` is a plain `Problem`, whose cost graph's vertex
-    vectors are its layer costs (a pipeline stage's charges others)."""
+    the guessed gap holds, two otherwise. With `blocks`, a problem whose layers repeat in
+    blocks is narrowed block by block instead (`narrow_blocks.py`: each distinct block
+    solved once, narrowed as here, then one round on the whole). The solution's stats
+    index `problem`'s own configuration lists. `problem` is a plain `Problem`, whose cost
+    graph's vertex vectors are its layer costs (a pipeline stage's charges others)."""
     if type(problem) is not Problem:
         raise TypeError(f"narrowing needs a plain Problem, not {type(problem).__name__}")
-    least, excess = layer_excess(problem)
-    gap = guess * least
-    while True:
-        narrowed, kept = restricted(problem, excess, gap * (1 + MARGIN) + MARGIN * least)
-        solution = solve(narrowed)
-        proven = solution.cost - least
-        if proven <= gap:
-            break
-        gap = proven
+    minima, excess = layer_least(problem)
+    least = math.fsum(minima)
+    groups = _groups(problem) if blocks else None
+    if groups is not None:
+        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups)
+    else:
+        gap = guess * least
+        while True:
+            narrowed, kept = restricted(problem, excess, gap * (1 + MARGIN) + MARGIN * least)
+            solution = solve(narrowed)
+            proven = solution.cost - least
+            if proven <= gap:
+                break
+            gap = proven
     stats = solution.stats
     if stats is not None:
         stats = replace(stats, choice=tuple(int(kept[v][c])
                                             for v, c in enumerate(stats.choice)))
     return Solution(solution.assignment, solution.cost, stats)
+
+
+def _groups(problem: Problem) -> list[range] | None:
+    # Imported here: narrow_blocks builds on this module.
+    from pase.passes.strategy.narrow_blocks import layer_groups
+
+    return layer_groups(problem)
+
+
+def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
+               minima: list[float], excess: list[np.ndarray], groups: list[range]
+               ) -> tuple[Problem, list[np.ndarray], Solution]:
+    """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
+    once; then the whole, narrowed as if a strategy cost the groups' optima plus `guess`
+    of them. If its optimum (or the groups' optima put together) costs no more, that held
+    and it is the optimum; otherwise a last round narrows with the better of the two.
+    Returns the narrowed problem, the kept indices and its optimum."""
+    from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
+
+    optima, stitched = group_optima(problem, groups,
+                                    lambda part: solve_narrowed(part, solve, guess))
+    total = math.fsum(optima)
+    assumed = total * (1 + guess)
+    narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
+    solution = solve(narrowed)
+    upper = min(stitched, solution.cost)
+    if upper > assumed:
+        final, kept_final = restricted(problem, excess,
+                                       block_gaps(minima, groups, optima, upper))
+        if not all(np.array_equal(a, b) for a, b in zip(kept, kept_final, strict=True)):
+            narrowed, kept, solution = final, kept_final, solve(final)
+    return narrowed, kept, solution

@@ -11,6 +11,7 @@ import pytest
 from pase.frontend import parse_file
 from pase.passes.strategy import SearchOptions, build_problem, exact, solve
 from pase.passes.strategy.narrow import layer_excess, restricted, solve_narrowed
+from pase.passes.strategy.narrow_blocks import layer_groups
 from pase.passes.strategy.options import TrainingOptions
 from pase.passes.strategy.problem import Problem
 from tests.models.test_generate import generate
@@ -86,3 +87,28 @@ def test_solve_narrows_large_problems(monkeypatch: pytest.MonkeyPatch,
     assert (narrowed.cost, narrowed.assignment) == (whole.cost, whole.assignment)
     assert solve(problem, SearchOptions(bounding=False)).cost == whole.cost
     assert len(called) == 1  # bounding=False searches the whole problem
+
+
+@pytest.mark.parametrize("guess", [0.0, 0.1])
+def test_narrowing_by_blocks_is_the_whole_search(guess: float, tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path)
+    groups = layer_groups(problem)
+    assert groups is not None
+    assert [len(group) for group in groups] == [3, 15, 15, 15, 15, 3]  # head, 4 blocks, tail
+    whole = solve(problem)  # small enough for the un-narrowed DP
+    rounds: list[int] = []
+
+    def counted(narrowed: Problem) -> object:
+        rounds.append(len(narrowed.layer_data))
+        return solve(narrowed)
+
+    narrowed = solve_narrowed(tiny_gpt(tmp_path), counted, guess, blocks=True)  # type: ignore[arg-type]
+    assert (narrowed.cost, narrowed.assignment) == (whole.cost, whole.assignment)
+    assert narrowed.stats is not None
+    assert whole.stats is not None
+    assert narrowed.stats.choice == whole.stats.choice
+    # Each distinct group solved once (the four blocks alike; at most two rounds each),
+    # then the whole: narrowed as the guess says, and again where that did not hold.
+    assert rounds.count(15) <= 2
+    assert rounds[-1] == len(problem.layer_data) == 66
+    assert rounds.count(66) == (2 if guess == 0.0 else 1)
