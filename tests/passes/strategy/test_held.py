@@ -1,0 +1,50 @@
+"""Stage solves shared across the micro-batches a stage holds and across structurally
+equal ranges (`pipeline/stages.py`: `StageSolver._from_fewer`, `_floor`, and
+`StageTable`'s ranges by signature) change no plan: the capped walk finds, stage for
+stage, the plan it finds with each capped sub-problem solved on its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pase.passes.strategy.pipeline import stages
+from pase.passes.strategy.pipeline.plan import PipelinePlan
+from tests.passes.strategy.test_seed import gpt_partitioner
+
+
+class _Forgets(dict):
+    """A cache that never holds anything (the sharing switched off)."""
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
+
+def plans(path: Path, shared: bool, monkeypatch: pytest.MonkeyPatch
+          ) -> tuple[list[PipelinePlan | None], int]:
+    """The plans of 2 and 4 stages under caps that bind (so that stages are solved
+    under them, holding 1 to 4 micro-batches), and how many sub-problems were solved."""
+    partitioner = gpt_partitioner(path)
+    if not shared:
+        monkeypatch.setattr(stages.StageSolver, "_from_fewer", lambda *_: None)
+        monkeypatch.setattr(stages.StageSolver, "_floor",
+                            lambda self, signature, _: self._floors.get(signature))
+        partitioner.table._shapes = _Forgets()
+    found: list[PipelinePlan | None] = []
+    for count, micro in ((2, 4), (4, 4)):
+        free = partitioner.best(count, micro, "1f1b")
+        assert free is not None
+        for share in (0.9, 0.75):
+            found.append(partitioner.best(count, micro, "1f1b", memory=free.memory * share))
+    monkeypatch.undo()
+    return found, partitioner.solver.solves
+
+
+def test_shared_stage_solves_find_the_same_plans(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    shared, shared_solves = plans(tmp_path / "a.dnn", True, monkeypatch)
+    alone, alone_solves = plans(tmp_path / "b.dnn", False, monkeypatch)
+    assert shared == alone  # every stage's configurations, times and bytes; the step
+    assert sum(plan is not None for plan in shared) >= 3
+    assert shared_solves < alone_solves
