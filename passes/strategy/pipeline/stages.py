@@ -492,6 +492,9 @@ class StageTable:
         self._micro: dict[int, Micro] = {}
         self._stages: dict[tuple, SolvedStage | None] = {}
         self._shapes: dict[tuple, SolvedStage | None] = {}
+        self._ends: dict[int, tuple[np.ndarray, ...]] = {}
+        """Per M, each edge's producer, consumer, kind and whether it carries a
+        parameter (`shape`)."""
         """The stages solved by their ranges' `Subgraph.signature` (with the devices,
         M, cap and micro-batches held): structurally equal ranges share one."""
         self._memo: dict = {}
@@ -512,6 +515,28 @@ class StageTable:
         micro = self.micro(microbatches)
         assert micro.kinds is not None
         return cut(micro.layers, micro.edges, micro.kinds, start, stop)
+
+    def shape(self, start: int, stop: int, microbatches: int) -> tuple[tuple, tuple]:
+        """The `Subgraph.signature` of layers [start, stop) at micro-batch shapes (as
+        `cut` would make it, without cutting), and which of its edges carry a
+        parameter (`carries_param`): equal for ranges solved alike."""
+        if microbatches not in self._ends:
+            micro = self.micro(microbatches)
+            assert micro.kinds is not None
+            self._ends[microbatches] = (
+                np.array([edge.producer for edge in micro.edges], dtype=np.int64),
+                np.array([edge.consumer for edge in micro.edges], dtype=np.int64),
+                np.array(micro.kinds[1], dtype=np.int64),
+                np.array([carries_param(edge) for edge in micro.edges], dtype=bool))
+        producers, consumers, kinds, carried = self._ends[microbatches]
+        inside = np.flatnonzero((producers >= start) & (producers < stop)
+                                & (consumers >= start) & (consumers < stop))
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        edges = zip(kinds[inside].tolist(), (producers[inside] - start).tolist(),
+                    (consumers[inside] - start).tolist(), strict=True)
+        return ((tuple(micro.kinds[0][start:stop]), tuple(edges)),
+                tuple(carried[inside].tolist()))
 
     def stage(self, start: int, stop: int, devices: int, microbatches: int,
               in_flight: int = 1, memory: float | None = None,
@@ -548,18 +573,19 @@ class StageTable:
         key = (start, stop, devices, microbatches, memory, in_flight)
         if key in self._stages:
             return self._stages[key]
-        part = self.cut(start, stop, microbatches)
-        same = (part.signature, tuple(carries_param(edge) for edge in part.edges), devices,
-                microbatches, memory, in_flight)
+        same = (*self.shape(start, stop, microbatches), devices, microbatches, memory,
+                in_flight)
         if same in self._shapes:
             # A structurally equal range (the same blocks elsewhere): the same solve,
             # so the same times and bytes, summed in the same order; its names renamed.
             other = self._shapes[same]
+            names = [layer.name for layer in self.micro(microbatches).layers[start:stop]]
             result = None if other is None else replace(other, assignment={
-                layer.name: copy_config(config)
-                for layer, config in zip(part.layers, other.assignment.values(), strict=True)})
+                name: copy_config(config)
+                for name, config in zip(names, other.assignment.values(), strict=True)})
             self._stages[key] = result
             return result
+        part = self.cut(start, stop, microbatches)
         if self.notify is not None:
             self.notify(f"{self.solver.solves} stage solves, now layers [{start}, {stop}) "
                         f"on {devices} devices, M={microbatches}"

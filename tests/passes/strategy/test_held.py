@@ -48,3 +48,15 @@ def test_shared_stage_solves_find_the_same_plans(tmp_path: Path,
     assert shared == alone  # every stage's configurations, times and bytes; the step
     assert sum(plan is not None for plan in shared) >= 3
     assert shared_solves < alone_solves
+
+
+def test_a_range_s_shape_is_its_cut_s_signature(tmp_path: Path) -> None:
+    table = gpt_partitioner(tmp_path / "g.dnn").table
+    last = len(table.layers)
+    for start in range(last):
+        for stop in range(start + 1, last + 1):
+            signature, carried = table.shape(start, stop, 2)
+            part = table.cut(start, stop, 2)
+            assert signature == part.signature
+            assert carried == tuple(bool(edge.carried) and edge.backward
+                                    for edge in part.edges)
