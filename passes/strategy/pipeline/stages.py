@@ -336,9 +336,8 @@ class StageSolver:
         """How many sub-problems were solved (the others came from the cache)."""
         self._bounds: dict[tuple, float] = {}
         """The proven lower bound of each capped sub-problem solved."""
-        self._held: dict[tuple, list[int]] = {}
-        """The micro-batches held of each capped sub-problem solved, by the rest of its
-        signature (`_flightless`): `_from_fewer`'s and `_floor`'s."""
+        self._held: dict[tuple, set[int]] = {}
+        """The micro-batches held of the capped sub-problems tried, by `_flightless`."""
 
     def kinds(self, layers: Sequence[Layer], edges: Sequence[Edge]) -> Kinds:
         """`SharedTables.layer_kind` of each layer and `edge_kind` of each edge (edges
@@ -390,8 +389,9 @@ class StageSolver:
                 self._floors[signature] = reached.bound if floor is None else \
                     max(reached.bound, floor)
                 raise
-            if memory is not None:
-                self._held.setdefault(_flightless(signature), []).append(in_flight)
+            finally:
+                if memory is not None:
+                    self._held.setdefault(_flightless(signature), set()).add(in_flight)
         solved = self._solved[signature]
         if solved is None:
             return None
@@ -411,6 +411,8 @@ class StageSolver:
         for fewer in sorted(self._held.get(_flightless(signature), ()), reverse=True):
             if fewer >= in_flight:
                 continue
+            if _with_flight(signature, fewer) not in self._solved:
+                continue  # (an `enough` ended its search: only its bound is known)
             other = self._solved[_with_flight(signature, fewer)]
             if other is None:
                 self._solved[signature] = None
@@ -455,13 +457,11 @@ class StageSolver:
 
 
 def _flightless(signature: tuple) -> tuple:
-    """A capped sub-problem's signature (`StageSolver.solve`'s) but the micro-batches
-    it holds."""
+    """`StageSolver.solve`'s signature but the micro-batches held."""
     return (*signature[:-2], signature[-1])
 
 
 def _with_flight(signature: tuple, in_flight: int) -> tuple:
-    """`signature` holding `in_flight` micro-batches instead."""
     return (*signature[:-2], in_flight, signature[-1])
 
 
@@ -493,10 +493,8 @@ class StageTable:
         self._stages: dict[tuple, SolvedStage | None] = {}
         self._shapes: dict[tuple, SolvedStage | None] = {}
         self._ends: dict[int, tuple[np.ndarray, ...]] = {}
-        """Per M, each edge's producer, consumer, kind and whether it carries a
-        parameter (`shape`)."""
-        """The stages solved by their ranges' `Subgraph.signature` (with the devices,
-        M, cap and micro-batches held): structurally equal ranges share one."""
+        """Per M, each edge's producer, consumer, kind and `carries_param` (`shape`)."""
+        """The stages solved by `shape` (and devices, M, cap, micro-batches held)."""
         self._memo: dict = {}
         self.notify: Callable[[str], None] | None = None
         """Hears of each stage about to be solved (a progress line: `search.Partitioner`)."""
