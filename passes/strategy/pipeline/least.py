@@ -366,11 +366,12 @@ class LeastCosts:
         ranges share their best λ closely); the first range's comes from
         LARAC's first steps (`STAGE_BOUND_SOLVES` DP solves at most). Structurally
         equal ranges share their bound."""
-        part = self.table.cut(start, stop, microbatches)
-        key = (*part.signature, devices, microbatches, in_flight, memory)
+        key = (*self.table.shape(start, stop, microbatches)[0], devices, microbatches,
+               in_flight, memory)
         found = self._stage_bounds.get(key)
         if found is not None:
             return found
+        part = self.table.cut(start, stop, microbatches)
         solver = self.table.solver
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()
