@@ -270,9 +270,8 @@ def solved_stage(layers: Sequence[Layer], edges: Sequence[Edge],
                  memo: dict, kinds: Kinds | None = None, gap: float = 0.0,
                  model: CostModel | None = None) -> SolvedStage:
     """A stage in `assignment`'s configurations: its times and bytes (`stage_cost`),
-    charged by `model` (default: today's step, `PaseCost`'s formulas). With `kinds`,
-    each layer's bytes under `model`'s breakdown are kept in `memo` by kind and
-    configuration too (`stage_bytes`' sums, term for term)."""
+    charged by `model` (default: today's step, `PaseCost`'s formulas); with `kinds`,
+    `model`'s bytes of each layer kept in `memo` too (`stage_bytes`' sums)."""
     cost = stage_cost(layers, edges, assignment, devices, machine, memo, kinds, model)
     breakdown = getattr(model, "memory_breakdown", None)
     if kinds is None or breakdown is None:
@@ -456,8 +455,7 @@ class StageSolver:
                 0.0 if capped.proven else capped.gap)
 
 
-def _flightless(signature: tuple) -> tuple:
-    """`StageSolver.solve`'s signature but the micro-batches held."""
+def _flightless(signature: tuple) -> tuple:  # (`StageSolver.solve`'s, but the held)
     return (*signature[:-2], signature[-1])
 
 
@@ -492,6 +490,7 @@ class StageTable:
         self._micro: dict[int, Micro] = {}
         self._stages: dict[tuple, SolvedStage | None] = {}
         self._shapes: dict[tuple, SolvedStage | None] = {}
+        self._shape_of: dict[tuple[int, int, int], tuple[tuple, tuple]] = {}
         self._ends: dict[int, tuple[np.ndarray, ...]] = {}
         """Per M, each edge's producer, consumer, kind and `carries_param` (`shape`)."""
         """The stages solved by `shape` (and devices, M, cap, micro-batches held)."""
@@ -518,6 +517,9 @@ class StageTable:
         """The `Subgraph.signature` of layers [start, stop) at micro-batch shapes (as
         `cut` would make it, without cutting), and which of its edges carry a
         parameter (`carries_param`): equal for ranges solved alike."""
+        found = self._shape_of.get((start, stop, microbatches))
+        if found is not None:
+            return found
         if microbatches not in self._ends:
             micro = self.micro(microbatches)
             assert micro.kinds is not None
@@ -529,12 +531,12 @@ class StageTable:
         producers, consumers, kinds, carried = self._ends[microbatches]
         inside = np.flatnonzero((producers >= start) & (producers < stop)
                                 & (consumers >= start) & (consumers < stop))
-        micro = self.micro(microbatches)
-        assert micro.kinds is not None
+        layer_kinds = self._micro[microbatches].kinds or ([], [])
         edges = zip(kinds[inside].tolist(), (producers[inside] - start).tolist(),
                     (consumers[inside] - start).tolist(), strict=True)
-        return ((tuple(micro.kinds[0][start:stop]), tuple(edges)),
-                tuple(carried[inside].tolist()))
+        found = self._shape_of[(start, stop, microbatches)] = (
+            (tuple(layer_kinds[0][start:stop]), tuple(edges)), tuple(carried[inside].tolist()))
+        return found
 
     def stage(self, start: int, stop: int, devices: int, microbatches: int,
               in_flight: int = 1, memory: float | None = None,
