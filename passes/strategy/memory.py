@@ -117,7 +117,12 @@ def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
     """For each layer, the bytes per device of each of its configurations (the order of
     `problem.config_lists`) with the activations of `in_flight` micro-batches held at
     once (a pipeline stage's, `schedule.in_flight`); a strategy's memory is the sum of
-    its choices'."""
+    its choices'. A problem with a `layer_memory(index, in_flight)` (a pipeline stage's,
+    `StageProblem`) gives each layer's vector itself, the same values kept by kind."""
+    kept = getattr(problem, "layer_memory", None)
+    if kept is not None:
+        return one_array_each([kept(index, in_flight)
+                               for index in range(len(problem.layer_data))])
     vectors = [problem.model.memory(layer, configs, in_flight)
                for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True)]
     return one_array_each(vectors)

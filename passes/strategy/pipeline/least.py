@@ -114,7 +114,8 @@ class LeastCosts:
         return self._bounds[key]
 
     def range_bounds(self, stages: int, microbatches: int, schedule: str,
-                     memory: float | None = None) -> SegmentBounds:
+                     memory: float | None = None, beat: float = math.inf
+                     ) -> SegmentBounds:
         """`segment_bounds` with every stage range a plan of `stages` stages can have
         solved first: its F, F + B and M (F + B) + AR exactly, the tensors it receives
         forward and the parameters it shares with other stages moved under its own
@@ -122,7 +123,14 @@ class LeastCosts:
         a long walk costs, so `search` builds these only for the (S, M) whose walk with
         segment bounds ran out of effort. Under `memory`, a range whose configurations
         would not fit holding the most micro-batches a stage holds keeps its segments'
-        bounds (it may be solved under the cap instead)."""
+        bounds (it may be solved under the cap instead). So does a range whose segments'
+        bounds already show that every plan holding it steps at least `beat` (the walk's
+        bound: the step of a plan found): its M (F + B) + AR, or the least F + B of the
+        layers before it plus M times its own (`next_stage` is at least both), reaches
+        it, so the walk prunes it at those bounds as at its exact ones. Every entry is
+        a lower bound either way: the walk, which prunes only with them, finds the same
+        plan; `beat` only spares the solves (and the bounds made are kept for the next
+        call, whose `beat`, a step found since, is no larger)."""
         tight = self.segment_bounds(stages, microbatches)
         key = (stages, microbatches, schedule, memory)
         if key in self._ranges:
@@ -139,7 +147,10 @@ class LeastCosts:
         parts = self.least_bytes(positions, group, microbatches)
         for a in range(size - 1):
             for b in range(a + 1, size):
-                if not possible(a, b, size, stages):
+                if not possible(a, b, size, stages) or \
+                        max(tight.own_least[a][b],
+                            tight.work[0][a] + microbatches * tight.work[a][b]) \
+                        * (1 - SLACK) >= beat:
                     continue
                 start, stop = positions[a], positions[b]
                 stage = self.table.free(start, stop, group, microbatches)
@@ -355,11 +366,12 @@ class LeastCosts:
         ranges share their best λ closely); the first range's comes from
         LARAC's first steps (`STAGE_BOUND_SOLVES` DP solves at most). Structurally
         equal ranges share their bound."""
-        part = self.table.cut(start, stop, microbatches)
-        key = (*part.signature, devices, microbatches, in_flight, memory)
+        key = (*self.table.shape(start, stop, microbatches)[0], devices, microbatches,
+               in_flight, memory)
         found = self._stage_bounds.get(key)
         if found is not None:
             return found
+        part = self.table.cut(start, stop, microbatches)
         solver = self.table.solver
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()

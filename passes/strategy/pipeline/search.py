@@ -113,9 +113,10 @@ class Partitioner:
         return self.least.segment_bounds(stages, microbatches)
 
     def range_bounds(self, stages: int, microbatches: int, schedule: str,
-                     memory: float | None = None) -> SegmentBounds:
+                     memory: float | None = None, beat: float = math.inf
+                     ) -> SegmentBounds:
         """`LeastCosts.range_bounds`."""
-        return self.least.range_bounds(stages, microbatches, schedule, memory)
+        return self.least.range_bounds(stages, microbatches, schedule, memory, beat)
 
     def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
                       work: float) -> float:
@@ -399,7 +400,7 @@ class Partitioner:
         if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
         if tight is not None and ranges:
-            tight = self.range_bounds(stages, microbatches, schedule, memory)
+            tight = self.range_bounds(stages, microbatches, schedule, memory, bound)
             if tight.whole(stages) * (1 - SLACK) >= bound:
                 return None
         first = seed(self, stages, microbatches, schedule, memory, bound) \

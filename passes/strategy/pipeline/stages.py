@@ -189,6 +189,19 @@ class StageProblem(Problem):
             self._objective = objective
         return self._objective
 
+    def layer_memory(self, index: int, in_flight: int) -> np.ndarray:
+        """Layer `index`'s bytes per device under each of its configurations holding
+        `in_flight` micro-batches (`memory.memory_vectors`), from `cache` where a
+        problem computed them already (by kind, devices and `in_flight`)."""
+        layer, configs = self.layer_data[index], self.config_lists[index]
+        if self.cache is None or self._kind_numbers is None:
+            return self.model.memory(layer, configs, in_flight)
+        key = (self._kind_numbers[0][index], self.devices, in_flight)
+        vector = self.cache.memory.get(key)
+        if vector is None:
+            vector = self.cache.memory[key] = self.model.memory(layer, configs, in_flight)
+        return vector
+
     def _objective_vertex(self, index: int, total: np.ndarray) -> np.ndarray:
         """Layer `index`'s F + B + AR / M: its vertex vector `total` (F + B + AR) less
         (1 - 1/M) AR; from `cache` where a problem built it already."""
@@ -234,6 +247,9 @@ class StageCache:
 
     model: CostModel
     objective: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+    memory: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+    """Each layer kind's bytes per configuration by devices and micro-batches held
+    (`StageProblem.layer_memory`)."""
     _costs: dict[tuple[int, int], LayerCosts] = field(default_factory=dict)
 
     def costs(self, layer: Layer, kind: int, devices: int, configs: Sequence[Config],
@@ -254,11 +270,24 @@ def solved_stage(layers: Sequence[Layer], edges: Sequence[Edge],
                  memo: dict, kinds: Kinds | None = None, gap: float = 0.0,
                  model: CostModel | None = None) -> SolvedStage:
     """A stage in `assignment`'s configurations: its times and bytes (`stage_cost`),
-    charged by `model` (default: today's step, `PaseCost`'s formulas)."""
-    return SolvedStage(assignment,
-                       stage_cost(layers, edges, assignment, devices, machine, memo, kinds,
-                                  model),
-                       *stage_bytes(layers, assignment, model), gap)
+    charged by `model` (default: today's step, `PaseCost`'s formulas); with `kinds`,
+    `model`'s bytes of each layer kept in `memo` too (`stage_bytes`' sums)."""
+    cost = stage_cost(layers, edges, assignment, devices, machine, memo, kinds, model)
+    breakdown = getattr(model, "memory_breakdown", None)
+    if kinds is None or breakdown is None:
+        return SolvedStage(assignment, cost, *stage_bytes(layers, assignment, model), gap)
+    fixed = kept = 0.0
+    for layer, kind in zip(layers, kinds[0], strict=True):
+        config = assignment[layer.name]
+        key = ("bytes", kind, _frozen(config))
+        if key not in memo:
+            parts = breakdown(layer, config)
+            memo[key] = (parts["parameters"] + parts["gradients"] + parts["optimizer_state"],
+                         parts["activations"])
+        layer_fixed, layer_kept = memo[key]
+        fixed += layer_fixed
+        kept += layer_kept
+    return SolvedStage(assignment, cost, fixed, kept, gap)
 
 
 @dataclass(frozen=True)
@@ -304,6 +333,10 @@ class StageSolver:
         `enough` ended (`solve`)."""
         self.solves = 0
         """How many sub-problems were solved (the others came from the cache)."""
+        self._bounds: dict[tuple, float] = {}
+        """The proven lower bound of each capped sub-problem solved."""
+        self._held: dict[tuple, set[int]] = {}
+        """The micro-batches held of the capped sub-problems tried, by `_flightless`."""
 
     def kinds(self, layers: Sequence[Layer], edges: Sequence[Edge]) -> Kinds:
         """`SharedTables.layer_kind` of each layer and `edge_kind` of each edge (edges
@@ -342,8 +375,10 @@ class StageSolver:
         next call, which solves again only if its `enough` does not accept that bound."""
         signature = (*part.signature, devices, memory,
                      in_flight if memory is not None else 0, microbatches)
+        if signature not in self._solved and memory is not None:
+            self._from_fewer(part, signature, in_flight)
         if signature not in self._solved:
-            floor = self._floors.get(signature)
+            floor = self._floor(signature, in_flight)
             if enough is not None and floor is not None and enough(floor):
                 raise BoundReached(floor)
             try:
@@ -353,6 +388,9 @@ class StageSolver:
                 self._floors[signature] = reached.bound if floor is None else \
                     max(reached.bound, floor)
                 raise
+            finally:
+                if memory is not None:
+                    self._held.setdefault(_flightless(signature), set()).add(in_flight)
         solved = self._solved[signature]
         if solved is None:
             return None
@@ -360,6 +398,42 @@ class StageSolver:
         return StageSolution({layer.name: copy_config(config)
                               for layer, config in zip(part.layers, configs, strict=True)},
                              gap)
+
+    def _from_fewer(self, part: Subgraph, signature: tuple, in_flight: int) -> None:
+        """Solve the capped sub-problem `signature` (`part` holding `in_flight`
+        micro-batches) from one solved holding fewer, where one answers it exactly.
+        Holding more only adds activations, so a strategy that fits holding `in_flight`
+        fits holding fewer, and a lower bound holding fewer holds here too: where none
+        fits holding fewer, none fits here; where the optimum proven holding fewer fits
+        here, it is the optimum here (the least of a subset it is in)."""
+        memory = signature[-3]
+        for fewer in sorted(self._held.get(_flightless(signature), ()), reverse=True):
+            if fewer >= in_flight:
+                continue
+            if _with_flight(signature, fewer) not in self._solved:
+                continue  # (an `enough` ended its search: only its bound is known)
+            other = self._solved[_with_flight(signature, fewer)]
+            if other is None:
+                self._solved[signature] = None
+                return
+            configs, gap = other
+            if gap == 0.0 and sum(
+                    float(self.options.model.memory(layer, [config], in_flight)[0])
+                    for layer, config in zip(part.layers, configs, strict=True)) <= memory:
+                self._solved[signature] = other
+                self._bounds[signature] = self._bounds[_with_flight(signature, fewer)]
+                return
+
+    def _floor(self, signature: tuple, in_flight: int) -> float | None:
+        """The greatest lower bound known on the capped sub-problem `signature`: an
+        `enough` ended its search there, or its or a fewer-held one's was proven."""
+        known = [bound for key in (signature, *(
+                     _with_flight(signature, fewer)
+                     for fewer in self._held.get(_flightless(signature), ())
+                     if fewer < in_flight))
+                 for bound in (self._floors.get(key), self._bounds.get(key))
+                 if bound is not None]
+        return max(known, default=None)
 
     def _solve(self, part: Subgraph, devices: int, memory: float | None, in_flight: int,
                enough: Callable[[float], bool] | None = None, microbatches: int = 1
@@ -375,8 +449,18 @@ class StageSolver:
                                   in_flight=in_flight, enough=enough, effort=self.effort)
         except MemoryCapError:
             return None
+        signature = (*part.signature, devices, memory, in_flight, microbatches)
+        self._bounds[signature] = capped.lower_bound
         return (tuple(capped.assignment[layer.name] for layer in part.layers),
                 0.0 if capped.proven else capped.gap)
+
+
+def _flightless(signature: tuple) -> tuple:  # (`StageSolver.solve`'s, but the held)
+    return (*signature[:-2], signature[-1])
+
+
+def _with_flight(signature: tuple, in_flight: int) -> tuple:
+    return (*signature[:-2], in_flight, signature[-1])
 
 
 def stage_solver(machine: Machine, batch: str | None, min_shard: int = 4,
@@ -405,6 +489,11 @@ class StageTable:
         solved under the cap): `Partitioner.search`'s first pass under a cap."""
         self._micro: dict[int, Micro] = {}
         self._stages: dict[tuple, SolvedStage | None] = {}
+        self._shapes: dict[tuple, SolvedStage | None] = {}
+        self._shape_of: dict[tuple[int, int, int], tuple[tuple, tuple]] = {}
+        self._ends: dict[int, tuple[np.ndarray, ...]] = {}
+        """Per M, each edge's producer, consumer, kind and `carries_param` (`shape`)."""
+        """The stages solved by `shape` (and devices, M, cap, micro-batches held)."""
         self._memo: dict = {}
         self.notify: Callable[[str], None] | None = None
         """Hears of each stage about to be solved (a progress line: `search.Partitioner`)."""
@@ -423,6 +512,31 @@ class StageTable:
         micro = self.micro(microbatches)
         assert micro.kinds is not None
         return cut(micro.layers, micro.edges, micro.kinds, start, stop)
+
+    def shape(self, start: int, stop: int, microbatches: int) -> tuple[tuple, tuple]:
+        """The `Subgraph.signature` of layers [start, stop) at micro-batch shapes (as
+        `cut` would make it, without cutting), and which of its edges carry a
+        parameter (`carries_param`): equal for ranges solved alike."""
+        found = self._shape_of.get((start, stop, microbatches))
+        if found is not None:
+            return found
+        if microbatches not in self._ends:
+            micro = self.micro(microbatches)
+            assert micro.kinds is not None
+            self._ends[microbatches] = (
+                np.array([edge.producer for edge in micro.edges], dtype=np.int64),
+                np.array([edge.consumer for edge in micro.edges], dtype=np.int64),
+                np.array(micro.kinds[1], dtype=np.int64),
+                np.array([carries_param(edge) for edge in micro.edges], dtype=bool))
+        producers, consumers, kinds, carried = self._ends[microbatches]
+        inside = np.flatnonzero((producers >= start) & (producers < stop)
+                                & (consumers >= start) & (consumers < stop))
+        layer_kinds = self._micro[microbatches].kinds or ([], [])
+        edges = zip(kinds[inside].tolist(), (producers[inside] - start).tolist(),
+                    (consumers[inside] - start).tolist(), strict=True)
+        found = self._shape_of[(start, stop, microbatches)] = (
+            (tuple(layer_kinds[0][start:stop]), tuple(edges)), tuple(carried[inside].tolist()))
+        return found
 
     def stage(self, start: int, stop: int, devices: int, microbatches: int,
               in_flight: int = 1, memory: float | None = None,
@@ -459,6 +573,18 @@ class StageTable:
         key = (start, stop, devices, microbatches, memory, in_flight)
         if key in self._stages:
             return self._stages[key]
+        same = (*self.shape(start, stop, microbatches), devices, microbatches, memory,
+                in_flight)
+        if same in self._shapes:
+            # A structurally equal range (the same blocks elsewhere): the same solve,
+            # so the same times and bytes, summed in the same order; its names renamed.
+            other = self._shapes[same]
+            names = [layer.name for layer in self.micro(microbatches).layers[start:stop]]
+            result = None if other is None else replace(other, assignment={
+                name: copy_config(config)
+                for name, config in zip(names, other.assignment.values(), strict=True)})
+            self._stages[key] = result
+            return result
         part = self.cut(start, stop, microbatches)
         if self.notify is not None:
             self.notify(f"{self.solver.solves} stage solves, now layers [{start}, {stop}) "
@@ -468,5 +594,5 @@ class StageTable:
         result = None if solution is None else solved_stage(
             part.layers, part.edges, solution.assignment, devices, self.machine,
             self._memo, part.kinds, solution.gap, self.solver.model)
-        self._stages[key] = result
+        self._stages[key] = self._shapes[same] = result
         return result

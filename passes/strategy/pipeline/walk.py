@@ -91,8 +91,12 @@ class Walk:
     fitting: list[dict[int, bool]] | None = field(init=False)
     """Under a cap, `Partitioner.rest_fits`: where the stages after a cut can fit."""
     least_bytes: dict[int, list[float]] = field(init=False)
+    held: list[int] = field(init=False)
+    """The micro-batches each stage holds at once (`in_flight`)."""
 
     def __post_init__(self) -> None:
+        self.held = [in_flight(self.schedule, self.stages, self.microbatches, index)
+                     for index in range(self.stages)]
         self.group = self.plans.devices // self.stages
         self.least = self.plans.least.least_compute(self.group, self.microbatches)
         self.last = len(self.plans.layers)
@@ -129,7 +133,7 @@ class Walk:
         return step * (1 - SLACK) >= self.reached()
 
     def holds(self, index: int) -> int:
-        return in_flight(self.schedule, self.stages, self.microbatches, index)
+        return self.held[index]
 
     def consider(self, bounds: list[int], prefix: Sequence[SolvedStage] = ()) -> None:
         plan = self.plans.plan_within(bounds, self.microbatches, self.schedule, self.memory,
