@@ -406,10 +406,12 @@ class Partitioner:
         if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
         capped = None
-        if tight is not None and memory is not None and stages > 1 and bound < math.inf:
+        if tight is not None and memory is not None and stages > 1 and bound < math.inf \
+                and not self.table.free_only:
             # The ranges' bounds under the cap (`capped_whole`), before any is solved
             # under it. (One stage is the whole graph, whose capped solve proves the
-            # same bound, heard by `enough`.)
+            # same bound, heard by `enough`. The first pass, whose stages fit
+            # unconstrained, walks at less cost than these bounds take.)
             capped = tight = self.capped_whole(stages, microbatches, schedule, memory, bound)
             if tight.whole(stages) * (1 - SLACK) >= bound:
                 return None
