@@ -40,7 +40,7 @@ import math
 import numpy as np
 
 from pase.core.schedule import in_flight
-from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds, possible
+from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound
 
 WHOLE_SOLVES = 12
@@ -56,8 +56,9 @@ class CappedWhole:
         self._objectives: dict[tuple, tuple[float, bool]] = {}
         """Per range signature, devices, M, in flight and cap: the bound, and whether
         LARAC ended without reaching the `reach` it was given."""
-        self._bounds: dict[tuple, tuple[float, SegmentBounds]] = {}
-        """Per (S, M, schedule, cap): the `beat` it was made for, and the bounds."""
+        self._own: dict[tuple, tuple[np.ndarray, set[tuple[int, int, int]]]] = {}
+        """Per (S, M, schedule, cap): the ranges' bounds on M (F + B) + AR as stage s,
+        [s][a][b], and the (s, a, b) bounded under the cap so far."""
 
     def objective(self, start: int, stop: int, devices: int, microbatches: int,
                   held: int, memory: float, reach: float = math.inf) -> float:
@@ -87,43 +88,61 @@ class CappedWhole:
 
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
                beat: float = math.inf) -> SegmentBounds:
-        """`least.segment_bounds(stages, microbatches)` with each stage range's bound on
+        """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
         M (F + B) + AR as stage s raised to M `objective` at stage s's in-flight count
-        (the sends, the forward and F + B bounds unchanged). Only the ranges whose
-        segments' bound is below `beat` (a step to beat) are bounded under the cap: a
-        plan with any other stage reaches `beat` anyway, and so any step below it."""
+        (the sends, the forward and F + B bounds unchanged), lazily: while the whole
+        bound is below `beat` (a step to beat), the ranges of the cuts that give it
+        (`cheapest`) not bounded yet are, until it reaches `beat` or every range of
+        those cuts is (each range once per S, M and cap; a later call goes on)."""
         key = (stages, microbatches, schedule, memory)
-        made = self._bounds.get(key)
-        if made is not None and beat <= made[0]:
-            return made[1]
         tight = self.least.segment_bounds(stages, microbatches)
         positions = tight.positions
         size = len(positions)
+        if key not in self._own:
+            self._own[key] = (np.array(np.broadcast_to(tight.own_least,
+                                                       (stages, size, size))), set())
+        own, done = self._own[key]
         group = self.least.table.devices // stages
-        own = np.array(np.broadcast_to(tight.own_least, (stages, size, size)))
-        for a in range(size - 1):
-            for b in range(a + 1, size):
-                if not possible(a, b, size, stages):
-                    continue
-                for s in stage_indices(a, b, size, stages):
-                    if own[s][a][b] * (1 - SLACK) >= beat:
-                        continue
-                    held = in_flight(schedule, stages, microbatches, s)
-                    # First its segments' Lagrangian bound (hulls shared by every range
-                    # that holds the segment), then, where that is below `beat`, its own.
-                    own[s][a][b] = max(own[s][a][b], self.least.capped_bound(
-                        positions[a], positions[b], group, microbatches, held, memory, 1))
-                    if own[s][a][b] * (1 - SLACK) >= beat:
-                        continue
-                    bound = microbatches * self.objective(
-                        positions[a], positions[b], group, microbatches, held, memory,
-                        beat / microbatches)
-                    own[s][a][b] = max(own[s][a][b], bound)
-        capped = SegmentBounds.of_ranges(positions, tight.forward, tight.work, own,
-                                         microbatches, stages, tight.into_forward,
-                                         tight.into_backward, tight.shared, tight.opening)
-        self._bounds[key] = (beat, capped)
-        return capped
+        while True:
+            capped = SegmentBounds.of_ranges(positions, tight.forward, tight.work, own,
+                                             microbatches, stages, tight.into_forward,
+                                             tight.into_backward, tight.shared,
+                                             tight.opening)
+            if capped.whole(stages) * (1 - SLACK) >= beat:
+                return capped
+            todo = [stage for stage in cheapest(capped, stages) if stage not in done]
+            if not todo:
+                return capped
+            for s, a, b in todo:
+                done.add((s, a, b))
+                held = in_flight(schedule, stages, microbatches, s)
+                own[s][a][b] = max(own[s][a][b], microbatches * self.objective(
+                    positions[a], positions[b], group, microbatches, held, memory,
+                    beat / microbatches))
+
+
+def cheapest(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:
+    """The stages (s, a, b) of the cuts whose largest own bound (`SegmentBounds.own`'s
+    DP) is least: the cuts `whole` bounds by it."""
+    positions = len(bounds.positions)
+    last = positions - 1
+    path: list[tuple[int, int, int]] = []
+    a = 0
+    for k in range(stages, 1, -1):
+        s = stages - k
+        b = np.arange(positions)
+        inner = (b > a) & (b < last)
+        terms = bounds.into_forward[s][a] + np.maximum(
+            bounds.own_least[s][a] + bounds.shared[s][a],
+            bounds.forward[a] + bounds.own[k - 1])
+        terms = np.where(inner, terms, np.inf)
+        stop = int(np.argmin(terms))
+        if not math.isfinite(float(terms[stop])):
+            return path
+        path.append((s, a, stop))
+        a = stop
+    path.append((stages - 1, a, last))
+    return path
 
 
 def at_least(ranged: SegmentBounds, capped: SegmentBounds) -> SegmentBounds:
@@ -137,23 +156,3 @@ def at_least(ranged: SegmentBounds, capped: SegmentBounds) -> SegmentBounds:
     return SegmentBounds.of_ranges(ranged.positions, ranged.forward, ranged.work, own,
                                    ranged.microbatches, stages, ranged.into_forward,
                                    ranged.into_backward, ranged.shared, ranged.opening)
-
-
-def stage_indices(a: int, b: int, size: int, stages: int) -> range:
-    """The indices s for which [p_a, p_b) of `size` positions is stage s of some plan
-    of `stages` stages (`bounds.possible`): s stages before it, each holding a segment,
-    and S - 1 - s after it.
-
-        >>> list(stage_indices(0, 1, 5, 3)), list(stage_indices(2, 4, 5, 3))
-        ([0], [2])
-        >>> list(stage_indices(1, 2, 5, 3)), list(stage_indices(1, 2, 5, 1))
-        ([1], [])
-    """
-    last = size - 1
-    if stages == 1:
-        return range(0, 1) if (a, b) == (0, last) else range(0)
-    if a == 0:
-        return range(0, 1) if b <= last - (stages - 1) else range(0)
-    if b == last:
-        return range(stages - 1, stages) if a >= stages - 1 else range(0)
-    return range(max(1, b - last + stages - 1), min(a, stages - 2) + 1)
