@@ -63,16 +63,16 @@ same seconds in another order, so an exact tie must not be pruned by a rounding.
 class SegmentBounds:
     """Bounds for S stages of M micro-batches over the positions 0 = p_0 < ... < p_m =
     layers (the cuts). For each stage [p_a, p_b) (entry [a][b] of each matrix; a >= b
-    unused): at least its forward seconds per micro-batch (`forward`), its F + B
-    (`work`), its M (F + B) + AR (`own_least`); as stage s (entry [s][a][b]) at least
-    the seconds per micro-batch of the tensors it receives forward (`into_forward`)
-    and sends back (`into_backward`) from the stages before it, and the seconds it
-    moves once per step of parameters that layers of other stages share with its own
-    (`shared`, part of its all-reduce; as stage s, for the links between groups depend
+    unused): at least its forward seconds per micro-batch (`forward`), its F + B (`work`),
+    as stage s its M (F + B) + AR (`own_least`, entry [s][a][b]); as stage s (entry
+    [s][a][b]) at least the seconds per micro-batch of the tensors it receives forward
+    (`into_forward`) and sends back (`into_backward`) from the stages before it, and the
+    seconds it moves once per step of parameters that layers of other stages share with its
+    own (`shared`, part of its all-reduce; as stage s, for the links between groups depend
     on where they are); and as the first stage [p_0, p_b), at least its all-reduce
-    (`opening[b]`, 0 where unknown). And for k = 1..S stages covering [p_a, p_m) (the
-    last k of the S), `chain[k][a]` and `own[k][a]`: the least over the choices of cuts
-    of the largest chain (own) bound, counted from the end of the stages before p_a, the
+    (`opening[b]`, 0 where unknown). And for k = 1..S stages covering [p_a, p_m) (the last k
+    of the S), `chain[k][a]` and `own[k][a]`: the least over the choices of cuts of the
+    largest chain (own) bound, counted from the end of the stages before p_a, the
     sends into the stage beginning at p_a included."""
 
     positions: tuple[int, ...]
@@ -113,8 +113,11 @@ class SegmentBounds:
                   shared: np.ndarray | None = None,
                   opening: np.ndarray | None = None) -> SegmentBounds:
         """The bounds of per-stage bounds (class docstring: matrices [a][b], the sends
-        [s][a][b]; none if not given) for `stages` stages of `microbatches`."""
+        [s][a][b]; none if not given) for `stages` stages of `microbatches`. `own` may
+        also be given per stage index, [s][a][b] (a range's bound as stage s: under a
+        cap, what it holds depends on s)."""
         size = len(positions)
+        own = np.broadcast_to(own, (stages, size, size))
         zeros = np.zeros((stages, size, size))
         ahead = zeros if into_forward is None else into_forward
         back = zeros if into_backward is None else into_backward
@@ -125,7 +128,7 @@ class SegmentBounds:
         inner[:, -1] = False
         work_ab = np.where(inner, work, np.inf)
         forward_ab = np.where(inner, forward, np.inf)
-        own_ab = np.where(inner, own, np.inf)
+        own_ab = np.where(inner[None], own, np.inf)
         chain = np.full((stages + 1, size), np.inf)
         own_dp = np.full((stages + 1, size), np.inf)
         for k in range(1, stages + 1):
@@ -136,13 +139,13 @@ class SegmentBounds:
                 chain_add[0] += first + moved[0][0]
             if k == 1:
                 chain[1, :-1] = chain_add[:-1, -1] + microbatches * work[:-1, -1]
-                own_dp[1, :-1] = ahead[s][:-1, -1] + own[:-1, -1] + moved[s][:-1, -1]
+                own_dp[1, :-1] = ahead[s][:-1, -1] + own[s][:-1, -1] + moved[s][:-1, -1]
                 continue
             # The first of k stages is [p_a, p_b) for some b < m; k - 1 cover the rest.
             chain[k] = (chain_add + np.maximum(microbatches * work_ab,
                                                work_ab + chain[k - 1][None, :])
                         ).min(axis=1)
-            own_dp[k] = (ahead[s] + np.maximum(own_ab + moved[s],
+            own_dp[k] = (ahead[s] + np.maximum(own_ab[s] + moved[s],
                                                forward_ab + own_dp[k - 1][None, :])
                          ).min(axis=1)
         return cls(tuple(positions), {p: i for i, p in enumerate(positions)}, forward,
@@ -192,7 +195,7 @@ class SegmentBounds:
         a, b = self.index[start], self.index[stop]
         work = max(float(self.work[a][b]), work)
         chain = self.microbatches * work
-        own = max(float(self.own_least[a][b]), own) + float(self.shared[s][a][b])
+        own = max(float(self.own_least[s][a][b]), own) + float(self.shared[s][a][b])
         if stages_after:
             chain = max(chain, work + float(self.chain[stages_after][b]))
             own = max(own, float(self.forward[a][b]) + float(self.own[stages_after][b]))

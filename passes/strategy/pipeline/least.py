@@ -141,7 +141,7 @@ class LeastCosts:
         holds = in_flight(schedule, stages, microbatches, 0)
         forward = tight.forward.copy()
         work = tight.work.copy()
-        own = tight.own_least.copy()
+        own = tight.own_least[0].copy()  # (the segments' sums: the same at every s)
         opening = np.zeros(size)
         micro = self.table.micro(microbatches)
         parts = self.least_bytes(positions, group, microbatches)
@@ -376,13 +376,13 @@ class LeastCosts:
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()
         graph = problem.cost_graph(budget)
-        weights = self._memory_vectors(problem, part.kinds[0], devices, in_flight)
+        weights = self.layer_memory_vectors(problem, part.kinds[0], devices, in_flight)
         rate_key = (devices, microbatches, memory)
         rate = self._rates.get(rate_key)
         if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
             bound = math.inf
         elif rate is None:
-            bound, rate = _larac_bound(graph, weights, memory, budget)
+            bound, rate = larac_bound(graph, weights, memory, budget)
         else:
             bound = _priced_least(graph, weights, rate, budget)[0] - rate * memory
         if rate is not None:
@@ -391,7 +391,7 @@ class LeastCosts:
         self._stage_bounds[key] = bound
         return bound
 
-    def _memory_vectors(self, problem: Problem, kinds: Sequence[int], devices: int,
+    def layer_memory_vectors(self, problem: Problem, kinds: Sequence[int], devices: int,
                         in_flight: int) -> list[np.ndarray]:
         """`memory.memory_vectors(problem, in_flight)`, each layer's vector computed once
         per kind (`kinds`, the shared tables' numbers of `problem`'s layers, which fix
@@ -445,37 +445,43 @@ def _priced_least(graph: CostGraph, weights: list[np.ndarray], rate: float,
     return cost + rate * weight, cost, weight
 
 
-def _larac_bound(graph: CostGraph, weights: list[np.ndarray], cap: float,
-                 budget: MemoryBudget) -> tuple[float, float | None]:
+def larac_bound(graph: CostGraph, weights: list[np.ndarray], cap: float,
+                budget: MemoryBudget, solves: int = STAGE_BOUND_SOLVES,
+                stop_at: float = math.inf) -> tuple[float, float | None]:
     """LARAC's best Lagrangian bound on the least cost of `graph`'s strategies within
-    `cap` (some fits) in at most `STAGE_BOUND_SOLVES` DP solves, and its λ (None where
+    `cap` (some fits) in at most `solves` DP solves, or sooner once it reaches
+    `stop_at`, and its λ (None where
     the unconstrained optimum fits: then the bound is its cost, exactly). Below, the
     least cost within 5 bytes is 5 (both layers at their second configuration):
 
         >>> graph = CostGraph(["a", "b"], [np.array([1.0, 3.0]), np.array([1.0, 2.0])])
         >>> graph.add_edge(0, 1, np.array([[0.0, 5.0], [5.0, 0.0]]))
         >>> memory = [np.array([4.0, 1.0]), np.array([4.0, 1.0])]
-        >>> _larac_bound(graph, memory, 5.0, MemoryBudget(1 << 30))
+        >>> larac_bound(graph, memory, 5.0, MemoryBudget(1 << 30))
         (3.5, 0.5)
-        >>> _larac_bound(graph, memory, 8.0, MemoryBudget(1 << 30))
+        >>> larac_bound(graph, memory, 8.0, MemoryBudget(1 << 30))
         (2.0, None)
     """
     _, cost, weight = _priced_least(graph, weights, 0.0, budget)
     if weight <= cap:
         return cost, None
     over = (cost, weight)
+    if cost >= stop_at:
+        return cost, 0.0  # L(0)
     least = [w.min() for w in weights]
     lean = one_array_each([w == value for w, value in zip(weights, least, strict=True)])
     _, cost, weight = _priced_least(graph, weights, 0.0, budget, lean)
     fits = (cost, weight)
     bound, best = over[0], 0.0  # L(0)
-    for _ in range(STAGE_BOUND_SOLVES - 2):
+    for _ in range(solves - 2):
         if not (fits[0] > over[0] and fits[1] < over[1]):
             break
         rate = (fits[0] - over[0]) / (over[1] - fits[1])
         value, cost, weight = _priced_least(graph, weights, rate, budget)
         if value - rate * cap > bound:
             bound, best = value - rate * cap, rate
+            if bound >= stop_at:
+                break
         tie = over[0] + rate * over[1]
         if value >= tie - RELATIVE_TOLERANCE * abs(tie):
             break

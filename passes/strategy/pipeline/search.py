@@ -47,6 +47,7 @@ from pase.core.schedule import in_flight
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
+from pase.passes.strategy.pipeline.capped_whole import CappedWhole, at_least
 from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
@@ -86,6 +87,7 @@ class Partitioner:
         self.table = StageTable(layers, edges, batch, devices, machine, solver)
         self.transfers = Transfers(self.edges, self.cuts, devices, machine)
         self.least = LeastCosts(self.table, self.cuts, self.transfers.spans)
+        self.capped = CappedWhole(self.least)
         self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._least_bytes: dict[tuple[int, int, str], dict[int, list[float]]] = {}
         self._rest_fits: dict[tuple, list[dict[int, bool]]] = {}
@@ -117,6 +119,11 @@ class Partitioner:
                      ) -> SegmentBounds:
         """`LeastCosts.range_bounds`."""
         return self.least.range_bounds(stages, microbatches, schedule, memory, beat)
+
+    def capped_whole(self, stages: int, microbatches: int, schedule: str,
+                     memory: float, beat: float = math.inf) -> SegmentBounds:
+        """`CappedWhole.bounds`: `segment_bounds` that see the cap `memory`."""
+        return self.capped.bounds(stages, microbatches, schedule, memory, beat)
 
     def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
                       work: float) -> float:
@@ -399,8 +406,20 @@ class Partitioner:
             if method == "dp" and (stages > 1 or capped_alone) else None
         if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
+        capped = None
+        if tight is not None and memory is not None and stages > 1 and bound < math.inf \
+                and not self.table.free_only:
+            # The ranges' bounds under the cap (`capped_whole`), before any is solved
+            # under it. (One stage is the whole graph, whose capped solve proves the
+            # same bound, heard by `enough`. The first pass, whose stages fit
+            # unconstrained, walks at less cost than these bounds take.)
+            capped = tight = self.capped_whole(stages, microbatches, schedule, memory, bound)
+            if tight.whole(stages) * (1 - SLACK) >= bound:
+                return None
         if tight is not None and ranges:
             tight = self.range_bounds(stages, microbatches, schedule, memory, bound)
+            if capped is not None:
+                tight = at_least(tight, capped)
             if tight.whole(stages) * (1 - SLACK) >= bound:
                 return None
         first = seed(self, stages, microbatches, schedule, memory, bound) \

@@ -14,6 +14,7 @@ from stage_plans import partitioner, random_source
 from pase.core.schedule import in_flight
 from pase.passes.strategy import Partitioner, TrainingOptions
 from pase.passes.strategy.pipeline import search as search_module
+from pase.passes.strategy.pipeline.bounds import SegmentBounds
 from pase.passes.strategy.pipeline.bounds import possible as _possible
 from pase.passes.strategy.pipeline.walk import EffortSpent
 from pase.passes.strategy.progress import Progress
@@ -311,3 +312,50 @@ def test_a_plan_met_before_the_effort_ran_out_bounds_the_search(
     assert (found.step, len(found.stages), found.microbatches) == \
         (expected.step, len(expected.stages), expected.microbatches)
     assert found.assignment == expected.assignment
+
+
+def test_capped_whole_bounds_hold_for_every_plan_under_a_cap() -> None:
+    # `Partitioner.capped_whole` (each range's Lagrangian bound under the cap, as stage
+    # s) never exceeds the best plan of its (S, M) found by trying every cut (each stage
+    # solved under the cap), nor any plan's bounds along its walk (`check_capped`); and
+    # it sees the cap: somewhere above the unconstrained segments' bound.
+    raised = False
+    for seed in (0, 1):
+        source = random_source(seed, chain=seed % 2 == 0)
+        plans = partitioner(source, devices=8)
+        free, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b")
+        assert free is not None
+        cap = free.memory * 0.7
+        for stages, micro in itertools.product((2, 4), (1, 2, 4)):
+            if stages > len(plans.cuts) + 1:
+                continue
+            capped = plans.capped_whole(stages, micro, "1f1b", cap)
+            best = plans.best(stages, micro, "1f1b", cap, "exhaustive")
+            if best is not None:
+                assert capped.whole(stages) <= best.step * (1 + SLACK)
+            raised |= capped.whole(stages) > plans.segment_bounds(stages,
+                                                                  micro).whole(stages)
+            for cuts in itertools.combinations(plans.cuts, stages - 1):
+                check_capped(plans, capped, [0, *cuts], micro, cap)
+    assert raised
+
+
+def check_capped(plans: Partitioner, capped: SegmentBounds, starts: list[int], micro: int,
+                 cap: float) -> None:
+    """`capped`'s bounds on the way to the plan beginning at `starts` hold."""
+    plan = plans.plan_within(starts, micro, "1f1b", cap)
+    if plan is None:
+        return
+    limit = plan.step * (1 + SLACK)
+    assert capped.whole(len(starts)) <= limit
+    ends = [*starts[1:], len(plans.layers)]
+    chained = forward = first = 0.0
+    for index, (start, stop) in enumerate(zip(starts, ends, strict=True)):
+        after = len(starts) - index - 1
+        assert capped.next_stage(after, start, stop, chained, first, forward) <= limit
+        stage = plan.stages[index]
+        if index == 0:
+            first = stage.cost.allreduce + capped.moved(start, stop, 0)
+        ahead, back = capped.into(start, stop, index)
+        chained += ahead + back + stage.cost.forward + stage.cost.backward
+        forward += ahead + stage.cost.forward

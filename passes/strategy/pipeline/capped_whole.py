@@ -1,0 +1,158 @@
+"""A lower bound on the step of every plan of one (S, M) that sees the memory cap.
+
+Without a cap, `bounds.SegmentBounds.whole` bounds a whole (S, M) from the segments'
+least costs. Under a cap those are the unconstrained optima, far below what a stage that
+must fit costs: at P = 64 on v100-nvlink under 0.25 GiB the Transformer's S = 4, M = 8
+is bounded by 0.0220 s though its best plan steps 0.0538 s, so its walk solves hundreds
+of stages under the cap to learn that the best known plan (0.0346 s) beats it.
+
+`CappedWhole` puts in place of each stage range's bound on M (F + B) + AR, as stage s
+of the S (so holding `in_flight(s)` micro-batches), M times a Lagrangian lower bound on
+the objective the stage solver minimises under the cap, F + B + AR / M
+(`stages.StageProblem`): L(λ) = min over all configurations of (objective + λ memory)
+− λ cap, at LARAC's best λ (`least.larac_bound`: pase's DP solves of the range's own
+graph). It bounds every configuration of the range that fits (for every λ >= 0 and
+such a configuration, objective >= objective + λ (memory − cap)), so the solver's
+stage, the least objective that fits, too; and a range that fits in no configuration
+gets inf. Each range is bounded once per (devices, M, in flight, cap) and structurally
+equal ranges share it (the blocks of a transformer). Then `SegmentBounds.of_ranges`'s DP
+over the cut positions gives the least over the cuts of the largest stage's bound: a
+bound on the whole (S, M) before any stage is solved under the cap, which `search`
+orders and prunes the (S, M) with and `walk.Walk` prunes its prefixes with.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import preset, read_graph, stage_solver, Partitioner
+    >>> from pase.passes.strategy.memory import GIB
+    >>> mlp = read_graph(parse_file("models/mlp.dnn"))
+    >>> machine = preset("v100-nvlink")
+    >>> plans = Partitioner(mlp.layers, mlp.edges, mlp.batch, 8, machine, [1, 2, 3],
+    ...                     stage_solver(machine, mlp.batch))
+    >>> free = plans.segment_bounds(2, 4).whole(2)
+    >>> capped = plans.capped_whole(2, 4, "1f1b", 0.01 * GIB).whole(2)
+    >>> capped >= free
+    True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pase.core.schedule import in_flight
+from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
+from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound
+
+WHOLE_SOLVES = 12
+"""LARAC's DP solves at most per range in `CappedWhole.objective` (it usually ends
+sooner, at the best λ)."""
+
+
+class CappedWhole:
+    """Cap-aware `SegmentBounds` per (S, M, schedule, cap) of one graph (`least`)."""
+
+    def __init__(self, least: LeastCosts):
+        self.least = least
+        self._objectives: dict[tuple, tuple[float, bool]] = {}
+        """Per range signature, devices, M, in flight and cap: the bound, and whether
+        LARAC ended without reaching the `reach` it was given."""
+        self._own: dict[tuple, tuple[np.ndarray, set[tuple[int, int, int]]]] = {}
+        """Per (S, M, schedule, cap): the ranges' bounds on M (F + B) + AR as stage s,
+        [s][a][b], and the (s, a, b) bounded under the cap so far."""
+
+    def objective(self, start: int, stop: int, devices: int, microbatches: int,
+                  held: int, memory: float, reach: float = math.inf) -> float:
+        """A lower bound on F + B + AR / M of layers [start, stop) on `devices` devices
+        in any configurations that fit in `memory` bytes per device holding `held`
+        micro-batches (inf if none does; module docstring). LARAC stops once the bound
+        reaches `reach` (then it may be less than LARAC's best)."""
+        table = self.least.table
+        part = table.cut(start, stop, microbatches)
+        key = (*part.signature, devices, microbatches, held, memory)
+        found = self._objectives.get(key)
+        if found is not None and (found[1] or found[0] >= reach):
+            return found[0]
+        solver = table.solver
+        problem = solver.problem(part, devices, microbatches)
+        budget = solver.budget()
+        graph = problem.cost_graph(budget)
+        weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
+        if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
+            bound = math.inf
+        else:
+            bound = larac_bound(graph, weights, memory, budget, WHOLE_SOLVES, reach)[0]
+        # (Complete where LARAC did not stop at `reach`: a later, lower one takes it.)
+        self._objectives[key] = (bound - SLACK * abs(bound) if math.isfinite(bound)
+                                 else bound, bound < reach)
+        return self._objectives[key][0]
+
+    def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
+               beat: float = math.inf) -> SegmentBounds:
+        """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
+        M (F + B) + AR as stage s raised to M `objective` at stage s's in-flight count
+        (the sends, the forward and F + B bounds unchanged), lazily: while the whole
+        bound is below `beat` (a step to beat), the ranges of the cuts that give it
+        (`cheapest`) not bounded yet are, until it reaches `beat` or every range of
+        those cuts is (each range once per S, M and cap; a later call goes on)."""
+        key = (stages, microbatches, schedule, memory)
+        tight = self.least.segment_bounds(stages, microbatches)
+        positions = tight.positions
+        size = len(positions)
+        if key not in self._own:
+            self._own[key] = (np.array(np.broadcast_to(tight.own_least,
+                                                       (stages, size, size))), set())
+        own, done = self._own[key]
+        group = self.least.table.devices // stages
+        while True:
+            capped = SegmentBounds.of_ranges(positions, tight.forward, tight.work, own,
+                                             microbatches, stages, tight.into_forward,
+                                             tight.into_backward, tight.shared,
+                                             tight.opening)
+            if capped.whole(stages) * (1 - SLACK) >= beat:
+                return capped
+            todo = [stage for stage in cheapest(capped, stages) if stage not in done]
+            if not todo:
+                return capped
+            for s, a, b in todo:
+                done.add((s, a, b))
+                held = in_flight(schedule, stages, microbatches, s)
+                own[s][a][b] = max(own[s][a][b], microbatches * self.objective(
+                    positions[a], positions[b], group, microbatches, held, memory,
+                    beat / microbatches))
+
+
+def cheapest(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:
+    """The stages (s, a, b) of the cuts whose largest own bound (`SegmentBounds.own`'s
+    DP) is least: the cuts `whole` bounds by it."""
+    positions = len(bounds.positions)
+    last = positions - 1
+    path: list[tuple[int, int, int]] = []
+    a = 0
+    for k in range(stages, 1, -1):
+        s = stages - k
+        b = np.arange(positions)
+        inner = (b > a) & (b < last)
+        terms = bounds.into_forward[s][a] + np.maximum(
+            bounds.own_least[s][a] + bounds.shared[s][a],
+            bounds.forward[a] + bounds.own[k - 1])
+        terms = np.where(inner, terms, np.inf)
+        stop = int(np.argmin(terms))
+        if not math.isfinite(float(terms[stop])):
+            return path
+        path.append((s, a, stop))
+        a = stop
+    path.append((stages - 1, a, last))
+    return path
+
+
+def at_least(ranged: SegmentBounds, capped: SegmentBounds) -> SegmentBounds:
+    """`ranged` (`least.LeastCosts.range_bounds`: some ranges solved exactly) with each
+    range's bound on M (F + B) + AR as stage s at least `capped`'s (`CappedWhole.bounds`
+    of the same S and M): both are lower bounds, so their larger is one."""
+    stages = ranged.stages
+    size = len(ranged.positions)
+    own = np.maximum(np.broadcast_to(ranged.own_least, (stages, size, size)),
+                     capped.own_least)
+    return SegmentBounds.of_ranges(ranged.positions, ranged.forward, ranged.work, own,
+                                   ranged.microbatches, stages, ranged.into_forward,
+                                   ranged.into_backward, ranged.shared, ranged.opening)
