@@ -3,6 +3,7 @@
 # RUN: not pase-opt %t.not_utf8.onnx 2>&1 | filecheck %s --check-prefix=UTF8
 # RUN: not pase-opt %t.zero.onnx 2>&1 | filecheck %s --check-prefix=ZERO
 # RUN: not pase-opt %t.negative_batch.onnx -f 'onnx{batch=4}' 2>&1 | filecheck %s --check-prefix=NEGATIVE
+# RUN: not pase-opt %t.rank.onnx 2>&1 | filecheck %s --check-prefix=RANK
 
 import os
 import sys
@@ -36,6 +37,14 @@ def case_zero():
 # NEGATIVE-NOT: {{.}}
 def case_negative_batch():
     return gemm([-3, 4])
+
+
+# An input of 33 axes (one of 64 failed inside pase-run: numpy's gathers take at most 63
+# index arrays).
+# RANK: rank.onnx: error: input 'x' has 33 axes; pase handles tensors of at most 32
+# RANK-NOT: {{.}}
+def case_rank():
+    return graph([node("Relu", ["x"], ["y"])], {"x": [1] * 33}, ("y", [1] * 33))
 
 
 main(globals())
