@@ -48,12 +48,17 @@ MAX_ELEMENTS = 1 << 53
 """The most elements a tensor may have (and so the largest dim size): up to 2^53, element
 counts, block volumes and costs are exact in int64 and float64."""
 
+MAX_RANK = 32
+"""The most dimensions a tensor may have: numpy's arrays have at most 64, and its gathers
+(the runtime's cross-entropy) index with at most 63 arrays, so a 64-dim tensor passed the
+compiler and failed inside pase-run. Real models' tensors have at most 6 or so."""
+
 
 @dataclass(frozen=True)
 class NamedShape:
     """A tensor type: named dims in layout order, their sizes, an element type.
 
-    A shape of more than `MAX_ELEMENTS` elements raises `ShapeError`.
+    A shape of more than `MAX_ELEMENTS` elements or `MAX_RANK` dims raises `ShapeError`.
     """
 
     dims: tuple[str, ...]
@@ -61,6 +66,9 @@ class NamedShape:
     element: str = "f32"
 
     def __post_init__(self) -> None:
+        if len(self.dims) > MAX_RANK:
+            raise ShapeError(f"a tensor of {len(self.dims)} dimensions has too many; pase "
+                             f"handles at most {MAX_RANK}")
         if prod(self.sizes) > MAX_ELEMENTS:
             raise ShapeError(f"a tensor over {self} would have {prod(self.sizes):,} elements; "
                              f"pase handles at most 2^53 per tensor")

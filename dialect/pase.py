@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from math import isfinite, prod
+from typing import TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, FloatData, IntAttr, NoneAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute
@@ -493,7 +494,10 @@ def _negative_operand(layer: str, index: int) -> str:
     return f"#pase.layout names operand {index} of layer '{layer}'; operands count from 0"
 
 
-def _typed(op: Operation, name: str, kind: type[Attribute], what: str) -> Attribute | None:
+AttributeT = TypeVar("AttributeT", bound=Attribute)
+
+
+def _typed(op: Operation, name: str, kind: type[AttributeT], what: str) -> AttributeT | None:
     """`op`'s attribute `name`, None if absent; a VerifyException if it is not a `kind`."""
     attr = op.attributes.get(name)
     if attr is not None and not isinstance(attr, kind):
@@ -503,15 +507,13 @@ def _typed(op: Operation, name: str, kind: type[Attribute], what: str) -> Attrib
 
 def strategy_of(op: Operation) -> StrategyAttr | None:
     """The `pase.strategy` pase-search left on a graph, or None before the search."""
-    attr = _typed(op, STRATEGY_ATTR_NAME, StrategyAttr, "a #pase.strategy")
-    assert attr is None or isinstance(attr, StrategyAttr)
-    return attr
+    return _typed(op, STRATEGY_ATTR_NAME, StrategyAttr, "a #pase.strategy")
 
 
 def forward_layer(op: Operation) -> str | None:
     """The forward layer a gradient op belongs to (`pase.layer = "h"` -> "h"), or None."""
     attr = _typed(op, LAYER_ATTR_NAME, StringAttr, "the name of a forward layer (a string)")
-    return attr.data if isinstance(attr, StringAttr) else None
+    return attr.data if attr is not None else None
 
 
 def grid_order(op: Operation) -> tuple[str, ...] | None:
@@ -520,7 +522,6 @@ def grid_order(op: Operation) -> tuple[str, ...] | None:
                   'an array of dimension names (e.g. ["b", "h"])')
     if attr is None:
         return None
-    assert isinstance(attr, ArrayAttr)
     if not all(isinstance(name, StringAttr) for name in attr.data):
         raise VerifyException(f'{GRID_ORDER_ATTR_NAME} must be an array of dimension names '
                               f'(e.g. ["b", "h"]), got {attr}')
@@ -529,32 +530,24 @@ def grid_order(op: Operation) -> tuple[str, ...] | None:
 
 def layout_of(op: Operation) -> LayoutAttr | None:
     """The layout a gradient sum or SGD step runs in (`pase.layout_of`), or None."""
-    attr = _typed(op, LAYOUT_OF_ATTR_NAME, LayoutAttr,
+    return _typed(op, LAYOUT_OF_ATTR_NAME, LayoutAttr,
                   'a #pase.layout (e.g. #pase.layout<"z", operand 1>)')
-    assert attr is None or isinstance(attr, LayoutAttr)
-    return attr
 
 
 def segment_of(op: Operation) -> SegmentAttr | None:
     """The `pase.segment` pase-merge-layers left on a layer, or None."""
-    attr = _typed(op, SEGMENT_ATTR_NAME, SegmentAttr, "a #pase.segment (e.g. #pase.segment<0>)")
-    assert attr is None or isinstance(attr, SegmentAttr)
-    return attr
+    return _typed(op, SEGMENT_ATTR_NAME, SegmentAttr, "a #pase.segment (e.g. #pase.segment<0>)")
 
 
 def stage_of(op: Operation) -> StageAttr | None:
     """The `pase.stage` pase-partition-stages left on a layer, or None."""
-    attr = _typed(op, STAGE_ATTR_NAME, StageAttr,
+    return _typed(op, STAGE_ATTR_NAME, StageAttr,
                   "a #pase.stage (e.g. #pase.stage<0, offset = 0, devices = 4>)")
-    assert attr is None or isinstance(attr, StageAttr)
-    return attr
 
 
 def pipeline_of(op: Operation) -> PipelineAttr | None:
     """The `pase.pipeline` pase-partition-stages left on a graph, or None."""
-    attr = _typed(op, PIPELINE_ATTR_NAME, PipelineAttr, "a #pase.pipeline")
-    assert attr is None or isinstance(attr, PipelineAttr)
-    return attr
+    return _typed(op, PIPELINE_ATTR_NAME, PipelineAttr, "a #pase.pipeline")
 
 
 def verify_gradient_attributes(op: Operation) -> None:

@@ -26,7 +26,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from pase.core.shapes import ELEMENTS, MAX_ELEMENTS, NamedShape
+from pase.core.shapes import ELEMENTS, MAX_ELEMENTS, MAX_RANK, NamedShape
 
 ELEMENT_TYPES: dict[str, Attribute] = dict(zip(ELEMENTS, (f32, f64, i32, i64), strict=True))
 """The xDSL type of each element type of `pase.core.shapes.ELEMENTS`, in its order."""
@@ -96,6 +96,9 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     def verify(self) -> None:
         if len(self.dims.data) != len(self.sizes.data):
             raise VerifyException("!dnn.tensor needs one size per dimension")
+        if len(self.dims.data) > MAX_RANK:
+            raise VerifyException(f"a !dnn.tensor of {len(self.dims.data)} dimensions has too "
+                                  f"many; pase handles at most {MAX_RANK}")
         names = [d.data for d in self.dims.data]
         for i, name in enumerate(names):
             if name in names[:i]:

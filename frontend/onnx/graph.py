@@ -17,7 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from pase.core.diagnostics import Diagnostic
-from pase.core.shapes import MAX_ELEMENTS, ShapeError
+from pase.core.shapes import MAX_ELEMENTS, MAX_RANK, ShapeError
 from pase.dialect import dnn
 from pase.frontend.onnx import operators  # noqa: F401  (registers the importers)
 from pase.frontend.onnx.input_masks import check_input_masks, rewrite_input_masks
@@ -109,6 +109,9 @@ def graph_input(state: GraphState, value: Any, batch: int) -> None:
         raise state.error(f"input '{value.name}' is {kind}; pase reads FLOAT, DOUBLE, "
                           "INT32 and INT64 tensors")
     shape = tensor_type.shape.dim
+    if len(shape) > MAX_RANK:
+        raise state.error(f"input '{value.name}' has {len(shape)} axes; pase handles tensors "
+                          f"of at most {MAX_RANK}")
     roles = (ID_ROLES if element.startswith("i") else INPUT_ROLES).get(
         len(shape), ("b",) + ("d",) * (len(shape) - 1))
     sizes = [input_size(state, value.name, position, dim, batch)
