@@ -91,13 +91,6 @@ def convnext() -> nn.Module:
                      CNBlockConfig(32, None, 1)], num_classes=10)
 
 
-def swin() -> nn.Module:
-    from torchvision.models import SwinTransformer
-
-    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
-                           window_size=[4, 4], num_classes=10)
-
-
 def efficientnet() -> nn.Module:
     from torchvision.models import efficientnet_b0
 
@@ -252,7 +245,7 @@ VARIANTS: dict[str, Variant] = {
            "efficientnet_b0": (efficientnet, base.image),
            "mnasnet": (tv("mnasnet0_5", num_classes=10), base.image),
            "convnext": (convnext, base.image),
-           "swin": (swin, base.image),
+           "swin": (more.small_swin, base.image),
            "regnet_y_400mf": (tv("regnet_y_400mf", num_classes=10), base.image),
            "gru": (GruLanguageModel, base.ids),
            "pads": (more.PaddedCnn, base.image),

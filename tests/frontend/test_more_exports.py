@@ -160,3 +160,21 @@ def test_a_pad_gru_or_slice_pase_does_not_read_is_one_error_naming_the_node(case
         import_model(data, "m.onnx")
     op_type = {"gru": "GRU", "slice": "Slice"}.get(case.split("_")[0], "Pad")
     assert str(caught.value) == f"m.onnx: error: node 'n' ({op_type}): {message}"
+
+
+def test_a_window_mask_is_a_constant_input_not_a_parameter():
+    """Swin's shifted-window mask (0 within a window's region, -100 across, different
+    for each window) added to the scores is fed as an input, not trained."""
+    mask = np.zeros((2, 1, 4, 4), np.float32)
+    mask[1, 0, :2, 2:] = mask[1, 0, 2:, :2] = -100.0
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["scores", "mask"], ["y"], name="n")], "g",
+        [helper.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [3, 2, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 2, 2, 4, 4])],
+        [numpy_helper.from_array(mask, "mask")])
+    imported = import_model(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString(), "m.onnx")
+    ops = list(imported.module.ops.first.body.block.ops)  # type: ignore[union-attr]
+    assert not [op for op in ops if isinstance(op, dnn.ParamOp)]
+    (fed,) = [value for value in imported.initial_values.values() if value.ndim == 3]
+    np.testing.assert_array_equal(fed, mask.reshape(2, 4, 4))

@@ -37,7 +37,7 @@ ELSEWHERE = {"bert_v510.torchscript"}
 (tests/targets/test_jax_one_mesh.py)."""
 MASKED = ("bert_mask", "gpt2_mask")
 """Exported with an attention_mask input: test_padding_masks.py."""
-MORE = ("pads", "gru")
+MORE = ("pads", "gru", "swin")
 """Exported by models/export_more.py: test_more_exports.py."""
 
 FILES = sorted(path.name.removesuffix(".onnx") for path in FOLDER.glob("*.onnx")
