@@ -26,7 +26,9 @@ passes a padding mask, `(input_ids, attention_mask)` (row i keeps 16 - i tokens)
 weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss.
 With `--full`, the architectures are exported at their real sizes instead (torchvision's
 constructors as they are, 224x224 images; an LSTM language model of 10k words, 2 layers of
-1024, 64 steps), for measuring pase on them (docs/pytorch.md). Needs torch; pase itself
+1024, 64 steps; `resnet18_loss`, ResNet-18 exported with its loss, cross-entropy against
+`labels` with PyTorch's default ignore_index), for measuring pase on them (docs/pytorch.md,
+benchmarks/RESULTS.md). Needs torch; pase itself
 never imports this file.
 """
 
@@ -292,6 +294,8 @@ VISION_AND_LSTM: dict[str, tuple[Callable[[], nn.Module],
     "mlp": (FullMlp, image),
     **{name: (torchvision_model(name), lambda: image(224))
        for name in ("vgg11", "resnet18", "resnet50", "mobilenet_v2", "vit_b_16")},
+    "resnet18_loss": (lambda: WithLoss(torchvision_model("resnet18")()),  # its own loss
+                      lambda: (*image(224), torch.randint(0, 1000, (BATCH,)))),
 }
 
 
