@@ -13,6 +13,7 @@ One role per file:
     bounds.py      lower bounds on the step (`SegmentBounds`, `spread`, the critical path)
     hull.py        Lagrangian bounds on a range under a memory cap
     least.py       `LeastCosts`: the least costs the bounds are made of, found once
+    capped_whole.py  a bound on a whole (S, M) that sees a memory cap (`CappedWhole`)
     walk.py        `Walk`: the branch-and-bound over the cuts for one (S, M)
     search.py      `Partitioner`: the search over (S, M) with effort rounds; least memory
 

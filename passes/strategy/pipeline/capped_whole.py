@@ -17,20 +17,10 @@ stage, the least objective that fits, too; and a range that fits in no configura
 gets inf. Each range is bounded once per (devices, M, in flight, cap) and structurally
 equal ranges share it (the blocks of a transformer). Then `SegmentBounds.of_ranges`'s DP
 over the cut positions gives the least over the cuts of the largest stage's bound: a
-bound on the whole (S, M) before any stage is solved under the cap, which `search`
-orders and prunes the (S, M) with and `walk.Walk` prunes its prefixes with.
-
-    >>> from pase.frontend import parse_file
-    >>> from pase.passes.strategy import preset, read_graph, stage_solver, Partitioner
-    >>> from pase.passes.strategy.memory import GIB
-    >>> mlp = read_graph(parse_file("models/mlp.dnn"))
-    >>> machine = preset("v100-nvlink")
-    >>> plans = Partitioner(mlp.layers, mlp.edges, mlp.batch, 8, machine, [1, 2, 3],
-    ...                     stage_solver(machine, mlp.batch))
-    >>> free = plans.segment_bounds(2, 4).whole(2)
-    >>> capped = plans.capped_whole(2, 4, "1f1b", 0.01 * GIB).whole(2)
-    >>> capped >= free
-    True
+bound on the whole (S, M) before any stage is solved under the cap, with which
+`search.Partitioner.best` skips the (S, M) and `walk.Walk` prunes its prefixes. Only the
+ranges that matter are bounded: those of the cuts the DP's bound comes from (`cheapest`),
+again while it is below the step to beat.
 """
 
 from __future__ import annotations
@@ -123,7 +113,15 @@ class CappedWhole:
 
 def cheapest(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:
     """The stages (s, a, b) of the cuts whose largest own bound (`SegmentBounds.own`'s
-    DP) is least: the cuts `whole` bounds by it."""
+    DP) is least: the cuts `whole` bounds by it. Below, two stages over three segments:
+    the first ends at position 1 or 2, and ending at 2 leaves the last stage less.
+
+        >>> bounds = SegmentBounds.of([0, 1, 2, 3], forward=[0.0, 1.0, 2.0, 3.0],
+        ...                           work=[0.0, 1.0, 2.0, 6.0],
+        ...                           own=[0.0, 2.0, 4.0, 12.0], microbatches=2, stages=2)
+        >>> cheapest(bounds, 2), float(bounds.own[2][0])
+        ([(0, 0, 2), (1, 2, 3)], 10.0)
+    """
     positions = len(bounds.positions)
     last = positions - 1
     path: list[tuple[int, int, int]] = []
