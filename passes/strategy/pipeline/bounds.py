@@ -157,13 +157,13 @@ class SegmentBounds:
 
     def whole(self, stages: int) -> float:
         """A lower bound on the step of every plan with `stages` stages (all of them)."""
-        return max(float(self.chain[stages][0]), float(self.own[stages][0]))
+        return max(float(self.chain[stages, 0]), float(self.own[stages, 0]))
 
     def into(self, start: int, stop: int, stage: int) -> tuple[float, float]:
         """At least the forward and backward seconds per micro-batch of the tensors
         stage `stage`, [start, stop), receives from the stages before it."""
         a, b = self.index[start], self.index[stop]
-        return float(self.into_forward[stage][a][b]), float(self.into_backward[stage][a][b])
+        return float(self.into_forward[stage, a, b]), float(self.into_backward[stage, a, b])
 
     def moved(self, start: int, stop: int, stage: int) -> float:
         """At least the seconds stage `stage`, [start, stop), moves once per step of
@@ -181,8 +181,8 @@ class SegmentBounds:
         `done_forward` forward per micro-batch, the first stage all-reducing `first`,
         and the last `stages` stages cover the rest."""
         a = self.index[start]
-        return max(done + first + float(self.chain[stages][a]),
-                   done_forward + float(self.own[stages][a]))
+        return max(done + first + float(self.chain[stages, a]),
+                   done_forward + float(self.own[stages, a]))
 
     def next_stage(self, stages_after: int, start: int, stop: int, done: float,
                    first: float, done_forward: float, work: float = 0.0,
@@ -193,15 +193,15 @@ class SegmentBounds:
         `LeastCosts.capped_least`)."""
         s = self.stages - 1 - stages_after
         a, b = self.index[start], self.index[stop]
-        work = max(float(self.work[a][b]), work)
+        work = max(float(self.work[a, b]), work)
         chain = self.microbatches * work
-        own = max(float(self.own_least[s][a][b]), own) + float(self.shared[s][a][b])
+        own = max(float(self.own_least[s, a, b]), own) + float(self.shared[s, a, b])
         if stages_after:
-            chain = max(chain, work + float(self.chain[stages_after][b]))
-            own = max(own, float(self.forward[a][b]) + float(self.own[stages_after][b]))
-        ahead, back = float(self.into_forward[s][a][b]), float(self.into_backward[s][a][b])
+            chain = max(chain, work + float(self.chain[stages_after, b]))
+            own = max(own, float(self.forward[a, b]) + float(self.own[stages_after, b]))
+        ahead, back = float(self.into_forward[s, a, b]), float(self.into_backward[s, a, b])
         if s == 0:
-            first += float(self.opening[b] + self.shared[0][0][b])
+            first += float(self.opening[b] + self.shared[0, 0, b])
         return max(done + first + ahead + back + chain, done_forward + ahead + own)
 
     def solved_stage(self, stages_after: int, start: int, stop: int, done: float,
@@ -213,15 +213,15 @@ class SegmentBounds:
         parameters not included in either)."""
         s = self.stages - 1 - stages_after
         a, b = self.index[start], self.index[stop]
-        moved = float(self.shared[s][a][b])
+        moved = float(self.shared[s, a, b])
         chain = self.microbatches * work
         own = self.microbatches * work + allreduce + moved
         if s == 0:
             first += moved
         if stages_after:
-            chain = max(chain, work + float(self.chain[stages_after][b]))
-            own = max(own, forward + float(self.own[stages_after][b]))
-        ahead, back = float(self.into_forward[s][a][b]), float(self.into_backward[s][a][b])
+            chain = max(chain, work + float(self.chain[stages_after, b]))
+            own = max(own, forward + float(self.own[stages_after, b]))
+        ahead, back = float(self.into_forward[s, a, b]), float(self.into_backward[s, a, b])
         return max(done + first + ahead + back + chain, done_forward + ahead + own)
 
 

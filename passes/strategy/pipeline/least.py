@@ -148,7 +148,7 @@ class LeastCosts:
         for a in range(size - 1):
             for b in range(a + 1, size):
                 if not possible(a, b, size, stages) or \
-                        max(tight.own_least[a][b],
+                        max(tight.own_least[0][a][b],
                             tight.work[0][a] + microbatches * tight.work[a][b]) \
                         * (1 - SLACK) >= beat:
                     continue
@@ -366,10 +366,15 @@ class LeastCosts:
         ranges share their best λ closely); the first range's comes from
         LARAC's first steps (`STAGE_BOUND_SOLVES` DP solves at most). Structurally
         equal ranges share their bound."""
+        at = (start, stop, devices, microbatches, in_flight, memory)
+        found = self._stage_bounds.get(at)
+        if found is not None:
+            return found
         key = (*self.table.shape(start, stop, microbatches)[0], devices, microbatches,
                in_flight, memory)
         found = self._stage_bounds.get(key)
         if found is not None:
+            self._stage_bounds[at] = found
             return found
         part = self.table.cut(start, stop, microbatches)
         solver = self.table.solver
@@ -388,7 +393,7 @@ class LeastCosts:
         if rate is not None:
             self._rates[rate_key] = rate
         bound -= SLACK * abs(bound) if math.isfinite(bound) else 0.0
-        self._stage_bounds[key] = bound
+        self._stage_bounds[key] = self._stage_bounds[at] = bound
         return bound
 
     def layer_memory_vectors(self, problem: Problem, kinds: Sequence[int], devices: int,
