@@ -409,7 +409,7 @@ def main(argv=None):
     values = combined(values, shapes)
     if jax.process_index() == 0:
         for number, loss in enumerate(values["losses"], 1):
-            print(f"step {number} loss {loss:.10g}", flush=True)
+            say(f"step {number} loss {loss:.10g}")
     if args.save and jax.process_index() == 0:
         saved = {name: np.asarray(value) for name, value in values.items()}
         saved |= {"compile_seconds": compile_seconds, "step_seconds": step_seconds,
@@ -469,5 +469,5 @@ def with_counted_labels(text: str) -> str:
 def pipeline_main() -> str:
     """The driver and `main` of a pipelined program, with the shared helpers."""
     shared = "".join(shared_function(name) for name in (
-        "seeded", "REMATERIALIZATION", "compile_summarised", "fail", "arguments"))
+        "seeded", "REMATERIALIZATION", "compile_summarised", "fail", "say", "arguments"))
     return shared + DRIVER + "\n\n" + PIPELINE_MAIN

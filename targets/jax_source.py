@@ -313,6 +313,13 @@ def fail(message):
     sys.exit(1)
 
 
+def say(line):
+    # One write of the whole line: a library printing on stdout from another thread
+    # (Gloo, in a run of several processes) cannot land inside it, buffered or not.
+    sys.stdout.write(line + "\\n")
+    sys.stdout.flush()
+
+
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\\n\\n")[0])
     parser.add_argument("--steps", type=int, default=3, help="SGD steps (default 3)")
@@ -362,7 +369,7 @@ def main(argv=None):
         params, loss, grads = compiled(params, batch)
         losses.append(float(np.asarray(loss.addressable_data(0))))
         if jax.process_index() == 0:
-            print(f"step {number} loss {losses[-1]:.10g}", flush=True)
+            say(f"step {number} loss {losses[-1]:.10g}")
     step_seconds = (time.perf_counter() - start) / args.steps
     if args.save and jax.process_index() == 0:
         saved = {"losses": np.array(losses), "compile_seconds": compile_seconds,
