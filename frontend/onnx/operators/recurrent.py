@@ -109,29 +109,48 @@ def read_layer(graph: GraphState, node: Any, gates: int
         [w_onnx[0].T, r_onnx[0].T], axis=0)
 
 
+def layer_operands(graph: GraphState, node: Any, x: Value, axes: tuple[Any, Any, Any],
+                   weight: np.ndarray, biases: int) -> tuple[list[Any], Any, np.ndarray | None]:
+    """A recurrent layer's input ordered [batch, seq, features] and its weight (`weight`,
+    the stacked W and R regrouped, a parameter `l, k, n`), and ONNX's B checked to be
+    `[1, biases]` (None where the node has none)."""
+    seq_axis, batch_axis, features = axes
+    name = node.output[0]
+    graph.values[f"{name}_weight"] = Value((), constant=weight[None])
+    tensor = graph.tensor(f"{name}_weight", hints=("l", "k", "n"), keep=(0,))
+    ordered = Value((batch_axis, seq_axis, features), x.ssa)
+    operands = [graph.ordered(ordered, name), tensor.value]
+    if not (len(node.input) > 3 and node.input[3]):
+        return operands, tensor, None
+    b_onnx = graph.constant(node.input[3], "the biases B")
+    if b_onnx.shape != (1, biases):
+        raise graph.error(f"B {list(b_onnx.shape)} must be [1, {biases}]")
+    return operands, tensor, b_onnx
+
+
+def bias_operand(graph: GraphState, weight: Any, name: str, bias: np.ndarray) -> Any:
+    """The parameter `name` (`l, n`) holding `bias`, its axes those of `weight`'s layers
+    and units."""
+    graph.values[name] = Value((), constant=bias[None])
+    tensor = graph.tensor(name, hints=("l", "n"), keep=(0,))
+    for bias_axis, weight_axis in ((0, 0), (1, 2)):
+        graph.same(graph.real_axis(tensor, bias_axis), graph.real_axis(weight, weight_axis))
+    return tensor.value
+
+
 @importer("LSTM", attributes=("hidden_size", "direction", "layout", "input_forget",
                               "activations", "clip", "activation_alpha", "activation_beta"))
 def lstm(graph: GraphState, node: Any) -> list[Value]:
     """`dnn.lstm` of one layer, its weight and bias the node's regrouped; Y only (a use of
     Y_h or Y_c is an error naming it)."""
     check_options(graph, node)
-    x, (seq_axis, batch_axis, features), y_axes, size, stacked = read_layer(graph, node, 4)
+    x, axes, y_axes, size, stacked = read_layer(graph, node, 4)
     name = node.output[0]
-    weight_name, bias_name = f"{name}_weight", f"{name}_bias"
-    graph.values[weight_name] = Value((), constant=unit_major(stacked, size)[None])
-    weight = graph.tensor(weight_name, hints=("l", "k", "n"), keep=(0,))
-    ordered = Value((batch_axis, seq_axis, features), x.ssa)
-    operands = [graph.ordered(ordered, name), weight.value]
-    if len(node.input) > 3 and node.input[3]:
-        b_onnx = graph.constant(node.input[3], "the biases B")
-        if b_onnx.shape != (1, 8 * size):
-            raise graph.error(f"B {list(b_onnx.shape)} must be [1, {8 * size}]")
+    operands, weight, b_onnx = layer_operands(graph, node, x, axes,
+                                              unit_major(stacked, size), 8 * size)
+    if b_onnx is not None:
         summed = b_onnx[0, :4 * size] + b_onnx[0, 4 * size:]
-        graph.values[bias_name] = Value((), constant=unit_major(summed, size)[None])
-        bias = graph.tensor(bias_name, hints=("l", "n"), keep=(0,))
-        for bias_axis, weight_axis in ((0, 0), (1, 2)):
-            graph.same(graph.real_axis(bias, bias_axis), graph.real_axis(weight, weight_axis))
-        operands.append(bias.value)
+        operands.append(bias_operand(graph, weight, f"{name}_bias", unit_major(summed, size)))
     y = graph.build(dnn.LstmOp, operands, name)
     return [Value(y_axes, y)]
 
@@ -173,23 +192,13 @@ def gru(graph: GraphState, node: Any) -> list[Value]:
         raise graph.error("linear_before_reset=0 is not supported: pase's gru applies the "
                           "reset gate after the recurrent product, as PyTorch's nn.GRU "
                           "(linear_before_reset=1)")
-    x, (seq_axis, batch_axis, features), y_axes, size, stacked = read_layer(graph, node, 3)
+    x, axes, y_axes, size, stacked = read_layer(graph, node, 3)
     name = node.output[0]
-    graph.values[f"{name}_weight"] = Value((), constant=gru_unit_major(stacked, size)[None])
-    weight = graph.tensor(f"{name}_weight", hints=("l", "k", "n"), keep=(0,))
-    ordered = Value((batch_axis, seq_axis, features), x.ssa)
-    operands = [graph.ordered(ordered, name), weight.value]
-    if len(node.input) > 3 and node.input[3]:
-        b_onnx = graph.constant(node.input[3], "the biases B")
-        if b_onnx.shape != (1, 6 * size):
-            raise graph.error(f"B {list(b_onnx.shape)} must be [1, {6 * size}]")
+    operands, weight, b_onnx = layer_operands(graph, node, x, axes,
+                                              gru_unit_major(stacked, size), 6 * size)
+    if b_onnx is not None:
         for half, role in ((b_onnx[0, :3 * size], "input"), (b_onnx[0, 3 * size:], "hidden")):
-            graph.values[f"{name}_bias_{role}"] = Value(
-                (), constant=gru_unit_major(half, size)[None])
-            bias = graph.tensor(f"{name}_bias_{role}", hints=("l", "n"), keep=(0,))
-            for bias_axis, weight_axis in ((0, 0), (1, 2)):
-                graph.same(graph.real_axis(bias, bias_axis),
-                           graph.real_axis(weight, weight_axis))
-            operands.append(bias.value)
+            operands.append(bias_operand(graph, weight, f"{name}_bias_{role}",
+                                         gru_unit_major(half, size)))
     y = graph.build(dnn.GruOp, operands, name)
     return [Value(y_axes, y)]
