@@ -209,7 +209,7 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
                prices: EdgePrices) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
     once; then the whole, narrowed as if a strategy cost the groups' optima plus `guess`
-    of them (or what they cost put together, if less). If its optimum (or the groups' optima put together) costs no more, that held
+    of them. If its optimum (or the groups' optima put together) costs no more, that held
     and it is the optimum; otherwise a last round narrows with the better of the two.
     Returns the narrowed problem, the kept indices and its optimum."""
     from pase.passes.strategy.narrow_blocks import block_gaps, group_optima, raised_excess
@@ -219,9 +219,7 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
     # Each layer's excess raised by its group's edges priced so far (`star_excess`).
     excess = raised_excess(problem, groups, excess, prices)
     total = math.fsum(optima)
-    # (The groups' optima put together are a strategy: where they cost less than the
-    # guess, the round is narrowed by what they cost, and that round is the last.)
-    assumed = min(stitched, total * (1 + guess))
+    assumed = total * (1 + guess)
     narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed),
                                 prices)
     solution = solve(narrowed)
