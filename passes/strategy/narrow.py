@@ -12,8 +12,10 @@ and any strategy y. `solve_narrowed` guesses a gap g (`GAP_GUESS` of L), keeps e
 layer's configurations of excess at most g, and solves that problem exactly: its optimum
 y costs U. If U - L <= g, every optimal strategy of the whole problem was kept (each of
 its layers has excess <= F(x*) - L <= U - L <= g), so y is one of them: the exact optimum.
-Otherwise a second round keeps the excesses up to U - L, which the same argument makes
-exact. Both comparisons carry `bound.MARGIN` of slack against rounding.
+Otherwise the next round keeps the excesses up to U - L, which the same argument makes
+exact, or up to `GROWTH` g if that is less (a closer gap, tested the same way; the rounds'
+edge tables are priced once, `edge_prices.py`). Both comparisons carry `bound.MARGIN` of
+slack against rounding.
 
 The kept configurations stay in their order, so the restricted DP's lowest-index choice
 among equal costs is the whole DP's (the configuration the whole DP picks is kept, and one
