@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pase.core.schedule import in_flight
 from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds, critical_path, spread
+from pase.passes.strategy.pipeline.choices import Choices
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ class Walk:
     least_bytes: dict[int, list[float]] = field(init=False)
     held: list[int] = field(init=False)
     """The micro-batches each stage holds at once (`in_flight`)."""
+    choices: Choices = field(init=False)
+    """The cuts to try after a prefix (`choices.Choices`)."""
 
     def __post_init__(self) -> None:
         self.held = [in_flight(self.schedule, self.stages, self.microbatches, index)
@@ -107,6 +110,7 @@ class Walk:
                                                 self.schedule, self.memory)
             self.least_bytes = self.plans.least_bytes(self.stages, self.microbatches,
                                                       self.schedule)
+        self.choices = Choices(self)
 
     def cannot_fit(self, index: int, start: int, stop: int) -> bool:
         """Whether stage `index` = [start, stop), or the stages after it, can fit in
@@ -250,15 +254,19 @@ class Walk:
                                                         prefix.chained, prefix.first,
                                                         prefix.forward)):
             return
+        if self.method == "dp":
+            # (Only the cuts the tests before a solve leave, asked of all at once.)
+            for cut in self.choices.after(prefix, index, left):
+                following = self.extend(prefix, cut, index, left)
+                if following is not None:
+                    self.walk(following)
+            return
         choices = [c for c in self.plans.cuts if c > prefix.after]
         for k, cut in enumerate(choices):
             if len(choices) - k < left:
                 break
-            following = self.extend(prefix, cut, index, left) if self.method == "dp" else \
-                Prefix([*prefix.bounds, cut], cut, prefix.done, prefix.first,
-                       prefix.chained, prefix.forward, prefix.solved)
-            if following is not None:
-                self.walk(following)
+            self.walk(Prefix([*prefix.bounds, cut], cut, prefix.done, prefix.first,
+                             prefix.chained, prefix.forward, prefix.solved))
 
     def extend(self, prefix: Prefix, cut: int, index: int, left: int) -> Prefix | None:
         """`prefix` with stage `index` = [after, cut) solved, or None where the bounds
