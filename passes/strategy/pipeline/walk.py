@@ -20,6 +20,7 @@ from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds, critical_path, spread
 from pase.passes.strategy.pipeline.choices import Choices
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
+from pase.passes.strategy.pipeline.roundtrip import RoundTrip
 
 if TYPE_CHECKING:
     from pase.passes.strategy.pipeline.search import Partitioner
@@ -96,6 +97,8 @@ class Walk:
     """The micro-batches each stage holds at once (`in_flight`)."""
     choices: Choices = field(init=False)
     """The cuts to try after a prefix (`choices.Choices`)."""
+    roundtrip: RoundTrip = field(init=False)
+    """The bound that sees the stages after a stage solved (`roundtrip.RoundTrip`)."""
 
     def __post_init__(self) -> None:
         self.held = [in_flight(self.schedule, self.stages, self.microbatches, index)
@@ -111,6 +114,7 @@ class Walk:
             self.least_bytes = self.plans.least_bytes(self.stages, self.microbatches,
                                                       self.schedule)
         self.choices = Choices(self)
+        self.roundtrip = RoundTrip(self)
 
     def cannot_fit(self, index: int, start: int, stop: int) -> bool:
         """Whether stage `index` = [start, stop), or the stages after it, can fit in
@@ -297,6 +301,9 @@ class Walk:
             if index == 0:  # its moves of shared parameters, once per step
                 ar += tight.moved(after, cut, 0)
             ahead, back = tight.into(after, cut, index)
+            if self.beaten(self.roundtrip.solved(index, cut, stage,
+                                                 prefix.chained + ar + ahead + back)):
+                return None
             chain = prefix.chained + ahead + back + stage.work
             forward = prefix.forward + ahead + stage.cost.forward
         return Prefix([*prefix.bounds, cut], cut, done + stage.work, ar, chain, forward,
