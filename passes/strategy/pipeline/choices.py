@@ -94,7 +94,11 @@ class Choices:
         keep &= ~beyond(steps, reached)
         tight = walk.tight
         if tight is not None and self.index is not None:
-            keep &= ~beyond(self.next_stage(prefix, left, self.index[first:stop]), reached)
+            ends = self.index[first:stop]
+            keep &= ~beyond(self.next_stage(prefix, left, ends), reached)
+            keep &= ~beyond(walk.roundtrip.next_stages(left, prefix.after, ends,
+                                                       prefix.chained, prefix.first),
+                            reached)
         return [self.cut_list[first + k] for k in np.flatnonzero(keep).tolist()]
 
     def next_stage(self, prefix: Prefix, stages_after: int, ends: np.ndarray) -> np.ndarray:

@@ -35,10 +35,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from pase.core.schedule import stage_order
+from pase.passes.strategy.pipeline.bounds import most_devices
 from pase.passes.strategy.pipeline.plan import SolvedStage
 
 if TYPE_CHECKING:
+    from pase.passes.strategy.pipeline.search import Partitioner
     from pase.passes.strategy.pipeline.walk import Walk
 
 
@@ -49,22 +53,126 @@ def forwards_first(schedule: str, stages: int, microbatches: int) -> list[int]:
             for s in range(stages)]
 
 
+def least_backward(plans: Partitioner, devices: int, microbatches: int) -> list[float]:
+    """Prefix sums over the layers of their least backward seconds per micro-batch on
+    `devices` devices: the backward FLOPs over the most devices any configuration uses,
+    at the training precision's peak (`LeastCosts.least_compute`'s, the backward alone:
+    a layer's backward is its backward compute, and a recomputed forward, and
+    collectives, none less than 0)."""
+    solver = plans.table.solver
+    peak = plans.machine.peak(solver.options.training.precision)
+    sums = [0.0]
+    for layer in plans.micro(microbatches).layers:
+        space = layer.space
+        flops = space.points * space.flops_backward if layer.backward else 0.0
+        sums.append(sums[-1] + flops / most_devices(layer, devices, solver.min_shard,
+                                                    plans.batch) / peak)
+    return sums
+
+
 class RoundTrip:
-    """The round-trip bound (module docstring) for one walk's stages."""
+    """The round-trip bound (module docstring) for one walk's stages: after a stage is
+    solved (`solved`), and before, for the stages after a prefix (`rest`) and for a
+    next stage at each of its ends (`next_stages`), with the walk's bounds on each
+    range's F + B (`tight.work`) and the least backward seconds of its layers."""
 
     def __init__(self, walk: Walk):
-        self.microbatches = walk.microbatches
+        self.microbatches = micro = walk.microbatches
         self.first = forwards_first(walk.schedule, walk.stages, walk.microbatches)
-        segments = walk.plans.least.segment_bounds(walk.stages, walk.microbatches)
-        last = len(segments.positions) - 1
+        plans = walk.plans
+        segments = plans.least.segment_bounds(walk.stages, walk.microbatches)
+        positions = segments.positions
+        last = len(positions) - 1
         self.after = {position: float(segments.work[a, last]) if a < last else 0.0
                       for position, a in segments.index.items()}
         """Per position, at least the F + B of the layers after it, whatever the stages."""
+        self.tight = tight = walk.tight
+        self.trip: np.ndarray | None = None
+        self.rests: np.ndarray | None = None
+        if tight is None:
+            return
+        backward = np.asarray(least_backward(plans, walk.group, micro))[list(positions)]
+        after = np.array([self.after[position] for position in positions])
+        # trip[s, a, b]: the stage [p_a, p_b) as stage s, its chain bound or its round
+        # trip, whichever is larger (both at least what it adds to the step).
+        trip = np.empty((walk.stages, last + 1, last + 1))
+        for stage, forwards in enumerate(self.first):
+            trip[stage] = np.maximum(
+                micro * tight.work,
+                (micro - forwards + 1) * tight.work
+                + (forwards - 1) * (backward[None, :] - backward[:, None]) + after[None, :])
+        self.trip = trip
+        self.rests = self._rests(trip)
 
-    def solved(self, index: int, stop: int, stage: SolvedStage, before: float) -> float:
+    def _rests(self, trip: np.ndarray) -> np.ndarray:
+        """`rests[k, a]`: at least, over the choices of cuts, the largest of the last k
+        stages' bounds over [p_a, end) (`trip`, the sends into each and the works of
+        those before it added), as `SegmentBounds.chain` is made of the chain bounds."""
+        tight = self.tight
+        assert tight is not None
+        stages, size = tight.stages, len(tight.positions)
+        inner = np.triu(np.ones((size, size), dtype=bool), 1)
+        inner[:, -1] = False
+        work = np.where(inner, tight.work, np.inf)
+        rests = np.full((stages + 1, size), np.inf)
+        for k in range(1, stages + 1):
+            s = stages - k
+            add = tight.into_forward[s] + tight.into_backward[s]
+            if s == 0:
+                add = add.copy()
+                add[0] += tight.opening + tight.shared[0][0]
+            if k == 1:
+                rests[1, :-1] = add[:-1, -1] + trip[s][:-1, -1]
+                continue
+            rests[k] = (add + np.maximum(np.where(inner, trip[s], np.inf),
+                                         work + rests[k - 1][None, :])).min(axis=1)
+        return rests
+
+    def rest(self, stages: int, start: int, done: float, first: float) -> float:
+        """At least the step of every plan whose stages before `start` took `done`
+        (`Prefix.chained`), the first all-reducing `first`, and whose last `stages`
+        stages cover the rest (`SegmentBounds.rest`'s chain side, round trips seen)."""
+        if self.rests is None or self.tight is None:
+            return 0.0
+        return done + first + float(self.rests[stages, self.tight.index[start]])
+
+    def next_stages(self, stages_after: int, start: int, ends: np.ndarray, done: float,
+                    first: float) -> np.ndarray:
+        """`rest` for the plans whose next stage is [start, p_e) for each position
+        index e of `ends`, `stages_after` stages after it (`SegmentBounds.next_stage`'s
+        chain side)."""
+        tight, trip, rests = self.tight, self.trip, self.rests
+        assert tight is not None
+        assert trip is not None
+        assert rests is not None
+        s = tight.stages - 1 - stages_after
+        a = tight.index[start]
+        bound = trip[s, a, ends]
+        if stages_after:
+            bound = np.maximum(bound, tight.work[a, ends] + rests[stages_after, ends])
+        add = tight.into_forward[s, a, ends] + tight.into_backward[s, a, ends]
+        if s == 0:
+            add = add + tight.opening[ends] + tight.shared[0, 0, ends]
+        return done + first + add + bound
+
+    def next_stage(self, stages_after: int, start: int, stop: int, done: float,
+                   first: float) -> float:
+        """`next_stages` at one end, `stop` (a position)."""
+        tight = self.tight
+        assert tight is not None
+        ends = np.array([tight.index[stop]])
+        return float(self.next_stages(stages_after, start, ends, done, first)[0])
+
+    def solved(self, index: int, stop: int, stage: SolvedStage, before: float,
+               stages_after: int) -> float:
         """At least the step of every plan whose stage `index`, ending at `stop`, is
         `stage`, where `before` is at least the F + B and sends of the stages before
-        it, the sends into it and stage 0's all-reduce (`Walk.extend`'s chain)."""
+        it, the sends into it and stage 0's all-reduce (`Walk.extend`'s chain), and
+        `stages_after` stages follow it."""
         micro = self.microbatches
-        return before + (micro - self.first[index] + 1) * stage.cost.forward \
+        bound = before + (micro - self.first[index] + 1) * stage.cost.forward \
             + micro * stage.cost.backward + self.after[stop]
+        if stages_after and self.rests is not None and self.tight is not None:
+            bound = max(bound, before + stage.work
+                        + float(self.rests[stages_after, self.tight.index[stop]]))
+        return bound

@@ -254,9 +254,11 @@ class Walk:
         index = len(prefix.bounds) - 1  # the stage [after, cut) about to be chosen
         left = self.stages - len(prefix.bounds)
         tight = self.tight
-        if tight is not None and self.beaten(tight.rest(left + 1, prefix.after,
-                                                        prefix.chained, prefix.first,
-                                                        prefix.forward)):
+        if tight is not None and (
+                self.beaten(tight.rest(left + 1, prefix.after, prefix.chained,
+                                       prefix.first, prefix.forward))
+                or self.beaten(self.roundtrip.rest(left + 1, prefix.after, prefix.chained,
+                                                   prefix.first))):
             return
         if self.method == "dp":
             # (Only the cuts the tests before a solve leave, asked of all at once.)
@@ -282,8 +284,11 @@ class Walk:
         rest = self.least[self.last] - self.least[cut]
         if self.pruned(done, first, self.least[cut] - self.least[after], rest, left):
             return None
-        if tight is not None and self.beaten(tight.next_stage(
-                left, after, cut, prefix.chained, first, prefix.forward)):
+        if tight is not None and (
+                self.beaten(tight.next_stage(left, after, cut, prefix.chained, first,
+                                             prefix.forward))
+                or self.beaten(self.roundtrip.next_stage(left, after, cut, prefix.chained,
+                                                         first))):
             return None
         _, stage = self.solve(after, cut, index, left, prefix)
         if stage is None:
@@ -302,7 +307,7 @@ class Walk:
                 ar += tight.moved(after, cut, 0)
             ahead, back = tight.into(after, cut, index)
             if self.beaten(self.roundtrip.solved(index, cut, stage,
-                                                 prefix.chained + ar + ahead + back)):
+                                                 prefix.chained + ar + ahead + back, left)):
                 return None
             chain = prefix.chained + ahead + back + stage.work
             forward = prefix.forward + ahead + stage.cost.forward
