@@ -57,14 +57,21 @@ def least_backward(plans: Partitioner, devices: int, microbatches: int) -> list[
     """Prefix sums over the layers of their least backward seconds per micro-batch on
     `devices` devices: the backward FLOPs over the most devices any configuration uses,
     at the training precision's peak (`LeastCosts.least_compute`'s, the backward alone:
-    a layer's backward is its backward compute, and a recomputed forward, and
-    collectives, none less than 0)."""
+    a layer's backward is its backward compute, a recomputed forward and collectives,
+    none less than 0), and the forward FLOPs too where every configuration of the layer
+    recomputes its forward (`recompute=full`: a layer with a backward that is not a
+    checkpoint)."""
     solver = plans.table.solver
-    peak = plans.machine.peak(solver.options.training.precision)
+    training = solver.options.training
+    peak = plans.machine.peak(training.precision)
+    recomputed = training.recompute_choices == (True,)
     sums = [0.0]
     for layer in plans.micro(microbatches).layers:
         space = layer.space
-        flops = space.points * space.flops_backward if layer.backward else 0.0
+        flops = 0.0
+        if layer.backward:
+            flops = space.points * (space.flops_backward + (
+                space.flops_forward if recomputed and not layer.checkpoint else 0.0))
         sums.append(sums[-1] + flops / most_devices(layer, devices, solver.min_shard,
                                                     plans.batch) / peak)
     return sums

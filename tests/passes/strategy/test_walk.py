@@ -27,7 +27,7 @@ from pase.passes.strategy.machines import preset
 from pase.passes.strategy.pipeline import walk
 from pase.passes.strategy.pipeline.choices import Choices
 from pase.passes.strategy.pipeline.plan import PipelinePlan
-from pase.passes.strategy.pipeline.roundtrip import RoundTrip
+from pase.passes.strategy.pipeline.roundtrip import RoundTrip, least_backward
 from pase.passes.strategy.pipeline.walk import Prefix
 from tests.models.test_generate import generate
 from tests.passes.strategy.test_seed import TRAINING, gpt_partitioner
@@ -105,7 +105,15 @@ class Blind(RoundTrip):
 
 def test_the_round_trip_bounds_find_the_same_plans(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    plans, _, visits = walked(compute_bound_gpt(tmp_path / "a.dnn"), 4, 8, monkeypatch)
+    partitioner = compute_bound_gpt(tmp_path / "a.dnn")
+    plans, _, visits = walked(partitioner, 4, 8, monkeypatch)
+    least = least_backward(partitioner, 2, 8)
+    solved = [(start, stop, stage) for (start, stop, _, _, _, _), stage
+              in partitioner.table._stages.items() if stage is not None]
+    assert len(solved) > 10
+    for start, stop, stage in solved:  # (recomputed forwards included: recompute=full)
+        assert least[stop] - least[start] <= stage.cost.backward * (1 + 1e-9)
+        assert least[stop] - least[start] > 0.5 * stage.cost.backward
     monkeypatch.setattr(walk, "RoundTrip", Blind)
     plain, _, plain_visits = walked(compute_bound_gpt(tmp_path / "b.dnn"), 4, 8,
                                     monkeypatch)
