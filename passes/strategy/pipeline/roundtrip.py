@@ -39,6 +39,7 @@ import numpy as np
 
 from pase.core.schedule import stage_order
 from pase.passes.strategy.pipeline.bounds import most_devices
+from pase.passes.strategy.pipeline.capped_work import capped_works
 from pase.passes.strategy.pipeline.plan import SolvedStage
 
 if TYPE_CHECKING:
@@ -100,13 +101,19 @@ class RoundTrip:
             return
         backward = np.asarray(least_backward(plans, walk.group, micro))[list(positions)]
         after = np.array([self.after[position] for position in positions])
+        # works[s, a, b]: at least the F + B of [p_a, p_b) as stage s, under the cap too.
+        works = np.broadcast_to(tight.work, (walk.stages, last + 1, last + 1))
+        if walk.memory is not None:
+            works = np.maximum(works, capped_works(plans, walk.stages, micro, walk.schedule,
+                                                   walk.memory, tight.positions))
+        self.works = works
         # trip[s, a, b]: the stage [p_a, p_b) as stage s, its chain bound or its round
         # trip, whichever is larger (both at least what it adds to the step).
         trip = np.empty((walk.stages, last + 1, last + 1))
         for stage, forwards in enumerate(self.first):
             trip[stage] = np.maximum(
-                micro * tight.work,
-                (micro - forwards + 1) * tight.work
+                micro * works[stage],
+                (micro - forwards + 1) * works[stage]
                 + (forwards - 1) * (backward[None, :] - backward[:, None]) + after[None, :])
         self.trip = trip
         self.rests = self._rests(trip)
@@ -120,10 +127,10 @@ class RoundTrip:
         stages, size = tight.stages, len(tight.positions)
         inner = np.triu(np.ones((size, size), dtype=bool), 1)
         inner[:, -1] = False
-        work = np.where(inner, tight.work, np.inf)
         rests = np.full((stages + 1, size), np.inf)
         for k in range(1, stages + 1):
             s = stages - k
+            work = np.where(inner, self.works[s], np.inf)
             add = tight.into_forward[s] + tight.into_backward[s]
             if s == 0:
                 add = add.copy()
@@ -156,7 +163,7 @@ class RoundTrip:
         a = tight.index[start]
         bound = trip[s, a, ends]
         if stages_after:
-            bound = np.maximum(bound, tight.work[a, ends] + rests[stages_after, ends])
+            bound = np.maximum(bound, self.works[s, a, ends] + rests[stages_after, ends])
         add = tight.into_forward[s, a, ends] + tight.into_backward[s, a, ends]
         if s == 0:
             add = add + tight.opening[ends] + tight.shared[0, 0, ends]

@@ -25,6 +25,7 @@ from pase.passes.strategy import (
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 from pase.passes.strategy.pipeline import walk
+from pase.passes.strategy.pipeline.capped_work import capped_works
 from pase.passes.strategy.pipeline.choices import Choices
 from pase.passes.strategy.pipeline.plan import PipelinePlan
 from pase.passes.strategy.pipeline.roundtrip import RoundTrip, least_backward
@@ -114,6 +115,18 @@ def test_the_round_trip_bounds_find_the_same_plans(tmp_path: Path,
     for start, stop, stage in solved:  # (recomputed forwards included: recompute=full)
         assert least[stop] - least[start] <= stage.cost.backward * (1 + 1e-9)
         assert least[stop] - least[start] > 0.5 * stage.cost.backward
+    # The ranges' F + B under the cap as stage s (holding 4 - s micro-batches) bound the
+    # stages solved under it.
+    positions = (0, *partitioner.cuts, len(partitioner.layers))
+    capped = [key for key, stage in partitioner.table._stages.items()
+              if stage is not None and key[4] is not None]
+    assert capped
+    for start, stop, _, _, memory, held in capped:
+        works = capped_works(partitioner, 4, 8, "1f1b", memory, positions)
+        stage = partitioner.table._stages[(start, stop, 2, 8, memory, held)]
+        assert stage is not None
+        bound = works[4 - held, positions.index(start), positions.index(stop)]
+        assert 0 < bound <= stage.work
     monkeypatch.setattr(walk, "RoundTrip", Blind)
     plain, _, plain_visits = walked(compute_bound_gpt(tmp_path / "b.dnn"), 4, 8,
                                     monkeypatch)
