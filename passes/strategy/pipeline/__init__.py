@@ -15,6 +15,7 @@ One role per file:
     least.py       `LeastCosts`: the least costs the bounds are made of, found once
     capped_whole.py  a bound on a whole (S, M) that sees a memory cap (`CappedWhole`)
     walk.py        `Walk`: the branch-and-bound over the cuts for one (S, M)
+    choices.py     the walk's tests before a solve, asked of every next cut at once
     search.py      `Partitioner`: the search over (S, M) with effort rounds; least memory
 
 Import them through `pase.passes.strategy` from outside the engine. This file imports

@@ -412,6 +412,19 @@ class LeastCosts:
             vectors.append(vector)
         return one_array_each(vectors)
 
+    def segment_signature(self, start: int, stop: int, devices: int, microbatches: int
+                          ) -> tuple:
+        """The signature the segment [start, stop) is solved under (`_segment_least`,
+        which solves it if it is new): equal for structurally equal segments."""
+        segment = (start, stop, devices, microbatches)
+        if segment not in self._signatures:
+            self._segment_least(start, stop, devices, microbatches)
+        return self._signatures[segment]
+
+    def segment_hull(self, signature: tuple, in_flight: int) -> Hull:
+        """`_segment_hull` of the segments' F + B (`capped_work.capped_works`)."""
+        return self._segment_hull(signature, in_flight, 0)
+
     def _segment_hull(self, signature: tuple, in_flight: int, which: int) -> Hull:
         """`Hull` of the segments of `signature` (`_segment_least` solved them) for F + B
         (`which` 0) or M (F + B) + AR (1), holding `in_flight` micro-batches."""

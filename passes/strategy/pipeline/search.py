@@ -91,6 +91,8 @@ class Partitioner:
         self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._least_bytes: dict[tuple[int, int, str], dict[int, list[float]]] = {}
         self._rest_fits: dict[tuple, list[dict[int, bool]]] = {}
+        self.capped_works: dict[tuple, np.ndarray] = {}
+        """`capped_work.capped_works` per (S, M, schedule, cap)."""
         self.progress: Progress | None = None
         """Where `search` reports what it is doing (a line on a terminal), if set."""
         self.status = ""

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 from pase.core.schedule import in_flight
 from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds, critical_path, spread
+from pase.passes.strategy.pipeline.choices import Choices
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
+from pase.passes.strategy.pipeline.roundtrip import RoundTrip
 
 if TYPE_CHECKING:
     from pase.passes.strategy.pipeline.search import Partitioner
@@ -93,6 +95,10 @@ class Walk:
     least_bytes: dict[int, list[float]] = field(init=False)
     held: list[int] = field(init=False)
     """The micro-batches each stage holds at once (`in_flight`)."""
+    choices: Choices = field(init=False)
+    """The cuts to try after a prefix (`choices.Choices`)."""
+    roundtrip: RoundTrip = field(init=False)
+    """The bound that sees the stages after a stage solved (`roundtrip.RoundTrip`)."""
 
     def __post_init__(self) -> None:
         self.held = [in_flight(self.schedule, self.stages, self.microbatches, index)
@@ -107,6 +113,8 @@ class Walk:
                                                 self.schedule, self.memory)
             self.least_bytes = self.plans.least_bytes(self.stages, self.microbatches,
                                                       self.schedule)
+        self.choices = Choices(self)
+        self.roundtrip = RoundTrip(self)
 
     def cannot_fit(self, index: int, start: int, stop: int) -> bool:
         """Whether stage `index` = [start, stop), or the stages after it, can fit in
@@ -246,19 +254,25 @@ class Walk:
         index = len(prefix.bounds) - 1  # the stage [after, cut) about to be chosen
         left = self.stages - len(prefix.bounds)
         tight = self.tight
-        if tight is not None and self.beaten(tight.rest(left + 1, prefix.after,
-                                                        prefix.chained, prefix.first,
-                                                        prefix.forward)):
+        if tight is not None and (
+                self.beaten(tight.rest(left + 1, prefix.after, prefix.chained,
+                                       prefix.first, prefix.forward))
+                or self.beaten(self.roundtrip.rest(left + 1, prefix.after, prefix.chained,
+                                                   prefix.first))):
+            return
+        if self.method == "dp":
+            # (Only the cuts the tests before a solve leave, asked of all at once.)
+            for cut in self.choices.after(prefix, index, left):
+                following = self.extend(prefix, cut, index, left)
+                if following is not None:
+                    self.walk(following)
             return
         choices = [c for c in self.plans.cuts if c > prefix.after]
         for k, cut in enumerate(choices):
             if len(choices) - k < left:
                 break
-            following = self.extend(prefix, cut, index, left) if self.method == "dp" else \
-                Prefix([*prefix.bounds, cut], cut, prefix.done, prefix.first,
-                       prefix.chained, prefix.forward, prefix.solved)
-            if following is not None:
-                self.walk(following)
+            self.walk(Prefix([*prefix.bounds, cut], cut, prefix.done, prefix.first,
+                             prefix.chained, prefix.forward, prefix.solved))
 
     def extend(self, prefix: Prefix, cut: int, index: int, left: int) -> Prefix | None:
         """`prefix` with stage `index` = [after, cut) solved, or None where the bounds
@@ -270,8 +284,11 @@ class Walk:
         rest = self.least[self.last] - self.least[cut]
         if self.pruned(done, first, self.least[cut] - self.least[after], rest, left):
             return None
-        if tight is not None and self.beaten(tight.next_stage(
-                left, after, cut, prefix.chained, first, prefix.forward)):
+        if tight is not None and (
+                self.beaten(tight.next_stage(left, after, cut, prefix.chained, first,
+                                             prefix.forward))
+                or self.beaten(self.roundtrip.next_stage(left, after, cut, prefix.chained,
+                                                         first))):
             return None
         _, stage = self.solve(after, cut, index, left, prefix)
         if stage is None:
@@ -289,6 +306,9 @@ class Walk:
             if index == 0:  # its moves of shared parameters, once per step
                 ar += tight.moved(after, cut, 0)
             ahead, back = tight.into(after, cut, index)
+            if self.beaten(self.roundtrip.solved(index, cut, stage,
+                                                 prefix.chained + ar + ahead + back, left)):
+                return None
             chain = prefix.chained + ahead + back + stage.work
             forward = prefix.forward + ahead + stage.cost.forward
         return Prefix([*prefix.bounds, cut], cut, done + stage.work, ar, chain, forward,
