@@ -334,7 +334,7 @@ class StageSolver:
         self._held: dict[tuple, set[int]] = {}
         """The micro-batches held of the capped sub-problems tried, by `_flightless`."""
         self.warm = WarmStarts()
-        """Each capped solve starts at LARAC's λ of the last under the same cap (`warm.py`)."""
+        """Each capped solve starts at LARAC's λ of the last on its devices, cap and M."""
 
     def kinds(self, layers: Sequence[Layer], edges: Sequence[Edge]) -> Kinds:
         """`SharedTables.layer_kind` of each layer and `edge_kind` of each edge (edges
@@ -443,7 +443,7 @@ class StageSolver:
             assignment = solve(problem, self.options, memory_budget=budget).assignment
             return tuple(assignment[layer.name] for layer in part.layers), 0.0
         try:
-            capped = self.warm.solve(problem, memory, (devices, memory, in_flight, microbatches),
+            capped = self.warm.solve(problem, memory, (devices, memory, microbatches),
                                      method=self.options.method, memory_budget=budget,
                                      in_flight=in_flight, enough=enough, effort=self.effort)
         except MemoryCapError:

@@ -3,10 +3,11 @@
 The stage walk solves many ranges of one graph under the same cap on the same devices,
 each a little longer or shorter than the last; their LARAC multipliers λ (the price of a
 byte at the Lagrangian bound's best, `memory.solve_capped`) are close. `WarmStarts`
-keeps the last λ found per (devices, cap, micro-batches held, micro-batches) and starts
-the next such solve there (`solve_capped`'s `start`): it then needs a few DP solves near
-λ instead of LARAC's walk from the least-memory strategy. The answer is the same proven
-optimum (`solve_capped`), so the walk finds the same plan.
+keeps the last λ found per key (the stage solver's: devices, cap and micro-batches, so
+that the seed's stages, each holding a different number of micro-batches, start from each
+other too) and starts the next such solve there (`solve_capped`'s `start`): it then needs
+a few DP solves near λ instead of LARAC's walk from the least-memory strategy. The
+answer is the same proven optimum (`solve_capped`), so the walk finds the same plan.
 
     >>> from pase.frontend import parse_file
     >>> from pase.passes.strategy import build_problem, solve
