@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
-from pase.passes.strategy.capped import close_gap
+from pase.passes.strategy.capped import Strategy, close_gap
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult
@@ -179,7 +179,9 @@ class CappedSolution:
     `lower_bound` is a proven lower bound on the cost of every strategy that fits (the
     cost itself when the search is exact); `solves` counts the DP runs, `nodes` the exact
     search's frontier points (`frontier.py`); `stopped` says that the effort bound (`effort`,
-    `solve_capped`'s) ended the search before it proved the strategy optimal.
+    `solve_capped`'s) ended the search before it proved the strategy optimal; `rate` is
+    LARAC's best multiplier λ (0 where the cap did not bind), a warm start for a similar
+    problem (`solve_capped`'s `start`).
     """
 
     assignment: Assignment
@@ -193,6 +195,7 @@ class CappedSolution:
     nodes: int = 0
     stopped: bool = False
     effort: int | None = None
+    rate: float = 0.0
 
     @property
     def gap(self) -> float:
@@ -214,7 +217,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                  progress: Callable[[int, int, int], None] | None = None,
                  in_flight: int = 1,
                  enough: Callable[[float], bool] | None = None,
-                 effort: int | None = DEFAULT_EFFORT) -> CappedSolution:
+                 effort: int | None = DEFAULT_EFFORT,
+                 start: float | None = None) -> CappedSolution:
     """The least-cost strategy of `problem` needing at most `cap` bytes per device
     (module docstring), counting the activations `in_flight` times (a pipeline stage
     holding that many micro-batches, `memory_vectors`). Raises `MemoryCapError` when
@@ -232,6 +236,11 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
     rounds: `capped.close_gap`), a count, so the same input gives the same answer;
     stopped by it, the strategy is the best found and `lower_bound` the bound proven so
     far (`CappedSolution.stopped`). None searches until the strategy is proven optimal.
+
+    `start`, a multiplier λ near the best one (`CappedSolution.rate` of a similar
+    problem: a neighbouring pipeline stage's), starts LARAC there instead of at the
+    least-memory strategy (`_warm`): fewer DP solves, the same bound, and the same
+    optimum once proven (the exact search proves it whatever λ it starts from).
     """
     if effort is not None and effort < 0:
         raise SearchError(f"effort must be at least 0, got {effort}")
@@ -265,7 +274,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
             raise BoundReached(free.cost)
         if method == "exhaustive":
             return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
-        return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit)
+        return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
+                           start)
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
@@ -318,9 +328,12 @@ class _Relaxation:
         return self.last
 
     def node(self, allowed: list[np.ndarray], free: DPResult | None = None,
-             enough: Callable[[float], bool] | None = None) -> _Node:
+             enough: Callable[[float], bool] | None = None,
+             start: float | None = None) -> _Node:
         """LARAC on the configurations `allowed` (`free`: their unconstrained solve, if
-        made); `enough` is told each bound it proves (`solve_capped`)."""
+        made); `enough` is told each bound it proves (`solve_capped`). `start`, a
+        multiplier near the best one (a neighbouring problem's), replaces the
+        least-memory strategy by the first strategies found there (`_warm`)."""
         least = [weight[ok].min() for weight, ok in zip(self.memory, allowed, strict=True)]
         if sum(float(value) for value in least) > self.cap:
             return _Node(allowed, math.inf, None, None)
@@ -328,48 +341,113 @@ class _Relaxation:
         over = self.strategy(free.choice)
         if over[2] <= self.cap:
             return _Node(allowed, over[1], over, None)
-        bound, best_rate = free.cost, 0.0  # L(0)
-        lean = one_array_each([ok & (weight == value) for weight, ok, value
-                               in zip(self.memory, allowed, least, strict=True)])
-        fits = self.strategy(self.solve(allowed, 0.0, lean).choice)
-        best = fits
+        search = _Search(self, allowed, free.cost, enough)
+        fits = None
+        if start is not None and start > 0 and math.isfinite(start):
+            fits, over = _warm(search, start, over)
+        if fits is None:
+            lean = one_array_each([ok & (weight == value) for weight, ok, value
+                                   in zip(self.memory, allowed, least, strict=True)])
+            fits = self.strategy(self.solve(allowed, 0.0, lean).choice)
+            search.offer(fits)
         while self.solves < MAX_SOLVES and fits[1] > over[1] and fits[2] < over[2]:
             rate = (fits[1] - over[1]) / (over[2] - fits[2])
-            result = self.solve(allowed, rate)
-            if result.cost - rate * self.cap > bound:
-                bound, best_rate = result.cost - rate * self.cap, rate
-            if enough is not None and enough(min(bound, best[1])):
-                raise BoundReached(min(bound, best[1]))
-            found = self.strategy(result.choice)
-            if found[2] <= self.cap and found[1] < best[1]:
-                best = found
+            value, found = search.probe(rate)
             tie = over[1] + rate * over[2]
-            if result.cost >= tie - RELATIVE_TOLERANCE * abs(tie):
+            if value >= tie - RELATIVE_TOLERANCE * abs(tie):
                 break  # nothing beats the line through the two: this λ maximises L
             if found[2] <= self.cap:
                 fits = found
             else:
                 over = found
-        return _Node(allowed, min(bound, best[1]), best, over, best_rate)
+        best = search.best
+        assert best is not None  # (`fits` was offered)
+        return _Node(allowed, min(search.bound, best[1]), best, over, search.rate)
+
+
+class _Search:
+    """One LARAC run's best Lagrangian bound so far (`bound`, at multiplier `rate`) and
+    cheapest strategy that fits (`best`)."""
+
+    def __init__(self, relaxation: _Relaxation, allowed: list[np.ndarray], free_cost: float,
+                 enough: Callable[[float], bool] | None):
+        self.relaxation = relaxation
+        self.allowed = allowed
+        self.enough = enough
+        self.bound, self.rate = free_cost, 0.0  # L(0)
+        self.best: Strategy | None = None
+
+    def offer(self, found: Strategy) -> None:
+        if found[2] <= self.relaxation.cap and (self.best is None or found[1] < self.best[1]):
+            self.best = found
+
+    def probe(self, rate: float) -> tuple[float, Strategy]:
+        """The least cost + `rate` memory and a strategy of it; its L(rate) is kept if the
+        best, and told to `enough` (which may raise `BoundReached`)."""
+        relaxation = self.relaxation
+        result = relaxation.solve(self.allowed, rate)
+        if result.cost - rate * relaxation.cap > self.bound:
+            self.bound, self.rate = result.cost - rate * relaxation.cap, rate
+        if self.enough is not None:
+            told = self.bound if self.best is None else min(self.bound, self.best[1])
+            if self.enough(told):
+                raise BoundReached(told)
+        found = relaxation.strategy(result.choice)
+        self.offer(found)
+        return result.cost, found
+
+
+WARM_STEP = 1.25
+"""A warm start (`_warm`) moves its multiplier by this factor until it finds a strategy on
+the other side of the cap."""
+WARM_PROBES = 3
+"""The most DP solves a warm start makes before it takes the least-memory strategy."""
+
+
+def _warm(search: _Search, start: float, over: Strategy
+          ) -> tuple[Strategy | None, Strategy]:
+    """LARAC's two first strategies found near `start`: the least cost + λ memory at
+    λ = `start`, then at λ moved by `WARM_STEP` towards the other side of the cap, until
+    one fits (`fits`) and one does not (`over`, which starts as the unconstrained
+    optimum); `fits` None if none was found in `WARM_PROBES` solves. Any such pair is a
+    valid start of LARAC: it ends where nothing beats the line through its last two,
+    which proves that λ the best whatever the pair it started from."""
+    fits: Strategy | None = None
+    crossed = False  # (whether a probe found one that does not fit)
+    rate = start
+    for _ in range(WARM_PROBES):
+        _, found = search.probe(rate)
+        if found[2] <= search.relaxation.cap:
+            fits = found
+            if crossed:
+                break
+            rate /= WARM_STEP
+        else:
+            over, crossed = found, True
+            if fits is not None:
+                break
+            rate *= WARM_STEP
+    return fits, over
 
 
 def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
                 free: DPResult, run: Callable[[CostGraph], DPResult],
                 enough: Callable[[float], bool] | None = None, effort: int | None = None,
-                jit: str = "auto") -> CappedSolution:
+                jit: str = "auto", start: float | None = None) -> CappedSolution:
     """LARAC's bound and strategies (module docstring), then the exact search on what the
     bound keeps (`capped.close_gap`), until proven or `effort` thousand frontier points are made (or
     `enough` accepts the bound so far: `solve_capped`)."""
     relaxation = _Relaxation(graph, memory, cap, run)
     relaxation.solves = 1  # the unconstrained solve, made already
     root = relaxation.node(one_array_each([np.ones(w.size, dtype=bool) for w in memory]),
-                           free, enough)
+                           free, enough, start)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
     closed = close_gap(graph, memory, cap, root.rate, root.fits, root.bound, effort, enough,
                        jit)
     best = closed.best
     return _solution(problem, best[0], best[1], best[2], cap, closed.bound, False,
-                     relaxation.solves, relaxation.last, closed.nodes, closed.stopped, effort)
+                     relaxation.solves, relaxation.last, closed.nodes, closed.stopped, effort,
+                     root.rate)
 
 
 def _weight(memory: list[np.ndarray], choice: tuple[int, ...]) -> float:
@@ -379,8 +457,8 @@ def _weight(memory: list[np.ndarray], choice: tuple[int, ...]) -> float:
 def _solution(problem: Problem, choice: tuple[int, ...], cost: float, memory: float,
               cap: float, bound: float, fits: bool, solves: int,
               stats: DPResult | None, nodes: int = 0, stopped: bool = False,
-              effort: int | None = None) -> CappedSolution:
+              effort: int | None = None, rate: float = 0.0) -> CappedSolution:
     if math.isinf(cost):
         raise SearchError("no strategy fits under the memory cap")  # excluded by `least`
     return CappedSolution(problem.assignment(choice), cost, memory, cap, bound, fits,
-                          solves, stats, nodes, stopped, effort)
+                          solves, stats, nodes, stopped, effort, rate)

@@ -31,12 +31,7 @@ from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import LayerCosts, layer_cost
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import (
-    DEFAULT_EFFORT,
-    BoundReached,
-    MemoryCapError,
-    solve_capped,
-)
+from pase.passes.strategy.memory import DEFAULT_EFFORT, BoundReached, MemoryCapError
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.pipeline.microbatch import (
     Micro,
@@ -46,6 +41,7 @@ from pase.passes.strategy.pipeline.microbatch import (
 )
 from pase.passes.strategy.pipeline.plan import SolvedStage, StageCost
 from pase.passes.strategy.pipeline.transfers import carries_param
+from pase.passes.strategy.pipeline.warm import WarmStarts
 from pase.passes.strategy.problem import Problem, SharedTables
 from pase.passes.strategy.training_cost import choices_key, copy_config
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
@@ -337,6 +333,8 @@ class StageSolver:
         """The proven lower bound of each capped sub-problem solved."""
         self._held: dict[tuple, set[int]] = {}
         """The micro-batches held of the capped sub-problems tried, by `_flightless`."""
+        self.warm = WarmStarts()
+        """Each capped solve starts at LARAC's λ of the last on its devices, cap and M."""
 
     def kinds(self, layers: Sequence[Layer], edges: Sequence[Edge]) -> Kinds:
         """`SharedTables.layer_kind` of each layer and `edge_kind` of each edge (edges
@@ -445,8 +443,9 @@ class StageSolver:
             assignment = solve(problem, self.options, memory_budget=budget).assignment
             return tuple(assignment[layer.name] for layer in part.layers), 0.0
         try:
-            capped = solve_capped(problem, memory, self.options.method, memory_budget=budget,
-                                  in_flight=in_flight, enough=enough, effort=self.effort)
+            capped = self.warm.solve(problem, memory, (devices, memory, microbatches),
+                                     method=self.options.method, memory_budget=budget,
+                                     in_flight=in_flight, enough=enough, effort=self.effort)
         except MemoryCapError:
             return None
         signature = (*part.signature, devices, memory, in_flight, microbatches)

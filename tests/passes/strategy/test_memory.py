@@ -32,6 +32,7 @@ from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
 from pase.passes.strategy.memory import (
     GIB,
+    RELATIVE_TOLERANCE,
     BoundReached,
     MemoryCapError,
     memory_vectors,
@@ -183,6 +184,23 @@ def test_enough_ends_the_capped_search_only_with_a_true_bound(seed: int) -> None
         with pytest.raises(BoundReached) as ended:
             solve_capped(problem, cap, enough=lambda bound, top=highest: bound >= top)
         assert ended.value.bound == highest
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_warm_start_finds_the_cold_start_optimum(seed: int) -> None:
+    # LARAC started at any multiplier (the cold start's own, a neighbour's below or above
+    # it, one far off either way) proves the same bound, and the exact search the same
+    # optimum (its cost; the strategy too but for ties within the tolerance).
+    problem = random_problem(seed)
+    for cap in caps(problem):
+        cold = solve_capped(problem, cap)
+        for factor in (1e-6, 0.5, 1.3, 1e6):
+            warm = solve_capped(problem, cap, start=(cold.rate or 1.0) * factor)
+            assert warm.memory <= cap
+            assert warm.proven == cold.proven
+            assert abs(warm.cost - cold.cost) <= RELATIVE_TOLERANCE * cold.cost
+            assert abs(warm.lower_bound - cold.lower_bound) <= \
+                RELATIVE_TOLERANCE * cold.lower_bound
 
 
 def test_random_graphs_have_binding_caps_and_proofs() -> None:

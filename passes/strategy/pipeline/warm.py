@@ -1,0 +1,47 @@
+"""Capped stage solves warm-started from their neighbours' multipliers.
+
+The stage walk solves many ranges of one graph under the same cap on the same devices,
+each a little longer or shorter than the last; their LARAC multipliers λ (the price of a
+byte at the Lagrangian bound's best, `memory.solve_capped`) are close. `WarmStarts`
+keeps the last λ found per key (the stage solver's: devices, cap and micro-batches, so
+that the seed's stages, each holding a different number of micro-batches, start from each
+other too) and starts the next such solve there (`solve_capped`'s `start`): it then needs
+a few DP solves near λ instead of LARAC's walk from the least-memory strategy. The
+answer is the same proven optimum (`solve_capped`), so the walk finds the same plan.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import build_problem, solve
+    >>> from pase.passes.strategy.memory import memory_vectors, strategy_memory
+    >>> problem = build_problem(parse_file("models/mlp.dnn"), devices=8)
+    >>> least = sum(float(vector.min()) for vector in memory_vectors(problem))
+    >>> cap = (least + strategy_memory(problem, solve(problem).assignment)) / 2
+    >>> starts = WarmStarts()
+    >>> cold = starts.solve(problem, cap, ("mlp", 8))
+    >>> warm = starts.solve(problem, cap, ("mlp", 8))
+    >>> warm.cost == cold.cost, warm.rate == cold.rate > 0
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from pase.passes.strategy.memory import CappedSolution, solve_capped
+from pase.passes.strategy.problem import Problem
+
+
+class WarmStarts:
+    """`solve_capped`, each solve started at the λ last found under the same `key`."""
+
+    def __init__(self) -> None:
+        self.rates: dict[Hashable, float] = {}
+
+    def solve(self, problem: Problem, cap: float, key: Hashable, **options: Any
+              ) -> CappedSolution:
+        """`solve_capped(problem, cap, **options)` started at `key`'s λ (cold the first
+        time); a binding cap's λ found is kept for the next."""
+        capped = solve_capped(problem, cap, start=self.rates.get(key), **options)
+        if capped.rate > 0:
+            self.rates[key] = capped.rate
+        return capped
