@@ -188,8 +188,8 @@ class Partitioner:
         return self.least.lower_bound(stages, microbatches)
 
     def search(self, stage_counts: Sequence[int], micro_counts: Sequence[int],
-               schedule: str, memory: float | None = None, method: str = "dp"
-               ) -> tuple[PipelinePlan | None, float]:
+               schedule: str, memory: float | None = None, method: str = "dp",
+               bound: float = math.inf) -> tuple[PipelinePlan | None, float]:
         """The plan with the least step over every S in `stage_counts` and M in
         `micro_counts` that fits in `memory`, ties going to the first S, then the first
         M, in the order given (and within one (S, M) as `best` breaks them); with the
@@ -212,7 +212,9 @@ class Partitioner:
         first pass under a cap, whose best plan is only a bound, has one round: an
         (S, M) that uses it up is left to the second; a stage range whose layers, or
         the layers after it, cannot fit in any configurations is never solved,
-        `rest_fits`.)
+        `rest_fits`.) Before that first pass, each (S, M)'s seed is evaluated
+        (`seeds`): the least of their steps bounds both passes from the start. With
+        `bound`, only plans at most as slow as it are returned.
         """
         pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
         if memory is not None:
@@ -229,17 +231,21 @@ class Partitioner:
             ranks.append(self._rank(*pair, method))
         waiting = sorted(range(len(pairs)), key=lambda i: (*ranks[i], i))
         found: dict[int, PipelinePlan] = {}
-        least = math.inf
+        least = bound
         if memory is not None and not self.table.free_only:
-            # First the plans whose stages all fit unconstrained (no stage solved under
-            # the cap, each of which takes many solves): the best of them prunes the rest.
+            # First the seeds, then the plans whose stages all fit unconstrained (no
+            # stage solved under the cap, each of which takes many solves): the best of
+            # them prunes the rest.
+            if method == "dp":
+                least = min(least, self.seeds(pairs, schedule, memory, least))
             self.table.free_only = True
             try:
-                free, _ = self.search(stage_counts, micro_counts, schedule, memory, method)
+                free, _ = self.search(stage_counts, micro_counts, schedule, memory, method,
+                                      least)
             finally:
                 self.table.free_only = False
             if free is not None:
-                least = free.step
+                least = min(least, free.step)
         effort: int | None = FIRST_EFFORT
         rounds = 1
         while waiting:
@@ -279,6 +285,34 @@ class Partitioner:
             return None, math.inf
         return None, min(self.least_memory(stages, micro, schedule)
                          for stages, micro in pairs)
+
+    def seeds(self, pairs: Sequence[tuple[int, int]], schedule: str, memory: float,
+              bound: float = math.inf) -> float:
+        """The least step under `bound` of the seeds (`seed.seed`: stages of equal least
+        compute, solved under the cap where they must be) of the (S, M) in `pairs` with
+        S >= 2 (`bound` if none is less). Most micro-batches first: the smaller each
+        one, the less its stages hold, the less the cap binds and the cheaper their
+        solves under it; each seed after the first need only beat the least so far,
+        and one whose (S, M) the lower bounds (`capped_whole`'s, shared with the
+        search after) show cannot is not evaluated at all. Only a bound: the search
+        walks every (S, M) as before, and finds these plans or faster ones."""
+        least = bound
+        for stages, micro in sorted(pairs, key=lambda pair: (-pair[1], pair[0])):
+            if stages < 2 or stages > len(self.cuts) + 1 or \
+                    self.lower_bound(stages, micro) * (1 - SLACK) >= least or \
+                    not self.rest_fits(stages, micro, schedule, memory)[0][0]:
+                continue
+            self.status = f"seeds: S={stages} M={micro}"
+            self.note(f"{self.solver.solves} stage solves")
+            tight = self.segment_bounds(stages, micro)
+            if tight.whole(stages) * (1 - SLACK) >= least or least < math.inf and \
+                    self.capped_whole(stages, micro, schedule, memory, least).whole(
+                        stages) * (1 - SLACK) >= least:
+                continue
+            plan = seed(self, stages, micro, schedule, memory, least)
+            if plan is not None:
+                least = plan.step
+        return least
 
     def _rank(self, stages: int, micro: int, method: str) -> tuple[int, float]:
         """Where `search` takes (S, M) = (`stages`, `micro`) in its order: (1, 1) first,
