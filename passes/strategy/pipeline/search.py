@@ -218,10 +218,10 @@ class Partitioner:
         """
         pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
         if memory is not None:
-            fitting = [pair for pair in pairs if self.least_memory(*pair, schedule) <= memory]
-            if not fitting:
-                return None, min(self.least_memory(*pair, schedule) for pair in pairs)
-            pairs = fitting
+            needs = [self.least_memory(*pair, schedule) for pair in pairs]
+            if min(needs) > memory:
+                return None, min(needs)
+            pairs = [pair for pair, need in zip(pairs, needs, strict=True) if need <= memory]
 
         phase = "first pass, stages unconstrained: " if self.table.free_only else ""
         ranks = []
@@ -244,8 +244,9 @@ class Partitioner:
                                       least)
             finally:
                 self.table.free_only = False
-            if free is not None:
-                least = min(least, free.step)
+            least = min(least, free.step) if free is not None else least
+            if method == "dp":
+                waiting = self._capped_order(pairs, ranks, schedule, memory, least)
         effort: int | None = FIRST_EFFORT
         rounds = 1
         while waiting:
@@ -285,6 +286,29 @@ class Partitioner:
             return None, math.inf
         return None, min(self.least_memory(stages, micro, schedule)
                          for stages, micro in pairs)
+
+    def _capped_order(self, pairs: Sequence[tuple[int, int]],
+                      ranks: Sequence[tuple[int, float]], schedule: str, memory: float,
+                      beat: float) -> list[int]:
+        """The order in which `search`'s second pass (under `memory`, `beat` the step
+        to beat) takes `pairs`: by their ranks (`_rank`) raised to their bounds under
+        the cap (`capped_whole`, which `best` computes first anyway, so the time is
+        moved, not added), so that the (S, M) whose plans the cap slows least, which
+        hold the plans that prune the others, come first. Only the order: the plan
+        found is the same."""
+        keys = []
+        for i, (stages, micro) in enumerate(pairs):
+            rank = ranks[i]
+            if stages > 1 and beat < math.inf and stages <= len(self.cuts) + 1 and \
+                    self.lower_bound(stages, micro) * (1 - SLACK) < beat and \
+                    self.segment_bounds(stages, micro).whole(stages) * (1 - SLACK) < beat \
+                    and self.rest_fits(stages, micro, schedule, memory)[0][0]:
+                self.status = f"bounds under the cap of S={stages} M={micro}"
+                self.note(f"{self.solver.solves} stage solves")
+                rank = (rank[0], max(rank[1], self.capped_whole(
+                    stages, micro, schedule, memory, beat).whole(stages)))
+            keys.append((*rank, i))
+        return sorted(range(len(pairs)), key=lambda i: keys[i])
 
     def seeds(self, pairs: Sequence[tuple[int, int]], schedule: str, memory: float,
               bound: float = math.inf) -> float:
