@@ -26,6 +26,7 @@ again while it is below the step to beat.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -118,6 +119,34 @@ class CappedWhole:
         self._works[key] = (bound - SLACK * abs(bound) if math.isfinite(bound)
                             else bound, bound < reach)
         return self._works[key][0]
+
+    def plan_bound(self, starts: Sequence[int], microbatches: int, schedule: str,
+                   memory: float, beat: float = math.inf) -> float:
+        """A lower bound on the step of the plan whose stages begin at `starts` under
+        `memory` (inf if a stage cannot fit): with w_s at least stage s's F + B
+        (`work`) and o_s its F + B + AR / M (`objective`), each at its in-flight count,
+        the step is at least M o_s and w_0 + ... + w_{s-1} + M w_s for every s
+        (`bounds` module docstring; the sends and all-reduces left out). Stops once
+        it reaches `beat`, the objectives first (a stage's alone often does)."""
+        stages = len(starts)
+        ends = [*starts[1:], len(self.least.table.layers)]
+        group = self.least.table.devices // stages
+        held = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
+        bound = 0.0
+        for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
+            bound = max(bound, microbatches * self.objective(
+                start, stop, group, microbatches, held[s], memory, beat / microbatches))
+            if bound >= beat:
+                return bound
+        done = 0.0
+        for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
+            work = self.work(start, stop, group, microbatches, held[s], memory,
+                             beat / microbatches)
+            bound = max(bound, done + microbatches * work)
+            done += work
+            if bound >= beat:
+                return bound
+        return bound
 
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
                beat: float = math.inf) -> SegmentBounds:

@@ -52,7 +52,7 @@ from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
-from pase.passes.strategy.pipeline.seed import seed, seeded_bound
+from pase.passes.strategy.pipeline.seed import balanced_cuts, seed, seeded_bound
 from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
 from pase.passes.strategy.pipeline.transfers import Transfers
 from pase.passes.strategy.pipeline.walk import EffortSpent, Walk, over
@@ -317,9 +317,10 @@ class Partitioner:
         S >= 2 (`bound` if none is less). Most micro-batches first: the smaller each
         one, the less its stages hold, the less the cap binds and the cheaper their
         solves under it; each seed after the first need only beat the least so far,
-        and one whose (S, M) the lower bounds (`capped_whole`'s, shared with the
-        search after) show cannot is not evaluated at all. Only a bound: the search
-        walks every (S, M) as before, and finds these plans or faster ones."""
+        and one whose stages' bounds under the cap (`CappedWhole.plan_bound`, LARAC's
+        on each: shared with the search after) show it cannot is not evaluated. Only
+        a bound: the search walks every (S, M) as before, and finds these plans or
+        faster ones."""
         least = bound
         for stages, micro in sorted(pairs, key=lambda pair: (-pair[1], pair[0])):
             if stages < 2 or stages > len(self.cuts) + 1 or \
@@ -328,10 +329,10 @@ class Partitioner:
                 continue
             self.status = f"seeds: S={stages} M={micro}"
             self.note(f"{self.solver.solves} stage solves")
-            tight = self.segment_bounds(stages, micro)
-            if tight.whole(stages) * (1 - SLACK) >= least or least < math.inf and \
-                    self.capped_whole(stages, micro, schedule, memory, least).whole(
-                        stages) * (1 - SLACK) >= least:
+            starts = balanced_cuts(self.least.least_compute(self.devices // stages, micro),
+                                   self.cuts, stages)
+            if least < math.inf and self.capped.plan_bound(
+                    starts, micro, schedule, memory, least) * (1 - SLACK) >= least:
                 continue
             plan = seed(self, stages, micro, schedule, memory, least)
             if plan is not None:
