@@ -456,6 +456,9 @@ class Partitioner:
         if memory is not None and not self.rest_fits(stages, microbatches, schedule,
                                                      memory)[0][0]:
             return None  # (no configurations of its stages fit: no plan at all)
+        if stages == 1 and method == "dp" and memory is not None and bound < math.inf \
+                and self.segment_bounds(1, microbatches).whole(1) * (1 - SLACK) >= bound:
+            return None  # (before the whole graph is solved to see whether it fits)
         # (One stage is solved at once: its bounds would cost more than they save, but
         # where it is solved under the cap, which takes many solves.)
         capped_alone = stages == 1 and memory is not None and not self.table.fits(
