@@ -245,8 +245,7 @@ class Partitioner:
             finally:
                 self.table.free_only = False
             least = min(least, free.step) if free is not None else least
-            if method == "dp":
-                waiting = self._capped_order(pairs, ranks, schedule, memory, least)
+            waiting = self._capped_order(pairs, ranks)
         effort: int | None = FIRST_EFFORT
         rounds = 1
         while waiting:
@@ -287,28 +286,21 @@ class Partitioner:
         return None, min(self.least_memory(stages, micro, schedule)
                          for stages, micro in pairs)
 
-    def _capped_order(self, pairs: Sequence[tuple[int, int]],
-                      ranks: Sequence[tuple[int, float]], schedule: str, memory: float,
-                      beat: float) -> list[int]:
-        """The order in which `search`'s second pass (under `memory`, `beat` the step
-        to beat) takes `pairs`: by their ranks (`_rank`) raised to their bounds under
-        the cap (`capped_whole`, which `best` computes first anyway, so the time is
-        moved, not added), so that the (S, M) whose plans the cap slows least, which
-        hold the plans that prune the others, come first. Only the order: the plan
-        found is the same."""
-        keys = []
-        for i, (stages, micro) in enumerate(pairs):
-            rank = ranks[i]
-            if stages > 1 and beat < math.inf and stages <= len(self.cuts) + 1 and \
-                    self.lower_bound(stages, micro) * (1 - SLACK) < beat and \
-                    self.segment_bounds(stages, micro).whole(stages) * (1 - SLACK) < beat \
-                    and self.rest_fits(stages, micro, schedule, memory)[0][0]:
-                self.status = f"bounds under the cap of S={stages} M={micro}"
-                self.note(f"{self.solver.solves} stage solves")
-                rank = (rank[0], max(rank[1], self.capped_whole(
-                    stages, micro, schedule, memory, beat).whole(stages)))
-            keys.append((*rank, i))
-        return sorted(range(len(pairs)), key=lambda i: keys[i])
+    @staticmethod
+    def _capped_order(pairs: Sequence[tuple[int, int]],
+                      ranks: Sequence[tuple[int, float]]) -> list[int]:
+        """The order in which `search`'s second pass under a cap takes `pairs`: most
+        micro-batches first, then by their ranks (`_rank`). The smaller each
+        micro-batch, the less a stage holds and the less the cap slows it: those (S, M)
+        hold the plans that prune the others soonest (the seeds' order too, `seeds`).
+        Only the order: the plan found is the same.
+
+            >>> Partitioner._capped_order([(1, 1), (2, 1), (2, 4), (4, 4)],
+            ...                           [(0, 0.0), (1, 2.0), (1, 3.0), (1, 1.0)])
+            [0, 3, 2, 1]
+        """
+        return sorted(range(len(pairs)), key=lambda i: (ranks[i][0], -pairs[i][1],
+                                                         ranks[i][1], i))
 
     def seeds(self, pairs: Sequence[tuple[int, int]], schedule: str, memory: float,
               bound: float = math.inf) -> float:
