@@ -87,6 +87,10 @@ class SegmentBounds:
     microbatches: int
     chain: np.ndarray
     own: np.ndarray
+    work_at: np.ndarray
+    """At least the F + B per micro-batch of each stage [p_a, p_b) as stage s ([s][a][b];
+    under a cap, what fits depends on the micro-batches stage s holds): at least
+    `work`, which holds at every s."""
 
     @classmethod
     def of(cls, positions: Sequence[int], forward: Sequence[float], work: Sequence[float],
@@ -111,13 +115,17 @@ class SegmentBounds:
                   into_forward: np.ndarray | None = None,
                   into_backward: np.ndarray | None = None,
                   shared: np.ndarray | None = None,
-                  opening: np.ndarray | None = None) -> SegmentBounds:
+                  opening: np.ndarray | None = None,
+                  work_at: np.ndarray | None = None) -> SegmentBounds:
         """The bounds of per-stage bounds (class docstring: matrices [a][b], the sends
         [s][a][b]; none if not given) for `stages` stages of `microbatches`. `own` may
         also be given per stage index, [s][a][b] (a range's bound as stage s: under a
-        cap, what it holds depends on s)."""
+        cap, what it holds depends on s), and so may the F + B, `work_at` (`work` at
+        every s if not given)."""
         size = len(positions)
         own = np.broadcast_to(own, (stages, size, size))
+        per_stage = np.broadcast_to(work if work_at is None else work_at,
+                                    (stages, size, size))
         zeros = np.zeros((stages, size, size))
         ahead = zeros if into_forward is None else into_forward
         back = zeros if into_backward is None else into_backward
@@ -126,7 +134,7 @@ class SegmentBounds:
         # Stage [p_a, p_b) for a < b < m (it is not the last): inf elsewhere.
         inner = np.triu(np.ones((size, size), dtype=bool), 1)
         inner[:, -1] = False
-        work_ab = np.where(inner, work, np.inf)
+        work_ab = np.where(inner[None], per_stage, np.inf)
         forward_ab = np.where(inner, forward, np.inf)
         own_ab = np.where(inner[None], own, np.inf)
         chain = np.full((stages + 1, size), np.inf)
@@ -138,18 +146,19 @@ class SegmentBounds:
             if s == 0:
                 chain_add[0] += first + moved[0][0]
             if k == 1:
-                chain[1, :-1] = chain_add[:-1, -1] + microbatches * work[:-1, -1]
+                chain[1, :-1] = chain_add[:-1, -1] + microbatches * per_stage[s][:-1, -1]
                 own_dp[1, :-1] = ahead[s][:-1, -1] + own[s][:-1, -1] + moved[s][:-1, -1]
                 continue
             # The first of k stages is [p_a, p_b) for some b < m; k - 1 cover the rest.
-            chain[k] = (chain_add + np.maximum(microbatches * work_ab,
-                                               work_ab + chain[k - 1][None, :])
+            chain[k] = (chain_add + np.maximum(microbatches * work_ab[s],
+                                               work_ab[s] + chain[k - 1][None, :])
                         ).min(axis=1)
             own_dp[k] = (ahead[s] + np.maximum(own_ab[s] + moved[s],
                                                forward_ab + own_dp[k - 1][None, :])
                          ).min(axis=1)
         return cls(tuple(positions), {p: i for i, p in enumerate(positions)}, forward,
-                   work, own, ahead, back, moved, first, microbatches, chain, own_dp)
+                   work, own, ahead, back, moved, first, microbatches, chain, own_dp,
+                   per_stage)
 
     @property
     def stages(self) -> int:
@@ -193,7 +202,7 @@ class SegmentBounds:
         `LeastCosts.capped_least`)."""
         s = self.stages - 1 - stages_after
         a, b = self.index[start], self.index[stop]
-        work = max(float(self.work[a, b]), work)
+        work = max(float(self.work_at[s, a, b]), work)
         chain = self.microbatches * work
         own = max(float(self.own_least[s, a, b]), own) + float(self.shared[s, a, b])
         if stages_after:

@@ -26,12 +26,15 @@ again while it is below the step to beat.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from pase.core.schedule import in_flight
+from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound
+from pase.passes.strategy.pipeline.transfers import carries_param
 
 WHOLE_SOLVES = 12
 """LARAC's DP solves at most per range in `CappedWhole.objective` (it usually ends
@@ -46,9 +49,12 @@ class CappedWhole:
         self._objectives: dict[tuple, tuple[float, bool]] = {}
         """Per range signature, devices, M, in flight and cap: the bound, and whether
         LARAC ended without reaching the `reach` it was given."""
-        self._own: dict[tuple, tuple[np.ndarray, set[tuple[int, int, int]]]] = {}
-        """Per (S, M, schedule, cap): the ranges' bounds on M (F + B) + AR as stage s,
-        [s][a][b], and the (s, a, b) bounded under the cap so far."""
+        self._works: dict[tuple, tuple[float, bool]] = {}
+        """`work`'s, as `_objectives`."""
+        self._own: dict[tuple, tuple[np.ndarray, np.ndarray, set[tuple[int, int, int]],
+                                     set[tuple[int, int, int]]]] = {}
+        """Per (S, M, schedule, cap): the ranges' bounds on M (F + B) + AR and on F + B
+        as stage s, [s][a][b], and the (s, a, b) bounded under the cap so far for each."""
 
     def objective(self, start: int, stop: int, devices: int, microbatches: int,
                   held: int, memory: float, reach: float = math.inf) -> float:
@@ -76,6 +82,72 @@ class CappedWhole:
                                  else bound, bound < reach)
         return self._objectives[key][0]
 
+    def work(self, start: int, stop: int, devices: int, microbatches: int, held: int,
+             memory: float, reach: float = math.inf) -> float:
+        """A lower bound on the F + B per micro-batch of layers [start, stop) on
+        `devices` devices in any configurations that fit in `memory` bytes per device
+        holding `held` micro-batches (inf if none does), so on the stage the solver
+        gives them (it fits): LARAC's best Lagrangian bound on the range's own F + B
+        graph (every layer's F + B, every edge but those that move a parameter, which
+        run once per step, in AR), stopping once it reaches `reach`."""
+        table = self.least.table
+        part = table.cut(start, stop, microbatches)
+        key = (*part.signature, devices, microbatches, held, memory)
+        found = self._works.get(key)
+        if found is not None and (found[1] or found[0] >= reach):
+            return found[0]
+        solver = table.solver
+        problem = solver.problem(part, devices, microbatches)
+        budget = solver.budget()
+        problem.cost_graph(budget)  # (the edge tables, shared)
+        vertices = []
+        for layer, kind, configs in zip(part.layers, part.kinds[0], problem.config_lists,
+                                        strict=True):
+            costs = problem.model.layer_costs(layer, configs, table.machine) \
+                if solver.cache is None \
+                else solver.cache.costs(layer, kind, devices, configs, table.machine)
+            vertices.append(costs.forward + costs.backward)
+        graph = CostGraph([layer.name for layer in part.layers], vertices)
+        for index, edge in enumerate(part.edges):
+            if not carries_param(edge):
+                graph.add_edge(edge.producer, edge.consumer, problem.edge_table(index))
+        weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
+        if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
+            bound = math.inf
+        else:
+            bound = larac_bound(graph, weights, memory, budget, WHOLE_SOLVES, reach)[0]
+        self._works[key] = (bound - SLACK * abs(bound) if math.isfinite(bound)
+                            else bound, bound < reach)
+        return self._works[key][0]
+
+    def plan_bound(self, starts: Sequence[int], microbatches: int, schedule: str,
+                   memory: float, beat: float = math.inf) -> float:
+        """A lower bound on the step of the plan whose stages begin at `starts` under
+        `memory` (inf if a stage cannot fit): with w_s at least stage s's F + B
+        (`work`) and o_s its F + B + AR / M (`objective`), each at its in-flight count,
+        the step is at least M o_s and w_0 + ... + w_{s-1} + M w_s for every s
+        (`bounds` module docstring; the sends and all-reduces left out). Stops once
+        it reaches `beat`, the objectives first (a stage's alone often does)."""
+        stages = len(starts)
+        ends = [*starts[1:], len(self.least.table.layers)]
+        group = self.least.table.devices // stages
+        held = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
+        bound = 0.0
+        for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
+            bound = max(bound, microbatches * self.objective(
+                start, stop, group, microbatches, held[s], memory, beat / microbatches))
+            if bound >= beat:
+                return bound
+        done = 0.0
+        for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
+            work = self.work(start, stop, group, microbatches, held[s], memory,
+                             beat / microbatches)
+            bound = max(bound, done + microbatches * work)
+            done += work
+            if bound >= beat:
+                return bound
+        return bound
+
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
                beat: float = math.inf) -> SegmentBounds:
         """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
@@ -90,18 +162,24 @@ class CappedWhole:
         size = len(positions)
         if key not in self._own:
             self._own[key] = (np.array(np.broadcast_to(tight.own_least,
-                                                       (stages, size, size))), set())
-        own, done = self._own[key]
+                                                       (stages, size, size))),
+                              np.array(np.broadcast_to(tight.work, (stages, size, size))),
+                              set(), set())
+        own, work, done, worked = self._own[key]
         group = self.least.table.devices // stages
         while True:
             capped = SegmentBounds.of_ranges(positions, tight.forward, tight.work, own,
                                              microbatches, stages, tight.into_forward,
                                              tight.into_backward, tight.shared,
-                                             tight.opening)
+                                             tight.opening, work)
             if capped.whole(stages) * (1 - SLACK) >= beat:
                 return capped
-            todo = [stage for stage in cheapest(capped, stages) if stage not in done]
-            if not todo:
+            todo = [stage for stage in cheapest(capped, stages) if stage not in done] \
+                if float(capped.own[stages, 0]) * (1 - SLACK) < beat else []
+            chain = [stage for stage in cheapest_chain(capped, stages)
+                     if stage not in worked] \
+                if float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
+            if not todo and not chain:
                 return capped
             for s, a, b in todo:
                 done.add((s, a, b))
@@ -109,6 +187,14 @@ class CappedWhole:
                 own[s][a][b] = max(own[s][a][b], microbatches * self.objective(
                     positions[a], positions[b], group, microbatches, held, memory,
                     beat / microbatches))
+            for s, a, b in chain:
+                worked.add((s, a, b))
+                held = in_flight(schedule, stages, microbatches, s)
+                least = self.work(positions[a], positions[b], group, microbatches, held,
+                                  memory, beat / microbatches)
+                work[s][a][b] = max(work[s][a][b], least)
+                # (M (F + B) + AR is at least M (F + B): AR >= 0.)
+                own[s][a][b] = max(own[s][a][b], microbatches * least)
 
 
 def cheapest(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:
@@ -143,6 +229,41 @@ def cheapest(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:
     return path
 
 
+def cheapest_chain(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:
+    """As `cheapest`, for the chain DP (`SegmentBounds.chain`): the stages (s, a, b)
+    of the cuts whose largest chain bound is least. Below, the first of two stages
+    ends at position 1 (then w_0 + M w_1 is 1 + 2 * 5 = 11) or 2 (3 + 2 * 3 = 9).
+
+        >>> bounds = SegmentBounds.of([0, 1, 2, 3], forward=[0.0, 1.0, 2.0, 3.0],
+        ...                           work=[0.0, 1.0, 3.0, 6.0],
+        ...                           own=[0.0, 2.0, 6.0, 12.0], microbatches=2, stages=2)
+        >>> cheapest_chain(bounds, 2), float(bounds.chain[2][0])
+        ([(0, 0, 2), (1, 2, 3)], 9.0)
+    """
+    positions = len(bounds.positions)
+    last = positions - 1
+    micro = bounds.microbatches
+    path: list[tuple[int, int, int]] = []
+    a = 0
+    for k in range(stages, 1, -1):
+        s = stages - k
+        b = np.arange(positions)
+        inner = (b > a) & (b < last)
+        work = bounds.work_at[s][a]
+        terms = bounds.into_forward[s][a] + bounds.into_backward[s][a] + np.maximum(
+            micro * work, work + bounds.chain[k - 1])
+        if s == 0:  # (the first stage's all-reduce and moves, as the DP adds them)
+            terms = terms + bounds.opening + bounds.shared[0][0]
+        terms = np.where(inner, terms, np.inf)
+        stop = int(np.argmin(terms))
+        if not math.isfinite(float(terms[stop])):
+            return path
+        path.append((s, a, stop))
+        a = stop
+    path.append((stages - 1, a, last))
+    return path
+
+
 def at_least(ranged: SegmentBounds, capped: SegmentBounds) -> SegmentBounds:
     """`ranged` (`least.LeastCosts.range_bounds`: some ranges solved exactly) with each
     range's bound on M (F + B) + AR as stage s at least `capped`'s (`CappedWhole.bounds`
@@ -151,6 +272,9 @@ def at_least(ranged: SegmentBounds, capped: SegmentBounds) -> SegmentBounds:
     size = len(ranged.positions)
     own = np.maximum(np.broadcast_to(ranged.own_least, (stages, size, size)),
                      capped.own_least)
+    work = np.maximum(np.broadcast_to(ranged.work_at, (stages, size, size)),
+                      capped.work_at)
     return SegmentBounds.of_ranges(ranged.positions, ranged.forward, ranged.work, own,
                                    ranged.microbatches, stages, ranged.into_forward,
-                                   ranged.into_backward, ranged.shared, ranged.opening)
+                                   ranged.into_backward, ranged.shared, ranged.opening,
+                                   work)

@@ -352,6 +352,7 @@ def check_capped(plans: Partitioner, capped: SegmentBounds, starts: list[int], m
     chained = forward = first = 0.0
     for index, (start, stop) in enumerate(zip(starts, ends, strict=True)):
         after = len(starts) - index - 1
+        assert capped.rest(after + 1, start, chained, first, forward) <= limit
         assert capped.next_stage(after, start, stop, chained, first, forward) <= limit
         stage = plan.stages[index]
         if index == 0:
@@ -359,3 +360,38 @@ def check_capped(plans: Partitioner, capped: SegmentBounds, starts: list[int], m
         ahead, back = capped.into(start, stop, index)
         chained += ahead + back + stage.cost.forward + stage.cost.backward
         forward += ahead + stage.cost.forward
+
+
+def test_capped_work_bounds_every_stage_under_a_cap() -> None:
+    # `CappedWhole.work` (LARAC's bound on a range's F + B over the configurations that
+    # fit holding some micro-batches) never exceeds the F + B of the stage the solver
+    # gives that range under the cap, for every range and in-flight count; it sees the
+    # cap (somewhere above the segments' F + B); and the chain bounds it raises, and
+    # `plan_bound` (a seed's), hold along every plan's walk (`check_capped`, `rest`).
+    raised = False
+    source = random_source(0, chain=True)
+    plans = partitioner(source, devices=8)
+    free, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b")
+    assert free is not None
+    cap = free.memory * 0.7
+    for stages, micro in ((2, 2), (4, 4)):
+        group = plans.devices // stages
+        tight = plans.segment_bounds(stages, micro)
+        starts = [0, *plans.cuts]
+        for start, stop in itertools.combinations([*starts, len(plans.layers)], 2):
+            for held in range(1, min(stages, micro) + 1):
+                bound = plans.capped.work(start, stop, group, micro, held, cap)
+                stage = plans.stage(start, stop, group, micro, held, cap)
+                if stage is None:
+                    continue
+                assert bound <= stage.work * (1 + SLACK)
+                raised |= bound > tight.least_work(start, stop) * (1 + 1e-6)
+        capped = plans.capped_whole(stages, micro, "1f1b", cap)
+        assert (capped.work_at >= tight.work[None] - 1e-6 * abs(tight.work[None])).all()
+        for cuts in itertools.combinations(plans.cuts, stages - 1):
+            check_capped(plans, capped, [0, *cuts], micro, cap)
+            plan = plans.plan_within([0, *cuts], micro, "1f1b", cap)
+            if plan is not None:
+                assert plans.capped.plan_bound([0, *cuts], micro, "1f1b", cap) <= \
+                    plan.step * (1 + SLACK)
+    assert raised
