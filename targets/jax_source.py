@@ -225,18 +225,21 @@ def make_mesh():
     return Mesh(np.array(devices[:DEVICES]).reshape(MESH_SHAPE), MESH_AXES)
 
 
-def make_step(mesh, lr):
-    """The jitted SGD step: (params, batch) -> (updated params, loss, gradients)."""
+def make_step(mesh, lr, with_grads=False):
+    """The jitted SGD step: (params, batch) -> (updated params, loss), and the gradients
+    `with_grads` (for --save). The params are donated: the updated ones take their
+    buffers, so a device holds one copy of them, not two, nor a third of the gradients."""
     held = {name: NamedSharding(mesh, P(*row[2])) for name, row in PARAMS.items()}
     fed = {name: NamedSharding(mesh, P(*row[2])) for name, row in INPUTS.items()}
 
     def step(params, batch):
         loss, grads = jax.value_and_grad(lambda p: loss_fn(mesh, p, batch))(params)
         return ({name: params[name] - lr * RATE_SCALES.get(name, 1) * grads[name]
-                 for name in params}, loss, grads)
+                 for name in params}, loss, *([grads] if with_grads else []))
 
-    return jax.jit(step, in_shardings=(held, fed),
-                   out_shardings=(held, NamedSharding(mesh, P()), held)), held, fed
+    shardings = (held, NamedSharding(mesh, P()), *([held] if with_grads else []))
+    return jax.jit(step, in_shardings=(held, fed), out_shardings=shardings,
+                   donate_argnums=0), held, fed
 
 
 def seeded(table, rng, float_type):
@@ -346,7 +349,7 @@ def main(argv=None):
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     float_type = "float64" if args.f64 else None
     mesh = make_mesh()
-    step, held, fed = make_step(mesh, args.lr)
+    step, held, fed = make_step(mesh, args.lr, with_grads=bool(args.save))
     if args.data:
         with np.load(args.data) as data:
             initial, inputs = dict(data), dict(data)
@@ -363,10 +366,10 @@ def main(argv=None):
         fail(f"XLA could not compile the step: {type(error).__name__}: "
              f"{(str(error).strip().splitlines() or [''])[0]}")
     compile_seconds = time.perf_counter() - start
-    losses, grads = [], {}
+    losses, grads = [], [{}]
     start = time.perf_counter()
     for number in range(1, args.steps + 1):
-        params, loss, grads = compiled(params, batch)
+        params, loss, *grads = compiled(params, batch)
         losses.append(float(np.asarray(loss.addressable_data(0))))
         if jax.process_index() == 0:
             say(f"step {number} loss {losses[-1]:.10g}")
@@ -376,10 +379,10 @@ def main(argv=None):
                  "step_seconds": step_seconds, "hlo": np.array(compiled.as_text()),
                  "stablehlo": np.array(lowered.as_text())}
         saved |= {f"param/{k}": v for k, v in gathered(params).items()}
-        saved |= {f"grad/{k}": v for k, v in gathered(grads).items()}
+        saved |= {f"grad/{k}": v for k, v in gathered(grads[0]).items()}
         np.savez(args.save, **saved)
     elif args.save:
-        gathered(params), gathered(grads)  # every process takes part in the gathers
+        gathered(params), gathered(grads[0])  # every process takes part in the gathers
 
 
 if __name__ == "__main__":
