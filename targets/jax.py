@@ -10,7 +10,9 @@ parameters, and a jitted SGD step (loss, `jax.grad`, update) whose shardings fol
 - One `Mesh` over devices 0..P-1, in order, whose axes cut P into factors so that every
   layer's grid (its split dims in iteration-space order, row-major on devices 0..q-1,
   `pase.core.placement`) is a run of consecutive mesh axes, and the devices a layer
-  leaves idle (q..P-1) are the outer axes it does not name: a replicated copy.
+  leaves idle (q..P-1) are the outer axes it does not name: a replicated copy. Devices
+  idle in every layer are left out (`used_mesh`): a plan on one of 8 devices is a
+  program on one.
 - Each layer's operands and result get `with_sharding_constraint` to the layer's layout;
   a param or input is held (`in_shardings`) in the layout of its first reader.
 
@@ -313,6 +315,7 @@ class _Emitter:
             f"DEVICES = {self.devices}" + (
                 f"  # of the plan's {self.plan_devices}: the others are idle in every layer"
                 if self.devices < self.plan_devices else ""),
+            f"PLAN_DEVICES = {self.plan_devices}",
             f"MESH_SHAPE = {self.shape!r}",
             f"MESH_AXES = {tuple(f'm{k}' for k in range(len(self.shape)))!r}",
             f"X64 = {any(ELEMENTS[t].bytes == 8 for t in self.elements())}",

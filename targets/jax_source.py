@@ -216,13 +216,20 @@ def gru(x, w, bias_input=None, bias_hidden=None):
 
 MAIN = '''\
 def make_mesh():
-    """The mesh over devices 0..DEVICES-1, in order (pase's canonical placement)."""
+    """The mesh over devices 0..DEVICES-1, in order (pase's canonical placement). In a
+    run of several processes, over the plan's PLAN_DEVICES instead: those past DEVICES,
+    idle in every layer, are an outer axis no layout names (each holds a replicated
+    copy), so that every process has devices in the mesh."""
     devices = jax.devices()
-    if len(devices) < DEVICES:
-        fail(f"this step runs on {DEVICES} devices, but JAX has {len(devices)} "
+    shape, axes = MESH_SHAPE, MESH_AXES
+    if jax.process_count() > 1 and PLAN_DEVICES > DEVICES:
+        shape, axes = (PLAN_DEVICES // DEVICES, *shape), ("idle", *axes)
+    count = int(np.prod(shape))
+    if len(devices) < count:
+        fail(f"this step runs on {count} devices, but JAX has {len(devices)} "
              f"({devices[0].platform}); on a CPU machine run it with "
-             f"XLA_FLAGS=--xla_force_host_platform_device_count={DEVICES}")
-    return Mesh(np.array(devices[:DEVICES]).reshape(MESH_SHAPE), MESH_AXES)
+             f"XLA_FLAGS=--xla_force_host_platform_device_count={count}")
+    return Mesh(np.array(devices[:count]).reshape(shape), axes)
 
 
 def make_step(mesh, lr, with_grads=False):
