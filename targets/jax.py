@@ -10,7 +10,9 @@ parameters, and a jitted SGD step (loss, `jax.grad`, update) whose shardings fol
 - One `Mesh` over devices 0..P-1, in order, whose axes cut P into factors so that every
   layer's grid (its split dims in iteration-space order, row-major on devices 0..q-1,
   `pase.core.placement`) is a run of consecutive mesh axes, and the devices a layer
-  leaves idle (q..P-1) are the outer axes it does not name: a replicated copy.
+  leaves idle (q..P-1) are the outer axes it does not name: a replicated copy. Devices
+  idle in every layer are left out (`used_mesh`): a plan on one of 8 devices is a
+  program on one.
 - Each layer's operands and result get `with_sharding_constraint` to the layer's layout;
   a param or input is held (`in_shardings`) in the layout of its first reader.
 
@@ -106,7 +108,8 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
                         f"recompute={options.recompute} zero={options.zero}")
         program = pipeline_program(graph, pipeline)
     else:
-        emitter = _Emitter(graph, devices or graph_devices(graph), options=options)
+        emitter = _Emitter(graph, devices or graph_devices(graph), options=options,
+                           used_only=True)
         program = emitter.program()
         if not options.is_default():
             program = with_training(program, options, *emitter.param_layouts())
@@ -136,7 +139,8 @@ def model_weights(initial, inputs):
             fail(f"{{path}} has no weights of shape {{list(shape)}} for param '{{name}}'")
     fixed = {{name: values[name].astype(inputs[name].dtype) for name in INPUTS
               if name in values and tuple(values[name].shape) == tuple(INPUTS[name][0])}}
-    return ({{name: values[name].astype(initial[name].dtype) for name in PARAMS}},
+    # (copy=False: the weights as read, not a second copy of them on the host)
+    return ({{name: values[name].astype(initial[name].dtype, copy=False) for name in PARAMS}},
             inputs | fixed)
 
 
@@ -200,6 +204,23 @@ def mesh_shape(devices: int, grids: list[tuple[dnn.LayerOp, tuple[int, ...]]],
     return tuple(reversed(sizes)) or (1,)
 
 
+def used_mesh(shape: tuple[int, ...], used: int) -> tuple[int, ...]:
+    """The inner axes of the mesh `shape` that hold the `used` devices 0..used-1, the
+    largest grid of the plan (one of the mesh's cuts). The devices past it are idle in
+    every layer (pase's placement puts each grid on the first devices); in the mesh they
+    would each hold a replicated copy of every layer and compute it again, so a plan on
+    one of 8 devices would need 8 times its memory on a machine that simulates them.
+
+        >>> used_mesh((2, 2, 2), 4), used_mesh((8,), 1), used_mesh((2, 4), 8)
+        ((2, 2), (1,), (2, 4))
+    """
+    inner = len(shape)
+    while prod(shape[inner:]) < used:
+        inner -= 1
+    assert prod(shape[inner:]) == used, (shape, used)
+    return shape[inner:] or (1,)
+
+
 def _named(layer: dnn.LayerOp, names: dict[dnn.LayerOp, str] | None) -> str:
     return f"layer '{names[layer]}': " if names and layer in names else ""
 
@@ -253,12 +274,13 @@ class _Emitter:
 
     def __init__(self, graph: dnn.GraphOp, devices: int,
                  layers: Sequence[dnn.LayerOp] | None = None,
-                 options: StepOptions | None = None):
+                 options: StepOptions | None = None, used_only: bool = False):
         """`layers`: only these have layouts, on the mesh of their grids (a pipeline
         stage's, `jax_pipeline`); by default all the graph's. `options`: the training
-        step (`pase.training`)."""
+        step (`pase.training`). `used_only`: the mesh holds only the devices some layer
+        uses (`used_mesh`), not the `devices` of the plan."""
         self.graph = graph
-        self.devices = devices
+        self.devices = self.plan_devices = devices
         self.options = options or StepOptions()
         self.names = {value: _identifier(name) for value, name in graph.value_names().items()}
         self.layers = graph.layer_names()
@@ -271,6 +293,10 @@ class _Emitter:
                             f"more than the {devices} the jax target was given")
         self.shape = mesh_shape(devices, [(layer, p.shape) for layer, p in
                                           self.placements.items() if p.axes], self.layers)
+        if used_only:
+            self.shape = used_mesh(self.shape, max(
+                [prod(p.shape) for p in self.placements.values()] + [1]))
+            self.devices = prod(self.shape)
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
         self.seeds: dict[SSAValue, Seed] | None = None
@@ -286,7 +312,10 @@ class _Emitter:
         helpers = [HELPERS[name] for name in sorted(self.helpers)]
         return "\n".join([
             PRELUDE.format(graph=self.graph.sym_name.data, devices=self.devices),
-            f"DEVICES = {self.devices}",
+            f"DEVICES = {self.devices}" + (
+                f"  # of the plan's {self.plan_devices}: the others are idle in every layer"
+                if self.devices < self.plan_devices else ""),
+            f"PLAN_DEVICES = {self.plan_devices}",
             f"MESH_SHAPE = {self.shape!r}",
             f"MESH_AXES = {tuple(f'm{k}' for k in range(len(self.shape)))!r}",
             f"X64 = {any(ELEMENTS[t].bytes == 8 for t in self.elements())}",

@@ -216,27 +216,37 @@ def gru(x, w, bias_input=None, bias_hidden=None):
 
 MAIN = '''\
 def make_mesh():
-    """The mesh over devices 0..DEVICES-1, in order (pase's canonical placement)."""
+    """The mesh over devices 0..DEVICES-1, in order (pase's canonical placement). In a
+    run of several processes, over the plan's PLAN_DEVICES instead: those past DEVICES,
+    idle in every layer, are an outer axis no layout names (each holds a replicated
+    copy), so that every process has devices in the mesh."""
     devices = jax.devices()
-    if len(devices) < DEVICES:
-        fail(f"this step runs on {DEVICES} devices, but JAX has {len(devices)} "
+    shape, axes = MESH_SHAPE, MESH_AXES
+    if jax.process_count() > 1 and PLAN_DEVICES > DEVICES:
+        shape, axes = (PLAN_DEVICES // DEVICES, *shape), ("idle", *axes)
+    count = int(np.prod(shape))
+    if len(devices) < count:
+        fail(f"this step runs on {count} devices, but JAX has {len(devices)} "
              f"({devices[0].platform}); on a CPU machine run it with "
-             f"XLA_FLAGS=--xla_force_host_platform_device_count={DEVICES}")
-    return Mesh(np.array(devices[:DEVICES]).reshape(MESH_SHAPE), MESH_AXES)
+             f"XLA_FLAGS=--xla_force_host_platform_device_count={count}")
+    return Mesh(np.array(devices[:count]).reshape(shape), axes)
 
 
-def make_step(mesh, lr):
-    """The jitted SGD step: (params, batch) -> (updated params, loss, gradients)."""
+def make_step(mesh, lr, with_grads=False):
+    """The jitted SGD step: (params, batch) -> (updated params, loss), and the gradients
+    `with_grads` (for --save). The params are donated: the updated ones take their
+    buffers, so a device holds one copy of them, not two, nor a third of the gradients."""
     held = {name: NamedSharding(mesh, P(*row[2])) for name, row in PARAMS.items()}
     fed = {name: NamedSharding(mesh, P(*row[2])) for name, row in INPUTS.items()}
 
     def step(params, batch):
         loss, grads = jax.value_and_grad(lambda p: loss_fn(mesh, p, batch))(params)
         return ({name: params[name] - lr * RATE_SCALES.get(name, 1) * grads[name]
-                 for name in params}, loss, grads)
+                 for name in params}, loss, *([grads] if with_grads else []))
 
-    return jax.jit(step, in_shardings=(held, fed),
-                   out_shardings=(held, NamedSharding(mesh, P()), held)), held, fed
+    shardings = (held, NamedSharding(mesh, P()), *([held] if with_grads else []))
+    return jax.jit(step, in_shardings=(held, fed), out_shardings=shardings,
+                   donate_argnums=0), held, fed
 
 
 def seeded(table, rng, float_type):
@@ -346,7 +356,7 @@ def main(argv=None):
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     float_type = "float64" if args.f64 else None
     mesh = make_mesh()
-    step, held, fed = make_step(mesh, args.lr)
+    step, held, fed = make_step(mesh, args.lr, with_grads=bool(args.save))
     if args.data:
         with np.load(args.data) as data:
             initial, inputs = dict(data), dict(data)
@@ -363,10 +373,10 @@ def main(argv=None):
         fail(f"XLA could not compile the step: {type(error).__name__}: "
              f"{(str(error).strip().splitlines() or [''])[0]}")
     compile_seconds = time.perf_counter() - start
-    losses, grads = [], {}
+    losses, grads = [], [{}]
     start = time.perf_counter()
     for number in range(1, args.steps + 1):
-        params, loss, grads = compiled(params, batch)
+        params, loss, *grads = compiled(params, batch)
         losses.append(float(np.asarray(loss.addressable_data(0))))
         if jax.process_index() == 0:
             say(f"step {number} loss {losses[-1]:.10g}")
@@ -376,10 +386,10 @@ def main(argv=None):
                  "step_seconds": step_seconds, "hlo": np.array(compiled.as_text()),
                  "stablehlo": np.array(lowered.as_text())}
         saved |= {f"param/{k}": v for k, v in gathered(params).items()}
-        saved |= {f"grad/{k}": v for k, v in gathered(grads).items()}
+        saved |= {f"grad/{k}": v for k, v in gathered(grads[0]).items()}
         np.savez(args.save, **saved)
     elif args.save:
-        gathered(params), gathered(grads)  # every process takes part in the gathers
+        gathered(params), gathered(grads[0])  # every process takes part in the gathers
 
 
 if __name__ == "__main__":

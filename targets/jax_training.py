@@ -70,10 +70,12 @@ def update(params, grads, state, lr):
 }
 
 STEP = '''\
-def make_step(mesh, lr):
+def make_step(mesh, lr, with_grads=False):
     """The jitted training step: (params, state, batch) -> (updated params, updated
-    state, loss, gradients), the params stored in PARAM_LAYOUTS, the optimizer state in
-    STATE_LAYOUTS, the gradients reduced into GRAD_LAYOUTS (ZeRO, per param)."""
+    state, loss), and the gradients `with_grads` (for --save); the params stored in
+    PARAM_LAYOUTS, the optimizer state in STATE_LAYOUTS, the gradients reduced into
+    GRAD_LAYOUTS (ZeRO, per param). The params and the state are donated: the updated
+    ones take their buffers."""
     stored = {name: NamedSharding(mesh, P(*PARAM_LAYOUTS[name])) for name in PARAMS}
     summed = {name: NamedSharding(mesh, P(*GRAD_LAYOUTS[name])) for name in PARAMS}
     kept = {name: {kind: NamedSharding(mesh, P() if kind == "t" else P(*STATE_LAYOUTS[name]))
@@ -85,10 +87,11 @@ def make_step(mesh, lr):
         grads = {name: jax.lax.with_sharding_constraint(grad, summed[name])
                  for name, grad in grads.items()}
         params, state = update(params, grads, state, lr)
-        return params, state, loss, grads
+        return params, state, loss, *([grads] if with_grads else [])
 
-    step = jax.jit(step, in_shardings=(stored, kept, fed),
-                   out_shardings=(stored, kept, NamedSharding(mesh, P()), summed))
+    shardings = (stored, kept, NamedSharding(mesh, P()), *([summed] if with_grads else []))
+    step = jax.jit(step, in_shardings=(stored, kept, fed), out_shardings=shardings,
+                   donate_argnums=(0, 1))
     return step, stored, fed, kept
 
 
@@ -122,19 +125,19 @@ def loss_fn(mesh, params, batch):
 '''
 
 MAIN_EDITS = [
-    ("    step, held, fed = make_step(mesh, args.lr)\n",
-     "    step, held, fed, kept = make_step(mesh, args.lr)\n"),
+    ("    step, held, fed = make_step(mesh, args.lr, with_grads=bool(args.save))\n",
+     "    step, held, fed, kept = make_step(mesh, args.lr, with_grads=bool(args.save))\n"),
     ("    batch = place(inputs, INPUTS, fed, float_type)\n",
      "    batch = place(inputs, INPUTS, fed, float_type)\n"
      "    state = initial_state(kept, float_type)\n"),
     ("lowered = step.lower(params, batch)", "lowered = step.lower(params, state, batch)"),
-    ("params, loss, grads = compiled(params, batch)",
-     "params, state, loss, grads = compiled(params, state, batch)"),
+    ("params, loss, *grads = compiled(params, batch)",
+     "params, state, loss, *grads = compiled(params, state, batch)"),
     ('        saved |= {f"param/{k}": v for k, v in gathered(params).items()}\n',
      '        saved |= {f"param/{k}": v for k, v in gathered(params).items()}\n'
      '        saved |= {f"param/{k}": v for k, v in gathered(named_state(state)).items()}\n'),
-    ("        gathered(params), gathered(grads)  #",
-     "        gathered(params), gathered(grads), gathered(named_state(state))  #"),
+    ("        gathered(params), gathered(grads[0])  #",
+     "        gathered(params), gathered(grads[0]), gathered(named_state(state))  #"),
 ]
 """The lines of `MAIN` (`pase.targets.jax_source`) that change with the step's state."""
 
@@ -165,7 +168,7 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
                                  for n in layouts}, "where the params are stored"),
         "",
     ]
-    start = program.index("def make_step(mesh, lr):")
+    start = program.index("def make_step(mesh, lr, with_grads=False):")
     end = program.index("\ndef seeded(")
     program = program[:start] + UPDATES[options.optimizer] + "\n\n" + STEP + program[end:]
     for old, new in MAIN_EDITS:
