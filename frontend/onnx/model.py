@@ -79,7 +79,7 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
         raise Diagnostic(f"not a valid ONNX model: {first_line(error)}", filename) from None
     unshare_identity_initializers(onnx, model)
     model = simplify(onnx, model, filename)
-    fold_recurrent_weights(onnx, model)
+    fold_recurrent_weights(onnx, model, filename)
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except onnx.shape_inference.InferenceError as error:
