@@ -39,7 +39,7 @@ from xdsl.utils.target import Target
 from pase.core import shapes, weights
 from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.options import CheckedOptions
-from pase.core.placement import Placement
+from pase.core.placement import MAX_DEVICES, Placement
 from pase.core.shapes import ELEMENTS, NamedShape
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import Seed, rate_scales, seeds
@@ -66,18 +66,37 @@ class JaxTarget(CheckedOptions, Target):
     OPTIONS_OF = "-t jax"
     devices: int = 0
 
+    def __post_init__(self) -> None:
+        """Refuse a device count no program can run on, when the option is read (pase-opt
+        checks -t's options before it reads the model)."""
+        if problem := devices_problem(self.devices):
+            raise ValueError(problem)
+
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         output.write(jax_program(module, self.devices,
                                  weights.initial_values(module) is not None))
+
+
+def devices_problem(devices: int) -> str | None:
+    """Why `-t jax{devices=N}` cannot be: a count below 0 or over the search's limit.
+
+    >>> devices_problem(0), devices_problem(8)
+    (None, None)
+    >>> devices_problem(99_999_999_999)
+    "-t jax: devices must be from 1 to 8,192 (or 0, the strategy's), got 99,999,999,999"
+    """
+    if 0 <= devices <= MAX_DEVICES:
+        return None
+    return f"-t jax: devices must be from 1 to {MAX_DEVICES:,} (or 0, the strategy's), got " \
+        f"{devices:,}"
 
 
 def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) -> str:
     """The JAX module of the one graph in `module` (devices 0: from its strategy).
     `with_weights`: the program starts from the model's weights, the .npz beside it
     (`core.weights.WEIGHTS_SUFFIX`) that pase-opt writes with it, instead of seeded ones."""
-    if devices < 0:
-        raise Diagnostic(f"-t jax: devices must be at least 1 (or 0, the strategy's), got "
-                         f"{devices}")
+    if problem := devices_problem(devices):
+        raise Diagnostic(problem)
     graphs = [op for op in module.ops if isinstance(op, dnn.GraphOp)]
     if len(graphs) != 1 or len(list(module.ops)) != 1:
         raise Diagnostic("the jax target needs a module with exactly one dnn.graph "

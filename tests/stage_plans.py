@@ -1,6 +1,10 @@
-"""Random graphs for the stage search's tests, and a `Partitioner` over them."""
+"""Random graphs for the stage search's tests, a `Partitioner` over them or over a small
+generated GPT, and the 1F1B plans the walk finds with and without memory caps."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from random_graphs import DIMS, LAYER_KINDS, RandomGraph
@@ -18,6 +22,10 @@ from pase.passes.strategy import (
 )
 from pase.passes.strategy.from_ir import read_graph
 from pase.passes.strategy.machines import preset
+from pase.passes.strategy.pipeline.plan import PipelinePlan
+from tests.models.test_generate import generate
+
+GPT_TRAINING = TrainingOptions(optimizer="adam", precision="bf16", recompute="full")
 
 
 def random_source(seed: int, chain: bool) -> str:
@@ -55,3 +63,25 @@ def partitioner(source: str, devices: int, machine: str = "v100-nvlink",
         layers = mark_checkpoints(layers, index)
     solver = StageSolver(chosen, graph.batch, SearchOptions(min_shard=1, training=training))
     return Partitioner(layers, edges, graph.batch, devices, chosen, list(cuts), solver)
+
+
+def gpt_partitioner(path: Path) -> Partitioner:
+    """A 4-block GPT (written to `path`) on 8 DGX A100 devices, its stages cut at its
+    segments' ends and charged as benchmarks/gpt.py charges it (`GPT_TRAINING`)."""
+    generate().main(["--layers", "4", "--hidden", "64", "--heads", "4", "--sequence", "16",
+                     "--vocabulary", "128", "--batch", "8", "-o", str(path)])
+    return partitioner(path.read_text(), 8, "a100-80gb-dgx", every_cut=False,
+                       training=GPT_TRAINING)
+
+
+def capped_plans(plans: Partitioner, shapes: Sequence[tuple[int, int]],
+                 shares: Sequence[float]) -> list[PipelinePlan | None]:
+    """For each (stages, micro-batches) of `shapes`, the uncapped 1F1B plan, then the plan
+    under each of `shares` of its memory per device (None where none fits)."""
+    found: list[PipelinePlan | None] = []
+    for stages, micro in shapes:
+        free = plans.best(stages, micro, "1f1b")
+        assert free is not None
+        found += [free, *(plans.best(stages, micro, "1f1b", memory=free.memory * share)
+                          for share in shares)]
+    return found

@@ -18,14 +18,15 @@ import os
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from io import BytesIO, StringIO
-from typing import IO, NoReturn
+from typing import IO, NoReturn, cast
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp
 from xdsl.passes import ModulePass, get_pass_option_infos
 from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pase.core import weights
@@ -94,6 +95,7 @@ class PaseOptMain(xDSLOptMain):
         """The input, checked to be UTF-8 text before `--split-input-file` splits it, so that
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
         check_frontend_options(self.args.frontend or "")
+        self.check_target_options()
         stream, file_extension = super().get_input_stream()
         if self.args.input_file:
             note_input(self.args.input_file)  # no output of the run may replace it
@@ -110,6 +112,21 @@ class PaseOptMain(xDSLOptMain):
             data = read_bounded(stream, self.get_input_name())
         decode_text(data, self.get_input_name())
         return BytesIO(data.removeprefix(BYTE_ORDER_MARK.encode())), file_extension
+
+    def check_target_options(self) -> None:
+        """Read a pase target's options (`-t 'jax{devices=N}'`) before the run, so that a bad
+        one is refused before any work (xDSL reads them when it prints the result)."""
+        check_frontend_options(self.args.target, "-t")
+        spec = parse_spec(self.args.target)
+        if spec.name not in PASE_TARGETS:
+            return
+        target = cast(Callable[[], type[Target]], self.available_targets[spec.name])()
+        try:
+            target.from_spec(spec)
+        except ValueError as error:  # (xDSL's mlir target does not name itself)
+            message = str(error)
+            raise ValueError(message if message.startswith("-t ") else
+                             f"-t {spec.name}: {message}") from None
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:
@@ -251,12 +268,13 @@ def check_pass_options(pipeline: str) -> None:
         previous = token.kind
 
 
-def check_frontend_options(spec: str) -> None:
+def check_frontend_options(spec: str, flag: str = "-f") -> None:
     """A usage error for an integer of more than `LONGEST_INTEGER` digits in `-f`'s options
-    (`-f 'onnx{batch=<45 digits>}'`), as `check_pass_options` refuses one in `-p`."""
+    (`-f 'onnx{batch=<45 digits>}'`; `-t`'s with `flag`), as `check_pass_options` refuses
+    one in `-p`."""
     for match in re.finditer(r"(?<![\w.])[-+]?\d+(?![\w.])", spec):
         if len(match.group().lstrip("+-")) > LONGEST_INTEGER:
-            _usage_error(f"-f '{spec[:match.start()]}...': an integer of "
+            _usage_error(f"{flag} '{spec[:match.start()]}...': an integer of "
                          f"{len(match.group().lstrip('+-')):,} digits; options take integers "
                          f"of at most {LONGEST_INTEGER} digits")
 

@@ -55,6 +55,7 @@ from pase.tools.run.load import (
     check_run_memory,
     forward_graph,
     load_model,
+    onnx_inputs_fit,
     pipeline_spec,
     strategy_and_scale,
 )
@@ -308,8 +309,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.print_pipeline:
             print(spec)
             return
+        float_type = "f64" if args.f64 else None
+        limit = int(args.memory_gib * (1 << 30))
+        # An ONNX model whose inputs alone are over the memory budget is refused before
+        # its import.
+        inputs_fit = onnx_inputs_fit(args.devices, limit, float_type) \
+            if args.scale == 1 else None
         model, initial = load_model(args.model, args.batch or 0,
-                                    args.loss or "cross-entropy")
+                                    args.loss or "cross-entropy", inputs_fit)
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", args.data_parallel,
                                     stages, given, one_mesh)
@@ -317,9 +324,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         set_training(forward_graph(module), options)
         if args.lr is None:
             lr = LEARNING_RATES[options.optimizer]
-        float_type = "f64" if args.f64 else None
-        check_run_memory(module, args.devices, args.scale, int(args.memory_gib * (1 << 30)),
-                         float_type)
+        check_run_memory(module, args.devices, args.scale, limit, float_type)
         start = time.perf_counter()
         backend: Backend
         if args.engine == "jax":

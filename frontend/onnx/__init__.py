@@ -46,7 +46,7 @@ from pase.core.diagnostics import Diagnostic
 from pase.core.options import CheckedOptions
 from pase.core.shapes import MAX_ELEMENTS
 from pase.frontend.onnx.graph import Imported, import_graph
-from pase.frontend.onnx.model import INSTALL_HINT, import_onnx, read_model
+from pase.frontend.onnx.model import INSTALL_HINT, InputsCheck, import_onnx, read_model
 from pase.frontend.onnx.registry import OPERATORS
 from pase.frontend.onnx.values import identifier
 
@@ -77,20 +77,24 @@ class OnnxFrontend(CheckedOptions, Frontend):
         return imported.module
 
 
-def load_model(path: str, batch: int = 0, loss: str = "cross-entropy") -> Imported:
+def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
+               inputs_fit: InputsCheck | None = None) -> Imported:
     """Import the ONNX file at `path`; raises `Diagnostic` on any error."""
     try:
         with open(path, "rb") as file:
             data = file.read()
     except OSError as error:
         raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
-    return import_model(data, path, batch, loss)
+    return import_model(data, path, batch, loss, inputs_fit)
 
 
 def import_model(data: bytes, filename: str, batch: int = 0,
-                 loss: str = "cross-entropy") -> Imported:
+                 loss: str = "cross-entropy", inputs_fit: InputsCheck | None = None
+                 ) -> Imported:
     """Import a serialized ONNX model; raises `Diagnostic` on any error. External data
-    is read from files beside `filename` (the model's path)."""
+    is read from files beside `filename` (the model's path). `inputs_fit`, given the
+    decoded model before any other work (external data, folding, shapes), may refuse it
+    by its graph inputs' declared sizes (pase-run's memory budget)."""
     if loss not in LOSSES:
         raise Diagnostic(f"unknown loss '{loss}'; expected {' or '.join(LOSSES)}", filename)
     if batch < 0:
@@ -99,6 +103,6 @@ def import_model(data: bytes, filename: str, batch: int = 0,
         raise Diagnostic(f"batch={batch:,} is over pase's limit of 2^53 "
                          "(-f 'onnx{batch=N}', pase-run --batch N)", filename)
     onnx = import_onnx(filename)
-    model = read_model(onnx, data, filename, batch)
+    model = read_model(onnx, data, filename, batch, inputs_fit)
     stem = os.path.splitext(os.path.basename(filename))[0]
     return import_graph(onnx, model, filename, identifier(stem) or "model", batch, loss)

@@ -18,7 +18,7 @@ import logging
 import math
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -54,13 +54,22 @@ def import_onnx(filename: str) -> Any:
     return onnx
 
 
-def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0) -> Any:
+InputsCheck = Callable[[Any], None]
+"""Given a decoded model whose graph inputs have positive static sizes, raises
+`Diagnostic` to refuse it before it is imported (pase-run's memory budget)."""
+
+
+def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
+               inputs_fit: InputsCheck | None = None) -> Any:
     """The checked, simplified model with inferred shapes, or one diagnostic; `batch` is
-    the size of a symbolic batch axis (0: the model has none)."""
+    the size of a symbolic batch axis (0: the model has none); `inputs_fit` may refuse the
+    model by its inputs before anything else is done with it."""
     model = decode(onnx, data, filename)
     refuse_undecodable_names(model, filename)
     refuse_nonpositive_sizes(model, filename)
     refuse_symbolic_sizes(model, batch, filename)
+    if inputs_fit is not None:
+        inputs_fit(model)
     load_external_data(onnx, model, filename)
     refuse_half_precision(onnx, model, filename)
     refuse_missing_weights(model, filename)
@@ -70,7 +79,7 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0) -> Any:
         raise Diagnostic(f"not a valid ONNX model: {first_line(error)}", filename) from None
     unshare_identity_initializers(onnx, model)
     model = simplify(onnx, model, filename)
-    fold_recurrent_weights(onnx, model)
+    fold_recurrent_weights(onnx, model, filename)
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except onnx.shape_inference.InferenceError as error:

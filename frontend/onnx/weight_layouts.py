@@ -16,31 +16,41 @@ from __future__ import annotations
 
 from typing import Any
 
+from pase.core.diagnostics import Diagnostic
 from pase.frontend.onnx.folding import subgraph_runner
+from pase.frontend.onnx.values import first_line, node_label
 
 WEIGHT_INPUTS = {"LSTM": (1, 2, 3, 5, 6, 7), "GRU": (1, 2, 3, 5)}
 """The op types whose constant inputs are folded, and their positions (W, R, B, and the
 initial states and peepholes, which pase's importer reads as constants too)."""
 
 
-def fold_recurrent_weights(onnx: Any, model: Any) -> None:
-    """Replace each computed weight input of a recurrent node by an initializer."""
+def fold_recurrent_weights(onnx: Any, model: Any, filename: str = "") -> None:
+    """Replace each computed weight input of a recurrent node by an initializer; a
+    computation that fails (shapes that do not broadcast, say) is a `Diagnostic` naming
+    the value and the node that reads it."""
     graph = model.graph
     initializers = {init.name: init for init in graph.initializer}
     producer = {out: node for node in graph.node for out in node.output}
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    computed = []
+    computed: dict[str, Any] = {}
     for node in graph.node:
         for position in WEIGHT_INPUTS.get(node.op_type, ()):
             name = node.input[position] if position < len(node.input) else ""
             if name and name not in initializers and name not in computed:
-                computed.append(name)
-    for name in computed:
+                computed[name] = node
+    for name, reader in computed.items():
         nodes = ancestors(name, producer, initializers)
         if nodes is None:
             continue
         leaves = {i for n in nodes for i in n.input if i in initializers}
-        value = evaluate(onnx, nodes, name, [initializers[i] for i in sorted(leaves)], opset)
+        try:
+            value = evaluate(onnx, nodes, name, [initializers[i] for i in sorted(leaves)],
+                             opset)
+        except Exception as error:  # the reference evaluator's, on the file's constants
+            raise Diagnostic(f"input '{name}' of node '{node_label(reader)}' "
+                             f"({reader.op_type}) is computed from constants, and computing "
+                             f"it failed: {first_line(error)}", filename) from None
         tensor = onnx.numpy_helper.from_array(value, name)
         graph.initializer.append(tensor)
         initializers[name] = tensor

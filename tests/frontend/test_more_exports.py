@@ -1,6 +1,7 @@
 """The models of models/onnx/ that models/export_more.py exported (layers the ten
 architectures of export_torch.py lack), from both exporters: each imports as the layers
-it spells, is searched on 8 devices and passes `pase-run --check` on 4, and pase's first
+it spells, is searched on 8 devices and passes `pase-run --check` on 4 (one file per model,
+with the other exports: test_torch_exports.py), and pase's first
 loss on one device equals softmax cross-entropy over onnx.reference's evaluation of the
 file on the same data and weights.
 
@@ -24,15 +25,12 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
-from cli import run_tool  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from pase.core.diagnostics import Diagnostic  # noqa: E402
 from pase.dialect import dnn  # noqa: E402
 from pase.frontend.onnx import import_model, load_model  # noqa: E402
-from pase.tools.pase_opt import main as pase_opt  # noqa: E402
-from pase.tools.pase_run import main as pase_run  # noqa: E402
 from pase.tools.run.check import make_data  # noqa: E402
 from pase.tools.run.load import with_configs, with_initial  # noqa: E402
 from pase.tools.run.runtime import train  # noqa: E402
@@ -41,8 +39,6 @@ FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
 FILES = ["pads.dynamo", "pads.torchscript", "gru.dynamo", "gru.torchscript", "swin.dynamo"]
 """Swin's TorchScript export is not among them: its import takes three times as long (its
 shape computations, 673 Constant nodes), and its slices are the dynamo export's."""
-CHECKED = ["pads.dynamo", "gru.torchscript"]
-"""Searched and checked: one file per model (the two exports import as the same layers)."""
 
 LAYERS = {"pads": {("pad", "reflect"): 2, ("pad", "zeros"): 4, ("pad", "edge"): 2,
                    ("conv2d", ""): 4},
@@ -87,17 +83,6 @@ def test_the_export_imports_as_its_layers_and_computes_what_onnx_computes(name: 
     expected = cross_entropy(logits, data[inputs[-1]])
     report = train(with_configs(imported.module, None), 1, initial=imported.initial_values)
     assert report.reference_losses[0] == pytest.approx(expected, rel=1e-5)
-
-
-@pytest.mark.parametrize("name", CHECKED)
-def test_the_export_is_searched_and_checked(name: str, capsys: pytest.CaptureFixture[str]):
-    path = str(FOLDER / f"{name}.onnx")
-    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8}"], capsys)
-    assert status == 0, err
-    assert "#pase.config" in out
-    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check"], capsys)
-    assert status == 0, err
-    assert "check passed" in out
 
 
 def one_node(op_type: str, inputs: dict[str, list[int]], constants: dict[str, np.ndarray],

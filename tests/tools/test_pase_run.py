@@ -72,3 +72,28 @@ def test_a_run_over_its_memory_is_refused_with_the_scale_that_fits(
     status, _, err = run_tool(main, [MLP, "--devices", "2", "--memory-gib",
                                      "0.005", "--scale", "0.5"], capsys)
     assert status == 0, err
+
+
+def test_an_onnx_model_whose_inputs_are_over_the_memory_is_refused_before_its_import(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An input of [2, 2^40]: refused by its declared size alone, before the model's
+    folding, shape inference and import (it spent seconds there before)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from pase.frontend.onnx import model as onnx_model
+
+    huge = [2, 1 << 40]
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "huge",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, huge)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, huge)])
+    path = tmp_path / "huge.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    monkeypatch.setattr(onnx_model, "simplify", None)
+    status, out, err = run_tool(main, [str(path), "--devices", "2"], capsys)
+    assert (status, out) == (1, "")
+    assert err == ("error: training on 2 workers would take more than 12.0 TiB for the "
+                   "model's inputs alone (each input and its gradient in every worker and the "
+                   "one-device reference), over --memory-gib 4; use a --scale below 1 or raise "
+                   "--memory-gib\n")

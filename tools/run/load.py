@@ -19,8 +19,10 @@ run the same numpy kernels on the same seeded data (`check.make_data`), and
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
@@ -34,7 +36,7 @@ from xdsl.utils.arg_spec import ArgSpec
 
 from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.files import decode_text, note_input, read_bounded
-from pase.core.shapes import ELEMENTS
+from pase.core.shapes import ELEMENTS, MAX_ELEMENTS, MAX_RANK
 from pase.dialect import dist, dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.dialect.pase import (
@@ -163,13 +165,14 @@ def run_passes(module: ModuleOp, spec: str) -> None:
     PassPipeline.parse_spec(PASE.all_passes, spec).apply(Context(), module)
 
 
-def load_model(path: str, batch: int = 0, loss: str = "cross-entropy"
+def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
+               inputs_fit: Callable[[Any], None] | None = None
                ) -> tuple[ModuleOp, dict[str, np.ndarray] | None]:
     """The model's forward graph, read by the frontend of its file extension
     (`pase.universe.FRONTENDS`: `.dnn`, `.onnx`, `.mlir`) and verified as pase-opt does
     (`.mlir` errors are located diagnostics too), and an ONNX model's initializer values
-    by param name (None for the other formats); `batch` and `loss` are the ONNX
-    frontend's options."""
+    by param name (None for the other formats); `batch`, `loss` and `inputs_fit` are the
+    ONNX frontend's options."""
     extension = os.path.splitext(path)[1].lstrip(".")
     if extension not in FRONTENDS:
         raise Diagnostic(f"pase-run reads .dnn, .onnx and .mlir models, not '.{extension}'"
@@ -182,7 +185,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy"
         # pase-run starts from the model's initializers.)
         from pase.frontend.onnx import load_model as load_onnx_model
 
-        imported = load_onnx_model(path, batch, loss)
+        imported = load_onnx_model(path, batch, loss, inputs_fit)
         module, initial = imported.module, imported.initial_values
         for name, array in initial.items():
             count = int(np.sum(~np.isfinite(array)))
@@ -281,6 +284,34 @@ def check_run_memory(module: ModuleOp, devices: int, factor: float, limit: int,
                      f"gradient in every worker and the one-device reference), over "
                      f"--memory-gib {limit / (1 << 30):g}; use --scale {smaller:g} or less, "
                      "or raise --memory-gib")
+
+
+def onnx_inputs_fit(devices: int, limit: int, float_type: str | None = None
+                    ) -> Callable[[Any], None]:
+    """A check of a decoded ONNX model (`frontend.onnx.InputsCheck`) that refuses, before
+    its import, a model whose graph inputs alone put `run_memory` over `limit` bytes: each
+    input a node reads, at its declared size (a symbolic batch counted 1) and at least a
+    byte an element (8 with `float_type` f64), with its gradient in every worker and the
+    reference. Inputs over pase's limits of size and rank are left for the importer."""
+    def check(model: Any) -> None:
+        read = {name for node in model.graph.node for name in node.input}
+        weights = {init.name for init in model.graph.initializer}
+        shapes = [[dim.dim_value or 1 for dim in value.type.tensor_type.shape.dim]
+                  for value in model.graph.input
+                  if value.name in read and value.name not in weights]
+        counts = [math.prod(shape) for shape in shapes]
+        if any(count > MAX_ELEMENTS for count in counts) or \
+                any(len(shape) > MAX_RANK for shape in shapes):
+            return
+        least = RUN_COPIES_PER_PROCESS * (devices + 1) * sum(counts) * (
+            8 if float_type == "f64" else 1)
+        if least > limit:
+            raise Diagnostic(f"training on {devices} workers would take more than "
+                             f"{format_bytes(least)} for the model's inputs alone (each "
+                             "input and its gradient in every worker and the one-device "
+                             f"reference), over --memory-gib {limit / (1 << 30):g}; use a "
+                             "--scale below 1 or raise --memory-gib")
+    return check
 
 
 def forward_graph(module: ModuleOp, filename: str = "") -> dnn.GraphOp:

@@ -9,10 +9,10 @@ import math
 from pathlib import Path
 
 import pytest
+from stage_plans import capped_plans, gpt_partitioner
 
 from pase.passes.strategy.pipeline import stages
 from pase.passes.strategy.pipeline.plan import PipelinePlan
-from tests.passes.strategy.test_seed import gpt_partitioner
 
 
 class _Forgets(dict):
@@ -24,7 +24,7 @@ class _Forgets(dict):
 
 def plans(path: Path, shared: bool, monkeypatch: pytest.MonkeyPatch
           ) -> tuple[list[PipelinePlan | None], int]:
-    """The plans of 4 stages under caps that bind (so that stages are solved
+    """The plans of 4 stages, uncapped and under caps that bind (so that stages are solved
     under them, holding 1 to 4 micro-batches), and how many sub-problems were solved."""
     partitioner = gpt_partitioner(path)
     if not shared:
@@ -32,12 +32,7 @@ def plans(path: Path, shared: bool, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setattr(stages.StageSolver, "_floor",
                             lambda self, signature, _: self._floors.get(signature))
         partitioner.table._shapes = _Forgets()
-    found: list[PipelinePlan | None] = []
-    for count, micro in ((4, 4),):
-        free = partitioner.best(count, micro, "1f1b")
-        assert free is not None
-        for share in (0.9, 0.75):
-            found.append(partitioner.best(count, micro, "1f1b", memory=free.memory * share))
+    found = capped_plans(partitioner, ((4, 4),), (0.9, 0.75))
     monkeypatch.undo()
     return found, partitioner.solver.solves
 
@@ -47,7 +42,7 @@ def test_shared_stage_solves_find_the_same_plans(tmp_path: Path,
     shared, shared_solves = plans(tmp_path / "a.dnn", True, monkeypatch)
     alone, alone_solves = plans(tmp_path / "b.dnn", False, monkeypatch)
     assert shared == alone  # every stage's configurations, times and bytes; the step
-    assert sum(plan is not None for plan in shared) == 2
+    assert sum(plan is not None for plan in shared) == 3
     assert shared_solves < alone_solves
 
 

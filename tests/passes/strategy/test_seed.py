@@ -6,40 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from stage_plans import capped_plans, gpt_partitioner
 
-from pase.frontend import parse_file
-from pase.passes.strategy import (
-    Partitioner,
-    SearchOptions,
-    StageSolver,
-    TrainingOptions,
-    graph_at_precision,
-    mark_checkpoints,
-    segments,
-)
-from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.machines import preset
 from pase.passes.strategy.pipeline import search
 from pase.passes.strategy.pipeline.plan import PipelinePlan
-from tests.models.test_generate import generate
-
-TRAINING = TrainingOptions(optimizer="adam", precision="bf16", recompute="full")
-
-
-def gpt_partitioner(path: Path) -> Partitioner:
-    """A 4-block GPT on 8 DGX A100 devices, charged as benchmarks/gpt.py charges it."""
-    generate().main(["--layers", "4", "--hidden", "64", "--heads", "4", "--sequence", "16",
-                     "--vocabulary", "128", "--batch", "8", "-o", str(path)])
-    graph = read_graph(parse_file(str(path)))
-    assert graph.batch is not None
-    index = segments(graph.layers, graph.edges)
-    layers, edges = graph_at_precision(graph.layers, graph.edges, TRAINING)
-    layers = mark_checkpoints(layers, index)
-    machine = preset("a100-80gb-dgx")
-    cuts = [i for i in range(1, len(index)) if index[i] != index[i - 1]]
-    return Partitioner(layers, edges, graph.batch, 8, machine, cuts,
-                       StageSolver(machine, graph.batch,
-                                   SearchOptions(min_shard=1, training=TRAINING)))
 
 
 def searched(path: Path, seeded: bool, monkeypatch: pytest.MonkeyPatch
@@ -49,11 +19,7 @@ def searched(path: Path, seeded: bool, monkeypatch: pytest.MonkeyPatch
     if not seeded:
         monkeypatch.setattr(search, "seed", lambda *_: None)
     plans = gpt_partitioner(path)
-    found: list[PipelinePlan | None] = []
-    for stages, micro in ((2, 4), (4, 2)):
-        free = plans.best(stages, micro, "1f1b")
-        assert free is not None
-        found += [free, plans.best(stages, micro, "1f1b", memory=free.memory * 0.9)]
+    found = capped_plans(plans, ((2, 4), (4, 2)), (0.9,))
     monkeypatch.undo()
     return found, plans.solver.solves
 

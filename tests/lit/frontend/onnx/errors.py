@@ -17,6 +17,7 @@
 # RUN: not pase-opt %t.symbolic.onnx -f 'onnx{batch=99999999999999999999}' 2>&1 | filecheck %s --check-prefix=BATCH-LIMIT
 # RUN: not pase-opt %t.symbolic.onnx -f 'onnx{batch=4000000000000000}' 2>&1 | filecheck %s --check-prefix=BATCH-ELEMENTS
 # RUN: not pase-opt %t.huge.onnx 2>&1 | filecheck %s --check-prefix=HUGE
+# RUN: not pase-opt %t.lstm_state.onnx 2>&1 | filecheck %s --check-prefix=LSTM-STATE
 # RUN: not pase-opt %t.input_type.onnx 2>&1 | filecheck %s --check-prefix=INPUT-TYPE
 # RUN: not pase-opt %t.old.onnx 2>&1 | filecheck %s --check-prefix=OLD
 # RUN: not pase-opt %t.new.onnx 2>&1 | filecheck %s --check-prefix=NEW
@@ -196,6 +197,20 @@ def case_huge():
 
 
 # LOSS: error: unknown loss 'sum'; expected cross-entropy or mean
+
+
+# A recurrent node's input computed from constants that do not compute (the initial state
+# expanded to a batch its constant does not broadcast to) was numpy's bare message.
+# LSTM-STATE: lstm_state.onnx: error: input 'h0' of node 'h' (LSTM) is computed from constants, and computing it failed: operands could not be broadcast together with shapes (1,3,4) (1,2,4)
+# LSTM-STATE-NOT: {{.}}
+def case_lstm_state():
+    return graph([node("Expand", ["zeros", "shape"], ["h0"]),
+                  node("LSTM", ["x", "w", "r", "", "", "h0"], ["h"], hidden_size=4),
+                  node("Squeeze", ["h", "one"], ["y"])],
+                 {"x": [5, 2, 4]}, ("y", [5, 2, 4]),
+                 {"zeros": np.zeros((1, 3, 4), np.float32), "shape": np.array([1, 2, 4]),
+                  "w": weights(1, 16, 4), "r": weights(1, 16, 4), "one": np.array([1])},
+                 check=False)
 
 
 main(globals())
