@@ -299,6 +299,8 @@ class PartitionStagesPass(PasePass):
                 sys.stderr.write(format_usage(usage) + "\n")
         elif best.gap > 0:
             sys.stderr.write(f"pase-partition-stages on @{name}: warning: {gap_note(best)}\n")
+        if not self.device_memory_gib and (over := machine.over_memory(best.memory)):
+            sys.stderr.write(f"pase-partition-stages on @{name}: warning: {over}\n")
         exported = plan_json(name, self.devices, machine, best, names)
         if usage is not None:
             exported["pipeline"].update(usage)

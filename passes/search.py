@@ -249,6 +249,8 @@ class PaseSearchPass(PasePass):
                 sys.stderr.write(format_usage(found) + "\n")
         elif capped is not None and not capped.proven:
             sys.stderr.write(f"pase-search on @{name}: warning: {cap_note(capped)}\n")
+        if not self.device_memory_gib and (over := problem.machine.over_memory(memory.total)):
+            sys.stderr.write(f"pase-search on @{name}: warning: {over}\n")
         exported = strategy_json(problem, solution.assignment, breakdown, data_parallel,
                                  memory, capped)
         if found is not None:
