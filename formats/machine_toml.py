@@ -9,6 +9,10 @@ of such a file:
     inter_node_bandwidth = 25e9      # bytes/s per device, between nodes
     devices_per_node = 8
     source = "where the numbers come from"
+    memory_gib = 80                  # optional: GiB per device (a plan past it: a warning)
+
+The other optional keys are `bf16_flops`, `fp16_flops`, `hbm_bandwidth` and
+`hierarchical` (`pase.passes.strategy.machines.Machine`).
 
 An error names the file, and the line and column of the key at fault:
 `m.toml:3:1: 'flops' must be a number of at least 1, got -1.0`.
@@ -135,14 +139,14 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
     """Build a Machine from a TOML table or a strategy file's "machine" object."""
     required = ("flops", "intra_node_bandwidth", "inter_node_bandwidth")
     values: dict[str, float] = {}
-    optional = ("bf16_flops", "fp16_flops", "hbm_bandwidth")
+    optional = ("bf16_flops", "fp16_flops", "hbm_bandwidth", "memory_gib")
     for key in data:
         if key not in ("name", "source", "devices_per_node", "hierarchical", *required,
                        *optional):
             raise MachineError(f"unknown key '{key}'; expected name, flops, "
                                "intra_node_bandwidth, inter_node_bandwidth, "
                                "devices_per_node, source, bf16_flops, fp16_flops, "
-                               "hbm_bandwidth, hierarchical", where, key=key)
+                               "hbm_bandwidth, hierarchical, memory_gib", where, key=key)
     for key in optional:
         if key in data:
             number = _finite(data[key])
@@ -177,4 +181,4 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
                    values["intra_node_bandwidth"], values["inter_node_bandwidth"], per_node,
                    str(data.get("source", "")), values.get("bf16_flops", 0.0),
                    values.get("fp16_flops", 0.0), values.get("hbm_bandwidth", 0.0),
-                   bool(data.get("hierarchical", False)))
+                   bool(data.get("hierarchical", False)), values.get("memory_gib", 0.0))

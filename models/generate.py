@@ -229,9 +229,10 @@ def gpt2_stack(blocks: int) -> Graph:
 class LanguageModel:
     """The shape of a decoder-only language model: `layers` blocks of width `hidden` with
     `heads` attention heads (hidden / heads features each), a feed-forward of `ffn`
-    (4 x hidden when 0), `sequence` tokens of context, a vocabulary of `vocabulary`, a
-    global batch of `batch` sequences; `llama` for LLaMA's block (RMS norm, SwiGLU, no
-    position table, untied output) instead of GPT's."""
+    (when 0, `feed_forward`: 4 x hidden, or LLaMA's rule), `sequence` tokens of
+    context, a vocabulary of `vocabulary`, a global batch of `batch` sequences; `llama`
+    for LLaMA's block (RMS norm, SwiGLU, no position table, untied output) instead of
+    GPT's."""
 
     layers: int
     hidden: int
@@ -245,7 +246,16 @@ class LanguageModel:
 
     @property
     def feed_forward(self) -> int:
-        return self.ffn or 4 * self.hidden
+        """`ffn`, or by default GPT's 4 x hidden, and LLaMA's rule for its three-matrix
+        SwiGLU block (2/3 of 4 x hidden rounded up to a multiple of 256: 11,008 for
+        4,096, LLaMA-7B's).
+
+            >>> LanguageModel(32, 4096, 32, 2048, 32000, 8, llama=True).feed_forward
+            11008
+        """
+        if self.ffn:
+            return self.ffn
+        return -(-8 * self.hidden // (3 * 256)) * 256 if self.llama else 4 * self.hidden
 
     def parameters(self) -> int:
         """The trainable parameters (norm scales and biases included).
@@ -435,7 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for option, what in (("layers", "blocks"), ("hidden", "model width d"),
                          ("heads", "attention heads"), ("sequence", "context length"),
                          ("vocabulary", "vocabulary size"), ("batch", "global batch"),
-                         ("ffn", "feed-forward width (default 4 x hidden)")):
+                         ("ffn", "feed-forward width (default 4 x hidden; with --llama, "
+                                 "LLaMA's 8/3 x hidden rounded up to a multiple of 256)")):
         parser.add_argument(f"--{option}", type=int, help=what)
     parser.add_argument("--llama", action="store_true", help="LLaMA's block instead of GPT's")
     parser.add_argument("--name", help="the graph's name (default: the preset's, or gpt)")

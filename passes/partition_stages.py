@@ -239,6 +239,16 @@ class PartitionStagesPass(PasePass):
             spec = load_plan(self.strategy, name, self.devices, len(graphs_in(graph)) == 1,
                              data.layers, batch,
                              lambda micro: microbatch_problem(graph, micro))
+            for layer in data.layers:
+                ways = spec.assignment[layer.name].get(batch, 1)
+                if self.data_parallel and batch in layer.space.names and \
+                        ways != self.data_parallel:
+                    split = f"splits {ways} ways" if ways > 1 else "does not split"
+                    raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
+                                     f"{self.strategy} {split} the batch {batch} of layer "
+                                     f"'{layer.name}', but data-parallel="
+                                     f"{self.data_parallel} splits every layer's batch "
+                                     f"{self.data_parallel} ways")
             try:
                 loaded = evaluate_plan(data.layers, data.edges, batch, self.devices,
                                        machine, spec, model)
@@ -299,6 +309,8 @@ class PartitionStagesPass(PasePass):
                 sys.stderr.write(format_usage(usage) + "\n")
         elif best.gap > 0:
             sys.stderr.write(f"pase-partition-stages on @{name}: warning: {gap_note(best)}\n")
+        if not self.device_memory_gib and (over := machine.over_memory(best.memory)):
+            sys.stderr.write(f"pase-partition-stages on @{name}: warning: {over}\n")
         exported = plan_json(name, self.devices, machine, best, names)
         if usage is not None:
             exported["pipeline"].update(usage)

@@ -77,6 +77,7 @@ from pase.passes.strategy import (
     MemoryBudget,
     MemoryCapError,
     PinError,
+    Problem,
     Progress,
     SearchError,
     SearchOptions,
@@ -204,6 +205,11 @@ class PaseSearchPass(PasePass):
                 budget = MemoryBudget(options.memory_budget)
                 problem = build_problem(graph, self.devices, machine,
                                         pins.configs if pins else None, options, budget)
+                if (contrary := contrary_pin(problem, options.training.data_parallel)):
+                    layer_name, message = contrary
+                    if pins and layer_name in pins.configs:
+                        raise pins.error(message, layer_name, "config")
+                    raise op_diagnostic(layers[layer_name], message, name)
                 progress = Progress("pase-search")
                 capped: CappedSolution | None = None
                 try:
@@ -249,12 +255,35 @@ class PaseSearchPass(PasePass):
                 sys.stderr.write(format_usage(found) + "\n")
         elif capped is not None and not capped.proven:
             sys.stderr.write(f"pase-search on @{name}: warning: {cap_note(capped)}\n")
+        if not self.device_memory_gib and (over := problem.machine.over_memory(memory.total)):
+            sys.stderr.write(f"pase-search on @{name}: warning: {over}\n")
         exported = strategy_json(problem, solution.assignment, breakdown, data_parallel,
                                  memory, capped)
         if found is not None:
             exported.update(found)
             training_json(exported, options.training, solution.assignment, problem.machine)
         return exported
+
+
+def contrary_pin(problem: Problem, pinned: int | None) -> tuple[str, str] | None:
+    """The first pinned layer (a strategy file's, or the source's `config`) that splits
+    its batch otherwise than `data-parallel=pinned` asks, and the error's text; None if
+    there is none (or no such option)."""
+    batch = problem.batch_dim
+    if pinned is None or batch is None:
+        return None
+    for layer in problem.layer_data:
+        config = problem.pins.get(layer.name)
+        if config is not None and batch in layer.space.names and \
+                config.get(batch, 1) != pinned:
+            shown = ", ".join(f"{dim}={factor}" for dim, factor in config.items())
+            ways = config.get(batch, 1)
+            split = (f"splits its batch {batch} {ways} ways" if ways > 1
+                     else f"does not split its batch {batch}")
+            return layer.name, (f"layer '{layer.name}' is pinned to {{{shown}}}, which "
+                                f"{split}, but data-parallel={pinned} splits every "
+                                f"layer's batch {pinned} ways")
+    return None
 
 
 def op_diagnostic(op: Operation, message: str, graph: str) -> Diagnostic:

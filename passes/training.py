@@ -8,7 +8,10 @@ contract with `pase-autodiff`, the runtime and `-t jax`, which read it):
 
 With `recompute=auto` or `zero=auto` the search decides per layer, and each layer op
 carries its decision: `pase.recompute` (a unit attribute, present when that layer's
-forward is recomputed) and `pase.zero = N : i64` (its ZeRO stage).
+forward is recomputed) and `pase.zero = N : i64` (its ZeRO stage). With `recompute=full`
+every layer carries its `#pase.segment` (as `pase-merge-layers` writes it, where it did
+not run): the last layer of each segment is the checkpoint the cost model keeps, so
+that `-t jax` checkpoints the segments the model charged, not the whole forward.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, UnitAttr, i64
 
 from pase.dialect.dnn import GraphOp, ParamOp
+from pase.dialect.pase import SEGMENT_ATTR_NAME, SegmentAttr, segment_of
 from pase.dialect.training_options import RECOMPUTE_ATTR_NAME, TRAINING_ATTR_NAME, ZERO_ATTR_NAME
 from pase.passes.strategy import (
     GIB,
@@ -31,6 +35,8 @@ from pase.passes.strategy import (
     TrainingOptions,
     memory_breakdown,
     microbatch_layers,
+    read_graph,
+    segments,
     step_flops,
 )
 
@@ -53,6 +59,10 @@ def mark_training(graph: GraphOp, training: TrainingOptions,
         return
     graph.attributes[TRAINING_ATTR_NAME] = DictionaryAttr(
         {key: StringAttr(value) for key, value in training.ir_entries().items()})
+    if training.recompute == "full" and any(segment_of(op) is None for op in graph.layers):
+        data = read_graph(graph)
+        for op, index in zip(graph.layers, segments(data.layers, data.edges), strict=True):
+            op.attributes[SEGMENT_ATTR_NAME] = SegmentAttr(index)
     for op, name in graph.layer_names().items():
         config = assignment.get(name)
         if not isinstance(config, TrainingConfig):

@@ -232,10 +232,14 @@ def checkpointed(ops: Sequence[Operation], statement: Callable[[Operation], list
     """The body of `loss_fn`, each run of consecutive recomputed layers (all of them
     under recompute=full, those with `pase.recompute` under auto; a run ends where a
     `#pase.segment` does) one nested function under `jax.checkpoint`: the backward
-    keeps only its inputs and recomputes the rest."""
+    keeps only its inputs and recomputes the rest. Under full, where the layers carry
+    their segments (the search writes them), the last layer of each segment is kept,
+    outside the runs, as the cost model's checkpoint (`mark_checkpoints`): on a chain,
+    where every layer ends a segment, nothing is recomputed."""
     lines: list[str] = []
     run: list[Operation] = []
     count = 0
+    kept = segment_ends(ops) if options.recompute == "full" else set()
 
     def flush() -> None:
         nonlocal count
@@ -246,7 +250,7 @@ def checkpointed(ops: Sequence[Operation], statement: Callable[[Operation], list
         run.clear()
 
     for op in ops:
-        if isinstance(op, dnn.LayerOp) and recomputed(op, options):
+        if isinstance(op, dnn.LayerOp) and recomputed(op, options) and op not in kept:
             if run and segment_of(run[-1]) != segment_of(op):
                 flush()
             run.append(op)
@@ -258,6 +262,16 @@ def checkpointed(ops: Sequence[Operation], statement: Callable[[Operation], list
         lines.extend(statement(op))
     flush()
     return lines
+
+
+def segment_ends(ops: Sequence[Operation]) -> set[Operation]:
+    """The layers that end their `#pase.segment` (none where a layer has no segment)."""
+    layers = [op for op in ops if isinstance(op, dnn.LayerOp)]
+    marked = [segment_of(op) for op in layers]
+    if not layers or any(segment is None for segment in marked):
+        return set()
+    return {op for op, segment, after in zip(layers, marked, [*marked[1:], None], strict=True)
+            if segment != after}
 
 
 def _checkpoint(run: list[Operation], statement: Callable[[Operation], list[str]],

@@ -233,6 +233,8 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              and not args.model.endswith(".onnx"),
              "--batch and --loss are options of the ONNX frontend; give them with an .onnx "
              "model"),
+            (missing_peak(args.precision, args.machine) is not None,
+             str(missing_peak(args.precision, args.machine))),
             (args.batch is not None and args.batch < 1,
              f"--batch must be at least 1, got {args.batch}"),
             (args.timeline is not None and not pipelined,
@@ -268,6 +270,27 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
         if bad:
             parser.error(message)
+
+
+def missing_peak(precision: str | None, machine: str) -> str | None:
+    """Why `--precision` cannot be planned on the preset `machine` (None: it can, or
+    `machine` is a file, which the search reads and checks).
+
+    >>> missing_peak("bf16", "a100-nvlink") is None, missing_peak("fp32", "pase-default")
+    (True, None)
+    >>> print(missing_peak("bf16", "v100-nvlink"))
+    --precision bf16: the search plans for --machine v100-nvlink, which has no bf16 peak; \
+give --machine with one (a100-nvlink, h100-nvlink, a100-80gb-dgx, h100-80gb-dgx, or a \
+machine file with bf16_flops)
+    """
+    if precision not in ("bf16", "fp16") or machine not in PRESETS or \
+            PRESETS[machine].peak_or_zero(precision):
+        return None
+    having = ", ".join(name for name, preset in PRESETS.items()
+                       if preset.peak_or_zero(precision))
+    return (f"--precision {precision}: the search plans for --machine {machine}, which has "
+            f"no {precision} peak; give --machine with one ({having}, or a machine file "
+            f"with {precision}_flops)")
 
 
 def same_file(output: str, given: str) -> bool:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-EXTRA_FIELDS = ("bf16_flops", "fp16_flops", "hbm_bandwidth", "hierarchical")
+EXTRA_FIELDS = ("bf16_flops", "fp16_flops", "hbm_bandwidth", "hierarchical", "memory_gib")
 """The fields the training options added (`to_json`)."""
 
 
@@ -58,6 +58,27 @@ class Machine:
     """Collectives across nodes run hierarchically (NVLink within a node, each device's
     InfiniBand adapter between nodes) rather than as one flat ring at the inter-node
     bandwidth, and redistributions are priced by the links their words take."""
+    memory_gib: float = 0.0
+    """GiB of one device's memory, from its datasheet (0: unknown). Not a cap (that is
+    `device-memory-gib`): a plan past it gets a warning naming the cap to give."""
+
+    def over_memory(self, needed: float) -> str | None:
+        """The warning for a plan that holds `needed` bytes per device, more than the
+        device has (None: it fits, or the device's memory is unknown).
+
+            >>> print(preset("a100-80gb-dgx").over_memory(100 * 2**30))
+            the plan holds 100 GiB per device, more than the 80 GiB of a100-80gb-dgx; \
+give device-memory-gib=80 for one that fits (recompute=auto and zero=auto let it trade \
+time for memory)
+            >>> preset("a100-80gb-dgx").over_memory(2**30), preset("pase-default").over_memory(1e15)
+            (None, None)
+        """
+        if not self.memory_gib or needed <= self.memory_gib * 2**30:
+            return None
+        return (f"the plan holds {needed / 2**30:.4g} GiB per device, more than the "
+                f"{self.memory_gib:g} GiB of {self.name}; give device-memory-gib="
+                f"{self.memory_gib:g} for one that fits (recompute=auto and zero=auto let "
+                f"it trade time for memory)")
 
     def bandwidth(self, spans_nodes: bool) -> float:
         return self.inter_node_bandwidth if spans_nodes else self.intra_node_bandwidth
@@ -98,7 +119,8 @@ PRESETS: dict[str, Machine] = {
         # word costs 5,000 of its FLOPs, as in the paper. One flat network.
         Machine("pase-default", 20e12, 8e9, 8e9, 1 << 30,
                 "PaSE prototype constants (Elango, IPDPS 2021; github.com/baidu-research/PaSE)"),
-        # V100 SXM2: 15.7 TFLOP/s fp32, 125 TFLOP/s fp16 tensor (no bf16); HBM2 900 GB/s;
+        # V100 SXM2: 15.7 TFLOP/s fp32, 125 TFLOP/s fp16 tensor (no bf16); HBM2 900 GB/s
+        # (16 or 32 GB, both sold: its memory is left unknown);
         # NVLink 2.0 300 GB/s bidirectional per GPU; DGX-1: 4 x 100 Gb/s EDR InfiniBand
         # for 8 GPUs.
         Machine("v100-nvlink", 15.7e12, 150e9, 6.25e9, 8,
@@ -109,24 +131,25 @@ PRESETS: dict[str, Machine] = {
         # InfiniBand, one per GPU.
         Machine("a100-nvlink", 19.5e12, 300e9, 25e9, 8,
                 "NVIDIA A100 datasheet; NVIDIA DGX A100 system architecture whitepaper",
-                bf16_flops=312e12, fp16_flops=312e12, hbm_bandwidth=1555e9),
-        # H100 SXM5: 67 TFLOP/s fp32, 989 TFLOP/s bf16/fp16 dense tensor; HBM3 3.35 TB/s;
+                bf16_flops=312e12, fp16_flops=312e12, hbm_bandwidth=1555e9, memory_gib=40),
+        # H100 SXM5: 67 TFLOP/s fp32, 989 TFLOP/s bf16/fp16 dense tensor; HBM3 80 GB,
+        # 3.35 TB/s;
         # NVLink 4.0 900 GB/s bidirectional; DGX H100: 8 x 400 Gb/s NDR InfiniBand, one
         # per GPU.
         Machine("h100-nvlink", 67e12, 450e9, 50e9, 8,
                 "NVIDIA H100 datasheet; NVIDIA DGX H100 user guide",
-                bf16_flops=989e12, fp16_flops=989e12, hbm_bandwidth=3.35e12),
-        # GTX 1080 Ti: 11.3 TFLOP/s fp32 (no fast fp16 or bf16); GDDR5X 484 GB/s;
+                bf16_flops=989e12, fp16_flops=989e12, hbm_bandwidth=3.35e12, memory_gib=80),
+        # GTX 1080 Ti: 11.3 TFLOP/s fp32 (no fast fp16 or bf16); GDDR5X 11 GB, 484 GB/s;
         # PCIe 3.0 x16 ~16 GB/s per direction; PaSE's cluster: 8 GPUs per node,
         # 100 Gb/s EDR InfiniBand per node.
         Machine("1080ti-pcie", 11.3e12, 16e9, 1.5625e9, 8,
                 "NVIDIA GTX 1080 Ti specifications; PCIe 3.0 x16; PaSE section VI",
-                hbm_bandwidth=484e9),
-        # RTX 2080 Ti: 13.4 TFLOP/s fp32; GDDR6 616 GB/s; PCIe 3.0 x16; same cluster
+                hbm_bandwidth=484e9, memory_gib=11),
+        # RTX 2080 Ti: 13.4 TFLOP/s fp32; GDDR6 11 GB, 616 GB/s; PCIe 3.0 x16; same cluster
         # shape.
         Machine("2080ti-pcie", 13.4e12, 16e9, 1.5625e9, 8,
                 "NVIDIA RTX 2080 Ti specifications; PCIe 3.0 x16; PaSE section VI",
-                hbm_bandwidth=616e9),
+                hbm_bandwidth=616e9, memory_gib=11),
         # DGX A100 (80 GB): 8 A100 SXM4 80GB per node: 19.5 TFLOP/s fp32 (156 TF32),
         # 312 TFLOP/s bf16/fp16 dense tensor; HBM2e 2,039 GB/s; NVLink 3.0 through
         # NVSwitch, 600 GB/s bidirectional = 300e9 B/s each way; 8 single-port
@@ -135,7 +158,7 @@ PRESETS: dict[str, Machine] = {
                 "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM column); NVIDIA DGX A100 "
                 "datasheet and system architecture whitepaper",
                 bf16_flops=312e12, fp16_flops=312e12, hbm_bandwidth=2039e9,
-                hierarchical=True),
+                hierarchical=True, memory_gib=80),
         # DGX H100: 8 H100 SXM5 80GB per node: 67 TFLOP/s fp32 (494.7 TF32), 989.4
         # TFLOP/s bf16/fp16 dense tensor; HBM3 3.35 TB/s; NVLink 4.0 through NVSwitch,
         # 900 GB/s bidirectional = 450e9 B/s each way; 8 ConnectX-7 NDR InfiniBand
@@ -144,7 +167,7 @@ PRESETS: dict[str, Machine] = {
                 "NVIDIA H100 Tensor Core GPU datasheet (SXM column); NVIDIA DGX H100 "
                 "datasheet and user guide",
                 bf16_flops=989.4e12, fp16_flops=989.4e12, hbm_bandwidth=3.35e12,
-                hierarchical=True),
+                hierarchical=True, memory_gib=80),
     )
 }
 

@@ -140,7 +140,7 @@ def diagnostic(path: str, graph: str = "mlp", devices: int = 8) -> Diagnostic:
      "machine: 'flops' must be a number of at least 1, got -1", "-1"),
     ({"machine": {"flopz": 1}, "layers": []}, "machine: unknown key 'flopz'; expected name, "
      "flops, intra_node_bandwidth, inter_node_bandwidth, devices_per_node, source, "
-     "bf16_flops, fp16_flops, hbm_bandwidth, hierarchical", '"flopz"'),
+     "bf16_flops, fp16_flops, hbm_bandwidth, hierarchical, memory_gib", '"flopz"'),
     ({"training": {"optimizer": "adamw"}, "layers": []},
      'training.optimizer must be sgd, momentum or adam, not "adamw"', '"adamw"'),
     ({"layers": [{"name": "h", "config": {}, "zero": 4}]},

@@ -38,6 +38,16 @@ def test_presets_have_the_papers_parameter_counts() -> None:
     assert {name: round(presets[name].parameters() / 1e9, 1) for name in table} == table
 
 
+def test_a_llama_shape_gets_llamas_feed_forward_by_default() -> None:
+    # LLaMA's rule (2/3 of 4 d, up to a multiple of 256) gives its presets' widths.
+    presets = generate().LANGUAGE_MODELS
+    for name in ("llama-7b", "llama-13b", "llama-65b"):
+        preset = presets[name]
+        shape = generate().LanguageModel(preset.layers, preset.hidden, preset.heads, 2048,
+                                         32000, 8, llama=True)
+        assert shape.feed_forward == preset.ffn
+
+
 @pytest.mark.parametrize("llama", [False, True], ids=["gpt", "llama"])
 def test_a_small_generated_model_searches_and_partitions(tmp_path: Path, llama: bool) -> None:
     path = tmp_path / "tiny.dnn"

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from cli import run_tool
+from xdsl.context import Context
 from xdsl.dialects.builtin import UnitAttr
 
 from pase.dialect.training_options import RECOMPUTE_ATTR_NAME, StepOptions, set_training
-from pase.frontend import parse_file
+from pase.frontend import parse_file, parse_text
+from pase.passes.search import PaseSearchPass
 from pase.targets.jax import jax_program
 from pase.tools.pase_run import main
 from pase.tools.run.load import forward_graph, with_configs
@@ -60,6 +62,38 @@ def test_recompute_auto_checkpoints_the_marked_layers_only() -> None:
     assert "    a, = jax.checkpoint(recomputed_1)(x, w1)\n" in source
     full = program(StepOptions(recompute="full"))
     assert "# recomputed in the backward (jax.checkpoint): h, a, z, l\n" in full
+
+
+RESIDUAL = """
+graph @residual(b = 8, d = 16, h = 32) {
+  %x = input [b, d]
+  %w1 = param [d, h]
+  %h = einsum %x, %w1 -> [b, h]
+  %a = relu %h
+  %w2 = param [h, d]
+  %y = einsum %a, %w2 -> [b, d]
+  %r = add %x, %y
+  %l = reduce mean %r over [b, d]
+  return %l
+}
+"""
+
+
+@pytest.mark.parametrize(("source", "recomputed"), [
+    (RESIDUAL, "# recomputed in the backward (jax.checkpoint): h, a, y\n"), (None, None)])
+def test_recompute_full_checkpoints_the_segments_the_search_charged(
+        source: str | None, recomputed: str | None) -> None:
+    # The search keeps each segment's last layer (r, the residual stream; on the mlp's
+    # chain every layer) and records the segments, so the program recomputes the rest
+    # of each segment only: on the mlp, nothing.
+    module = parse_text(source) if source else parse_file(MLP)
+    PaseSearchPass(devices=4, recompute="full").apply(Context(), module)
+    program = jax_program(module, 4)
+    if recomputed is None:
+        assert "jax.checkpoint(" not in program
+    else:
+        assert program.count("jax.checkpoint(") == 1
+        assert recomputed in program
 
 
 def test_the_default_step_is_the_plain_sgd_program() -> None:
