@@ -5,9 +5,12 @@ recomputation, ZeRO and a pinned data-parallel degree (`TrainingOptions`).
 in docs/cost-model.md added, each a vector over the configurations like the others, so
 the DP, the bounds, the capped search and the stage solver see them without change:
 
-- compute at the machine's peak for the precision (`Machine.peak`); f32 activations and
-  their gradients, and the collectives and redistributions that move them, in 2 bytes
-  under bf16/fp16 (`at_precision`);
+- compute at the machine's peak for the precision (`Machine.peak`), or, on a machine
+  with an HBM bandwidth, the roofline: each of a layer's forward and backward the
+  larger of its FLOPs over the peak and the bytes it reads and writes over the
+  bandwidth (`layer_bytes.roofline`); f32 activations and their gradients, and the
+  collectives and redistributions that move them, in 2 bytes under bf16/fp16
+  (`at_precision`);
 - the optimizer update, memory-bound: the bytes it reads and writes of each parameter
   element (`update_bytes`) over the device's HBM bandwidth, once per step;
 - recomputation: the layer's forward (compute and collectives) again in its backward,
@@ -43,6 +46,7 @@ import numpy as np
 
 from pase.passes.strategy.configs import searched_configs
 from pase.passes.strategy.cost import Config, EdgeEnd, edge_costs
+from pase.passes.strategy.layer_bytes import roofline
 from pase.passes.strategy.layer_costs import LayerCosts, Vectors, factor_matrix, layer_costs
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse
@@ -215,6 +219,10 @@ class TrainingCost:
         recompute = np.array([r for r, _ in chosen], dtype=bool)
         zero = np.array([z for _, z in chosen], dtype=np.int64)
         factors = factor_matrix(low.space.names, plain)
+        if machine.hbm_bandwidth:
+            forward, backward = roofline(low, factors, base.forward_compute,
+                                         machine.hbm_bandwidth, machine.flops)
+            base = replace(base, compute=forward + backward, forward_compute=forward)
         vectors = Vectors(low, factors, machine)
         gathers = np.zeros(len(configs))
         gather_words = np.zeros(len(configs))
