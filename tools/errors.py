@@ -28,6 +28,9 @@ from pase.core.diagnostics import Diagnostic, escaped, offset_to_line_column, sh
 from pase.core.files import WriteError
 from pase.core.signals import Terminated, signals_raise
 
+UNWRITABLE = (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+"""The errors of a write whose target cannot take it (a closed pipe, a full device)."""
+
 
 class ToolError(Exception):
     """An error already worded for the user, printed as `TOOL: error: message`."""
@@ -79,8 +82,11 @@ def describe(error: Exception, tool: str) -> str | None:
             return f"{tool}: error: {error}"
         case WriteError():
             return f"{tool}: error: {error}"
-        case OSError() if error.errno == errno.EPIPE and error.filename is None:
+        case OSError() if error.errno in UNWRITABLE and error.filename is None:
+            # (a write that names no file: print's to the standard output)
             return f"{tool}: error: {WriteError(error.errno, error.strerror, '-')}"
+        case OSError() if error.filename is None:
+            return f"{tool}: error: {error.strerror or error}"
         case OSError():
             return f"{tool}: error: cannot open {error.filename}: {error.strerror}"
         case ValueError():

@@ -27,6 +27,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 from onnx import helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from reference_loss import cross_entropy  # noqa: E402
 
 from pase.core.diagnostics import Diagnostic  # noqa: E402
 from pase.dialect import dnn  # noqa: E402
@@ -48,12 +49,6 @@ LAYERS = {"pads": {("pad", "reflect"): 2, ("pad", "zeros"): 4, ("pad", "edge"): 
 "same" convolution is two `pad zeros` (height, width), as is the max pool's. Swin's
 slices: the shifted block's rolls, q, k and v, and PatchMerging's four strided slices (a
 pick of the step axis each)."""
-
-
-def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return float(-np.take_along_axis(log_probs, labels[..., None], -1).mean())
 
 
 def layer_counts(graph: dnn.GraphOp, names: set[str]) -> dict[tuple[str, str], int]:

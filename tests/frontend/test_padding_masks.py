@@ -16,6 +16,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from reference_loss import cross_entropy  # noqa: E402
 
 from pase.dialect import dnn  # noqa: E402
 from pase.frontend.onnx import load_model  # noqa: E402
@@ -28,12 +29,6 @@ FILES = ["bert_mask.dynamo", "bert_mask.torchscript", "gpt2_mask.dynamo"]
 """BERT from both exporters, GPT-2 (its padding mask And-ed with the causal mask) from the
 default one (its TorchScript export differs in a Gather for the GatherND; checked the same
 way at full size, docs/pytorch.md)."""
-
-
-def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return float(-np.take_along_axis(log_probs, labels[..., None], -1).mean())
 
 
 @pytest.mark.parametrize("name", FILES)

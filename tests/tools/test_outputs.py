@@ -80,6 +80,15 @@ def test_a_full_device_is_one_error_and_no_other_output_changes(tmp_path: Path,
     assert sorted(path.name for path in tmp_path.iterdir()) == ["s.json"]
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_pase_runs_report_on_a_full_standard_output_names_it() -> None:
+    """(It said 'cannot open None: No space left on device'.)"""
+    with open("/dev/full", "wb") as full:
+        done = run("pase-run", [MLP, "--devices", "2", "--print-pipeline"], stdout=full)
+    assert (done.returncode, done.stderr) == (
+        1, b"pase-run: error: cannot write the standard output: No space left on device\n")
+
+
 @pytest.mark.parametrize(("target", "reason"), [
     ("missing/out.mlir", "No such file or directory"), (".", "Is a directory")])
 def test_a_failing_output_file_leaves_the_exported_strategy_as_it_was(
