@@ -227,8 +227,11 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
     solution = solve(narrowed)
     upper = min(stitched, solution.cost)
     if upper > assumed:
+        # The last round prices afresh: its tables are about all the prices held, and
+        # both at once did not fit the budget (GPT-3 175B at 3,072 devices: 4.5 GiB).
+        prices.release()
         final, kept_final = restricted(problem, excess,
-                                       block_gaps(minima, groups, optima, upper), prices)
+                                       block_gaps(minima, groups, optima, upper))
         if not all(np.array_equal(a, b) for a, b in zip(kept, kept_final, strict=True)):
             narrowed, kept, solution = final, kept_final, solve(final)
     return narrowed, kept, solution
