@@ -16,6 +16,8 @@ One role per file:
     capped_whole.py  a bound on a whole (S, M) that sees a memory cap (`CappedWhole`)
     walk.py        `Walk`: the branch-and-bound over the cuts for one (S, M)
     choices.py     the walk's tests before a solve, asked of every next cut at once
+    roundtrip.py   a bound that sees the stages after a stage (micro-batch 0's round trip)
+    capped_work.py every range's least F + B under a cap as each stage index, for those bounds
     search.py      `Partitioner`: the search over (S, M) with effort rounds; least memory
 
 Import them through `pase.passes.strategy` from outside the engine. This file imports

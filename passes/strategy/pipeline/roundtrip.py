@@ -87,18 +87,19 @@ class RoundTrip:
     def __init__(self, walk: Walk):
         self.microbatches = micro = walk.microbatches
         self.first = forwards_first(walk.schedule, walk.stages, walk.microbatches)
+        self.after: dict[int, float] = {}
+        """Per position, at least the F + B of the layers after it, whatever the stages."""
+        self.tight = tight = walk.tight
+        self.trip: np.ndarray | None = None
+        self.rests: np.ndarray | None = None
+        if tight is None:  # (no bounds to prune with: none made)
+            return
         plans = walk.plans
         segments = plans.least.segment_bounds(walk.stages, walk.microbatches)
         positions = segments.positions
         last = len(positions) - 1
         self.after = {position: float(segments.work[a, last]) if a < last else 0.0
                       for position, a in segments.index.items()}
-        """Per position, at least the F + B of the layers after it, whatever the stages."""
-        self.tight = tight = walk.tight
-        self.trip: np.ndarray | None = None
-        self.rests: np.ndarray | None = None
-        if tight is None:
-            return
         backward = np.asarray(least_backward(plans, walk.group, micro))[list(positions)]
         after = np.array([self.after[position] for position in positions])
         # works[s, a, b]: at least the F + B of [p_a, p_b) as stage s, under the cap too.
