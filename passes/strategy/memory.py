@@ -342,15 +342,16 @@ class _Relaxation:
         if over[2] <= self.cap:
             return _Node(allowed, over[1], over, None)
         search = _Search(self, allowed, free.cost, enough)
-        fits = None
+        fits, done = None, False
         if start is not None and start > 0 and math.isfinite(start):
-            fits, over = _warm(search, start, over)
+            fits, over, done = _warm(search, start, over)
         if fits is None:
             lean = one_array_each([ok & (weight == value) for weight, ok, value
                                    in zip(self.memory, allowed, least, strict=True)])
             fits = self.strategy(self.solve(allowed, 0.0, lean).choice)
             search.offer(fits)
-        while self.solves < MAX_SOLVES and fits[1] > over[1] and fits[2] < over[2]:
+        while not done and self.solves < MAX_SOLVES and fits[1] > over[1] and \
+                fits[2] < over[2]:
             rate = (fits[1] - over[1]) / (over[2] - fits[2])
             value, found = search.probe(rate)
             tie = over[1] + rate * over[2]
@@ -405,29 +406,36 @@ WARM_PROBES = 3
 
 
 def _warm(search: _Search, start: float, over: Strategy
-          ) -> tuple[Strategy | None, Strategy]:
+          ) -> tuple[Strategy | None, Strategy, bool]:
     """LARAC's two first strategies found near `start`: the least cost + λ memory at
     λ = `start`, then at λ moved by `WARM_STEP` towards the other side of the cap, until
     one fits (`fits`) and one does not (`over`, which starts as the unconstrained
     optimum); `fits` None if none was found in `WARM_PROBES` solves. Any such pair is a
     valid start of LARAC: it ends where nothing beats the line through its last two,
-    which proves that λ the best whatever the pair it started from."""
+    which proves that λ the best whatever the pair it started from. The last value is
+    True where that is proven already: the two found are both minimisers at the λ of one
+    of them (`start` was the best λ itself, as on the stages of a GPT whose λ is set by
+    one block's configurations), so L there, kept by `search`, is the best."""
     fits: Strategy | None = None
-    crossed = False  # (whether a probe found one that does not fit)
+    found_at: dict[bool, tuple[float, float]] = {}  # (λ, least value) of the last of each side
     rate = start
     for _ in range(WARM_PROBES):
-        _, found = search.probe(rate)
-        if found[2] <= search.relaxation.cap:
+        value, found = search.probe(rate)
+        side = found[2] <= search.relaxation.cap
+        found_at[side] = (rate, value)
+        if side:
             fits = found
-            if crossed:
-                break
             rate /= WARM_STEP
         else:
-            over, crossed = found, True
-            if fits is not None:
-                break
+            over = found
             rate *= WARM_STEP
-    return fits, over
+        if len(found_at) == 2:
+            break
+    if fits is None or len(found_at) < 2:
+        return fits, over, False
+    done = any(other[1] + at * other[2] <= least + RELATIVE_TOLERANCE * abs(least)
+               for other, (at, least) in ((over, found_at[True]), (fits, found_at[False])))
+    return fits, over, done
 
 
 def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
