@@ -145,10 +145,11 @@ class CappedWhole:
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
                beat: float = math.inf) -> SegmentBounds:
         """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
-        M (F + B) + AR as stage s raised to M `objective` at stage s's in-flight count
-        (the sends, the forward and F + B bounds unchanged), lazily: while the whole
-        bound is below `beat` (a step to beat), the ranges of the cuts that give it
-        (`cheapest`) not bounded yet are, until it reaches `beat` or every range of
+        M (F + B) + AR as stage s raised to M `objective`, and on F + B to `work`, at
+        stage s's in-flight count (the sends and the forward bounds unchanged), lazily:
+        while the whole bound is below `beat` (a step to beat), the ranges of the cuts
+        that give the own side (`cheapest`) not bounded yet are, then those of the
+        chain side's (`cheapest_chain`), until it reaches `beat` or every range of
         those cuts is (each range once per S, M and cap; a later call goes on)."""
         key = (stages, microbatches, schedule, memory)
         tight = self.least.segment_bounds(stages, microbatches)
@@ -170,9 +171,11 @@ class CappedWhole:
                 return capped
             todo = [stage for stage in cheapest(capped, stages) if stage not in done] \
                 if float(capped.own[stages, 0]) * (1 - SLACK) < beat else []
+            # (The chain side once the own side's cuts are all bounded: either side
+            # reaching `beat` is enough, and the own side alone often does.)
             chain = [stage for stage in cheapest_chain(capped, stages)
                      if stage not in worked] \
-                if float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
+                if not todo and float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
             if not todo and not chain:
                 return capped
             for s, a, b in todo:
