@@ -26,14 +26,14 @@ again while it is below the step to beat.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
 from pase.core.schedule import in_flight
+from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
-from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound
+from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound, priced_least
 from pase.passes.strategy.pipeline.transfers import carries_param
 
 WHOLE_SOLVES = 12
@@ -51,6 +51,8 @@ class CappedWhole:
         LARAC ended without reaching the `reach` it was given."""
         self._works: dict[tuple, tuple[float, bool]] = {}
         """`work`'s, as `_objectives`."""
+        self._rates: dict[tuple, float] = {}
+        """The last range's best λ per (which bound, devices, M, in flight, cap)."""
         self._own: dict[tuple, tuple[np.ndarray, np.ndarray, set[tuple[int, int, int]],
                                      set[tuple[int, int, int]]]] = {}
         """Per (S, M, schedule, cap): the ranges' bounds on M (F + B) + AR and on F + B
@@ -76,7 +78,8 @@ class CappedWhole:
         if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
             bound = math.inf
         else:
-            bound = larac_bound(graph, weights, memory, budget, WHOLE_SOLVES, reach)[0]
+            bound = self._lagrangian(graph, weights, memory, budget, reach,
+                                     ("objective", devices, microbatches, held, memory))
         # (Complete where LARAC did not stop at `reach`: a later, lower one takes it.)
         self._objectives[key] = (bound - SLACK * abs(bound) if math.isfinite(bound)
                                  else bound, bound < reach)
@@ -115,46 +118,38 @@ class CappedWhole:
         if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
             bound = math.inf
         else:
-            bound = larac_bound(graph, weights, memory, budget, WHOLE_SOLVES, reach)[0]
+            bound = self._lagrangian(graph, weights, memory, budget, reach,
+                                     ("work", devices, microbatches, held, memory))
         self._works[key] = (bound - SLACK * abs(bound) if math.isfinite(bound)
                             else bound, bound < reach)
         return self._works[key][0]
 
-    def plan_bound(self, starts: Sequence[int], microbatches: int, schedule: str,
-                   memory: float, beat: float = math.inf) -> float:
-        """A lower bound on the step of the plan whose stages begin at `starts` under
-        `memory` (inf if a stage cannot fit): with w_s at least stage s's F + B
-        (`work`) and o_s its F + B + AR / M (`objective`), each at its in-flight count,
-        the step is at least M o_s and w_0 + ... + w_{s-1} + M w_s for every s
-        (`bounds` module docstring; the sends and all-reduces left out). Stops once
-        it reaches `beat`, the objectives first (a stage's alone often does)."""
-        stages = len(starts)
-        ends = [*starts[1:], len(self.least.table.layers)]
-        group = self.least.table.devices // stages
-        held = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
-        bound = 0.0
-        for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
-            bound = max(bound, microbatches * self.objective(
-                start, stop, group, microbatches, held[s], memory, beat / microbatches))
-            if bound >= beat:
-                return bound
-        done = 0.0
-        for s, (start, stop) in enumerate(zip(starts, ends, strict=True)):
-            work = self.work(start, stop, group, microbatches, held[s], memory,
-                             beat / microbatches)
-            bound = max(bound, done + microbatches * work)
-            done += work
-            if bound >= beat:
-                return bound
-        return bound
+    def _lagrangian(self, graph: CostGraph, weights: list[np.ndarray], memory: float,
+                    budget: MemoryBudget, reach: float, rate_key: tuple) -> float:
+        """A Lagrangian lower bound on the least cost of `graph`'s strategies within
+        `memory`: first L(λ) at the best λ of the last range bounded alike (`rate_key`;
+        neighbouring ranges' are close), one DP solve, kept if it reaches `reach`;
+        else the larger of it and LARAC's best (`larac_bound`), whose λ is kept for the
+        next range. L(λ) bounds it at every λ >= 0, so either is a lower bound."""
+        rate = self._rates.get(rate_key)
+        warm = -math.inf
+        if rate is not None and reach < math.inf:
+            warm = priced_least(graph, weights, rate, budget)[0] - rate * memory
+            if warm >= reach:
+                return warm
+        bound, best = larac_bound(graph, weights, memory, budget, WHOLE_SOLVES, reach)
+        if best is not None and best > 0:
+            self._rates[rate_key] = best
+        return max(bound, warm)
 
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
                beat: float = math.inf) -> SegmentBounds:
         """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
-        M (F + B) + AR as stage s raised to M `objective` at stage s's in-flight count
-        (the sends, the forward and F + B bounds unchanged), lazily: while the whole
-        bound is below `beat` (a step to beat), the ranges of the cuts that give it
-        (`cheapest`) not bounded yet are, until it reaches `beat` or every range of
+        M (F + B) + AR as stage s raised to M `objective`, and on F + B to `work`, at
+        stage s's in-flight count (the sends and the forward bounds unchanged), lazily:
+        while the whole bound is below `beat` (a step to beat), the ranges of the cuts
+        that give the own side (`cheapest`) not bounded yet are, then those of the
+        chain side's (`cheapest_chain`), until it reaches `beat` or every range of
         those cuts is (each range once per S, M and cap; a later call goes on)."""
         key = (stages, microbatches, schedule, memory)
         tight = self.least.segment_bounds(stages, microbatches)
@@ -176,9 +171,11 @@ class CappedWhole:
                 return capped
             todo = [stage for stage in cheapest(capped, stages) if stage not in done] \
                 if float(capped.own[stages, 0]) * (1 - SLACK) < beat else []
+            # (The chain side once the own side's cuts are all bounded: either side
+            # reaching `beat` is enough, and the own side alone often does.)
             chain = [stage for stage in cheapest_chain(capped, stages)
                      if stage not in worked] \
-                if float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
+                if not todo and float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
             if not todo and not chain:
                 return capped
             for s, a, b in todo:

@@ -389,7 +389,7 @@ class LeastCosts:
         elif rate is None:
             bound, rate = larac_bound(graph, weights, memory, budget)
         else:
-            bound = _priced_least(graph, weights, rate, budget)[0] - rate * memory
+            bound = priced_least(graph, weights, rate, budget)[0] - rate * memory
         if rate is not None:
             self._rates[rate_key] = rate
         bound -= SLACK * abs(bound) if math.isfinite(bound) else 0.0
@@ -446,7 +446,7 @@ STAGE_BOUND_SOLVES = 6
 """`LeastCosts.stage_bound`'s first range runs LARAC for at most this many DP solves."""
 
 
-def _priced_least(graph: CostGraph, weights: list[np.ndarray], rate: float,
+def priced_least(graph: CostGraph, weights: list[np.ndarray], rate: float,
                   budget: MemoryBudget, allowed: list[np.ndarray] | None = None
                   ) -> tuple[float, float, float]:
     """The least cost + `rate` memory of `graph` (its configurations `allowed`, default
@@ -480,7 +480,7 @@ def larac_bound(graph: CostGraph, weights: list[np.ndarray], cap: float,
         >>> larac_bound(graph, memory, 8.0, MemoryBudget(1 << 30))
         (2.0, None)
     """
-    _, cost, weight = _priced_least(graph, weights, 0.0, budget)
+    _, cost, weight = priced_least(graph, weights, 0.0, budget)
     if weight <= cap:
         return cost, None
     over = (cost, weight)
@@ -488,14 +488,14 @@ def larac_bound(graph: CostGraph, weights: list[np.ndarray], cap: float,
         return cost, 0.0  # L(0)
     least = [w.min() for w in weights]
     lean = one_array_each([w == value for w, value in zip(weights, least, strict=True)])
-    _, cost, weight = _priced_least(graph, weights, 0.0, budget, lean)
+    _, cost, weight = priced_least(graph, weights, 0.0, budget, lean)
     fits = (cost, weight)
     bound, best = over[0], 0.0  # L(0)
     for _ in range(solves - 2):
         if not (fits[0] > over[0] and fits[1] < over[1]):
             break
         rate = (fits[0] - over[0]) / (over[1] - fits[1])
-        value, cost, weight = _priced_least(graph, weights, rate, budget)
+        value, cost, weight = priced_least(graph, weights, rate, budget)
         if value - rate * cap > bound:
             bound, best = value - rate * cap, rate
             if bound >= stop_at:

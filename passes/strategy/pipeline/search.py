@@ -52,7 +52,7 @@ from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
-from pase.passes.strategy.pipeline.seed import balanced_cuts, seed, seeded_bound
+from pase.passes.strategy.pipeline.seed import seed, seeded_bound
 from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
 from pase.passes.strategy.pipeline.transfers import Transfers
 from pase.passes.strategy.pipeline.walk import EffortSpent, Walk, over
@@ -190,8 +190,8 @@ class Partitioner:
         return self.least.lower_bound(stages, microbatches)
 
     def search(self, stage_counts: Sequence[int], micro_counts: Sequence[int],
-               schedule: str, memory: float | None = None, method: str = "dp",
-               bound: float = math.inf) -> tuple[PipelinePlan | None, float]:
+               schedule: str, memory: float | None = None, method: str = "dp"
+               ) -> tuple[PipelinePlan | None, float]:
         """The plan with the least step over every S in `stage_counts` and M in
         `micro_counts` that fits in `memory`, ties going to the first S, then the first
         M, in the order given (and within one (S, M) as `best` breaks them); with the
@@ -214,16 +214,15 @@ class Partitioner:
         first pass under a cap, whose best plan is only a bound, has one round: an
         (S, M) that uses it up is left to the second; a stage range whose layers, or
         the layers after it, cannot fit in any configurations is never solved,
-        `rest_fits`.) Before that first pass, each (S, M)'s seed is evaluated
-        (`seeds`): the least of their steps bounds both passes from the start. With
-        `bound`, only plans at most as slow as it are returned.
+        `rest_fits`.) Under a cap, both passes take the (S, M) most micro-batches
+        first (`_capped_order`).
         """
         pairs = [(stages, micro) for stages in stage_counts for micro in micro_counts]
         if memory is not None:
-            needs = [self.least_memory(*pair, schedule) for pair in pairs]
-            if min(needs) > memory:
-                return None, min(needs)
-            pairs = [pair for pair, need in zip(pairs, needs, strict=True) if need <= memory]
+            fitting = [pair for pair in pairs if self.least_memory(*pair, schedule) <= memory]
+            if not fitting:
+                return None, min(self.least_memory(*pair, schedule) for pair in pairs)
+            pairs = fitting
 
         phase = "first pass, stages unconstrained: " if self.table.free_only else ""
         ranks = []
@@ -231,23 +230,20 @@ class Partitioner:
             self.status = f"{phase}bounds of S={pair[0]} M={pair[1]}, {i + 1} of {len(pairs)}"
             self.note("segments solved")
             ranks.append(self._rank(*pair, method))
-        waiting = sorted(range(len(pairs)), key=lambda i: (*ranks[i], i))
+        waiting = sorted(range(len(pairs)), key=lambda i: (*ranks[i], i)) \
+            if memory is None else self._capped_order(pairs, ranks)
         found: dict[int, PipelinePlan] = {}
-        least = bound
+        least = math.inf
         if memory is not None and not self.table.free_only:
-            # First the seeds, then the plans whose stages all fit unconstrained (no
-            # stage solved under the cap, each of which takes many solves): the best of
-            # them prunes the rest.
-            if method == "dp":
-                least = min(least, self.seeds(pairs, schedule, memory, least))
+            # First the plans whose stages all fit unconstrained (no stage solved under
+            # the cap, each of which takes many solves): the best of them prunes the rest.
             self.table.free_only = True
             try:
-                free, _ = self.search(stage_counts, micro_counts, schedule, memory, method,
-                                      least)
+                free, _ = self.search(stage_counts, micro_counts, schedule, memory, method)
             finally:
                 self.table.free_only = False
-            least = min(least, free.step) if free is not None else least
-            waiting = self._capped_order(pairs, ranks)
+            if free is not None:
+                least = free.step
         effort: int | None = FIRST_EFFORT
         rounds = 1
         while waiting:
@@ -291,11 +287,11 @@ class Partitioner:
     @staticmethod
     def _capped_order(pairs: Sequence[tuple[int, int]],
                       ranks: Sequence[tuple[int, float]]) -> list[int]:
-        """The order in which `search`'s second pass under a cap takes `pairs`: most
-        micro-batches first, then by their ranks (`_rank`). The smaller each
-        micro-batch, the less a stage holds and the less the cap slows it: those (S, M)
-        hold the plans that prune the others soonest (the seeds' order too, `seeds`).
-        Only the order: the plan found is the same.
+        """The order in which `search` takes `pairs` under a cap: most micro-batches
+        first, then by their ranks (`_rank`). The smaller each micro-batch, the less a
+        stage holds and the less the cap slows it (its solves under the cap, its
+        seed's among them, are the cheapest): those (S, M) hold the plans that prune
+        the others soonest. Only the order: the plan found is the same.
 
             >>> Partitioner._capped_order([(1, 1), (2, 1), (2, 4), (4, 4)],
             ...                           [(0, 0.0), (1, 2.0), (1, 3.0), (1, 1.0)])
@@ -303,35 +299,6 @@ class Partitioner:
         """
         return sorted(range(len(pairs)), key=lambda i: (ranks[i][0], -pairs[i][1],
                                                          ranks[i][1], i))
-
-    def seeds(self, pairs: Sequence[tuple[int, int]], schedule: str, memory: float,
-              bound: float = math.inf) -> float:
-        """The least step under `bound` of the seeds (`seed.seed`: stages of equal least
-        compute, solved under the cap where they must be) of the (S, M) in `pairs` with
-        S >= 2 (`bound` if none is less). Most micro-batches first: the smaller each
-        one, the less its stages hold, the less the cap binds and the cheaper their
-        solves under it; each seed after the first need only beat the least so far,
-        and one whose stages' bounds under the cap (`CappedWhole.plan_bound`, LARAC's
-        on each: shared with the search after) show it cannot is not evaluated. Only
-        a bound: the search walks every (S, M) as before, and finds these plans or
-        faster ones."""
-        least = bound
-        for stages, micro in sorted(pairs, key=lambda pair: (-pair[1], pair[0])):
-            if stages < 2 or stages > len(self.cuts) + 1 or \
-                    self.lower_bound(stages, micro) * (1 - SLACK) >= least or \
-                    not self.rest_fits(stages, micro, schedule, memory)[0][0]:
-                continue
-            self.status = f"seeds: S={stages} M={micro}"
-            self.note(f"{self.solver.solves} stage solves")
-            starts = balanced_cuts(self.least.least_compute(self.devices // stages, micro),
-                                   self.cuts, stages)
-            if least < math.inf and self.capped.plan_bound(
-                    starts, micro, schedule, memory, least) * (1 - SLACK) >= least:
-                continue
-            plan = seed(self, stages, micro, schedule, memory, least)
-            if plan is not None:
-                least = plan.step
-        return least
 
     def _rank(self, stages: int, micro: int, method: str) -> tuple[int, float]:
         """Where `search` takes (S, M) = (`stages`, `micro`) in its order: (1, 1) first,
