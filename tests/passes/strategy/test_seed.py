@@ -18,7 +18,7 @@ from pase.passes.strategy import (
     segments,
 )
 from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.machines import preset
+from pase.passes.strategy.machines import Machine, preset
 from pase.passes.strategy.pipeline import search
 from pase.passes.strategy.pipeline.plan import PipelinePlan
 from tests.models.test_generate import generate
@@ -26,8 +26,9 @@ from tests.models.test_generate import generate
 TRAINING = TrainingOptions(optimizer="adam", precision="bf16", recompute="full")
 
 
-def gpt_partitioner(path: Path) -> Partitioner:
-    """A 4-block GPT on 8 DGX A100 devices, charged as benchmarks/gpt.py charges it."""
+def gpt_partitioner(path: Path, machine: Machine | None = None) -> Partitioner:
+    """A 4-block GPT on 8 DGX A100 devices (or `machine`), charged as benchmarks/gpt.py
+    charges it."""
     generate().main(["--layers", "4", "--hidden", "64", "--heads", "4", "--sequence", "16",
                      "--vocabulary", "128", "--batch", "8", "-o", str(path)])
     graph = read_graph(parse_file(str(path)))
@@ -35,7 +36,7 @@ def gpt_partitioner(path: Path) -> Partitioner:
     index = segments(graph.layers, graph.edges)
     layers, edges = graph_at_precision(graph.layers, graph.edges, TRAINING)
     layers = mark_checkpoints(layers, index)
-    machine = preset("a100-80gb-dgx")
+    machine = machine or preset("a100-80gb-dgx")
     cuts = [i for i in range(1, len(index)) if index[i] != index[i - 1]]
     return Partitioner(layers, edges, graph.batch, 8, machine, cuts,
                        StageSolver(machine, graph.batch,
