@@ -21,7 +21,7 @@ from pase.passes.strategy import (
     stage_solver,
 )
 from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.machines import preset
+from pase.passes.strategy.machines import Machine, preset
 from pase.passes.strategy.pipeline.plan import PipelinePlan
 from tests.models.test_generate import generate
 
@@ -43,14 +43,14 @@ def random_source(seed: int, chain: bool) -> str:
     return f"graph @g{seed}({header}) {{\n{body}\n  return %{', %'.join(outputs)}\n}}\n"
 
 
-def partitioner(source: str, devices: int, machine: str = "v100-nvlink",
+def partitioner(source: str, devices: int, machine: str | Machine = "v100-nvlink",
                 every_cut: bool = True, training: TrainingOptions | None = None
                 ) -> Partitioner:
     """A `Partitioner` over `source` (min-shard 1), charging `training` as
     pase-partition-stages does (its tensors at the precision's width, the segments'
     last layers checkpoints) where given."""
     graph = read_graph(parse_text(source))
-    chosen = preset(machine)
+    chosen = preset(machine) if isinstance(machine, str) else machine
     index = segments(graph.layers, graph.edges)
     cuts = range(1, len(graph.layers)) if every_cut else \
         [i for i in range(1, len(index)) if index[i] != index[i - 1]]
@@ -65,12 +65,13 @@ def partitioner(source: str, devices: int, machine: str = "v100-nvlink",
     return Partitioner(layers, edges, graph.batch, devices, chosen, list(cuts), solver)
 
 
-def gpt_partitioner(path: Path) -> Partitioner:
-    """A 4-block GPT (written to `path`) on 8 DGX A100 devices, its stages cut at its
-    segments' ends and charged as benchmarks/gpt.py charges it (`GPT_TRAINING`)."""
+def gpt_partitioner(path: Path, machine: Machine | None = None) -> Partitioner:
+    """A 4-block GPT (written to `path`) on 8 DGX A100 devices (or `machine`), its stages
+    cut at its segments' ends and charged as benchmarks/gpt.py charges it
+    (`GPT_TRAINING`)."""
     generate().main(["--layers", "4", "--hidden", "64", "--heads", "4", "--sequence", "16",
                      "--vocabulary", "128", "--batch", "8", "-o", str(path)])
-    return partitioner(path.read_text(), 8, "a100-80gb-dgx", every_cut=False,
+    return partitioner(path.read_text(), 8, machine or "a100-80gb-dgx", every_cut=False,
                        training=GPT_TRAINING)
 
 
