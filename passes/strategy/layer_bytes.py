@@ -33,10 +33,15 @@ tensor along the dims it lacks, as a replicated weight). By operator kind:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pase.passes.strategy.vertices import Layer, TensorUse
+
+if TYPE_CHECKING:
+    from pase.passes.strategy.machines import Machine
+    from pase.passes.strategy.options import TrainingOptions
 
 VIEW_KINDS = frozenset({"reshape"})
 """Kinds whose forward and backward are views of their operand: no bytes moved."""
@@ -112,3 +117,35 @@ def roofline(layer: Layer, factors: np.ndarray, forward_compute: np.ndarray,
     used = factors.prod(axis=1).astype(np.float64)
     backward_flops = space.flops_backward * space.points / used / peak
     return forward, np.maximum(backward_flops, backward_bytes / hbm_bandwidth)
+
+
+def least_seconds(layer: Layer, most: int, peak: float, hbm_bandwidth: float
+                  ) -> tuple[float, float]:
+    """Lower bounds on `layer`'s (forward, backward) seconds under any configuration
+    that works on at most `most` devices: its FLOPs over `most` devices at `peak`, and,
+    where `hbm_bandwidth` is given (the roofline charged), at least its whole tensors'
+    `moved_bytes` over `most` devices at that bandwidth (a block is at least its tensor
+    over the devices a configuration uses, and a configuration uses at most `most`).
+
+        >>> from pase.frontend import parse_file
+        >>> from pase.passes.strategy.from_ir import read_graph
+        >>> relu = read_graph(parse_file("models/mlp.dnn")).layers[1]   # [64, 1024]
+        >>> least_seconds(relu, 4, 1e12, 1e9)      # 2 and 3 blocks of 64 KiB
+        (0.000131072, 0.000196608)
+    """
+    space = layer.space
+    forward = space.points * space.flops_forward / most / peak
+    backward = space.points * space.flops_backward / most / peak if layer.backward else 0.0
+    if hbm_bandwidth:
+        ones = np.ones((1, len(space.names)), dtype=np.int64)
+        forward_bytes, backward_bytes = moved_bytes(layer, ones)
+        forward = max(forward, float(forward_bytes[0]) / most / hbm_bandwidth)
+        backward = max(backward, float(backward_bytes[0]) / most / hbm_bandwidth)
+    return forward, backward
+
+
+def roofline_bandwidth(machine: Machine, training: TrainingOptions) -> float:
+    """The HBM bandwidth the roofline divides by where the step is charged by
+    `TrainingCost` on a machine that has one; 0 where layers cost their FLOPs only
+    (`PaseCost`, the default step)."""
+    return 0.0 if training.is_default else machine.hbm_bandwidth

@@ -22,6 +22,7 @@ from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import local_elements
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve_graph
+from pase.passes.strategy.layer_bytes import least_seconds, roofline_bandwidth
 from pase.passes.strategy.memory import RELATIVE_TOLERANCE, memory_vectors, one_array_each, priced
 from pase.passes.strategy.pipeline.bounds import (
     SLACK,
@@ -34,6 +35,7 @@ from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
 from pase.passes.strategy.pipeline.stages import StageTable
 from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.problem import Problem
+from pase.passes.strategy.training_cost import at_precision
 
 
 @dataclass
@@ -76,20 +78,22 @@ class LeastCosts:
     def least_compute(self, devices: int, microbatches: int) -> list[float]:
         """Prefix sums of the layers' least compute seconds per micro-batch on `devices`
         devices (FLOPs over the most devices any configuration uses, at the training
-        precision's peak): entry i bounds from below the F + B of layers [0, i) in any
-        configurations."""
+        precision's peak, and the roofline's bytes where it is charged:
+        `layer_bytes.least_seconds`): entry i bounds from below the F + B of layers
+        [0, i) in any configurations."""
         key = (devices, microbatches)
         if key not in self._least:
             min_shard = self.table.solver.min_shard
             # The peak the layers compute at (bf16/fp16 under those precisions).
-            peak = self.table.machine.peak(self.table.solver.options.training.precision)
+            training = self.table.solver.options.training
+            peak = self.table.machine.peak(training.precision)
+            hbm = roofline_bandwidth(self.table.machine, training)
             sums = [0.0]
             for layer in self.table.micro(microbatches).layers:
-                space = layer.space
-                flops = space.points * (space.flops_forward
-                                        + (space.flops_backward if layer.backward else 0.0))
                 most = most_devices(layer, devices, min_shard, self.table.batch)
-                sums.append(sums[-1] + flops / most / peak)
+                forward, backward = least_seconds(
+                    at_precision(layer, training.element_bytes), most, peak, hbm)
+                sums.append(sums[-1] + forward + backward)
             self._least[key] = sums
         return self._least[key]
 

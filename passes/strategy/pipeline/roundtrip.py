@@ -38,9 +38,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pase.core.schedule import stage_order
+from pase.passes.strategy.layer_bytes import least_seconds, roofline_bandwidth
 from pase.passes.strategy.pipeline.bounds import most_devices
 from pase.passes.strategy.pipeline.capped_work import capped_works
 from pase.passes.strategy.pipeline.plan import SolvedStage
+from pase.passes.strategy.training_cost import at_precision
 
 if TYPE_CHECKING:
     from pase.passes.strategy.pipeline.search import Partitioner
@@ -57,7 +59,8 @@ def forwards_first(schedule: str, stages: int, microbatches: int) -> list[int]:
 def least_backward(plans: Partitioner, devices: int, microbatches: int) -> list[float]:
     """Prefix sums over the layers of their least backward seconds per micro-batch on
     `devices` devices: the backward FLOPs over the most devices any configuration uses,
-    at the training precision's peak (`LeastCosts.least_compute`'s, the backward alone:
+    at the training precision's peak, and the roofline's bytes where it is charged
+    (`layer_bytes.least_seconds`, as `LeastCosts.least_compute`'s, the backward alone:
     a layer's backward is its backward compute, a recomputed forward and collectives,
     none less than 0), and the forward FLOPs too where every configuration of the layer
     recomputes its forward (`recompute=full`: a layer with a backward that is not a
@@ -65,16 +68,17 @@ def least_backward(plans: Partitioner, devices: int, microbatches: int) -> list[
     solver = plans.table.solver
     training = solver.options.training
     peak = plans.machine.peak(training.precision)
+    hbm = roofline_bandwidth(plans.machine, training)
     recomputed = training.recompute_choices == (True,)
     sums = [0.0]
     for layer in plans.micro(microbatches).layers:
-        space = layer.space
-        flops = 0.0
+        seconds = 0.0
         if layer.backward:
-            flops = space.points * (space.flops_backward + (
-                space.flops_forward if recomputed and not layer.checkpoint else 0.0))
-        sums.append(sums[-1] + flops / most_devices(layer, devices, solver.min_shard,
-                                                    plans.batch) / peak)
+            most = most_devices(layer, devices, solver.min_shard, plans.batch)
+            forward, backward = least_seconds(at_precision(layer, training.element_bytes),
+                                              most, peak, hbm)
+            seconds = backward + (forward if recomputed and not layer.checkpoint else 0.0)
+        sums.append(sums[-1] + seconds)
     return sums
 
 

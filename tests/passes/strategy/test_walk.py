@@ -12,18 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stage_plans import GPT_TRAINING, gpt_partitioner, partitioner
 
-from pase.frontend import parse_file
-from pase.passes.strategy import (
-    Partitioner,
-    SearchOptions,
-    StageSolver,
-    graph_at_precision,
-    mark_checkpoints,
-    segments,
-)
-from pase.passes.strategy.from_ir import read_graph
-from pase.passes.strategy.machines import preset
+from pase.passes.strategy import Partitioner
 from pase.passes.strategy.pipeline import walk
 from pase.passes.strategy.pipeline.capped_work import capped_works
 from pase.passes.strategy.pipeline.choices import Choices
@@ -31,7 +22,6 @@ from pase.passes.strategy.pipeline.plan import PipelinePlan
 from pase.passes.strategy.pipeline.roundtrip import RoundTrip, least_backward
 from pase.passes.strategy.pipeline.walk import Prefix
 from tests.models.test_generate import generate
-from tests.passes.strategy.test_seed import TRAINING, gpt_partitioner
 
 
 def every_cut(self: Choices, prefix: Prefix, index: int, left: int) -> list[int]:
@@ -76,15 +66,8 @@ def compute_bound_gpt(path: Path) -> Partitioner:
     sequence 256, batch 16), where the round trip of the stages after a stage counts."""
     generate().main(["--layers", "8", "--hidden", "256", "--heads", "4", "--sequence",
                      "256", "--vocabulary", "128", "--batch", "16", "-o", str(path)])
-    graph = read_graph(parse_file(str(path)))
-    assert graph.batch is not None
-    index = segments(graph.layers, graph.edges)
-    layers, edges = graph_at_precision(graph.layers, graph.edges, TRAINING)
-    machine = preset("a100-80gb-dgx")
-    cuts = [i for i in range(1, len(index)) if index[i] != index[i - 1]]
-    return Partitioner(mark_checkpoints(layers, index), edges, graph.batch, 8, machine,
-                       cuts, StageSolver(machine, graph.batch,
-                                         SearchOptions(min_shard=1, training=TRAINING)))
+    return partitioner(path.read_text(), 8, "a100-80gb-dgx", every_cut=False,
+                       training=GPT_TRAINING)
 
 
 class Blind(RoundTrip):
