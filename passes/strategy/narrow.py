@@ -12,10 +12,8 @@ and any strategy y. `solve_narrowed` guesses a gap g (`GAP_GUESS` of L), keeps e
 layer's configurations of excess at most g, and solves that problem exactly: its optimum
 y costs U. If U - L <= g, every optimal strategy of the whole problem was kept (each of
 its layers has excess <= F(x*) - L <= U - L <= g), so y is one of them: the exact optimum.
-Otherwise the next round keeps the excesses up to U - L, which the same argument makes
-exact, or up to `GROWTH` g if that is less (a closer gap, tested the same way; the rounds'
-edge tables are priced once, `edge_prices.py`). Both comparisons carry `bound.MARGIN` of
-slack against rounding.
+Otherwise a second round keeps the excesses up to U - L, which the same argument makes
+exact. Both comparisons carry `bound.MARGIN` of slack against rounding.
 
 The kept configurations stay in their order, so the restricted DP's lowest-index choice
 among equal costs is the whole DP's (the configuration the whole DP picks is kept, and one
@@ -43,18 +41,11 @@ from dataclasses import replace
 import numpy as np
 
 from pase.passes.strategy.bound import MARGIN
-from pase.passes.strategy.budget import MemoryBudget
-from pase.passes.strategy.cost import Config
-from pase.passes.strategy.edge_prices import EdgePrices
 from pase.passes.strategy.problem import Problem, Solution
-from pase.passes.strategy.vertices import Edge
 
 GAP_GUESS = 1e-3
 """The first round's gap, as a fraction of the layers' least total cost. On GPT-3 175B at
 128 devices the optimum is 1.7e-4 of it above that total."""
-GROWTH = 4.0
-"""How much a round's gap may grow over the last one's (when the last optimum, farther
-from the layers' least costs, does not fix a smaller one)."""
 NARROW_MIN_ENTRIES = 1 << 24
 """The fewest entries of a problem's largest edge table for which `solve` narrows first
 (GPT-3 175B from 512 devices up); smaller problems are searched whole, as before."""
@@ -77,126 +68,75 @@ def layer_excess(problem: Problem) -> tuple[float, list[np.ndarray]]:
 def layer_least(problem: Problem) -> tuple[list[float], list[np.ndarray]]:
     """Each layer's least cost and its excesses over it (`layer_excess`)."""
     kinds = problem._kinds()[0]
-    vectors: dict[tuple[int, int], tuple[float, np.ndarray]] = {}
+    vectors: dict[tuple[int, int], np.ndarray] = {}
     excess = []
     least = []
     for layer, kind, configs in zip(problem.layer_data, kinds, problem.config_lists,
                                     strict=True):
         key = (kind, id(configs))
         if key not in vectors:
-            costs = problem._layer_costs(layer, configs).total
-            vectors[key] = (float(costs.min()), costs - costs.min())
-        least.append(vectors[key][0])
-        excess.append(vectors[key][1])  # (one array per kind and list: `restricted` keys)
+            vectors[key] = problem._layer_costs(layer, configs).total
+        costs = vectors[key]
+        least.append(float(costs.min()))
+        excess.append(costs - costs.min())
     return least, excess
 
 
-def restricted(problem: Problem, excess: list[np.ndarray], gap: float | Sequence[float],
-               prices: EdgePrices | None = None) -> tuple[Problem, list[np.ndarray]]:
+def restricted(problem: Problem, excess: list[np.ndarray], gap: float | Sequence[float]
+               ) -> tuple[Problem, list[np.ndarray]]:
     """The problem with each layer's configurations of excess at most `gap` (one for all
     layers, or one per layer), and the indices kept per layer (increasing); layers of
-    one kind, list and gap share the new list. With `prices`, its edge tables are taken
-    from (and priced into) them (`edge_prices.py`)."""
+    one kind, list and gap share the new list."""
     kinds = problem._kinds()[0]
     gaps = [gap] * len(kinds) if isinstance(gap, float | int) else list(gap)
-    lists: dict[tuple[int, int, int, float], tuple[list, np.ndarray]] = {}
+    lists: dict[tuple[int, int, float], tuple[list, np.ndarray]] = {}
     config_lists = []
     kept = []
     for kind, configs, over, most in zip(kinds, problem.config_lists, excess, gaps,
                                          strict=True):
-        key = (kind, id(configs), id(over), most)
+        key = (kind, id(configs), most)
         if key not in lists:
             indices = np.flatnonzero(over <= most)
             lists[key] = ([configs[i] for i in indices], indices)
         config_lists.append(lists[key][0])
         kept.append(lists[key][1])
-    arguments = (problem.graph, problem.devices, problem.machine, problem.layer_data,
-                 problem.edges, config_lists, problem.batch_dim, problem.model,
-                 problem.pins, problem.min_shard)
-    narrowed = Problem(*arguments) if prices is None else _Priced(*arguments)
+    narrowed = Problem(problem.graph, problem.devices, problem.machine, problem.layer_data,
+                       problem.edges, config_lists, problem.batch_dim, problem.model,
+                       problem.pins, problem.min_shard)
     narrowed._kind_numbers = problem._kinds()
-    if isinstance(narrowed, _Priced) and prices is not None:
-        narrowed.priced_from(prices, problem.config_lists, kept)
     return narrowed, kept
 
 
-class _Priced(Problem):
-    """A round's problem whose edge tables come from `EdgePrices`, each entry priced once
-    over the rounds (the same floats as its own pricing)."""
-
-    def priced_from(self, prices: EdgePrices, full: list[list[Config]],
-                    kept: list[np.ndarray]) -> None:
-        self._prices, self._full, self._kept = prices, full, kept
-        self._edge_kinds = {id(edge): kind
-                            for edge, kind in zip(self.edges, self._kinds()[1], strict=True)}
-
-    def _edge(self, edge: Edge, producer_configs: list[Config],
-              consumer_configs: list[Config], ends: object = None) -> np.ndarray:
-        u, v = edge.producer, edge.consumer
-        full_u, full_v = self._full[u], self._full[v]
-
-        def price(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-            return Problem._edge(self, edge, [full_u[i] for i in rows],
-                                 [full_v[i] for i in columns])
-
-        key = (self._edge_kinds[id(edge)], id(full_u), id(full_v))
-        return self._prices.table(key, self._kept[u], self._kept[v], price)
-
-
 def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
-                   guess: float = GAP_GUESS, blocks: bool = False,
-                   budget: MemoryBudget | None = None,
-                   prices: EdgePrices | None = None) -> Solution:
+                   guess: float = GAP_GUESS, blocks: bool = False) -> Solution:
     """The exact optimum of `problem` by `solve` (an exact search of a problem) on the
     configurations its layer costs cannot rule out (the module docstring): one round when
-    the guessed gap holds, more otherwise. With `blocks`, a problem whose layers repeat in
+    the guessed gap holds, two otherwise. With `blocks`, a problem whose layers repeat in
     blocks is narrowed block by block instead (`narrow_blocks.py`: each distinct block
-    solved once, narrowed as here, then one round on the whole). Each entry of an edge
-    table is priced once over all the rounds (`edge_prices.py`; `prices` to share them
-    with the caller's rounds, else held, and charged to `budget`, until the search ends).
-    The solution's stats index `problem`'s own configuration lists. `problem` is a plain
-    `Problem`, whose cost graph's vertex vectors are its layer costs (a pipeline stage's
-    charges others)."""
+    solved once, narrowed as here, then one round on the whole). The solution's stats
+    index `problem`'s own configuration lists. `problem` is a plain `Problem`, whose cost
+    graph's vertex vectors are its layer costs (a pipeline stage's charges others)."""
     if type(problem) is not Problem:
         raise TypeError(f"narrowing needs a plain Problem, not {type(problem).__name__}")
-    if prices is None:
-        held = EdgePrices(budget)
-        try:
-            return solve_narrowed(problem, solve, guess, blocks, budget, held)
-        finally:
-            held.release()
     minima, excess = layer_least(problem)
     least = math.fsum(minima)
     groups = _groups(problem) if blocks else None
     if groups is not None:
-        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups,
-                                              prices)
+        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups)
     else:
-        narrowed, kept, solution = _by_gaps(problem, solve, guess * least, least, excess,
-                                            prices)
+        gap = guess * least
+        while True:
+            narrowed, kept = restricted(problem, excess, gap * (1 + MARGIN) + MARGIN * least)
+            solution = solve(narrowed)
+            proven = solution.cost - least
+            if proven <= gap:
+                break
+            gap = proven
     stats = solution.stats
     if stats is not None:
         stats = replace(stats, choice=tuple(int(kept[v][c])
                                             for v, c in enumerate(stats.choice)))
     return Solution(solution.assignment, solution.cost, stats)
-
-
-def _by_gaps(problem: Problem, solve: Callable[[Problem], Solution], gap: float,
-             least: float, excess: list[np.ndarray], prices: EdgePrices
-             ) -> tuple[Problem, list[np.ndarray], Solution]:
-    """Rounds of growing gaps until one's optimum lies within its gap: each next gap is
-    the last optimum's distance from `least` (certain to hold) or `GROWTH` times the last
-    gap, the smaller. A gap close to the optimum's keeps fewer configurations than the
-    first round's optimum, often far above it, would; the entries priced in the rounds
-    before are not priced again."""
-    while True:
-        narrowed, kept = restricted(problem, excess, gap * (1 + MARGIN) + MARGIN * least,
-                                    prices)
-        solution = solve(narrowed)
-        proven = solution.cost - least
-        if proven <= gap:
-            return narrowed, kept, solution
-        gap = min(proven, GROWTH * gap) if gap > 0 else proven
 
 
 def _groups(problem: Problem) -> list[range] | None:
@@ -207,29 +147,23 @@ def _groups(problem: Problem) -> list[range] | None:
 
 
 def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
-               minima: list[float], excess: list[np.ndarray], groups: list[range],
-               prices: EdgePrices) -> tuple[Problem, list[np.ndarray], Solution]:
+               minima: list[float], excess: list[np.ndarray], groups: list[range]
+               ) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
     once; then the whole, narrowed as if a strategy cost the groups' optima plus `guess`
     of them. If its optimum (or the groups' optima put together) costs no more, that held
     and it is the optimum; otherwise a last round narrows with the better of the two.
     Returns the narrowed problem, the kept indices and its optimum."""
-    from pase.passes.strategy.narrow_blocks import block_gaps, group_optima, raised_excess
+    from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
 
-    optima, stitched = group_optima(problem, groups, lambda part: solve_narrowed(
-        part, solve, guess, prices=prices))
-    # Each layer's excess raised by its group's edges priced so far (`star_excess`).
-    excess = raised_excess(problem, groups, excess, prices)
+    optima, stitched = group_optima(problem, groups,
+                                    lambda part: solve_narrowed(part, solve, guess))
     total = math.fsum(optima)
     assumed = total * (1 + guess)
-    narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed),
-                                prices)
+    narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
     solution = solve(narrowed)
     upper = min(stitched, solution.cost)
     if upper > assumed:
-        # The last round prices afresh: its tables are about all the prices held, and
-        # both at once did not fit the budget (GPT-3 175B at 3,072 devices: 4.5 GiB).
-        prices.release()
         final, kept_final = restricted(problem, excess,
                                        block_gaps(minima, groups, optima, upper))
         if not all(np.array_equal(a, b) for a, b in zip(kept, kept_final, strict=True)):

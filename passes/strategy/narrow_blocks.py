@@ -34,14 +34,10 @@ strategy the whole DP picks (narrow.py's argument: kept lists keep their order).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from pase.passes.strategy.bound import MARGIN
-from pase.passes.strategy.edge_prices import EdgePrices
 from pase.passes.strategy.problem import Problem, Solution
 from pase.passes.strategy.repeats import find_repeat
 from pase.passes.strategy.vertices import edges_among
@@ -157,74 +153,3 @@ def block_gaps(least: list[float], groups: list[range], optima: list[float],
         for index in layers:
             gaps[index] = gap + slack
     return gaps
-
-
-def raised_excess(problem: Problem, groups: list[range], excess: list[np.ndarray],
-                  prices: EdgePrices) -> list[np.ndarray]:
-    """Every layer's excesses raised by `star_excess` within its group, once per distinct
-    group (its layers in alike groups share the arrays, so `restricted` still shares
-    their lists)."""
-    raised: dict[tuple[object, ...], list[np.ndarray]] = {}
-    result = list(excess)
-    for layers in groups:
-        key = group_key(problem, layers)
-        if key not in raised:
-            raised[key] = star_excess(group_problem(problem, layers),
-                                      [excess[i] for i in layers], prices)
-        for index, over in zip(layers, raised[key], strict=True):
-            result[index] = over
-    return result
-
-
-def star_excess(part: Problem, excess: list[np.ndarray], prices: EdgePrices
-                ) -> list[np.ndarray]:
-    """Each layer's excesses raised by its edges, still a bound on what a strategy of the
-    group `part` costs above L_g: for a layer v and its configuration a,
-
-        F_g(x) - L_g >= e_v(a) + sum_{u in N(v)} min_b (sum_{edges vu} c_vu(a, b) + e_u(b))
-
-    for every x with x_v = a (every other layer's excess is at least 0, every edge's cost
-    too, and each neighbour's excess is counted once). The minimum runs over the
-    configurations b whose entries `prices` holds already (the group's rounds priced
-    them); any other b has an excess at least `cap`, the least of theirs, so the minimum
-    is taken with `cap`. Rows not priced keep their excess. Nothing is priced here.
-
-        >>> from pase.passes.strategy.narrow import layer_least, restricted
-        >>> from pase.frontend import parse_file
-        >>> from pase.passes.strategy import build_problem
-        >>> problem = build_problem(parse_file("models/mlp.dnn"), devices=8)
-        >>> _, excess = layer_least(problem)
-        >>> prices = EdgePrices()
-        >>> narrowed, _ = restricted(problem, excess, 1.0, prices)   # prices every entry
-        >>> _ = narrowed.cost_graph()
-        >>> raised = star_excess(problem, excess, prices)
-        >>> all(bool((r >= e).all()) for r, e in zip(raised, excess))
-        True
-    """
-    edge_kinds = part._kinds()[1]
-    lists = part.config_lists
-    # Per ordered pair of neighbours (v, u): the priced rows of v, columns of u and tables.
-    pairs: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    for edge, kind in zip(part.edges, edge_kinds, strict=True):
-        u, v = edge.producer, edge.consumer
-        held = prices.held.get((kind, id(lists[u]), id(lists[v])))
-        if held is None or u == v:
-            continue
-        rows, columns, table = held
-        pairs.setdefault((u, v), []).append((rows, columns, table))
-        pairs.setdefault((v, u), []).append((columns, rows, table.T))
-    raised = [over.copy() for over in excess]
-    for (v, u), tables in pairs.items():
-        rows = functools.reduce(np.intersect1d, [t[0] for t in tables])
-        columns = functools.reduce(np.intersect1d, [t[1] for t in tables])
-        if not rows.size or not columns.size:
-            continue
-        outside = np.ones(len(excess[u]), dtype=bool)
-        outside[columns] = False
-        cap = float(excess[u][outside].min()) if outside.any() else math.inf
-        total = excess[u][columns][None, :]
-        for kept_rows, kept_columns, table in tables:
-            total = total + table[np.ix_(np.searchsorted(kept_rows, rows),
-                                         np.searchsorted(kept_columns, columns))]
-        raised[v][rows] += np.minimum(total.min(axis=1), cap)
-    return raised
