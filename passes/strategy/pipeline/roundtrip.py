@@ -107,7 +107,7 @@ class RoundTrip:
         backward = np.asarray(least_backward(plans, walk.group, micro))[list(positions)]
         after = np.array([self.after[position] for position in positions])
         # works[s, a, b]: at least the F + B of [p_a, p_b) as stage s, under the cap too.
-        works = np.broadcast_to(tight.work, (walk.stages, last + 1, last + 1))
+        works = np.broadcast_to(tight.work_at, (walk.stages, last + 1, last + 1))
         if walk.memory is not None:
             works = np.maximum(works, capped_works(plans, walk.stages, micro, walk.schedule,
                                                    walk.memory, tight.positions))
