@@ -75,15 +75,8 @@ class CappedWhole:
         budget = solver.budget()
         graph = problem.cost_graph(budget)
         weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
-        if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
-            bound = math.inf
-        else:
-            bound = self._lagrangian(graph, weights, memory, budget, reach,
-                                     ("objective", devices, microbatches, held, memory))
-        # (Complete where LARAC did not stop at `reach`: a later, lower one takes it.)
-        self._objectives[key] = (bound - SLACK * abs(bound) if math.isfinite(bound)
-                                 else bound, bound < reach)
-        return self._objectives[key][0]
+        return self._kept(self._objectives, key, graph, weights, memory, budget, reach,
+                          ("objective", devices, microbatches, held, memory))
 
     def work(self, start: int, stop: int, devices: int, microbatches: int, held: int,
              memory: float, reach: float = math.inf) -> float:
@@ -115,14 +108,23 @@ class CappedWhole:
             if not carries_param(edge):
                 graph.add_edge(edge.producer, edge.consumer, problem.edge_table(index))
         weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
+        return self._kept(self._works, key, graph, weights, memory, budget, reach,
+                          ("work", devices, microbatches, held, memory))
+
+    def _kept(self, kept: dict[tuple, tuple[float, bool]], key: tuple, graph: CostGraph,
+              weights: list[np.ndarray], memory: float, budget: MemoryBudget,
+              reach: float, rate_key: tuple) -> float:
+        """`graph`'s Lagrangian bound within `memory` (inf where even the least memory
+        of every layer is over it), lowered by `SLACK` and kept in `kept` under `key`
+        with whether it is complete (LARAC did not stop at `reach`: a later, lower
+        `reach` takes it)."""
         if sum(float(weight.min()) for weight in weights) > memory * (1 + 1e-9):
             bound = math.inf
         else:
-            bound = self._lagrangian(graph, weights, memory, budget, reach,
-                                     ("work", devices, microbatches, held, memory))
-        self._works[key] = (bound - SLACK * abs(bound) if math.isfinite(bound)
-                            else bound, bound < reach)
-        return self._works[key][0]
+            bound = self._lagrangian(graph, weights, memory, budget, reach, rate_key)
+        kept[key] = (bound - SLACK * abs(bound) if math.isfinite(bound) else bound,
+                     bound < reach)
+        return kept[key][0]
 
     def _lagrangian(self, graph: CostGraph, weights: list[np.ndarray], memory: float,
                     budget: MemoryBudget, reach: float, rate_key: tuple) -> float:
