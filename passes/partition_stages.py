@@ -84,6 +84,7 @@ from pase.formats.strategy_json import load_plan, write_json
 from pase.passes.options import PasePass, check_training, training_options
 from pase.passes.strategy import (
     DEFAULT_EFFORT,
+    CostModel,
     GraphData,
     Machine,
     Partitioner,
@@ -232,33 +233,7 @@ class PartitionStagesPass(PasePass):
             data = GraphData(data.name, layers, edges, data.batch, data.pins)
         model = None if training.is_default else options.model
         if self.strategy:
-            try:
-                machine = load_machine(self.machine)
-            except MachineError as error:
-                raise machine_diagnostic(error, self.name) from None
-            spec = load_plan(self.strategy, name, self.devices, len(graphs_in(graph)) == 1,
-                             data.layers, batch,
-                             lambda micro: microbatch_problem(graph, micro))
-            for layer in data.layers:
-                ways = spec.assignment[layer.name].get(batch, 1)
-                if self.data_parallel and batch in layer.space.names and \
-                        ways != self.data_parallel:
-                    split = f"splits {ways} ways" if ways > 1 else "does not split"
-                    raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
-                                     f"{self.strategy} {split} the batch {batch} of layer "
-                                     f"'{layer.name}', but data-parallel="
-                                     f"{self.data_parallel} splits every layer's batch "
-                                     f"{self.data_parallel} ways")
-            try:
-                loaded = evaluate_plan(data.layers, data.edges, batch, self.devices,
-                                       machine, spec, model)
-            except ValueError as error:
-                raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
-            if cap is not None and loaded.memory > cap:
-                raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
-                                 f"{self.strategy} needs {loaded.memory / GIB:.3g} GiB per "
-                                 f"device, over device-memory-gib={self.device_memory_gib}")
-            return self._write(graph, data, loaded, machine)
+            return self._given_plan(graph, data, batch, model, cap)
         try:
             with collector_paused():
                 machine = load_machine(self.machine)
@@ -282,6 +257,39 @@ class PartitionStagesPass(PasePass):
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}{needs}")
         return self._write(graph, data, best, machine)
+
+    def _given_plan(self, graph: GraphOp, data: GraphData, batch: str,
+                    model: CostModel | None, cap: float | None) -> dict:
+        """The plan of the `strategy=` file on `data`, checked against data-parallel=
+        and the cap, evaluated and written (`_write`)."""
+        name = graph.sym_name.data
+        try:
+            machine = load_machine(self.machine)
+        except MachineError as error:
+            raise machine_diagnostic(error, self.name) from None
+        spec = load_plan(self.strategy, name, self.devices, len(graphs_in(graph)) == 1,
+                         data.layers, batch,
+                         lambda micro: microbatch_problem(graph, micro))
+        for layer in data.layers:
+            ways = spec.assignment[layer.name].get(batch, 1)
+            if self.data_parallel and batch in layer.space.names and \
+                    ways != self.data_parallel:
+                split = f"splits {ways} ways" if ways > 1 else "does not split"
+                raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
+                                 f"{self.strategy} {split} the batch {batch} of layer "
+                                 f"'{layer.name}', but data-parallel="
+                                 f"{self.data_parallel} splits every layer's batch "
+                                 f"{self.data_parallel} ways")
+        try:
+            loaded = evaluate_plan(data.layers, data.edges, batch, self.devices,
+                                   machine, spec, model)
+        except ValueError as error:
+            raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
+        if cap is not None and loaded.memory > cap:
+            raise Diagnostic(f"pase-partition-stages on @{name}: the plan of "
+                             f"{self.strategy} needs {loaded.memory / GIB:.3g} GiB per "
+                             f"device, over device-memory-gib={self.device_memory_gib}")
+        return self._write(graph, data, loaded, machine)
 
     def _write(self, graph: GraphOp, data: GraphData, best: PipelinePlan,
                machine: Machine) -> dict:
