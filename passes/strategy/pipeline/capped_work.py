@@ -45,45 +45,79 @@ def stage_spans(size: int, stages: int, stage: int) -> tuple[range, int]:
 
 
 def capped_works(plans: Partitioner, stages: int, microbatches: int, schedule: str,
-                 memory: float, positions: tuple[int, ...]) -> np.ndarray:
+                 memory: float, positions: tuple[int, ...],
+                 wanted: np.ndarray | None = None) -> np.ndarray:
     """[s, a, b]: at least the F + B of layers [p_a, p_b) as stage s under `memory`
-    (module docstring; 0 where [p_a, p_b) is no stage s of any plan)."""
+    (module docstring; 0 where [p_a, p_b) is no stage s of any plan), for the entries
+    `wanted` ([s, a, b], default all) and those an earlier call made (0 elsewhere):
+    only the segments' hulls those ranges hold are made."""
     key = (stages, microbatches, schedule, memory)
     found = plans.capped_works.get(key)
-    if found is not None:
-        return found
-    least = plans.least
-    group = plans.devices // stages
-    signatures: dict[tuple, int] = {}
-    ids = []
-    for first, last in zip(positions, positions[1:], strict=False):
-        ids.append(signatures.setdefault(least.segment_signature(first, last, group,
-                                                                 microbatches),
-                                         len(signatures)))
-    kinds = list(signatures)
-    size = len(positions)
-    if 2 * len(kinds) > size - 1:  # (segments that mostly do not repeat: no bound made)
-        works = plans.capped_works[key] = np.zeros((stages, size, size))
+    if found is None:
+        found = plans.capped_works[key] = CappedWorks.of(plans, stages, microbatches,
+                                                         positions)
+    return found.made(plans, schedule, memory, wanted)
+
+
+class CappedWorks:
+    """`capped_works`' entries made so far for one (S, M, schedule, cap), and each
+    range's segment kinds (which of its structures it holds, how many times)."""
+
+    def __init__(self, kinds: list[tuple], counts: np.ndarray, stages: int,
+                 microbatches: int):
+        self.kinds = kinds
+        self.counts = counts
+        """counts[i]: how many segments of each kind lie before position i."""
+        self.microbatches = microbatches
+        size = len(counts)
+        self.works = np.zeros((stages, size, size))
+        self.done = np.zeros((stages, size, size), dtype=bool)
+        self.bounds: list[dict[tuple[int, ...], float]] = [{} for _ in range(stages)]
+        """Per stage index, the bound per count of each kind held."""
+
+    @classmethod
+    def of(cls, plans: Partitioner, stages: int, microbatches: int,
+           positions: tuple[int, ...]) -> CappedWorks:
+        least = plans.least
+        group = plans.devices // stages
+        signatures: dict[tuple, int] = {}
+        ids = []
+        for first, last in zip(positions, positions[1:], strict=False):
+            ids.append(signatures.setdefault(least.segment_signature(first, last, group,
+                                                                     microbatches),
+                                             len(signatures)))
+        kinds = list(signatures)
+        counts = np.zeros((len(positions), len(kinds)), dtype=np.int64)
+        for index, kind in enumerate(ids):
+            counts[index + 1] = counts[index]
+            counts[index + 1, kind] += 1
+        works = cls(kinds, counts, stages, microbatches)
+        if 2 * len(kinds) > len(positions) - 1:  # (segments that mostly do not repeat)
+            works.done[:] = True  # (no bound made: 0)
         return works
-    counts = np.zeros((size, len(kinds)), dtype=np.int64)
-    for index, kind in enumerate(ids):
-        counts[index + 1] = counts[index]
-        counts[index + 1, kind] += 1
-    works = np.zeros((stages, size, size))
-    for stage in range(stages):
-        held = in_flight(schedule, stages, microbatches, stage)
-        bounds: dict[tuple[int, ...], float] = {}
-        begins, end = stage_spans(size, stages, stage)
-        for a in begins:
-            ends = range(a + 1, end + 1) if stage < stages - 1 else range(end, end + 1)
-            for b in ends:
-                held_counts = tuple((counts[b] - counts[a]).tolist())
-                bound = bounds.get(held_counts)
-                if bound is None:
-                    bound = bounds[held_counts] = lagrangian_bound(
-                        [(least.segment_hull(kinds[kind], held), count)
-                         for kind, count in enumerate(held_counts) if count],
-                        memory * (1 + 1e-9))  # (a shade over: stages that just fit)
-                works[stage, a, b] = bound
-    plans.capped_works[key] = works
-    return works
+
+    def made(self, plans: Partitioner, schedule: str, memory: float,
+             wanted: np.ndarray | None) -> np.ndarray:
+        """The works with the `wanted` entries (default all) made."""
+        stages, size = len(self.works), len(self.counts)
+        least = plans.least
+        for stage in range(stages):
+            held = in_flight(schedule, stages, self.microbatches, stage)
+            bounds = self.bounds[stage]
+            begins, end = stage_spans(size, stages, stage)
+            for a in begins:
+                ends = range(a + 1, end + 1) if stage < stages - 1 else range(end, end + 1)
+                for b in ends:
+                    if self.done[stage, a, b] or \
+                            (wanted is not None and not wanted[stage, a, b]):
+                        continue
+                    held_counts = tuple((self.counts[b] - self.counts[a]).tolist())
+                    bound = bounds.get(held_counts)
+                    if bound is None:
+                        bound = bounds[held_counts] = lagrangian_bound(
+                            [(least.segment_hull(self.kinds[kind], held), count)
+                             for kind, count in enumerate(held_counts) if count],
+                            memory * (1 + 1e-9))  # (a shade over: stages that just fit)
+                    self.works[stage, a, b] = bound
+                    self.done[stage, a, b] = True
+        return self.works

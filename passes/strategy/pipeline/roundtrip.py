@@ -33,6 +33,7 @@ gives it for a stage just solved (its F and B known), where `walk.Walk.extend` p
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +42,7 @@ from pase.core.schedule import stage_order
 from pase.passes.strategy.layer_bytes import least_seconds, roofline_bandwidth
 from pase.passes.strategy.pipeline.bounds import most_devices
 from pase.passes.strategy.pipeline.capped_work import capped_works
+from pase.passes.strategy.pipeline.choices import beyond
 from pase.passes.strategy.pipeline.plan import SolvedStage
 from pase.passes.strategy.training_cost import at_precision
 
@@ -96,6 +98,8 @@ class RoundTrip:
         self.tight = tight = walk.tight
         self.trip: np.ndarray | None = None
         self.rests: np.ndarray | None = None
+        self.waiting = False
+        """Whether the cap's bounds wait for a step to beat (`capped`)."""
         if tight is None:  # (no bounds to prune with: none made)
             return
         plans = walk.plans
@@ -104,24 +108,47 @@ class RoundTrip:
         last = len(positions) - 1
         self.after = {position: float(segments.work[a, last]) if a < last else 0.0
                       for position, a in segments.index.items()}
-        backward = np.asarray(least_backward(plans, walk.group, micro))[list(positions)]
-        after = np.array([self.after[position] for position in positions])
-        # works[s, a, b]: at least the F + B of [p_a, p_b) as stage s, under the cap too.
+        self.backward = np.asarray(least_backward(plans, walk.group, micro))[list(positions)]
+        self.after_at = np.array([self.after[position] for position in positions])
+        # works[s, a, b]: at least the F + B of [p_a, p_b) as stage s.
         works = np.broadcast_to(tight.work_at, (walk.stages, last + 1, last + 1))
-        if walk.memory is not None:
-            works = np.maximum(works, capped_works(plans, walk.stages, micro, walk.schedule,
-                                                   walk.memory, tight.positions))
         self.works = works
-        # trip[s, a, b]: the stage [p_a, p_b) as stage s, its chain bound or its round
-        # trip, whichever is larger (both at least what it adds to the step).
-        trip = np.empty((walk.stages, last + 1, last + 1))
+        trip = self._trip(works)
+        if walk.memory is not None:
+            beat = walk.reached()
+            self.waiting = beat == math.inf
+            if not self.waiting:
+                trip = self.capped(walk, trip, beat)
+        self.trip = trip
+        self.rests = self._rests(trip)
+
+    def _trip(self, works: np.ndarray) -> np.ndarray:
+        """trip[s, a, b]: the stage [p_a, p_b) as stage s, its chain bound or its round
+        trip, whichever is larger (both at least what it adds to the step), its F + B
+        at least `works`."""
+        micro = self.microbatches
+        backward, after = self.backward, self.after_at
+        trip = np.empty(works.shape)
         for stage, forwards in enumerate(self.first):
             trip[stage] = np.maximum(
                 micro * works[stage],
                 (micro - forwards + 1) * works[stage]
                 + (forwards - 1) * (backward[None, :] - backward[:, None]) + after[None, :])
-        self.trip = trip
-        self.rests = self._rests(trip)
+        return trip
+
+    def capped(self, walk: Walk, trip: np.ndarray, beat: float) -> np.ndarray:
+        """`trip` with the ranges' F + B under the cap (`capped_works`), for the
+        ranges whose bound without it does not already reach `beat` (the walk's step to
+        beat, which only falls): every bound the walk and `Choices` take through a
+        range is at least its `trip` plus terms >= 0, so where that reaches `beat`
+        (as `choices.beyond` sees it) they prune alike with or without the cap's bound,
+        and its hulls need not be made."""
+        assert walk.memory is not None
+        assert self.tight is not None
+        self.works = works = np.maximum(self.works, capped_works(
+            walk.plans, walk.stages, self.microbatches, walk.schedule, walk.memory,
+            self.tight.positions, ~beyond(trip, beat)))
+        return self._trip(works)
 
     def _rests(self, trip: np.ndarray) -> np.ndarray:
         """`rests[k, a]`: at least, over the choices of cuts, the largest of the last k

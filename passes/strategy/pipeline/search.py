@@ -48,6 +48,7 @@ from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.capped_whole import CappedWhole, at_least
+from pase.passes.strategy.pipeline.capped_work import CappedWorks
 from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
@@ -91,8 +92,8 @@ class Partitioner:
         self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._least_bytes: dict[tuple[int, int, str], dict[int, list[float]]] = {}
         self._rest_fits: dict[tuple, list[dict[int, bool]]] = {}
-        self.capped_works: dict[tuple, np.ndarray] = {}
-        """`capped_work.capped_works` per (S, M, schedule, cap)."""
+        self.capped_works: dict[tuple, CappedWorks] = {}
+        """`capped_work.capped_works`' per (S, M, schedule, cap)."""
         self.progress: Progress | None = None
         """Where `search` reports what it is doing (a line on a terminal), if set."""
         self.status = ""

@@ -152,6 +152,8 @@ class Walk:
             return
         if plan.step < self.reached():
             self.best = plan
+            if self.roundtrip.waiting:  # (its bounds under the cap, now with a step)
+                self.roundtrip = RoundTrip(self)
 
     def spend(self, steps: int = 1) -> None:
         self.visits += steps
