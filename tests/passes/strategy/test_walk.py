@@ -8,6 +8,7 @@ finds, stage for stage, the plans it finds without them.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +117,30 @@ def test_the_round_trip_bounds_find_the_same_plans(tmp_path: Path,
     assert plans == plain
     assert all(plan is not None for plan in plans)
     assert visits < plain_visits
+
+
+class AllMade(RoundTrip):
+    """The ranges' F + B under the cap made for every range (not only for those whose
+    bound without it is below the step to beat)."""
+
+    def capped(self, walk: walk.Walk, trip: np.ndarray, beat: float) -> np.ndarray:
+        return super().capped(walk, trip, math.inf)
+
+
+def test_the_cap_bounds_made_lazily_walk_as_all_made(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # `RoundTrip.capped` makes the ranges' capped F + B (`capped_works`) only where the
+    # bound without it is below the step to beat: the walks visit the same prefixes,
+    # solve the same stages and find the same plans as with every range's made, and
+    # fewer are made; those made are the same.
+    lazy = compute_bound_gpt(tmp_path / "a.dnn")
+    found = walked(lazy, 4, 8, monkeypatch)
+    monkeypatch.setattr(walk, "RoundTrip", AllMade)
+    full = compute_bound_gpt(tmp_path / "b.dnn")
+    assert found == walked(full, 4, 8, monkeypatch)
+    assert all(plan is not None for plan in found[0])
+    (key, made), = lazy.capped_works.items()
+    every = full.capped_works[key]
+    assert 0 < made.done.sum() < every.done.sum()
+    assert (made.works[made.done] == every.works[made.done]).all()
+    assert (made.works[~made.done] == 0).all()
