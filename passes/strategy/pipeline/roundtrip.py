@@ -114,7 +114,7 @@ class RoundTrip:
         works = np.broadcast_to(tight.work_at, (walk.stages, last + 1, last + 1))
         self.works = works
         trip = self._trip(works)
-        if walk.memory is not None:
+        if walk.capped_bounds:  # (not in the first pass, whose stages fit unconstrained)
             beat = walk.reached()
             self.waiting = beat == math.inf
             if not self.waiting:
