@@ -17,7 +17,8 @@ is what the flat rule needs (forward words = |B| − least where q_b <= q_a, and
 Each factor ov_k depends on d only through the two digits of dim k, so per pair of per-dim
 descriptions (a few thousand distinct ones per edge, shared by many layout pairs) one walk
 over a period finds ov_k at device 0, the first device where it is 0, and the first where
-it differs from device 0's value (`_dim_stats`). Then, exactly:
+it differs from device 0's value (`dim_stats.pair_stats`, all pairs of one edge's per-dim
+descriptions at once). Then, exactly:
 
 - if some dim is 0 on some device d < m, the product is 0 there: least = 0;
 - if no dim changes before m, every device has the same product: least = prod_k ov_k(0);
@@ -35,19 +36,17 @@ here against the per-device originals on random layouts.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from pase.passes.strategy.dim_stats import NEVER, dim_states, stats_table
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse, config_grids
 
 Config = dict[str, int]
 
-NEVER = 1 << 62
-"""A device index past every device: "no such device" in `_dim_stats`."""
 
 # About this many (pair, device, dim) entries per step of the device-by-device walks.
 _ENTRIES = 1 << 18
@@ -174,48 +173,6 @@ def node_box_bounds(device: np.ndarray, stride: np.ndarray, factor: np.ndarray,
     return lo[:, at], hi[:, at]
 
 
-_STATS: dict[tuple[int, ...], tuple[int, int, int, int, int]] = {}
-
-
-def _dim_stats(held: tuple[int, int, int], needed: tuple[int, int, int], per_node: int,
-               devices: int) -> tuple[int, int, int, int, int]:
-    """For one tensor dim, a sender's (s, f, l) and a receiver's, as if every device
-    worked: the overlap of their blocks on device 0, the first device d < devices where it
-    is 0, the first where it differs from device 0's (`NEVER` where there is none), its
-    least value over all devices and the first device with that value. With `per_node`
-    > 0 the sender's block is its node's bounding box.
-
-    The overlap depends on d through d // g (g = gcd of the strides, and of `per_node`)
-    and repeats with period lcm(s·f of both, `per_node`), so devices 0, g, 2g, ... below
-    the period are all it visits."""
-    key = (*held, *needed, per_node, devices)
-    stats = _STATS.get(key)
-    if stats is not None:
-        return stats
-    (s_a, f_a, l_a), (s_b, f_b, l_b) = held, needed
-    period = math.lcm(s_a * f_a, s_b * f_b, per_node or 1)
-    step = math.gcd(per_node if per_node else s_a, s_b)
-    device = np.arange(0, min(period, devices), step, dtype=np.int64)
-    b_lo = (device // s_b) % f_b * l_b
-    if per_node:
-        one = np.array([[s_a]]), np.array([[f_a]]), np.array([[l_a]])
-        a_lo, a_hi = node_box_bounds(device, *one, np.array([NEVER]), per_node)
-        a_lo, a_hi = a_lo[0, :, 0], a_hi[0, :, 0]
-    else:
-        a_lo = (device // s_a) % f_a * l_a
-        a_hi = a_lo + l_a
-    overlap = np.maximum(np.minimum(a_hi, b_lo + l_b) - np.maximum(a_lo, b_lo), 0)
-    zero, change = np.flatnonzero(overlap == 0), np.flatnonzero(overlap != overlap[0])
-    least = int(np.argmin(overlap))
-    stats = (int(overlap[0]), int(device[zero[0]]) if len(zero) else NEVER,
-             int(device[change[0]]) if len(change) else NEVER, int(overlap[least]),
-             int(device[least]))
-    if len(_STATS) > 1 << 20:
-        _STATS.clear()
-    _STATS[key] = stats
-    return stats
-
-
 def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0) -> np.ndarray:
     """(A, B) float64: the least overlap of each pair's blocks over the devices both work
     on (`cost.least_overlap` of the per-device layouts, the same floats). With `per_node`,
@@ -226,10 +183,10 @@ def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0) -> np
     the result is the only (A, B) array it holds."""
     tables = []
     for k in range(held.rank):
-        states_a, index_a = _states(held, k)
-        states_b, index_b = _states(needed, k)
+        states_a, index_a = dim_states(held, k)
+        states_b, index_b = dim_states(needed, k)
         tables.append((index_a, index_b,
-                       _stats_table(states_a, states_b, per_node, held.devices)))
+                       stats_table(states_a, states_b, per_node, held.devices)))
     least = np.empty((len(held), len(needed)))
     for lo, hi in _row_chunks(len(held), len(needed)):
         least[lo:hi] = _least_rows(held.take(lo, hi), needed, per_node,
@@ -246,7 +203,7 @@ def _row_chunks(rows: int, cols: int) -> list[tuple[int, int]]:
 def _least_rows(held: DimLayouts, needed: DimLayouts, per_node: int,
                 tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
     """`least_overlap` of some held layouts, `tables` their per-dim statistics (per dim:
-    each side's index among its per-dim layouts, `_dim_stats` of every pair of those)."""
+    each side's index among its per-dim layouts, `dim_stats.pair_stats` of every pair of those)."""
     count_a, count_b = len(held), len(needed)
     full = held.working
     reach = held.working
@@ -321,7 +278,7 @@ def _walk_changing(held: DimLayouts, needed: DimLayouts, rows: np.ndarray,
                    per_node: int) -> np.ndarray:
     """The least overlap of pairs (rows[i], cols[i]) over devices d < shared[i] whose
     overlap is 0 in no dim: the product of the dims that do not change before shared[i]
-    (`tables`, per dim: each side's index among its per-dim layouts and `_dim_stats` of
+    (`tables`, per dim: each side's index among its per-dim layouts and `dim_stats.pair_stats` of
     every pair of them) times the least product of those that change, walked once per
     distinct pair of changing per-dim layouts and window."""
     changes = np.empty((len(rows), held.rank), dtype=bool)
@@ -348,34 +305,6 @@ def _walk_once(held: DimLayouts, needed: DimLayouts, rows: np.ndarray, cols: np.
     walked = _walk_least(held, needed, rows[first], cols[first], start[first], stop[first],
                          dims[first], per_node)
     return walked[inverse.ravel()]
-
-
-_TABLES: dict[tuple[object, ...], np.ndarray] = {}
-
-
-def _stats_table(states_a: list[tuple[int, int, int]], states_b: list[tuple[int, int, int]],
-                 per_node: int, devices: int) -> np.ndarray:
-    """`_dim_stats` of every pair of per-dim layouts, (len(states_a), len(states_b), 5);
-    memoised, as edges that share an end (or its kind of tensor) share these lists."""
-    key = (tuple(states_a), tuple(states_b), per_node, devices)
-    table = _TABLES.get(key)
-    if table is None:
-        table = np.array([[_dim_stats(a, b, per_node, devices) for b in states_b]
-                          for a in states_a], dtype=np.int64).reshape(len(states_a),
-                                                                       len(states_b), 5)
-        if len(_TABLES) >= 1024:
-            _TABLES.clear()
-        _TABLES[key] = table
-    return table
-
-
-def _states(layouts: DimLayouts, k: int) -> tuple[list[tuple[int, int, int]], np.ndarray]:
-    """The distinct (s, f, l) of dim k among `layouts`, and each layout's index among them."""
-    seen: dict[tuple[int, int, int], int] = {}
-    rows = zip(layouts.stride[:, k].tolist(), layouts.factor[:, k].tolist(),
-               layouts.length[:, k].tolist(), strict=True)
-    index = np.array([seen.setdefault(row, len(seen)) for row in rows], dtype=np.int64)
-    return list(seen), index
 
 
 def _walk_least(held: DimLayouts, needed: DimLayouts, rows: np.ndarray, cols: np.ndarray,
@@ -532,7 +461,12 @@ def received_by_link(senders: DimLayouts, receivers: DimLayouts, per_node: int,
     involve few layouts: on GPT-3's q -> scores edge at 3,072 devices, 22,889 pairs of
     467 x 521 layouts)."""
     from pase.passes.strategy import placed_redistribution
+    from pase.passes.strategy.jit.compiler import jit_available
 
+    if compiled and len(rows) and jit_available():
+        from pase.passes.strategy import dim_links
+
+        return dim_links.received_by_link(senders, receivers, per_node, rows, cols)
     intra, inter = np.empty(len(rows)), np.empty(len(rows))
     group = max(1, _TILE_BYTES // (16 * senders.devices * (senders.rank + 1)))
     held_ids, needed_ids = np.unique(rows), np.unique(cols)

@@ -1,0 +1,150 @@
+"""`jit.links`' loop nest on per-dim layouts (`dim_pricing.DimLayouts`): the words each
+receiving device takes over NVLink and over InfiniBand, the same integers, with no
+per-device blocks built and only the devices that can change the result visited.
+
+A layout's block on device d is, per tensor dim k, [c·l, c·l + l) with c = coords[i, d]
+for its per-dim state i (`coords` (S, devices) holds (d // s) % f of every state the
+layouts use): a few rows read by every pair, where the blocks were (layouts, devices,
+rank + 1, 2) each. For pair k (sender a = rows[k], receiver b = cols[k]) the devices
+visited are windows[k, 0] <= d < windows[k, 1] and windows[k, 2] <= d < windows[k, 3]
+(`dim_pricing.received_by_link` says why those suffice); at each such d < q_b, whole =
+|N_b(d)|, own = |N_b(d) ∩ H_a(d)| (0 where d >= q_a) and, where d misses something, local
+= the sum of |N_b(d) ∩ H_a(e)| over the devices e of d's node that first hold their block
+(`first[a, e]`). intra[k] = max_d (local − own), inter[k] = max_d (whole − local).
+
+    intra, inter = received_by_link_dims(coords, held, first, needed, rows, cols, windows,
+                                         per_node)
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+
+from pase.passes.strategy.jit.compiler import Loops, compiled_once
+
+I64 = ir.IntType(64)
+I8 = ir.IntType(8)
+F64 = ir.DoubleType()
+NAME = "pase_received_by_link_dims"
+
+_SIGNATURE = ctypes.CFUNCTYPE(None, *(ctypes.c_void_p,) * 11, *(ctypes.c_int64,) * 4,
+                              ctypes.c_void_p, ctypes.c_void_p)
+
+
+def build_module() -> ir.Module:
+    """`links(coords, held_state, held_length, held_q, first, needed_state, needed_length,
+    needed_q, rows, cols, windows, pairs, devices, rank, per_node, intra, inter)`
+    (module docstring; `first` int8, the rest int64)."""
+    module = ir.Module(name=NAME)
+    pointer = I64.as_pointer()
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
+        pointer, pointer, pointer, pointer, I8.as_pointer(), pointer, pointer, pointer,
+        pointer, pointer, pointer, I64, I64, I64, I64,
+        F64.as_pointer(), F64.as_pointer()]), NAME)
+    (coords, held_state, held_length, held_q, first, needed_state, needed_length, needed_q,
+     rows, cols, windows, pairs, devices, rank, per_node, intra_out,
+     inter_out) = function.args
+    loops = Loops(function)
+    builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
+    zero, one = loops.zero, loops.one
+    loop = loops.loop
+
+    def load(array: ir.Value, index: ir.Value) -> ir.Value:
+        return builder.load(builder.gep(array, [index]))
+
+    def overlap(a_row: ir.Value, sender: ir.Value, b_row: ir.Value,
+                receiver: ir.Value) -> ir.Value:
+        """|N_b(receiver) ∩ H_a(sender)|, a_row and b_row the layouts' first entries of
+        their (layouts, rank) arrays."""
+        product = variable(one)
+
+        def over_dims(dim: ir.Value) -> None:
+            at_a, at_b = builder.add(a_row, dim), builder.add(b_row, dim)
+            length_a, length_b = load(held_length, at_a), load(needed_length, at_b)
+            lo_a = builder.mul(load(coords, builder.add(
+                builder.mul(load(held_state, at_a), devices), sender)), length_a)
+            lo_b = builder.mul(load(coords, builder.add(
+                builder.mul(load(needed_state, at_b), devices), receiver)), length_b)
+            extent = builder.sub(smin(builder.add(lo_a, length_a), builder.add(lo_b, length_b)),
+                                 smax(lo_a, lo_b))
+            builder.store(builder.mul(builder.load(product), smax(extent, zero)), product)
+
+        loop(zero, rank, over_dims)
+        return builder.load(product)
+
+    def over_pairs(pair: ir.Value) -> None:
+        a, b = load(rows, pair), load(cols, pair)
+        a_row, b_row = builder.mul(a, rank), builder.mul(b, rank)
+        sender_q = load(held_q, a)
+        whole = variable(one)
+        loop(zero, rank, lambda dim: builder.store(builder.mul(
+            builder.load(whole), load(needed_length, builder.add(b_row, dim))), whole))
+        most_intra, most_inter = variable(zero), variable(zero)
+
+        def over_devices(device: ir.Value) -> None:
+            needed = builder.load(whole)
+            own = variable(zero)
+            with builder.if_then(builder.icmp_signed("<", device, sender_q)):
+                builder.store(overlap(a_row, device, b_row, device), own)
+            mine = builder.load(own)
+            with builder.if_then(builder.icmp_signed(">", needed, mine)):
+                local = variable(zero)
+                start = builder.sub(device, builder.srem(device, per_node))
+                stop = smin(builder.add(start, per_node), devices)
+
+                def over_mates(mate: ir.Value) -> None:
+                    holds = load(first, builder.add(builder.mul(a, devices), mate))
+                    with builder.if_then(builder.icmp_signed("!=", holds, ir.Constant(I8, 0))):
+                        part = overlap(a_row, mate, b_row, device)
+                        builder.store(builder.add(builder.load(local), part), local)
+
+                loop(start, stop, over_mates)
+                near = builder.load(local)
+                builder.store(smax(builder.load(most_intra), builder.sub(near, mine)),
+                              most_intra)
+                builder.store(smax(builder.load(most_inter), builder.sub(needed, near)),
+                              most_inter)
+
+        window = builder.mul(pair, ir.Constant(I64, 4))
+        for part in (0, 2):
+            begin = load(windows, builder.add(window, ir.Constant(I64, part)))
+            end = load(windows, builder.add(window, ir.Constant(I64, part + 1)))
+            loop(begin, end, over_devices)
+        builder.store(builder.sitofp(builder.load(most_intra), F64),
+                      builder.gep(intra_out, [pair]))
+        builder.store(builder.sitofp(builder.load(most_inter), F64),
+                      builder.gep(inter_out, [pair]))
+
+    loop(zero, pairs, over_pairs)
+    builder.ret_void()
+    return module
+
+
+_compiled = compiled_once(build_module, NAME, _SIGNATURE, "the per-dim links kernel")
+
+
+def received_by_link_dims(coords: np.ndarray, held: tuple[np.ndarray, np.ndarray, np.ndarray],
+                          first: np.ndarray,
+                          needed: tuple[np.ndarray, np.ndarray, np.ndarray],
+                          rows: np.ndarray, cols: np.ndarray, windows: np.ndarray,
+                          per_node: int) -> tuple[np.ndarray, np.ndarray]:
+    """intra and inter (float64 over the pairs) of the module docstring: `held` and
+    `needed` each (state (L, rank) rows of `coords`, length (L, rank), working (L,)),
+    `first` (senders, devices) bool, `windows` (pairs, 4)."""
+    devices = coords.shape[1]
+    ints = [np.ascontiguousarray(array, dtype=np.int64) for array in (
+        coords, *held, needed[0], needed[1], needed[2], rows, cols, windows)]
+    coords_, held_state, held_length, held_q, needed_state, needed_length, needed_q, \
+        rows_, cols_, windows_ = ints
+    first_ = np.ascontiguousarray(first, dtype=np.int8)
+    rank = held_length.shape[1]
+    intra, inter = np.empty(len(rows_)), np.empty(len(rows_))
+    _compiled()(coords_.ctypes.data, held_state.ctypes.data, held_length.ctypes.data,
+                held_q.ctypes.data, first_.ctypes.data, needed_state.ctypes.data,
+                needed_length.ctypes.data, needed_q.ctypes.data, rows_.ctypes.data,
+                cols_.ctypes.data, windows_.ctypes.data, len(rows_),
+                devices, rank, per_node, intra.ctypes.data, inter.ctypes.data)
+    return intra, inter
