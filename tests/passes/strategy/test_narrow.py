@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import SearchOptions, build_problem, exact, solve
+from pase.passes.strategy import SearchOptions, build_problem, exact, narrow, solve
 from pase.passes.strategy.narrow import layer_excess, restricted, solve_narrowed
 from pase.passes.strategy.narrow_blocks import layer_groups
 from pase.passes.strategy.options import TrainingOptions
@@ -112,3 +112,31 @@ def test_narrowing_by_blocks_is_the_whole_search(guess: float, tmp_path: Path) -
     assert rounds.count(15) <= 2
     assert rounds[-1] == len(problem.layer_data) == 66
     assert rounds.count(66) == (2 if guess == 0.0 else 1)
+
+
+@pytest.mark.parametrize("model", ["mlp", "gpt"])
+def test_rounds_grown_by_table_entries_are_the_whole_search(
+        model: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # With GROWTH 1, a failed round's next gap keeps its tables' entries, or grows by the
+    # fewest configurations: more rounds, each certain to keep or raise the gap.
+    monkeypatch.setattr(narrow, "GROWTH", 1)
+
+    def problem() -> Problem:
+        if model == "gpt":
+            return tiny_gpt(tmp_path)
+        return build_problem(parse_file(str(MODELS / "mlp.dnn")), devices=8)
+
+    whole = solve(problem())
+    rounds: list[int] = []
+
+    def counted(narrowed: Problem) -> object:
+        rounds.append(sum(len(configs) for configs in narrowed.config_lists))
+        return solve(narrowed)
+
+    narrowed = solve_narrowed(problem(), counted, 0.0)  # type: ignore[arg-type]
+    assert (narrowed.cost, narrowed.assignment) == (whole.cost, whole.assignment)
+    assert narrowed.stats is not None
+    assert whole.stats is not None
+    assert narrowed.stats.choice == whole.stats.choice
+    assert len(rounds) > 2  # the growth limit held the second round back
+    assert rounds == sorted(rounds)
