@@ -172,7 +172,11 @@ def _next_gap(problem: Problem, excess: list[np.ndarray], gap: float, proven: fl
     limit = GROWTH * table_entries(problem, excess, gap * (1 + MARGIN) + slack)
     if table_entries(problem, excess, proven * (1 + MARGIN) + slack) <= limit:
         return proven
-    values = np.unique(np.concatenate([over[(over > gap) & (over < proven)] for over in excess]))
+    # (Layers of one kind and list have the same excesses: each read once.)
+    distinct = {(kind, id(configs)): over for kind, configs, over
+                in zip(problem._kinds()[0], problem.config_lists, excess, strict=True)}
+    values = np.unique(np.concatenate([over[(over > gap) & (over < proven)]
+                                       for over in distinct.values()]))
     low, high = 0, len(values)  # the widest values[:low] within the limit
     while low < high:
         middle = (low + high + 1) // 2
