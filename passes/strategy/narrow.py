@@ -46,6 +46,16 @@ from pase.passes.strategy.problem import Problem, Solution
 GAP_GUESS = 1e-3
 """The first round's gap, as a fraction of the layers' least total cost. On GPT-3 175B at
 128 devices the optimum is 1.7e-4 of it above that total."""
+GROWTH = 16
+"""The most a round's edge tables may grow over the last round's (in entries, each
+distinct table once, predicted from the configurations kept: `table_entries`) when a
+round's optimum leaves a wider gap to prove; the gap then grows only that far."""
+CERTAIN = 2.0
+"""Where the groups' optima put together (a strategy, so a bound certain to hold) narrow
+the whole problem to tables of at most this many times the entries the guessed bound
+keeps, the whole problem is narrowed by that strategy in one round instead of gambling
+on the guess: at even odds that the guess fails (and its round is followed by the
+certain one), the certain round alone costs no more."""
 NARROW_MIN_ENTRIES = 1 << 24
 """The fewest entries of a problem's largest edge table for which `solve` narrows first
 (GPT-3 175B from 512 devices up); smaller problems are searched whole, as before."""
@@ -131,12 +141,53 @@ def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
             proven = solution.cost - least
             if proven <= gap:
                 break
-            gap = proven
+            gap = _next_gap(problem, excess, gap, proven, MARGIN * least)
     stats = solution.stats
     if stats is not None:
         stats = replace(stats, choice=tuple(int(kept[v][c])
                                             for v, c in enumerate(stats.choice)))
     return Solution(solution.assignment, solution.cost, stats)
+
+
+def table_entries(problem: Problem, excess: list[np.ndarray], gap: float | Sequence[float]
+                  ) -> int:
+    """The entries of the distinct edge tables (one per edge kind) of `problem` narrowed
+    to the configurations of excess at most `gap` (one for all layers, or one per layer):
+    what pricing them costs, nearly."""
+    gaps = [gap] * len(excess) if isinstance(gap, float | int) else list(gap)
+    kept = [int(np.count_nonzero(over <= most)) for over, most in zip(excess, gaps, strict=True)]
+    tables = {kind: kept[edge.producer] * kept[edge.consumer]
+              for edge, kind in zip(problem.edges, problem._kinds()[1], strict=True)}
+    return sum(tables.values())
+
+
+def _next_gap(problem: Problem, excess: list[np.ndarray], gap: float, proven: float,
+              slack: float) -> float:
+    """The next round's gap after a round narrowed to `gap` found an optimum `proven`
+    above L (more than `gap`): `proven`, which is certain to hold, unless its tables would
+    hold over `GROWTH` times the last round's entries; then the widest gap within that
+    (found among the excesses between the two), whose round is cheaper and whose optimum
+    may prove itself or lower `proven`. Either way the gap grows, so rounds end. `slack`
+    is the margin `restricted` is given above a gap."""
+    limit = GROWTH * table_entries(problem, excess, gap * (1 + MARGIN) + slack)
+    if table_entries(problem, excess, proven * (1 + MARGIN) + slack) <= limit:
+        return proven
+    # (Layers of one kind and list have the same excesses: each read once.)
+    distinct = {(kind, id(configs)): over for kind, configs, over
+                in zip(problem._kinds()[0], problem.config_lists, excess, strict=True)}
+    values = np.unique(np.concatenate([over[(over > gap) & (over < proven)]
+                                       for over in distinct.values()]))
+    low, high = 0, len(values)  # the widest values[:low] within the limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if table_entries(problem, excess, float(values[middle - 1]) * (1 + MARGIN) + slack) \
+                <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    if low:
+        return float(values[low - 1])
+    return float(values[0]) if len(values) else proven
 
 
 def _groups(problem: Problem) -> list[range] | None:
@@ -151,15 +202,20 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
                ) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
     once; then the whole, narrowed as if a strategy cost the groups' optima plus `guess`
-    of them. If its optimum (or the groups' optima put together) costs no more, that held
-    and it is the optimum; otherwise a last round narrows with the better of the two.
-    Returns the narrowed problem, the kept indices and its optimum."""
+    of them, unless the groups' optima put together (a strategy) narrow it to tables of
+    at most `CERTAIN` times the entries (`table_entries`): then by that strategy, in one
+    round. If the guessed round's optimum (or that strategy) costs no more than the
+    guess, that held and it is the optimum; otherwise a last round narrows with the
+    better of the two. Returns the narrowed problem, the kept indices and its optimum."""
     from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
 
     optima, stitched = group_optima(problem, groups,
                                     lambda part: solve_narrowed(part, solve, guess))
-    total = math.fsum(optima)
-    assumed = total * (1 + guess)
+    assumed = math.fsum(optima) * (1 + guess)
+    if stitched > assumed and table_entries(
+            problem, excess, block_gaps(minima, groups, optima, stitched)) <= CERTAIN * \
+            table_entries(problem, excess, block_gaps(minima, groups, optima, assumed)):
+        assumed = stitched
     narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
     solution = solve(narrowed)
     upper = min(stitched, solution.cost)
