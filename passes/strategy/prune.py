@@ -95,10 +95,7 @@ def _firsts(rows: np.ndarray) -> np.ndarray:
         >>> _firsts(np.array([[0.0, 1.0], [-0.0, 1.0], [0.0, 1.0]])).tolist()
         [True, True, False]
     """
-    words = np.ascontiguousarray(rows).view(np.uint64)
-    multipliers = np.random.default_rng(0).integers(
-        1, 1 << 63, words.shape[1], dtype=np.uint64) | np.uint64(1)
-    _, inverse, counts = np.unique(words @ multipliers, return_inverse=True,
+    _, inverse, counts = np.unique(row_hashes(rows), return_inverse=True,
                                    return_counts=True)
     alive = counts[inverse] == 1
     seen: set[bytes] = set()
@@ -108,6 +105,16 @@ def _firsts(rows: np.ndarray) -> np.ndarray:
             seen.add(key)
             alive[index] = True
     return alive
+
+
+def row_hashes(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row's bytes: its words times fixed odd numbers, summed modulo
+    2^64 (rows of equal bytes have equal hashes; integer arithmetic, so exactly)."""
+    words = np.ascontiguousarray(rows, dtype=np.float64).view(np.uint64)
+    multipliers = np.random.default_rng(0).integers(
+        1, 1 << 63, words.shape[1], dtype=np.uint64) | np.uint64(1)
+    hashes: np.ndarray = words @ multipliers
+    return hashes
 
 
 def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int = 8,
