@@ -28,6 +28,9 @@ from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
 
 CANDIDATES = 16
+FIRST_COLUMNS = 16
+"""A candidate is compared with the rows alive on this many columns first (most rows differ
+there), then on the rest with those that passed."""
 
 ViewKey = tuple[int, tuple[int, ...], tuple[int, ...]]
 
@@ -63,22 +66,55 @@ def _rows(vertex_costs: list[np.ndarray], edge_costs: dict[tuple[int, int], np.n
 
 
 def _survivors(rows: np.ndarray) -> np.ndarray:
-    """Indices of rows neither identical to an earlier row nor dominated by a candidate."""
-    alive = np.zeros(rows.shape[0], dtype=bool)
-    seen: set[bytes] = set()
-    for index in range(rows.shape[0]):
-        key = rows[index].tobytes()
-        if key not in seen:
-            seen.add(key)
-            alive[index] = True
+    """Indices of rows neither identical to an earlier row nor dominated by a candidate.
+
+    Each candidate is compared on the first `FIRST_COLUMNS` columns with the rows still
+    alive, then on the rest with those that passed: the same comparisons of the same
+    entries, so the same rows go (an identical row or one already dominated is not
+    compared again; it is gone either way)."""
+    alive = _firsts(rows)
     totals = rows.sum(axis=1)
     for candidate in np.argsort(totals, kind="stable")[:CANDIDATES]:
         if not alive[candidate]:
             continue
-        dominated = (rows >= rows[candidate]).all(axis=1)
-        dominated[candidate] = False
-        alive &= ~dominated
+        row = rows[candidate]
+        tested = np.flatnonzero(alive)
+        for low, high in ((0, FIRST_COLUMNS), (FIRST_COLUMNS, rows.shape[1])):
+            if tested.size == 0 or low >= high:
+                break
+            tested = tested[(rows[tested, low:high] >= row[low:high]).all(axis=1)]
+        alive[tested[tested != candidate]] = False
     return np.flatnonzero(alive)
+
+
+def _firsts(rows: np.ndarray) -> np.ndarray:
+    """Which rows have bytes no earlier row has. Rows are hashed as integers (their 64-bit
+    words times fixed odd numbers, summed modulo 2^64: equal bytes, equal hashes); only
+    rows sharing a hash are compared by their bytes.
+
+        >>> _firsts(np.array([[0.0, 1.0], [-0.0, 1.0], [0.0, 1.0]])).tolist()
+        [True, True, False]
+    """
+    _, inverse, counts = np.unique(row_hashes(rows), return_inverse=True,
+                                   return_counts=True)
+    alive = counts[inverse] == 1
+    seen: set[bytes] = set()
+    for index in np.flatnonzero(~alive):
+        key = rows[index].tobytes()
+        if key not in seen:
+            seen.add(key)
+            alive[index] = True
+    return alive
+
+
+def row_hashes(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row's bytes: its words times fixed odd numbers, summed modulo
+    2^64 (rows of equal bytes have equal hashes; integer arithmetic, so exactly)."""
+    words = np.ascontiguousarray(rows, dtype=np.float64).view(np.uint64)
+    multipliers = np.random.default_rng(0).integers(
+        1, 1 << 63, words.shape[1], dtype=np.uint64) | np.uint64(1)
+    hashes: np.ndarray = words @ multipliers
+    return hashes
 
 
 def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int = 8,
