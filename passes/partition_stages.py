@@ -82,6 +82,7 @@ from pase.dialect.pase import (
 from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
 from pase.formats.strategy_json import load_plan, write_json
 from pase.passes.options import PasePass, check_training, training_options
+from pase.passes.search import contrary_pin, op_diagnostic
 from pase.passes.strategy import (
     DEFAULT_EFFORT,
     CostModel,
@@ -108,7 +109,6 @@ from pase.passes.strategy import (
     solve,
     solve_capped,
 )
-from pase.passes.search import contrary_pin, op_diagnostic
 from pase.passes.training import format_usage, mark_training, plan_usage, training_json
 
 MAX_AUTO_MICROBATCHES = 32

@@ -27,6 +27,7 @@ from pase.passes.strategy.memory import memory_vectors
 from pase.passes.strategy.pipeline.segments import segments
 from pase.passes.strategy.training_cost import TrainingCost, mark_checkpoints, memory_breakdown
 
+
 def least_memory(problem: Problem) -> dict[str, Config]:
     """Each layer's configuration of least additive memory, and of those the least
     recomputed: a strategy that fits wherever the least any strategy needs does, nearly."""
