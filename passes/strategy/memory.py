@@ -143,11 +143,12 @@ def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
     return one_array_each(vectors)
 
 
-def layers_memory(model: CostModel, layers: Sequence[Layer],
-                  assignment: Mapping[str, Config], in_flight: int = 1) -> float:
-    """The bytes per device of `layers` (a contiguous run: a pipeline stage) under
-    `assignment` holding `in_flight` micro-batches: what `solve_capped` compares with
-    the cap (`Memory.total`)."""
+def layers_memory(model: CostModel, layers: Sequence[Layer], configs: Sequence[Config],
+                  in_flight: int = 1) -> float:
+    """The bytes per device of `layers` (a contiguous run: a pipeline stage) in `configs`
+    (one each) holding `in_flight` micro-batches: what `solve_capped` compares with the
+    cap (`Memory.total`)."""
+    assignment = {layer.name: config for layer, config in zip(layers, configs, strict=True)}
     if isinstance(model, TrainingCost):
         return memory_breakdown(model, layers, assignment, in_flight)["total"]
     return sum(float(model.memory(layer, [assignment[layer.name]], in_flight)[0])

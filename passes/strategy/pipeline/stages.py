@@ -31,12 +31,7 @@ from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import LayerCosts, layer_cost
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import (
-    DEFAULT_EFFORT,
-    BoundReached,
-    MemoryCapError,
-    layers_memory,
-)
+from pase.passes.strategy.memory import DEFAULT_EFFORT, BoundReached, MemoryCapError, layers_memory
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.pipeline.microbatch import (
     Micro,
@@ -418,11 +413,8 @@ class StageSolver:
                 self._solved[signature] = None
                 return
             configs, gap = other
-            if gap == 0.0 and layers_memory(
-                    self.options.model, part.layers,
-                    {layer.name: config for layer, config in zip(part.layers, configs,
-                                                                 strict=True)},
-                    in_flight) <= memory:
+            if gap == 0.0 and layers_memory(self.options.model, part.layers, configs,
+                                            in_flight) <= memory:
                 self._solved[signature] = other
                 self._bounds[signature] = self._bounds[_with_flight(signature, fewer)]
                 return
