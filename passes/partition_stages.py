@@ -82,13 +82,18 @@ from pase.dialect.pase import (
 from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
 from pase.formats.strategy_json import load_plan, write_json
 from pase.passes.options import PasePass, check_training, training_options
+from pase.passes.search import contrary_pin, op_diagnostic
 from pase.passes.strategy import (
     DEFAULT_EFFORT,
     CostModel,
     GraphData,
     Machine,
+    MemoryCapError,
     Partitioner,
+    PinError,
     PipelinePlan,
+    PlanSpec,
+    Problem,
     Progress,
     SearchError,
     SearchOptions,
@@ -101,6 +106,8 @@ from pase.passes.strategy import (
     mark_checkpoints,
     read_graph,
     segments,
+    solve,
+    solve_capped,
 )
 from pase.passes.training import format_usage, mark_training, plan_usage, training_json
 
@@ -234,6 +241,8 @@ class PartitionStagesPass(PasePass):
         model = None if training.is_default else options.model
         if self.strategy:
             return self._given_plan(graph, data, batch, model, cap)
+        if data.pins and stage_counts == [1] and micro_counts == [1]:
+            return self._pinned_plan(graph, data, options, cap)
         try:
             with collector_paused():
                 machine = load_machine(self.machine)
@@ -290,6 +299,40 @@ class PartitionStagesPass(PasePass):
                              f"{self.strategy} needs {loaded.memory / GIB:.3g} GiB per "
                              f"device, over device-memory-gib={self.device_memory_gib}")
         return self._write(graph, data, loaded, machine)
+
+    def _pinned_plan(self, graph: GraphOp, data: GraphData, options: SearchOptions,
+                     cap: float | None) -> dict:
+        """At S = 1 and M = 1 the plan is pase-search's strategy, so the layers' source
+        `config` pins hold as they do there: the whole graph solved with them (under the
+        cap), evaluated as one stage and written (`_write`)."""
+        name = graph.sym_name.data
+        ops = {layer_name: op for op, layer_name in graph.layer_names().items()}
+        try:
+            with collector_paused():
+                machine = load_machine(self.machine)
+                problem = Problem.from_layers(data.layers, data.edges, self.devices, machine,
+                                              pins=data.pins, batch=data.batch,
+                                              min_shard=self.min_shard, graph=name,
+                                              model=options.model)
+                if (contrary := contrary_pin(problem, options.training.data_parallel)):
+                    raise op_diagnostic(ops[contrary[0]], contrary[1], name)
+                assignment = (solve_capped(problem, cap, effort=self.effort or None).assignment
+                              if cap is not None else solve(problem, options).assignment)
+                plan = evaluate_plan(data.layers, data.edges, data.batch or "", self.devices,
+                                     machine, PlanSpec((0,), 1, self.schedule, assignment),
+                                     None if options.training.is_default else options.model)
+        except MachineError as error:
+            raise machine_diagnostic(error, self.name) from None
+        except PinError as error:
+            raise op_diagnostic(ops[error.layer], str(error), name) from None
+        except MemoryCapError as error:
+            raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
+                             f"device-memory-gib={self.device_memory_gib}; the least memory "
+                             f"any plan needs is {gib_up(error.least)} GiB per device"
+                             ) from None
+        except (SearchError, ValueError) as error:
+            raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
+        return self._write(graph, data, plan, machine)
 
     def _write(self, graph: GraphOp, data: GraphData, best: PipelinePlan,
                machine: Machine) -> dict:

@@ -105,7 +105,8 @@ def format_usage(found: Mapping[str, object]) -> str:
     flops = found["flops_per_device"]
     assert isinstance(flops, float)
     return (f"memory per device {parts['total'] / GIB:.4g} GiB: {shown} "
-            f"(recomputed: held again during a backward, not in the total); "
+            f"(recomputed: the largest segment's results, held again during its "
+            f"backward); "
             f"{flops / 1e12:.4g} TFLOP/s per device")
 
 

@@ -14,8 +14,8 @@ the dialect.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
@@ -114,6 +114,7 @@ def _layers_and_edges(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
     layers: list[Layer] = []
     edges: list[Edge] = []
     first_reader: dict[SSAValue, tuple[int, TensorUse]] = {}
+    last_reader: dict[SSAValue, int] = {}  # of each parameter
     for op in graph.layers:
         space = op.iteration_space()
         operands = tuple(_use(dims, value)
@@ -125,6 +126,7 @@ def _layers_and_edges(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
                       tuple(live and needs_grad[v] for v in op.inputs), over, live,
                       tuple(isinstance(v.owner, dnn.ParamOp) for v in op.inputs))
         consumer = index[op]
+        layer = _with_shared(layer, op.inputs, consumer, last_reader)
         for position, (value, use) in enumerate(zip(op.inputs, operands, strict=True)):
             if any(other is value and operands[earlier] == use
                    for earlier, other in enumerate(op.inputs[:position])):
@@ -142,6 +144,19 @@ def _layers_and_edges(graph: dnn.GraphOp) -> tuple[list[Layer], list[Edge], str 
                 first_reader[value] = (consumer, use)
         layers.append(layer)
     return layers, edges, batch
+
+
+def _with_shared(layer: Layer, values: Sequence[SSAValue], index: int,
+                 last_reader: dict[SSAValue, int]) -> Layer:
+    """`layer` (number `index`) with `Layer.shared`: for each parameter it reads that an
+    earlier layer read last (`last_reader`, which it updates), how many layers back."""
+    shared = []
+    for value in values:
+        earlier = last_reader.get(value) if isinstance(value.owner, dnn.ParamOp) else None
+        shared.append(index - earlier if earlier is not None and earlier != index else 0)
+        if isinstance(value.owner, dnn.ParamOp):
+            last_reader[value] = index
+    return replace(layer, shared=tuple(shared)) if any(shared) else layer
 
 
 def _reaching_the_loss(graph: dnn.GraphOp) -> set[dnn.LayerOp]:

@@ -40,7 +40,7 @@ configuration, so a cap on memory is one additive resource constraint on the sea
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +48,7 @@ import numpy as np
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
 from pase.passes.strategy.capped import Strategy, close_gap
 from pase.passes.strategy.cost import Config
+from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.exact import solve_graph
@@ -55,7 +56,8 @@ from pase.passes.strategy.exhaustive import solve_exhaustive
 from pase.passes.strategy.pipeline.microbatch import activation_bytes, parameter_bytes
 from pase.passes.strategy.problem import Assignment, Problem, collector_paused
 from pase.passes.strategy.prune import prune
-from pase.passes.strategy.training_cost import TrainingCost, memory_breakdown
+from pase.passes.strategy.training_cost import TrainingCost, memory_breakdown, unheld
+from pase.passes.strategy.vertices import Layer
 
 GIB = 1 << 30
 
@@ -83,22 +85,23 @@ measured, takes 21,008 thousand; a search it stops reports its gap."""
 @dataclass(frozen=True)
 class Memory:
     """Bytes one device holds: parameters with their gradients (and optimizer state),
-    and activations; `parts`, under training options, the breakdown by
-    `training_cost.MEMORY_PARTS` ("recomputed": the largest result a recomputed layer
-    holds again during its backward, not in `total`)."""
+    activations, and, under recomputation, the results the largest segment holds again
+    during its backward (`recomputed`); `parts`, under training options, the breakdown by
+    `training_cost.MEMORY_PARTS`. `total`, their sum, is what a memory cap compares."""
 
     parameters: float
     activations: float
     parts: dict[str, float] | None = None
+    recomputed: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.parameters + self.activations
+        return self.parameters + self.activations + self.recomputed
 
 
 def strategy_memory(problem: Problem, assignment: Mapping[str, Config]) -> float:
     """The bytes per device of `assignment` (every layer named), parameters and gradients
-    plus activations."""
+    plus activations (plus the recomputed, `Memory`)."""
     return memory_parts(problem, assignment).total
 
 
@@ -110,22 +113,46 @@ def memory_parts(problem: Problem, assignment: Mapping[str, Config]) -> Memory:
                       activation_bytes(problem.layer_data, assignment))
     parts = memory_breakdown(model, problem.layer_data, assignment)
     return Memory(parts["parameters"] + parts["gradients"] + parts["optimizer_state"],
-                  parts["activations"], parts)
+                  parts["activations"], parts, parts["recomputed"])
 
 
 def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
     """For each layer, the bytes per device of each of its configurations (the order of
     `problem.config_lists`) with the activations of `in_flight` micro-batches held at
-    once (a pipeline stage's, `schedule.in_flight`); a strategy's memory is the sum of
-    its choices'. A problem with a `layer_memory(index, in_flight)` (a pipeline stage's,
-    `StageProblem`) gives each layer's vector itself, the same values kept by kind."""
+    once (a pipeline stage's, `schedule.in_flight`); a strategy's additive memory is the
+    sum of its choices' (the recomputed results, not additive, are
+    `recomputed.Transient`'s). A problem with a `layer_memory(index, in_flight)` (a
+    pipeline stage's, `StageProblem`) gives each layer's vector itself, the same values
+    kept by kind; a layer that holds a parameter shared with an earlier layer not in the
+    problem (`training_cost.unheld`) counts it."""
     kept = getattr(problem, "layer_memory", None)
-    if kept is not None:
-        return one_array_each([kept(index, in_flight)
-                               for index in range(len(problem.layer_data))])
-    vectors = [problem.model.memory(layer, configs, in_flight)
-               for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True)]
+    model = problem.model
+    owned = (unheld(problem.layer_data) if isinstance(model, TrainingCost)
+             else [()] * len(problem.layer_data))
+    vectors = []
+    for index, (layer, configs, own) in enumerate(zip(problem.layer_data,
+                                                      problem.config_lists, owned,
+                                                      strict=True)):
+        if own:
+            assert isinstance(model, TrainingCost)
+            vectors.append(model.memory(layer, configs, in_flight, own))
+        elif kept is not None:
+            vectors.append(kept(index, in_flight))
+        else:
+            vectors.append(model.memory(layer, configs, in_flight))
     return one_array_each(vectors)
+
+
+def layers_memory(model: CostModel, layers: Sequence[Layer], configs: Sequence[Config],
+                  in_flight: int = 1) -> float:
+    """The bytes per device of `layers` (a contiguous run: a pipeline stage) in `configs`
+    (one each) holding `in_flight` micro-batches: what `solve_capped` compares with the
+    cap (`Memory.total`)."""
+    assignment = {layer.name: config for layer, config in zip(layers, configs, strict=True)}
+    if isinstance(model, TrainingCost):
+        return memory_breakdown(model, layers, assignment, in_flight)["total"]
+    return sum(float(model.memory(layer, [assignment[layer.name]], in_flight)[0])
+               for layer in layers)
 
 
 def one_array_each(vectors: list[np.ndarray]) -> list[np.ndarray]:
@@ -246,36 +273,70 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         raise SearchError(f"effort must be at least 0, got {effort}")
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
+    from pase.passes.strategy.recomputed import Transient, solve_recomputed
+
     with collector_paused():
         budget = as_budget(memory_budget)
         graph = problem.cost_graph(budget)
         memory = memory_vectors(problem, in_flight)
         least = sum(float(vector.min()) for vector in memory)
-        if least > cap:
-            raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
-                                 f"least memory any strategy needs is {gib_up(least)} GiB "
-                                 "per device", least)
+        transient = Transient.of(problem)
+        solved: dict[str, DPResult] = {}
 
-        def run(candidate: CostGraph, how: str = "dp") -> DPResult:
-            # Each solve's pruned copies go when it returns: give their charge back.
-            used = budget.used
-            try:
-                return solve_graph(candidate, how, order, budget, exhaustive_limit, jit=jit,
-                                   progress=progress)
-            finally:
-                budget.release(budget.used - used)
+        def under(room: float, first: bool = True) -> CappedSolution:
+            return _solve_additive(problem, graph, memory, least, room, method, order, budget,
+                                   exhaustive_limit, jit, progress,
+                                   enough if first else None, effort, start, solved)
 
-        free = run(graph, method)  # exactly `solve`'s answer
-        free_memory = _weight(memory, free.choice)
-        if free_memory <= cap:
-            return _solution(problem, free.choice, free.cost, free_memory, cap, free.cost,
-                             True, 1, free)
-        if enough is not None and enough(free.cost):
-            raise BoundReached(free.cost)
-        if method == "exhaustive":
-            return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
-        return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
-                           start)
+        if transient is None:
+            return under(cap)
+
+        def least_plan() -> CappedSolution:
+            assert transient is not None
+            choice = transient.least_choice(memory)
+            cost = graph.total_cost(choice)
+            return _solution(problem, choice, cost, _weight(memory, choice), cap, cost,
+                             False, 0, None)
+
+        return solve_recomputed(transient, least, cap, under, least_plan)
+
+
+def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray],
+                    least: float, cap: float, method: str, order: str,
+                    budget: MemoryBudget, exhaustive_limit: int, jit: str,
+                    progress: Callable[[int, int, int], None] | None,
+                    enough: Callable[[float], bool] | None, effort: int | None,
+                    start: float | None, solved: dict[str, DPResult]) -> CappedSolution:
+    """`solve_capped` of the additive memory `memory` (`least`, the least of it any
+    strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
+    the next call (`solve_recomputed`'s lower caps)."""
+    if least > cap:
+        raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
+                             f"least memory any strategy needs is {gib_up(least)} GiB "
+                             "per device", least)
+
+    def run(candidate: CostGraph, how: str = "dp") -> DPResult:
+        # Each solve's pruned copies go when it returns: give their charge back.
+        used = budget.used
+        try:
+            return solve_graph(candidate, how, order, budget, exhaustive_limit, jit=jit,
+                               progress=progress)
+        finally:
+            budget.release(budget.used - used)
+
+    if "free" not in solved:
+        solved["free"] = run(graph, method)  # exactly `solve`'s answer
+    free = solved["free"]
+    free_memory = _weight(memory, free.choice)
+    if free_memory <= cap:
+        return _solution(problem, free.choice, free.cost, free_memory, cap, free.cost,
+                         True, 1, free)
+    if enough is not None and enough(free.cost):
+        raise BoundReached(free.cost)
+    if method == "exhaustive":
+        return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
+    return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
+                       start)
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,

@@ -227,7 +227,7 @@ class TrainingCost:
         gathers = np.zeros(len(configs))
         gather_words = np.zeros(len(configs))
         elements = np.zeros(len(configs))
-        for use, group in self._parameters(low, vectors):
+        for _, (use, group) in self._parameters(low, vectors):
             block = use.elements / vectors.factor([d for d in use.dims if d is not None])
             shard = np.where(zero >= 1, group, 1)
             elements += block / shard
@@ -256,15 +256,17 @@ class TrainingCost:
             base.param_words - gather_words)
 
     @staticmethod
-    def _parameters(layer: Layer, vectors: Vectors) -> list[tuple[TensorUse, np.ndarray]]:
-        """Each parameter operand and the size of its replica group under each
-        configuration (the devices that differ only along split dims it lacks)."""
+    def _parameters(layer: Layer, vectors: Vectors
+                    ) -> list[tuple[int, tuple[TensorUse, np.ndarray]]]:
+        """Each parameter operand (its index, its use) and the size of its replica group
+        under each configuration (the devices that differ only along split dims it
+        lacks)."""
         params = layer.params or (False,) * len(layer.operands)
         result = []
-        for use, param in zip(layer.operands, params, strict=True):
+        for index, (use, param) in enumerate(zip(layer.operands, params, strict=True)):
             if param:
                 missing = [d.name for d in layer.space.dims if d.name not in use.dims]
-                result.append((use, vectors.group(missing)))
+                result.append((index, (use, vectors.group(missing))))
         return result
 
     @staticmethod
@@ -288,12 +290,15 @@ class TrainingCost:
 
     # -- memory ------------------------------------------------------------------------
 
-    def memory_breakdown(self, layer: Layer, config: Config) -> dict[str, float]:
+    def memory_breakdown(self, layer: Layer, config: Config, own: tuple[int, ...] = ()
+                         ) -> dict[str, float]:
         """Bytes one device holds of `layer` under `config`, by part (`MEMORY_PARTS`):
         parameters (fp32, or the bf16/fp16 copy), gradients, optimizer state (with the
         fp32 master weights under bf16/fp16), the activations kept for one micro-batch
         (its result, unless it is recomputed), and the result a recomputed layer holds
-        again during the backward of its segment."""
+        again during the backward of its segment. A parameter an earlier layer reads too
+        (`Layer.shared`) is that layer's to hold, unless its operand index is in `own`
+        (that layer is not on this device: `unheld`)."""
         training = self.training
         recompute, zero = self.choices(config, layer)
         low = at_precision(layer, training.element_bytes)
@@ -301,7 +306,11 @@ class TrainingCost:
                           Machine("", 1.0, 1.0, 1.0, 1))
         parts = dict.fromkeys(MEMORY_PARTS, 0.0)
         state_bytes = 4 * training.state_words + (4 if training.precision != "fp32" else 0)
-        for use, group in self._parameters(low, vectors):
+        elsewhere = {index for index, back in enumerate(layer.shared)
+                     if back and index not in own}
+        for index, (use, group) in self._parameters(low, vectors):
+            if index in elsewhere:
+                continue
             block = use.elements / float(vectors.factor(
                 [d for d in use.dims if d is not None])[0])
             replicas = float(group[0])
@@ -313,28 +322,73 @@ class TrainingCost:
         parts["recomputed" if recompute else "activations"] = result
         return parts
 
-    def memory(self, layer: Layer, configs: Sequence[Config],
-               in_flight: int = 1) -> np.ndarray:
-        """Parameters, gradients and optimizer state, plus `in_flight` times the kept
-        activations. The recomputed results, held again while the backward goes
-        through their segment (one at a time), are not in it: `memory_breakdown` reports
-        the largest segment's."""
+    def memory(self, layer: Layer, configs: Sequence[Config], in_flight: int = 1,
+               own: tuple[int, ...] = ()) -> np.ndarray:
+        """Parameters, gradients and optimizer state (`memory_breakdown`'s, with `own`),
+        plus `in_flight` times the kept activations: the layer's additive share of the
+        total. The recomputed results, held again while the backward goes through their
+        segment, one segment at a time, count once for the largest segment
+        (`memory_breakdown`'s "recomputed", `Transient`), not per layer."""
         values = []
         for config in configs:
-            parts = self.memory_breakdown(layer, config)
+            parts = self.memory_breakdown(layer, config, own)
             values.append(parts["parameters"] + parts["gradients"]
                           + parts["optimizer_state"] + in_flight * parts["activations"])
         return np.array(values, dtype=np.float64)
 
 
+def unheld(layers: Sequence[Layer]) -> list[tuple[int, ...]]:
+    """For each of `layers` (a contiguous run of a graph's: a stage, or all of them), the
+    operands it reads of a parameter shared with an earlier layer (`Layer.shared`)
+    whose last earlier reader is not in the run: the first reader in the run holds the
+    parameter, its gradient and optimizer state (Megatron-LM's rule for a tied
+    embedding: each stage holding a use keeps a copy, and their gradients are
+    all-reduced), the later ones in the run count it no more.
+
+        >>> from pase.frontend import parse_file
+        >>> from pase.passes.strategy.from_ir import read_graph
+        >>> gpt = read_graph(parse_file("models/gpt2_small.dnn")).layers
+        >>> [layer.shared for layer in gpt if layer.shared]    # logits reads wte again
+        [(0, 184)]
+        >>> unheld(gpt)[-3:], unheld(gpt[100:])[-3:]
+        ([(), (), ()], [(), (1,), ()])
+    """
+    return [tuple(index for index, back in enumerate(layer.shared) if back > position)
+            for position, layer in enumerate(layers)]
+
+
+def combine(parts: Sequence[Mapping[str, float]], checkpoints: Sequence[bool],
+            in_flight: int = 1) -> dict[str, float]:
+    """The breakdown of a run of layers from each one's (`TrainingCost.memory_breakdown`)
+    and whether it ends a segment (`Layer.checkpoint`), with the kept activations of
+    `in_flight` micro-batches: the sums, but for "recomputed", the most any run of
+    recomputed layers between two checkpoints holds (the backward recomputes one segment
+    at a time and frees it before the next); "total" is the sum of the parts, the
+    recomputed included: the peak, when the backward of the largest segment runs."""
+    combined = dict.fromkeys(MEMORY_PARTS, 0.0)
+    run = 0.0  # the recomputed results since the last checkpoint
+    for layer_parts, checkpoint in zip(parts, checkpoints, strict=True):
+        for part in MEMORY_PARTS:
+            value = layer_parts[part]
+            if part == "recomputed":
+                run += value
+                combined[part] = max(combined[part], run)
+            else:
+                combined[part] += value
+        if checkpoint:
+            run = 0.0
+    combined["activations"] *= in_flight
+    combined["total"] = sum(combined[part] for part in MEMORY_PARTS)
+    return combined
+
+
 def memory_breakdown(model: TrainingCost, layers: Sequence[Layer],
                      assignment: Mapping[str, Config], in_flight: int = 1
                      ) -> dict[str, float]:
-    """Bytes one device holds of `layers` under `assignment`, by part (`MEMORY_PARTS`),
-    with the kept activations of `in_flight` micro-batches; "recomputed" is the largest
-    most a run of recomputed layers between two checkpoints holds again (the backward
-    recomputes one run at a time), and "total" their sum but for it (what a memory cap
-    compares).
+    """Bytes one device holds of `layers` (a contiguous run: a stage, or the graph) under
+    `assignment`, by part (`MEMORY_PARTS`, `combine`): a shared parameter once per run
+    (`unheld`), the kept activations of `in_flight` micro-batches, the largest segment's
+    recomputed results; "total" their sum, what a memory cap compares.
 
         >>> from pase.frontend import parse_file
         >>> from pase.passes.strategy.from_ir import read_graph
@@ -345,20 +399,9 @@ def memory_breakdown(model: TrainingCost, layers: Sequence[Layer],
         >>> parts["optimizer_state"] == parts["parameters"] == parts["gradients"]
         True
     """
-    parts = dict.fromkeys(MEMORY_PARTS, 0.0)
-    run = 0.0  # the recomputed results since the last checkpoint
-    for layer in layers:
-        for part, value in model.memory_breakdown(layer, assignment[layer.name]).items():
-            if part == "recomputed":
-                run += value
-                parts[part] = max(parts[part], run)
-            else:
-                parts[part] += value
-        if layer.checkpoint:
-            run = 0.0
-    parts["activations"] *= in_flight
-    parts["total"] = sum(value for part, value in parts.items() if part != "recomputed")
-    return parts
+    return combine([model.memory_breakdown(layer, assignment[layer.name], own)
+                    for layer, own in zip(layers, unheld(layers), strict=True)],
+                   [layer.checkpoint for layer in layers], in_flight)
 
 
 def step_flops(layers: Sequence[Layer]) -> float:

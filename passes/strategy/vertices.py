@@ -62,6 +62,12 @@ class Layer:
     """Whether recomputation keeps this layer's result (the end of a segment, where
     the fewest tensors cross: `training_cost.mark_checkpoints`); the layers between two
     checkpoints are recomputed from the first."""
+    shared: tuple[int, ...] = ()
+    """For each operand that is a parameter an earlier layer reads too (a tied embedding
+    table), how many layers back the last such reader is; 0 for the other operands, ()
+    where there is none. Where that reader is in the same stage (or graph), the device
+    holds the parameter, its gradient and its optimizer state once, with it
+    (`training_cost.unheld`)."""
 
 
 @dataclass(frozen=True)

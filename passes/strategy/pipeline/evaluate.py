@@ -27,6 +27,7 @@ from pase.passes.strategy.pipeline.microbatch import Micro, edges_at, microbatch
 from pase.passes.strategy.pipeline.plan import PipelinePlan, PlanSpec, SolvedStage, StagePlan
 from pase.passes.strategy.pipeline.stages import solved_stage
 from pase.passes.strategy.pipeline.transfers import Transfers
+from pase.passes.strategy.training_cost import copy_config
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 
@@ -50,7 +51,7 @@ def evaluate_plan(layers: Sequence[Layer], edges: Sequence[Edge], batch: str, de
         inside = edges_among(micro.edges, range(start, stop))
         stage_layers = micro.layers[start:stop]
         solved.append(solved_stage(stage_layers, [edge for _, edge in inside],
-                                   {layer.name: dict(spec.assignment[layer.name])
+                                   {layer.name: copy_config(spec.assignment[layer.name])
                                     for layer in stage_layers}, group, machine, memo,
                                    model=model))
     plan = assemble(bounds, len(layers), solved, spec.microbatches, spec.schedule, devices,

@@ -94,18 +94,29 @@ def parameter_bytes(layers: Sequence[Layer], assignment: Mapping[str, Config]) -
 
 def stage_bytes(layers: Sequence[Layer], assignment: Mapping[str, Config],
                 model: object = None) -> tuple[float, float]:
-    """(`parameter_bytes`, `activation_bytes`) of `layers`, or, where `model` has a
-    `memory_breakdown` (`TrainingCost`), its parameters, gradients and optimizer state,
-    and its kept activations."""
-    breakdown = getattr(model, "memory_breakdown", None)
-    if breakdown is None:
+    """(`parameter_bytes`, `activation_bytes`) of `layers`, or, where `model` is a
+    `TrainingCost`, the bytes held once (parameters, gradients and optimizer state, a
+    shared parameter once, and the largest segment's recomputed results) and the kept
+    activations of one micro-batch (`training_cost.memory_breakdown`)."""
+    from pase.passes.strategy.training_cost import TrainingCost, memory_breakdown
+
+    if not isinstance(model, TrainingCost):
         return parameter_bytes(layers, assignment), activation_bytes(layers, assignment)
-    fixed = kept = 0.0
-    for layer in layers:
-        parts = breakdown(layer, assignment[layer.name])
-        fixed += parts["parameters"] + parts["gradients"] + parts["optimizer_state"]
-        kept += parts["activations"]
-    return fixed, kept
+    parts = memory_breakdown(model, layers, assignment)
+    return parts["total"] - parts["activations"], parts["activations"]
+
+
+def layer_bytes(layer: Layer, config: Config, model: object = None) -> tuple[float, float]:
+    """`layer`'s own terms of `stage_bytes` under `config` (fixed, kept): without a
+    parameter an earlier layer reads too and without its recomputed results, so their
+    sum over a stage's layers is at most the stage's (a lower bound's terms)."""
+    from pase.passes.strategy.training_cost import TrainingCost
+
+    if not isinstance(model, TrainingCost):
+        return stage_bytes([layer], {layer.name: config})
+    parts = model.memory_breakdown(layer, config)
+    return (parts["parameters"] + parts["gradients"] + parts["optimizer_state"],
+            parts["activations"])
 
 
 def configuration_bytes(layer: Layer, configs: Sequence[Config], in_flight: int = 1

@@ -51,7 +51,7 @@ from pase.passes.strategy.pipeline.capped_whole import CappedWhole, at_least
 from pase.passes.strategy.pipeline.capped_work import CappedWorks
 from pase.passes.strategy.pipeline.evaluate import assemble
 from pase.passes.strategy.pipeline.least import LeastCosts
-from pase.passes.strategy.pipeline.microbatch import Micro, stage_bytes
+from pase.passes.strategy.pipeline.microbatch import Micro, layer_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
 from pase.passes.strategy.pipeline.seed import seed, seeded_bound
 from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
@@ -357,7 +357,7 @@ class Partitioner:
         for layer, kind, configs in zip(micro.layers, micro.kinds[0], lists, strict=True):
             memory_key = (kind, group)
             if memory_key not in self._layer_memory:  # (parameters, activations) per config
-                parts = [stage_bytes([layer], {layer.name: c}, solver.model) for c in configs]
+                parts = [layer_bytes(layer, c, solver.model) for c in configs]
                 self._layer_memory[memory_key] = (np.array([fixed for fixed, _ in parts]),
                                                   np.array([kept for _, kept in parts]))
             params, acts = self._layer_memory[memory_key]

@@ -31,7 +31,7 @@ from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import LayerCosts, layer_cost
 from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.memory import DEFAULT_EFFORT, BoundReached, MemoryCapError
+from pase.passes.strategy.memory import DEFAULT_EFFORT, BoundReached, MemoryCapError, layers_memory
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.pipeline.microbatch import (
     Micro,
@@ -43,7 +43,7 @@ from pase.passes.strategy.pipeline.plan import SolvedStage, StageCost
 from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.pipeline.warm import WarmStarts
 from pase.passes.strategy.problem import Problem, SharedTables
-from pase.passes.strategy.training_cost import choices_key, copy_config
+from pase.passes.strategy.training_cost import choices_key, combine, copy_config, unheld
 from pase.passes.strategy.vertices import Edge, Layer, edges_among
 
 Kinds = tuple[list[int], list[int]]
@@ -272,18 +272,16 @@ def solved_stage(layers: Sequence[Layer], edges: Sequence[Edge],
     breakdown = getattr(model, "memory_breakdown", None)
     if kinds is None or breakdown is None:
         return SolvedStage(assignment, cost, *stage_bytes(layers, assignment, model), gap)
-    fixed = kept = 0.0
-    for layer, kind in zip(layers, kinds[0], strict=True):
+    parts = []
+    for layer, kind, own in zip(layers, kinds[0], unheld(layers), strict=True):
         config = assignment[layer.name]
-        key = ("bytes", kind, _frozen(config))
+        key = ("bytes", kind, _frozen(config), own)
         if key not in memo:
-            parts = breakdown(layer, config)
-            memo[key] = (parts["parameters"] + parts["gradients"] + parts["optimizer_state"],
-                         parts["activations"])
-        layer_fixed, layer_kept = memo[key]
-        fixed += layer_fixed
-        kept += layer_kept
-    return SolvedStage(assignment, cost, fixed, kept, gap)
+            memo[key] = breakdown(layer, config, own)
+        parts.append(memo[key])
+    whole = combine(parts, [layer.checkpoint for layer in layers])  # (as `stage_bytes`)
+    return SolvedStage(assignment, cost, whole["total"] - whole["activations"],
+                       whole["activations"], gap)
 
 
 @dataclass(frozen=True)
@@ -415,9 +413,8 @@ class StageSolver:
                 self._solved[signature] = None
                 return
             configs, gap = other
-            if gap == 0.0 and sum(
-                    float(self.options.model.memory(layer, [config], in_flight)[0])
-                    for layer, config in zip(part.layers, configs, strict=True)) <= memory:
+            if gap == 0.0 and layers_memory(self.options.model, part.layers, configs,
+                                            in_flight) <= memory:
                 self._solved[signature] = other
                 self._bounds[signature] = self._bounds[_with_flight(signature, fewer)]
                 return
