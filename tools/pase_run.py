@@ -380,7 +380,9 @@ def _print(args: argparse.Namespace, module: ModuleOp, report: TrainingReport,
         print_report(report, seconds, engine="JAX")
         if isinstance(backend.compiled, PipelineCompiled):
             print_pipeline(module)
-            print_pipeline_collectives(backend.compiled, ELEMENTS[report.element].bytes)
+            # (words of the run's element: bf16/fp16 activations are 2 bytes)
+            print_pipeline_collectives(backend.compiled, 2 if report.element in (
+                "bf16", "fp16") else ELEMENTS[report.element].bytes)
         else:
             print_collectives(JaxReport(report, backend.compiled))
         if args.dump_mlir in files:
