@@ -109,7 +109,8 @@ DRIVER_EDITS = [
                               donate_argnums=(0, 2)),
 """),
     ('"zeros": (held,), "update": (held, totals)}',
-     '"zeros": (held,),\n                     "update": (held, totals, jax.tree.map(spec, self.kept))}'),
+     '"zeros": (held,),\n'
+     '                     "update": (held, totals, jax.tree.map(spec, self.kept))}'),
     ("""\
             params[index], totals[index] = wait(programs["update"](params[index],
                                                                    totals[index]))
@@ -155,13 +156,12 @@ precision; the gradient sums of a param shared by two stages (`SHARED`) stay fp3
 def with_pipeline_training(program: str, emitter: _PipelineEmitter,
                            options: StepOptions) -> str:
     """`program` (the plain SGD fp32 pipeline) with the step `options` asks for."""
-    layouts = stage_layouts(emitter, options)
+    zero, state, grads, stored = stage_layouts(emitter, options)
     tables = [*option_lines(options),
-              *(_table(name, rows, what) for name, rows, what in [
-                  ("ZERO", layouts[0], "each param's ZeRO stage"),
-                  ("STATE_LAYOUTS", layouts[1], "the optimizer state's layout"),
-                  ("GRAD_LAYOUTS", layouts[2], "where the summed gradients are reduced to"),
-                  ("PARAM_LAYOUTS", layouts[3], "where the params are stored")]), ""]
+              _table("ZERO", zero, "each param's ZeRO stage"),
+              _table("STATE_LAYOUTS", state, "the optimizer state's layout"),
+              _table("GRAD_LAYOUTS", grads, "where the summed gradients are reduced to"),
+              _table("PARAM_LAYOUTS", stored, "where the params are stored"), ""]
     program = _replaced(program, "\nORDER = ", "\n" + "\n".join(tables) + "ORDER = ")
     update = UPDATES[options.optimizer].replace("def update(", "def optimizer_update(", 1)
     program = _replaced(program, "\nSTAGE_FUNCTIONS = [",
@@ -181,7 +181,8 @@ def _replaced(program: str, old: str, new: str) -> str:
     return program.replace(old, new)
 
 
-def _table(name: str, rows: dict[str, dict[int, object]], what: str) -> str:
+def _table(name: str, rows: dict[str, dict[int, int]] | dict[str, dict[int, Spec]],
+           what: str) -> str:
     return "\n".join([f"{name} = {{  # param: {{stage holding it: {what} on its mesh}}",
                       *(f"    {k!r}: {v!r}," for k, v in rows.items()), "}"])
 
@@ -201,11 +202,11 @@ def stage_layouts(emitter: _PipelineEmitter, options: StepOptions) -> tuple[
         if not isinstance(op, dnn.ParamOp):
             continue
         name = emitter.names[op.output]
-        first: dict[int, tuple[dnn.LayerOp, int]] = {}
-        for reader, index in emitter.readers(op.output):
-            first.setdefault(emitter.stage[reader], (reader, index))
+        first: dict[int, tuple[dnn.LayerOp | None, int]] = {}
+        for layer, operand in emitter.readers(op.output):
+            first.setdefault(emitter.stage[layer], (layer, operand))
         zero[name], state[name], grads[name], stored[name] = {}, {}, {}, {}
-        for stage, (reader, index) in first.items() or [(0, (None, 0))]:
+        for stage, (reader, index) in (first or {0: (None, 0)}).items():
             shape = emitter.emitters[stage].shape
             mesh = {f"m{k}": size for k, size in enumerate(shape)}
             held: Spec = () if reader is None else spec_entries(
