@@ -7,7 +7,8 @@ Each model is planned as a Megatron-style layout on 8 devices at full size
 (`pase-partition-stages{devices=8 stages=2 microbatches=2 data-parallel=2 one-mesh=true}`
 with the step's options, as `pase-run --engine jax --stages 2 --microbatches 2
 --data-parallel 2` plans it), scaled by 1/8, and trained `--steps` steps under each step
-(SGD fp32; Adam bf16 ZeRO 1 recompute full; momentum fp32 ZeRO 3; SGD fp16 ZeRO 2). The
+(SGD fp32; Adam bf16 recompute full without and with ZeRO 1; momentum fp32 ZeRO 3;
+SGD fp16 ZeRO 2). The
 columns:
 
 - CPU s: this process's and its children's CPU seconds for the check (the JAX program in
@@ -39,7 +40,8 @@ from pase.tools.run.check import make_data, tolerance
 from pase.tools.run.jax import run_program, train_jax
 from pase.tools.run.load import Stages, forward_graph, strategy_and_scale
 
-STEPS = [StepOptions(), StepOptions(optimizer="adam", precision="bf16", recompute="full", zero=1),
+STEPS = [StepOptions(), StepOptions(optimizer="adam", precision="bf16", recompute="full"),
+         StepOptions(optimizer="adam", precision="bf16", recompute="full", zero=1),
          StepOptions(optimizer="momentum", zero=3), StepOptions(precision="fp16", zero=2)]
 
 COLUMNS = (("model", "<"), ("step", "<"), ("CPU s", ">"), ("JAX loss", "<"),
