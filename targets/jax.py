@@ -120,12 +120,7 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
         if devices and devices != pipeline.devices.data:
             raise at_op(graph, f"the pipeline plan runs on {pipeline.devices.data} devices; "
                         f"drop jax{{devices={devices}}}")
-        if not options.is_default():
-            raise at_op(graph, "the jax target's pipeline programs run SGD in fp32 without "
-                        "recomputation or ZeRO, and this plan's pase.training asks for "
-                        f"optimizer={options.optimizer} precision={options.precision} "
-                        f"recompute={options.recompute} zero={options.zero}")
-        program = pipeline_program(graph, pipeline)
+        program = pipeline_program(graph, pipeline, options)
     else:
         emitter = _Emitter(graph, devices or graph_devices(graph), options=options,
                            used_only=True)
@@ -283,6 +278,16 @@ def spec(dims: tuple[str | None, ...], axes: dict[str, MeshAxes], call: str = "P
     return f"{call}({', '.join(parts)}{comma})"
 
 
+def spec_entries(dims: tuple[str | None, ...], axes: dict[str, MeshAxes]) -> Spec:
+    """`spec`'s entries as a tuple (no trailing Nones dropped), for the training tables.
+
+        >>> spec_entries(("b", None, "h"), {"b": ("m0",), "h": ("m1", "m2")})
+        ('m0', None, ('m1', 'm2'))
+    """
+    return tuple(None if d is None or not axes.get(d) else axes[d][0]
+                 if len(axes[d]) == 1 else axes[d] for d in dims)
+
+
 RESERVED = {"jax", "jnp", "np", "P", "mesh", "params", "batch", "layout", "received",
             *HELPERS}
 
@@ -398,9 +403,7 @@ class _Emitter:
                 assert isinstance(layer, dnn.LayerOp)
                 axes = self.axes[layer]
                 dims = layer.iteration_space().operands[reader.index]
-                layouts[name] = tuple(
-                    None if d is None or not axes.get(d) else axes[d][0]
-                    if len(axes[d]) == 1 else axes[d] for d in dims)
+                layouts[name] = spec_entries(dims, axes)
                 stages[name] = zero_stage(layer, self.options)
             used = {a for entry in layouts[name] if entry is not None
                     for a in ((entry,) if isinstance(entry, str) else entry)}

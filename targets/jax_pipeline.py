@@ -32,13 +32,16 @@ from pase.dialect import dnn
 from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_problem
 from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
+from pase.dialect.training_options import StepOptions
 from pase.targets.jax import _Emitter, rate_table, spec
 from pase.targets.jax_pipeline_source import (
     pipeline_main,
     pipeline_prelude,
     with_counted_labels,
 )
+from pase.targets.jax_pipeline_training import with_pipeline_training
 from pase.targets.jax_source import HELPERS, with_ignored_labels
+from pase.targets.jax_training import checkpointed
 
 COUNTED = "batch['kept labels']"
 """Where a pipelined stage reads the count of labels the whole batch keeps."""
@@ -92,13 +95,19 @@ def microbatch_graph(graph: dnn.GraphOp, microbatches: int, verify: bool = True
     return micro
 
 
-def pipeline_program(graph: dnn.GraphOp, pipeline: PipelineAttr) -> str:
-    """The JAX program of `graph`'s pipeline plan (every layer has its `pase.stage`)."""
+def pipeline_program(graph: dnn.GraphOp, pipeline: PipelineAttr,
+                     options: StepOptions | None = None) -> str:
+    """The JAX program of `graph`'s pipeline plan (every layer has its `pase.stage`),
+    its step the `options` (`pase.training`; default SGD in fp32)."""
     stages, microbatches = pipeline.stages.data, pipeline.microbatches.data
     if (problem := microbatch_problem(graph, microbatches)) is not None:
         raise at_op(graph, f"the jax target cannot run this pipeline plan: {problem}")
-    return _PipelineEmitter(graph, microbatch_graph(graph, microbatches), pipeline,
-                            stages, microbatches).program()
+    options = options or StepOptions()
+    emitter = _PipelineEmitter(graph, microbatch_graph(graph, microbatches), pipeline,
+                               stages, microbatches, options)
+    program = emitter.program()
+    return program if options.is_default() else with_pipeline_training(program, emitter,
+                                                                        options)
 
 
 class _PipelineEmitter:
@@ -107,8 +116,9 @@ class _PipelineEmitter:
     global order of the schedule's work."""
 
     def __init__(self, graph: dnn.GraphOp, micro: dnn.GraphOp, pipeline: PipelineAttr,
-                 stages: int, microbatches: int):
+                 stages: int, microbatches: int, options: StepOptions):
         self.graph, self.micro, self.pipeline = graph, micro, pipeline
+        self.options = options
         self.stages, self.microbatches = stages, microbatches
         self.per_stage = pipeline.devices.data // stages
         self.stage: dict[dnn.LayerOp, int] = {}
@@ -258,10 +268,12 @@ class _PipelineEmitter:
         body = [f"{emitter.names[v]} = received[{emitter.names[v]!r}]" for v in
                 dict.fromkeys(v for v in wanted if isinstance(v.owner, dnn.LayerOp)
                               and stage.get(v.owner) != index)]
-        for op in graph.body.block.ops:
-            if isinstance(op, dnn.InputOp | dnn.ParamOp) and op.output in wanted or (
-                    isinstance(op, dnn.LayerOp) and op in layers):
-                body += emitter.statement(op)
+        ops = [op for op in graph.body.block.ops
+               if isinstance(op, dnn.InputOp | dnn.ParamOp) and op.output in wanted
+               or isinstance(op, dnn.LayerOp) and op in layers]
+        body += checkpointed(ops, emitter.statement, emitter.names, self.options) \
+            if self.options.recompute != "none" else [
+                line for op in ops for line in emitter.statement(op)]
         sent = [f"{s.key!r}: {s.value}" for s in self.sends if s.source == index]
         if index == self.loss_stage:
             sent.append(f"'loss': {self.loss}")

@@ -152,14 +152,7 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
                                        mesh) if stages[name] >= 1 else layouts[name]
                      for name in layouts}
     tables = [
-        f"OPTIMIZER = {options.optimizer!r}",
-        *(f"{k.upper()} = {v!r}" for k, v in OPTIMIZER_HYPERPARAMETERS.get(
-            options.optimizer, {}).items()),
-        f"STATE_KINDS = {OPTIMIZER_STATES.get(options.optimizer, ())!r}",
-        f"PRECISION = {options.precision!r}",
-        *([f"COMPUTE = {DTYPES[options.precision]!r}  # jnp's name"]
-          if options.precision in DTYPES else []),
-        f"RECOMPUTE = {options.recompute!r}",
+        *option_lines(options),
         f"ZERO = {stages!r}  # each param's ZeRO stage",
         _table("STATE_LAYOUTS", state_layouts, "the optimizer state's layout"),
         _table("GRAD_LAYOUTS", {n: state_layouts[n] if stages[n] >= 2 else layouts[n]
@@ -174,19 +167,43 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
     for old, new in MAIN_EDITS:
         assert program.count(old) == 1, old
         program = program.replace(old, new)
-    rate = LEARNING_RATES[options.optimizer]
-    program = program.replace(f"default={LEARNING_RATE!r},", f"default={rate!r},", 1)
-    program = program.replace(f"(default {LEARNING_RATE!r})", f"(default {rate!r})", 1)
+    program = with_default_rate(program, options.optimizer)
     program = program.replace("\ndef make_mesh():", "\n".join(["", *tables, "def make_mesh():"]),
                               1)
     if options.precision in DTYPES:
         program = program.replace("def loss_fn(mesh, params, batch):",
                                   LOW_PRECISION + "\n\ndef forward(mesh, params, batch):", 1)
-        program = program.replace("    z = jnp.moveaxis(logits, axis, -1)\n",
-                                  "    z = jnp.moveaxis(logits, axis, -1)\n"
-                                  "    z = z.astype(jnp.promote_types(jnp.float32, z.dtype))"
-                                  "  # the loss in fp32\n", 1)
+        program = with_fp32_cross_entropy(program)
     return program
+
+
+def option_lines(options: StepOptions) -> list[str]:
+    """The program's lines that name the step's options and the optimizer's constants."""
+    return [
+        f"OPTIMIZER = {options.optimizer!r}",
+        *(f"{k.upper()} = {v!r}" for k, v in OPTIMIZER_HYPERPARAMETERS.get(
+            options.optimizer, {}).items()),
+        f"STATE_KINDS = {OPTIMIZER_STATES.get(options.optimizer, ())!r}",
+        f"PRECISION = {options.precision!r}",
+        *([f"COMPUTE = {DTYPES[options.precision]!r}  # jnp's name"]
+          if options.precision in DTYPES else []),
+        f"RECOMPUTE = {options.recompute!r}"]
+
+
+def with_default_rate(program: str, optimizer: str) -> str:
+    """`program` whose `--lr` defaults to `optimizer`'s learning rate."""
+    rate = LEARNING_RATES[optimizer]
+    program = program.replace(f"default={LEARNING_RATE!r},", f"default={rate!r},", 1)
+    return program.replace(f"(default {LEARNING_RATE!r})", f"(default {rate!r})", 1)
+
+
+def with_fp32_cross_entropy(program: str) -> str:
+    """`program` whose softmax cross-entropy (a helper, where it has one) takes its
+    logits to fp32 first: the loss in fp32 under bf16/fp16 compute."""
+    return program.replace("    z = jnp.moveaxis(logits, axis, -1)\n",
+                           "    z = jnp.moveaxis(logits, axis, -1)\n"
+                           "    z = z.astype(jnp.promote_types(jnp.float32, z.dtype))"
+                           "  # the loss in fp32\n", 1)
 
 
 def _sizes(program: str, name: str) -> tuple[int, ...]:

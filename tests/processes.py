@@ -9,6 +9,7 @@ Everything is polled against a deadline, never slept on: CI is a loaded machine.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -100,3 +101,30 @@ def _stat(pid: int) -> list[str]:
     index 19)."""
     text = (Path("/proc") / str(pid) / "stat").read_text()
     return text[text.rindex(")") + 2:].split()
+
+
+def run_two_processes(program: Path, *args: str, steps: int = 2) -> list[list[str]]:
+    """The `-t jax` `program` as 2 processes of 4 CPU devices each (a local coordinator);
+    the "step" lines process 0 printed, split. Both children are killed and reaped on
+    every exit."""
+    from pase.tools.run.jax import child_environment
+
+    with socket.socket() as probe:  # a free port for the coordinator
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    children: list[subprocess.Popen[str]] = []
+    try:
+        for rank in range(2):
+            children.append(subprocess.Popen(
+                [sys.executable, str(program), "--steps", str(steps), "--coordinator",
+                 f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(rank),
+                 *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=child_environment(4)))
+        outputs = [child.communicate(timeout=300) for child in children]
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+    assert [child.returncode for child in children] == [0, 0], outputs[0][1][-2000:]
+    # Gloo prints its connections on stdout too: keep the losses only.
+    return [line.split() for line in outputs[0][0].splitlines() if line.startswith("step ")]

@@ -3,7 +3,8 @@
     pase-run models/transformer.dnn --devices 8 --scale 0.125 --check
 
 Searches the strategy of the full-size model (or loads `--strategy FILE`, or takes
-`--data-parallel`); with `--scale F` the model then shrinks and each split factor becomes
+`--data-parallel`; `--data-parallel D` searches with every batch split D ways, and with
+`--stages S` is a Megatron-style t x p x d plan); with `--scale F` the model then shrinks and each split factor becomes
 the largest divisor of the smaller dim that divides it. Then it runs `--steps`
 training steps (SGD, or `--optimizer`) through pase-autodiff and pase-lower-spmd on
 `--devices` workers and on one device with the same seeded data, and prints per step
@@ -132,8 +133,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     how.add_argument("--strategy", help="a strategy JSON (pase-search export=); layers it "
                      "does not name are searched. A pipeline plan (pase-partition-stages "
                      "export=) runs as that pipeline")
-    how.add_argument("--data-parallel", action="store_true",
-                     help="split every layer's batch dim over the devices instead of searching")
+    how.add_argument("--data-parallel", nargs="?", const=True, type=_integer, metavar="D",
+                     help="alone: split every layer's batch dim over the devices instead of "
+                     "searching; with D: split it exactly D ways in every layer and search "
+                     "the rest (with --stages S, D ways within each stage: a Megatron-style "
+                     "t x p x d layout, t = P/(S D), as pase-partition-stages{data-parallel=D})")
     pipeline = parser.add_argument_group(
         "pipelines (pase-partition-stages: S stages on disjoint device groups, M micro-batches)")
     pipeline.add_argument("--stages", type=_count,
@@ -213,12 +217,16 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
         args.timeout = 600.0 if args.engine == "jax" else 120.0
     workers = MAX_WORKERS[args.backend]
     planned = args.stages is not None or args.microbatches is not None
+    ways = args.data_parallel if isinstance(args.data_parallel, int) else 0
     pipelined = planned or (args.strategy is not None and is_pipeline_plan(args.strategy))
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
-            (planned and (args.strategy is not None or args.data_parallel),
+            (planned and (args.strategy is not None or args.data_parallel is True),
              "--stages and --microbatches plan their own strategy; drop --strategy and "
-             "--data-parallel"),
+             "--data-parallel (or give --data-parallel D: the batch split D ways in each "
+             "stage)"),
+            (args.data_parallel not in (None, True) and ways < 1,
+             f"--data-parallel D must be at least 1, got {args.data_parallel}"),
             (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
              f"--device-memory-gib must be a finite number at least 0, got "
              f"{args.device_memory_gib}"),
@@ -270,6 +278,13 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              f"--timeout must be a finite number of seconds above 0, got {args.timeout}")]:
         if bad:
             parser.error(message)
+
+
+def data_parallel_ways(args: argparse.Namespace) -> int:
+    """`--data-parallel D`'s D: the ways every layer's batch dim is split (0: not given,
+    or `--data-parallel` alone, which splits it over all devices without a search)."""
+    given = args.data_parallel
+    return 0 if given is None or isinstance(given, bool) else given
 
 
 def missing_peak(precision: str | None, machine: str) -> str | None:
@@ -327,8 +342,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         lr = args.lr if args.lr is not None else LEARNING_RATES[given.optimizer]
         # The JAX program runs a strategy on one mesh: search only the grids it holds.
         one_mesh = args.engine == "jax"
-        spec = pipeline_spec(args.devices, args.scale, lr, args.machine,
-                             args.strategy or "", args.data_parallel, stages, given, one_mesh)
+        everywhere = args.data_parallel is True  # (the batch over all devices, no search)
+        ways = data_parallel_ways(args)
+        spec = pipeline_spec(args.devices, args.scale, lr, args.machine, args.strategy or "",
+                             everywhere, stages, given, one_mesh, ways)
         if args.print_pipeline:
             print(spec)
             return
@@ -341,8 +358,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         model, initial = load_model(args.model, args.batch or 0,
                                     args.loss or "cross-entropy", inputs_fit)
         module = strategy_and_scale(model, args.devices, args.scale,
-                                    args.machine, args.strategy or "", args.data_parallel,
-                                    stages, given, one_mesh)
+                                    args.machine, args.strategy or "", everywhere,
+                                    stages, given, one_mesh, ways)
         options = training_options(args, module)
         set_training(forward_graph(module), options)
         if args.lr is None:
@@ -380,7 +397,9 @@ def _print(args: argparse.Namespace, module: ModuleOp, report: TrainingReport,
         print_report(report, seconds, engine="JAX")
         if isinstance(backend.compiled, PipelineCompiled):
             print_pipeline(module)
-            print_pipeline_collectives(backend.compiled, ELEMENTS[report.element].bytes)
+            # (words of the run's element: bf16/fp16 activations are 2 bytes)
+            print_pipeline_collectives(backend.compiled, 2 if report.element in (
+                "bf16", "fp16") else ELEMENTS[report.element].bytes)
         else:
             print_collectives(JaxReport(report, backend.compiled))
         if args.dump_mlir in files:

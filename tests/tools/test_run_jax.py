@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli import run_tool
+from processes import run_two_processes
 
 from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.frontend import parse_file
@@ -137,30 +137,6 @@ def run_program(path: Path, devices: int, *args: str, python: tuple[str, ...] = 
         sys.executable,)) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*python, str(path), "--steps", "2", *args], capture_output=True,
                           text=True, env=child_environment(devices), timeout=300, check=False)
-
-
-def run_two_processes(program: Path, *args: str) -> list[list[str]]:
-    """`program` as 2 processes of 4 CPU devices each (a local coordinator); the "step"
-    lines process 0 printed, split. Both children are killed and reaped on every exit."""
-    with socket.socket() as probe:  # a free port for the coordinator
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    children: list[subprocess.Popen[str]] = []
-    try:
-        for rank in range(2):
-            children.append(subprocess.Popen(
-                [sys.executable, str(program), "--steps", "2", "--coordinator",
-                 f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(rank),
-                 *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                env=child_environment(4)))
-        outputs = [child.communicate(timeout=300) for child in children]
-    finally:
-        for child in children:
-            child.kill()
-            child.wait()
-    assert [child.returncode for child in children] == [0, 0], outputs[0][1][-2000:]
-    # Gloo prints its connections on stdout too: keep the losses only.
-    return [line.split() for line in outputs[0][0].splitlines() if line.startswith("step ")]
 
 
 def test_two_processes_of_four_devices_give_the_losses_of_one_of_eight(

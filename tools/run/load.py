@@ -74,7 +74,8 @@ class Stages:
 def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
                   machine: str = "pase-default", strategy: str = "",
                   data_parallel: bool = False, stages: Stages | None = None,
-                  options: StepOptions | None = None, one_mesh: bool = False) -> str:
+                  options: StepOptions | None = None, one_mesh: bool = False,
+                  ways: int = 0) -> str:
     """The `-p` spec of pase-run's passes, from the model to the sharded `dist.program`.
 
         >>> pipeline_spec(8, factor=0.125, strategy="s.json").split(",")
@@ -87,7 +88,7 @@ def pipeline_spec(devices: int, factor: float = 1.0, lr: float = LEARNING_RATE,
     optimizer = options.optimizer if options is not None and options.optimizer != "sgd" \
         else ""
     return ",".join([strategy_spec(devices, factor, machine, strategy, data_parallel,
-                                   stages, options, one_mesh),
+                                   stages, options, one_mesh, ways),
                      lowering_spec(devices, lr, optimizer)]).lstrip(",")
 
 
@@ -121,13 +122,16 @@ def search_options(pass_class: type[ModulePass], options: StepOptions | None
 def strategy_spec(devices: int, factor: float = 1.0, machine: str = "pase-default",
                   strategy: str = "", data_parallel: bool = False,
                   stages: Stages | None = None, options: StepOptions | None = None,
-                  one_mesh: bool = False) -> str:
+                  one_mesh: bool = False, ways: int = 0) -> str:
     """The passes that give every layer its configuration (and with `stages`, or a
     pipeline plan file as `strategy`, its pipeline stage), then scale the model.
-    `one_mesh`: search only the grids one device mesh holds (`--engine jax`)."""
+    `one_mesh`: search only the grids one device mesh holds (`--engine jax`); `ways`:
+    every layer's batch dim split exactly that many ways (the passes' `data-parallel`,
+    0: searched)."""
     if stages is None and strategy and is_pipeline_plan(strategy):
         stages = Stages()  # a plan file: pase-partition-stages reads it
-    mesh = {"one_mesh": True} if one_mesh else {}
+    mesh: dict[str, Any] = {"one_mesh": True} if one_mesh else {}
+    mesh |= {"data_parallel": ways} if ways else {}
     searched = search_options(PaseSearchPass, options) | mesh
     partitioned = search_options(PartitionStagesPass, options) | mesh
     passes: list[ModulePass] = [] if data_parallel else [
@@ -230,16 +234,16 @@ def with_initial(data: dict[str, np.ndarray], initial: dict[str, np.ndarray] | N
 def strategy_and_scale(module: ModuleOp, devices: int, factor: float = 1.0,
                        machine: str = "pase-default", strategy: str = "",
                        data_parallel: bool = False, stages: Stages | None = None,
-                       options: StepOptions | None = None, one_mesh: bool = False
-                       ) -> ModuleOp:
+                       options: StepOptions | None = None, one_mesh: bool = False,
+                       ways: int = 0) -> ModuleOp:
     """The model with a configuration on every layer, searched (or loaded from
     `strategy`, or the batch split with `data_parallel`, or with `stages` a pipeline
-    plan) at full size, then scaled; `one_mesh` as for `strategy_spec`."""
+    plan) at full size, then scaled; `one_mesh` and `ways` as for `strategy_spec`."""
     if data_parallel:
         module = with_configs(module, build_problem(module, devices,
                                                     load_machine(machine)).data_parallel())
     run_passes(module, strategy_spec(devices, factor, machine, strategy, data_parallel,
-                                     stages, options, one_mesh))
+                                     stages, options, one_mesh, ways))
     return module
 
 

@@ -1,0 +1,223 @@
+"""The training step of a pipelined `-t jax` program under the graph's `pase.training`:
+optimizer, precision and ZeRO per stage (docs/jax.md, "The training step").
+
+`pase.targets.jax_pipeline` writes the plain SGD fp32 program (recomputation it writes
+itself: `jax_training.checkpointed` within each stage's function); for other options
+`with_pipeline_training` edits its driver so that
+
+- each stage keeps the optimizer state of the params it holds (`stage.kept`, zeros at
+  the start, pase-autodiff's `w_m`, `w_v`, `w_t`) and its update is the optimizer's
+  (`jax_training.UPDATES`, on the gradients the stage summed over its micro-batches);
+- each stage's function computes in bf16/fp16 (`in_precision`): params, float inputs
+  and received tensors cast as it reads them, the tensors it sends in that precision,
+  its loss in fp32; the fp32 master params, their gradients and the state stay in the
+  update;
+- the state is held in `STATE_LAYOUTS` (per param and stage holding it): under ZeRO
+  stage 1 or more sharded over the stage's mesh axes its param is replicated on (the
+  stage's data-parallel replicas), the summed gradients reduced into `GRAD_LAYOUTS`
+  from stage 2 and the params stored in `PARAM_LAYOUTS` at stage 3 (all-gathered by the
+  layout constraint of their first reader).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pase.dialect import dnn
+from pase.dialect.training_options import StepOptions, zero_stage
+from pase.targets.jax import spec_entries
+from pase.targets.jax_training import (
+    DTYPES,
+    UPDATES,
+    Spec,
+    option_lines,
+    with_default_rate,
+    with_fp32_cross_entropy,
+    zero_layout,
+)
+
+if TYPE_CHECKING:
+    from pase.targets.jax_pipeline import _PipelineEmitter
+
+FUNCTIONS = '''\
+def initial_state(stage, float_type):
+    """A stage's optimizer state at the start: zeros, in its layout (STATE_LAYOUTS)."""
+    def zeros():
+        return {n: {kind: jnp.zeros(() if kind == "t" else tuple(PARAMS[n][0]),
+                                    float_type or PARAMS[n][1]) for kind in STATE_KINDS}
+                for n in stage.params}
+
+    return jax.jit(zeros, out_shardings=stage.state)()
+
+
+def in_precision(function):
+    """A stage's function computing in PRECISION: its params, float inputs and received
+    tensors cast to COMPUTE as it reads them (the fp32 master params stay in the update;
+    their gradients come back in fp32), its loss in fp32."""
+    def cast(value):
+        floating = jnp.issubdtype(value.dtype, jnp.floating)
+        return value.astype(getattr(jnp, COMPUTE)) if floating else value
+
+    def computed(mesh, params, batch, received):
+        batch = {n: value if n == "kept labels" else cast(value) for n, value in batch.items()}
+        sent = function(mesh, jax.tree.map(cast, params), batch, jax.tree.map(cast, received))
+        return {k: v.astype(jnp.promote_types(jnp.float32, v.dtype)) if k == "loss" else v
+                for k, v in sent.items()}
+
+    return computed
+
+
+'''
+
+PRECISION_LINES = '''\
+STAGE_FUNCTIONS = [in_precision(function) for function in STAGE_FUNCTIONS]
+CHUNK_FUNCTIONS = [function and in_precision(function) for function in CHUNK_FUNCTIONS]
+'''
+
+DRIVER_EDITS = [
+    ("""\
+                       for n, sharding in self.params.items()} if axes else self.params
+""", """\
+                       for n, sharding in self.params.items()} if axes else self.params
+        # ZeRO: the optimizer state (stage 1), the summed gradients (2) and the stored
+        # params (3) sharded over each param's replicas on this stage's mesh.
+        self.state = {n: {kind: named(() if kind == "t" else STATE_LAYOUTS[n][index])
+                          for kind in STATE_KINDS} for n in self.params}
+        self.summed = {n: named(GRAD_LAYOUTS[n][index]) for n in self.params}
+        self.params = {n: named(PARAM_LAYOUTS[n][index]) for n in self.params}
+        self.kept = None  # the optimizer state's arrays (initial_state)
+"""),
+    ("""\
+        def update(params, total):
+            grads = {n: g.sum(axis=0) for n, g in total.items()} if axes else total
+            return {n: w - lr * RATE_SCALES.get(n, 1) * grads[n]
+                    for n, w in params.items()}, grads
+""", """\
+        def update(params, total, state):
+            grads = {n: g.sum(axis=0) for n, g in total.items()} if axes else total
+            grads = {n: jax.lax.with_sharding_constraint(g, self.summed[n])
+                     for n, g in grads.items()}
+            params, state = optimizer_update(params, grads, state, lr)
+            return params, grads, state
+"""),
+    ("""\
+            "update": jax.jit(update, in_shardings=(self.params, self.totals),
+                              out_shardings=(self.params, self.params), donate_argnums=0),
+""", """\
+            "update": jax.jit(update, in_shardings=(self.params, self.totals, self.state),
+                              out_shardings=(self.params, self.summed, self.state),
+                              donate_argnums=(0, 2)),
+"""),
+    ('"zeros": (held,), "update": (held, totals)}',
+     '"zeros": (held,),\n'
+     '                     "update": (held, totals, jax.tree.map(spec, self.kept))}'),
+    ("""\
+            params[index], totals[index] = wait(programs["update"](params[index],
+                                                                   totals[index]))
+""", """\
+            params[index], totals[index], stage.kept = wait(programs["update"](
+                params[index], totals[index], stage.kept))
+"""),
+    ("    start = time.perf_counter()\n    try:\n", """\
+    for stage in stages:  # the optimizer state at the start: zeros, in STATE_LAYOUTS
+        stage.kept = initial_state(stage, float_type) if stage.local else None
+    start = time.perf_counter()
+    try:
+"""),
+    ("""\
+            values[f"grad/{n}"] = grads[stage.index][n] if stage.local else None
+""", """\
+            values[f"grad/{n}"] = grads[stage.index][n] if stage.local else None
+            values |= {f"param/{n}_{kind}": stage.kept[n][kind] if stage.local else None
+                       for kind in STATE_KINDS}
+"""),
+    ("""\
+               for kind in ("param", "grad")}
+""", """\
+               for kind in ("param", "grad")}
+    shapes |= {f"param/{n}_{kind}": (() if kind == "t" else row[0], float_type or row[1])
+               for n, row in PARAMS.items() for kind in STATE_KINDS}
+"""),
+    ("one SGD step per step.", "one update per step\n(OPTIMIZER, PRECISION; ZeRO as "
+     "STATE_LAYOUTS, GRAD_LAYOUTS and PARAM_LAYOUTS say)."),
+]
+"""The lines of the pipeline's driver (`jax_pipeline_source`) that change with the
+step's optimizer state and ZeRO layouts."""
+
+LOW_PRECISION_EDIT = (
+    '    dtype = float_type if float_type and "float" in send[5] else send[5]\n',
+    '    dtype = float_type if float_type and "float" in send[5] else send[5]\n'
+    '    if send in SENDS and "float" in send[5]:  # activations cross in PRECISION\n'
+    '        dtype = getattr(jnp, COMPUTE)\n')
+"""Under bf16/fp16 the activations (and their gradients) cross between stages in that
+precision; the gradient sums of a param shared by two stages (`SHARED`) stay fp32."""
+
+
+def with_pipeline_training(program: str, emitter: _PipelineEmitter,
+                           options: StepOptions) -> str:
+    """`program` (the plain SGD fp32 pipeline) with the step `options` asks for."""
+    zero, state, grads, stored = stage_layouts(emitter, options)
+    tables = [*option_lines(options),
+              _table("ZERO", zero, "each param's ZeRO stage"),
+              _table("STATE_LAYOUTS", state, "the optimizer state's layout"),
+              _table("GRAD_LAYOUTS", grads, "where the summed gradients are reduced to"),
+              _table("PARAM_LAYOUTS", stored, "where the params are stored"), ""]
+    program = _replaced(program, "\nORDER = ", "\n" + "\n".join(tables) + "ORDER = ")
+    update = UPDATES[options.optimizer].replace("def update(", "def optimizer_update(", 1)
+    program = _replaced(program, "\nSTAGE_FUNCTIONS = [",
+                        "\n" + update + "\n\n" + FUNCTIONS + "STAGE_FUNCTIONS = [")
+    for old, new in DRIVER_EDITS:
+        program = _replaced(program, old, new)
+    if options.precision in DTYPES:
+        start = program.index("\nCHUNK_FUNCTIONS = [")
+        end = program.index("\n", start + 1) + 1
+        program = program[:end] + PRECISION_LINES + program[end:]
+        program = with_fp32_cross_entropy(_replaced(program, *LOW_PRECISION_EDIT))
+    return with_default_rate(program, options.optimizer)
+
+
+def _replaced(program: str, old: str, new: str) -> str:
+    assert program.count(old) == 1, old
+    return program.replace(old, new)
+
+
+def _table(name: str, rows: dict[str, dict[int, int]] | dict[str, dict[int, Spec]],
+           what: str) -> str:
+    return "\n".join([f"{name} = {{  # param: {{stage holding it: {what} on its mesh}}",
+                      *(f"    {k!r}: {v!r}," for k, v in rows.items()), "}"])
+
+
+def stage_layouts(emitter: _PipelineEmitter, options: StepOptions) -> tuple[
+        dict[str, dict[int, int]], dict[str, dict[int, Spec]], dict[str, dict[int, Spec]],
+        dict[str, dict[int, Spec]]]:
+    """Per param and stage holding it (its first reader's, and each other stage that
+    reads it): its ZeRO stage (that reader's) and the layouts of its optimizer state,
+    summed gradients and stored copy on the stage's mesh (`jax_training.zero_layout`:
+    sharded over the stage's mesh axes the param is replicated on)."""
+    zero: dict[str, dict[int, int]] = {}
+    state: dict[str, dict[int, Spec]] = {}
+    grads: dict[str, dict[int, Spec]] = {}
+    stored: dict[str, dict[int, Spec]] = {}
+    for op in emitter.micro.body.block.ops:
+        if not isinstance(op, dnn.ParamOp):
+            continue
+        name = emitter.names[op.output]
+        first: dict[int, tuple[dnn.LayerOp | None, int]] = {}
+        for layer, operand in emitter.readers(op.output):
+            first.setdefault(emitter.stage[layer], (layer, operand))
+        zero[name], state[name], grads[name], stored[name] = {}, {}, {}, {}
+        for stage, (reader, index) in (first or {0: (None, 0)}).items():
+            shape = emitter.emitters[stage].shape
+            mesh = {f"m{k}": size for k, size in enumerate(shape)}
+            held: Spec = () if reader is None else spec_entries(
+                reader.iteration_space().operands[index], emitter.emitters[stage].axes[reader])
+            used = {a for entry in held if entry is not None
+                    for a in ((entry,) if isinstance(entry, str) else entry)}
+            replicas = tuple((a, s) for a, s in mesh.items() if a not in used)
+            level = 0 if reader is None else zero_stage(reader, options)
+            sharded = zero_layout(held, replicas, tuple(op.output.type.shape.sizes), mesh) \
+                if level >= 1 else held
+            zero[name][stage], state[name][stage] = level, sharded
+            grads[name][stage] = sharded if level >= 2 else held
+            stored[name][stage] = sharded if level >= 3 else held
+    return zero, state, grads, stored
