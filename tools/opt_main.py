@@ -51,11 +51,13 @@ PASE_TARGETS = ("mlir", "dnn", "jax")
 ONNX_HELP = """
 
 ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
-  -f 'onnx{batch=N loss=cross-entropy}'
-      batch=N    the size of a symbolic batch axis (axis 0 of an input)
-      loss=KIND  the training loss of a model whose output is not a scalar:
-                 cross-entropy (default; over the output's last axis, against a new
-                 'labels' input) or mean
+  -f 'onnx{batch=N loss=cross-entropy memory-gib=4}'
+      batch=N       the size of a symbolic batch axis (axis 0 of an input)
+      loss=KIND     the training loss of a model whose output is not a scalar:
+                    cross-entropy (default; over the output's last axis, against a new
+                    'labels' input) or mean
+      memory-gib=G  the most the model's file and external data (.onnx.data) may
+                    take together; a model past it is refused before it is read
   -t dnn prints the imported graph as .dnn source: pase-opt model.onnx -t dnn -o model.dnn"""
 
 
