@@ -81,8 +81,10 @@ class PaseOptMain(xDSLOptMain):
         parse_args = arg_parser.parse_args
 
         def parse_checked(*args, **kwargs):  # type: ignore[no-untyped-def]
-            # -f and -t checked before xDSL parses them, as a pass pipeline's error
+            # -f and -t checked before xDSL parses them (as a pass pipeline, in its error)
             parsed = parse_args(*args, **kwargs)
+            if parsed.input_file == "-":  # the standard input, as for mlir-opt
+                parsed.input_file = None
             check_frontend_options(parsed.frontend or "")
             check_frontend_options(parsed.target, "-t")
             return parsed

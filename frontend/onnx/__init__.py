@@ -102,18 +102,28 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
     return import_model(data, path, batch, loss, inputs_fit, memory_limit)
 
 
+LARGEST_MODEL_FILE = (1 << 31) - 1
+"""The most bytes of an .onnx file: protobuf's limit of one message (larger weights go to
+external data, as the exporters write them)."""
+
+
 def read_limited(stream: IO[bytes], filename: str, limit: int) -> bytes:
-    """All of `stream`, or a `Diagnostic` for one of more than `limit` bytes (a regular
-    file's size is known before it is read)."""
+    """All of `stream`, or a `Diagnostic` for one of more than `limit` bytes or past
+    `LARGEST_MODEL_FILE` (a regular file's size is known before it is read; a stream,
+    /dev/zero, is read no further)."""
     try:
         size = os.fstat(stream.fileno()).st_size if os.path.isfile(filename) else 0
     except (OSError, ValueError):  # (a stream without a descriptor: BytesIO)
         size = 0
-    if size > limit:
-        raise over_budget("the model's file", size, limit, filename)
-    data = stream.read(limit + 1)
-    if len(data) > limit:
-        raise over_budget("the model's file", len(data), limit, filename)
+    most = min(limit, LARGEST_MODEL_FILE)
+    data = stream.read(most + 1) if size <= most else b""
+    if size > limit or len(data) > limit:
+        raise over_budget("the model's file" if size else "the model's input (read up to "
+                          "the budget)", max(size, len(data)), limit, filename)
+    if size > LARGEST_MODEL_FILE or len(data) > LARGEST_MODEL_FILE:
+        raise Diagnostic("the file is over 2 GiB, more than an ONNX model holds (protobuf's "
+                         "limit); its weights belong in external data (torch.onnx.export "
+                         "writes them to FILE.onnx.data)", filename)
     return data
 
 
