@@ -216,8 +216,18 @@ def _queue(pending: list[_Write], path: str, contents: str | bytes) -> None:
     if target in (_inputs.get() or ()):
         raise OSError(errno.EEXIST, "it is an input of this run; write the output to "
                       "another file", path)
+    folder = os.path.dirname(target)
     with signals_held():  # the temporary is in the queue the moment it exists
-        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".pase-")
+        try:
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".pase-")
+        except OSError as error:
+            if not os.path.isdir(folder):
+                raise
+            # (`-o /proc/version`: the folder exists but takes no new file, which the
+            # file's own name and the error's 'No such file or directory' would hide)
+            raise OSError(error.errno, f"its folder {folder} takes no new file (pase writes "
+                          f"a new file there and renames it: {error.strerror})",
+                          path) from None
         pending.append(_Write(path, target, temporary))
     with open(handle, "wb") as stream:
         stream.write(_encoded(contents))

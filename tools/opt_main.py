@@ -24,7 +24,7 @@ from typing import IO, NoReturn, cast
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp
 from xdsl.passes import ModulePass, get_pass_option_infos
-from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, parse_spec
+from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, _parse_spec, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -51,11 +51,13 @@ PASE_TARGETS = ("mlir", "dnn", "jax")
 ONNX_HELP = """
 
 ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
-  -f 'onnx{batch=N loss=cross-entropy}'
-      batch=N    the size of a symbolic batch axis (axis 0 of an input)
-      loss=KIND  the training loss of a model whose output is not a scalar:
-                 cross-entropy (default; over the output's last axis, against a new
-                 'labels' input) or mean
+  -f 'onnx{batch=N loss=cross-entropy memory-gib=4}'
+      batch=N       the size of a symbolic batch axis (axis 0 of an input)
+      loss=KIND     the training loss of a model whose output is not a scalar:
+                    cross-entropy (default; over the output's last axis, against a new
+                    'labels' input) or mean
+      memory-gib=G  the most the model's file and external data (.onnx.data) may
+                    take together; a model past it is refused before it is read
   -t dnn prints the imported graph as .dnn source: pase-opt model.onnx -t dnn -o model.dnn"""
 
 
@@ -76,6 +78,18 @@ class PaseOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parse_args = arg_parser.parse_args
+
+        def parse_checked(*args, **kwargs):  # type: ignore[no-untyped-def]
+            # -f and -t checked before xDSL parses them (as a pass pipeline, in its error)
+            parsed = parse_args(*args, **kwargs)
+            if parsed.input_file == "-":  # the standard input, as for mlir-opt
+                parsed.input_file = None
+            check_frontend_options(parsed.frontend or "")
+            check_frontend_options(parsed.target, "-t")
+            return parsed
+
+        arg_parser.parse_args = parse_checked  # type: ignore[method-assign]
         arg_parser.error = _usage_error  # type: ignore[method-assign]
         for action in arg_parser._actions:
             if action.dest == "passes":
@@ -269,9 +283,31 @@ def check_pass_options(pipeline: str) -> None:
 
 
 def check_frontend_options(spec: str, flag: str = "-f") -> None:
-    """A usage error for an integer of more than `LONGEST_INTEGER` digits in `-f`'s options
-    (`-f 'onnx{batch=<45 digits>}'`; `-t`'s with `flag`), as `check_pass_options` refuses
-    one in `-p`."""
+    """A usage error for `-f`'s options (`-t`'s with `flag`) that do not parse (`-t
+    'jax{devices=8'`: xDSL's error would speak of a pass pipeline), and for an integer of
+    more than `LONGEST_INTEGER` digits in them (`-f 'onnx{batch=<45 digits>}'`), as
+    `check_pass_options` refuses one in `-p`."""
+    if spec:
+        lexer = PipelineLexer(spec)
+        try:
+            _parse_spec(lexer)
+        except ArgSpecParseError as error:  # "...\npass-pipeline:1:COLUMN\n...\n  REASON here"
+            lines = [line.strip() for line in str(error).split("\n") if line.strip()]
+            column = lines[1].rsplit(":", 1)[-1] if len(lines) > 2 else "?"
+            reason = lines[-1].removesuffix(" here")
+            for xdsl, pase in (("Malformed pass arguments", "malformed options"),
+                               ("a comma or pass arguments", "'{' or nothing"),
+                               ("argument name", "an option's name"),
+                               ("pass name", "a format's name")):
+                reason = reason.replace(xdsl, pase)
+            _usage_error(f"{flag} '{spec}': {reason[:1].lower()}{reason[1:]} at column "
+                         f"{column}")
+        rest = lexer.lex()
+        while rest.kind is SpecTokenKind.SPACE:
+            rest = lexer.lex()
+        if rest.kind is not SpecTokenKind.EOF:  # (xDSL ignores what follows: 'jax{}}')
+            _usage_error(f"{flag} '{spec}': unexpected '{spec[rest.span.start:]}' after the "
+                         f"options at column {rest.span.start + 1}")
     for match in re.finditer(r"(?<![\w.])[-+]?\d+(?![\w.])", spec):
         if len(match.group().lstrip("+-")) > LONGEST_INTEGER:
             _usage_error(f"{flag} '{spec[:match.start()]}...': an integer of "

@@ -356,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         inputs_fit = onnx_inputs_fit(args.devices, limit, float_type) \
             if args.scale == 1 else None
         model, initial = load_model(args.model, args.batch or 0,
-                                    args.loss or "cross-entropy", inputs_fit)
+                                    args.loss or "cross-entropy", inputs_fit, limit)
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", everywhere,
                                     stages, given, one_mesh, ways)

@@ -3,6 +3,7 @@
     pase-opt model.onnx                               # the verified dnn IR
     pase-opt model.onnx -f 'onnx{batch=32 loss=mean}' # a symbolic batch of 32, mean loss
     pase-opt model.onnx -t dnn -o model.dnn           # as .dnn source, to read and edit
+    pase-opt big.onnx -f 'onnx{memory-gib=16}'        # a model and weights of up to 16 GiB
 
 The import runs in three steps, one module each:
 
@@ -45,6 +46,12 @@ from pase.core import weights
 from pase.core.diagnostics import Diagnostic
 from pase.core.options import CheckedOptions
 from pase.core.shapes import MAX_ELEMENTS
+from pase.frontend.onnx.external import (
+    DEFAULT_MEMORY_GIB,
+    GIB,
+    budget_bytes,
+    over_budget,
+)
 from pase.frontend.onnx.graph import Imported, import_graph
 from pase.frontend.onnx.model import INSTALL_HINT, InputsCheck, import_onnx, read_model
 from pase.frontend.onnx.registry import OPERATORS
@@ -54,6 +61,7 @@ __all__ = ["INSTALL_HINT", "LOSSES", "OPERATORS", "Imported", "OnnxFrontend", "i
            "load_model"]
 
 LOSSES = ("cross-entropy", "mean")
+DEFAULT_LIMIT = int(DEFAULT_MEMORY_GIB * GIB)
 
 
 @dataclass(frozen=True)
@@ -68,33 +76,65 @@ class OnnxFrontend(CheckedOptions, Frontend):
     """The size of a symbolic batch axis (axis 0 of an input); 0: the model has none."""
     loss: str = "cross-entropy"
     """The training loss of a model whose output is not a scalar: cross-entropy or mean."""
+    memory_gib: float | int = DEFAULT_MEMORY_GIB
+    """The most the model's file and external data may take together, GiB: past it the
+    model is refused before it is read."""
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
         """The imported module; its initializers' values go with it (`core.weights`) for
         the targets that write programs (`-t jax`)."""
-        imported = import_model(input.read(), input_name, self.batch, self.loss)
+        limit = budget_bytes(float(self.memory_gib), input_name)
+        imported = import_model(read_limited(input, input_name, limit), input_name,
+                                self.batch, self.loss, memory_limit=limit)
         weights.record(imported.module, imported.initial_values)
         return imported.module
 
 
 def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
-               inputs_fit: InputsCheck | None = None) -> Imported:
+               inputs_fit: InputsCheck | None = None,
+               memory_limit: int = DEFAULT_LIMIT) -> Imported:
     """Import the ONNX file at `path`; raises `Diagnostic` on any error."""
     try:
         with open(path, "rb") as file:
-            data = file.read()
+            data = read_limited(file, path, memory_limit)
     except OSError as error:
         raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
-    return import_model(data, path, batch, loss, inputs_fit)
+    return import_model(data, path, batch, loss, inputs_fit, memory_limit)
+
+
+LARGEST_MODEL_FILE = (1 << 31) - 1
+"""The most bytes of an .onnx file: protobuf's limit of one message (larger weights go to
+external data, as the exporters write them)."""
+
+
+def read_limited(stream: IO[bytes], filename: str, limit: int) -> bytes:
+    """All of `stream`, or a `Diagnostic` for one of more than `limit` bytes or past
+    `LARGEST_MODEL_FILE` (a regular file's size is known before it is read; a stream,
+    /dev/zero, is read no further)."""
+    try:
+        size = os.fstat(stream.fileno()).st_size if os.path.isfile(filename) else 0
+    except (OSError, ValueError):  # (a stream without a descriptor: BytesIO)
+        size = 0
+    most = min(limit, LARGEST_MODEL_FILE)
+    data = stream.read(most + 1) if size <= most else b""
+    if size > limit or len(data) > limit:
+        raise over_budget("the model's file" if size else "the model's input (read up to "
+                          "the budget)", max(size, len(data)), limit, filename)
+    if size > LARGEST_MODEL_FILE or len(data) > LARGEST_MODEL_FILE:
+        raise Diagnostic("the file is over 2 GiB, more than an ONNX model holds (protobuf's "
+                         "limit); its weights belong in external data (torch.onnx.export "
+                         "writes them to FILE.onnx.data)", filename)
+    return data
 
 
 def import_model(data: bytes, filename: str, batch: int = 0,
-                 loss: str = "cross-entropy", inputs_fit: InputsCheck | None = None
-                 ) -> Imported:
+                 loss: str = "cross-entropy", inputs_fit: InputsCheck | None = None,
+                 memory_limit: int = DEFAULT_LIMIT) -> Imported:
     """Import a serialized ONNX model; raises `Diagnostic` on any error. External data
-    is read from files beside `filename` (the model's path). `inputs_fit`, given the
-    decoded model before any other work (external data, folding, shapes), may refuse it
-    by its graph inputs' declared sizes (pase-run's memory budget)."""
+    is read from files beside `filename` (the model's path), if it fits in `memory_limit`
+    bytes with `data`. `inputs_fit`, given the decoded model before any other work
+    (external data, folding, shapes), may refuse it by its graph inputs' declared sizes
+    (pase-run's memory budget)."""
     if loss not in LOSSES:
         raise Diagnostic(f"unknown loss '{loss}'; expected {' or '.join(LOSSES)}", filename)
     if batch < 0:
@@ -103,6 +143,6 @@ def import_model(data: bytes, filename: str, batch: int = 0,
         raise Diagnostic(f"batch={batch:,} is over pase's limit of 2^53 "
                          "(-f 'onnx{batch=N}', pase-run --batch N)", filename)
     onnx = import_onnx(filename)
-    model = read_model(onnx, data, filename, batch, inputs_fit)
+    model = read_model(onnx, data, filename, batch, inputs_fit, memory_limit)
     stem = os.path.splitext(os.path.basename(filename))[0]
     return import_graph(onnx, model, filename, identifier(stem) or "model", batch, loss)

@@ -1,7 +1,7 @@
 """Reading an ONNX model before import: decode and check it, load its external data from
 the model's own folder, give each Identity-shared initializer its own copy, fold its static
 shape computations to constants (and the recurrent layers' weights: `weight_layouts`), and
-infer its shapes.
+infer its shapes (the external data: `external`).
 
     model = read_model(onnx, data, "resnet.onnx")   # raises Diagnostic on any problem
 
@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,9 +28,10 @@ from pase.frontend.onnx.export_options import (
     refuse_missing_weights,
     refuse_symbolic_sizes,
 )
+from pase.frontend.onnx.external import DEFAULT_MEMORY_GIB, GIB, load_external_data
 from pase.frontend.onnx.folding import fold_constant_nodes
 from pase.frontend.onnx.malformed import refuse_nonpositive_sizes, refuse_undecodable_names
-from pase.frontend.onnx.values import first_line, node_label
+from pase.frontend.onnx.values import first_line
 from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
 
 MIN_OPSET = 13
@@ -60,17 +60,19 @@ InputsCheck = Callable[[Any], None]
 
 
 def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
-               inputs_fit: InputsCheck | None = None) -> Any:
+               inputs_fit: InputsCheck | None = None,
+               limit: int = int(DEFAULT_MEMORY_GIB * GIB)) -> Any:
     """The checked, simplified model with inferred shapes, or one diagnostic; `batch` is
     the size of a symbolic batch axis (0: the model has none); `inputs_fit` may refuse the
-    model by its inputs before anything else is done with it."""
+    model by its inputs before anything else is done with it; `limit` bounds the bytes of
+    the model and its external data together (refused before they are read)."""
     model = decode(onnx, data, filename)
     refuse_undecodable_names(model, filename)
     refuse_nonpositive_sizes(model, filename)
     refuse_symbolic_sizes(model, batch, filename)
     if inputs_fit is not None:
         inputs_fit(model)
-    load_external_data(onnx, model, filename)
+    load_external_data(onnx, model, filename, limit, len(data))
     refuse_half_precision(onnx, model, filename)
     refuse_missing_weights(model, filename)
     try:
@@ -112,79 +114,6 @@ def decode(onnx: Any, data: bytes, filename: str) -> Any:
                          f"convert_version(model, 17), or export it again with "
                          f"opset_version=17", filename)
     return model
-
-
-def tensors_of(onnx: Any, model: Any) -> Iterator[tuple[Any, str]]:
-    """Every tensor the graph holds (initializers, Constant values, tensor attributes),
-    with how a diagnostic names its owner."""
-    for init in model.graph.initializer:
-        yield init, f"initializer '{init.name}'"
-    for node in model.graph.node:
-        for attribute in node.attribute:
-            owner = f"node '{node_label(node)}' ({node.op_type})"
-            if attribute.type == onnx.AttributeProto.TENSOR:
-                yield attribute.t, owner
-            for tensor in attribute.tensors:
-                yield tensor, owner
-
-
-def load_external_data(onnx: Any, model: Any, filename: str) -> None:
-    """Read every tensor kept in an external data file (`FILE.onnx.data`, as the dynamo
-    exporter writes) into the model. Files are read only from the model's own folder: a
-    location that leaves it, or a file too short for the tensor, is an error naming both."""
-    external = onnx.TensorProto.EXTERNAL
-    folder = None
-    for tensor, owner in tensors_of(onnx, model):
-        if tensor.data_location != external:
-            continue
-        if folder is None:
-            if not os.path.isfile(filename):
-                raise Diagnostic(f"{owner} keeps its data in an external file, which pase "
-                                 "reads only beside a model read from a file", filename)
-            folder = os.path.realpath(os.path.dirname(os.path.abspath(filename)))
-        tensor.raw_data = read_external(onnx, tensor, owner, folder, filename)
-        del tensor.external_data[:]
-        tensor.data_location = onnx.TensorProto.DEFAULT
-
-
-def read_external(onnx: Any, tensor: Any, owner: str, folder: str, filename: str) -> bytes:
-    """The bytes of one external tensor, from a file inside `folder`."""
-    entries = {entry.key: entry.value for entry in tensor.external_data}
-    location = entries.get("location", "")
-    if "\0" in location:
-        raise Diagnostic(f"{owner} keeps its data in {location!r}, which is not a file name "
-                         "(it holds a NUL byte)", filename)
-    path = os.path.realpath(os.path.join(folder, location))
-    if not location or os.path.isabs(location) or os.path.commonpath([folder, path]) != folder:
-        raise Diagnostic(f"{owner} keeps its data in '{location}', outside the model's "
-                         "folder; pase reads external data only from files beside the model",
-                         filename)
-    itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-    needed = math.prod(tensor.dims) * itemsize
-    try:
-        offset = int(entries.get("offset", "0"))
-        length = int(entries.get("length", str(needed)))
-    except ValueError:
-        raise Diagnostic(f"{owner}: the offset or length of its external data in "
-                         f"'{location}' is not a number", filename) from None
-    if length != needed or offset < 0:
-        raise Diagnostic(f"{owner}: its external data in '{location}' is {length:,} bytes "
-                         f"at offset {offset:,}; the tensor needs {needed:,}", filename)
-    try:
-        if os.path.exists(path) and not os.path.isfile(path):  # (opening a FIFO would block)
-            raise OSError(0, "not a regular file")
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if offset + needed > size:  # (an offset past 2^63 cannot even be sought)
-                raise Diagnostic(f"{owner}: the external data file '{location}' is too "
-                                 f"short: {size:,} bytes, the tensor needs {needed:,} bytes "
-                                 f"from offset {offset:,}", filename)
-            file.seek(offset)
-            data = file.read(needed)
-    except OSError as error:
-        raise Diagnostic(f"{owner}: cannot read its external data file '{location}': "
-                         f"{error.strerror}", filename) from None
-    return data
 
 
 def unshare_identity_initializers(onnx: Any, model: Any) -> None:

@@ -170,13 +170,15 @@ def run_passes(module: ModuleOp, spec: str) -> None:
 
 
 def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
-               inputs_fit: Callable[[Any], None] | None = None
+               inputs_fit: Callable[[Any], None] | None = None,
+               memory_limit: int = 4 << 30
                ) -> tuple[ModuleOp, dict[str, np.ndarray] | None]:
     """The model's forward graph, read by the frontend of its file extension
     (`pase.universe.FRONTENDS`: `.dnn`, `.onnx`, `.mlir`) and verified as pase-opt does
     (`.mlir` errors are located diagnostics too), and an ONNX model's initializer values
-    by param name (None for the other formats); `batch`, `loss` and `inputs_fit` are the
-    ONNX frontend's options."""
+    by param name (None for the other formats); `batch`, `loss`, `inputs_fit` and
+    `memory_limit` (bytes of the model's file and external data) are the ONNX frontend's
+    options."""
     extension = os.path.splitext(path)[1].lstrip(".")
     if extension not in FRONTENDS:
         raise Diagnostic(f"pase-run reads .dnn, .onnx and .mlir models, not '.{extension}'"
@@ -189,7 +191,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
         # pase-run starts from the model's initializers.)
         from pase.frontend.onnx import load_model as load_onnx_model
 
-        imported = load_onnx_model(path, batch, loss, inputs_fit)
+        imported = load_onnx_model(path, batch, loss, inputs_fit, memory_limit)
         module, initial = imported.module, imported.initial_values
         for name, array in initial.items():
             count = int(np.sum(~np.isfinite(array)))

@@ -29,3 +29,17 @@
 
 // TARGET:        {{^}}pase-opt: error: -t x86-asm prints xDSL's own dialects, not dnn.graph; pase's targets are mlir, dnn, jax (see pase-opt --help){{$}}
 // TARGET-NOT:    {{.}}
+
+// Options of -t and -f that do not parse are pase's usage error (they were xDSL's "Error
+// parsing pass pipeline specification" in five lines), and so is what follows them
+// (xDSL ignored it: -t 'jax{devices=8}}' ran).
+// RUN: not pase-opt %S/Inputs/tiny.dnn -t 'jax{devices=8' 2>&1 | filecheck %s --check-prefix=UNCLOSED
+// RUN: not pase-opt %S/Inputs/tiny.dnn -t 'jax{devices=8}}' 2>&1 | filecheck %s --check-prefix=AFTER
+// RUN: not pase-opt %S/Inputs/tiny.dnn -f 'dnn{' 2>&1 | filecheck %s --check-prefix=NONAME
+
+// UNCLOSED:      {{^}}pase-opt: error: -t 'jax{devices=8': malformed options, expected either a space or `}` at column 14 (see pase-opt --help){{$}}
+// UNCLOSED-NOT:  {{.}}
+// AFTER:         {{^}}pase-opt: error: -t 'jax{devices=8}}': unexpected '}' after the options at column 15 (see pase-opt --help){{$}}
+// AFTER-NOT:     {{.}}
+// NONAME:        {{^}}pase-opt: error: -f 'dnn{': expected an option's name at column 5 (see pase-opt --help){{$}}
+// NONAME-NOT:    {{.}}

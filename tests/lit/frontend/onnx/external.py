@@ -11,6 +11,12 @@
 # RUN: not pase-opt %t/model/m.onnx.far.onnx 2>&1 | filecheck %s --check-prefix=FAR
 # RUN: not pase-opt %t/model/m.onnx.nul.onnx 2>&1 | filecheck %s --check-prefix=NUL
 # RUN: not pase-opt %t/model/m.onnx.fifo.onnx 2>&1 | filecheck %s --check-prefix=FIFO
+# External data past the import's memory budget is refused before a byte of it is read (it
+# was read whole first): a sparse file of 64 MiB, under a budget of 32 MiB.
+# RUN: python %s huge %t/model/big.onnx
+# RUN: not pase-opt %t/model/big.onnx -f 'onnx{memory-gib=0.03125}' 2>&1 | filecheck %s --check-prefix=BUDGET
+# RUN: not pase-run %t/model/big.onnx --devices 2 --memory-gib 0.03125 2>&1 | filecheck %s --check-prefix=BUDGET
+# RUN: not pase-opt %t/model/m.onnx -f 'onnx{memory-gib=0}' 2>&1 | filecheck %s --check-prefix=ZERO
 
 import os
 import sys
@@ -84,6 +90,24 @@ def case_unreadable(path):
             file.write(model.graph.initializer[0].raw_data)
         external(model.graph.initializer[0], location, offset)
         onnx.save(model, f"{path}.{name}.onnx")
+
+
+# BUDGET: big.onnx: error: the model with its external data (1 tensor, 67,108,864 bytes) takes 67,109,{{[0-9]+}} bytes, over the import's memory budget of 33,554,432 bytes; raise it with -f 'onnx{memory-gib=G}' (pase-run: --memory-gib G)
+# ZERO: m.onnx: error: memory-gib must be a finite number above 0, got 0.0 (-f 'onnx{memory-gib=G}')
+def case_huge(path):
+    """A Gemm whose 4,096 x 4,096 weight (64 MiB) is kept in a sparse file of that size."""
+    model = graph([node("Gemm", ["x", "w"], ["y"], name="fc")], {"x": [2, 4096]},
+                  ("y", [2, 4096]), {"w": weights(1, 1)})
+    w = model.graph.initializer[0]
+    w.ClearField("dims")
+    w.dims.extend([4096, 4096])
+    external(w, "big.onnx.data")
+    for entry in w.external_data:
+        if entry.key == "length":
+            entry.value = str(4096 * 4096 * 4)
+    onnx.save(model, path)
+    with open(path + ".data", "wb") as file:
+        file.truncate(4096 * 4096 * 4)
 
 
 if __name__ == "__main__":
