@@ -15,7 +15,9 @@ binary per layer configuration, one continuous variable per configuration pair o
 edge, memory as one row; HiGHS on one thread, `capped.milp`). The CPU time is the
 solve's alone (`time.process_time` around it, the problem built before). The plain MILP
 runs under an address-space limit (`--milp-gib`) and HiGHS's time limit
-(`--milp-seconds`); a child that runs out of either says so in the table.
+(`--milp-seconds`), which is wall time: on a loaded host it stops the MILP after far
+fewer CPU seconds, and its CPU ratio is then a lower bound ("at least"); a child that
+runs out of either says so in the table.
 
 The pipeline case (`pipe64`) is `pase-opt -p 'pase-partition-stages{...}'` as a user
 runs it, its CPU time that of the whole process (parsing and start-up included); it has
@@ -123,7 +125,7 @@ def row(key: str, pase: dict, plain: dict, gib: float, seconds: float) -> list[s
                                                "-", "-")
     else:
         outcome = ("proven" if plain["proven"] else
-                   f"time limit {seconds:g} s: bound {plain['bound']:.6f}") + \
+                   f"time limit {seconds:g} s (wall): bound {plain['bound']:.6f}") + \
             f", {plain['nodes']} nodes, {plain['variables']:,} variables"
         milp_cost = f"{plain['cost']:.6f}" if math.isfinite(plain["cost"]) else "none"
         milp_cpu = f"{plain['cpu']:.1f}"
@@ -142,7 +144,7 @@ def main() -> int:
     parser.add_argument("--milp-gib", type=positive_float, default=8.0,
                         help="the plain MILP's address-space limit (default 8 GiB)")
     parser.add_argument("--milp-seconds", type=positive_float, default=1800.0,
-                        help="the plain MILP's time limit (default 1800 s)")
+                        help="the plain MILP's time limit, wall time (default 1800 s)")
     parser.add_argument("--effort", type=non_negative_int, default=DEFAULT_EFFORT,
                         help="pase's effort bound in thousands of frontier points (default "
                              f"{DEFAULT_EFFORT}; 0 for none)")
