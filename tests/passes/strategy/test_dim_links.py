@@ -3,8 +3,9 @@
 form) against a walk over every device, and `dim_links.received_by_link` (the compiled walk
 over the windows that repeat) and the whole `dim_pricing.placed_seconds` against
 `placed_redistribution`'s per-device originals, on random configurations of edges of
-several kinds (a tensor read whole, transposed, reduced, and a layer dim the tensor lacks),
-shapes and device counts, nodes of 8 devices as on the DGX presets among them."""
+three kinds (a tensor read transposed, read by a contraction whose layer has a dim the
+tensor lacks, and reduced over a dim), shapes and device counts, nodes of 8 devices as on
+the DGX presets among them."""
 
 from __future__ import annotations
 
