@@ -50,12 +50,6 @@ GROWTH = 16
 """The most a round's edge tables may grow over the last round's (in entries, each
 distinct table once, predicted from the configurations kept: `table_entries`) when a
 round's optimum leaves a wider gap to prove; the gap then grows only that far."""
-CERTAIN = 2.0
-"""Where the groups' optima put together (a strategy, so a bound certain to hold) narrow
-the whole problem to tables of at most this many times the entries the guessed bound
-keeps, the whole problem is narrowed by that strategy in one round instead of gambling
-on the guess: at even odds that the guess fails (and its round is followed by the
-certain one), the certain round alone costs no more."""
 NARROW_MIN_ENTRIES = 1 << 24
 """The fewest entries of a problem's largest edge table for which `solve` narrows first
 (GPT-3 175B from 512 devices up); smaller problems are searched whole, as before."""
@@ -149,13 +143,10 @@ def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
     return Solution(solution.assignment, solution.cost, stats)
 
 
-def table_entries(problem: Problem, excess: list[np.ndarray], gap: float | Sequence[float]
-                  ) -> int:
+def table_entries(problem: Problem, excess: list[np.ndarray], gap: float) -> int:
     """The entries of the distinct edge tables (one per edge kind) of `problem` narrowed
-    to the configurations of excess at most `gap` (one for all layers, or one per layer):
-    what pricing them costs, nearly."""
-    gaps = [gap] * len(excess) if isinstance(gap, float | int) else list(gap)
-    kept = [int(np.count_nonzero(over <= most)) for over, most in zip(excess, gaps, strict=True)]
+    to the configurations of excess at most `gap`: what pricing them costs, nearly."""
+    kept = [int(np.count_nonzero(over <= gap)) for over in excess]
     tables = {kind: kept[edge.producer] * kept[edge.consumer]
               for edge, kind in zip(problem.edges, problem._kinds()[1], strict=True)}
     return sum(tables.values())
@@ -202,20 +193,15 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
                ) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
     once; then the whole, narrowed as if a strategy cost the groups' optima plus `guess`
-    of them, unless the groups' optima put together (a strategy) narrow it to tables of
-    at most `CERTAIN` times the entries (`table_entries`): then by that strategy, in one
-    round. If the guessed round's optimum (or that strategy) costs no more than the
-    guess, that held and it is the optimum; otherwise a last round narrows with the
-    better of the two. Returns the narrowed problem, the kept indices and its optimum."""
+    of them. If its optimum (or the groups' optima put together) costs no more, that held
+    and it is the optimum; otherwise a last round narrows with the better of the two.
+    Returns the narrowed problem, the kept indices and its optimum."""
     from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
 
     optima, stitched = group_optima(problem, groups,
                                     lambda part: solve_narrowed(part, solve, guess))
-    assumed = math.fsum(optima) * (1 + guess)
-    if stitched > assumed and table_entries(
-            problem, excess, block_gaps(minima, groups, optima, stitched)) <= CERTAIN * \
-            table_entries(problem, excess, block_gaps(minima, groups, optima, assumed)):
-        assumed = stitched
+    total = math.fsum(optima)
+    assumed = total * (1 + guess)
     narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
     solution = solve(narrowed)
     upper = min(stitched, solution.cost)

@@ -91,12 +91,8 @@ def test_solve_narrows_large_problems(monkeypatch: pytest.MonkeyPatch,
     assert len(called) == 1  # bounding=False searches the whole problem
 
 
-@pytest.mark.parametrize("certain", [0.0, math.inf])
 @pytest.mark.parametrize("guess", [0.0, 0.1])
-def test_narrowing_by_blocks_is_the_whole_search(guess: float, certain: float,
-                                                 monkeypatch: pytest.MonkeyPatch,
-                                                 tmp_path: Path) -> None:
-    monkeypatch.setattr(narrow, "CERTAIN", certain)
+def test_narrowing_by_blocks_is_the_whole_search(guess: float, tmp_path: Path) -> None:
     problem = tiny_gpt(tmp_path)
     groups = layer_groups(problem)
     assert groups is not None
@@ -118,8 +114,7 @@ def test_narrowing_by_blocks_is_the_whole_search(guess: float, certain: float,
     blocks = [number for number, layers in enumerate(rounds) if layers == 15]
     assert blocks == list(range(blocks[0], blocks[0] + len(blocks)))  # one group's rounds
     assert rounds[-1] == len(problem.layer_data) == 66
-    # (With CERTAIN infinite, a stitched strategy above the guess narrows the one round.)
-    assert rounds.count(66) == (2 if guess == 0.0 and certain == 0.0 else 1)
+    assert rounds.count(66) == (2 if guess == 0.0 else 1)
 
 
 @pytest.mark.parametrize("model", ["mlp", "gpt"])
