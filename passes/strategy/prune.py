@@ -31,6 +31,9 @@ CANDIDATES = 16
 FIRST_COLUMNS = 16
 """A candidate is compared with the rows alive on this many columns first (most rows differ
 there), then on the rest with those that passed."""
+GATHERED = 4
+"""Those rows are copied out for the rest of the comparison where they are under a
+`GATHERED`-th of all rows; otherwise every row is compared in place."""
 
 ViewKey = tuple[int, tuple[int, ...], tuple[int, ...]]
 
@@ -68,9 +71,9 @@ def _rows(vertex_costs: list[np.ndarray], edge_costs: dict[tuple[int, int], np.n
 def _survivors(rows: np.ndarray) -> np.ndarray:
     """Indices of rows neither identical to an earlier row nor dominated by a candidate.
 
-    Each candidate is compared on the first `FIRST_COLUMNS` columns with the rows still
-    alive, then on the rest with those that passed: the same comparisons of the same
-    entries, so the same rows go (an identical row or one already dominated is not
+    Each candidate is compared on the first `FIRST_COLUMNS` columns, then on the rest with
+    the rows alive that passed: the same comparisons of the same entries, so the same
+    rows go (an identical row or one already dominated is not
     compared again; it is gone either way)."""
     alive = _firsts(rows)
     totals = rows.sum(axis=1)
@@ -78,11 +81,14 @@ def _survivors(rows: np.ndarray) -> np.ndarray:
         if not alive[candidate]:
             continue
         row = rows[candidate]
-        tested = np.flatnonzero(alive)
-        for low, high in ((0, FIRST_COLUMNS), (FIRST_COLUMNS, rows.shape[1])):
-            if tested.size == 0 or low >= high:
-                break
-            tested = tested[(rows[tested, low:high] >= row[low:high]).all(axis=1)]
+        first = (rows[:, :FIRST_COLUMNS] >= row[:FIRST_COLUMNS]).all(axis=1) & alive
+        tested = np.flatnonzero(first)
+        if tested.size and rows.shape[1] > FIRST_COLUMNS:
+            if tested.size * GATHERED < rows.shape[0]:
+                rest = (rows[tested, FIRST_COLUMNS:] >= row[FIRST_COLUMNS:]).all(axis=1)
+            else:  # (most rows passed: comparing in place beats copying them)
+                rest = (rows[:, FIRST_COLUMNS:] >= row[FIRST_COLUMNS:]).all(axis=1)[tested]
+            tested = tested[rest]
         alive[tested[tested != candidate]] = False
     return np.flatnonzero(alive)
 
