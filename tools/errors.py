@@ -28,8 +28,9 @@ from pase.core.diagnostics import Diagnostic, escaped, offset_to_line_column, sh
 from pase.core.files import WriteError
 from pase.core.signals import Terminated, signals_raise
 
-UNWRITABLE = (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-"""The errors of a write whose target cannot take it (a closed pipe, a full device)."""
+UNWRITABLE = (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF)
+"""The errors of a write whose target cannot take it (a closed pipe, a full device, a
+standard output the shell closed)."""
 
 
 class ToolError(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,35 @@ def test_a_pipe_whose_reader_is_gone_is_one_error(tool: str, args: list[str],
         os.close(writer)
     assert done.returncode == 1
     assert done.stderr.decode() == f"{tool}: error: cannot write {target}: Broken pipe\n"
+
+
+def launched(tool: str, args: list[str], closed: int, cwd: Path
+             ) -> subprocess.CompletedProcess[bytes]:
+    """`tool` run through its console script's entry point with descriptor `closed`
+    closed, as `>&-` or `<&-` leaves it."""
+    entry = tool.replace("-", "_")
+    code = f"from pase.tools.launch import {entry}; {entry}()"
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, timeout=120,
+                          check=False, stdin=subprocess.DEVNULL, capture_output=True,
+                          preexec_fn=lambda: os.close(closed))  # noqa: PLW1509
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("pase-opt", [MLP]), ("pase-run", [MLP, "--devices", "2", "--print-pipeline"])])
+def test_a_closed_standard_output_is_one_error(tool: str, args: list[str],
+                                               tmp_path: Path) -> None:
+    """(Python's sys.stdout was None: a traceback.)"""
+    done = launched(tool, args, 1, tmp_path)
+    assert (done.returncode, done.stderr.decode()) == (
+        1, f"{tool}: error: cannot write the standard output: Bad file descriptor\n")
+
+
+def test_a_closed_standard_output_is_not_taken_by_an_output_file(tmp_path: Path,
+                                                                 mlp_ir: bytes) -> None:
+    """With fd 1 closed, `-o`'s temporary took its number; with 0 closed, stdin is empty."""
+    done = launched("pase-opt", [MLP, "-o", "out.mlir"], 1, tmp_path)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (tmp_path / "out.mlir").read_bytes() == mlp_ir
+    done = launched("pase-opt", ["-f", "dnn"], 0, tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.decode().startswith("stdin:1:1: error: no graph in the file")
