@@ -96,7 +96,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from common import MODELS_DIR, cpus, machine, markdown_table, positive_int, run_main, versions
+from common import (
+    MODELS_DIR,
+    cpus,
+    machine,
+    markdown_table,
+    positive_float,
+    positive_int,
+    run_main,
+    versions,
+)
 
 from pase.core.signals import Terminated, signals_raise
 from pase.core.usage import UsageParser
@@ -337,7 +346,7 @@ def arguments() -> argparse.Namespace:
                         help="both plans' ZeRO stage (default 0, as the paper: optimizer "
                              "state replicated; 1 is Megatron-LM's later distributed "
                              "optimizer)")
-    parser.add_argument("--device-memory-gib", type=positive_int, default=80,
+    parser.add_argument("--device-memory-gib", type=positive_float, default=80.0,
                         help="each device's memory: the 'fits' columns and the cap of "
                              "pase's search (default 80)")
     parser.add_argument("--uncapped", action="store_true",
@@ -357,7 +366,7 @@ def main() -> int:
     args = arguments()
     chosen = QUICK if args.quick else (args.rows or [row.preset for row in ROWS])
     presets = generate().LANGUAGE_MODELS
-    cap = "" if args.uncapped else f" device-memory-gib={args.device_memory_gib}"
+    cap = "" if args.uncapped else f" device-memory-gib={args.device_memory_gib:g}"
     rows: list[list[str]] = []
     stopped = 0
     try:
@@ -370,7 +379,7 @@ def main() -> int:
         stopped = signal.exit_status
         print(f"{signal}: the table below has the {len(rows)} rows finished",
               file=sys.stderr, flush=True)
-    search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib} GiB") + \
+    search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib:g} GiB") + \
         (", d pinned" if args.pin_data_parallel else "")
     print(f"machine {args.machine}; {training(args)}; pase: {search}; {cpus()}; "
           f"{versions()}", flush=True)

@@ -17,6 +17,9 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("capped.py", ["--milp-gib", "nan"], "argument --milp-gib: must be a finite number above "
                                          "0, got nan"),
     ("outputs.py", ["out", "--devices", "-4"], "argument --devices: must be at least 1, got -4"),
+    # (review33: gpt.py's cap took only whole GiB: 79.5 was "'79.5' is not an integer".)
+    ("gpt.py", ["--device-memory-gib", "nan"], "argument --device-memory-gib: must be a finite "
+                                               "number above 0, got nan"),
     # (mends4: these two were tracebacks, from the first case and from subprocess.)
     ("pipeline.py", ["--machines", "nope"], "argument --machines: invalid choice: 'nope' "
      "(choose from 'pase-default', 'v100-nvlink', 'a100-nvlink', 'h100-nvlink', "
