@@ -32,6 +32,10 @@ FIRST_COLUMNS = 16
 """A candidate is compared with the rows alive on this many columns first (most rows differ
 there), then on the rest with those that passed."""
 GATHERED = 4
+STAGED_ENTRIES = 1 << 15
+"""Rows with fewer entries in all are tested the plain way (`_plain_survivors`): the staged
+test's extra numpy calls cost more there (measured: 40 x 200 rows 145 us plain, 251
+staged; 100 x 1,000 rows 1,445 against 484)."""
 """Those rows are copied out for the rest of the comparison where they are under a
 `GATHERED`-th of all rows; otherwise every row is compared in place."""
 
@@ -75,6 +79,8 @@ def _survivors(rows: np.ndarray) -> np.ndarray:
     the rows alive that passed: the same comparisons of the same entries, so the same
     rows go (an identical row or one already dominated is not
     compared again; it is gone either way)."""
+    if rows.size < STAGED_ENTRIES:
+        return _plain_survivors(rows)
     alive = _firsts(rows)
     totals = rows.sum(axis=1)
     for candidate in np.argsort(totals, kind="stable")[:CANDIDATES]:
@@ -90,6 +96,24 @@ def _survivors(rows: np.ndarray) -> np.ndarray:
                 rest = (rows[:, FIRST_COLUMNS:] >= row[FIRST_COLUMNS:]).all(axis=1)[tested]
             tested = tested[rest]
         alive[tested[tested != candidate]] = False
+    return np.flatnonzero(alive)
+
+
+def _plain_survivors(rows: np.ndarray) -> np.ndarray:
+    """`_survivors` on few rows: each row's bytes looked up in a set, each candidate compared
+    with every row at once (fewer numpy calls)."""
+    alive = np.zeros(rows.shape[0], dtype=bool)
+    seen: set[bytes] = set()
+    for index in range(rows.shape[0]):
+        key = rows[index].tobytes()
+        if key not in seen:
+            seen.add(key)
+            alive[index] = True
+    for candidate in np.argsort(rows.sum(axis=1), kind="stable")[:CANDIDATES]:
+        if alive[candidate]:
+            dominated = (rows >= rows[candidate]).all(axis=1)
+            dominated[candidate] = False
+            alive &= ~dominated
     return np.flatnonzero(alive)
 
 
