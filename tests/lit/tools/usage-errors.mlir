@@ -35,7 +35,7 @@
 // (xDSL ignored it: -t 'jax{devices=8}}' ran).
 // RUN: not pase-opt %S/Inputs/tiny.dnn -t 'jax{devices=8' 2>&1 | filecheck %s --check-prefix=UNCLOSED
 // RUN: not pase-opt %S/Inputs/tiny.dnn -t 'jax{devices=8}}' 2>&1 | filecheck %s --check-prefix=AFTER
-// RUN: not pase-opt %S/Inputs/tiny.dnn -f 'dnn{' 2>&1 | filecheck %s --check-prefix=NONAME
+// RUN: not pase-opt %s -f 'dnn{' 2>&1 | filecheck %s --check-prefix=NONAME
 
 // UNCLOSED:      {{^}}pase-opt: error: -t 'jax{devices=8': malformed options, expected either a space or `}` at column 14 (see pase-opt --help){{$}}
 // UNCLOSED-NOT:  {{.}}
