@@ -355,7 +355,7 @@ class PartitionStagesPass(PasePass):
         usage = None if training.is_default else plan_usage(data.layers, best, training,
                                                             self.devices, batch)
         if self.report:
-            sys.stderr.write(format_plan(name, best, names))
+            sys.stderr.write(format_plan(name, best, names, self.device_memory_gib))
             if usage is not None:
                 sys.stderr.write(format_usage(usage) + "\n")
         elif best.gap > 0:
@@ -383,12 +383,21 @@ def gap_note(plan: PipelinePlan) -> str:
             "lower bound")
 
 
-def format_plan(graph: str, plan: PipelinePlan, names: list[str]) -> str:
+def proof_note(plan: PipelinePlan, cap: float) -> str:
+    """What `report=true` says of a plan's proof under `device-memory-gib=cap` (none
+    without a cap): every (S, M) is searched to the end, so the plan is the proven optimum
+    when every stage's capped solve is, and else within its stages' gap."""
+    if plan.gap > 0:
+        return f"; {gap_note(plan)}"
+    return f"; device-memory-gib={cap:g}: optimal under the cap (proven)" if cap else ""
+
+
+def format_plan(graph: str, plan: PipelinePlan, names: list[str], cap: float = 0.0) -> str:
     """The per-stage table `report=true` prints."""
     lines = [f"pipeline @{graph}: {len(plan.stages)} stages, {plan.microbatches} "
              f"micro-batches, {plan.schedule}; step {plan.step:.6g} s, bubble "
              f"{plan.bubble:.3f}, memory {plan.memory / GIB:.4g} GiB per device"
-             + (f"; {gap_note(plan)}" if plan.gap > 0 else ""),
+             + proof_note(plan, cap),
              f"{'stage':>5}  {'devices':>9}  {'layers':<32}  {'F (s)':>11}  {'B (s)':>11}  "
              f"{'all-reduce (s)':>14}  {'memory (GiB)':>12}"]
     for s, stage in enumerate(plan.stages):
