@@ -271,7 +271,10 @@ def cells(result: Result, device_gib: float) -> list[str]:
     parts = result.pipeline.get("memory_parts", {"total": result.pipeline["memory"]})
     fits = "yes" if parts["total"] <= device_gib * 2**30 else "no"
     flops = result.pipeline.get("flops_per_device")
-    return [f"{result.seconds:.1f} / {result.cpu:.1f}", f"{result.pipeline['step']:.4g}",
+    # A plan with a stage solved under the cap unproven: its gap to the proven bound.
+    gap = result.pipeline.get("gap", 0.0)
+    step = f"{result.pipeline['step']:.4g}" + (f" (gap {gap:.2%})" if gap > 0 else "")
+    return [f"{result.seconds:.1f} / {result.cpu:.1f}", step,
             *(f"{parts[part] / 2**30:.3g}" if part in parts else "-" for part in PARTS),
             fits, f"{flops / 1e12:.3g}" if flops is not None else "-"]
 
