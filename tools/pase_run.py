@@ -4,9 +4,9 @@
 
 Searches the strategy of the full-size model (or loads `--strategy FILE`, or takes
 `--data-parallel`; `--data-parallel D` searches with every batch split D ways, and with
-`--stages S` is a Megatron-style t x p x d plan); with `--scale F` the model then shrinks and each split factor becomes
-the largest divisor of the smaller dim that divides it. Then it runs `--steps`
-training steps (SGD, or `--optimizer`) through pase-autodiff and pase-lower-spmd on
+`--stages S` is a Megatron-style t x p x d plan); with `--scale F` the model then shrinks
+and each split factor becomes the largest divisor of the smaller dim that divides it. Then it runs
+`--steps` training steps (SGD, or `--optimizer`) through pase-autodiff and pase-lower-spmd on
 `--devices` workers and on one device with the same seeded data, and prints per step
 the loss and the largest relative errors, and per layer and edge the words moved next to
 the cost model's prediction. Errors are normwise: the largest difference over all gradients (or
