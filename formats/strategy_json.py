@@ -49,6 +49,8 @@ from pase.passes.strategy import (
     Memory,
     PlanSpec,
     Problem,
+    TrainingConfig,
+    TrainingOptions,
     microbatch_layers,
 )
 
@@ -126,8 +128,13 @@ class StrategyPins:
 
 
 def load_strategy(path: str, graph: str, devices: int,
-                  only_graph: bool = True, pipeline: bool = False) -> StrategyPins:
+                  only_graph: bool = True, pipeline: bool = False,
+                  training: TrainingOptions | None = None) -> StrategyPins:
     """The pins of a strategy file for `graph`; raises Diagnostic.
+
+    With `training` (the run's step), a "training" the file states must be that step,
+    and under recompute=auto or zero=auto each layer keeps the "recompute" and "zero"
+    its entry states (`TrainingConfig` pins, not searched again).
 
     When the module has several graphs (`only_graph` false), a graph the file does not
     mention is searched unpinned. A pipeline plan (pase-partition-stages export=, with
@@ -164,21 +171,50 @@ def load_strategy(path: str, graph: str, devices: int,
                        "configurations are for micro-batches on stages; load it with "
                        "pase-partition-stages{strategy=...} or pase-run --strategy",
                        path, text, (*prefix, "stages"), key=True)
+    if training is not None and "training" in strategy and \
+            strategy["training"] != training.json():
+        raise _located(f"the strategy was written for the training step "
+                       f"{_shown_step(strategy['training'])}, but this run's options give "
+                       f"{_shown_step(training.json())}", path, text, (*prefix, "training"))
     configs, entries = {}, {}
     for position, entry in enumerate(strategy["layers"]):
-        configs[entry["name"]] = entry["config"]
+        configs[entry["name"]] = _with_choices(entry, training)
         entries[entry["name"]] = (*prefix, "layers", position)
     return StrategyPins(path, text, configs, entries, strategy, prefix)
 
 
+def _shown_step(step: dict[str, Any]) -> str:
+    """A "training" object as options: `{optimizer=adam precision=bf16 ...}` (a searched
+    data-parallel degree, null, as the option's 0)."""
+    return "{" + " ".join(f"{key.replace('_', '-')}={0 if value is None else value}"
+                          for key, value in step.items()) + "}"
+
+
+def _with_choices(entry: dict[str, Any], training: TrainingOptions | None) -> dict[str, int]:
+    """A layer entry's configuration; under recompute=auto or zero=auto with the entry's
+    "recompute" or "zero", a `TrainingConfig` with them (the option's own choice for the
+    one it does not state)."""
+    config = entry["config"]
+    auto_recompute = training is not None and training.recompute == "auto" and \
+        "recompute" in entry
+    auto_zero = training is not None and training.zero == "auto" and "zero" in entry
+    if training is None or not (auto_recompute or auto_zero):
+        return config
+    return TrainingConfig(
+        config, entry["recompute"] if auto_recompute else training.recompute == "full",
+        entry["zero"] if auto_zero else (0 if training.zero == "auto" else int(training.zero)))
+
+
 def load_plan(path: str, graph: str, devices: int, only_graph: bool,
               layers: Sequence[Layer], batch: str,
-              microbatch_problem: Callable[[int], str | None]) -> PlanSpec:
+              microbatch_problem: Callable[[int], str | None],
+              training: TrainingOptions | None = None) -> PlanSpec:
     """The pipeline plan of the file at `path` (pase-partition-stages export=) for the
     graph `graph` of `layers` on `devices` devices, checked against it; raises a
     Diagnostic pointing into the file. `microbatch_problem(M)` says why the graph cannot
-    run M micro-batches (None if it can: `pase.dialect.dnn.microbatch`)."""
-    pins = load_strategy(path, graph, devices, only_graph, pipeline=True)
+    run M micro-batches (None if it can: `pase.dialect.dnn.microbatch`); `training` as
+    `load_strategy`'s."""
+    pins = load_strategy(path, graph, devices, only_graph, pipeline=True, training=training)
     plan = pins.strategy or {}
     if "stages" not in plan:
         raise Diagnostic(f"pase-partition-stages on @{graph}: {path} has no "
@@ -197,7 +233,7 @@ def load_plan(path: str, graph: str, devices: int, only_graph: bool,
     _check_plan_configs(pins, microbatch_layers(layers, batch, micro),
                         devices // len(bounds))
     return PlanSpec(tuple(bounds), micro, schedule,
-                    {name: dict(config) for name, config in pins.configs.items()})
+                    {name: config.copy() for name, config in pins.configs.items()})
 
 
 def _check_plan_layers(pins: StrategyPins, graph: str, names: list[str]) -> None:
