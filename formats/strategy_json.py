@@ -15,9 +15,11 @@ Costs are seconds. A file holds one strategy object, or a list of them with a di
 "layers" (the name and config of each listed layer); "graph" and "devices", when present,
 must match; "machine" and "training", when present, must be what export writes
 (`strategy_fields`: they say what the strategy was searched for, and the run that reads
-it evaluates it on its own machine and step). The whole shape is checked before
-anything is used, and an error names the JSON path and its line and column:
-`s.json:4:29: error: layers[1].config.b must be a positive integer split factor, not the
+it evaluates it on its own machine and step). Given the run's step (`training=`, as
+pase-search and pase-partition-stages give it), "training" must be that step, and a
+layer's "recompute" and "zero" under recompute=auto / zero=auto are kept. The whole
+shape is checked before anything is used, and an error names the JSON path and its line
+and column: `s.json:4:29: error: layers[1].config.b must be a positive integer split factor, not the
 string "2"`.
 """
 
