@@ -13,23 +13,9 @@ from cli import run_tool
 
 from pase.tools.pase_opt import main
 
-GRAPH = """graph @mlp(b = 8, d = 16, h = 32) {
-  %x = input [b, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  %a = relu %y
-  %v = param [h, d]
-  %z = einsum %a, %v -> [b, d]
-  %r = add %x, %z
-  %w2 = param [d, h]
-  %y2 = einsum %r, %w2 -> [b, h]
-  %a2 = relu %y2
-  %v2 = param [h, d]
-  %z2 = einsum %a2, %v2 -> [b, d]
-  %r2 = add %r, %z2
-  return %r2
-}
-"""
+GRAPH = str(Path(__file__).resolve().parents[1] / "lit" / "passes" /
+            "strategy-training-read-back.dnn")
+"""Two residual blocks (the lit test's graph; its comments are comments in `.dnn`)."""
 
 STEP = ("devices=4 machine=a100-80gb-dgx optimizer=adam precision=bf16 recompute=auto "
         "zero=auto data-parallel=2")
@@ -40,22 +26,27 @@ PASSES = {
 }
 
 
-def run(graph: Path, pass_name: str, options: str, capsys: pytest.CaptureFixture[str]
+def run(pass_name: str, options: str, out: Path, capsys: pytest.CaptureFixture[str]
         ) -> tuple[int, str]:
-    status, _, err = run_tool(main, [str(graph), "-p", f"{pass_name}{{{options}}}",
-                                     "-o", str(graph.with_suffix(".out"))], capsys)
+    status, _, err = run_tool(main, [GRAPH, "-p", f"{pass_name}{{{options}}}", "-o",
+                                     str(out / "g.out")], capsys)
     return status, err
+
+
+def exported(which: str, out: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """The file `which` pass exports under the training options STEP (a warning allowed:
+    the capped search need not prove its optimum)."""
+    pass_name, searched = PASSES[which]
+    first = out / "first.json"
+    assert run(pass_name, f'{STEP} {searched} export="{first}"', out, capsys)[0] == 0
+    return first
 
 
 @pytest.mark.parametrize("which", sorted(PASSES))
 def test_read_back_keeps_the_choices(which: str, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]):
-    pass_name, searched = PASSES[which]
-    graph = tmp_path / "g.dnn"
-    graph.write_text(GRAPH)
-    first, second = tmp_path / "first.json", tmp_path / "second.json"
-    assert run(graph, pass_name, f'{STEP} {searched} export="{first}"', capsys)[0] == 0
-    assert run(graph, pass_name, f'{STEP} strategy="{first}" export="{second}"',
+    first, second = exported(which, tmp_path, capsys), tmp_path / "second.json"
+    assert run(PASSES[which][0], f'{STEP} strategy="{first}" export="{second}"', tmp_path,
                capsys) == (0, "")
     written, read = json.loads(first.read_text()), json.loads(second.read_text())
     # Some layer's choices are not what the option's default would give: kept, not lost.
@@ -72,11 +63,8 @@ def test_read_back_keeps_the_choices(which: str, tmp_path: Path,
 def test_another_training_step_is_one_error(which: str, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]):
     pass_name, searched = PASSES[which]
-    graph = tmp_path / "g.dnn"
-    graph.write_text(GRAPH)
-    plan = tmp_path / "plan.json"
-    assert run(graph, pass_name, f'{STEP} {searched} export="{plan}"', capsys)[0] == 0
-    status, err = run(graph, pass_name, f'devices=4 {searched} strategy="{plan}"', capsys)
+    plan = exported(which, tmp_path, capsys)
+    status, err = run(pass_name, f'devices=4 {searched} strategy="{plan}"', tmp_path, capsys)
     assert status == 1
     assert err.count("error:") == 1
     assert "Traceback" not in err
