@@ -99,8 +99,12 @@ def _shown(value: object) -> str:
 
 def other_step(strategy: dict[str, Any], training: TrainingOptions) -> str | None:
     """Why a strategy's "training" is not the run's step `training` (None if it is, or if
-    it states none): the error's text, naming both."""
-    if "training" not in strategy or strategy["training"] == training.json():
+    it states none): the error's text, naming both. A run that leaves data-parallel to
+    the search (0) takes the file's: its layers' configurations state the split."""
+    stated, run = strategy.get("training"), training.json()
+    if stated is None or stated == {**run, "data_parallel": run["data_parallel"] if
+                                    run["data_parallel"] is not None else
+                                    stated.get("data_parallel")}:
         return None
     return (f"the strategy was written for the training step "
             f"{_shown_step(strategy['training'])}, but this run's options give "
