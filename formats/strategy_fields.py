@@ -19,7 +19,13 @@ import json
 from typing import Any
 
 from pase.formats.machine_toml import MachineError, machine_from_dict
-from pase.passes.strategy import OPTIMIZER_STATE_WORDS, PRECISIONS, RECOMPUTE
+from pase.passes.strategy import (
+    OPTIMIZER_STATE_WORDS,
+    PRECISIONS,
+    RECOMPUTE,
+    TrainingConfig,
+    TrainingOptions,
+)
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -89,3 +95,39 @@ def _shown(value: object) -> str:
     """A JSON value as a message shows it, at most 40 characters."""
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:36] + "..."
+
+
+def other_step(strategy: dict[str, Any], training: TrainingOptions) -> str | None:
+    """Why a strategy's "training" is not the run's step `training` (None if it is, or if
+    it states none): the error's text, naming both. A run that leaves data-parallel to
+    the search (0) takes the file's: its layers' configurations state the split."""
+    stated, run = strategy.get("training"), training.json()
+    if stated is None or stated == {**run, "data_parallel": run["data_parallel"] if
+                                    run["data_parallel"] is not None else
+                                    stated.get("data_parallel")}:
+        return None
+    return (f"the strategy was written for the training step "
+            f"{_shown_step(strategy['training'])}, but this run's options give "
+            f"{_shown_step(training.json())}")
+
+
+def _shown_step(step: dict[str, Any]) -> str:
+    """A "training" object as options: `{optimizer=adam precision=bf16 ...}` (a searched
+    data-parallel degree, null, as the option's 0)."""
+    return "{" + " ".join(f"{key.replace('_', '-')}={0 if value is None else value}"
+                          for key, value in step.items()) + "}"
+
+
+def with_choices(entry: dict[str, Any], training: TrainingOptions | None) -> dict[str, int]:
+    """A layer entry's configuration; under recompute=auto or zero=auto with the entry's
+    "recompute" or "zero", a `TrainingConfig` with them (the option's own choice for the
+    one it does not state)."""
+    config = entry["config"]
+    auto_recompute = training is not None and training.recompute == "auto" and \
+        "recompute" in entry
+    auto_zero = training is not None and training.zero == "auto" and "zero" in entry
+    if training is None or not (auto_recompute or auto_zero):
+        return config
+    return TrainingConfig(
+        config, entry["recompute"] if auto_recompute else training.recompute == "full",
+        entry["zero"] if auto_zero else (0 if training.zero == "auto" else int(training.zero)))

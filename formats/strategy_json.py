@@ -15,8 +15,9 @@ Costs are seconds. A file holds one strategy object, or a list of them with a di
 "layers" (the name and config of each listed layer); "graph" and "devices", when present,
 must match; "machine" and "training", when present, must be what export writes
 (`strategy_fields`: they say what the strategy was searched for, and the run that reads
-it evaluates it on its own machine and step). The whole shape is checked before
-anything is used, and an error names the JSON path and its line and column:
+it evaluates it on its own machine and step; given that step, `load_strategy` checks
+"training" and keeps each layer's "recompute" and "zero"). The whole shape is checked
+before anything is used, and an error names the JSON path and its line and column:
 `s.json:4:29: error: layers[1].config.b must be a positive integer split factor, not the
 string "2"`.
 """
@@ -39,6 +40,8 @@ from pase.formats.strategy_fields import (
     check_layer_step,
     check_machine,
     check_training,
+    other_step,
+    with_choices,
 )
 from pase.passes.strategy import (
     SCHEDULES,
@@ -49,6 +52,7 @@ from pase.passes.strategy import (
     Memory,
     PlanSpec,
     Problem,
+    TrainingOptions,
     microbatch_layers,
 )
 
@@ -125,9 +129,12 @@ class StrategyPins:
         return _located(message, self.path, self.text, self.entries[layer] + within, key)
 
 
-def load_strategy(path: str, graph: str, devices: int,
-                  only_graph: bool = True, pipeline: bool = False) -> StrategyPins:
-    """The pins of a strategy file for `graph`; raises Diagnostic.
+def load_strategy(path: str, graph: str, devices: int, only_graph: bool = True,
+                  pipeline: bool = False, training: TrainingOptions | None = None
+                  ) -> StrategyPins:
+    """The pins of a strategy file for `graph`; raises Diagnostic. With `training` (the
+    run's step), "training" must be that step, and each layer keeps its entry's
+    recompute=auto / zero=auto choices (`strategy_fields.with_choices`).
 
     When the module has several graphs (`only_graph` false), a graph the file does not
     mention is searched unpinned. A pipeline plan (pase-partition-stages export=, with
@@ -164,21 +171,23 @@ def load_strategy(path: str, graph: str, devices: int,
                        "configurations are for micro-batches on stages; load it with "
                        "pase-partition-stages{strategy=...} or pase-run --strategy",
                        path, text, (*prefix, "stages"), key=True)
+    if training is not None and (other := other_step(strategy, training)):
+        raise _located(other, path, text, (*prefix, "training"))
     configs, entries = {}, {}
     for position, entry in enumerate(strategy["layers"]):
-        configs[entry["name"]] = entry["config"]
+        configs[entry["name"]] = with_choices(entry, training)
         entries[entry["name"]] = (*prefix, "layers", position)
     return StrategyPins(path, text, configs, entries, strategy, prefix)
 
 
-def load_plan(path: str, graph: str, devices: int, only_graph: bool,
-              layers: Sequence[Layer], batch: str,
-              microbatch_problem: Callable[[int], str | None]) -> PlanSpec:
+def load_plan(path: str, graph: str, devices: int, only_graph: bool, layers: Sequence[Layer],
+              batch: str, microbatch_problem: Callable[[int], str | None],
+              training: TrainingOptions | None = None) -> PlanSpec:
     """The pipeline plan of the file at `path` (pase-partition-stages export=) for the
-    graph `graph` of `layers` on `devices` devices, checked against it; raises a
-    Diagnostic pointing into the file. `microbatch_problem(M)` says why the graph cannot
-    run M micro-batches (None if it can: `pase.dialect.dnn.microbatch`)."""
-    pins = load_strategy(path, graph, devices, only_graph, pipeline=True)
+    graph `graph` of `layers` on `devices` devices under `training` (`load_strategy`),
+    checked against it; raises a Diagnostic pointing into the file. `microbatch_problem(M)`
+    says why the graph cannot run M micro-batches (None if it can: `microbatch`)."""
+    pins = load_strategy(path, graph, devices, only_graph, pipeline=True, training=training)
     plan = pins.strategy or {}
     if "stages" not in plan:
         raise Diagnostic(f"pase-partition-stages on @{graph}: {path} has no "
@@ -194,10 +203,9 @@ def load_plan(path: str, graph: str, devices: int, only_graph: bool,
     if not divides or problem:
         raise pins.at(problem or f"{micro} micro-batches do not divide the batch of @{graph}",
                       "pipeline", "microbatches")
-    _check_plan_configs(pins, microbatch_layers(layers, batch, micro),
-                        devices // len(bounds))
+    _check_plan_configs(pins, microbatch_layers(layers, batch, micro), devices // len(bounds))
     return PlanSpec(tuple(bounds), micro, schedule,
-                    {name: dict(config) for name, config in pins.configs.items()})
+                    {name: config.copy() for name, config in pins.configs.items()})
 
 
 def _check_plan_layers(pins: StrategyPins, graph: str, names: list[str]) -> None:

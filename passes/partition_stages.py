@@ -278,7 +278,7 @@ class PartitionStagesPass(PasePass):
             raise machine_diagnostic(error, self.name) from None
         spec = load_plan(self.strategy, name, self.devices, len(graphs_in(graph)) == 1,
                          data.layers, batch,
-                         lambda micro: microbatch_problem(graph, micro))
+                         lambda micro: microbatch_problem(graph, micro), self.training())
         for layer in data.layers:
             ways = spec.assignment[layer.name].get(batch, 1)
             if self.data_parallel and batch in layer.space.names and \

@@ -186,7 +186,8 @@ class PaseSearchPass(PasePass):
 
     def _search(self, graph: GraphOp, only_graph: bool = True) -> dict:
         name = graph.sym_name.data
-        pins = (load_strategy(self.strategy, name, self.devices, only_graph)
+        pins = (load_strategy(self.strategy, name, self.devices, only_graph,
+                              training=self.training())
                 if self.strategy else None)
         layers = {name: layer for layer, name in graph.layer_names().items()}
         if pins:

@@ -178,7 +178,7 @@ class Problem:
             for layer in layers:
                 pin = (pins or {}).get(layer.name)
                 if pin is not None:
-                    config = {d: f for d, f in pin.items() if f != 1}
+                    config = with_dims(pin, {d: f for d, f in pin.items() if f != 1})
                     check_pinned(layer, config, devices)
                     fixed[layer.name] = config
                     config_lists.append(model.pinned(layer, config))

@@ -196,7 +196,10 @@ class TrainingCost:
         return [variant for config in configs for variant in self.variants(layer, config)]
 
     def pinned(self, layer: Layer, config: Config) -> list[Config]:
-        """A pinned layer's configurations: its pin under each training choice."""
+        """A pinned layer's configurations: its pin under each training choice, or the
+        pin alone when it states its choices (a `TrainingConfig`: a strategy file's)."""
+        if isinstance(config, TrainingConfig):
+            return [config]
         return self.variants(layer, config)
 
     def graph_edges(self, edges: Sequence[Edge]) -> list[Edge]:
