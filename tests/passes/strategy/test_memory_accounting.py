@@ -31,6 +31,7 @@ from pase.passes.strategy import (
     solve_capped,
     step_flops,
 )
+from tests.passes.strategy.test_training_cost import TINY
 
 MACHINE = PRESETS["a100-80gb-dgx"]
 
@@ -49,25 +50,6 @@ graph @tied(b = 8, s = 4, v = 64, d = 16, h = 32) {
   %logits = einsum %r, %wte -> [b, s, v]
   %loss = softmax_cross_entropy %logits, %labels over v
   return %loss
-}
-"""
-
-TINY = """
-graph @tiny(b = 8, d = 16, h = 32) {
-  %x = input [b, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  %a = relu %y
-  %v = param [h, d]
-  %z = einsum %a, %v -> [b, d]
-  %r = add %x, %z
-  %u = param [d, h]
-  %y2 = einsum %r, %u -> [b, h]
-  %a2 = relu %y2
-  %v2 = param [h, d]
-  %z2 = einsum %a2, %v2 -> [b, d]
-  %r2 = add %r, %z2
-  return %r2
 }
 """
 
