@@ -467,7 +467,8 @@ def edge_costs(edge: Edge, producer: Layer, producer_configs: Sequence[Config],
     links = (edge.needed.element_bytes, machine.intra_node_bandwidth,
              machine.inter_node_bandwidth, machine.devices_per_node, compiled)
     if devices >= DIM_PRICING_DEVICES:
-        forward, backward = dim_pricing.redistribution_words(held.layouts, needed.layouts)
+        forward, backward = dim_pricing.redistribution_words(held.layouts, needed.layouts,
+                                                             compiled)
         if machine.hierarchical:
             seconds = dim_pricing.placed_seconds(held.layouts, needed.layouts, forward,
                                                  backward if edge.backward else None, *links)

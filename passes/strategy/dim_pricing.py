@@ -43,6 +43,7 @@ from functools import cached_property
 import numpy as np
 
 from pase.passes.strategy.dim_stats import NEVER, dim_states, stats_table
+from pase.passes.strategy.jit.compiler import jit_available
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse, config_grids
 
 Config = dict[str, int]
@@ -173,7 +174,8 @@ def node_box_bounds(device: np.ndarray, stride: np.ndarray, factor: np.ndarray,
     return lo[:, at], hi[:, at]
 
 
-def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0) -> np.ndarray:
+def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0,
+                  compiled: bool = False) -> np.ndarray:
     """(A, B) float64: the least overlap of each pair's blocks over the devices both work
     on (`cost.least_overlap` of the per-device layouts, the same floats). With `per_node`,
     each held block is its node's bounding box (`placed_redistribution.node_boxes`),
@@ -186,7 +188,7 @@ def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0) -> np
         states_a, index_a = dim_states(held, k)
         states_b, index_b = dim_states(needed, k)
         tables.append((index_a, index_b,
-                       stats_table(states_a, states_b, per_node, held.devices)))
+                       stats_table(states_a, states_b, per_node, held.devices, compiled)))
     least = np.empty((len(held), len(needed)))
     for lo, hi in _row_chunks(len(held), len(needed)):
         least[lo:hi] = _least_rows(held.take(lo, hi), needed, per_node,
@@ -341,10 +343,10 @@ def _walk_least(held: DimLayouts, needed: DimLayouts, rows: np.ndarray, cols: np
     return result
 
 
-def redistribution_words(held: DimLayouts,
-                         needed: DimLayouts) -> tuple[np.ndarray, np.ndarray]:
+def redistribution_words(held: DimLayouts, needed: DimLayouts,
+                         compiled: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """`cost.redistribution_words` of the same layouts: (forward, backward) (A, B)."""
-    least = least_overlap(held, needed)
+    least = least_overlap(held, needed, compiled=compiled)
     held_q, needed_q = held.working, needed.working
     forward = needed.volume[None, :] - np.where(needed_q[None, :] <= held_q[:, None],
                                                 least, 0.0)
@@ -356,15 +358,24 @@ def redistribution_words(held: DimLayouts,
 _EXACT: dict[tuple[bytes, int], np.ndarray] = {}
 
 
-def exact_boxes(layouts: DimLayouts, per_node: int) -> np.ndarray:
+def exact_boxes(layouts: DimLayouts, per_node: int, compiled: bool = False) -> np.ndarray:
     """(A,) bool: in layout a, every node's blocks fill their bounding box exactly
     (`placed_redistribution.node_boxes`' second result): the node's distinct coordinate
-    tuples are as many as the box's cells, or the blocks are empty. Memoised."""
+    tuples are as many as the box's cells, or the blocks are empty. Memoised. With
+    `compiled` (where llvmlite compiles), by `jit.boxes` over the nodes of one period."""
     cached = _EXACT.get((layouts.key, per_node))
     if cached is None:
         if len(_EXACT) >= 256:
             _EXACT.clear()
-        cached = _EXACT[layouts.key, per_node] = _exact_boxes(layouts, per_node)
+        if compiled and jit_available():
+            from pase.passes.strategy.jit.boxes import exact_boxes_jit
+
+            period = np.lcm(np.lcm.reduce(layouts.stride * layouts.factor, axis=1), per_node)
+            cached = exact_boxes_jit(layouts.stride, layouts.factor, layouts.length,
+                                     layouts.working, period, per_node)
+        else:
+            cached = _exact_boxes(layouts, per_node)
+        _EXACT[layouts.key, per_node] = cached
     return cached
 
 
@@ -418,10 +429,10 @@ def link_seconds(senders: DimLayouts, receivers: DimLayouts, flat: np.ndarray,
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    least = least_overlap(senders, receivers, per_node)
+    least = least_overlap(senders, receivers, per_node, compiled)
     box_q = np.minimum(-(-senders.working // per_node) * per_node, senders.devices)
     receiver_q = receivers.working
-    exact = exact_boxes(senders, per_node)
+    exact = exact_boxes(senders, per_node, compiled)
     open_rows, open_cols = [], []
     for lo, hi in _row_chunks(len(senders), len(receivers)):
         rows_flat, rows_moving = flat[lo:hi], moving[lo:hi]

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pase.passes.strategy.jit.compiler import jit_available
+
 if TYPE_CHECKING:
     from pase.passes.strategy.dim_pricing import DimLayouts
 
@@ -24,7 +26,7 @@ _TABLES: dict[tuple[object, ...], np.ndarray] = {}
 
 
 def stats_table(states_a: list[tuple[int, int, int]], states_b: list[tuple[int, int, int]],
-                 per_node: int, devices: int) -> np.ndarray:
+                per_node: int, devices: int, compiled: bool = False) -> np.ndarray:
     """`pair_stats` of every pair of per-dim layouts, (len(states_a), len(states_b), 5);
     memoised, as edges that share an end (or its kind of tensor) share these lists."""
     key = (tuple(states_a), tuple(states_b), per_node, devices)
@@ -32,7 +34,7 @@ def stats_table(states_a: list[tuple[int, int, int]], states_b: list[tuple[int, 
     if table is None:
         table = pair_stats(np.array(states_a, dtype=np.int64).reshape(-1, 3),
                             np.array(states_b, dtype=np.int64).reshape(-1, 3),
-                            per_node, devices)
+                           per_node, devices, compiled)
         if len(_TABLES) >= 1024:
             _TABLES.clear()
         _TABLES[key] = table
@@ -40,7 +42,7 @@ def stats_table(states_a: list[tuple[int, int, int]], states_b: list[tuple[int, 
 
 
 def pair_stats(held: np.ndarray, needed: np.ndarray, per_node: int,
-                devices: int) -> np.ndarray:
+               devices: int, compiled: bool = False) -> np.ndarray:
     """For one tensor dim, every pair of a sender's (s, f, l) in `held` (A, 3) and a
     receiver's in `needed` (B, 3), as if every device worked, (A, B, 5): the overlap of
     their blocks on device 0, the first device d < devices where it is 0, the first where
@@ -52,7 +54,9 @@ def pair_stats(held: np.ndarray, needed: np.ndarray, per_node: int,
     and repeats with period lcm(s·f of both, `per_node`), so devices 0, g, 2g, ... below
     the period are all a pair visits. Pairs met before are taken from `_STATS`; the
     others that visit the same devices (the same g and count) are computed together, in
-    blocks of about `_ENTRIES` entries."""
+    blocks of about `_ENTRIES` entries (or, with `compiled` where llvmlite compiles,
+    each pair walked by `jit.dim_stats`). Memoised per pair: a pair's row is the same
+    integers either way."""
     keys = [(*a, *b) for a in map(tuple, held.tolist()) for b in map(tuple, needed.tolist())]
     known = _STATS.setdefault((per_node, devices), {})
     missing = sorted({key for key in keys if key not in known})
@@ -60,8 +64,9 @@ def pair_stats(held: np.ndarray, needed: np.ndarray, per_node: int,
         if len(known) + len(missing) > 1 << 20:
             known.clear()
         pairs = np.array(missing, dtype=np.int64).reshape(-1, 6)
-        for key, row in zip(missing, _new_stats(pairs[:, :3], pairs[:, 3:], per_node,
-                                                devices).tolist(), strict=True):
+        new = _new_stats(pairs[:, :3], pairs[:, 3:], per_node, devices,
+                         compiled and jit_available())
+        for key, row in zip(missing, new.tolist(), strict=True):
             known[key] = row
     return np.array([known[key] for key in keys],
                     dtype=np.int64).reshape(len(held), len(needed), 5)
@@ -71,11 +76,17 @@ _STATS: dict[tuple[int, int], dict[tuple[int, ...], list[int]]] = {}
 """`pair_stats`' rows by (per_node, devices) and the pair's six numbers."""
 
 
-def _new_stats(a: np.ndarray, b: np.ndarray, per_node: int, devices: int) -> np.ndarray:
-    """`pair_stats` of pairs (a[i], b[i]) (each (n, 3)): (n, 5)."""
+def _new_stats(a: np.ndarray, b: np.ndarray, per_node: int, devices: int,
+               compiled: bool) -> np.ndarray:
+    """`pair_stats` of pairs (a[i], b[i]) (each (n, 3)): (n, 5); with `compiled`, by the
+    compiled walk of `jit.dim_stats` (the same integers), else in numpy groups."""
     period = np.lcm(np.lcm(a[:, 0] * a[:, 1], b[:, 0] * b[:, 1]), per_node or 1)
     step = np.gcd(per_node if per_node else a[:, 0], b[:, 0])
     count = -(-np.minimum(period, devices) // step)
+    if compiled:
+        from pase.passes.strategy.jit.dim_stats import pair_stats_jit
+
+        return pair_stats_jit(a, b, step, count, per_node)
     stats = np.empty((len(a), 5), dtype=np.int64)
     _, inverse = np.unique(np.stack([step, count], axis=1), axis=0, return_inverse=True)
     inverse = inverse.ravel()

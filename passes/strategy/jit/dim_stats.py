@@ -1,0 +1,113 @@
+"""`dim_stats.pair_stats`' walk over the devices of one period, compiled: per pair of one
+dim's per-dim layouts, a sender's (s_a, f_a, l_a) and a receiver's (s_b, f_b, l_b), the
+overlap of their blocks on devices 0, g, 2g, ..., (count - 1)·g (g = step), the
+sender's block its node's bounding box (the closed form of `dim_stats._group_stats`)
+where per_node > 0. Per pair: the overlap on device 0, the first device where it is 0,
+the first where it differs from device 0's (`dim_stats.NEVER` where there is none), its
+least value and the first device with it: the same integers as the numpy walk, with no
+(pairs, devices) arrays.
+
+    stats = pair_stats_jit(held, needed, step, count, per_node)   # (n, 3), (n, 3) -> (n, 5)
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+
+from pase.passes.strategy.jit.compiler import Loops, compiled_once
+
+I64 = ir.IntType(64)
+NAME = "pase_pair_stats"
+NEVER = 1 << 62  # (dim_stats.NEVER, which imports this module)
+
+_SIGNATURE = ctypes.CFUNCTYPE(None, *(ctypes.c_void_p,) * 4, ctypes.c_int64, ctypes.c_int64,
+                              ctypes.c_void_p)
+
+
+def build_module() -> ir.Module:
+    """`stats(held, needed, step, count, pairs, per_node, out)`, all int64: held and
+    needed (pairs, 3), step and count (pairs,), out (pairs, 5)."""
+    module = ir.Module(name=NAME)
+    pointer = I64.as_pointer()
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
+        pointer, pointer, pointer, pointer, I64, I64, pointer]), NAME)
+    held, needed, steps, counts, pairs, per_node, out = function.args
+    loops = Loops(function)
+    builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
+    zero, one = loops.zero, loops.one
+    never = ir.Constant(I64, NEVER)
+    boxed = builder.icmp_signed(">", per_node, zero)
+
+    def load(array: ir.Value, index: ir.Value) -> ir.Value:
+        return builder.load(builder.gep(array, [index]))
+
+    def over_pairs(pair: ir.Value) -> None:
+        at = builder.mul(pair, ir.Constant(I64, 3))
+        s_a, f_a, l_a = (load(held, builder.add(at, ir.Constant(I64, k))) for k in range(3))
+        s_b, f_b, l_b = (load(needed, builder.add(at, ir.Constant(I64, k))) for k in range(3))
+        step = load(steps, pair)
+        first_value = variable(zero)
+        first_zero, first_change = variable(never), variable(never)
+        least, least_at = variable(ir.Constant(I64, (1 << 63) - 1)), variable(zero)
+
+        def over_devices(index: ir.Value) -> None:
+            device = builder.mul(index, step)
+            b_lo = builder.mul(builder.srem(builder.sdiv(device, s_b), f_b), l_b)
+            # The node's box, in closed form (`dim_stats._group_stats`).
+            safe = smax(per_node, one)
+            start_device = builder.mul(builder.sdiv(device, safe), safe)
+            low = builder.sdiv(start_device, s_a)
+            start = builder.srem(low, f_a)
+            end = builder.add(start, builder.sub(builder.sdiv(
+                builder.sub(builder.add(start_device, safe), one), s_a), low))
+            wraps = builder.icmp_signed(">=", end, f_a)
+            box_lo = builder.mul(builder.select(wraps, zero, start), l_a)
+            box_hi = builder.mul(builder.add(builder.select(
+                wraps, builder.sub(f_a, one), end), one), l_a)
+            own_lo = builder.mul(builder.srem(builder.sdiv(device, s_a), f_a), l_a)
+            a_lo = builder.select(boxed, box_lo, own_lo)
+            a_hi = builder.select(boxed, box_hi, builder.add(own_lo, l_a))
+            value = smax(builder.sub(smin(a_hi, builder.add(b_lo, l_b)), smax(a_lo, b_lo)),
+                         zero)
+            is_first = builder.icmp_signed("==", index, zero)
+            with builder.if_then(is_first):
+                builder.store(value, first_value)
+            with builder.if_then(builder.and_(
+                    builder.icmp_signed("==", value, zero),
+                    builder.icmp_signed("==", builder.load(first_zero), never))):
+                builder.store(device, first_zero)
+            with builder.if_then(builder.and_(
+                    builder.icmp_signed("!=", value, builder.load(first_value)),
+                    builder.icmp_signed("==", builder.load(first_change), never))):
+                builder.store(device, first_change)
+            with builder.if_then(builder.icmp_signed("<", value, builder.load(least))):
+                builder.store(value, least)
+                builder.store(device, least_at)
+
+        loops.loop(zero, load(counts, pair), over_devices)
+        row = builder.mul(pair, ir.Constant(I64, 5))
+        for k, slot in enumerate((first_value, first_zero, first_change, least, least_at)):
+            builder.store(builder.load(slot),
+                          builder.gep(out, [builder.add(row, ir.Constant(I64, k))]))
+
+    loops.loop(zero, pairs, over_pairs)
+    builder.ret_void()
+    return module
+
+
+_compiled = compiled_once(build_module, NAME, _SIGNATURE, "the per-dim statistics kernel")
+
+
+def pair_stats_jit(held: np.ndarray, needed: np.ndarray, step: np.ndarray, count: np.ndarray,
+                   per_node: int) -> np.ndarray:
+    """(n, 5) int64: the module docstring's statistics of pairs (held[i], needed[i]), each
+    over devices 0, step[i], ..., (count[i] - 1)·step[i] (count[i] >= 1)."""
+    held_, needed_, step_, count_ = (np.ascontiguousarray(array, dtype=np.int64)
+                                     for array in (held, needed, step, count))
+    stats = np.empty((len(held_), 5), dtype=np.int64)
+    _compiled()(held_.ctypes.data, needed_.ctypes.data, step_.ctypes.data,
+                count_.ctypes.data, len(held_), per_node, stats.ctypes.data)
+    return stats
