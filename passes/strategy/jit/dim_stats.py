@@ -39,6 +39,7 @@ def build_module() -> ir.Module:
     builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
     zero, one = loops.zero, loops.one
     never = ir.Constant(I64, NEVER)
+    largest = ir.Constant(I64, (1 << 63) - 1)
     boxed = builder.icmp_signed(">", per_node, zero)
 
     def load(array: ir.Value, index: ir.Value) -> ir.Value:
@@ -51,47 +52,93 @@ def build_module() -> ir.Module:
         step = load(steps, pair)
         first_value = variable(zero)
         first_zero, first_change = variable(never), variable(never)
-        least, least_at = variable(ir.Constant(I64, (1 << 63) - 1)), variable(zero)
+        least, least_at = variable(largest), variable(zero)
+        # The walk's state: the device, each side's d // s as a coordinate and remainder
+        # (step divides s_b, and s_a or per_node: each moves by at most one a step), and
+        # the sender's block (its node's box, recomputed where a node starts).
+        device, node_rest = variable(zero), variable(zero)
+        coord_a, rest_a, coord_b, rest_b = (variable(zero) for _ in range(4))
+        a_lo, a_hi = variable(zero), variable(zero)
+
+        def sender_block() -> None:
+            with builder.if_else(boxed) as (then, otherwise):
+                with then:
+                    box_lo, box_hi = node_box(builder.load(device), s_a, f_a, l_a)
+                    builder.store(box_lo, a_lo)
+                    builder.store(box_hi, a_hi)
+                with otherwise:
+                    low = builder.mul(builder.load(coord_a), l_a)
+                    builder.store(low, a_lo)
+                    builder.store(builder.add(low, l_a), a_hi)
+
+        sender_block()
 
         def over_devices(index: ir.Value) -> None:
-            device = builder.mul(index, step)
-            b_lo = builder.mul(builder.srem(builder.sdiv(device, s_b), f_b), l_b)
-            # The node's box, in closed form (`dim_stats._group_stats`).
-            safe = smax(per_node, one)
-            start_device = builder.mul(builder.sdiv(device, safe), safe)
-            low = builder.sdiv(start_device, s_a)
-            start = builder.srem(low, f_a)
-            end = builder.add(start, builder.sub(builder.sdiv(
-                builder.sub(builder.add(start_device, safe), one), s_a), low))
-            wraps = builder.icmp_signed(">=", end, f_a)
-            box_lo = builder.mul(builder.select(wraps, zero, start), l_a)
-            box_hi = builder.mul(builder.add(builder.select(
-                wraps, builder.sub(f_a, one), end), one), l_a)
-            own_lo = builder.mul(builder.srem(builder.sdiv(device, s_a), f_a), l_a)
-            a_lo = builder.select(boxed, box_lo, own_lo)
-            a_hi = builder.select(boxed, box_hi, builder.add(own_lo, l_a))
-            value = smax(builder.sub(smin(a_hi, builder.add(b_lo, l_b)), smax(a_lo, b_lo)),
-                         zero)
-            is_first = builder.icmp_signed("==", index, zero)
-            with builder.if_then(is_first):
+            here = builder.load(device)
+            b_lo = builder.mul(builder.load(coord_b), l_b)
+            value = smax(builder.sub(smin(builder.load(a_hi), builder.add(b_lo, l_b)),
+                                     smax(builder.load(a_lo), b_lo)), zero)
+            with builder.if_then(builder.icmp_signed("==", index, zero)):
                 builder.store(value, first_value)
             with builder.if_then(builder.and_(
                     builder.icmp_signed("==", value, zero),
                     builder.icmp_signed("==", builder.load(first_zero), never))):
-                builder.store(device, first_zero)
+                builder.store(here, first_zero)
             with builder.if_then(builder.and_(
                     builder.icmp_signed("!=", value, builder.load(first_value)),
                     builder.icmp_signed("==", builder.load(first_change), never))):
-                builder.store(device, first_change)
+                builder.store(here, first_change)
             with builder.if_then(builder.icmp_signed("<", value, builder.load(least))):
                 builder.store(value, least)
-                builder.store(device, least_at)
+                builder.store(here, least_at)
+            builder.store(builder.add(here, step), device)
+            advance(coord_b, rest_b, s_b, f_b, step)
+            with builder.if_else(boxed) as (then, otherwise):
+                with then:
+                    rest = builder.add(builder.load(node_rest), step)
+                    starts = builder.icmp_signed("==", rest, per_node)
+                    builder.store(builder.select(starts, zero, rest), node_rest)
+                    with builder.if_then(starts):
+                        sender_block()
+                with otherwise:
+                    advance(coord_a, rest_a, s_a, f_a, step)
+                    sender_block()
 
-        loops.loop(zero, load(counts, pair), over_devices)
+        # Once the least value is 0 (at the first 0) and the first change is known, the
+        # rest of the period changes nothing.
+        loops.loop(zero, load(counts, pair), over_devices, lambda: builder.not_(builder.and_(
+            builder.icmp_signed("==", builder.load(least), zero),
+            builder.icmp_signed("!=", builder.load(first_change), never))))
         row = builder.mul(pair, ir.Constant(I64, 5))
         for k, slot in enumerate((first_value, first_zero, first_change, least, least_at)):
             builder.store(builder.load(slot),
                           builder.gep(out, [builder.add(row, ir.Constant(I64, k))]))
+
+    def advance(coord: ir.Value, rest: ir.Value, stride: ir.Value, factor: ir.Value,
+                step: ir.Value) -> None:
+        """d += step for one side's (d // stride) % factor and d % stride."""
+        moved = builder.add(builder.load(rest), step)
+        wraps = builder.icmp_signed("==", moved, stride)
+        builder.store(builder.select(wraps, zero, moved), rest)
+        with builder.if_then(wraps):
+            next_coord = builder.add(builder.load(coord), one)
+            builder.store(builder.select(builder.icmp_signed("==", next_coord, factor), zero,
+                                         next_coord), coord)
+
+    def node_box(device: ir.Value, s_a: ir.Value, f_a: ir.Value,
+                 l_a: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """The box of the node of `device`, along one dim, in closed form
+        (`dim_stats._group_stats`)."""
+        safe = smax(per_node, one)
+        start_device = builder.mul(builder.sdiv(device, safe), safe)
+        low = builder.sdiv(start_device, s_a)
+        start = builder.srem(low, f_a)
+        end = builder.add(start, builder.sub(builder.sdiv(
+            builder.sub(builder.add(start_device, safe), one), s_a), low))
+        wraps = builder.icmp_signed(">=", end, f_a)
+        return (builder.mul(builder.select(wraps, zero, start), l_a),
+                builder.mul(builder.add(builder.select(wraps, builder.sub(f_a, one), end),
+                                        one), l_a))
 
     loops.loop(zero, pairs, over_pairs)
     builder.ret_void()
