@@ -154,12 +154,14 @@ def price_call(path: Path, index: int) -> dict[str, object]:
     devices, backward, element_bytes, per_node = arrays["numbers"].tolist()
     held, needed = (DimLayouts(*(arrays[f"{side}_{f}"] for f in _FIELDS), devices)
                     for side in ("held", "needed"))
-    for name in _KERNELS:  # (each tree's kernels compiled before the clock starts)
+    for module in _KERNELS:  # (each tree's kernels compiled before the clock starts)
         try:
-            kernel = importlib.import_module(f"pase.passes.strategy.jit.{name}")
+            kernel = importlib.import_module(f"pase.passes.strategy.jit.{module}")
         except ImportError:
             continue
-        kernel._compiled()
+        for name in ("_compiled", "_rows", "_walk"):
+            if hasattr(kernel, name):
+                getattr(kernel, name)()
     started = time.process_time()
     words = dim_pricing.redistribution_words
     compiled = (True,) if len(inspect.signature(words).parameters) > 2 else ()

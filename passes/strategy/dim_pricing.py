@@ -192,7 +192,7 @@ def least_overlap(held: DimLayouts, needed: DimLayouts, per_node: int = 0,
     least = np.empty((len(held), len(needed)))
     for lo, hi in _row_chunks(len(held), len(needed)):
         least[lo:hi] = _least_rows(held.take(lo, hi), needed, per_node,
-                                   [(a[lo:hi], b, table) for a, b, table in tables])
+                                   [(a[lo:hi], b, table) for a, b, table in tables], compiled)
     return least
 
 
@@ -203,9 +203,11 @@ def _row_chunks(rows: int, cols: int) -> list[tuple[int, int]]:
 
 
 def _least_rows(held: DimLayouts, needed: DimLayouts, per_node: int,
-                tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+                tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                compiled: bool = False) -> np.ndarray:
     """`least_overlap` of some held layouts, `tables` their per-dim statistics (per dim:
-    each side's index among its per-dim layouts, `dim_stats.pair_stats` of every pair of those)."""
+    each side's index among its per-dim layouts, `dim_stats.pair_stats` of every pair of
+    those); with `compiled`, each entry's shortcut and the walks by `jit.least`."""
     count_a, count_b = len(held), len(needed)
     full = held.working
     reach = held.working
@@ -215,6 +217,14 @@ def _least_rows(held: DimLayouts, needed: DimLayouts, per_node: int,
         reach = np.minimum(-(-held.working // per_node) * per_node, held.devices)
     shared = np.minimum(reach[:, None], needed.working[None, :])
     shared_full = np.minimum(full[:, None], needed.working[None, :])
+    if compiled:
+        from pase.passes.strategy.jit.least import least_rows_jit
+
+        least, walked = least_rows_jit(
+            [table for _, _, table in tables], np.stack([a for a, _, _ in tables], axis=1),
+            np.stack([b for _, b, _ in tables], axis=1), full, needed.working)
+        return _walked(held, needed, per_node, tables, shared, shared_full, least, walked,
+                       compiled)
     # Per pair: the first device where some dim's overlap is 0, how many dims change
     # before `shared_full`, the product of each dim's value at device 0 (or, where it
     # changes, its least value), and whether each changing dim reaches its least value
@@ -236,10 +246,19 @@ def _least_rows(held: DimLayouts, needed: DimLayouts, per_node: int,
     least[shared_full == 0] = np.inf
     walked = (first_zero >= shared_full) & ((changing > 1) | ~reached)
     del value, changing, reached, first_zero
+    return _walked(held, needed, per_node, tables, shared, shared_full, least, walked)
+
+
+def _walked(held: DimLayouts, needed: DimLayouts, per_node: int,
+            tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]], shared: np.ndarray,
+            shared_full: np.ndarray, least: np.ndarray, walked: np.ndarray,
+            compiled: bool = False) -> np.ndarray:
+    """`least` with the pairs the shortcut leaves open (`walked`) walked, and the last
+    node of each held layout whose devices end within it."""
     rows, cols = np.nonzero(walked)
     del walked
     least[rows, cols] = _walk_changing(held, needed, rows, cols, shared_full[rows, cols],
-                                       tables, per_node)
+                                       tables, per_node, compiled)
     # The last node of a layout whose devices end within it, device by device.
     rows, cols = np.nonzero(shared > shared_full)
     least[rows, cols] = np.minimum(least[rows, cols], _walk_tail(
@@ -277,12 +296,16 @@ def _walk_tail(held: DimLayouts, needed: DimLayouts, rows: np.ndarray, cols: np.
 def _walk_changing(held: DimLayouts, needed: DimLayouts, rows: np.ndarray,
                    cols: np.ndarray, shared: np.ndarray,
                    tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                   per_node: int) -> np.ndarray:
+                   per_node: int, compiled: bool = False) -> np.ndarray:
     """The least overlap of pairs (rows[i], cols[i]) over devices d < shared[i] whose
     overlap is 0 in no dim: the product of the dims that do not change before shared[i]
     (`tables`, per dim: each side's index among its per-dim layouts and `dim_stats.pair_stats` of
     every pair of them) times the least product of those that change, walked once per
-    distinct pair of changing per-dim layouts and window."""
+    distinct pair of changing per-dim layouts and window. The window is cut to the period
+    of both layouts' grids (and nodes), over which the overlaps repeat on devices whose
+    nodes all work; with `compiled`, walked by `jit.least`."""
+    period = np.lcm(np.lcm(_periods(held)[rows], _periods(needed)[cols]), max(1, per_node))
+    shared = np.minimum(shared, period)
     changes = np.empty((len(rows), held.rank), dtype=bool)
     constant = np.ones(len(rows), dtype=np.int64)
     keys = [shared]
@@ -292,18 +315,31 @@ def _walk_changing(held: DimLayouts, needed: DimLayouts, rows: np.ndarray,
         constant *= np.where(changes[:, k], 1, table[a, b, 0])
         keys += [np.where(changes[:, k], a, -1), np.where(changes[:, k], b, -1)]
     walked = _walk_once(held, needed, rows, cols, np.zeros(len(rows), np.int64), shared,
-                        changes, np.stack(keys, axis=1), per_node)
+                        changes, np.stack(keys, axis=1), per_node, compiled)
     return (constant * walked.astype(np.int64)).astype(np.float64)
+
+
+def _periods(layouts: DimLayouts) -> np.ndarray:
+    """(A,) the period of each layout's grid coordinates over the devices."""
+    return np.lcm.reduce(layouts.stride * layouts.factor, axis=1)
 
 
 def _walk_once(held: DimLayouts, needed: DimLayouts, rows: np.ndarray, cols: np.ndarray,
                start: np.ndarray, stop: np.ndarray, dims: np.ndarray, keys: np.ndarray,
-               per_node: int) -> np.ndarray:
+               per_node: int, compiled: bool = False) -> np.ndarray:
     """`_walk_least` of the pairs, walking only the first pair of each distinct row of
-    `keys` (which determine the result)."""
+    `keys` (which determine the result); with `compiled` (windows from device 0), by
+    `jit.least`."""
     if not len(rows):
         return np.empty(0)
     _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    if compiled:
+        from pase.passes.strategy.jit.least import walk_least_jit
+
+        walked = walk_least_jit((held.stride, held.factor, held.length, held.working),
+                                (needed.stride, needed.factor, needed.length),
+                                rows[first], cols[first], stop[first], dims[first], per_node)
+        return walked[inverse.ravel()]
     walked = _walk_least(held, needed, rows[first], cols[first], start[first], stop[first],
                          dims[first], per_node)
     return walked[inverse.ravel()]
@@ -346,7 +382,7 @@ def _walk_least(held: DimLayouts, needed: DimLayouts, rows: np.ndarray, cols: np
 def redistribution_words(held: DimLayouts, needed: DimLayouts,
                          compiled: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """`cost.redistribution_words` of the same layouts: (forward, backward) (A, B)."""
-    least = least_overlap(held, needed, compiled=compiled)
+    least = least_overlap(held, needed, compiled=compiled and jit_available())
     held_q, needed_q = held.working, needed.working
     forward = needed.volume[None, :] - np.where(needed_q[None, :] <= held_q[:, None],
                                                 least, 0.0)
@@ -429,7 +465,7 @@ def link_seconds(senders: DimLayouts, receivers: DimLayouts, flat: np.ndarray,
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    least = least_overlap(senders, receivers, per_node, compiled)
+    least = least_overlap(senders, receivers, per_node, compiled and jit_available())
     box_q = np.minimum(-(-senders.working // per_node) * per_node, senders.devices)
     receiver_q = receivers.working
     exact = exact_boxes(senders, per_node, compiled)
