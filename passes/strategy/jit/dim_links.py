@@ -24,6 +24,7 @@ import numpy as np
 from llvmlite import ir
 
 from pase.passes.strategy.jit.compiler import Loops, compiled_once
+from pase.passes.strategy.jit.links import record_maxima, store_maxima
 
 I64 = ir.IntType(64)
 I8 = ir.IntType(8)
@@ -49,31 +50,51 @@ def build_module() -> ir.Module:
      inter_out) = function.args
     loops = Loops(function)
     builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
-    zero, one = loops.zero, loops.one
-    loop = loops.loop
+    zero, one, loop = loops.zero, loops.one, loops.loop
+    # Per node, the blocks of its devices that first hold theirs (a slot of rank [lo, hi)
+    # pairs each); per device, the receiver's block.
+    holders = builder.alloca(I64, size=builder.mul(builder.mul(per_node, rank),
+                                                   ir.Constant(I64, 2)))
+    wanted = builder.alloca(I64, size=builder.mul(rank, ir.Constant(I64, 2)))
+    own_block = builder.alloca(I64, size=builder.mul(rank, ir.Constant(I64, 2)))
+    two = ir.Constant(I64, 2)
 
     def load(array: ir.Value, index: ir.Value) -> ir.Value:
         return builder.load(builder.gep(array, [index]))
 
-    def overlap(a_row: ir.Value, sender: ir.Value, b_row: ir.Value,
-                receiver: ir.Value) -> ir.Value:
-        """|N_b(receiver) ∩ H_a(sender)|, a_row and b_row the layouts' first entries of
-        their (layouts, rank) arrays."""
+    def low(state: ir.Value, lengths: ir.Value, at: ir.Value, device: ir.Value) -> ir.Value:
+        """The first index of the block along one dim (`at` in the (layouts, rank) arrays)
+        of `device`."""
+        return builder.mul(load(coords, builder.add(builder.mul(load(state, at), devices),
+                                                    device)), load(lengths, at))
+
+    def overlap(blocks: ir.Value, slot: ir.Value) -> ir.Value:
+        """|N_b(d) ∩ the block at slot `slot` of `blocks`| (`wanted` holds N_b(d))."""
         product = variable(one)
 
         def over_dims(dim: ir.Value) -> None:
-            at_a, at_b = builder.add(a_row, dim), builder.add(b_row, dim)
-            length_a, length_b = load(held_length, at_a), load(needed_length, at_b)
-            lo_a = builder.mul(load(coords, builder.add(
-                builder.mul(load(held_state, at_a), devices), sender)), length_a)
-            lo_b = builder.mul(load(coords, builder.add(
-                builder.mul(load(needed_state, at_b), devices), receiver)), length_b)
-            extent = builder.sub(smin(builder.add(lo_a, length_a), builder.add(lo_b, length_b)),
-                                 smax(lo_a, lo_b))
+            at, mine = builder.mul(builder.add(builder.mul(slot, rank), dim), two), \
+                builder.mul(dim, two)
+            extent = builder.sub(
+                smin(load(blocks, builder.add(at, one)), load(wanted, builder.add(mine, one))),
+                smax(load(blocks, at), load(wanted, mine)))
             builder.store(builder.mul(builder.load(product), smax(extent, zero)), product)
 
         loop(zero, rank, over_dims)
         return builder.load(product)
+
+    def store_block(blocks: ir.Value, slot: ir.Value, state: ir.Value, lengths: ir.Value,
+                    row: ir.Value, device: ir.Value) -> None:
+        """blocks[slot] = the block of `device` in the layout whose row starts at `row`."""
+        def over_dims(dim: ir.Value) -> None:
+            at = builder.add(row, dim)
+            lo = low(state, lengths, at, device)
+            place = builder.mul(builder.add(builder.mul(slot, rank), dim), two)
+            builder.store(lo, builder.gep(blocks, [place]))
+            builder.store(builder.add(lo, load(lengths, at)),
+                          builder.gep(blocks, [builder.add(place, one)]))
+
+        loop(zero, rank, over_dims)
 
     def over_pairs(pair: ir.Value) -> None:
         a, b = load(rows, pair), load(cols, pair)
@@ -83,40 +104,45 @@ def build_module() -> ir.Module:
         loop(zero, rank, lambda dim: builder.store(builder.mul(
             builder.load(whole), load(needed_length, builder.add(b_row, dim))), whole))
         most_intra, most_inter = variable(zero), variable(zero)
+        node, count = variable(ir.Constant(I64, -1)), variable(zero)
+
+        def gather(start: ir.Value) -> None:
+            """`holders` = the blocks of the first holders of the node from `start`."""
+            builder.store(zero, count)
+
+            def over_mates(mate: ir.Value) -> None:
+                holds = load(first, builder.add(builder.mul(a, devices), mate))
+                with builder.if_then(builder.icmp_signed("!=", holds, ir.Constant(I8, 0))):
+                    slot = builder.load(count)
+                    store_block(holders, slot, held_state, held_length, a_row, mate)
+                    builder.store(builder.add(slot, one), count)
+
+            loop(start, smin(builder.add(start, per_node), devices), over_mates)
 
         def over_devices(device: ir.Value) -> None:
+            start = builder.sub(device, builder.srem(device, per_node))
+            with builder.if_then(builder.icmp_signed("!=", start, builder.load(node))):
+                gather(start)
+                builder.store(start, node)
+            store_block(wanted, zero, needed_state, needed_length, b_row, device)
             needed = builder.load(whole)
             own = variable(zero)
             with builder.if_then(builder.icmp_signed("<", device, sender_q)):
-                builder.store(overlap(a_row, device, b_row, device), own)
+                store_block(own_block, zero, held_state, held_length, a_row, device)
+                builder.store(overlap(own_block, zero), own)
             mine = builder.load(own)
             with builder.if_then(builder.icmp_signed(">", needed, mine)):
                 local = variable(zero)
-                start = builder.sub(device, builder.srem(device, per_node))
-                stop = smin(builder.add(start, per_node), devices)
-
-                def over_mates(mate: ir.Value) -> None:
-                    holds = load(first, builder.add(builder.mul(a, devices), mate))
-                    with builder.if_then(builder.icmp_signed("!=", holds, ir.Constant(I8, 0))):
-                        part = overlap(a_row, mate, b_row, device)
-                        builder.store(builder.add(builder.load(local), part), local)
-
-                loop(start, stop, over_mates)
-                near = builder.load(local)
-                builder.store(smax(builder.load(most_intra), builder.sub(near, mine)),
-                              most_intra)
-                builder.store(smax(builder.load(most_inter), builder.sub(needed, near)),
-                              most_inter)
+                loop(zero, builder.load(count), lambda slot: builder.store(
+                    builder.add(builder.load(local), overlap(holders, slot)), local))
+                record_maxima(loops, most_intra, most_inter, builder.load(local), mine, needed)
 
         window = builder.mul(pair, ir.Constant(I64, 4))
         for part in (0, 2):
             begin = load(windows, builder.add(window, ir.Constant(I64, part)))
             end = load(windows, builder.add(window, ir.Constant(I64, part + 1)))
             loop(begin, end, over_devices)
-        builder.store(builder.sitofp(builder.load(most_intra), F64),
-                      builder.gep(intra_out, [pair]))
-        builder.store(builder.sitofp(builder.load(most_inter), F64),
-                      builder.gep(inter_out, [pair]))
+        store_maxima(builder, most_intra, most_inter, intra_out, inter_out, pair)
 
     loop(zero, pairs, over_pairs)
     builder.ret_void()

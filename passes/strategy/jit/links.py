@@ -88,21 +88,32 @@ def build_module() -> ir.Module:
                         builder.store(builder.add(builder.load(local), part), local)
 
                 loop(start, stop, over_mates)
-                near = builder.load(local)
-                builder.store(smax(builder.load(most_intra), builder.sub(near, own)),
-                              most_intra)
-                builder.store(smax(builder.load(most_inter), builder.sub(whole, near)),
-                              most_inter)
+                record_maxima(loops, most_intra, most_inter, builder.load(local), own, whole)
 
         loop(zero, devices, over_devices)
-        builder.store(builder.sitofp(builder.load(most_intra), F64),
-                      builder.gep(intra_out, [pair]))
-        builder.store(builder.sitofp(builder.load(most_inter), F64),
-                      builder.gep(inter_out, [pair]))
+        store_maxima(builder, most_intra, most_inter, intra_out, inter_out, pair)
 
     loop(zero, pairs, over_pairs)
     builder.ret_void()
     return module
+
+
+def record_maxima(loops: Loops, most_intra: ir.Value, most_inter: ir.Value, local: ir.Value,
+                  own: ir.Value, whole: ir.Value) -> None:
+    """most_intra = max(most_intra, local − own), most_inter = max(most_inter, whole −
+    local): one receiving device's words over NVLink and over InfiniBand."""
+    builder = loops.builder
+    builder.store(loops.smax(builder.load(most_intra), builder.sub(local, own)), most_intra)
+    builder.store(loops.smax(builder.load(most_inter), builder.sub(whole, local)), most_inter)
+
+
+def store_maxima(builder: ir.IRBuilder, most_intra: ir.Value, most_inter: ir.Value,
+                 intra_out: ir.Value, inter_out: ir.Value, pair: ir.Value) -> None:
+    """intra_out[pair], inter_out[pair] = the maxima, as float64."""
+    builder.store(builder.sitofp(builder.load(most_intra), F64),
+                  builder.gep(intra_out, [pair]))
+    builder.store(builder.sitofp(builder.load(most_inter), F64),
+                  builder.gep(inter_out, [pair]))
 
 
 _compiled = compiled_once(build_module, NAME, _SIGNATURE, "the links kernel")
