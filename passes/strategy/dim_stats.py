@@ -54,9 +54,12 @@ def pair_stats(held: np.ndarray, needed: np.ndarray, per_node: int,
     and repeats with period lcm(s·f of both, `per_node`), so devices 0, g, 2g, ... below
     the period are all a pair visits. Pairs met before are taken from `_STATS`; the
     others that visit the same devices (the same g and count) are computed together, in
-    blocks of about `_ENTRIES` entries (or, with `compiled` where llvmlite compiles,
-    each pair walked by `jit.dim_stats`). Memoised per pair: a pair's row is the same
-    integers either way."""
+    blocks of about `_ENTRIES` entries. With `compiled` (where llvmlite compiles) every
+    pair is walked by `jit.dim_stats`, in less time than the memo's Python per pair: the
+    same integers."""
+    if compiled and jit_available():
+        return _new_stats(np.repeat(held, len(needed), axis=0), np.tile(needed, (len(held), 1)),
+                          per_node, devices, True).reshape(len(held), len(needed), 5)
     keys = [(*a, *b) for a in map(tuple, held.tolist()) for b in map(tuple, needed.tolist())]
     known = _STATS.setdefault((per_node, devices), {})
     missing = sorted({key for key in keys if key not in known})
@@ -64,8 +67,7 @@ def pair_stats(held: np.ndarray, needed: np.ndarray, per_node: int,
         if len(known) + len(missing) > 1 << 20:
             known.clear()
         pairs = np.array(missing, dtype=np.int64).reshape(-1, 6)
-        new = _new_stats(pairs[:, :3], pairs[:, 3:], per_node, devices,
-                         compiled and jit_available())
+        new = _new_stats(pairs[:, :3], pairs[:, 3:], per_node, devices, False)
         for key, row in zip(missing, new.tolist(), strict=True):
             known[key] = row
     return np.array([known[key] for key in keys],
