@@ -27,7 +27,7 @@ from math import prod
 
 import numpy as np
 
-from pase.passes.strategy.cost import Config, LayerCost, hierarchical_bandwidth
+from pase.passes.strategy.cost import Config, LayerCost
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.vertices import Layer
 
@@ -132,12 +132,8 @@ class Vectors:
         only along `dims`: `Collectives._spans`, vectorised."""
         grouped = self._grouped(dims)
         if grouped not in self._bandwidths and self.machine.hierarchical:
-            # Only the split axes form the grid (cost.grid_axes): factors of 1 add none.
-            rows = [tuple(int(f) for f in row) for row in self.factors.tolist()]
-            self._bandwidths[grouped] = np.array([hierarchical_bandwidth(
-                tuple(f for f in row if f > 1),
-                tuple(g for f, g in zip(row, grouped, strict=True) if f > 1), self.machine)
-                for row in rows], dtype=np.float64)
+            self._bandwidths[grouped] = hierarchical_bandwidths(self.factors, grouped,
+                                                                self.machine)
         if grouped not in self._bandwidths:
             spans = _spans_nodes_of(self.factors, grouped, self.machine.devices_per_node)
             self._bandwidths[grouped] = np.where(spans, self.machine.inter_node_bandwidth,
@@ -185,6 +181,48 @@ class Vectors:
         self.seconds += seconds
         self.phase_words[self.phase] += words
         self.phase_seconds[self.phase] += seconds
+
+
+def hierarchical_bandwidths(factors: np.ndarray, grouped: tuple[bool, ...],
+                            machine: Machine) -> np.ndarray:
+    """`cost.hierarchical_bandwidth` of each row of `factors` (a row-major device grid;
+    axes of factor 1 add nothing to it), the same floats, in numpy: device 0's group is
+    the devices whose coordinates along the axes not `grouped` are 0, so the members on
+    its node are the devices e < devices per node (and < the grid's size) with those
+    coordinates 0; the formula's float operations are the same, in the same order.
+
+    >>> from pase.passes.strategy.cost import hierarchical_bandwidth
+    >>> from pase.passes.strategy.machines import preset
+    >>> grid = np.array([[4, 8], [32, 1]])       # 32 devices; the groups along axis 0
+    >>> dgx = preset("a100-80gb-dgx")
+    >>> (hierarchical_bandwidths(grid, (True, False), dgx).tolist()
+    ...  == [hierarchical_bandwidth((4, 8), (True, False), dgx),
+    ...      hierarchical_bandwidth((32,), (True,), dgx)])
+    True
+    """
+    per_node = machine.devices_per_node
+    strides = np.ones_like(factors)
+    for j in range(factors.shape[1] - 2, -1, -1):
+        strides[:, j] = strides[:, j + 1] * factors[:, j + 1]
+    group = np.ones(len(factors), dtype=np.int64)
+    device = np.arange(per_node, dtype=np.int64)[None, :]
+    member = device < factors.prod(axis=1)[:, None]
+    for axis, is_grouped in enumerate(grouped):
+        if is_grouped:
+            group = group * factors[:, axis]
+        else:
+            member &= device // strides[:, axis:axis + 1] % factors[:, axis:axis + 1] == 0
+    local = member.sum(axis=1)
+    bandwidth = np.full(len(factors), machine.intra_node_bandwidth)
+    spread = (group > local) & (group >= 2)
+    size, near = group[spread].astype(np.float64), local[spread].astype(np.float64)
+    nodes = size / near
+    flat = (size - 1) / size
+    within = (near - 1) / near / flat
+    across = (nodes - 1) / nodes / near / flat
+    bandwidth[spread] = 1.0 / (within / machine.intra_node_bandwidth
+                               + across / machine.inter_node_bandwidth)
+    return bandwidth
 
 
 _SPANS: dict[tuple, np.ndarray] = {}

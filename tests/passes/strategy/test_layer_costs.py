@@ -21,12 +21,14 @@ from pase.passes.strategy.cost import (
     Config,
     LayerCost,
     group_spans_nodes,
+    hierarchical_bandwidth,
     local_elements,
 )
 from pase.passes.strategy.layer_costs import (
     _spans_nodes,
     _spans_nodes_of,
     factor_matrix,
+    hierarchical_bandwidths,
     layer_costs,
 )
 from pase.passes.strategy.machines import PRESETS, Machine
@@ -150,6 +152,25 @@ def test_spans_match_group_spans_nodes_on_every_grid() -> None:
                 expected = group_spans_nodes(tuple(f for f, _ in axes),
                                              tuple(g for _, g in axes), devices_per_node)
                 assert span == expected, (row, grouped, devices_per_node)
+
+
+def test_hierarchical_bandwidths_match_the_per_grid_bandwidth() -> None:
+    """`hierarchical_bandwidths` (numpy over grids) against `cost.hierarchical_bandwidth`
+    of each grid without its factors of 1 (as `Vectors.bandwidth` called it): the same
+    floats, on nodes of 1 to 8 devices."""
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        rank = int(rng.integers(1, 5))
+        factors = rng.choice([1, 2, 3, 4, 8, 16], size=(6, rank)).astype(np.int64)
+        grouped = tuple(bool(g) for g in rng.integers(0, 2, size=rank))
+        for devices_per_node in (1, 2, 3, 4, 8):
+            machine = replace(PRESETS["a100-80gb-dgx"], devices_per_node=devices_per_node)
+            bandwidths = hierarchical_bandwidths(factors, grouped, machine)
+            for row, bandwidth in zip(factors.tolist(), bandwidths.tolist(), strict=True):
+                axes = [(f, g) for f, g in zip(row, grouped, strict=True) if f > 1]
+                expected = hierarchical_bandwidth(tuple(f for f, _ in axes),
+                                                  tuple(g for _, g in axes), machine)
+                assert bandwidth == expected, (row, grouped, devices_per_node)
 
 
 def test_a_configuration_of_an_unknown_dim_is_an_error() -> None:
