@@ -29,10 +29,50 @@ from pase.passes.strategy.dim_pricing import DimLayouts
 _ENTRIES = 1 << 18
 
 
+_PAIRS: dict[tuple[int, int], dict[bytes, tuple[float, float]]] = {}
+"""`received_by_link`'s words by (per_node, devices) and the pair's layouts' numbers: the
+rounds of a narrowed search and the edges of one kind walk the same pairs again (on GPT-3
+175B at 3,072 devices, half of the pairs walked had been walked before). At most
+`_PAIRS_KEPT` pairs (about 300 bytes each) are kept, then the memo starts again."""
+_PAIRS_KEPT = 1 << 18
+
+
 def received_by_link(senders: DimLayouts, receivers: DimLayouts, per_node: int,
                      rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(intra, inter) float64 over the pairs (rows[i], cols[i]) of layouts, by the compiled
-    walk of `jit.dim_links` over the windows of the module docstring."""
+    walk of `jit.dim_links` over the windows of the module docstring; pairs walked before
+    are read from `_PAIRS`."""
+    def numbers(layouts: DimLayouts, ids: np.ndarray) -> np.ndarray:
+        return np.concatenate([layouts.working[ids, None], layouts.stride[ids],
+                               layouts.factor[ids], layouts.length[ids]], axis=1)
+
+    pairs = np.ascontiguousarray(np.concatenate([numbers(senders, rows),
+                                                 numbers(receivers, cols)], axis=1))
+    keys = pairs.view(np.dtype((np.void, pairs.shape[1] * 8))).ravel().tolist() \
+        if len(pairs) else []
+    known = _PAIRS.setdefault((per_node, senders.devices), {})
+    intra, inter = np.empty(len(rows)), np.empty(len(rows))
+    missing = []
+    for i, key in enumerate(keys):
+        words = known.get(key)
+        if words is None:
+            missing.append(i)
+        else:
+            intra[i], inter[i] = words
+    if missing:
+        chosen = np.array(missing, dtype=np.int64)
+        new_intra, new_inter = _walk(senders, receivers, per_node, rows[chosen], cols[chosen])
+        intra[chosen], inter[chosen] = new_intra, new_inter
+        if len(known) + len(missing) > _PAIRS_KEPT:
+            known.clear()
+        known.update(zip((keys[i] for i in missing),
+                         zip(new_intra.tolist(), new_inter.tolist(), strict=True)))
+    return intra, inter
+
+
+def _walk(senders: DimLayouts, receivers: DimLayouts, per_node: int, rows: np.ndarray,
+          cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`received_by_link` of pairs not met before, walked."""
     from pase.passes.strategy.jit.dim_links import received_by_link_dims
 
     held_ids, rows_at = np.unique(rows, return_inverse=True)

@@ -62,6 +62,7 @@ def _forget() -> None:
     dim_stats._TABLES.clear()
     dim_pricing._EXACT.clear()
     dim_pricing._CACHE.clear()
+    dim_links._PAIRS.clear()
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -119,12 +120,16 @@ def test_links_walk_matches_the_per_device_walk(seed: int) -> None:
     devices = int(rng.choice([16, 24, 40, 64, 96, 192]))
     per_node = int(rng.choice([3, 8, 8]))
     held, needed = edge_layouts(rng, devices, seed % 3)
+    _forget()
     for senders, receivers in ((held, needed), (needed, held)):
         rows, cols = (index.ravel() for index in np.indices((len(senders), len(receivers))))
-        intra, inter = dim_links.received_by_link(senders, receivers, per_node, rows, cols)
         blocks = senders.blocks(np.arange(len(senders)))
         expected = placed_redistribution.received_by_link(
             blocks, receivers.blocks(np.arange(len(receivers))), per_node, rows, cols)
+        # Walked, then half of them again from the memo of pairs, with the others walked.
+        half = rng.permutation(len(rows))[:len(rows) // 2]
+        dim_links.received_by_link(senders, receivers, per_node, rows[half], cols[half])
+        intra, inter = dim_links.received_by_link(senders, receivers, per_node, rows, cols)
         assert intra.tolist() == expected[0].tolist()
         assert inter.tolist() == expected[1].tolist()
         first = dim_links.first_holders(senders, *_coordinates(senders), per_node)
