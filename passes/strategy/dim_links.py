@@ -21,6 +21,8 @@ then the same integer, the same float.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from pase.passes.strategy.dim_pricing import DimLayouts
@@ -48,8 +50,8 @@ def received_by_link(senders: DimLayouts, receivers: DimLayouts, per_node: int,
 
     pairs = np.ascontiguousarray(np.concatenate([numbers(senders, rows),
                                                  numbers(receivers, cols)], axis=1))
-    keys = pairs.view(np.dtype((np.void, pairs.shape[1] * 8))).ravel().tolist() \
-        if len(pairs) else []
+    keys = cast(list[bytes], pairs.view(np.dtype((np.void, pairs.shape[1] * 8))).ravel()
+                .tolist() if len(pairs) else [])
     known = _PAIRS.setdefault((per_node, senders.devices), {})
     intra, inter = np.empty(len(rows)), np.empty(len(rows))
     missing = []
@@ -65,8 +67,8 @@ def received_by_link(senders: DimLayouts, receivers: DimLayouts, per_node: int,
         intra[chosen], inter[chosen] = new_intra, new_inter
         if len(known) + len(missing) > _PAIRS_KEPT:
             known.clear()
-        known.update(zip((keys[i] for i in missing),
-                         zip(new_intra.tolist(), new_inter.tolist(), strict=True)))
+        known.update(zip([keys[i] for i in missing],
+                         zip(new_intra.tolist(), new_inter.tolist(), strict=True), strict=True))
     return intra, inter
 
 
