@@ -2,8 +2,8 @@
 (main's, exported) side by side, in fresh processes, in CPU seconds (issue 32).
 
     .venv/bin/python benchmarks/pricing.py capture edges.npz        # GPT-3 175B, P = 3,072
-    .venv/bin/python benchmarks/pricing.py entries edges.npz --peer /tmp/main-tree
-    .venv/bin/python benchmarks/pricing.py searches --peer /tmp/main-tree
+    .venv/bin/python benchmarks/pricing.py entries edges.npz --peer ../main-tree
+    .venv/bin/python benchmarks/pricing.py searches --peer ../main-tree
 
 `capture` runs GPT-3 175B's search at P devices (3,072) as `scale.py`'s child does and
 keeps the inputs of the `--keep` largest of its first `--calls` placed-seconds calls (the
