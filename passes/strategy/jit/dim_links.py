@@ -49,7 +49,7 @@ def build_module() -> ir.Module:
      rows, cols, windows, pairs, devices, rank, per_node, intra_out,
      inter_out) = function.args
     loops = Loops(function)
-    builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
+    builder, variable, smin = loops.builder, loops.variable, loops.smin
     zero, one, loop = loops.zero, loops.one, loops.loop
     # Per node, the blocks of its devices that first hold theirs (a slot of rank [lo, hi)
     # pairs each); per device, the receiver's block.
@@ -57,44 +57,12 @@ def build_module() -> ir.Module:
                                                    ir.Constant(I64, 2)))
     wanted = builder.alloca(I64, size=builder.mul(rank, ir.Constant(I64, 2)))
     own_block = builder.alloca(I64, size=builder.mul(rank, ir.Constant(I64, 2)))
-    two = ir.Constant(I64, 2)
+
+    blocks = _Blocks(loops, coords, devices, rank, wanted)
+    overlap, store_block = blocks.overlap, blocks.store
 
     def load(array: ir.Value, index: ir.Value) -> ir.Value:
         return builder.load(builder.gep(array, [index]))
-
-    def low(state: ir.Value, lengths: ir.Value, at: ir.Value, device: ir.Value) -> ir.Value:
-        """The first index of the block along one dim (`at` in the (layouts, rank) arrays)
-        of `device`."""
-        return builder.mul(load(coords, builder.add(builder.mul(load(state, at), devices),
-                                                    device)), load(lengths, at))
-
-    def overlap(blocks: ir.Value, slot: ir.Value) -> ir.Value:
-        """|N_b(d) ∩ the block at slot `slot` of `blocks`| (`wanted` holds N_b(d))."""
-        product = variable(one)
-
-        def over_dims(dim: ir.Value) -> None:
-            at, mine = builder.mul(builder.add(builder.mul(slot, rank), dim), two), \
-                builder.mul(dim, two)
-            extent = builder.sub(
-                smin(load(blocks, builder.add(at, one)), load(wanted, builder.add(mine, one))),
-                smax(load(blocks, at), load(wanted, mine)))
-            builder.store(builder.mul(builder.load(product), smax(extent, zero)), product)
-
-        loop(zero, rank, over_dims)
-        return builder.load(product)
-
-    def store_block(blocks: ir.Value, slot: ir.Value, state: ir.Value, lengths: ir.Value,
-                    row: ir.Value, device: ir.Value) -> None:
-        """blocks[slot] = the block of `device` in the layout whose row starts at `row`."""
-        def over_dims(dim: ir.Value) -> None:
-            at = builder.add(row, dim)
-            lo = low(state, lengths, at, device)
-            place = builder.mul(builder.add(builder.mul(slot, rank), dim), two)
-            builder.store(lo, builder.gep(blocks, [place]))
-            builder.store(builder.add(lo, load(lengths, at)),
-                          builder.gep(blocks, [builder.add(place, one)]))
-
-        loop(zero, rank, over_dims)
 
     def over_pairs(pair: ir.Value) -> None:
         a, b = load(rows, pair), load(cols, pair)
@@ -147,6 +115,55 @@ def build_module() -> ir.Module:
     loop(zero, pairs, over_pairs)
     builder.ret_void()
     return module
+
+
+class _Blocks:
+    """Blocks as rank [lo, hi) pairs in stack arrays: one layout's block on a device, from
+    the coordinate table, and its overlap with the receiver's block in `wanted`."""
+
+    def __init__(self, loops: Loops, coords: ir.Value, devices: ir.Value, rank: ir.Value,
+                 wanted: ir.Value) -> None:
+        self.loops, self.coords, self.devices, self.rank = loops, coords, devices, rank
+        self.wanted = wanted
+
+    def _load(self, array: ir.Value, index: ir.Value) -> ir.Value:
+        return self.loops.builder.load(self.loops.builder.gep(array, [index]))
+
+    def overlap(self, blocks: ir.Value, slot: ir.Value) -> ir.Value:
+        """|N_b(d) ∩ the block at slot `slot` of `blocks`| (`wanted` holds N_b(d))."""
+        loops, load, two = self.loops, self._load, ir.Constant(I64, 2)
+        builder, smax, smin, one = loops.builder, loops.smax, loops.smin, loops.one
+        product = loops.variable(one)
+
+        def over_dims(dim: ir.Value) -> None:
+            at = builder.mul(builder.add(builder.mul(slot, self.rank), dim), two)
+            mine = builder.mul(dim, two)
+            extent = builder.sub(smin(load(blocks, builder.add(at, one)),
+                                      load(self.wanted, builder.add(mine, one))),
+                                 smax(load(blocks, at), load(self.wanted, mine)))
+            builder.store(builder.mul(builder.load(product), smax(extent, loops.zero)),
+                          product)
+
+        loops.loop(loops.zero, self.rank, over_dims)
+        return builder.load(product)
+
+    def store(self, blocks: ir.Value, slot: ir.Value, state: ir.Value, lengths: ir.Value,
+              row: ir.Value, device: ir.Value) -> None:
+        """blocks[slot] = the block of `device` in the layout whose row starts at `row`
+        (`state` and `lengths` its (layouts, rank) arrays)."""
+        loops, load, two = self.loops, self._load, ir.Constant(I64, 2)
+        builder = loops.builder
+
+        def over_dims(dim: ir.Value) -> None:
+            at = builder.add(row, dim)
+            lo = builder.mul(load(self.coords, builder.add(
+                builder.mul(load(state, at), self.devices), device)), load(lengths, at))
+            place = builder.mul(builder.add(builder.mul(slot, self.rank), dim), two)
+            builder.store(lo, builder.gep(blocks, [place]))
+            builder.store(builder.add(lo, load(lengths, at)),
+                          builder.gep(blocks, [builder.add(place, loops.one)]))
+
+        loops.loop(loops.zero, self.rank, over_dims)
 
 
 _compiled = compiled_once(build_module, NAME, _SIGNATURE, "the per-dim links kernel")

@@ -37,7 +37,7 @@ def build_module() -> ir.Module:
     held, needed, steps, counts, pairs, per_node, out = function.args
     loops = Loops(function)
     builder, variable, smax, smin = loops.builder, loops.variable, loops.smax, loops.smin
-    zero, one = loops.zero, loops.one
+    zero = loops.zero
     never = ir.Constant(I64, NEVER)
     largest = ir.Constant(I64, (1 << 63) - 1)
     boxed = builder.icmp_signed(">", per_node, zero)
@@ -63,7 +63,8 @@ def build_module() -> ir.Module:
         def sender_block() -> None:
             with builder.if_else(boxed) as (then, otherwise):
                 with then:
-                    box_lo, box_hi = node_box(builder.load(device), s_a, f_a, l_a)
+                    box_lo, box_hi = _node_box(loops, per_node, builder.load(device), s_a,
+                                               f_a, l_a)
                     builder.store(box_lo, a_lo)
                     builder.store(box_hi, a_hi)
                 with otherwise:
@@ -92,7 +93,7 @@ def build_module() -> ir.Module:
                 builder.store(value, least)
                 builder.store(here, least_at)
             builder.store(builder.add(here, step), device)
-            advance(coord_b, rest_b, s_b, f_b, step)
+            _advance(loops, coord_b, rest_b, s_b, f_b, step)
             with builder.if_else(boxed) as (then, otherwise):
                 with then:
                     rest = builder.add(builder.load(node_rest), step)
@@ -101,7 +102,7 @@ def build_module() -> ir.Module:
                     with builder.if_then(starts):
                         sender_block()
                 with otherwise:
-                    advance(coord_a, rest_a, s_a, f_a, step)
+                    _advance(loops, coord_a, rest_a, s_a, f_a, step)
                     sender_block()
 
         # Once the least value is 0 (at the first 0) and the first change is known, the
@@ -114,35 +115,40 @@ def build_module() -> ir.Module:
             builder.store(builder.load(slot),
                           builder.gep(out, [builder.add(row, ir.Constant(I64, k))]))
 
-    def advance(coord: ir.Value, rest: ir.Value, stride: ir.Value, factor: ir.Value,
-                step: ir.Value) -> None:
-        """d += step for one side's (d // stride) % factor and d % stride."""
-        moved = builder.add(builder.load(rest), step)
-        wraps = builder.icmp_signed("==", moved, stride)
-        builder.store(builder.select(wraps, zero, moved), rest)
-        with builder.if_then(wraps):
-            next_coord = builder.add(builder.load(coord), one)
-            builder.store(builder.select(builder.icmp_signed("==", next_coord, factor), zero,
-                                         next_coord), coord)
-
-    def node_box(device: ir.Value, s_a: ir.Value, f_a: ir.Value,
-                 l_a: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """The box of the node of `device`, along one dim, in closed form
-        (`dim_stats._group_stats`)."""
-        safe = smax(per_node, one)
-        start_device = builder.mul(builder.sdiv(device, safe), safe)
-        low = builder.sdiv(start_device, s_a)
-        start = builder.srem(low, f_a)
-        end = builder.add(start, builder.sub(builder.sdiv(
-            builder.sub(builder.add(start_device, safe), one), s_a), low))
-        wraps = builder.icmp_signed(">=", end, f_a)
-        return (builder.mul(builder.select(wraps, zero, start), l_a),
-                builder.mul(builder.add(builder.select(wraps, builder.sub(f_a, one), end),
-                                        one), l_a))
-
     loops.loop(zero, pairs, over_pairs)
     builder.ret_void()
     return module
+
+
+def _advance(loops: Loops, coord: ir.Value, rest: ir.Value, stride: ir.Value,
+             factor: ir.Value, step: ir.Value) -> None:
+    """d += step for one side's (d // stride) % factor and d % stride (step divides
+    stride)."""
+    builder = loops.builder
+    moved = builder.add(builder.load(rest), step)
+    wraps = builder.icmp_signed("==", moved, stride)
+    builder.store(builder.select(wraps, loops.zero, moved), rest)
+    with builder.if_then(wraps):
+        next_coord = builder.add(builder.load(coord), loops.one)
+        builder.store(builder.select(builder.icmp_signed("==", next_coord, factor),
+                                     loops.zero, next_coord), coord)
+
+
+def _node_box(loops: Loops, per_node: ir.Value, device: ir.Value, s_a: ir.Value,
+              f_a: ir.Value, l_a: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The box of the node of `device`, along one dim, in closed form
+    (`dim_stats._group_stats`)."""
+    builder, zero, one = loops.builder, loops.zero, loops.one
+    safe = loops.smax(per_node, one)
+    start_device = builder.mul(builder.sdiv(device, safe), safe)
+    low = builder.sdiv(start_device, s_a)
+    start = builder.srem(low, f_a)
+    end = builder.add(start, builder.sub(builder.sdiv(
+        builder.sub(builder.add(start_device, safe), one), s_a), low))
+    wraps = builder.icmp_signed(">=", end, f_a)
+    return (builder.mul(builder.select(wraps, zero, start), l_a),
+            builder.mul(builder.add(builder.select(wraps, builder.sub(f_a, one), end), one),
+                        l_a))
 
 
 _compiled = compiled_once(build_module, NAME, _SIGNATURE, "the per-dim statistics kernel")
