@@ -208,7 +208,8 @@ class CappedSolution:
     search's frontier points (`frontier.py`); `stopped` says that the effort bound (`effort`,
     `solve_capped`'s) ended the search before it proved the strategy optimal; `rate` is
     LARAC's best multiplier λ (0 where the cap did not bind), a warm start for a similar
-    problem (`solve_capped`'s `start`).
+    problem (`solve_capped`'s `start`); `choice`, the strategy's configuration indices
+    (one per layer, in order).
     """
 
     assignment: Assignment
@@ -223,6 +224,7 @@ class CappedSolution:
     stopped: bool = False
     effort: int | None = None
     rate: float = 0.0
+    choice: tuple[int, ...] = ()
 
     @property
     def gap(self) -> float:
@@ -279,17 +281,17 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         budget = as_budget(memory_budget)
         graph = problem.cost_graph(budget)
         memory = memory_vectors(problem, in_flight)
-        least = sum(float(vector.min()) for vector in memory)
         transient = Transient.of(problem)
         solved: dict[str, DPResult] = {}
 
-        def under(room: float, first: bool = True) -> CappedSolution:
-            return _solve_additive(problem, graph, memory, least, room, method, order, budget,
-                                   exhaustive_limit, jit, progress,
+        def under(vectors: list[np.ndarray], room: float, first: bool) -> CappedSolution:
+            return _solve_additive(problem, graph, vectors,
+                                   sum(float(vector.min()) for vector in vectors), room,
+                                   method, order, budget, exhaustive_limit, jit, progress,
                                    enough if first else None, effort, start, solved)
 
         if transient is None:
-            return under(cap)
+            return under(memory, cap, True)
 
         def least_plan() -> CappedSolution:
             assert transient is not None
@@ -298,7 +300,7 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
             return _solution(problem, choice, cost, _weight(memory, choice), cap, cost,
                              False, 0, None)
 
-        return solve_recomputed(transient, least, cap, under, least_plan)
+        return solve_recomputed(transient, memory, cap, under, least_plan)
 
 
 def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray],
@@ -530,4 +532,4 @@ def _solution(problem: Problem, choice: tuple[int, ...], cost: float, memory: fl
     if math.isinf(cost):
         raise SearchError("no strategy fits under the memory cap")  # excluded by `least`
     return CappedSolution(problem.assignment(choice), cost, memory, cap, bound, fits,
-                          solves, stats, nodes, stopped, effort, rate)
+                          solves, stats, nodes, stopped, effort, rate, tuple(choice))

@@ -1,37 +1,64 @@
-"""The recomputed activations under a memory cap (`memory.solve_capped`).
+"""The recomputed activations under a memory cap (`memory.solve_capped`), exactly.
 
 Under recomputation a device's peak is its parameters, gradients, optimizer state and
 kept activations (a sum over its layers, each fixed by that layer's configuration) plus
 the results one segment recomputes during its backward, the largest segment's: the
 backward recomputes one segment at a time and frees it before the next
 (docs/cost-model.md, "Recomputation"). That last term is a maximum over segments, not a
-sum, so the search's one additive constraint cannot carry it. `solve_recomputed` bounds
-it between two numbers the layers' configurations fix: at least R = the largest sum over
-a segment of its layers' least recomputed results (every strategy holds that much again,
-`Transient.least`). So every strategy that fits also fits the additive cap `cap - R`, and
-the proven optimum under that cap is a proven lower bound on the cost of every strategy
-that fits. If its strategy fits with its own recomputed results, it is the optimum;
-otherwise the cap is lowered by what that strategy recomputes (more than R) and solved
-again, until a strategy fits: it fits, and is proven optimal when its cost equals the
-first bound (else `CappedSolution.gap` says how far it may be above it).
+sum: the cap is K additive rows at once, A(x) + R_s(x) <= cap for every segment s, and
+the search's exact capped solve carries one. `solve_recomputed` is a branch and bound
+over the layers' recomputed results that needs only that one row:
+
+- A node is a set of allowed configurations per layer. Every strategy in it recomputes
+  at least T = the largest sum over a segment of its layers' least allowed recomputed
+  results (`Transient.least_under`), so every strategy of the node that fits also fits
+  the additive cap `cap - T`: the proven optimum of the node under that one row (the
+  other configurations given more memory than the cap, so that no strategy may take
+  them) is a proven lower bound on the cost of every strategy of the node that fits.
+- If that optimum fits with its own recomputed results, the node is solved. If not, a
+  segment s holds more than `cap - A(x)` >= T >= its least, so one of its layers holds
+  more than its least allowed: the node is split on that layer (the one that holds the
+  most above its least) into the configurations that recompute less than the optimum's
+  (which cannot hold it) and those that recompute as much or more (whose T is higher).
+  The two children partition the node, each strictly smaller, so the search ends.
+- Nodes are taken lowest bound first; a node whose bound is the best fitting strategy's
+  cost (within `memory.RELATIVE_TOLERANCE`) is not split. The bound returned is the
+  least bound of the nodes that end the search (solved, pruned, or left open by
+  `MAX_NODES`), a true lower bound on every strategy that fits; the strategy always fits
+  with its recomputed results, and is proven optimal when its cost equals the bound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pase.passes.strategy.cost import Config
-from pase.passes.strategy.memory import GIB, CappedSolution, MemoryCapError, gib_up
+from pase.passes.strategy.memory import (
+    GIB,
+    RELATIVE_TOLERANCE,
+    CappedSolution,
+    MemoryCapError,
+    gib_up,
+    one_array_each,
+)
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.tables import layer_kind_key
 from pase.passes.strategy.training_cost import TrainingCost
 from pase.passes.strategy.vertices import Layer
 
-MAX_ROUNDS = 8
-"""The most solves under a cap lowered by what the last strategy recomputes."""
+MAX_NODES = 512
+"""The most nodes (each one capped solve) the branch and bound solves; a search it stops
+returns the best strategy that fits and the least bound of the nodes still open (its
+`CappedSolution.stopped` set, its gap true)."""
+
+Solve = Callable[[list[np.ndarray], float, bool], CappedSolution]
+"""`solve_under(vectors, room, first)`: the exact capped solve of the additive memory
+`vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
+(`first`: the root's, whose bound is every fitting strategy's, which may end it early)."""
 
 
 class Transient:
@@ -39,7 +66,6 @@ class Transient:
     of layers between two checkpoints (the segments recomputed one at a time)."""
 
     def __init__(self, model: TrainingCost, problem: Problem):
-        self.model = model
         self.layers = problem.layer_data
         made: dict[tuple[int, Layer], np.ndarray] = {}
         self.vectors = []
@@ -66,7 +92,7 @@ class Transient:
 
     @property
     def least(self) -> float:
-        """At least what any strategy holds again (R in the module docstring)."""
+        """At least what any strategy holds again (T of the root, module docstring)."""
         return max(sum(float(self.vectors[i].min()) for i in run) for run in self.runs)
 
     @property
@@ -74,58 +100,160 @@ class Transient:
         """At most what any strategy holds again."""
         return max(sum(float(self.vectors[i].max()) for i in run) for run in self.runs)
 
+    def least_under(self, allowed: Sequence[np.ndarray]) -> float:
+        """At least what a strategy of the configurations `allowed` holds again."""
+        return max(sum(float(self.vectors[i][allowed[i]].min()) for i in run)
+                   for run in self.runs)
+
     def least_choice(self, memory: Sequence[np.ndarray]) -> tuple[int, ...]:
         """Each layer's configuration of least additive memory (`memory`, its vector),
         and of those the one that recomputes least."""
         return tuple(int(np.lexsort((again, weights))[0])
                      for again, weights in zip(self.vectors, memory, strict=True))
 
-    def held(self, assignment: Mapping[str, Config]) -> float:
-        """What `assignment` holds again: its largest segment's recomputed results."""
-        return max(sum(self.model.memory_breakdown(self.layers[i], assignment[
-            self.layers[i].name])["recomputed"] for i in run) for run in self.runs)
+    def held(self, choice: Sequence[int]) -> tuple[float, int]:
+        """What the strategy of configuration indices `choice` holds again (its largest
+        segment's recomputed results), and that segment's index in `runs`."""
+        sums = [sum(float(self.vectors[i][choice[i]]) for i in run) for run in self.runs]
+        largest = max(range(len(sums)), key=sums.__getitem__)
+        return sums[largest], largest
 
 
-def solve_recomputed(transient: Transient, least: float, cap: float,
-                     solve_under: Callable[[float, bool], CappedSolution],
+@dataclass(order=True)
+class _Node:
+    """Configurations allowed per layer, and a proven bound on every strategy of them
+    that fits (their parent's, until solved)."""
+
+    bound: float
+    order: int
+    allowed: list[np.ndarray] = field(compare=False)
+
+
+@dataclass
+class _Tally:
+    """What the capped solves of one branch and bound made, and its best strategy."""
+
+    solves: int = 0
+    nodes: int = 0
+    stopped: bool = False
+    floor: float = math.inf
+    """The least bound of the nodes that ended (solved, pruned or left open)."""
+    best: CappedSolution | None = None
+    held: float = 0.0
+
+    def add(self, solution: CappedSolution) -> None:
+        self.solves += solution.solves
+        self.nodes += solution.nodes
+        self.stopped = self.stopped or solution.stopped
+
+    def offer(self, solution: CappedSolution, held: float) -> None:
+        if self.best is None or solution.cost < self.best.cost:
+            self.best, self.held = solution, held
+
+
+def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
+                     solve_under: Solve,
                      least_plan: Callable[[], CappedSolution]) -> CappedSolution:
-    """The strategy of least cost found whose memory with its recomputed results is at
-    most `cap` (module docstring), and the proven lower bound. `least` is the least
-    additive memory any strategy needs; `solve_under(room, first)` is the additive
-    search under `room` (`first`: the one whose bound is every fitting strategy's, which
-    may end it early); `least_plan()` the strategy of least additive memory, and of
-    those the least recomputed (`Transient.least_choice`), tried where no solve fits."""
+    """The least-cost strategy whose memory with its recomputed results is at most `cap`,
+    and a proven lower bound (module docstring). `memory` is each layer's additive memory
+    vector; `solve_under` the exact capped solve (`Solve`); `least_plan()` the strategy
+    of least additive memory, and of those the least recomputed
+    (`Transient.least_choice`), the first strategy that fits if it does."""
+    least = sum(float(vector.min()) for vector in memory)
     lowest = transient.least
     if least + lowest > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; every "
                              f"strategy needs at least {gib_up(least + lowest)} GiB per "
                              "device", least + lowest)
-    first = current = solve_under(cap - lowest, True)
-    solves, nodes, stopped = first.solves, first.nodes, first.stopped
-    found: CappedSolution | None = None
-    for _ in range(MAX_ROUNDS):
-        held = transient.held(current.assignment)
-        if current.memory + held <= cap:
-            found = current  # (the later solves, under lower caps, cost no less)
-            break
-        if least + held > cap:
-            break
+    tally = _Tally()
+    plan = least_plan()
+    plan_held = transient.held(plan.choice)[0]
+    if plan.memory + plan_held <= cap:
+        tally.offer(plan, plan_held)
+    root = _branch_and_bound(transient, memory, cap, solve_under, tally)
+    best = tally.best
+    if best is None:
+        raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
+                             "device with the results it recomputes; the least memory of "
+                             f"one that fits is {gib_up(plan.memory + plan_held)} GiB per "
+                             "device", plan.memory + plan_held)
+    return replace(best, memory=best.memory + tally.held, cap=cap,
+                   lower_bound=min(tally.floor, best.cost),
+                   unconstrained_fits=best is root and root.unconstrained_fits,
+                   solves=tally.solves, nodes=tally.nodes, stopped=tally.stopped)
+
+
+def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float,
+                      solve_under: Solve, tally: _Tally) -> CappedSolution | None:
+    """Solves the nodes lowest bound first into `tally` (module docstring); the root's
+    solution (None if nothing fits under its row)."""
+    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
+    heap = [_Node(-math.inf, 0, everything)]
+    made, root = 1, None
+    for solved in range(MAX_NODES + 1):
+        if not heap:
+            return root
+        best = tally.best
+        if solved == MAX_NODES or (best is not None and
+                                   heap[0].bound * (1 + RELATIVE_TOLERANCE) >= best.cost):
+            # (Every open node is bounded by the first's, lowest.)
+            tally.floor = min(tally.floor, heap[0].bound)
+            tally.stopped = tally.stopped or solved == MAX_NODES
+            return root
+        node = heapq.heappop(heap)
+        room = cap - transient.least_under(node.allowed)
         try:
-            current = solve_under(cap - held, False)
+            solution = solve_under(_masked(memory, node.allowed, cap), room, solved == 0)
         except MemoryCapError:
-            break
-        solves, nodes = solves + current.solves, nodes + current.nodes
-        stopped = stopped or current.stopped
-    if found is None:
-        found = least_plan()
-        if found.memory + transient.held(found.assignment) > cap:
-            raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
-                                 "device with the results it recomputes; the least "
-                                 "memory of one that fits is "
-                                 f"{gib_up(found.memory + transient.held(found.assignment))} "
-                                 "GiB per device",
-                                 found.memory + transient.held(found.assignment))
-    return replace(found, memory=found.memory + transient.held(found.assignment), cap=cap,
-                   lower_bound=min(first.lower_bound, found.cost),
-                   unconstrained_fits=found is first and first.unconstrained_fits,
-                   solves=solves, nodes=nodes, stopped=stopped)
+            continue  # (no strategy of the node fits: it ends with bound inf)
+        tally.add(solution)
+        root = solution if solved == 0 else root
+        bound = max(node.bound, solution.lower_bound)
+        held, run = transient.held(solution.choice)
+        if solution.memory + held <= cap:
+            tally.offer(solution, held)
+            tally.floor = min(tally.floor, bound)  # (solved, or stopped by effort)
+            continue
+        children = _split(transient, node.allowed, solution.choice, run)
+        if not children:  # (over the cap by rounding alone: left, with its bound)
+            tally.floor = min(tally.floor, bound)
+        for allowed in children:
+            heapq.heappush(heap, _Node(bound, made, allowed))
+            made += 1
+    return root
+
+
+def _masked(memory: list[np.ndarray], allowed: list[np.ndarray], cap: float
+            ) -> list[np.ndarray]:
+    """`memory` with the configurations not `allowed` holding more than `cap`, so that no
+    strategy under a room of at most `cap` takes them (shared vectors stay shared)."""
+    made: dict[tuple[int, int], np.ndarray] = {}
+    vectors = []
+    for vector, ok in zip(memory, allowed, strict=True):
+        key = (id(vector), id(ok))
+        if key not in made:
+            made[key] = vector if ok.all() else np.where(ok, vector, cap + 1.0)
+        vectors.append(made[key])
+    return vectors
+
+
+def _split(transient: Transient, allowed: list[np.ndarray], choice: Sequence[int],
+           run: int) -> list[list[np.ndarray]]:
+    """The two children of a node whose solution `choice` does not fit with what segment
+    `run` holds again: on the layer of that segment holding the most above its least
+    allowed, the configurations recomputing less than `choice`'s and the others."""
+    def excess(index: int) -> float:
+        again = transient.vectors[index]
+        return float(again[choice[index]] - again[allowed[index]].min())
+
+    layer = max(transient.runs[run], key=excess)  # (the first of the largest)
+    if excess(layer) <= 0:  # (the segment holds more than cap - A >= T >= its least)
+        return []
+    again = transient.vectors[layer]
+    less = again < again[choice[layer]]
+    children = []
+    for keep in (less, ~less):
+        child = list(allowed)
+        child[layer] = allowed[layer] & keep
+        children.append(one_array_each(child))
+    return children
