@@ -21,9 +21,9 @@ from pase.passes.strategy import (
     TrainingOptions,
     build_problem,
     memory_parts,
+    recomputed,
     solve_capped,
 )
-from pase.passes.strategy import recomputed
 from pase.passes.strategy.memory import memory_vectors
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.recomputed import Transient
@@ -49,7 +49,8 @@ def every(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every strategy's cost, additive memory and largest segment's recomputed results."""
     graph = problem.cost_graph()
     transient = Transient.of(problem)
-    assert transient is not None and len([run for run in transient.runs if run]) == 2
+    assert transient is not None
+    assert len([run for run in transient.runs if run]) == 2
     memory = memory_vectors(problem)
     choices = np.array(list(itertools.product(*(range(len(configs))
                                                  for configs in problem.config_lists))))
@@ -82,9 +83,11 @@ def test_every_cap_returns_the_brute_force_optimum_proven(
         binding += bool(cost[additive + least <= cap].min() < optimum * (1 - 1e-9))
         solution = solve_capped(problem, cap, effort=None)
         assert solution.cost == pytest.approx(optimum, rel=1e-9)
-        assert solution.proven and solution.lower_bound <= optimum * (1 + 1e-12)
+        assert solution.proven
+        assert solution.lower_bound <= optimum * (1 + 1e-12)
         total = memory_parts(problem, solution.assignment).total
-        assert solution.memory == pytest.approx(total, rel=1e-12) and total <= cap
+        assert solution.memory == pytest.approx(total, rel=1e-12)
+        assert total <= cap
     assert binding >= 3
 
 
@@ -94,7 +97,8 @@ def test_the_cap_the_lowered_caps_left_a_gap_under_is_proven(
     optimum = float(cost[additive + held <= OLD_GAP_CAP].min())
     assert optimum == pytest.approx(4.2004590e-08, rel=1e-7)
     solution = solve_capped(problem, OLD_GAP_CAP, effort=None)
-    assert solution.cost == pytest.approx(optimum, rel=1e-9) and solution.gap <= 1e-9
+    assert solution.cost == pytest.approx(optimum, rel=1e-9)
+    assert solution.gap <= 1e-9
 
 
 def test_a_search_stopped_by_its_node_limit_reports_a_true_bound(
@@ -117,5 +121,6 @@ def test_the_stage_search_proves_it_too(tmp_path: Path) -> None:
                         device_memory_gib=(OLD_GAP_CAP + 0.5) / (1 << 30)
                         ).apply(Context(), parse_text(TINY))
     pipeline = json.loads(out.read_text())["pipeline"]
-    assert pipeline["gap"] == 0.0 and pipeline["memory"] <= OLD_GAP_CAP
+    assert pipeline["gap"] == 0.0
+    assert pipeline["memory"] <= OLD_GAP_CAP
     assert pipeline["step"] == pytest.approx(4.2004590e-08, rel=1e-7)
