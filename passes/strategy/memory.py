@@ -311,7 +311,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
                     start: float | None, solved: dict[str, DPResult]) -> CappedSolution:
     """`solve_capped` of the additive memory `memory` (`least`, the least of it any
     strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
-    the next call (`solve_recomputed`'s lower caps)."""
+    the next call (`solve_recomputed`'s nodes)."""
     if least > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
                              f"least memory any strategy needs is {gib_up(least)} GiB "
