@@ -264,7 +264,9 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
     `effort` bounds the exact search's frontier points, in thousands (summed over its
     rounds: `capped.close_gap`), a count, so the same input gives the same answer;
     stopped by it, the strategy is the best found and `lower_bound` the bound proven so
-    far (`CappedSolution.stopped`). None searches until the strategy is proven optimal.
+    far (`CappedSolution.stopped`); it also bounds the nodes of the branch and bound over
+    recomputed results (`recomputed.MAX_NODES`). None searches until the strategy is
+    proven optimal.
 
     `start`, a multiplier λ near the best one (`CappedSolution.rate` of a similar
     problem: a neighbouring pipeline stage's), starts LARAC there instead of at the
@@ -275,13 +277,13 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         raise SearchError(f"effort must be at least 0, got {effort}")
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
-    from pase.passes.strategy.recomputed import Transient, solve_recomputed
+    from pase.passes.strategy import recomputed
 
     with collector_paused():
         budget = as_budget(memory_budget)
         graph = problem.cost_graph(budget)
         memory = memory_vectors(problem, in_flight)
-        transient = Transient.of(problem)
+        transient = recomputed.Transient.of(problem)
         solved: dict[str, DPResult] = {}
 
         def under(vectors: list[np.ndarray], room: float, first: bool) -> CappedSolution:
@@ -300,7 +302,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
             return _solution(problem, choice, cost, _weight(memory, choice), cap, cost,
                              False, 0, None)
 
-        return solve_recomputed(transient, memory, cap, under, least_plan)
+        return recomputed.solve_recomputed(transient, memory, cap, under, least_plan,
+                                           None if effort is None else recomputed.MAX_NODES)
 
 
 def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray],

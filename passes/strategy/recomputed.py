@@ -24,13 +24,15 @@ over the layers' recomputed results that needs only that one row:
 - Nodes are taken lowest bound first; a node whose bound is the best fitting strategy's
   cost (within `memory.RELATIVE_TOLERANCE`) is not split. The bound returned is the
   least bound of the nodes that end the search (solved, pruned, or left open by
-  `MAX_NODES`), a true lower bound on every strategy that fits; the strategy always fits
-  with its recomputed results, and is proven optimal when its cost equals the bound.
+  `MAX_NODES` under an effort bound), a true lower bound on every strategy that fits;
+  the strategy always fits with its recomputed results, and is proven optimal when its
+  cost equals the bound.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -51,9 +53,10 @@ from pase.passes.strategy.training_cost import TrainingCost
 from pase.passes.strategy.vertices import Layer
 
 MAX_NODES = 512
-"""The most nodes (each one capped solve) the branch and bound solves; a search it stops
-returns the best strategy that fits and the least bound of the nodes still open (its
-`CappedSolution.stopped` set, its gap true)."""
+"""The most nodes (each one capped solve) the branch and bound solves under an effort
+bound (`solve_capped`'s `effort`; without one it searches until proven); a search it
+stops returns the best strategy that fits and the least bound of the nodes still open
+(its `CappedSolution.stopped` set, its gap true)."""
 
 Solve = Callable[[list[np.ndarray], float, bool], CappedSolution]
 """`solve_under(vectors, room, first)`: the exact capped solve of the additive memory
@@ -152,13 +155,14 @@ class _Tally:
 
 
 def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
-                     solve_under: Solve,
-                     least_plan: Callable[[], CappedSolution]) -> CappedSolution:
+                     solve_under: Solve, least_plan: Callable[[], CappedSolution],
+                     limit: int | None = MAX_NODES) -> CappedSolution:
     """The least-cost strategy whose memory with its recomputed results is at most `cap`,
     and a proven lower bound (module docstring). `memory` is each layer's additive memory
     vector; `solve_under` the exact capped solve (`Solve`); `least_plan()` the strategy
     of least additive memory, and of those the least recomputed
-    (`Transient.least_choice`), the first strategy that fits if it does."""
+    (`Transient.least_choice`), the first strategy that fits if it does; `limit` the
+    most nodes solved (None: until proven)."""
     least = sum(float(vector.min()) for vector in memory)
     lowest = transient.least
     if least + lowest > cap:
@@ -170,7 +174,7 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
     plan_held = transient.held(plan.choice)[0]
     if plan.memory + plan_held <= cap:
         tally.offer(plan, plan_held)
-    root = _branch_and_bound(transient, memory, cap, solve_under, tally)
+    root = _branch_and_bound(transient, memory, cap, solve_under, tally, limit)
     best = tally.best
     if best is None:
         raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
@@ -184,21 +188,22 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
 
 
 def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float,
-                      solve_under: Solve, tally: _Tally) -> CappedSolution | None:
-    """Solves the nodes lowest bound first into `tally` (module docstring); the root's
-    solution (None if nothing fits under its row)."""
+                      solve_under: Solve, tally: _Tally, limit: int | None
+                      ) -> CappedSolution | None:
+    """Solves the nodes lowest bound first into `tally`, at most `limit` of them (module
+    docstring); the root's solution (None if nothing fits under its row)."""
     everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
     heap = [_Node(-math.inf, 0, everything)]
     made, root = 1, None
-    for solved in range(MAX_NODES + 1):
+    for solved in itertools.count():
         if not heap:
             return root
-        best = tally.best
-        if solved == MAX_NODES or (best is not None and
-                                   heap[0].bound * (1 + RELATIVE_TOLERANCE) >= best.cost):
+        best, stop = tally.best, solved == limit
+        if stop or (best is not None and
+                    heap[0].bound * (1 + RELATIVE_TOLERANCE) >= best.cost):
             # (Every open node is bounded by the first's, lowest.)
             tally.floor = min(tally.floor, heap[0].bound)
-            tally.stopped = tally.stopped or solved == MAX_NODES
+            tally.stopped = tally.stopped or stop
             return root
         node = heapq.heappop(heap)
         room = cap - transient.least_under(node.allowed)
@@ -220,7 +225,7 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         for allowed in children:
             heapq.heappush(heap, _Node(bound, made, allowed))
             made += 1
-    return root
+    raise AssertionError("unreachable")  # (itertools.count never ends)
 
 
 def _masked(memory: list[np.ndarray], allowed: list[np.ndarray], cap: float
