@@ -303,7 +303,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                              False, 0, None)
 
         return recomputed.solve_recomputed(transient, memory, cap, under, least_plan,
-                                           None if effort is None else recomputed.MAX_NODES)
+                                           None if effort is None else recomputed.MAX_NODES,
+                                           enough)
 
 
 def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray],

@@ -42,6 +42,7 @@ import numpy as np
 from pase.passes.strategy.memory import (
     GIB,
     RELATIVE_TOLERANCE,
+    BoundReached,
     CappedSolution,
     MemoryCapError,
     gib_up,
@@ -156,13 +157,16 @@ class _Tally:
 
 def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
                      solve_under: Solve, least_plan: Callable[[], CappedSolution],
-                     limit: int | None = MAX_NODES) -> CappedSolution:
+                     limit: int | None = MAX_NODES,
+                     enough: Callable[[float], bool] | None = None) -> CappedSolution:
     """The least-cost strategy whose memory with its recomputed results is at most `cap`,
     and a proven lower bound (module docstring). `memory` is each layer's additive memory
     vector; `solve_under` the exact capped solve (`Solve`); `least_plan()` the strategy
     of least additive memory, and of those the least recomputed
     (`Transient.least_choice`), the first strategy that fits if it does; `limit` the
-    most nodes solved (None: until proven)."""
+    most nodes solved (None: until proven); `enough` is told the proven bound on every
+    strategy that fits before each node after the root (which tells it the root's), and
+    ends the search with `BoundReached` when it returns True (`solve_capped`)."""
     least = sum(float(vector.min()) for vector in memory)
     lowest = transient.least
     if least + lowest > cap:
@@ -174,7 +178,7 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
     plan_held = transient.held(plan.choice)[0]
     if plan.memory + plan_held <= cap:
         tally.offer(plan, plan_held)
-    root = _branch_and_bound(transient, memory, cap, solve_under, tally, limit)
+    root = _branch_and_bound(transient, memory, cap, solve_under, tally, limit, enough)
     best = tally.best
     if best is None:
         raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
@@ -188,8 +192,8 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
 
 
 def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float,
-                      solve_under: Solve, tally: _Tally, limit: int | None
-                      ) -> CappedSolution | None:
+                      solve_under: Solve, tally: _Tally, limit: int | None,
+                      enough: Callable[[float], bool] | None) -> CappedSolution | None:
     """Solves the nodes lowest bound first into `tally`, at most `limit` of them (module
     docstring); the root's solution (None if nothing fits under its row)."""
     everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
@@ -205,6 +209,10 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             tally.floor = min(tally.floor, heap[0].bound)
             tally.stopped = tally.stopped or stop
             return root
+        if enough is not None and solved > 0:
+            bound = min(tally.floor, heap[0].bound, math.inf if best is None else best.cost)
+            if enough(bound):
+                raise BoundReached(bound)
         node = heapq.heappop(heap)
         room = cap - transient.least_under(node.allowed)
         try:
