@@ -126,7 +126,10 @@ class Transient:
 @dataclass(order=True)
 class _Node:
     """Configurations allowed per layer, and a proven bound on every strategy of them
-    that fits (their parent's, until solved)."""
+    that fits (their parent's, until solved); `order`, minus the count of nodes made
+    before, takes the last made first among equal bounds (depth first: a branch whose
+    solutions all cost the bound, ties, reaches one that fits in as many nodes as it
+    has layers to split, not in twice as many at each depth)."""
 
     bound: float
     order: int
@@ -231,7 +234,7 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
         for allowed in children:
-            heapq.heappush(heap, _Node(bound, made, allowed))
+            heapq.heappush(heap, _Node(bound, -made, allowed))
             made += 1
     raise AssertionError("unreachable")  # (itertools.count never ends)
 
@@ -254,7 +257,8 @@ def _split(transient: Transient, allowed: list[np.ndarray], choice: Sequence[int
            run: int) -> list[list[np.ndarray]]:
     """The two children of a node whose solution `choice` does not fit with what segment
     `run` holds again: on the layer of that segment holding the most above its least
-    allowed, the configurations recomputing less than `choice`'s and the others."""
+    allowed, the configurations recomputing as much as `choice`'s or more, and the others
+    (last: taken first among equal bounds, `_Node`)."""
     def excess(index: int) -> float:
         again = transient.vectors[index]
         return float(again[choice[index]] - again[allowed[index]].min())
@@ -265,7 +269,7 @@ def _split(transient: Transient, allowed: list[np.ndarray], choice: Sequence[int
     again = transient.vectors[layer]
     less = again < again[choice[layer]]
     children = []
-    for keep in (less, ~less):
+    for keep in (~less, less):
         child = list(allowed)
         child[layer] = allowed[layer] & keep
         children.append(one_array_each(child))
