@@ -21,6 +21,9 @@ over the layers' recomputed results that needs only that one row:
   most above its least) into the configurations that recompute less than the optimum's
   (which cannot hold it) and those that recompute as much or more (whose T is higher).
   The two children partition the node, each strictly smaller, so the search ends.
+- Where the root's optimum does not fit, solves under the cap lowered by what it (then
+  the next) holds again find a first strategy that fits (`_lowered`), usually the
+  optimum, which then ends the search at the root's bound.
 - Nodes are taken lowest bound first; a node whose bound is the best fitting strategy's
   cost (within `memory.RELATIVE_TOLERANCE`) is not split. The bound returned is the
   least bound of the nodes that end the search (solved, pruned, or left open by
@@ -58,6 +61,10 @@ MAX_NODES = 512
 bound (`solve_capped`'s `effort`; without one it searches until proven); a search it
 stops returns the best strategy that fits and the least bound of the nodes still open
 (its `CappedSolution.stopped` set, its gap true)."""
+
+MAX_ROUNDS = 8
+"""The most solves under a cap lowered by what the last strategy holds again (`_lowered`),
+the first strategy that fits found before branching."""
 
 Solve = Callable[[list[np.ndarray], float, bool], CappedSolution]
 """`solve_under(vectors, room, first)`: the exact capped solve of the additive memory
@@ -166,7 +173,7 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
     and a proven lower bound (module docstring). `memory` is each layer's additive memory
     vector; `solve_under` the exact capped solve (`Solve`); `least_plan()` the strategy
     of least additive memory, and of those the least recomputed
-    (`Transient.least_choice`), the first strategy that fits if it does; `limit` the
+    (`Transient.least_choice`), taken where it fits and nothing cheaper does; `limit` the
     most nodes solved (None: until proven); `enough` is told the proven bound on every
     strategy that fits before each node after the root (which tells it the root's), and
     ends the search with `BoundReached` when it returns True (`solve_capped`)."""
@@ -177,11 +184,11 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
                              f"strategy needs at least {gib_up(least + lowest)} GiB per "
                              "device", least + lowest)
     tally = _Tally()
-    plan = least_plan()
+    root = _branch_and_bound(transient, memory, cap, solve_under, tally, limit, enough)
+    plan = least_plan()  # (where nothing found fits, or all cost more)
     plan_held = transient.held(plan.choice)[0]
     if plan.memory + plan_held <= cap:
         tally.offer(plan, plan_held)
-    root = _branch_and_bound(transient, memory, cap, solve_under, tally, limit, enough)
     best = tally.best
     if best is None:
         raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
@@ -223,13 +230,16 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         except MemoryCapError:
             continue  # (no strategy of the node fits: it ends with bound inf)
         tally.add(solution)
-        root = solution if solved == 0 else root
         bound = max(node.bound, solution.lower_bound)
         held, run = transient.held(solution.choice)
         if solution.memory + held <= cap:
             tally.offer(solution, held)
             tally.floor = min(tally.floor, bound)  # (solved, or stopped by effort)
+            root = solution if solved == 0 else root
             continue
+        if solved == 0:
+            root = solution
+            _lowered(transient, memory, cap, solve_under, tally, held)
         children = _split(transient, node.allowed, solution.choice, run)
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
@@ -237,6 +247,28 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             heapq.heappush(heap, _Node(bound, -made, allowed))
             made += 1
     raise AssertionError("unreachable")  # (itertools.count never ends)
+
+
+def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
+             solve_under: Solve, tally: _Tally, held: float) -> None:
+    """The first strategy that fits found by solving under the cap lowered by what the
+    last one holds again (`held`, the root's first), at most `MAX_ROUNDS` times, offered to
+    `tally`: solves under a cap lower than the root's row may miss the optimum and prove
+    nothing, but the strategy they find is usually the optimum, which then ends the
+    branch and bound at its root's bound."""
+    least = sum(float(vector.min()) for vector in memory)
+    for _ in range(MAX_ROUNDS):
+        if least + held > cap:
+            return
+        try:
+            solution = solve_under(memory, cap - held, False)
+        except MemoryCapError:
+            return
+        tally.add(solution)
+        held = transient.held(solution.choice)[0]
+        if solution.memory + held <= cap:
+            tally.offer(solution, held)
+            return
 
 
 def _masked(memory: list[np.ndarray], allowed: list[np.ndarray], cap: float
