@@ -21,9 +21,10 @@ over the layers' recomputed results that needs only that one row:
   most above its least) into the configurations that recompute less than the optimum's
   (which cannot hold it) and those that recompute as much or more (whose T is higher).
   The two children partition the node, each strictly smaller, so the search ends.
-- Where the root's optimum does not fit, solves under the cap lowered by what it (then
-  the next) holds again find a first strategy that fits (`_lowered`), usually the
-  optimum, which then ends the search at the root's bound.
+- Where the root's optimum does not fit, the best strategy recomputing the least in
+  every layer, and solves under the cap lowered by what the root's (then the next)
+  strategy holds again, find strategies that fit (`_lowered`), often the optimum, which
+  then ends the search at the root's bound.
 - Nodes are taken lowest bound first; a node whose bound is the best fitting strategy's
   cost (within `memory.RELATIVE_TOLERANCE`) is not split. The bound returned is the
   least bound of the nodes that end the search (solved, pruned, or left open by
@@ -251,11 +252,22 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
 
 def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
              solve_under: Solve, tally: _Tally, held: float) -> None:
-    """The first strategy that fits found by solving under the cap lowered by what the
-    last one holds again (`held`, the root's first), at most `MAX_ROUNDS` times, offered to
-    `tally`: solves under a cap lower than the root's row may miss the optimum and prove
-    nothing, but the strategy they find is usually the optimum, which then ends the
-    branch and bound at its root's bound."""
+    """Strategies that fit, offered to `tally`: the best of those whose every layer
+    recomputes its least (they fit the root's row and all hold T again), then the first
+    found by solving under the cap lowered by what the last one holds again (`held`, the
+    root's first), at most `MAX_ROUNDS` times. Both solve restrictions, which may miss
+    the optimum and prove nothing, but where one finds it (among strategies of equal cost
+    that recompute more or less, or where the root's optimum recomputes a little more
+    than T) it ends the branch and bound at its root's bound."""
+    fewest = one_array_each([again == again.min() for again in transient.vectors])
+    try:  # (every layer recomputing its least: every segment holds its least, at most T)
+        solution = solve_under(_masked(memory, fewest, cap), cap - transient.least, False)
+        tally.add(solution)
+        again = transient.held(solution.choice)[0]
+        if solution.memory + again <= cap:
+            tally.offer(solution, again)
+    except MemoryCapError:
+        pass
     least = sum(float(vector.min()) for vector in memory)
     for _ in range(MAX_ROUNDS):
         if least + held > cap:
