@@ -57,7 +57,7 @@ from pase.passes.strategy.tables import layer_kind_key
 from pase.passes.strategy.training_cost import TrainingCost
 from pase.passes.strategy.vertices import Layer
 
-MAX_NODES = 512
+MAX_NODES = 64
 """The most nodes (each one capped solve) the branch and bound solves under an effort
 bound (`solve_capped`'s `effort`; without one it searches until proven); a search it
 stops returns the best strategy that fits and the least bound of the nodes still open
