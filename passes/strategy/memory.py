@@ -208,7 +208,8 @@ class CappedSolution:
     search's frontier points (`frontier.py`); `stopped` says that the effort bound (`effort`,
     `solve_capped`'s) ended the search before it proved the strategy optimal; `rate` is
     LARAC's best multiplier λ (0 where the cap did not bind), a warm start for a similar
-    problem (`solve_capped`'s `start`).
+    problem (`solve_capped`'s `start`); `choice`, the strategy's configuration indices
+    (one per layer, in order).
     """
 
     assignment: Assignment
@@ -223,6 +224,7 @@ class CappedSolution:
     stopped: bool = False
     effort: int | None = None
     rate: float = 0.0
+    choice: tuple[int, ...] = ()
 
     @property
     def gap(self) -> float:
@@ -262,7 +264,9 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
     `effort` bounds the exact search's frontier points, in thousands (summed over its
     rounds: `capped.close_gap`), a count, so the same input gives the same answer;
     stopped by it, the strategy is the best found and `lower_bound` the bound proven so
-    far (`CappedSolution.stopped`). None searches until the strategy is proven optimal.
+    far (`CappedSolution.stopped`); it also bounds the nodes of the branch and bound over
+    recomputed results (`recomputed.MAX_NODES`). None searches until the strategy is
+    proven optimal.
 
     `start`, a multiplier λ near the best one (`CappedSolution.rate` of a similar
     problem: a neighbouring pipeline stage's), starts LARAC there instead of at the
@@ -273,23 +277,23 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         raise SearchError(f"effort must be at least 0, got {effort}")
     if method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{method}'; use dp or exhaustive")
-    from pase.passes.strategy.recomputed import Transient, solve_recomputed
+    from pase.passes.strategy import recomputed
 
     with collector_paused():
         budget = as_budget(memory_budget)
         graph = problem.cost_graph(budget)
         memory = memory_vectors(problem, in_flight)
-        least = sum(float(vector.min()) for vector in memory)
-        transient = Transient.of(problem)
+        transient = recomputed.Transient.of(problem)
         solved: dict[str, DPResult] = {}
 
-        def under(room: float, first: bool = True) -> CappedSolution:
-            return _solve_additive(problem, graph, memory, least, room, method, order, budget,
-                                   exhaustive_limit, jit, progress,
+        def under(vectors: list[np.ndarray], room: float, first: bool) -> CappedSolution:
+            return _solve_additive(problem, graph, vectors,
+                                   sum(float(vector.min()) for vector in vectors), room,
+                                   method, order, budget, exhaustive_limit, jit, progress,
                                    enough if first else None, effort, start, solved)
 
         if transient is None:
-            return under(cap)
+            return under(memory, cap, True)
 
         def least_plan() -> CappedSolution:
             assert transient is not None
@@ -298,7 +302,9 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
             return _solution(problem, choice, cost, _weight(memory, choice), cap, cost,
                              False, 0, None)
 
-        return solve_recomputed(transient, least, cap, under, least_plan)
+        return recomputed.solve_recomputed(transient, memory, cap, under, least_plan,
+                                           None if effort is None else recomputed.MAX_NODES,
+                                           enough)
 
 
 def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray],
@@ -309,7 +315,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
                     start: float | None, solved: dict[str, DPResult]) -> CappedSolution:
     """`solve_capped` of the additive memory `memory` (`least`, the least of it any
     strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
-    the next call (`solve_recomputed`'s lower caps)."""
+    the next call (`solve_recomputed`'s nodes)."""
     if least > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
                              f"least memory any strategy needs is {gib_up(least)} GiB "
@@ -530,4 +536,4 @@ def _solution(problem: Problem, choice: tuple[int, ...], cost: float, memory: fl
     if math.isinf(cost):
         raise SearchError("no strategy fits under the memory cap")  # excluded by `least`
     return CappedSolution(problem.assignment(choice), cost, memory, cap, bound, fits,
-                          solves, stats, nodes, stopped, effort, rate)
+                          solves, stats, nodes, stopped, effort, rate, tuple(choice))

@@ -1,37 +1,76 @@
-"""The recomputed activations under a memory cap (`memory.solve_capped`).
+"""The recomputed activations under a memory cap (`memory.solve_capped`), exactly.
 
 Under recomputation a device's peak is its parameters, gradients, optimizer state and
 kept activations (a sum over its layers, each fixed by that layer's configuration) plus
 the results one segment recomputes during its backward, the largest segment's: the
 backward recomputes one segment at a time and frees it before the next
 (docs/cost-model.md, "Recomputation"). That last term is a maximum over segments, not a
-sum, so the search's one additive constraint cannot carry it. `solve_recomputed` bounds
-it between two numbers the layers' configurations fix: at least R = the largest sum over
-a segment of its layers' least recomputed results (every strategy holds that much again,
-`Transient.least`). So every strategy that fits also fits the additive cap `cap - R`, and
-the proven optimum under that cap is a proven lower bound on the cost of every strategy
-that fits. If its strategy fits with its own recomputed results, it is the optimum;
-otherwise the cap is lowered by what that strategy recomputes (more than R) and solved
-again, until a strategy fits: it fits, and is proven optimal when its cost equals the
-first bound (else `CappedSolution.gap` says how far it may be above it).
+sum: the cap is K additive rows at once, A(x) + R_s(x) <= cap for every segment s, and
+the search's exact capped solve carries one. `solve_recomputed` is a branch and bound
+over the layers' recomputed results that needs only that one row:
+
+- A node is a set of allowed configurations per layer. Every strategy in it recomputes
+  at least T = the largest sum over a segment of its layers' least allowed recomputed
+  results (`Transient.least_under`), so every strategy of the node that fits also fits
+  the additive cap `cap - T`: the proven optimum of the node under that one row (the
+  other configurations given more memory than the cap, so that no strategy may take
+  them) is a proven lower bound on the cost of every strategy of the node that fits.
+- If that optimum fits with its own recomputed results, the node is solved. If not, a
+  segment s holds more than `cap - A(x)` >= T >= its least, so one of its layers holds
+  more than its least allowed: the node is split on that layer (the one that holds the
+  most above its least) into the configurations that recompute less than the optimum's
+  (which cannot hold it) and those that recompute as much or more (whose T is higher).
+  The two children partition the node, each strictly smaller, so the search ends.
+- Where the root's optimum does not fit, the best strategy recomputing the least in
+  every layer, and solves under the cap lowered by what the root's (then the next)
+  strategy holds again, find strategies that fit (`_lowered`), often the optimum, which
+  then ends the search at the root's bound.
+- Nodes are taken lowest bound first; a node whose bound is the best fitting strategy's
+  cost (within `memory.RELATIVE_TOLERANCE`) is not split. The bound returned is the
+  least bound of the nodes that end the search (solved, pruned, or left open by
+  `MAX_NODES` under an effort bound), a true lower bound on every strategy that fits;
+  the strategy always fits with its recomputed results, and is proven optimal when its
+  cost equals the bound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pase.passes.strategy.cost import Config
-from pase.passes.strategy.memory import GIB, CappedSolution, MemoryCapError, gib_up
+from pase.passes.strategy.memory import (
+    GIB,
+    RELATIVE_TOLERANCE,
+    BoundReached,
+    CappedSolution,
+    MemoryCapError,
+    gib_up,
+    one_array_each,
+)
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.tables import layer_kind_key
 from pase.passes.strategy.training_cost import TrainingCost
 from pase.passes.strategy.vertices import Layer
 
+MAX_NODES = 64
+"""The most nodes (each one capped solve) the branch and bound solves under an effort
+bound (`solve_capped`'s `effort`; without one it searches until proven); a search it
+stops returns the best strategy that fits and the least bound of the nodes still open
+(its `CappedSolution.stopped` set, its gap true)."""
+
 MAX_ROUNDS = 8
-"""The most solves under a cap lowered by what the last strategy recomputes."""
+"""The most solves under a cap lowered by what the last strategy holds again (`_lowered`),
+the first strategy that fits found before branching."""
+
+Solve = Callable[[list[np.ndarray], float, bool], CappedSolution]
+"""`solve_under(vectors, room, first)`: the exact capped solve of the additive memory
+`vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
+(`first`: the root's, whose bound is every fitting strategy's, which may end it early)."""
 
 
 class Transient:
@@ -39,7 +78,6 @@ class Transient:
     of layers between two checkpoints (the segments recomputed one at a time)."""
 
     def __init__(self, model: TrainingCost, problem: Problem):
-        self.model = model
         self.layers = problem.layer_data
         made: dict[tuple[int, Layer], np.ndarray] = {}
         self.vectors = []
@@ -66,7 +104,7 @@ class Transient:
 
     @property
     def least(self) -> float:
-        """At least what any strategy holds again (R in the module docstring)."""
+        """At least what any strategy holds again (T of the root, module docstring)."""
         return max(sum(float(self.vectors[i].min()) for i in run) for run in self.runs)
 
     @property
@@ -74,58 +112,209 @@ class Transient:
         """At most what any strategy holds again."""
         return max(sum(float(self.vectors[i].max()) for i in run) for run in self.runs)
 
+    def least_under(self, allowed: Sequence[np.ndarray]) -> float:
+        """At least what a strategy of the configurations `allowed` holds again."""
+        return max(sum(float(self.vectors[i][allowed[i]].min()) for i in run)
+                   for run in self.runs)
+
     def least_choice(self, memory: Sequence[np.ndarray]) -> tuple[int, ...]:
         """Each layer's configuration of least additive memory (`memory`, its vector),
         and of those the one that recomputes least."""
         return tuple(int(np.lexsort((again, weights))[0])
                      for again, weights in zip(self.vectors, memory, strict=True))
 
-    def held(self, assignment: Mapping[str, Config]) -> float:
-        """What `assignment` holds again: its largest segment's recomputed results."""
-        return max(sum(self.model.memory_breakdown(self.layers[i], assignment[
-            self.layers[i].name])["recomputed"] for i in run) for run in self.runs)
+    def held(self, choice: Sequence[int]) -> tuple[float, int]:
+        """What the strategy of configuration indices `choice` holds again (its largest
+        segment's recomputed results), and that segment's index in `runs`."""
+        sums = [sum(float(self.vectors[i][choice[i]]) for i in run) for run in self.runs]
+        largest = max(range(len(sums)), key=sums.__getitem__)
+        return sums[largest], largest
 
 
-def solve_recomputed(transient: Transient, least: float, cap: float,
-                     solve_under: Callable[[float, bool], CappedSolution],
-                     least_plan: Callable[[], CappedSolution]) -> CappedSolution:
-    """The strategy of least cost found whose memory with its recomputed results is at
-    most `cap` (module docstring), and the proven lower bound. `least` is the least
-    additive memory any strategy needs; `solve_under(room, first)` is the additive
-    search under `room` (`first`: the one whose bound is every fitting strategy's, which
-    may end it early); `least_plan()` the strategy of least additive memory, and of
-    those the least recomputed (`Transient.least_choice`), tried where no solve fits."""
+@dataclass(order=True)
+class _Node:
+    """Configurations allowed per layer, and a proven bound on every strategy of them
+    that fits (their parent's, until solved); `order`, minus the count of nodes made
+    before, takes the last made first among equal bounds (depth first: a branch whose
+    solutions all cost the bound, ties, reaches one that fits in as many nodes as it
+    has layers to split, not in twice as many at each depth)."""
+
+    bound: float
+    order: int
+    allowed: list[np.ndarray] = field(compare=False)
+
+
+@dataclass
+class _Tally:
+    """What the capped solves of one branch and bound made, and its best strategy."""
+
+    solves: int = 0
+    nodes: int = 0
+    stopped: bool = False
+    floor: float = math.inf
+    """The least bound of the nodes that ended (solved, pruned or left open)."""
+    best: CappedSolution | None = None
+    held: float = 0.0
+
+    def add(self, solution: CappedSolution) -> None:
+        self.solves += solution.solves
+        self.nodes += solution.nodes
+        self.stopped = self.stopped or solution.stopped
+
+    def offer(self, solution: CappedSolution, held: float) -> None:
+        if self.best is None or solution.cost < self.best.cost:
+            self.best, self.held = solution, held
+
+
+def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
+                     solve_under: Solve, least_plan: Callable[[], CappedSolution],
+                     limit: int | None = MAX_NODES,
+                     enough: Callable[[float], bool] | None = None) -> CappedSolution:
+    """The least-cost strategy whose memory with its recomputed results is at most `cap`,
+    and a proven lower bound (module docstring). `memory` is each layer's additive memory
+    vector; `solve_under` the exact capped solve (`Solve`); `least_plan()` the strategy
+    of least additive memory, and of those the least recomputed
+    (`Transient.least_choice`), taken where it fits and nothing cheaper does; `limit` the
+    most nodes solved (None: until proven); `enough` is told the proven bound on every
+    strategy that fits before each node after the root (which tells it the root's), and
+    ends the search with `BoundReached` when it returns True (`solve_capped`)."""
+    least = sum(float(vector.min()) for vector in memory)
     lowest = transient.least
     if least + lowest > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; every "
                              f"strategy needs at least {gib_up(least + lowest)} GiB per "
                              "device", least + lowest)
-    first = current = solve_under(cap - lowest, True)
-    solves, nodes, stopped = first.solves, first.nodes, first.stopped
-    found: CappedSolution | None = None
-    for _ in range(MAX_ROUNDS):
-        held = transient.held(current.assignment)
-        if current.memory + held <= cap:
-            found = current  # (the later solves, under lower caps, cost no less)
-            break
-        if least + held > cap:
-            break
+    tally = _Tally()
+    root = _branch_and_bound(transient, memory, cap, solve_under, tally, limit, enough)
+    plan = least_plan()  # (where nothing found fits, or all cost more)
+    plan_held = transient.held(plan.choice)[0]
+    if plan.memory + plan_held <= cap:
+        tally.offer(plan, plan_held)
+    best = tally.best
+    if best is None:
+        raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
+                             "device with the results it recomputes; the least memory of "
+                             f"one that fits is {gib_up(plan.memory + plan_held)} GiB per "
+                             "device", plan.memory + plan_held)
+    return replace(best, memory=best.memory + tally.held, cap=cap,
+                   lower_bound=min(tally.floor, best.cost),
+                   unconstrained_fits=best is root and root.unconstrained_fits,
+                   solves=tally.solves, nodes=tally.nodes, stopped=tally.stopped)
+
+
+def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float,
+                      solve_under: Solve, tally: _Tally, limit: int | None,
+                      enough: Callable[[float], bool] | None) -> CappedSolution | None:
+    """Solves the nodes lowest bound first into `tally`, at most `limit` of them (module
+    docstring); the root's solution (None if nothing fits under its row)."""
+    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
+    heap = [_Node(-math.inf, 0, everything)]
+    made, root = 1, None
+    for solved in itertools.count():
+        if not heap:
+            return root
+        best, stop = tally.best, solved == limit
+        if stop or (best is not None and
+                    heap[0].bound * (1 + RELATIVE_TOLERANCE) >= best.cost):
+            # (Every open node is bounded by the first's, lowest.)
+            tally.floor = min(tally.floor, heap[0].bound)
+            tally.stopped = tally.stopped or stop
+            return root
+        if enough is not None and solved > 0:
+            bound = min(tally.floor, heap[0].bound, math.inf if best is None else best.cost)
+            if enough(bound):
+                raise BoundReached(bound)
+        node = heapq.heappop(heap)
+        room = cap - transient.least_under(node.allowed)
         try:
-            current = solve_under(cap - held, False)
+            solution = solve_under(_masked(memory, node.allowed, cap), room, solved == 0)
         except MemoryCapError:
-            break
-        solves, nodes = solves + current.solves, nodes + current.nodes
-        stopped = stopped or current.stopped
-    if found is None:
-        found = least_plan()
-        if found.memory + transient.held(found.assignment) > cap:
-            raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
-                                 "device with the results it recomputes; the least "
-                                 "memory of one that fits is "
-                                 f"{gib_up(found.memory + transient.held(found.assignment))} "
-                                 "GiB per device",
-                                 found.memory + transient.held(found.assignment))
-    return replace(found, memory=found.memory + transient.held(found.assignment), cap=cap,
-                   lower_bound=min(first.lower_bound, found.cost),
-                   unconstrained_fits=found is first and first.unconstrained_fits,
-                   solves=solves, nodes=nodes, stopped=stopped)
+            continue  # (no strategy of the node fits: it ends with bound inf)
+        tally.add(solution)
+        bound = max(node.bound, solution.lower_bound)
+        held, run = transient.held(solution.choice)
+        if solution.memory + held <= cap:
+            tally.offer(solution, held)
+            tally.floor = min(tally.floor, bound)  # (solved, or stopped by effort)
+            root = solution if solved == 0 else root
+            continue
+        if solved == 0:
+            root = solution
+            _lowered(transient, memory, cap, solve_under, tally, held)
+        children = _split(transient, node.allowed, solution.choice, run)
+        if not children:  # (over the cap by rounding alone: left, with its bound)
+            tally.floor = min(tally.floor, bound)
+        for allowed in children:
+            heapq.heappush(heap, _Node(bound, -made, allowed))
+            made += 1
+    raise AssertionError("unreachable")  # (itertools.count never ends)
+
+
+def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
+             solve_under: Solve, tally: _Tally, held: float) -> None:
+    """Strategies that fit, offered to `tally`: the best of those whose every layer
+    recomputes its least (they fit the root's row and all hold T again), then the first
+    found by solving under the cap lowered by what the last one holds again (`held`, the
+    root's first), at most `MAX_ROUNDS` times. Both solve restrictions, which may miss
+    the optimum and prove nothing, but where one finds it (among strategies of equal cost
+    that recompute more or less, or where the root's optimum recomputes a little more
+    than T) it ends the branch and bound at its root's bound."""
+    fewest = one_array_each([again == again.min() for again in transient.vectors])
+    try:  # (every layer recomputing its least: every segment holds its least, at most T)
+        solution = solve_under(_masked(memory, fewest, cap), cap - transient.least, False)
+        tally.add(solution)
+        again = transient.held(solution.choice)[0]
+        if solution.memory + again <= cap:
+            tally.offer(solution, again)
+    except MemoryCapError:
+        pass
+    least = sum(float(vector.min()) for vector in memory)
+    for _ in range(MAX_ROUNDS):
+        if least + held > cap:
+            return
+        try:
+            solution = solve_under(memory, cap - held, False)
+        except MemoryCapError:
+            return
+        tally.add(solution)
+        held = transient.held(solution.choice)[0]
+        if solution.memory + held <= cap:
+            tally.offer(solution, held)
+            return
+
+
+def _masked(memory: list[np.ndarray], allowed: list[np.ndarray], cap: float
+            ) -> list[np.ndarray]:
+    """`memory` with the configurations not `allowed` holding more than `cap`, so that no
+    strategy under a room of at most `cap` takes them (shared vectors stay shared)."""
+    made: dict[tuple[int, int], np.ndarray] = {}
+    vectors = []
+    for vector, ok in zip(memory, allowed, strict=True):
+        key = (id(vector), id(ok))
+        if key not in made:
+            made[key] = vector if ok.all() else np.where(ok, vector, cap + 1.0)
+        vectors.append(made[key])
+    return vectors
+
+
+def _split(transient: Transient, allowed: list[np.ndarray], choice: Sequence[int],
+           run: int) -> list[list[np.ndarray]]:
+    """The two children of a node whose solution `choice` does not fit with what segment
+    `run` holds again: on the layer of that segment holding the most above its least
+    allowed, the configurations recomputing as much as `choice`'s or more, and the others
+    (last: taken first among equal bounds, `_Node`)."""
+    def excess(index: int) -> float:
+        again = transient.vectors[index]
+        return float(again[choice[index]] - again[allowed[index]].min())
+
+    layer = max(transient.runs[run], key=excess)  # (the first of the largest)
+    if excess(layer) <= 0:  # (the segment holds more than cap - A >= T >= its least)
+        return []
+    again = transient.vectors[layer]
+    less = again < again[choice[layer]]
+    children = []
+    for keep in (~less, less):
+        child = list(allowed)
+        child[layer] = allowed[layer] & keep
+        children.append(one_array_each(child))
+    return children
