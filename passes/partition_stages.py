@@ -109,7 +109,13 @@ from pase.passes.strategy import (
     solve,
     solve_capped,
 )
-from pase.passes.training import format_usage, mark_training, plan_usage, training_json
+from pase.passes.training import (
+    format_usage,
+    mark_training,
+    plan_usage,
+    training_json,
+    unfit_plan,
+)
 
 MAX_AUTO_MICROBATCHES = 32
 GIB = 1 << 30
@@ -338,6 +344,12 @@ class PartitionStagesPass(PasePass):
                machine: Machine) -> dict:
         """Put the plan on the graph's layers; report it; its JSON."""
         name = graph.sym_name.data
+        stated = ", ".join([f"data-parallel={self.data_parallel}"] * bool(self.data_parallel)
+                           + [f"strategy={self.strategy}"] * bool(self.strategy))
+        # (a plan read with strategy= is the only plan of its layout: its memory is exact)
+        if not self.device_memory_gib and (unfit := unfit_plan(
+                machine, best.memory, stated, lambda: best.memory if self.strategy else 0.0)):
+            raise Diagnostic(f"pase-partition-stages on @{name}: {unfit}")
         ops = graph.layers
         names = [layer.name for layer in data.layers]
         for s, stage in enumerate(best.stages):

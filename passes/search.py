@@ -93,8 +93,10 @@ from pase.passes.strategy import (
 from pase.passes.training import (
     format_usage,
     graph_batch,
+    least_memory,
     mark_training,
     training_json,
+    unfit_plan,
     usage,
 )
 
@@ -237,6 +239,9 @@ class PaseSearchPass(PasePass):
                              f"is {gib_up(error.least)} GiB per device") from None
         except (SearchError, ValueError) as error:
             raise Diagnostic(f"pase-search on @{name}: {error}") from None
+        memory = memory_parts(problem, solution.assignment)
+        if not self.device_memory_gib:
+            self._check_fits(problem, memory.total, name, pins)
         breakdown = problem.breakdown(solution.assignment)
         data_parallel = problem.cost(problem.data_parallel())
         for layer_name, layer in layers.items():
@@ -245,7 +250,6 @@ class PaseSearchPass(PasePass):
         graph.attributes[STRATEGY_ATTR_NAME] = StrategyAttr(
             self.devices, problem.machine.name, breakdown.total, breakdown.compute,
             breakdown.communication, breakdown.redistribution, data_parallel)
-        memory = memory_parts(problem, solution.assignment)
         found = None if memory.parts is None else usage(
             problem.layer_data, {**memory.parts, "total": memory.total}, breakdown.total,
             self.devices)
@@ -264,6 +268,27 @@ class PaseSearchPass(PasePass):
             exported.update(found)
             training_json(exported, options.training, solution.assignment, problem.machine)
         return exported
+
+    def _check_fits(self, problem: Problem, needed: float, name: str,
+                    pins: StrategyPins | None) -> None:
+        """Without a cap, a plan over the device's memory is an error when the user
+        stated its layout or no plan fits (`unfit_plan`); else (after the report) a
+        warning."""
+        if (unfit := unfit_plan(problem.machine, needed, self._stated(problem, pins),
+                                lambda: least_memory(problem))):
+            raise Diagnostic(f"pase-search on @{name}: {unfit}")
+
+    def _stated(self, problem: Problem, pins: StrategyPins | None) -> str:
+        """The layout the user stated, as options ("" for none): `data-parallel=d`,
+        `strategy=FILE`, and the layers the source pins with `pase.config`."""
+        stated = [f"data-parallel={self.data_parallel}"] if self.data_parallel else []
+        filed = set(pins.configs) if pins else set()
+        if filed:
+            stated.append(f"strategy={self.strategy}")
+        if sourced := [layer for layer in problem.pins if layer not in filed]:
+            stated.append(f"pase.config on {', '.join(sourced[:3])}"
+                          + (f" and {len(sourced) - 3} more" if len(sourced) > 3 else ""))
+        return ", ".join(stated)
 
 
 def contrary_pin(problem: Problem, pinned: int | None) -> tuple[str, str] | None:
