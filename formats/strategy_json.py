@@ -8,10 +8,11 @@
      "device_memory_cap": {"bytes": .., "lower_bound": .., "proven_optimal": true}}
 
 "memory" is in bytes per device (parameters with their gradients, and activations);
-"device_memory_cap" only under `device-memory-gib`. Files without them still load.
+"device_memory_cap" under `device-memory-gib` (pase-search adds "data_parallel_fits":
+whether data parallelism fits under it). Files without them still load.
 
 Costs are seconds. A file holds one strategy object, or a list of them with a different
-"graph" each (as `export=` writes for a file of several graphs). Reading needs only
+"graph" each (as `export=` writes for several graphs). Reading needs only
 "layers" (the name and config of each listed layer); "graph" and "devices", when present,
 must match; "machine" and "training", when present, must be what export writes
 (`strategy_fields`: they say what the strategy was searched for, and the run that reads

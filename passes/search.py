@@ -89,6 +89,7 @@ from pase.passes.strategy import (
     memory_parts,
     solve,
     solve_capped,
+    strategy_memory,
 )
 from pase.passes.training import (
     format_usage,
@@ -250,12 +251,15 @@ class PaseSearchPass(PasePass):
         graph.attributes[STRATEGY_ATTR_NAME] = StrategyAttr(
             self.devices, problem.machine.name, breakdown.total, breakdown.compute,
             breakdown.communication, breakdown.redistribution, data_parallel)
+        data_parallel_memory = (strategy_memory(problem, problem.data_parallel())
+                                if capped is not None else None)
         found = None if memory.parts is None else usage(
             problem.layer_data, {**memory.parts, "total": memory.total}, breakdown.total,
             self.devices)
         if self.report:
             sys.stderr.write(format_report(problem, solution.assignment, breakdown,
-                                           data_parallel, solution.stats, memory, capped))
+                                           data_parallel, solution.stats, memory, capped,
+                                           data_parallel_memory))
             if found is not None:
                 sys.stderr.write(format_usage(found) + "\n")
         elif capped is not None and not capped.proven:
@@ -264,6 +268,10 @@ class PaseSearchPass(PasePass):
             sys.stderr.write(f"pase-search on @{name}: warning: {over}\n")
         exported = strategy_json(problem, solution.assignment, breakdown, data_parallel,
                                  memory, capped)
+        if capped is not None:
+            assert data_parallel_memory is not None
+            exported["device_memory_cap"]["data_parallel_fits"] = \
+                data_parallel_memory <= capped.cap
         if found is not None:
             exported.update(found)
             training_json(exported, options.training, solution.assignment, problem.machine)
