@@ -132,14 +132,22 @@ def _edge_stages(tag: str, stage_of_layer: dict[str, int]) -> tuple[int, int] | 
 
 def print_pipeline_collectives(compiled: PipelineCompiled, width: int) -> None:
     """Per stage XLA's collectives per step next to the plan's words, then the
-    transfers between stages, then the measured step beside the modelled one."""
+    transfers between stages, then the measured step beside the modelled one. `width`:
+    the bytes of the run's word (the plan's). Under bf16/fp16 (2), where XLA's
+    collectives hold f32 (the master weights' all-reduce under ZeRO) as well as 2-byte
+    tensors, the table counts bytes, each collective by its HLO element type, beside
+    the plan's words in bytes; else words of `width` bytes."""
+    in_bytes = width == 2
+    unit = "bytes" if in_bytes else "words"
+    scale = 1 if in_bytes else width
     print(f"XLA compile {compiled.compile_seconds:.2f} s, step "
           f"{compiled.step_seconds * 1e3:.1f} ms measured; the plan's modelled step "
           f"{compiled.modelled_step * 1e3:.3g} ms (full size, {compiled.machine}, "
           f"{compiled.schedule}, {compiled.microbatches} micro-batches)")
-    print("collectives per stage and step (forward and backward x micro-batches; words: "
-          "received per device, ring formulas):")
-    print(f"  {'stage':<8} {'kind':<20} {'count':>5}  {'group sizes':<12} {'words':>12}")
+    print(f"collectives per stage and step (forward and backward x micro-batches; {unit}: "
+          "received per device, ring formulas" + (", each collective's by its HLO "
+                                                  "element type" if in_bytes else "") + "):")
+    print(f"  {'stage':<8} {'kind':<20} {'count':>5}  {'group sizes':<12} {unit:>12}")
     for stage in compiled.stages:
         total = 0.0
         where = f"{stage.index} ({stage.devices.start}-{stage.devices.stop - 1})"
@@ -147,15 +155,17 @@ def print_pipeline_collectives(compiled: PipelineCompiled, width: int) -> None:
             ops = [(c, runs) for c, runs in stage.collectives if c.kind == kind]
             if not ops:
                 continue
-            words = sum(runs * c.words() * _bytes_of(c) / width for c, runs in ops)
-            total += words
+            amount = sum(runs * c.words() * _bytes_of(c) / scale for c, runs in ops)
+            total += amount
             groups = ",".join(str(g) for g in sorted({c.group for c, _ in ops}))
             print(f"  {where:<8} {kind:<20} {sum(r for _, r in ops):>5}  {groups:<12} "
-                  f"{words:>12.0f}")
+                  f"{amount:>12.0f}")
+        predicted = stage.predicted_layer + stage.predicted_edge
+        words = f" ({predicted:.0f} words of {width} bytes)" if in_bytes else ""
         print(f"  {where:<8} {'total (XLA)':<20} {'':>5}  {'':<12} {total:>12.0f}   "
-              f"pase predicts {stage.predicted_layer + stage.predicted_edge:.0f}: "
-              f"{stage.predicted_layer:.0f} within layers, {stage.predicted_edge:.0f} "
-              "between layers")
+              f"pase predicts {predicted * width / scale:.0f}{words}: "
+              f"{stage.predicted_layer * width / scale:.0f} within layers, "
+              f"{stage.predicted_edge * width / scale:.0f} between layers")
     print("transfers between stages per step (collective-permute; words received per "
           "device):")
     for b in compiled.boundaries:
