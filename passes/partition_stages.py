@@ -269,6 +269,10 @@ class PartitionStagesPass(PasePass):
             needs = (f"; the least memory any plan needs is {gib_up(least_memory)} GiB "
                      "per device"
                      if least_memory < math.inf else "")
+            if least_memory < math.inf and training.recompute != "none":
+                needs = (f"; every plan needs at least {gib_up(least_memory)} GiB per device "
+                         "(a lower bound under recompute: the results a segment recomputes "
+                         "in the backward pass are not counted)")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}{needs}")
         return self._write(graph, data, best, machine)
@@ -332,6 +336,8 @@ class PartitionStagesPass(PasePass):
         except PinError as error:
             raise op_diagnostic(ops[error.layer], str(error), name) from None
         except MemoryCapError as error:
+            if options.training.recompute != "none":  # (its bound, worded by the search)
+                raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}; the least memory "
                              f"any plan needs is {gib_up(error.least)} GiB per device"

@@ -235,6 +235,8 @@ class PaseSearchPass(PasePass):
                 raise pin_diagnostic(pins, error) from None
             raise op_diagnostic(layers[error.layer], str(error), name) from None
         except MemoryCapError as error:
+            if self.recompute != "none":  # (a bound, or a strategy found: worded by the search)
+                raise Diagnostic(f"pase-search on @{name}: {error}") from None
             raise Diagnostic(f"pase-search on @{name}: no strategy fits in device-memory-gib="
                              f"{self.device_memory_gib}; the least memory any strategy needs "
                              f"is {gib_up(error.least)} GiB per device") from None
