@@ -230,6 +230,7 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              "stage)"),
             (args.data_parallel not in (None, True) and ways < 1,
              f"--data-parallel D must be at least 1, got {args.data_parallel}"),
+            (undivided(args) is not None, str(undivided(args))),
             (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
              f"--device-memory-gib must be a finite number at least 0, got "
              f"{args.device_memory_gib}"),
@@ -295,6 +296,22 @@ def take_file_step(args: argparse.Namespace) -> None:
         raise Diagnostic(missing)
     for option, value in step.items():
         setattr(args, option, value)
+
+
+def undivided(args: argparse.Namespace) -> str | None:
+    """Why `--data-parallel D` cannot split the batch D ways on the devices (of each
+    stage, with `--stages S`), in the flags' words; None if it can."""
+    ways = data_parallel_ways(args)
+    if ways < 1:
+        return None
+    if args.devices % ways:
+        return f"--data-parallel {ways} does not divide --devices {args.devices}"
+    stages = args.stages
+    if isinstance(stages, int) and stages > 0 and args.devices % stages == 0 and \
+            (args.devices // stages) % ways:
+        return (f"--data-parallel {ways} does not divide the {args.devices // stages} "
+                f"devices of each of --stages {stages}")
+    return None
 
 
 def data_parallel_ways(args: argparse.Namespace) -> int:
