@@ -36,7 +36,10 @@ micro-batch. Options:
   until the strategy is proven optimal. Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
-  export do).
+  export do). Without a cap, a strategy over the machine's device memory (a preset's
+  `memory_gib`) is a warning, or an error when the user stated its layout
+  (data-parallel, strategy=, source pins) or no strategy fits (`training.unfit_plan`).
+  Under a cap the report says when data parallelism does not fit under it.
 - bounding: true (default) runs the DP on the configurations that lower bounds on the
   cost cannot rule out (`strategy/bound.py`), false on all of them; the same strategy
   bit for bit
