@@ -25,21 +25,36 @@ from pase.formats.strategy_json import _located
 def file_step(path: str, given: Mapping[str, str | None]) -> dict[str, str | None]:
     """The step options of a run of the strategy file at `path`: `given` (the flags by
     option name, None where not given) with the file's "training" for each one not
-    given. Raises `Diagnostic` at the file's value for a flag that contradicts it. A
-    file that cannot be read, or that states no single step (no "training", or graphs
-    searched for different steps), leaves `given` as it is: the strategy loader then
-    reports what is wrong with it.
-
-        >>> import tempfile
-        >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        ...     _ = f.write('{"layers": [], "training": {"optimizer": "adam", "zero": 1}}')
-        >>> file_step(f.name, {"optimizer": None, "precision": "fp32", "zero": None})
-        {'optimizer': 'adam', 'precision': 'fp32', 'zero': '1'}
-    """
+    given (`text_step`). A file that cannot be read leaves `given` as it is: the
+    strategy loader then reports what is wrong with it."""
     try:
         text = read_text(path, "strategy file")
+    except Diagnostic:
+        return dict(given)
+    return text_step(path, text, given)
+
+
+def text_step(path: str, text: str, given: Mapping[str, str | None]
+              ) -> dict[str, str | None]:
+    """`file_step` of the file `path` holding `text`. Raises `Diagnostic` at the file's
+    value for a flag that contradicts it. A text that is not JSON, or states no single
+    step (no "training", or graphs searched for different steps), leaves `given` as it
+    is.
+
+        >>> text = '{"layers": [], "training": {"optimizer": "adam", "zero": 1}}'
+        >>> text_step("s.json", text, {"optimizer": None, "precision": "fp32", "zero": None})
+        {'optimizer': 'adam', 'precision': 'fp32', 'zero': '1'}
+        >>> try:
+        ...     text_step("s.json", text, {"optimizer": "sgd"})
+        ... except Diagnostic as error:
+        ...     print(str(error).splitlines()[0])
+        s.json:1:42: error: --optimizer sgd contradicts the strategy's "training", searched \
+for optimizer adam; drop --optimizer to run the file's step, or give a strategy searched \
+for optimizer sgd
+    """
+    try:
         data = json.loads(text)
-    except (Diagnostic, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return dict(given)
     strategies = data if isinstance(data, list) else [data]
     stated = [(index, strategy["training"]) for index, strategy in enumerate(strategies)
