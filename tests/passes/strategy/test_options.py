@@ -9,25 +9,15 @@ from pathlib import Path
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import SearchOptions, TrainingOptions, build_problem, solve
+from pase.passes.strategy import Problem, SearchOptions, TrainingOptions, build_problem, solve
 
 ROOT = Path(__file__).resolve().parents[3]
 
-SIX = """
-graph @six(b = 6, d = 16, h = 8) {
-  %x = input [b, d]
-  %w = param [d, h]
-  %y = einsum %x, %w -> [b, h]
-  %l = reduce mean %y over [b, h]
-  return %l
-}
-"""
 
-
-def problem_of(training: TrainingOptions, devices: int = 8, machine: str = "pase-default",
-               source: Path = ROOT / "models" / "mlp.dnn"):
+def problem_of(training: TrainingOptions, devices: int = 8,
+               source: Path = ROOT / "models" / "mlp.dnn") -> Problem:
     options = SearchOptions(training=training)
-    return build_problem(parse_file(str(source)), devices, machine, options=options)
+    return build_problem(parse_file(str(source)), devices, options=options)
 
 
 @pytest.mark.parametrize(("training", "message"), [
@@ -45,9 +35,9 @@ def test_a_bad_training_step_is_one_value_error(training: TrainingOptions,
 
 
 def test_data_parallel_must_divide_the_batch(tmp_path: Path) -> None:
-    source = tmp_path / "six.dnn"
-    source.write_text(SIX)
-    with pytest.raises(ValueError, match=r"^layer 'y': data-parallel=4 does not divide its "
+    source = tmp_path / "six.dnn"  # models/mlp.dnn with a batch of 6
+    source.write_text((ROOT / "models" / "mlp.dnn").read_text().replace("b = 64", "b = 6"))
+    with pytest.raises(ValueError, match=r"^layer 'h': data-parallel=4 does not divide its "
                                          r"batch b = 6$"):
         problem_of(TrainingOptions(data_parallel=4), 4, source=source)
 
