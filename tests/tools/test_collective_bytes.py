@@ -9,6 +9,7 @@ import pytest
 from pase.tools.run.check import TrainingReport
 from pase.tools.run.jax import Collective, Compiled, JaxReport
 from pase.tools.run.jax_pipeline import (
+    Boundary,
     PipelineCompiled,
     StageCollectives,
     print_pipeline_collectives,
@@ -47,15 +48,22 @@ def test_fp32_collectives_stay_in_words(capsys: pytest.CaptureFixture[str]) -> N
     assert lines[6].startswith("  pase predicts 2048 words: 2048 within layers")
 
 
-@pytest.mark.parametrize(("width", "unit", "total", "predicted"), [
-    (2, "bytes", "12288", "pase predicts 4096 (2048 words of 2 bytes): 4096 within layers"),
-    (4, "words", "3072", "pase predicts 2048: 2048 within layers")])
+@pytest.mark.parametrize(("width", "unit", "total", "predicted", "crossing"), [
+    (2, "bytes", "12288", "pase predicts 4096 (2048 words of 2 bytes): 4096 within layers",
+     "forward 1024 (pase 512) gradient back 1024 (pase 512)"),
+    (4, "words", "3072", "pase predicts 2048: 2048 within layers",
+     "forward 256 (pase 256) gradient back 256 (pase 256)")])
 def test_the_pipeline_table_counts_bytes_under_bf16(
-        width: int, unit: str, total: str, predicted: str,
+        width: int, unit: str, total: str, predicted: str, crossing: str,
         capsys: pytest.CaptureFixture[str]) -> None:
     stage = StageCollectives(0, range(0, 2), [(ALL_REDUCE, 1), (ALL_GATHER, 1)], 2048.0, 0.0)
-    print_pipeline_collectives(PipelineCompiled(stages=[stage]), width)
+    # %h crosses the boundary as 256 f32 elements each way (1024 bytes); the plan
+    # charges 256 words
+    boundary = Boundary("h", 0, 1, 256.0, 256.0, 256.0, 256.0, 1024.0, 1024.0)
+    print_pipeline_collectives(PipelineCompiled(stages=[stage], boundaries=[boundary]), width)
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].split()[-1] == unit
     assert lines[5].split()[4] == total
     assert predicted in lines[5]
+    assert lines[6].startswith(f"transfers between stages per step (collective-permute; {unit}")
+    assert " ".join(lines[7].split()) == f"0 -> 1 %h {crossing}"

@@ -54,6 +54,10 @@ class Boundary:
     backward: float
     predicted_forward: float
     predicted_backward: float
+    forward_bytes: float = 0.0
+    """The bytes a device receives forward, each collective-permute's by its HLO element
+    type (under bf16 the crossings XLA compiles may be f32: 4 bytes a word)."""
+    backward_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,12 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
     boundaries = []
     sends = [tuple(row) for row in saved.get("sends", np.zeros((0, 3)))]
     for number, (value, source, target) in enumerate(sends):
-        measured = {direction: sum(c.words() for c in collectives(str(saved[key])))
-                    * micro for direction in ("send", "return")
+        crossing = {direction: collectives(str(saved[key])) for direction in ("send", "return")
                     if (key := f"hlo/crossing{number}/{direction}") in saved}
+        measured = {direction: sum(c.words() for c in found) * micro
+                    for direction, found in crossing.items()}
+        measured_bytes = {direction: sum(c.words() * _bytes_of(c) for c in found) * micro
+                          for direction, found in crossing.items()}
         forward = backward = 0.0
         for (kind, tag), words in predicted.items():
             if kind == "edge" and _edge_stages(tag, stage_of_layer) == (int(source), int(target)) \
@@ -113,7 +120,8 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
                 backward += words
         boundaries.append(Boundary(str(value), int(source), int(target),
                                    measured.get("send", 0.0), measured.get("return", 0.0),
-                                   forward, backward))
+                                   forward, backward, measured_bytes.get("send", 0.0),
+                                   measured_bytes.get("return", 0.0)))
     every = [c for stage in stages for c, _ in stage.collectives]
     return PipelineCompiled(every, {}, float(saved["compile_seconds"]),
                             float(saved["step_seconds"]), "", stages, boundaries,
@@ -166,12 +174,14 @@ def print_pipeline_collectives(compiled: PipelineCompiled, width: int) -> None:
               f"pase predicts {predicted * width / scale:.0f}{words}: "
               f"{stage.predicted_layer * width / scale:.0f} within layers, "
               f"{stage.predicted_edge * width / scale:.0f} between layers")
-    print("transfers between stages per step (collective-permute; words received per "
+    print(f"transfers between stages per step (collective-permute; {unit} received per "
           "device):")
     for b in compiled.boundaries:
-        print(f"  {b.source} -> {b.target}  %{b.value:<12} forward {b.forward:>10.0f} "
-              f"(pase {b.predicted_forward:.0f})   gradient back {b.backward:>10.0f} "
-              f"(pase {b.predicted_backward:.0f})")
+        forward, backward = ((b.forward_bytes, b.backward_bytes) if in_bytes
+                             else (b.forward, b.backward))
+        print(f"  {b.source} -> {b.target}  %{b.value:<12} forward {forward:>10.0f} "
+              f"(pase {b.predicted_forward * width / scale:.0f})   gradient back "
+              f"{backward:>10.0f} (pase {b.predicted_backward * width / scale:.0f})")
 
 
 def _bytes_of(collective: Collective) -> float:
