@@ -10,7 +10,9 @@
 
 A strategy that splits no layer says so, and why, under the speedup. Under
 `device-memory-gib` one more line says whether the strategy is proven optimal
-under the cap, or how far above the proven lower bound it may be (`cap_note`).
+under the cap, or how far above the proven lower bound it may be (`cap_note`), and
+where data parallelism does not fit under the cap the report says so in place of a
+speedup over it (`data_parallel_line`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pase.passes.strategy import (
     Memory,
     Problem,
     TrainingConfig,
+    gib_up,
 )
 
 
@@ -43,7 +46,10 @@ def format_config(config: dict[str, int]) -> str:
 
 def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown,
                   data_parallel: float, stats: DPResult | None,
-                  memory: Memory | None = None, capped: CappedSolution | None = None) -> str:
+                  memory: Memory | None = None, capped: CappedSolution | None = None,
+                  data_parallel_memory: float | None = None) -> str:
+    """The report; `data_parallel_memory`, the bytes per device of data parallelism,
+    says under a cap whether it fits (`data_parallel_line`)."""
     rows = [("layer", "op", "config", "cost (s)")]
     for layer in problem.layer_data:
         rows.append((layer.name, layer.kind, format_config(assignment[layer.name]),
@@ -58,8 +64,8 @@ def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown
     lines.append(f"total {breakdown.total:.4e} s = compute {breakdown.compute:.4e} "
                  f"+ collectives {breakdown.communication:.4e} "
                  f"+ redistribution {breakdown.redistribution:.4e}")
-    speedup = data_parallel / breakdown.total if breakdown.total > 0 else 1.0
-    lines.append(f"data parallel {data_parallel:.4e} s: predicted speedup {speedup:.2f}x")
+    lines.append(data_parallel_line(data_parallel, breakdown.total, capped,
+                                    data_parallel_memory))
     if problem.devices > 1 and all(factor == 1 for config in assignment.values()
                                    for factor in config.values()):
         lines.append("no layer is split: at these sizes every split costs more in "
@@ -79,6 +85,24 @@ def format_report(problem: Problem, assignment: Assignment, breakdown: Breakdown
                      f"{stats.max_dependent_set}, {stats.table_entries:,} table entries"
                      f"{counted}")
     return "\n".join(lines) + "\n"
+
+
+def data_parallel_line(data_parallel: float, total: float, capped: CappedSolution | None,
+                       data_parallel_memory: float | None) -> str:
+    """The step of data parallelism and the speedup over it; under a cap it does not
+    fit (its bytes per device `data_parallel_memory` over the cap), no speedup over a
+    plan that cannot run, but how much it needs.
+
+        >>> data_parallel_line(2e-3, 1e-3, None, None)
+        'data parallel 2.0000e-03 s: predicted speedup 2.00x'
+    """
+    if capped is not None and data_parallel_memory is not None and \
+            data_parallel_memory > capped.cap:
+        return (f"data parallel {data_parallel:.4e} s does not fit under device-memory-gib="
+                f"{capped.cap / GIB:.6g}: it needs {gib_up(data_parallel_memory)} GiB per "
+                "device (no speedup over it: it cannot run)")
+    speedup = data_parallel / total if total > 0 else 1.0
+    return f"data parallel {data_parallel:.4e} s: predicted speedup {speedup:.2f}x"
 
 
 def cap_note(capped: CappedSolution) -> str:

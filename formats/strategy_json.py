@@ -8,18 +8,18 @@
      "device_memory_cap": {"bytes": .., "lower_bound": .., "proven_optimal": true}}
 
 "memory" is in bytes per device (parameters with their gradients, and activations);
-"device_memory_cap" only under `device-memory-gib`. Files without them still load.
+"device_memory_cap" under `device-memory-gib` (pase-search adds "data_parallel_fits":
+whether data parallelism fits under it). Files without them still load.
 
 Costs are seconds. A file holds one strategy object, or a list of them with a different
-"graph" each (as `export=` writes for a file of several graphs). Reading needs only
-"layers" (the name and config of each listed layer); "graph" and "devices", when present,
-must match; "machine" and "training", when present, must be what export writes
-(`strategy_fields`: they say what the strategy was searched for, and the run that reads
-it evaluates it on its own machine and step; given that step, `load_strategy` checks
-"training" and keeps each layer's "recompute" and "zero"). The whole shape is checked
-before anything is used, and an error names the JSON path and its line and column:
-`s.json:4:29: error: layers[1].config.b must be a positive integer split factor, not the
-string "2"`.
+"graph" each (as `export=` writes for several graphs). Reading needs only "layers" (the
+name and config of each listed layer); "graph" and "devices", when present, must match;
+"machine" and "training", when present, must be what export writes (`strategy_fields`:
+they say what the strategy was searched for, and the run that reads it evaluates it on its
+own machine and step; given that step, `load_strategy` checks "training" and keeps each
+layer's "recompute" and "zero"). The whole shape is checked before anything is used, and
+an error names the JSON path and its line and column: `s.json:4:29: error: layers[1].config.b
+must be a positive integer split factor, not the string "2"`.
 """
 
 from __future__ import annotations

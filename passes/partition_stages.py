@@ -109,7 +109,13 @@ from pase.passes.strategy import (
     solve,
     solve_capped,
 )
-from pase.passes.training import format_usage, mark_training, plan_usage, training_json
+from pase.passes.training import (
+    format_usage,
+    mark_training,
+    plan_usage,
+    training_json,
+    unfit_plan,
+)
 
 MAX_AUTO_MICROBATCHES = 32
 GIB = 1 << 30
@@ -263,6 +269,10 @@ class PartitionStagesPass(PasePass):
             needs = (f"; the least memory any plan needs is {gib_up(least_memory)} GiB "
                      "per device"
                      if least_memory < math.inf else "")
+            if least_memory < math.inf and training.recompute != "none":
+                needs = (f"; every plan needs at least {gib_up(least_memory)} GiB per device "
+                         "(a lower bound under recompute: the results a segment recomputes "
+                         "in the backward pass are not counted)")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}{needs}")
         return self._write(graph, data, best, machine)
@@ -326,6 +336,8 @@ class PartitionStagesPass(PasePass):
         except PinError as error:
             raise op_diagnostic(ops[error.layer], str(error), name) from None
         except MemoryCapError as error:
+            if options.training.recompute != "none":  # (its bound, worded by the search)
+                raise Diagnostic(f"pase-partition-stages on @{name}: {error}") from None
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}; the least memory "
                              f"any plan needs is {gib_up(error.least)} GiB per device"
@@ -338,6 +350,12 @@ class PartitionStagesPass(PasePass):
                machine: Machine) -> dict:
         """Put the plan on the graph's layers; report it; its JSON."""
         name = graph.sym_name.data
+        stated = ", ".join([f"data-parallel={self.data_parallel}"] * bool(self.data_parallel)
+                           + [f"strategy={self.strategy}"] * bool(self.strategy))
+        # (a plan read with strategy= is the only plan of its layout: its memory is exact)
+        if not self.device_memory_gib and (unfit := unfit_plan(
+                machine, best.memory, stated, lambda: best.memory if self.strategy else 0.0)):
+            raise Diagnostic(f"pase-partition-stages on @{name}: {unfit}")
         ops = graph.layers
         names = [layer.name for layer in data.layers]
         for s, stage in enumerate(best.stages):

@@ -36,7 +36,10 @@ micro-batch. Options:
   until the strategy is proven optimal. Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
-  export do).
+  export do). Without a cap, a strategy over the machine's device memory (a preset's
+  `memory_gib`) is a warning, or an error when the user stated its layout
+  (data-parallel, strategy=, source pins) or no strategy fits (`training.unfit_plan`).
+  Under a cap the report says when data parallelism does not fit under it.
 - bounding: true (default) runs the DP on the configurations that lower bounds on the
   cost cannot rule out (`strategy/bound.py`), false on all of them; the same strategy
   bit for bit
@@ -89,12 +92,15 @@ from pase.passes.strategy import (
     memory_parts,
     solve,
     solve_capped,
+    strategy_memory,
 )
 from pase.passes.training import (
     format_usage,
     graph_batch,
+    least_memory,
     mark_training,
     training_json,
+    unfit_plan,
     usage,
 )
 
@@ -232,11 +238,16 @@ class PaseSearchPass(PasePass):
                 raise pin_diagnostic(pins, error) from None
             raise op_diagnostic(layers[error.layer], str(error), name) from None
         except MemoryCapError as error:
+            if self.recompute != "none":  # (a bound, or a strategy found: worded by the search)
+                raise Diagnostic(f"pase-search on @{name}: {error}") from None
             raise Diagnostic(f"pase-search on @{name}: no strategy fits in device-memory-gib="
                              f"{self.device_memory_gib}; the least memory any strategy needs "
                              f"is {gib_up(error.least)} GiB per device") from None
         except (SearchError, ValueError) as error:
             raise Diagnostic(f"pase-search on @{name}: {error}") from None
+        memory = memory_parts(problem, solution.assignment)
+        if not self.device_memory_gib:
+            self._check_fits(problem, memory.total, name, pins)
         breakdown = problem.breakdown(solution.assignment)
         data_parallel = problem.cost(problem.data_parallel())
         for layer_name, layer in layers.items():
@@ -245,13 +256,15 @@ class PaseSearchPass(PasePass):
         graph.attributes[STRATEGY_ATTR_NAME] = StrategyAttr(
             self.devices, problem.machine.name, breakdown.total, breakdown.compute,
             breakdown.communication, breakdown.redistribution, data_parallel)
-        memory = memory_parts(problem, solution.assignment)
+        data_parallel_memory = (strategy_memory(problem, problem.data_parallel())
+                                if capped is not None else None)
         found = None if memory.parts is None else usage(
             problem.layer_data, {**memory.parts, "total": memory.total}, breakdown.total,
             self.devices)
         if self.report:
             sys.stderr.write(format_report(problem, solution.assignment, breakdown,
-                                           data_parallel, solution.stats, memory, capped))
+                                           data_parallel, solution.stats, memory, capped,
+                                           data_parallel_memory))
             if found is not None:
                 sys.stderr.write(format_usage(found) + "\n")
         elif capped is not None and not capped.proven:
@@ -260,10 +273,35 @@ class PaseSearchPass(PasePass):
             sys.stderr.write(f"pase-search on @{name}: warning: {over}\n")
         exported = strategy_json(problem, solution.assignment, breakdown, data_parallel,
                                  memory, capped)
+        if capped is not None:
+            assert data_parallel_memory is not None
+            exported["device_memory_cap"]["data_parallel_fits"] = \
+                data_parallel_memory <= capped.cap
         if found is not None:
             exported.update(found)
             training_json(exported, options.training, solution.assignment, problem.machine)
         return exported
+
+    def _check_fits(self, problem: Problem, needed: float, name: str,
+                    pins: StrategyPins | None) -> None:
+        """Without a cap, a plan over the device's memory is an error when the user
+        stated its layout or no plan fits (`unfit_plan`); else (after the report) a
+        warning."""
+        if (unfit := unfit_plan(problem.machine, needed, self._stated(problem, pins),
+                                lambda: least_memory(problem))):
+            raise Diagnostic(f"pase-search on @{name}: {unfit}")
+
+    def _stated(self, problem: Problem, pins: StrategyPins | None) -> str:
+        """The layout the user stated, as options ("" for none): `data-parallel=d`,
+        `strategy=FILE`, and the layers the source pins with `pase.config`."""
+        stated = [f"data-parallel={self.data_parallel}"] if self.data_parallel else []
+        filed = set(pins.configs) if pins else set()
+        if filed:
+            stated.append(f"strategy={self.strategy}")
+        if sourced := [layer for layer in problem.pins if layer not in filed]:
+            stated.append(f"pase.config on {', '.join(sourced[:3])}"
+                          + (f" and {len(sourced) - 3} more" if len(sourced) > 3 else ""))
+        return ", ".join(stated)
 
 
 def contrary_pin(problem: Problem, pinned: int | None) -> tuple[str, str] | None:

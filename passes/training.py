@@ -16,7 +16,7 @@ that `-t jax` checkpoints the segments the model charged, not the whole forward.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, UnitAttr, i64
 
@@ -30,15 +30,19 @@ from pase.passes.strategy import (
     Layer,
     Machine,
     PipelinePlan,
+    Problem,
     TrainingConfig,
     TrainingCost,
     TrainingOptions,
+    gib_up,
     memory_breakdown,
     microbatch_layers,
     read_graph,
     segments,
     step_flops,
 )
+from pase.passes.strategy.memory import memory_vectors
+from pase.passes.strategy.recomputed import Transient
 
 
 def graph_batch(graph: GraphOp) -> tuple[str, int] | None:
@@ -126,3 +130,52 @@ def training_json(exported: dict, training: TrainingOptions,
             entry["recompute"] = config.recompute
         if training.zero == "auto":
             entry["zero"] = config.zero
+
+
+def unfit_plan(machine: Machine, needed: float, stated: str, least: Callable[[], float]
+               ) -> str | None:
+    """The error for a plan searched without `device-memory-gib` that needs `needed`
+    bytes per device, more than `machine`'s device holds: when the user stated its layout
+    (`stated`, e.g. "data-parallel=4"; "" when nothing is pinned), or when no plan fits
+    at all (`least()`, a lower bound on the memory every plan needs, more than the
+    device holds). None where the plan fits, the device's memory is unknown, or nothing
+    is stated and some plan may fit (then `Machine.over_memory`'s warning is the answer:
+    without a cap the search returns the least-cost plan, as it always has).
+
+        >>> from pase.passes.strategy import preset
+        >>> print(unfit_plan(preset("a100-nvlink"), 50 * GIB, "data-parallel=2",
+        ...                  lambda: 30 * GIB))
+        the plan searched with the stated layout (data-parallel=2) needs 50 GiB per \
+device, more than the 40 GiB of an a100-nvlink device; give device-memory-gib=40 for the \
+fastest plan with that layout that fits
+        >>> print(unfit_plan(preset("a100-nvlink"), 50 * GIB, "", lambda: 45 * GIB))
+        no plan fits an a100-nvlink device: every plan needs at least 45 GiB per device, \
+more than its 40 GiB
+        >>> unfit_plan(preset("a100-nvlink"), 50 * GIB, "", lambda: 30 * GIB) is None
+        True
+    """
+    capacity = machine.memory_gib * GIB
+    if not capacity or needed <= capacity:
+        return None
+    article = "an" if machine.name[:1] in "aeiou" else "a"
+    lowest = least()
+    if lowest > capacity:
+        plans = (f"every plan with the stated layout ({stated})" if stated
+                 else "every plan")
+        return (f"no plan fits {article} {machine.name} device: {plans} needs at least "
+                f"{gib_up(lowest)} GiB per device, more than its {machine.memory_gib:g} GiB")
+    if not stated:
+        return None
+    return (f"the plan searched with the stated layout ({stated}) needs "
+            f"{gib_up(needed)} GiB per device, more than the {machine.memory_gib:g} GiB "
+            f"of {article} {machine.name} device; give device-memory-gib="
+            f"{machine.memory_gib:g} for the fastest plan with that layout that fits")
+
+
+def least_memory(problem: Problem) -> float:
+    """A lower bound on the bytes per device of every strategy of `problem`: each
+    layer's least additive memory, plus the least any strategy recomputes (exact
+    without recompute)."""
+    additive = sum(float(vector.min()) for vector in memory_vectors(problem))
+    transient = Transient.of(problem)
+    return additive + (transient.least if transient is not None else 0.0)

@@ -33,12 +33,14 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
+from pase.core.diagnostics import Diagnostic
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, read_integer, too_many_gib
 from pase.core.usage import UsageParser
 from pase.dialect.dnn.seeding import LEARNING_RATES
 from pase.dialect.training_options import (
+    CHOICES,
     StepOptions,
     TrainingOptionError,
     checked,
@@ -46,6 +48,7 @@ from pase.dialect.training_options import (
     training_of,
 )
 from pase.formats.strategy_json import is_pipeline_plan
+from pase.formats.strategy_step import file_step
 from pase.passes.strategy import PRESETS, SCHEDULES
 from pase.runtime.communicator import BACKENDS
 from pase.tools.errors import fail, report_errors
@@ -227,6 +230,7 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              "stage)"),
             (args.data_parallel not in (None, True) and ways < 1,
              f"--data-parallel D must be at least 1, got {args.data_parallel}"),
+            (undivided(args) is not None, str(undivided(args))),
             (not (math.isfinite(args.device_memory_gib) and args.device_memory_gib >= 0),
              f"--device-memory-gib must be a finite number at least 0, got "
              f"{args.device_memory_gib}"),
@@ -280,6 +284,36 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
             parser.error(message)
 
 
+def take_file_step(args: argparse.Namespace) -> None:
+    """With `--strategy FILE`, the step options the flags do not give from the file's
+    "training" (`strategy_step.file_step`; a flag that contradicts it is an error), and
+    the file's precision checked against the machine's peaks as `--precision` is."""
+    if args.strategy is None:
+        return
+    step = file_step(args.strategy, {option: getattr(args, option) for option in CHOICES})
+    if args.precision is None and (missing := missing_peak(
+            step["precision"], args.machine, f"{args.strategy} was searched for precision")):
+        raise Diagnostic(missing)
+    for option, value in step.items():
+        setattr(args, option, value)
+
+
+def undivided(args: argparse.Namespace) -> str | None:
+    """Why `--data-parallel D` cannot split the batch D ways on the devices (of each
+    stage, with `--stages S`), in the flags' words; None if it can."""
+    ways = data_parallel_ways(args)
+    if ways < 1:
+        return None
+    if args.devices % ways:
+        return f"--data-parallel {ways} does not divide --devices {args.devices}"
+    stages = args.stages
+    if isinstance(stages, int) and stages > 0 and args.devices % stages == 0 and \
+            (args.devices // stages) % ways:
+        return (f"--data-parallel {ways} does not divide the {args.devices // stages} "
+                f"devices of each of --stages {stages}")
+    return None
+
+
 def data_parallel_ways(args: argparse.Namespace) -> int:
     """`--data-parallel D`'s D: the ways every layer's batch dim is split (0: not given,
     or `--data-parallel` alone, which splits it over all devices without a search)."""
@@ -287,9 +321,10 @@ def data_parallel_ways(args: argparse.Namespace) -> int:
     return 0 if given is None or isinstance(given, bool) else given
 
 
-def missing_peak(precision: str | None, machine: str) -> str | None:
-    """Why `--precision` cannot be planned on the preset `machine` (None: it can, or
-    `machine` is a file, which the search reads and checks).
+def missing_peak(precision: str | None, machine: str, source: str = "--precision"
+                 ) -> str | None:
+    """Why `--precision` (or the `source` that gave it) cannot be planned on the preset
+    `machine` (None: it can, or `machine` is a file, which the search reads and checks).
 
     >>> missing_peak("bf16", "a100-nvlink") is None, missing_peak("fp32", "pase-default")
     (True, None)
@@ -303,7 +338,7 @@ machine file with bf16_flops)
         return None
     having = ", ".join(name for name, preset in PRESETS.items()
                        if preset.peak_or_zero(precision))
-    return (f"--precision {precision}: the search plans for --machine {machine}, which has "
+    return (f"{source} {precision}: the search plans for --machine {machine}, which has "
             f"no {precision} peak; give --machine with one ({having}, or a machine file "
             f"with {precision}_flops)")
 
@@ -336,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     allow_nesting()
     # Every file pase-run writes (--timeline, --dump-mlir) waits for the run to succeed.
     with report_errors("pase-run"), deferred_writes():
+        take_file_step(args)
         stages = stages_of(args)
         given = StepOptions().overridden(optimizer=args.optimizer, precision=args.precision,
                                          recompute=args.recompute, zero=args.zero)

@@ -53,9 +53,15 @@ class TrainingOptions:
     """"none", "full" (every layer's forward again in the backward) or "auto" (a
     searched choice per layer)."""
     zero: str = "0"
-    """ZeRO stage "0" to "3", or "auto" (a searched choice per layer)."""
+    """ZeRO stage "0" to "3" (or the integer), or "auto" (a searched choice per layer)."""
     data_parallel: int | None = None
     """Every layer's batch dim split exactly this many ways (None: searched)."""
+
+    def __post_init__(self) -> None:
+        # A stage given as the integer it is (zero=1, as the JSON writes it) is that
+        # stage, not an unknown value (was: "unknown zero '1'; use 0, 1, 2, 3 or auto").
+        if isinstance(self.zero, int) and not isinstance(self.zero, bool):
+            object.__setattr__(self, "zero", str(self.zero))
 
     def check(self) -> None:
         """Raises ValueError, one message, for a value out of its set."""

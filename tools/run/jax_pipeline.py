@@ -54,6 +54,10 @@ class Boundary:
     backward: float
     predicted_forward: float
     predicted_backward: float
+    forward_bytes: float = 0.0
+    """The bytes a device receives forward, each collective-permute's by its HLO element
+    type (under bf16 the crossings XLA compiles may be f32: 4 bytes a word)."""
+    backward_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,12 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
     boundaries = []
     sends = [tuple(row) for row in saved.get("sends", np.zeros((0, 3)))]
     for number, (value, source, target) in enumerate(sends):
-        measured = {direction: sum(c.words() for c in collectives(str(saved[key])))
-                    * micro for direction in ("send", "return")
+        crossing = {direction: collectives(str(saved[key])) for direction in ("send", "return")
                     if (key := f"hlo/crossing{number}/{direction}") in saved}
+        measured = {direction: sum(c.words() for c in found) * micro
+                    for direction, found in crossing.items()}
+        measured_bytes = {direction: sum(c.words() * _bytes_of(c) for c in found) * micro
+                          for direction, found in crossing.items()}
         forward = backward = 0.0
         for (kind, tag), words in predicted.items():
             if kind == "edge" and _edge_stages(tag, stage_of_layer) == (int(source), int(target)) \
@@ -113,7 +120,8 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
                 backward += words
         boundaries.append(Boundary(str(value), int(source), int(target),
                                    measured.get("send", 0.0), measured.get("return", 0.0),
-                                   forward, backward))
+                                   forward, backward, measured_bytes.get("send", 0.0),
+                                   measured_bytes.get("return", 0.0)))
     every = [c for stage in stages for c, _ in stage.collectives]
     return PipelineCompiled(every, {}, float(saved["compile_seconds"]),
                             float(saved["step_seconds"]), "", stages, boundaries,
@@ -132,14 +140,22 @@ def _edge_stages(tag: str, stage_of_layer: dict[str, int]) -> tuple[int, int] | 
 
 def print_pipeline_collectives(compiled: PipelineCompiled, width: int) -> None:
     """Per stage XLA's collectives per step next to the plan's words, then the
-    transfers between stages, then the measured step beside the modelled one."""
+    transfers between stages, then the measured step beside the modelled one. `width`:
+    the bytes of the run's word (the plan's). Under bf16/fp16 (2), where XLA's
+    collectives hold f32 (the master weights' all-reduce under ZeRO) as well as 2-byte
+    tensors, the table counts bytes, each collective by its HLO element type, beside
+    the plan's words in bytes; else words of `width` bytes."""
+    in_bytes = width == 2
+    unit = "bytes" if in_bytes else "words"
+    scale = 1 if in_bytes else width
     print(f"XLA compile {compiled.compile_seconds:.2f} s, step "
           f"{compiled.step_seconds * 1e3:.1f} ms measured; the plan's modelled step "
           f"{compiled.modelled_step * 1e3:.3g} ms (full size, {compiled.machine}, "
           f"{compiled.schedule}, {compiled.microbatches} micro-batches)")
-    print("collectives per stage and step (forward and backward x micro-batches; words: "
-          "received per device, ring formulas):")
-    print(f"  {'stage':<8} {'kind':<20} {'count':>5}  {'group sizes':<12} {'words':>12}")
+    print(f"collectives per stage and step (forward and backward x micro-batches; {unit}: "
+          "received per device, ring formulas" + (", each collective's by its HLO "
+                                                  "element type" if in_bytes else "") + "):")
+    print(f"  {'stage':<8} {'kind':<20} {'count':>5}  {'group sizes':<12} {unit:>12}")
     for stage in compiled.stages:
         total = 0.0
         where = f"{stage.index} ({stage.devices.start}-{stage.devices.stop - 1})"
@@ -147,21 +163,25 @@ def print_pipeline_collectives(compiled: PipelineCompiled, width: int) -> None:
             ops = [(c, runs) for c, runs in stage.collectives if c.kind == kind]
             if not ops:
                 continue
-            words = sum(runs * c.words() * _bytes_of(c) / width for c, runs in ops)
-            total += words
+            amount = sum(runs * c.words() * _bytes_of(c) / scale for c, runs in ops)
+            total += amount
             groups = ",".join(str(g) for g in sorted({c.group for c, _ in ops}))
             print(f"  {where:<8} {kind:<20} {sum(r for _, r in ops):>5}  {groups:<12} "
-                  f"{words:>12.0f}")
+                  f"{amount:>12.0f}")
+        predicted = stage.predicted_layer + stage.predicted_edge
+        words = f" ({predicted:.0f} words of {width} bytes)" if in_bytes else ""
         print(f"  {where:<8} {'total (XLA)':<20} {'':>5}  {'':<12} {total:>12.0f}   "
-              f"pase predicts {stage.predicted_layer + stage.predicted_edge:.0f}: "
-              f"{stage.predicted_layer:.0f} within layers, {stage.predicted_edge:.0f} "
-              "between layers")
-    print("transfers between stages per step (collective-permute; words received per "
+              f"pase predicts {predicted * width / scale:.0f}{words}: "
+              f"{stage.predicted_layer * width / scale:.0f} within layers, "
+              f"{stage.predicted_edge * width / scale:.0f} between layers")
+    print(f"transfers between stages per step (collective-permute; {unit} received per "
           "device):")
     for b in compiled.boundaries:
-        print(f"  {b.source} -> {b.target}  %{b.value:<12} forward {b.forward:>10.0f} "
-              f"(pase {b.predicted_forward:.0f})   gradient back {b.backward:>10.0f} "
-              f"(pase {b.predicted_backward:.0f})")
+        forward, backward = ((b.forward_bytes, b.backward_bytes) if in_bytes
+                             else (b.forward, b.backward))
+        print(f"  {b.source} -> {b.target}  %{b.value:<12} forward {forward:>10.0f} "
+              f"(pase {b.predicted_forward * width / scale:.0f})   gradient back "
+              f"{backward:>10.0f} (pase {b.predicted_backward * width / scale:.0f})")
 
 
 def _bytes_of(collective: Collective) -> float:

@@ -113,26 +113,40 @@ def print_pipeline(module: ModuleOp) -> None:
 
 
 def print_collectives(report: JaxReport) -> None:
-    """XLA's collectives per kind next to the words pase's cost model predicts."""
+    """XLA's collectives per kind next to the words pase's cost model predicts. Under
+    bf16/fp16, where XLA's collectives hold f32 (the master weights' all-reduce under
+    ZeRO) as well as 2-byte tensors, what a device receives is in bytes, each
+    collective's by its HLO element type, beside pase's words in bytes."""
     element = report.training.element
     width = 2 if element in ("bf16", "fp16") else ELEMENTS[element].bytes
+    in_bytes = width == 2
+    scale = 1 if in_bytes else width
+    received = "received B" if in_bytes else "words"
     compiled = report.compiled
     print(f"XLA compile {compiled.compile_seconds:.2f} s, step "
           f"{compiled.step_seconds * 1e3:.1f} ms")
-    print("collectives of the compiled step (words: received per device, ring formulas):")
-    print(f"  {'kind':<20} {'count':>5}  {'group sizes':<12} {'bytes':>12} {'words':>12}")
+    print("collectives of the compiled step (" + (
+        "received B: bytes received per device, ring formulas, each collective's by its "
+        "HLO element type" if in_bytes else "words: received per device, ring formulas")
+        + "):")
+    print(f"  {'kind':<20} {'count':>5}  {'group sizes':<12} {'bytes':>12} {received:>12}")
     total = 0.0
     for kind in KINDS:
         ops = [c for c in compiled.collectives if c.kind == kind]
         if not ops:
             continue
-        words = sum(c.words() * _element_bytes_of(c) / width for c in ops)
-        total += words
+        amount = sum(c.words() * _element_bytes_of(c) / scale for c in ops)
+        total += amount
         groups = ",".join(str(g) for g in sorted({c.group for c in ops}))
         print(f"  {kind:<20} {len(ops):>5}  {groups:<12} {sum(c.bytes for c in ops):>12} "
-              f"{words:>12.0f}")
+              f"{amount:>12.0f}")
     print(f"  {'total (XLA)':<20} {'':>5}  {'':<12} {'':>12} {total:>12.0f}")
     layer, edge = compiled.predicted.get("layer", 0.0), compiled.predicted.get("edge", 0.0)
+    if in_bytes:
+        print(f"  pase predicts {(layer + edge) * width:.0f} bytes ({layer + edge:.0f} words "
+              f"of {width} bytes): {layer * width:.0f} within layers (all-reduce, "
+              f"all-gather), {edge * width:.0f} between layers (redistribution)")
+        return
     print(f"  pase predicts {layer + edge:.0f} words: {layer:.0f} within layers "
           f"(all-reduce, all-gather), {edge:.0f} between layers (redistribution)")
 
