@@ -259,7 +259,8 @@ def training_row(case: Training, pase: dict, plain: dict) -> list[str]:
     elif plain["proven"] and pase["cost"] < plain["cost"] * (1 - 1e-9):
         agree = "NO: pase beats the MILP's optimum"
     elif plain["proven"]:
-        agree = "yes" if close else "pase not proven, above the optimum"
+        agree = ("yes" if pase["proven"] else "optimal, not proven") if close \
+            else "pase not proven, above the optimum"
     else:
         agree = "MILP unfinished"
     return [case.key, case.options, f"{pase['cap'] / gib:.7g}", f"{pase['cost']:.9g}", proof,
