@@ -79,23 +79,25 @@ class Training:
     options: str
 
 
-TRAINING = (
-    Training("mlp-adam", "mlp", 8, "a100-nvlink", 0.5, "optimizer=adam precision=bf16 zero=auto"),
-    Training("t8-adam", "transformer", 8, "a100-nvlink", 0.5,
-             "optimizer=adam precision=bf16 zero=auto"),
-    Training("t16-dp4", "transformer", 16, "a100-nvlink", 0.5,
-             "optimizer=adam zero=1 data-parallel=4"),
-    Training("gpt2-adam", "gpt2_small", 8, "a100-nvlink", 0.3,
-             "optimizer=adam precision=bf16 zero=auto"),
-    Training("gpt2-mom-dp2", "gpt2_small", 4, "pase-default", 0.5,
-             "optimizer=momentum zero=auto data-parallel=2"),
-    Training("small-rc-auto", "gpt-small", 4, "a100-nvlink", 0.5,
-             "optimizer=adam precision=bf16 recompute=auto zero=auto"),
-    Training("small-rc-full", "gpt-small", 8, "a100-nvlink", 0.5,
-             "optimizer=adam precision=bf16 recompute=full zero=2"),
-    Training("small-rc-dp2", "gpt-small", 8, "a100-80gb-dgx", 0.3,
-             "optimizer=adam precision=bf16 recompute=auto zero=auto data-parallel=2"),
-)
+CASE_TABLE = """
+mlp-adam      mlp          8 a100-nvlink   0.5 optimizer=adam precision=bf16 zero=auto
+t8-adam       transformer  8 a100-nvlink   0.5 optimizer=adam precision=bf16 zero=auto
+t16-dp4       transformer 16 a100-nvlink   0.5 optimizer=adam zero=1 data-parallel=4
+gpt2-adam     gpt2_small   8 a100-nvlink   0.3 optimizer=adam precision=bf16 zero=auto
+gpt2-mom-dp2  gpt2_small   4 pase-default  0.5 optimizer=momentum zero=auto data-parallel=2
+small-rc-auto gpt-small    4 a100-nvlink   0.5 optimizer=adam precision=bf16 recompute=auto
+    zero=auto
+small-rc-full gpt-small    8 a100-nvlink   0.5 optimizer=adam precision=bf16 recompute=full
+    zero=2
+small-rc-dp2  gpt-small    8 a100-80gb-dgx 0.3 optimizer=adam precision=bf16 recompute=auto
+    zero=auto data-parallel=2
+"""
+"""key, model, devices, machine, fraction, options: one `Training` case a line (an indented
+line continues the options)."""
+TRAINING = tuple(Training(key, model, int(devices), machine, float(fraction), options)
+                 for key, model, devices, machine, fraction, options
+                 in (" ".join(case.split()).split(None, 5)
+                     for case in CASE_TABLE.strip().replace("\n    ", " ").splitlines()))
 SMALL_GPT = {"layers": 2, "hidden": 128, "heads": 4, "sequence": 64, "vocabulary": 512,
              "batch": 16}
 TRAINING_COLUMNS = (("case", "<"), ("options", "<"), ("cap (GiB)", ">"),
