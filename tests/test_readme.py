@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli import run_tool
 
 from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.search import PaseSearchPass
+from pase.tools.pase_run import main as pase_run
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -49,15 +51,32 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
 
 
+def test_the_pase_run_synopsis_lists_every_flag_of_its_help(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_tool(pase_run, ["--help"], capsys)
+    assert status == 0
+    flags = set(re.findall(r"^  (--[a-z0-9-]+|-h)", out, re.MULTILINE)) - {"-h", "--help"}
+    section = README.split("### Running a strategy: pase-run", 1)[1]
+    synopsis = re.findall(r"```sh\n(pase-run MODEL.*?)```", section, re.DOTALL)[0]
+    assert flags
+    assert flags == set(re.findall(r"--[a-z0-9-]+[a-z0-9]", synopsis))
+
+
 def test_the_python_api_examples_run_as_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     blocks = python_blocks()
     assert len(blocks) == 2
     namespace: dict[str, Any] = {}
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102
-    solution, best, capped = (namespace[name] for name in ("solution", "best", "capped"))
+    exec(compile(blocks[0], "README.md", "exec"), namespace)  # noqa: S102
+    solution, problem = namespace["solution"], namespace["problem"]
     assert solution.assignment["fc6"] == {"g6": 4, "f": 8}
+    shown = re.search(r'problem\.configs\("fc6"\) +# \[(.*?), \.\.\., (.*?), \.\.\.\]',
+                      blocks[0])
+    assert shown is not None
+    assert str(problem.configs("fc6")[:3])[1:-1] == shown[1]
+    assert str(problem.configs("fc6")).count(shown[2]) == 1
+    exec(compile(blocks[1], "README.md", "exec"), namespace)  # noqa: S102
+    best, capped = namespace["best"], namespace["capped"]
     assert f"{solution.cost:.3g}" == "0.00366"
     assert f"{best.cost:.4g}" == "0.0004356"
     assert (f"{capped.cost:.4g}", capped.proven) == ("0.0004392", True)
