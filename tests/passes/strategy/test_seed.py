@@ -32,3 +32,41 @@ def test_the_seeded_walk_finds_the_unseeded_plan(tmp_path: Path,
     assert any(plan is not None and plan.stages[0].stop < plan.stages[-1].start
                for plan in seeded)
     assert seeded_solves <= plain_solves
+
+
+def test_the_capped_bounds_stop_at_the_seeds_step(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under a cap, with a step to beat from elsewhere (`search`'s second pass), `best`
+    # evaluates the seed before the ranges' bounds under the cap (`capped_whole`), which
+    # then stop at the seed's step rather than at the looser step given: the same plan
+    # as every cut tried, each range's bound made no further than that step.
+    plans = gpt_partitioner(tmp_path / "a.dnn")
+    free = plans.best(4, 4, "1f1b")
+    assert free is not None
+    cap = free.memory * 0.9
+    exhaustive = plans.best(4, 4, "1f1b", cap, "exhaustive")
+    assert exhaustive is not None
+    beats: list[float] = []
+    seeds: list[PipelinePlan | None] = []
+    bounds, seeded = search.CappedWhole.bounds, search.seed
+
+    def spied_bounds(self: search.CappedWhole, *args: object) -> object:
+        beats.append(float(args[-1]))  # type: ignore[arg-type]
+        return bounds(self, *args)  # type: ignore[arg-type]
+
+    def spied_seed(*args: object) -> PipelinePlan | None:
+        seeds.append(seeded(*args))  # type: ignore[arg-type]
+        return seeds[-1]
+
+    monkeypatch.setattr(search.CappedWhole, "bounds", spied_bounds)
+    monkeypatch.setattr(search, "seed", spied_seed)
+    given = exhaustive.step * 1.5
+    found = gpt_partitioner(tmp_path / "b.dnn").best(4, 4, "1f1b", cap, bound=given)
+    monkeypatch.undo()
+    assert found is not None
+    assert (found.step, found.assignment, found.memory) == \
+        (exhaustive.step, exhaustive.assignment, exhaustive.memory)
+    first, = seeds
+    assert first is not None
+    assert beats == [first.step]
+    assert exhaustive.step <= first.step < given
