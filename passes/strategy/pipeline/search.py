@@ -409,9 +409,7 @@ class Partitioner:
         `ranges`, every stage range is solved first and prunes with `range_bounds`.
         With S > 1 (method dp) the walk starts from a bound a shade above the step of
         stages of about equal least compute (`seed.seed`), which finds the same plan
-        with far fewer stage ranges solved. Under `memory` with a `bound` given, the
-        seed comes before the ranges' bounds under the cap (`capped_whole`), which then
-        need reach only its step (lower bounds either way: the same plan).
+        with far fewer stage ranges solved.
         """
         if stages > len(self.cuts) + 1:
             return None
