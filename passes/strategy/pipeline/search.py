@@ -430,30 +430,24 @@ class Partitioner:
             if method == "dp" and (stages > 1 or capped_alone) else None
         if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
-        capped = first = None
-        beat = bound
+        capped = None
         if tight is not None and memory is not None and stages > 1 and bound < math.inf \
                 and not self.table.free_only:
-            # The seed's plan first: its step, where it beats `bound`, is the step the
-            # ranges' bounds under the cap must reach (`capped_whole`, before any range
-            # is solved under it), each range's LARAC stopping there. (One stage is the
-            # whole graph, whose capped solve proves the same bound, heard by `enough`.
-            # The first pass, whose stages fit unconstrained, walks at less cost than
-            # these bounds take.)
-            first = seed(self, stages, microbatches, schedule, memory, bound)
-            beat = bound if first is None else first.step
-            capped = tight = self.capped_whole(stages, microbatches, schedule, memory, beat)
+            # The ranges' bounds under the cap (`capped_whole`), before any is solved
+            # under it. (One stage is the whole graph, whose capped solve proves the
+            # same bound, heard by `enough`. The first pass, whose stages fit
+            # unconstrained, walks at less cost than these bounds take.)
+            capped = tight = self.capped_whole(stages, microbatches, schedule, memory, bound)
             if tight.whole(stages) * (1 - SLACK) >= bound:
                 return None
         if tight is not None and ranges:
-            tight = self.range_bounds(stages, microbatches, schedule, memory, beat)
+            tight = self.range_bounds(stages, microbatches, schedule, memory, bound)
             if capped is not None:
                 tight = at_least(tight, capped)
             if tight.whole(stages) * (1 - SLACK) >= bound:
                 return None
-        if capped is None:
-            first = seed(self, stages, microbatches, schedule, memory, bound) \
-                if tight is not None and stages > 1 else None
+        first = seed(self, stages, microbatches, schedule, memory, bound) \
+            if tight is not None and stages > 1 else None
         try:
             found = Walk(self, stages, microbatches, schedule, memory, method,
                          seeded_bound(first, bound), effort, tight).run()
