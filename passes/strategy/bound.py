@@ -267,11 +267,17 @@ class _Diffusion:
         """Start from `moves` (per edge, in `edges`' order): any moves are a
         reparametrization, so the bounds stay valid whatever the start."""
         self.moves = list(moves)
-        self.unary = [cost.copy() for cost in self.graph.vertex_costs]
+        self.unary = self.moved_costs()
+
+    def moved_costs(self) -> list[np.ndarray]:
+        """c'_v: the vertex costs with the moves added (recomputed from the moves, so that
+        the reparametrization is the graph's own)."""
+        unary = [cost.copy() for cost in self.graph.vertex_costs]
         for number, (u, v) in enumerate(self.edges):
             at_u, at_v = self.moves[number]
-            self.unary[u] = self.unary[u] + at_u
-            self.unary[v] = self.unary[v] + at_v
+            unary[u] += at_u
+            unary[v] += at_v
+        return unary
 
     def row_minima(self, number: int, vertex: int, other_cost: np.ndarray | None = None
                    ) -> np.ndarray:
@@ -318,12 +324,7 @@ class _Diffusion:
     def lower(self) -> tuple[float, list[np.ndarray], list[float], list[float]]:
         """`bounds`' `lower` alone (one row minimum per edge, where `bounds` takes three),
         with the moved vertex costs c'_v and the vertex and edge minima it sums."""
-        # c'_v recomputed from the moves, so that the reparametrization is the graph's own.
-        unary = [cost.copy() for cost in self.graph.vertex_costs]
-        for number, (u, v) in enumerate(self.edges):
-            at_u, at_v = self.moves[number]
-            unary[u] += at_u
-            unary[v] += at_v
+        unary = self.moved_costs()
         vertex_minima = [float(cost.min()) for cost in unary]
         edge_minima = [float(self.row_minima(number, u).min())
                        for number, (u, _) in enumerate(self.edges)]

@@ -303,11 +303,7 @@ class ReducedCosts:
         self.lower = lower - self.shift
         self.per_config = [bound - self.shift for bound in per_config]
         # c'_v: the vertex costs with the moves added (as `_Diffusion.bounds` makes them).
-        self.unary = [cost.copy() for cost in priced_graph.vertex_costs]
-        for number, (u, v) in enumerate(self.diffusion.edges):
-            at_u, at_v = self.diffusion.moves[number]
-            self.unary[u] = self.unary[u] + at_u
-            self.unary[v] = self.unary[v] + at_v
+        self.unary = self.diffusion.moved_costs()
         self._stars: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def stars(self, number: int) -> tuple[np.ndarray, np.ndarray]:
