@@ -263,6 +263,22 @@ class _Diffusion:
             self.kernel = compiled_eliminate(jit == "on") is not eliminate
         self.prepared: dict[tuple[int, int], Prepared] = {}
 
+    def warm(self, moves: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Start from `moves` (per edge, in `edges`' order): any moves are a
+        reparametrization, so the bounds stay valid whatever the start."""
+        self.moves = list(moves)
+        self.unary = self.moved_costs()
+
+    def moved_costs(self) -> list[np.ndarray]:
+        """c'_v: the vertex costs with the moves added (recomputed from the moves, so that
+        the reparametrization is the graph's own)."""
+        unary = [cost.copy() for cost in self.graph.vertex_costs]
+        for number, (u, v) in enumerate(self.edges):
+            at_u, at_v = self.moves[number]
+            unary[u] += at_u
+            unary[v] += at_v
+        return unary
+
     def row_minima(self, number: int, vertex: int, other_cost: np.ndarray | None = None
                    ) -> np.ndarray:
         """For each configuration a of `vertex`, min over the other end's b of the moved edge
@@ -305,19 +321,19 @@ class _Diffusion:
                     self.moves[number] = (at_u, at_v + minimum - share)
             self.unary[vertex] = share
 
-    def bounds(self) -> tuple[float, list[np.ndarray], tuple[int, ...]]:
-        """`lower`, the per-configuration bounds, and a strategy decoded greedily from them."""
-        graph = self.graph
-        # c'_v recomputed from the moves, so that the reparametrization is the graph's own.
-        unary = [cost.copy() for cost in graph.vertex_costs]
-        for number, (u, v) in enumerate(self.edges):
-            at_u, at_v = self.moves[number]
-            unary[u] += at_u
-            unary[v] += at_v
+    def lower(self) -> tuple[float, list[np.ndarray], list[float], list[float]]:
+        """`bounds`' `lower` alone (one row minimum per edge, where `bounds` takes three),
+        with the moved vertex costs c'_v and the vertex and edge minima it sums."""
+        unary = self.moved_costs()
         vertex_minima = [float(cost.min()) for cost in unary]
         edge_minima = [float(self.row_minima(number, u).min())
                        for number, (u, _) in enumerate(self.edges)]
-        lower = math.fsum(vertex_minima) + math.fsum(edge_minima)
+        return math.fsum(vertex_minima) + math.fsum(edge_minima), unary, vertex_minima, \
+            edge_minima
+
+    def bounds(self) -> tuple[float, list[np.ndarray], tuple[int, ...]]:
+        """`lower`, the per-configuration bounds, and a strategy decoded greedily from them."""
+        lower, unary, vertex_minima, edge_minima = self.lower()
         per_config = []
         stars: dict[tuple[int, int], np.ndarray] = {}
         for vertex, cost in enumerate(unary):

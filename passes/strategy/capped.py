@@ -51,6 +51,8 @@ from pase.passes.strategy.costgraph import CostGraph
 if TYPE_CHECKING:
     import highspy
 
+    from pase.passes.strategy.bound import _Diffusion
+
 MIP_RELATIVE_GAP = 1e-10
 """HiGHS stops when its incumbent is within this of its bound (relative); the strategy is
 then called optimal (`memory.RELATIVE_TOLERANCE` is 1e-9)."""
@@ -250,6 +252,10 @@ POINTS_PER_EFFORT = 1000
 SWEEPS = 12
 """Min-sum diffusion sweeps for the per-configuration bounds (they settle in about 10 on
 PaSE's graphs: the bound then equals L(λ) to 1e-8)."""
+SETTLED = 1e-7
+"""Diffusion started from the parts' moves of a graph of repeated blocks
+(`repeats.block_moves`) is swept until a sweep raises its lower bound by at most this
+fraction of it (`_settle`)."""
 MARGIN = 1e-9
 """A per-configuration bound is trusted to this fraction of the sum of every table's
 largest |cost| (rounding; `bound.MARGIN`)."""
@@ -280,22 +286,38 @@ class ReducedCosts:
                  rate: float, jit: str = "auto") -> None:
         from pase.passes.strategy.bound import _Diffusion  # its moves are the bounds
         from pase.passes.strategy.memory import priced
+        from pase.passes.strategy.repeats import block_moves
 
         priced_graph = CostGraph(graph.names, priced(graph.vertex_costs, list(memory), rate),
                                  dict(graph.edge_costs))
         self.diffusion = _Diffusion(priced_graph, jit)
-        for _ in range(SWEEPS):
-            self.diffusion.sweep()
+        warm = block_moves(priced_graph, jit)
+        if warm is None:
+            for _ in range(SWEEPS):
+                self.diffusion.sweep()
+        else:
+            self.diffusion.warm(warm)
+            _settle(self.diffusion)
         lower, per_config, _ = self.diffusion.bounds()
         self.shift = rate * cap
         self.lower = lower - self.shift
         self.per_config = [bound - self.shift for bound in per_config]
         # c'_v: the vertex costs with the moves added (as `_Diffusion.bounds` makes them).
-        self.unary = [cost.copy() for cost in priced_graph.vertex_costs]
-        for number, (u, v) in enumerate(self.diffusion.edges):
+        self.unary = self.diffusion.moved_costs()
+        self._stars: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def stars(self, number: int) -> tuple[np.ndarray, np.ndarray]:
+        """For edge `number` (u, v), min over b of c'_uv(a, b) + c'_v(b) for each a of u,
+        and the same from v's side: the stars over every configuration of the other end,
+        as in the bounds (made once, for every round's `pairs`)."""
+        found = self._stars.get(number)
+        if found is None:
+            u, v = self.diffusion.edges[number]
             at_u, at_v = self.diffusion.moves[number]
-            self.unary[u] = self.unary[u] + at_u
-            self.unary[v] = self.unary[v] + at_v
+            full = self.diffusion.graph.edge_costs[(u, v)] - at_u[:, None] - at_v[None, :]
+            found = self._stars[number] = ((full + self.unary[v][None, :]).min(axis=1),
+                                           (full + self.unary[u][:, None]).min(axis=0))
+        return found
 
     def pairs(self, kept: Sequence[np.ndarray], limit: float
               ) -> dict[tuple[int, int], np.ndarray]:
@@ -310,16 +332,25 @@ class ReducedCosts:
             rows, cols = kept[u], kept[v]
             moved = graph.edge_costs[(u, v)][np.ix_(rows, cols)] - at_u[rows, None] \
                 - at_v[None, cols]
-            # The stars over every configuration of the other end, as in the bounds.
-            full = graph.edge_costs[(u, v)] - at_u[:, None] - at_v[None, :]
-            star_u = (full + self.unary[v][None, :]).min(axis=1)[rows]
-            star_v = (full + self.unary[u][:, None]).min(axis=0)[cols]
+            star_u, star_v = self.stars(number)
+            star_u, star_v = star_u[rows], star_v[cols]
             from_u = self.per_config[u][rows, None] + moved + self.unary[v][None, cols] \
                 - star_u[:, None]
             from_v = self.per_config[v][None, cols] + moved + self.unary[u][rows, None] \
                 - star_v[None, :]
             masks[(u, v)] = np.maximum(from_u, from_v) <= limit
         return masks
+
+
+def _settle(diffusion: _Diffusion) -> None:
+    """Sweep `diffusion` (started from the parts' moves) until a sweep raises its lower
+    bound by at most `SETTLED` of it, or `SWEEPS` times."""
+    lower = diffusion.lower()[0]
+    for _ in range(SWEEPS):
+        diffusion.sweep()
+        before, lower = lower, diffusion.lower()[0]
+        if lower - before <= SETTLED * abs(lower):
+            return
 
 
 def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,

@@ -54,10 +54,13 @@ from pase.passes.strategy.bound import (
     _counts,
     _Diffusion,
     _Plan,
+    _roles,
 )
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import JIT_MIN_ENTRIES, compiled_eliminate, eliminate
 
+Moves = tuple[np.ndarray, np.ndarray]
+"""Min-sum diffusion's moves on one edge: at its first end, at its second."""
 MIN_COPIES = 3
 """The fewest repeated ranges for which the parts are bounded instead of the whole graph."""
 MIN_EDGE_ENTRIES = 1 << 27
@@ -157,6 +160,15 @@ def _part_bounds(part: CostGraph, jit: str) -> tuple[float, list[np.ndarray], tu
         return (lower, [cost + (lower - low) for cost, low in zip(part.vertex_costs, minima,
                                                                   strict=True)],
                 tuple(int(np.argmin(cost)) for cost in part.vertex_costs))
+    return _swept(part, jit).bounds()
+
+
+def _swept(part: CostGraph, jit: str) -> _Diffusion:
+    """Min-sum diffusion on one part (which has edges), swept until a sweep raises its
+    lower bound by less than `STALL` of the gap to the strategy decoded after the first
+    (later sweeps take `lower` alone, a third of the bounds' row minima; any sweeps give
+    valid bounds, and `solve_bounded`'s DP returns the same strategy whichever it is
+    given)."""
     diffusion = _Diffusion(part, jit)
     if jit == "auto" and not diffusion.kernel:
         # A part is swept many times over: the kernel pays for itself sooner than on a
@@ -164,17 +176,45 @@ def _part_bounds(part: CostGraph, jit: str) -> tuple[float, list[np.ndarray], tu
         entries = sum(table.size for table in part.edge_costs.values())
         diffusion.kernel = (entries >= JIT_MIN_ENTRIES
                             and compiled_eliminate(False) is not eliminate)
-    best: tuple[float, list[np.ndarray], tuple[int, ...]] | None = None
-    for _ in range(MAX_SWEEPS):
+    diffusion.sweep()
+    lower, _, decoded = diffusion.bounds()
+    upper = part.total_cost(decoded)
+    for _ in range(1, MAX_SWEEPS):
         diffusion.sweep()
-        lower, per_config, decoded = diffusion.bounds()
-        upper = part.total_cost(decoded)
-        gained = lower - (best[0] if best is not None else -math.inf)
-        best = (lower, per_config, decoded)
-        if gained < STALL * max(upper - lower, 0.0):
+        before, lower = lower, diffusion.lower()[0]
+        if lower - before < STALL * max(upper - lower, 0.0):
             break
-    assert best is not None
-    return best
+    return diffusion
+
+
+def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
+    """Min-sum diffusion's moves for every edge of `graph` (in `graph.edge_costs`' order)
+    from its parts (the module docstring's), each distinct part diffused once: every edge
+    is in one part, and a part's moves at a copy go to the vertex it copies, so together
+    they reparametrise the whole graph (a warm start for its own diffusion,
+    `capped.ReducedCosts`). None where `block_bounds` would not cut the graph into parts
+    (its edge tables hold fewer than `MIN_EDGE_ENTRIES` entries, or nothing repeats)."""
+    if sum(table.size for table in graph.edge_costs.values()) < MIN_EDGE_ENTRIES:
+        return None
+    repeat = find_repeat(_roles(graph))
+    if repeat is None:
+        return None
+    swept: dict[tuple[object, ...], list[Moves]] = {}
+    moves: dict[tuple[int, int], Moves] = {}
+    for part in _parts(graph, _ranges(len(graph.names), repeat)):
+        if not part.graph.edge_costs:
+            continue
+        if part.key not in swept:
+            swept[part.key] = _swept(part.graph, jit).moves
+        for (u, v), (at_u, at_v) in zip(part.graph.edge_costs, swept[part.key], strict=True):
+            first, second = part.vertices[u], part.vertices[v]
+            # (A part numbers its copies after its own vertices: an edge from a copy is
+            # the other way round in the part.)
+            if first < second:
+                moves[(first, second)] = (at_u, at_v)
+            else:
+                moves[(second, first)] = (at_v, at_u)
+    return [moves[edge] for edge in graph.edge_costs]
 
 
 def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,

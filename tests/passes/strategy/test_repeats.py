@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,8 @@ import pytest
 
 from pase.frontend import parse_file
 from pase.passes.strategy import SearchOptions, build_problem, repeats
-from pase.passes.strategy.bound import _Plan, solve_bounded
+from pase.passes.strategy.bound import _Diffusion, _Plan, solve_bounded
+from pase.passes.strategy.capped import SWEEPS, ReducedCosts, close_gap
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import solve_dp
 from pase.passes.strategy.options import TrainingOptions
@@ -94,3 +96,75 @@ def test_a_generated_gpt_gets_the_plain_dps_plan(tmp_path: Path) -> None:
              for choice in (expected.choice, result.choice)]
     assert plans[0] == plans[1]
     assert result.cost == expected.cost
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_parts_moves_bound_the_graph_as_the_parts_do(seed: int) -> None:
+    # The parts' moves put where their edges are (a copy's at the vertex it copies) are
+    # a reparametrisation of the whole graph whose bound is at least the parts' own.
+    graph = stack(seed)
+    plan = _Plan(graph, elimination_order(graph.neighbours(), "genseq"), True)
+    bounds = block_bounds(graph, plan, jit="off", min_edge_entries=0)
+    moves = repeats.block_moves(graph, jit="off")
+    assert bounds is not None
+    assert moves is not None
+    diffusion = _Diffusion(graph, "off")
+    diffusion.warm(moves)
+    assert diffusion.lower()[0] >= bounds.lower - bounds.margin
+    for choice in itertools.islice(itertools.product(*(range(size) for size in graph.sizes)),
+                                   0, None, 7):
+        moved = sum(float(diffusion.unary[v][c]) for v, c in enumerate(choice)) + sum(
+            float(graph.edge_costs[(u, v)][choice[u], choice[v]] - at_u[choice[u]]
+                  - at_v[choice[v]])
+            for (u, v), (at_u, at_v) in zip(graph.edge_costs, moves, strict=True))
+        assert moved == pytest.approx(graph.total_cost(choice), abs=1e-9)
+
+
+def test_a_graph_without_repeats_has_no_parts_moves() -> None:
+    graph = CostGraph(["a", "b"], [np.array([1.0, 2.0]), np.array([0.0, 1.0])])
+    graph.add_edge(0, 1, np.array([[0.0, 1.0], [1.0, 0.0]]))
+    assert repeats.block_moves(graph, jit="off") is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reduced_costs_of_repeated_blocks_start_from_the_parts(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under a cap, the reduced costs of a stack of blocks start from the parts' moves
+    # (each distinct part swept alone) and sweep the whole graph until it settles, at
+    # most `SWEEPS` times; their bounds still never
+    # exceed the least cost of the strategies that fit and take a configuration, and the
+    # exact search finds the brute-force optimum.
+    graph = stack(seed)
+    rng = np.random.default_rng(100 + seed)
+    inner = rng.integers(1, 4, size=2).astype(np.float64)
+    memory = [rng.integers(1, 4, size=2).astype(np.float64), *[inner] * (len(graph.names) - 2),
+              rng.integers(1, 4, size=2).astype(np.float64)]
+    strategies = [(choice, graph.total_cost(choice),
+                   sum(float(memory[v][c]) for v, c in enumerate(choice)))
+                  for choice in itertools.product(*(range(size) for size in graph.sizes))]
+    weights = sorted({weight for _, _, weight in strategies})
+    sweeps = []
+    real_sweep = _Diffusion.sweep
+
+    def counted(self: _Diffusion) -> None:
+        sweeps.append(len(self.graph.names))
+        real_sweep(self)
+
+    monkeypatch.setattr(_Diffusion, "sweep", counted)
+    for cap in weights[:-1]:
+        fitting = [(choice, cost) for choice, cost, weight in strategies if weight <= cap]
+        best = min(cost for _, cost in fitting)
+        for rate in (0.0, 0.25, 1.0):
+            sweeps.clear()
+            reduced = ReducedCosts(graph, memory, cap, rate, jit="off")
+            whole = sweeps.count(len(graph.names))
+            assert 0 < whole <= SWEEPS
+            assert whole < len(sweeps)  # (the parts' sweeps first)
+            assert reduced.lower <= best + 1e-9
+            for choice, cost in fitting:
+                for v, c in enumerate(choice):
+                    assert reduced.per_config[v][c] <= cost + 1e-9
+        least = min(strategies, key=lambda item: item[2])
+        closed = close_gap(graph, memory, cap, 0.25, least, -math.inf)
+        assert closed.best[1] == pytest.approx(best, abs=1e-12)
+        assert not closed.stopped
