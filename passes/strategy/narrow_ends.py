@@ -9,10 +9,12 @@ graph. The groups' optima put together (the stitched strategy) give one U; but t
 read cheaply, so that U pays for the mismatch twice over: in the head's own optimum,
 which ignores the block, and in the joins between the two. Here the groups that occur
 once (the head and the tail) are solved again, exactly, on the whole round's
-configurations, with the layers of the blocks they meet pinned to those blocks' optimal
-configurations; every other layer keeps the stitched strategy. The result is a real
-strategy, priced on the whole problem (`Problem.cost`): any strategy's cost bounds the
-optimum above, so the narrowing stays exact, whatever this strategy is. On GPT-3 175B it
+configurations, and so are the blocks next to them (the first block may meet the
+embeddings half way), with the layers of the blocks beyond that they meet pinned to
+those blocks' optimal configurations; every other layer keeps the stitched strategy.
+The result is a real strategy, priced on the whole problem (`Problem.cost`): any
+strategy's cost bounds the optimum above, so the narrowing stays exact, whatever this
+strategy is. On GPT-3 175B it
 is the optimum's cost within 10^-3 s, or the optimum itself.
 
     >>> from pase.frontend import parse_file
@@ -35,15 +37,25 @@ from pase.passes.strategy.problem import Problem, Solution
 
 def ends_problem(problem: Problem, narrowed: Problem, groups: list[range],
                  assignment: Mapping[str, Config]) -> Problem | None:
-    """The problem of the layers of the groups that occur once (their configurations
-    `narrowed`'s), with each layer of a repeated group that shares an edge with them
-    pinned to its configuration in `assignment`; None where every group repeats or none
-    does."""
+    """The problem of the layers of the groups that occur once and of the repeated
+    groups they share an edge with (their configurations `narrowed`'s), with each other
+    layer that shares an edge with them pinned to its configuration in `assignment`;
+    None where every group repeats, none does, or that leaves no layer pinned."""
     keys = [group_key(problem, layers) for layers in groups]
     counts = Counter(keys)
-    free = {index for layers, key in zip(groups, keys, strict=True) if counts[key] == 1
+    once = {index for layers, key in zip(groups, keys, strict=True) if counts[key] == 1
             for index in layers}
-    if not free or len(free) == len(problem.layer_data):
+    if not once or len(once) == len(problem.layer_data):
+        return None
+    # The repeated groups next to them are free too (the first block may meet the
+    # embeddings half way).
+    group_of = {index: number for number, layers in enumerate(groups) for index in layers}
+    free = set(once)
+    for edge in problem.edges:
+        for end, other in ((edge.producer, edge.consumer), (edge.consumer, edge.producer)):
+            if end in once and other not in once:
+                free.update(groups[group_of[other]])
+    if len(free) == len(problem.layer_data):
         return None
     near = {end for edge in problem.edges for end in (edge.producer, edge.consumer)
             if (edge.producer in free) != (edge.consumer in free)} - free

@@ -104,10 +104,10 @@ class PricedTables:
                                                                 old_columns[kept_columns])]
         new_rows, new_columns = np.flatnonzero(old_rows < 0), np.flatnonzero(old_columns < 0)
         if len(new_rows):
-            table[new_rows, :] = price([rows[i] for i in new_rows], columns)
+            table[new_rows, :] = price([rows[i] for i in new_rows.tolist()], columns)
         if len(new_columns) and len(kept_rows):
-            table[np.ix_(kept_rows, new_columns)] = price([rows[i] for i in kept_rows],
-                                                          [columns[i] for i in new_columns])
+            table[np.ix_(kept_rows, new_columns)] = price(
+                [rows[i] for i in kept_rows.tolist()], [columns[i] for i in new_columns.tolist()])
         self.priced += len(new_rows) * len(columns) + len(kept_rows) * len(new_columns)
         return table
 
