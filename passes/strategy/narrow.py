@@ -52,9 +52,6 @@ GROWTH = 16
 """The most a round's edge tables may grow over the last round's (in entries, each
 distinct table once, predicted from the configurations kept: `table_entries`) when a
 round's optimum leaves a wider gap to prove; the gap then grows only that far."""
-CERTAIN_GROWTH = 4
-"""The most the whole round narrowed by a known strategy (certain to hold) may grow over
-the round under the guess (in entries, `table_entries`) for it to be taken instead."""
 NARROW_MIN_ENTRIES = 1 << 24
 """The fewest entries of a problem's largest edge table for which `solve` narrows first
 (GPT-3 175B from 512 devices up); smaller problems are searched whole, as before."""
@@ -163,14 +160,10 @@ def _narrowed(problem: Problem, solve: Callable[[Problem], Solution], guess: flo
     return Solution(solution.assignment, solution.cost, stats)
 
 
-def table_entries(problem: Problem, excess: list[np.ndarray],
-                  gap: float | Sequence[float]) -> int:
+def table_entries(problem: Problem, excess: list[np.ndarray], gap: float) -> int:
     """The entries of the distinct edge tables (one per edge kind) of `problem` narrowed
-    to the configurations of excess at most `gap` (one for all layers, or one per
-    layer): what pricing them costs, nearly."""
-    gaps = [gap] * len(excess) if isinstance(gap, float | int) else list(gap)
-    kept = [int(np.count_nonzero(over <= most)) for over, most in zip(excess, gaps,
-                                                                      strict=True)]
+    to the configurations of excess at most `gap`: what pricing them costs, nearly."""
+    kept = [int(np.count_nonzero(over <= gap)) for over in excess]
     tables = {kind: kept[edge.producer] * kept[edge.consumer]
               for edge, kind in zip(problem.edges, problem._kinds()[1], strict=True)}
     return sum(tables.values())
@@ -230,13 +223,10 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
                                                 lambda part: solve_narrowed(part, solve, guess))
     total = math.fsum(optima)
     assumed = total * (1 + guess)
-    guessed = block_gaps(minima, groups, optima, assumed)
-    narrowed, kept = restricted(problem, excess, guessed)
+    narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
     upper = min(stitched, completed_cost(problem, narrowed, groups, assignment, solve))
-    certain = block_gaps(minima, groups, optima, upper)
-    if upper <= assumed or table_entries(problem, excess, certain) \
-            <= CERTAIN_GROWTH * table_entries(problem, excess, guessed):
-        narrowed, kept = restricted(problem, excess, certain)
+    if upper <= assumed:
+        narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
         return narrowed, kept, solve(narrowed)
     solution = solve(narrowed)
     upper = min(upper, solution.cost)
