@@ -58,7 +58,7 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
                 and problem.tables is None
                 and largest_edge_entries(problem) >= NARROW_MIN_ENTRIES):
             return solve_narrowed(problem, lambda narrowed: _solve_released(
-                narrowed, options, budget, progress), blocks=True)
+                narrowed, options, budget, progress), blocks=True, budget=budget)
         return _solve_whole(problem, options, budget, progress)
 
 

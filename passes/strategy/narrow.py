@@ -41,6 +41,8 @@ from dataclasses import replace
 import numpy as np
 
 from pase.passes.strategy.bound import MARGIN
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.priced import PricedTables
 from pase.passes.strategy.problem import Problem, Solution
 
 GAP_GUESS = 1e-3
@@ -108,11 +110,13 @@ def restricted(problem: Problem, excess: list[np.ndarray], gap: float | Sequence
                        problem.edges, config_lists, problem.batch_dim, problem.model,
                        problem.pins, problem.min_shard)
     narrowed._kind_numbers = problem._kinds()
+    narrowed._priced = problem._priced
     return narrowed, kept
 
 
 def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
-                   guess: float = GAP_GUESS, blocks: bool = False) -> Solution:
+                   guess: float = GAP_GUESS, blocks: bool = False,
+                   budget: MemoryBudget | None = None) -> Solution:
     """The exact optimum of `problem` by `solve` (an exact search of a problem) on the
     configurations its layer costs cannot rule out (the module docstring): one round when
     the guessed gap holds, two otherwise. With `blocks`, a problem whose layers repeat in
@@ -122,6 +126,19 @@ def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
     graph's vertex vectors are its layer costs (a pipeline stage's charges others)."""
     if type(problem) is not Problem:
         raise TypeError(f"narrowing needs a plain Problem, not {type(problem).__name__}")
+    if problem._priced is not None:
+        return _narrowed(problem, solve, guess, blocks)
+    # The rounds' problems (and the groups', with theirs) share the entries priced.
+    priced = PricedTables(problem.config_lists, budget)
+    try:
+        return _narrowed(replace(problem, _priced=priced), solve, guess, blocks)
+    finally:
+        priced.close()
+
+
+def _narrowed(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
+              blocks: bool) -> Solution:
+    """`solve_narrowed` of a problem that shares its rounds' priced entries."""
     minima, excess = layer_least(problem)
     least = math.fsum(minima)
     groups = _groups(problem) if blocks else None
@@ -192,19 +209,27 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
                minima: list[float], excess: list[np.ndarray], groups: list[range]
                ) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
-    once; then the whole, narrowed as if a strategy cost the groups' optima plus `guess`
-    of them. If its optimum (or the groups' optima put together) costs no more, that held
-    and it is the optimum; otherwise a last round narrows with the better of the two.
-    Returns the narrowed problem, the kept indices and its optimum."""
+    once; then a strategy of the whole priced (`narrow_ends.py`: the blocks' optima, the
+    head and the tail solved given them). Where that costs no more than the groups' optima
+    plus `guess` of them, one round narrowed by it is certain: its optimum is the whole
+    one. Otherwise the whole is narrowed as if a strategy cost that much; if its optimum
+    (or the strategy) costs no more, that held and it is the optimum; otherwise a last
+    round narrows with the best of them. Returns the narrowed problem, the kept indices
+    and its optimum."""
     from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
+    from pase.passes.strategy.narrow_ends import completed_cost
 
-    optima, stitched = group_optima(problem, groups,
-                                    lambda part: solve_narrowed(part, solve, guess))
+    optima, stitched, assignment = group_optima(problem, groups,
+                                                lambda part: solve_narrowed(part, solve, guess))
     total = math.fsum(optima)
     assumed = total * (1 + guess)
     narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
+    upper = min(stitched, completed_cost(problem, narrowed, groups, assignment, solve))
+    if upper <= assumed:
+        narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
+        return narrowed, kept, solve(narrowed)
     solution = solve(narrowed)
-    upper = min(stitched, solution.cost)
+    upper = min(upper, solution.cost)
     if upper > assumed:
         final, kept_final = restricted(problem, excess,
                                        block_gaps(minima, groups, optima, upper))

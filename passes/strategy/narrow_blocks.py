@@ -38,7 +38,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from pase.passes.strategy.bound import MARGIN
-from pase.passes.strategy.problem import Problem, Solution
+from pase.passes.strategy.cost import Config
+from pase.passes.strategy.problem import Assignment, Problem, Solution
 from pase.passes.strategy.repeats import find_repeat
 from pase.passes.strategy.vertices import edges_among
 
@@ -87,20 +88,24 @@ def layer_groups(problem: Problem) -> list[range] | None:
     return [range(low, high) for low, high in zip(cuts, cuts[1:], strict=False) if high > low]
 
 
-def group_problem(problem: Problem, layers: Sequence[int]) -> Problem:
+def group_problem(problem: Problem, layers: Sequence[int],
+                  config_lists: list[list[Config]] | None = None) -> Problem:
     """The problem of `layers` alone (indices, increasing) and the edges among them, with
-    the same configuration lists (the very lists) and kinds: what F_g of the module
-    docstring costs."""
+    the same configuration lists (the very lists, or `config_lists`, one per layer) and
+    kinds: what F_g of the module docstring costs."""
     layer_kinds, edge_kinds = problem._kinds()
+    lists = [problem.config_lists[i] for i in layers] if config_lists is None \
+        else config_lists
     cut = edges_among(problem.edges, layers)
     names = {problem.layer_data[i].name for i in layers}
     part = Problem(problem.graph, problem.devices, problem.machine,
                    [problem.layer_data[i] for i in layers], [edge for _, edge in cut],
-                   [problem.config_lists[i] for i in layers], problem.batch_dim,
+                   lists, problem.batch_dim,
                    problem.model, {n: pin for n, pin in problem.pins.items() if n in names},
                    problem.min_shard)
     part._kind_numbers = ([layer_kinds[i] for i in layers],
                           [edge_kinds[number] for number, _ in cut])
+    part._priced = problem._priced
     return part
 
 
@@ -114,13 +119,14 @@ def group_key(problem: Problem, layers: Sequence[int]) -> tuple[object, ...]:
 
 
 def group_optima(problem: Problem, groups: list[range],
-                 solve_group: Callable[[Problem], Solution]) -> tuple[list[float], float]:
+                 solve_group: Callable[[Problem], Solution]
+                 ) -> tuple[list[float], float, Assignment]:
     """Each group's optimum, each distinct group solved once by `solve_group` (an exact
-    search of a problem), and the cost of the whole graph's strategy that takes each
-    group's optimal configurations."""
+    search of a problem), and the whole graph's strategy that takes each group's optimal
+    configurations, with its cost."""
     solved: dict[tuple[object, ...], Solution] = {}
     optima = []
-    assignment = {}
+    assignment: Assignment = {}
     for layers in groups:
         key = group_key(problem, layers)
         if key not in solved:
@@ -130,7 +136,7 @@ def group_optima(problem: Problem, groups: list[range],
         # The group's optimum, given to these layers (same kinds and lists, in order).
         for index, config in zip(layers, solution.assignment.values(), strict=True):
             assignment[problem.layer_data[index].name] = config
-    return optima, problem.cost(assignment)
+    return optima, problem.cost(assignment), assignment
 
 
 def block_gaps(least: list[float], groups: list[range], optima: list[float],

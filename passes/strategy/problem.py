@@ -45,6 +45,7 @@ from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.layer_costs import LayerCosts
 from pase.passes.strategy.machines import Machine, preset
+from pase.passes.strategy.priced import PricedTables
 from pase.passes.strategy.prune import rows_bytes
 from pase.passes.strategy.tables import (
     EdgeEnds,
@@ -123,6 +124,9 @@ class Problem:
     graph was given, for `breakdown`. Filled when the cost graph is built."""
     _edge_tables: list[np.ndarray] = field(default_factory=list, repr=False)
     _config_positions: list[dict[tuple, int]] | None = field(default=None, repr=False)
+    _priced: PricedTables | None = field(default=None, repr=False)
+    """Where a narrowed search's rounds keep the edge entries priced (`priced.py`): the
+    problems of its rounds share it, and price only the entries it lacks."""
 
     def __post_init__(self) -> None:
         steps = sum(len(self.config_lists[e.producer]) * len(self.config_lists[e.consumer])
@@ -325,8 +329,7 @@ class Problem:
             u, v = edge.producer, edge.consumer
             if built.get(edge_key) == number:
                 edge_ends = ends.pair(edge) if self.model.shares_ends else None
-                edge_cache[edge_key] = self._edge(edge, self.config_lists[u],
-                                                  self.config_lists[v], edge_ends)
+                edge_cache[edge_key] = self._priced_edge(edge, edge_kinds[number], edge_ends)
                 _count(budget, edge_cache[edge_key].nbytes)
                 if self.tables is not None:
                     self.tables.store(self.tables.edge, edge_key, edge_cache[edge_key])
@@ -404,6 +407,21 @@ class Problem:
         graph (built first if it is not) was given it."""
         self.cost_graph()
         return self._edge_tables[index]
+
+    def _priced_edge(self, edge: Edge, kind: int,
+                     ends: tuple[EdgeEnd, EdgeEnd] | None) -> np.ndarray:
+        """Edge `edge`'s table (of kind `kind`), the entries earlier rounds priced taken
+        from `_priced` where it is set (`priced.py`: the same floats)."""
+        producer, consumer = self.config_lists[edge.producer], self.config_lists[edge.consumer]
+        if self._priced is None:
+            return self._edge(edge, producer, consumer, ends)
+
+        def price(rows: Sequence[Config], columns: Sequence[Config]) -> np.ndarray:
+            if rows is producer and columns is consumer:
+                return self._edge(edge, producer, consumer, ends)
+            return self._edge(edge, list(rows), list(columns))
+
+        return self._priced.table(kind, producer, consumer, price)
 
     def _edge(self, edge: Edge, producer_configs: list[Config],
               consumer_configs: list[Config],
