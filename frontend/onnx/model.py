@@ -31,6 +31,7 @@ from pase.frontend.onnx.export_options import (
 from pase.frontend.onnx.external import DEFAULT_MEMORY_GIB, GIB, load_external_data
 from pase.frontend.onnx.folding import fold_constant_nodes
 from pase.frontend.onnx.malformed import refuse_nonpositive_sizes, refuse_undecodable_names
+from pase.frontend.onnx.optimizer import fold_constants, optimize
 from pase.frontend.onnx.values import first_line
 from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
 
@@ -195,7 +196,7 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import onnxscript.optimizer
+            import onnxscript.optimizer  # noqa: F401  (installed: else the hint)
     except ImportError:
         raise Diagnostic(f"reading ONNX needs the onnxscript package: {INSTALL_HINT}",
                          filename) from None
@@ -217,20 +218,19 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            optimized = onnxscript.optimizer.optimize(model)
+            optimized = optimize(model)
             # Its folding keeps ConstantOfShape (so as not to grow a model): fold it too,
             # it starts the shape and mask computations exporters write, then go on.
-            onnxscript.optimizer.fold_constants(
-                optimized, onnx_shape_inference=True,
-                should_fold=lambda node: True if node.op_type == "ConstantOfShape" else None)
-            optimized = onnxscript.optimizer.optimize(optimized)
+            fold_constants(optimized, lambda node: True if node.op_type == "ConstantOfShape"
+                           else None)
+            optimized = optimize(optimized)
             # What it leaves (outputs over its 512x512 limit: the attention masks of long
             # sequences), onnx's reference evaluator folds, then it removes what is unused
             # and folds what that made constant; until nothing more folds.
             for _ in range(FOLDING_ROUNDS):
                 if not fold_constant_nodes(onnx, optimized, filename):
                     break
-                optimized = onnxscript.optimizer.optimize(optimized)
+                optimized = optimize(optimized)
     except Diagnostic:
         raise
     except MemoryError:
