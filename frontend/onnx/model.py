@@ -103,8 +103,14 @@ def decode(onnx: Any, data: bytes, filename: str) -> Any:
         raise Diagnostic("not an ONNX model, or one without nodes: the file is empty, "
                          "truncated or corrupt", filename)
     latest = onnx.defs.onnx_opset_version()
-    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
-    opset = opsets.get("ai.onnx")
+    normalize_default_domain(model)
+    opsets: dict[str, int] = {}
+    for entry in model.opset_import:
+        if opsets.setdefault(entry.domain, entry.version) != entry.version:
+            raise Diagnostic(f"the model imports domain '{entry.domain or 'ai.onnx'}' "
+                             f"twice, as opsets {opsets[entry.domain]} and {entry.version}",
+                             filename)
+    opset = opsets.get("")
     if opset is None:
         raise Diagnostic("the model imports no opset of the default domain (ai.onnx)",
                          filename)
@@ -115,6 +121,18 @@ def decode(onnx: Any, data: bytes, filename: str) -> Any:
                          f"convert_version(model, 17), or export it again with "
                          f"opset_version=17", filename)
     return model
+
+
+def normalize_default_domain(model: Any) -> None:
+    """The default domain spelled "ai.onnx" (the specification's other name for "") as "",
+    in the opset imports and the main graph's nodes: onnx's checker takes both, onnxscript
+    and onnx's shape inference then found no opset for the nodes' ""."""
+    for entry in model.opset_import:
+        if entry.domain == "ai.onnx":
+            entry.domain = ""
+    for node in model.graph.node:
+        if node.domain == "ai.onnx":
+            node.domain = ""
 
 
 def unshare_identity_initializers(onnx: Any, model: Any) -> None:
