@@ -44,6 +44,7 @@ from xdsl.utils.frontend import Frontend
 
 from pase.core import weights
 from pase.core.diagnostics import Diagnostic
+from pase.core.files import open_input
 from pase.core.options import CheckedOptions
 from pase.core.shapes import MAX_ELEMENTS
 from pase.frontend.onnx.external import (
@@ -95,7 +96,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
                memory_limit: int = DEFAULT_LIMIT) -> Imported:
     """Import the ONNX file at `path`; raises `Diagnostic` on any error."""
     try:
-        with open(path, "rb") as file:
+        with open_input(path, "model") as file:
             data = read_limited(file, path, memory_limit)
     except OSError as error:
         raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
