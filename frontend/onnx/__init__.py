@@ -8,9 +8,11 @@
 The import runs in three steps, one module each:
 
 - `model`: decode and check the file, read its external data (only from the model's own
-  folder), give each Identity-shared initializer its own copy, fold the static shape
-  computations to constants (onnxscript's optimizer, then onnx's reference evaluator for
-  what it leaves: `folding`) and infer the shapes;
+  folder: that of the file the model's path names, symbolic links resolved, so a link to
+  a model reads the data beside its target; `external`), give each Identity-shared
+  initializer its own copy, fold the static shape computations to constants
+  (onnxscript's optimizer, bounded: `optimizer`; then onnx's reference evaluator for what
+  it leaves: `folding`) and infer the shapes;
 - `graph`: the walk. Initializers become `dnn.param`s (their values are the initial
   parameters `pase-run` uses: `load_model(...).initial_values`), graph inputs become
   `dnn.input`s, every ONNX axis gets a named dimension (`dims`, `values`), and each node is
