@@ -29,6 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
+from io import BytesIO
 from typing import IO, NamedTuple
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
@@ -65,12 +66,50 @@ def read_text(path: str, what: str = "file") -> str:
         at byte 21)
     """
     try:
-        with open(path, "rb") as stream:
+        with open_input(path, what) as stream:
             data = read_bounded(stream, path, what)
     except OSError as error:
         raise Diagnostic(f"cannot read the {what}: {error.strerror}", path) from None
     note_input(path)
     return decode_text(data, path, what)
+
+
+def open_input(path: str, what: str = "input") -> IO[bytes]:
+    """`path` opened for reading without waiting for a FIFO's writer (`open` waits for ever
+    on a named FIFO that no process writes): a FIFO or pipe is read whole at once, or is a
+    `Diagnostic` when no process writes to it (or its writer closed it empty); anything
+    else is returned open. Raises `OSError` as `open` does."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fifo = stat.S_ISFIFO(os.fstat(descriptor).st_mode)
+        data = _read_fifo(descriptor, path, what) if fifo else b""
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    if not fifo:
+        return open(descriptor, "rb")
+    os.close(descriptor)
+    return BytesIO(data)
+
+
+def _read_fifo(descriptor: int, path: str, what: str) -> bytes:
+    """All a FIFO opened without blocking holds until its writer closes it (within
+    `LARGEST_TEXT_FILE`); a `Diagnostic` if it has no writer."""
+    try:
+        first = os.read(descriptor, 1 << 16)
+        if not first:
+            raise Diagnostic(f"cannot read the {what}: a FIFO that no process writes to (or "
+                             "that was closed empty); pase does not wait for a writer", path)
+    except BlockingIOError:  # a writer, nothing written yet
+        first = b""
+    os.set_blocking(descriptor, True)
+    with open(descriptor, "rb", closefd=False) as stream:
+        data = first + read_bounded(stream, path, what)
+    if len(data) > LARGEST_TEXT_FILE:
+        raise Diagnostic(f"the {what} is larger than {LARGEST_TEXT_FILE >> 20} MiB, the most "
+                         "pase reads of one", path)
+    return data
 
 
 def note_input(path: str) -> None:

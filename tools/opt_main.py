@@ -38,6 +38,7 @@ from pase.core.files import (
     BYTE_ORDER_MARK,
     decode_text,
     note_input,
+    open_input,
     read_bounded,
     write_atomically,
     write_bytes_atomically,
@@ -110,7 +111,11 @@ class PaseOptMain(xDSLOptMain):
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
         check_frontend_options(self.args.frontend or "")
         self.check_target_options()
-        stream, file_extension = super().get_input_stream()
+        if self.args.input_file is None:
+            stream, file_extension = super().get_input_stream()
+        else:  # (a named FIFO without a writer: xDSL's open waits for ever)
+            stream = open_input(self.args.input_file)
+            file_extension = os.path.splitext(self.args.input_file)[1].replace(".", "")
         if self.args.input_file:
             note_input(self.args.input_file)  # no output of the run may replace it
         if not (self.args.frontend or file_extension):  # parse_spec("") is a pipeline error

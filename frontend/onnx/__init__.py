@@ -8,9 +8,11 @@
 The import runs in three steps, one module each:
 
 - `model`: decode and check the file, read its external data (only from the model's own
-  folder), give each Identity-shared initializer its own copy, fold the static shape
-  computations to constants (onnxscript's optimizer, then onnx's reference evaluator for
-  what it leaves: `folding`) and infer the shapes;
+  folder: that of the file the model's path names, symbolic links resolved, so a link to
+  a model reads the data beside its target; `external`), give each Identity-shared
+  initializer its own copy, fold the static shape computations to constants
+  (onnxscript's optimizer, bounded: `optimizer`; then onnx's reference evaluator for what
+  it leaves: `folding`) and infer the shapes;
 - `graph`: the walk. Initializers become `dnn.param`s (their values are the initial
   parameters `pase-run` uses: `load_model(...).initial_values`), graph inputs become
   `dnn.input`s, every ONNX axis gets a named dimension (`dims`, `values`), and each node is
@@ -44,6 +46,7 @@ from xdsl.utils.frontend import Frontend
 
 from pase.core import weights
 from pase.core.diagnostics import Diagnostic
+from pase.core.files import open_input
 from pase.core.options import CheckedOptions
 from pase.core.shapes import MAX_ELEMENTS
 from pase.frontend.onnx.external import (
@@ -95,7 +98,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
                memory_limit: int = DEFAULT_LIMIT) -> Imported:
     """Import the ONNX file at `path`; raises `Diagnostic` on any error."""
     try:
-        with open(path, "rb") as file:
+        with open_input(path, "model") as file:
             data = read_limited(file, path, memory_limit)
     except OSError as error:
         raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None

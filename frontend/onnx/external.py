@@ -3,18 +3,29 @@ into the model from the model's own folder and within the import's memory budget
 
     load_external_data(onnx, model, "m.onnx", limit=4 << 30)  # raises Diagnostic
 
-Every tensor kept outside the model is checked before any byte is read: its location (a
-file beside the model: not `../x`, not an absolute path, not a link that leads out of the
-folder), its offset and length against the tensor's dims and type and against the file's
-size, and the sum of all of them against the budget (`-f 'onnx{memory-gib=G}'`, pase-run's
-`--memory-gib`): a model whose data would not fit is refused before it is read, with the
-bytes it needs.
+The model's own folder is the folder of the file the model's path names once every
+symbolic link is resolved: `ln -s ../exports/m.onnx m.onnx` reads `m.onnx.data` from
+`../exports`, beside the file the exporter wrote (as if `../exports/m.onnx` were given).
+Nothing outside that folder is read: every tensor kept outside the model, wherever it is
+(an initializer, a Constant's value, a tensor attribute, a sparse tensor, the body of an
+If, Loop or Scan, a function, a training graph), is checked before any byte is read: its
+location (a file in the folder: not `../x`, not an absolute path, not a path whose
+links, resolved, lead out of the folder), its offset and length against the tensor's dims
+and type and against the file's size, and the sum of all of them against the budget
+(`-f 'onnx{memory-gib=G}'`, pase-run's `--memory-gib`): a model whose data would not fit
+is refused before it is read, with the bytes it needs. The file is opened without
+following a link (`O_NOFOLLOW`, the checked path has none) and must be a regular file, so
+a link put in place after the check, or a FIFO, is an error, not a read elsewhere or a
+hang. No tensor is left external, so nothing later in the import (onnx's checker,
+onnxscript's optimizer, the reference evaluator) looks for a file of its own.
 """
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,17 +58,44 @@ def over_budget(what: str, count: int, limit: int, filename: str) -> Diagnostic:
 
 
 def tensors_of(onnx: Any, model: Any) -> Iterator[tuple[Any, str]]:
-    """Every tensor the graph holds (initializers, Constant values, tensor attributes),
-    with how a diagnostic names its owner."""
-    for init in model.graph.initializer:
-        yield init, f"initializer '{init.name}'"
-    for node in model.graph.node:
+    """Every tensor the model holds (initializers, sparse ones, Constant values, tensor
+    attributes, in the main graph, in the subgraphs of its nodes, in its functions and in
+    its training graphs), with how a diagnostic names its owner."""
+    yield from _graph_tensors(onnx, model.graph, "")
+    for function in model.functions:
+        yield from _node_tensors(onnx, function.node, f" in function '{function.name}'")
+    for index, training in enumerate(model.training_info):
+        for graph in (training.initialization, training.algorithm):
+            yield from _graph_tensors(onnx, graph, f" in training graph {index}")
+
+
+def _graph_tensors(onnx: Any, graph: Any, where: str) -> Iterator[tuple[Any, str]]:
+    for init in graph.initializer:
+        yield init, f"initializer '{init.name}'{where}"
+    for sparse in graph.sparse_initializer:
+        owner = f"sparse initializer '{sparse.values.name}'{where}"
+        yield sparse.values, owner
+        yield sparse.indices, owner
+    yield from _node_tensors(onnx, graph.node, where)
+
+
+def _node_tensors(onnx: Any, nodes: Any, where: str) -> Iterator[tuple[Any, str]]:
+    for node in nodes:
+        owner = f"node '{node_label(node)}' ({node.op_type}){where}"
         for attribute in node.attribute:
-            owner = f"node '{node_label(node)}' ({node.op_type})"
             if attribute.type == onnx.AttributeProto.TENSOR:
                 yield attribute.t, owner
+            elif attribute.type == onnx.AttributeProto.SPARSE_TENSOR:
+                yield attribute.sparse_tensor.values, owner
+                yield attribute.sparse_tensor.indices, owner
             for tensor in attribute.tensors:
                 yield tensor, owner
+            for sparse in attribute.sparse_tensors:
+                yield sparse.values, owner
+                yield sparse.indices, owner
+            subgraphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else []
+            for graph in [*subgraphs, *attribute.graphs]:
+                yield from _graph_tensors(onnx, graph, f" in the {attribute.name} of {owner}")
 
 
 @dataclass(frozen=True)
@@ -85,7 +123,7 @@ def load_external_data(onnx: Any, model: Any, filename: str, limit: int, held: i
     if not os.path.isfile(filename):
         raise Diagnostic(f"{external[0][1]} keeps its data in an external file, which pase "
                          "reads only beside a model read from a file", filename)
-    folder = os.path.realpath(os.path.dirname(os.path.abspath(filename)))
+    folder = model_folder(filename)
     extents = [_extent(onnx, tensor, owner, folder, filename) for tensor, owner in external]
     total = sum(extent.length for extent in extents)
     if held + total > limit:
@@ -96,6 +134,11 @@ def load_external_data(onnx: Any, model: Any, filename: str, limit: int, held: i
         extent.tensor.raw_data = _read(extent, filename)
         del extent.tensor.external_data[:]
         extent.tensor.data_location = onnx.TensorProto.DEFAULT
+
+
+def model_folder(filename: str) -> str:
+    """The model's own folder: that of the file `filename` names, links resolved."""
+    return os.path.dirname(os.path.realpath(filename))
 
 
 def _extent(onnx: Any, tensor: Any, owner: str, folder: str, filename: str) -> _Extent:
@@ -146,13 +189,18 @@ def _extent(onnx: Any, tensor: Any, owner: str, folder: str, filename: str) -> _
 
 def _read(extent: _Extent, filename: str) -> bytes:
     """The bytes of one checked extent (a file that shrank since is an error too)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        with open(extent.path, "rb") as file:
+        descriptor = os.open(extent.path, flags)
+        with open(descriptor, "rb") as file:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise OSError(0, "not a regular file")
             file.seek(extent.offset)
             data = file.read(extent.length)
     except OSError as error:
+        reason = "a symbolic link" if error.errno == errno.ELOOP else error.strerror
         raise Diagnostic(f"{extent.owner}: cannot read its external data file "
-                         f"'{extent.location}': {error.strerror}", filename) from None
+                         f"'{extent.location}': {reason}", filename) from None
     if len(data) != extent.length:
         raise Diagnostic(f"{extent.owner}: the external data file '{extent.location}' is "
                          f"too short: the tensor needs {extent.length:,} bytes from offset "

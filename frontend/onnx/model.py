@@ -8,8 +8,9 @@ infer its shapes (the external data: `external`).
 The folding is onnxscript's optimizer (`onnxscript.optimizer.optimize`: ONNX shape
 inference, constant folding of Shape, ConstantOfShape, Expand, Range, Slice, Equal, Where,
 Cast, Mod, ... on static shapes, and removal of what is then unused), the library the
-PyTorch exporter itself uses on the models it writes; what it leaves for its size limits,
-onnx's reference evaluator folds (`folding`).
+PyTorch exporter itself uses on the models it writes, with the same results in linear time
+and without evaluating what it would discard (`optimizer`); what it leaves for its size
+limits, onnx's reference evaluator folds (`folding`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pase.frontend.onnx.export_options import (
 from pase.frontend.onnx.external import DEFAULT_MEMORY_GIB, GIB, load_external_data
 from pase.frontend.onnx.folding import fold_constant_nodes
 from pase.frontend.onnx.malformed import refuse_nonpositive_sizes, refuse_undecodable_names
+from pase.frontend.onnx.optimizer import fold_constants, optimize
 from pase.frontend.onnx.values import first_line
 from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
 
@@ -102,8 +104,14 @@ def decode(onnx: Any, data: bytes, filename: str) -> Any:
         raise Diagnostic("not an ONNX model, or one without nodes: the file is empty, "
                          "truncated or corrupt", filename)
     latest = onnx.defs.onnx_opset_version()
-    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
-    opset = opsets.get("ai.onnx")
+    normalize_default_domain(model)
+    opsets: dict[str, int] = {}
+    for entry in model.opset_import:
+        if opsets.setdefault(entry.domain, entry.version) != entry.version:
+            raise Diagnostic(f"the model imports domain '{entry.domain or 'ai.onnx'}' "
+                             f"twice, as opsets {opsets[entry.domain]} and {entry.version}",
+                             filename)
+    opset = opsets.get("")
     if opset is None:
         raise Diagnostic("the model imports no opset of the default domain (ai.onnx)",
                          filename)
@@ -114,6 +122,18 @@ def decode(onnx: Any, data: bytes, filename: str) -> Any:
                          f"convert_version(model, 17), or export it again with "
                          f"opset_version=17", filename)
     return model
+
+
+def normalize_default_domain(model: Any) -> None:
+    """The default domain spelled "ai.onnx" (the specification's other name for "") as "",
+    in the opset imports and the main graph's nodes: onnx's checker takes both, onnxscript
+    and onnx's shape inference then found no opset for the nodes' ""."""
+    for entry in model.opset_import:
+        if entry.domain == "ai.onnx":
+            entry.domain = ""
+    for node in model.graph.node:
+        if node.domain == "ai.onnx":
+            node.domain = ""
 
 
 def unshare_identity_initializers(onnx: Any, model: Any) -> None:
@@ -195,7 +215,7 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import onnxscript.optimizer
+            import onnxscript.optimizer  # noqa: F401  (installed: else the hint)
     except ImportError:
         raise Diagnostic(f"reading ONNX needs the onnxscript package: {INSTALL_HINT}",
                          filename) from None
@@ -217,20 +237,19 @@ def simplify(onnx: Any, model: Any, filename: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            optimized = onnxscript.optimizer.optimize(model)
+            optimized = optimize(model)
             # Its folding keeps ConstantOfShape (so as not to grow a model): fold it too,
             # it starts the shape and mask computations exporters write, then go on.
-            onnxscript.optimizer.fold_constants(
-                optimized, onnx_shape_inference=True,
-                should_fold=lambda node: True if node.op_type == "ConstantOfShape" else None)
-            optimized = onnxscript.optimizer.optimize(optimized)
+            fold_constants(optimized, lambda node: True if node.op_type == "ConstantOfShape"
+                           else None)
+            optimized = optimize(optimized)
             # What it leaves (outputs over its 512x512 limit: the attention masks of long
             # sequences), onnx's reference evaluator folds, then it removes what is unused
             # and folds what that made constant; until nothing more folds.
             for _ in range(FOLDING_ROUNDS):
                 if not fold_constant_nodes(onnx, optimized, filename):
                     break
-                optimized = onnxscript.optimizer.optimize(optimized)
+                optimized = optimize(optimized)
     except Diagnostic:
         raise
     except MemoryError:

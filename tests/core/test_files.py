@@ -3,6 +3,7 @@ and no changed target, and a deferred one lands only when its block succeeds."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,26 @@ def test_an_endless_file_is_an_error_not_all_of_memory(monkeypatch: pytest.Monke
         files.read_text("/dev/zero", "strategy file")
     assert str(raised.value) == ("/dev/zero: error: the strategy file is larger than 1 MiB, "
                                  "the most pase reads of one")
+
+
+def test_fifo_with_a_writer_is_read_whole(tmp_path):
+    """A FIFO opened without waiting (a named FIFO with no writer is an error, not a hang:
+    tests/lit/tools/fifo-input.dnn) still reads all a writer sends, however slowly."""
+    import threading
+    import time
+
+    fifo = tmp_path / "in.dnn"
+    os.mkfifo(fifo)
+    writer_end = os.open(fifo, os.O_RDWR)  # (Linux: a writer, opened without waiting)
+
+    def write():
+        os.write(writer_end, b"a" * 100_000)  # more than a pipe holds: waits for the read
+        time.sleep(0.2)
+        os.write(writer_end, b"b")
+        os.close(writer_end)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    text = files.read_text(str(fifo))
+    writer.join()
+    assert text == "a" * 100_000 + "b"

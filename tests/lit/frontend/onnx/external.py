@@ -17,6 +17,21 @@
 # RUN: not pase-opt %t/model/big.onnx -f 'onnx{memory-gib=0.03125}' 2>&1 | filecheck %s --check-prefix=BUDGET
 # RUN: not pase-run %t/model/big.onnx --devices 2 --memory-gib 0.03125 2>&1 | filecheck %s --check-prefix=BUDGET
 # RUN: not pase-opt %t/model/m.onnx -f 'onnx{memory-gib=0}' 2>&1 | filecheck %s --check-prefix=ZERO
+# A linked model's own folder is its target's: the data beside the file the link names is
+# read (it was looked up beside the link), and only that folder is read.
+# RUN: rm -rf %t/links && mkdir -p %t/links && python %s beside %t/model/m.onnx
+# RUN: ln -s ../model/m.onnx %t/links/m.onnx && pase-opt %t/links/m.onnx | filecheck %s --check-prefix=BESIDE
+# RUN: cp %t/model/m.onnx.data %t/links/m.onnx.data && rm %t/model/m.onnx.data
+# RUN: not pase-opt %t/links/m.onnx 2>&1 | filecheck %s --check-prefix=LINKED
+# Tensors anywhere in the model are read from its folder only: a Constant in an If's
+# branch read its location from the current directory (onnxscript folded the If); a link
+# in the folder to a file outside it, a sparse initializer, a function's Constant.
+# RUN: python %s nested %t/model/n && cd %t/cwd && cp secret.bin %t/model/inside.bin
+# RUN: cd %t/cwd && not pase-opt %t/model/n.branch.onnx 2>&1 | filecheck %s --check-prefix=BRANCH
+# RUN: ln -sf ../cwd/secret.bin %t/model/out.bin && not pase-opt %t/model/n.link.onnx 2>&1 | filecheck %s --check-prefix=LINK
+# RUN: not pase-opt %t/model/n.sparse.onnx 2>&1 | filecheck %s --check-prefix=SPARSE
+# RUN: not pase-opt %t/model/n.function.onnx 2>&1 | filecheck %s --check-prefix=FUNCTION
+# RUN: cd %t/cwd && pase-opt %t/model/n.inside.onnx | filecheck %s --check-prefix=INSIDE
 
 import os
 import sys
@@ -24,6 +39,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
 from onnx_case import graph, node, weights  # noqa: E402
 
+import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
@@ -108,6 +124,56 @@ def case_huge(path):
     onnx.save(model, path)
     with open(path + ".data", "wb") as file:
         file.truncate(4096 * 4096 * 4)
+
+
+# LINKED: m.onnx: error: initializer 'w': cannot read its external data file 'm.onnx.data': No such file or directory
+# BRANCH: n.branch.onnx: error: node 'a' (Constant) in the then_branch of node 's' (If): cannot read its external data file 'secret.bin': No such file or directory
+# LINK: n.link.onnx: error: node 'a' (Constant) in the then_branch of node 's' (If) keeps its data in 'out.bin', outside the model's folder; pase reads external data only from files beside the model
+# SPARSE: n.sparse.onnx: error: sparse initializer 'v' keeps its data in '../cwd/secret.bin', outside the model's folder
+# FUNCTION: n.function.onnx: error: node 'a' (Constant) in function 'f' keeps its data in '/{{.*}}secret.bin', outside the model's folder
+# INSIDE: %r = dnn.param : !dnn.tensor<[], f32>
+def case_nested(prefix):
+    """PREFIX.branch.onnx: the bytes of an If's constant branch (a Constant) come from
+    'secret.bin'; .link.onnx from 'out.bin'; .inside.onnx from 'inside.bin'; .sparse.onnx
+    holds a sparse initializer in '../cwd/secret.bin'; .function.onnx a function whose
+    Constant is in an absolute path."""
+    for name, location in (("branch", "secret.bin"), ("link", "out.bin"),
+                           ("inside", "inside.bin")):
+        onnx.save(branch_model(location), f"{prefix}.{name}.onnx")
+    model = gemm()
+    values = numpy_helper.from_array(np.zeros(2, np.float32), "v")
+    external(values, "../cwd/secret.bin")
+    indices = numpy_helper.from_array(np.array([0, 1], np.int64), "i")
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [4]))
+    onnx.save(model, f"{prefix}.sparse.onnx")
+    model = gemm()
+    value = numpy_helper.from_array(np.zeros(2, np.float32), "v")
+    external(value, os.path.abspath(os.path.join(os.path.dirname(prefix), "..", "cwd",
+                                                 "secret.bin")))
+    body = helper.make_node("Constant", [], ["out"], name="a", value=value)
+    model.functions.append(helper.make_function("local", "f", [], ["out"], [body],
+                                                [helper.make_opsetid("", 17)]))
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    model.graph.node.append(helper.make_node("f", [], ["unused"], domain="local"))
+    onnx.save(model, f"{prefix}.function.onnx")
+
+
+def branch_model(location):
+    """y = x @ w + sum(If(true, then: the 2 bytes at `location`, else: zeros))."""
+    def branch(name, tensor):
+        return helper.make_graph([helper.make_node("Constant", [], [name], name=name,
+                                                   value=tensor)], name, [],
+                                 [helper.make_tensor_value_info(name, TensorProto.UINT8,
+                                                                [2])])
+    data = numpy_helper.from_array(np.zeros(2, np.uint8), "v")
+    external(data, location)
+    nodes = [node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(True))),
+             node("If", ["c"], ["s"], then_branch=branch("a", data),
+                  else_branch=branch("b", numpy_helper.from_array(np.zeros(2, np.uint8)))),
+             node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT),
+             node("ReduceSum", ["sf"], ["r"], keepdims=0),
+             node("Gemm", ["x", "w"], ["y0"], name="fc"), node("Add", ["y0", "r"], ["y"])]
+    return graph(nodes, {"x": [2, 4]}, ("y", [2, 3]), {"w": weights(4, 3)}, check=False)
 
 
 if __name__ == "__main__":
