@@ -175,7 +175,8 @@ Face writes the float type's lowest, -3.4e38; older code -10,000; SDPA -inf)."""
 def additive_mask(graph: GraphState, node: Any) -> list[Value] | None:
     """`Add(scores, m)` with a constant m as exporters fold an attention mask (the dynamo
     exporter writes SDPA's boolean mask as `Where(mask, 0, lowest)` and folds it into a
-    [b, 1, q, k] float constant): when every entry of m is 0 or one value at most
+    [b, 1, q, k] float constant; the older exporter writes `is_causal=True` as a [q, k]
+    constant of 0 and -inf): when every entry of m is 0 or one value at most
     `ADDITIVE_MASK_LIMIT` and its last two axes are square, the same for every batch and
     head, m is not a parameter but a mask: causal, `dnn.mask causal` over the scores' last
     two axes; all 0 (nothing hidden), the scores themselves. None: not such a mask."""
@@ -187,10 +188,12 @@ def additive_mask(graph: GraphState, node: Any) -> list[Value] | None:
     if is_window_mask(mask):
         fixed = constant_input(graph, names[0], mask)
         return [graph.elementwise(dnn.AddOp, graph.tensor(scores_name), fixed, node.output[0])]
-    if not np.issubdtype(mask.dtype, np.floating) or mask.ndim < 3 or \
+    if not np.issubdtype(mask.dtype, np.floating) or mask.ndim < 2 or \
             square_of(mask) is None or mask.shape[-1] < 2:
         return None
     hidden = mask != 0
+    if mask.ndim == 2 and not hidden.any():
+        return None  # a [q, k] of zeros may be a parameter's start, not a mask
     fills = np.unique(mask[hidden])
     if fills.size > 1 or (fills.size and fills[0] > ADDITIVE_MASK_LIMIT):
         return None

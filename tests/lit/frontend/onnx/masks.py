@@ -6,6 +6,7 @@
 # RUN: not pase-opt %t.not_causal.onnx 2>&1 | filecheck %s --check-prefix=NOT-CAUSAL
 # RUN: pase-opt %t.padding.onnx | filecheck %s --check-prefix=PADDING
 # RUN: not pase-opt %t.queries.onnx 2>&1 | filecheck %s --check-prefix=QUERIES
+# RUN: pase-opt %t.legacy.onnx | filecheck %s --check-prefix=LEGACY
 
 import os
 import sys
@@ -105,6 +106,18 @@ def case_queries():
         {"x": [2, 4, 8], "attention_mask": ([2, 4], INT64)}, ("y", [2, 4, 8]),
         {"causal": np.tril(np.ones((4, 4), dtype=bool)), "axis2": np.array([2]),
          "lowest": LOWEST})
+
+
+# The older exporter (`dynamo=False`) writes SDPA's `is_causal=True` as one [q, k]
+# constant of 0 and -inf added to the [b, q, k] scores: a mask, not a parameter.
+# LEGACY-NOT:  dnn.param
+# LEGACY:      %masked = dnn.mask causal %scores over [s, t] fill -3.4e+38
+# LEGACY-NEXT: %p = dnn.softmax %masked over [t]
+def case_legacy():
+    hidden = np.triu(np.ones((S, S), dtype=bool), 1)
+    mask = np.where(hidden, np.float32(-np.inf), np.float32(0))
+    return graph(scores([node("Add", ["scores", "mask"], ["masked"])]),
+                 {"x": [2, S, 8]}, ("y", [2, S, 8]), {"mask": mask})
 
 
 main(globals())
