@@ -31,9 +31,12 @@ from pase.passes.strategy.tables import collector_paused
 
 def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
           memory_budget: int | MemoryBudget | None = None,
-          progress: Callable[[int, int, int], None] | None = None) -> Solution:
+          progress: Callable[[int, int, int], None] | None = None,
+          method: str | None = None, order: str | None = None) -> Solution:
     """The optimal strategy as `options` say: `method="dp"` (exact, PaSE's DP over an
     elimination order) or `method="exhaustive"` (brute force, small graphs).
+    `method` and `order` given as keywords (DESIGN.md's stable call,
+    `solve(problem, method="dp", order="genseq")`) override `options`' own.
 
     With `method="dp"`, each dense block (DenseNet's, `pase.passes.strategy.dense_blocks`)
     is first solved exactly by counting and replaced by one table over its input and
@@ -49,6 +52,9 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
     `from_layers` charged the configurations to; else `options.memory_budget`) bounds the
     cost tables, pruning and the DP together.
     """
+    if method is not None or order is not None:
+        options = replace(options, method=options.method if method is None else method,
+                          order=options.order if order is None else order)
     if options.method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{options.method}'; use dp or exhaustive")
     with collector_paused():

@@ -18,6 +18,7 @@ from pase.dialect.pase import ConfigAttr, StrategyAttr
 from pase.frontend import parse_file
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import SearchOptions, build_problem, solve
+from pase.passes.strategy.budget import SearchError
 from pase.passes.strategy.memory import (
     GIB,
     gib_up,
@@ -263,3 +264,17 @@ def test_a_memory_cap_nothing_meets_is_an_error(capsys: pytest.CaptureFixture[st
     assert err == ("error: pase-search on @mlp: no strategy fits in device-memory-gib=0.0001; "
                    f"the least memory any strategy needs is {gib_up(least)} GiB per "
                    "device\n")
+
+
+def test_the_design_documents_solve_call_takes_method_and_order() -> None:
+    """DESIGN.md's stable call, `solve(problem, method=..., order=...)`: the keywords
+    reach the search (the three orders and brute force agree on the optimum; an unknown
+    method is the search's error, not a TypeError)."""
+    problem = build_problem(parse_file(MLP), 4)
+    optimum = solve(problem).cost
+    for order in ("genseq", "bfs", "minfill"):
+        assert solve(problem, method="dp", order=order).cost == pytest.approx(optimum,
+                                                                            rel=1e-12)
+    assert solve(problem, method="exhaustive").cost == pytest.approx(optimum, rel=1e-12)
+    with pytest.raises(SearchError, match="unknown method 'bfs'"):
+        solve(problem, method="bfs")
