@@ -22,7 +22,7 @@ both hold one) and gives it back in `close`.
     >>> calls = []
     >>> def price(rows, columns):
     ...     calls.append((len(rows), len(columns)))
-    ...     return np.add.outer(np.array(rows, dtype=float), np.array(columns) * 10.0)
+    ...     return np.add.outer([float(c["a"]) for c in rows], [10.0 * c["a"] for c in columns])
     >>> whole = [{"a": 1}, {"a": 2}, {"a": 4}]
     >>> priced = PricedTables([whole])
     >>> first = priced.table(0, whole[:2], whole[1:], price)
