@@ -18,8 +18,11 @@ from typing import Any
 
 from pase.core.diagnostics import Diagnostic
 from pase.core.files import read_text
-from pase.dialect.training_options import CHOICES, TrainingOptionError, checked
 from pase.formats.strategy_json import _located
+from pase.passes.strategy import TrainingOptions
+
+OPTIONS = ("optimizer", "precision", "recompute", "zero")
+"""The step options a strategy's "training" gives a run (data_parallel is the loader's)."""
 
 
 def file_step(path: str, given: Mapping[str, str | None]) -> dict[str, str | None]:
@@ -65,7 +68,7 @@ for optimizer sgd
     index, training = stated[0]
     prefix = (index,) if isinstance(data, list) else ()
     step = dict(given)
-    for option in CHOICES:
+    for option in OPTIONS:
         if option not in training or not _takes(option, training[option]):
             continue
         value, flag = str(training[option]), given.get(option)
@@ -84,7 +87,7 @@ def _takes(option: str, value: Any) -> bool:
     if isinstance(value, bool) or not isinstance(value, str | int):
         return False
     try:
-        checked(option, str(value))
-    except TrainingOptionError:
+        TrainingOptions(**{option: str(value)}).check()  # type: ignore[arg-type]
+    except ValueError:
         return False
     return True

@@ -34,15 +34,15 @@ from pase.passes.strategy import (
     TrainingConfig,
     TrainingCost,
     TrainingOptions,
+    Transient,
     gib_up,
     memory_breakdown,
+    memory_vectors,
     microbatch_layers,
     read_graph,
     segments,
     step_flops,
 )
-from pase.passes.strategy.memory import memory_vectors
-from pase.passes.strategy.recomputed import Transient
 
 
 def graph_batch(graph: GraphOp) -> tuple[str, int] | None:

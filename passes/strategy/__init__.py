@@ -53,6 +53,7 @@ from pase.passes.strategy.memory import (
     MemoryCapError,
     gib_up,
     memory_parts,
+    memory_vectors,
     solve_capped,
     strategy_memory,
 )
@@ -85,6 +86,7 @@ from pase.passes.strategy.problem import (
 )
 from pase.passes.strategy.progress import Progress
 from pase.passes.strategy.prototype import PrototypeCost
+from pase.passes.strategy.recomputed import Transient
 from pase.passes.strategy.training_cost import (
     MEMORY_PARTS,
     TrainingConfig,
@@ -115,5 +117,5 @@ __all__ = [
     "local_elements", "memory_parts", "microbatch_layers", "parameter_bytes",
     "predicted_pipeline_words", "predicted_words", "preset",
     "read_graph", "redistribution_words", "segments", "simulate", "solve", "solve_capped",
-    "split_factors", "stage_solver", "strategy_memory",
+    "split_factors", "stage_solver", "strategy_memory", "memory_vectors", "Transient",
 ]
