@@ -42,8 +42,7 @@ from functools import cached_property
 
 import numpy as np
 
-from pase.passes.strategy.dim_stats import NEVER, dim_states, stats_table
-from pase.passes.strategy.jit.compiler import jit_available
+from pase.passes.strategy.dim_stats import NEVER, _jit_available, dim_states, stats_table
 from pase.passes.strategy.vertices import Edge, Layer, TensorUse, config_grids
 
 Config = dict[str, int]
@@ -382,7 +381,7 @@ def _walk_least(held: DimLayouts, needed: DimLayouts, rows: np.ndarray, cols: np
 def redistribution_words(held: DimLayouts, needed: DimLayouts,
                          compiled: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """`cost.redistribution_words` of the same layouts: (forward, backward) (A, B)."""
-    least = least_overlap(held, needed, compiled=compiled and jit_available())
+    least = least_overlap(held, needed, compiled=compiled and _jit_available())
     held_q, needed_q = held.working, needed.working
     forward = needed.volume[None, :] - np.where(needed_q[None, :] <= held_q[:, None],
                                                 least, 0.0)
@@ -403,7 +402,7 @@ def exact_boxes(layouts: DimLayouts, per_node: int, compiled: bool = False) -> n
     if cached is None:
         if len(_EXACT) >= 256:
             _EXACT.clear()
-        if compiled and jit_available():
+        if compiled and _jit_available():
             from pase.passes.strategy.jit.boxes import exact_boxes_jit
 
             period = np.lcm(np.lcm.reduce(layouts.stride * layouts.factor, axis=1), per_node)
@@ -465,7 +464,7 @@ def link_seconds(senders: DimLayouts, receivers: DimLayouts, flat: np.ndarray,
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    least = least_overlap(senders, receivers, per_node, compiled and jit_available())
+    least = least_overlap(senders, receivers, per_node, compiled and _jit_available())
     box_q = np.minimum(-(-senders.working // per_node) * per_node, senders.devices)
     receiver_q = receivers.working
     exact = exact_boxes(senders, per_node, compiled)

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pase.passes.strategy.jit.compiler import jit_available
-
 if TYPE_CHECKING:
     from pase.passes.strategy.dim_pricing import DimLayouts
 
@@ -57,7 +55,7 @@ def pair_stats(held: np.ndarray, needed: np.ndarray, per_node: int,
     blocks of about `_ENTRIES` entries. With `compiled` (where llvmlite compiles) every
     pair is walked by `jit.dim_stats`, in less time than the memo's Python per pair: the
     same integers."""
-    if compiled and jit_available():
+    if compiled and _jit_available():
         return _new_stats(np.repeat(held, len(needed), axis=0), np.tile(needed, (len(held), 1)),
                           per_node, devices, True).reshape(len(held), len(needed), 5)
     keys = [(*a, *b) for a in map(tuple, held.tolist()) for b in map(tuple, needed.tolist())]
@@ -72,6 +70,14 @@ def pair_stats(held: np.ndarray, needed: np.ndarray, per_node: int,
             known[key] = row
     return np.array([known[key] for key in keys],
                     dtype=np.int64).reshape(len(held), len(needed), 5)
+
+
+def _jit_available() -> bool:
+    """`jit.compiler.jit_available`, imported only where compiled pricing is asked for
+    (a small search never loads llvmlite)."""
+    from pase.passes.strategy.jit.compiler import jit_available
+
+    return jit_available()
 
 
 _STATS: dict[tuple[int, int], dict[tuple[int, ...], list[int]]] = {}
