@@ -212,9 +212,12 @@ class Partitioner:
         more (the stages solved meanwhile are kept), until every one has finished; the
         best plan a walk met before its effort ran out (`EffortSpent.plan`: its seed's,
         say) is kept meanwhile, its step the bound for the others at once. (The
-        first pass under a cap, whose best plan is only a bound, has one round: an
-        (S, M) that uses it up is left to the second; a stage range whose layers, or
-        the layers after it, cannot fit in any configurations is never solved,
+        first pass under a cap, whose best plan is only a bound, has one round, and
+        it ends at the first (S, M) that has a plan: an (S, M) that uses up its effort
+        is left to the second, and so are the (S, M) after that plan, which the second
+        pass's bounds that see the cap (`capped_whole`) prune at less cost than their
+        walks with unconstrained stages take; a stage range whose layers, or the
+        layers after it, cannot fit in any configurations is never solved,
         `rest_fits`.) Under a cap, both passes take the (S, M) most micro-batches
         first (`_capped_order`).
         """
@@ -250,6 +253,8 @@ class Partitioner:
         while waiting:
             again = []
             for done, i in enumerate(waiting):
+                if self.table.free_only and least < math.inf:
+                    break  # (the first pass under a cap: it has its bound, docstring)
                 stages, micro = pairs[i]
                 best_yet = f", best step {least:.4g} s" if least < math.inf else ""
                 self.status = (f"{phase}S={stages} M={micro}, {done + 1} of {len(waiting)} "

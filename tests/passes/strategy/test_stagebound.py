@@ -278,6 +278,47 @@ def test_search_under_a_cap_finds_the_plan_of_the_ordered_loop(seed: int) -> Non
         assert found.assignment == expected.assignment
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_first_pass_under_a_cap_ends_at_its_first_plan(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first pass (stages that fit unconstrained) only finds the bound the second
+    # starts from, and the second searches every (S, M) again: the first pass walks the
+    # (S, M) in order only until one has a plan. The plan found is the ordered loop's.
+    source = random_source(seed, chain=seed % 2 == 0)
+    plans = partitioner(source, devices=8)
+    free, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b")
+    assert free is not None
+    cap = free.memory * 0.8
+    first: list[bool] = []  # per walk of the first pass: whether it had a plan
+    walk_best = Partitioner.best
+
+    def best(self: Partitioner, *args, **kwargs):
+        free_only = self.table.free_only
+        try:
+            plan = walk_best(self, *args, **kwargs)
+        except EffortSpent as spent:
+            if free_only:
+                first.append(spent.plan is not None)
+            raise
+        if free_only:
+            first.append(plan is not None)
+        return plan
+
+    monkeypatch.setattr(Partitioner, "best", best)
+    found, _ = plans.search([1, 2, 4], [1, 2, 4], "1f1b", cap)
+    monkeypatch.undo()
+    assert first[-1]
+    assert not any(first[:-1])
+    expected = ordered_search(partitioner(source, devices=8), [1, 2, 4], [1, 2, 4], "1f1b",
+                              cap)
+    assert found is not None
+    assert expected is not None
+    assert found.memory <= cap
+    assert (found.step, len(found.stages), found.microbatches) == \
+        (expected.step, len(expected.stages), expected.microbatches)
+    assert found.assignment == expected.assignment
+
+
 @pytest.mark.parametrize(("seed", "capped"), [(0, False), (1, True)])
 def test_a_plan_met_before_the_effort_ran_out_bounds_the_search(
         seed: int, capped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
