@@ -44,12 +44,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from pase.core.schedule import in_flight
+from pase.passes.strategy.cost import Config
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import BoundReached
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.capped_whole import CappedWhole, at_least
 from pase.passes.strategy.pipeline.capped_work import CappedWorks
 from pase.passes.strategy.pipeline.evaluate import assemble
+from pase.passes.strategy.pipeline.layerwise import layerwise_bounds
 from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, layer_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
@@ -91,6 +93,8 @@ class Partitioner:
         self.capped = CappedWhole(self.least)
         self._layer_memory: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._least_bytes: dict[tuple[int, int, str], dict[int, list[float]]] = {}
+        self._config_lists: dict[tuple[int, int], list[list[Config]]] = {}
+        self._layerwise: dict[tuple, SegmentBounds] = {}
         self._rest_fits: dict[tuple, list[dict[int, bool]]] = {}
         self.capped_works: dict[tuple, CappedWorks] = {}
         """`capped_work.capped_works`' per (S, M, schedule, cap)."""
@@ -349,27 +353,71 @@ class Partitioner:
         key = (stages, microbatches, schedule)
         if key in self._least_bytes:
             return self._least_bytes[key]
-        solver = self.solver
-        group = self.devices // stages
-        micro = self.micro(microbatches)
-        assert micro.kinds is not None
-        lists = Problem.from_layers(micro.layers, micro.edges, group, self.machine,
-                                    batch=self.batch, min_shard=solver.min_shard,
-                                    tables=solver.tables, kinds=micro.kinds,
-                                    model=solver.options.model).config_lists
         holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
         sums = {held: [0.0] for held in set(holds)}
-        for layer, kind, configs in zip(micro.layers, micro.kinds[0], lists, strict=True):
-            memory_key = (kind, group)
-            if memory_key not in self._layer_memory:  # (parameters, activations) per config
-                parts = [layer_bytes(layer, c, solver.model) for c in configs]
-                self._layer_memory[memory_key] = (np.array([fixed for fixed, _ in parts]),
-                                                  np.array([kept for _, kept in parts]))
-            params, acts = self._layer_memory[memory_key]
+        for params, acts in self.layer_bytes(stages, microbatches):
             for held, prefix in sums.items():
                 prefix.append(prefix[-1] + float((params + held * acts).min()))
         self._least_bytes[key] = sums
         return sums
+
+    def layer_bytes(self, stages: int, microbatches: int
+                    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each layer's parameter and activation bytes per device (`layer_bytes`: a
+        lower bound's terms) under each of its configurations on P / `stages` devices
+        at micro-batch shapes (kept per layer kind)."""
+        group = self.devices // stages
+        micro = self.micro(microbatches)
+        assert micro.kinds is not None
+        parts = []
+        for layer, kind, configs in zip(micro.layers, micro.kinds[0],
+                                        self.config_lists(stages, microbatches), strict=True):
+            memory_key = (kind, group)
+            if memory_key not in self._layer_memory:
+                both = [layer_bytes(layer, c, self.solver.model) for c in configs]
+                self._layer_memory[memory_key] = (np.array([fixed for fixed, _ in both]),
+                                                  np.array([kept for _, kept in both]))
+            parts.append(self._layer_memory[memory_key])
+        return parts
+
+    def config_lists(self, stages: int, microbatches: int) -> list[list[Config]]:
+        """Each layer's configurations on P / `stages` devices at micro-batch shapes (the
+        shared tables', as every stage problem has them)."""
+        key = (self.devices // stages, microbatches)
+        if key not in self._config_lists:
+            solver = self.solver
+            micro = self.micro(microbatches)
+            self._config_lists[key] = Problem.from_layers(
+                micro.layers, micro.edges, key[0], self.machine, batch=self.batch,
+                min_shard=solver.min_shard, tables=solver.tables, kinds=micro.kinds,
+                model=solver.options.model).config_lists
+        return self._config_lists[key]
+
+    def layerwise(self, stages: int, microbatches: int, schedule: str, memory: float
+                  ) -> SegmentBounds:
+        """`segment_bounds` raised by each layer's least cost + λ memory under the cap
+        `memory` (`layerwise.layerwise_bounds`: no DP solve; kept per S, M, cap)."""
+        key = (stages, microbatches, schedule, memory)
+        if key not in self._layerwise:
+            group = self.devices // stages
+            micro = self.micro(microbatches)
+            assert micro.kinds is not None
+            cache = self.solver.cache
+            work, objective = [], []
+            shrink = 1.0 - 1.0 / microbatches  # (as `StageProblem`'s objective)
+            for layer, kind, configs in zip(micro.layers, micro.kinds[0],
+                                            self.config_lists(stages, microbatches),
+                                            strict=True):
+                costs = cache.costs(layer, kind, group, configs, self.machine)
+                work.append(costs.forward + costs.backward)
+                objective.append(costs.total - shrink * costs.param_communication)
+            parts = self.layer_bytes(stages, microbatches)
+            self._layerwise[key] = layerwise_bounds(
+                self.segment_bounds(stages, microbatches), work, objective,
+                [params for params, _ in parts], [acts for _, acts in parts],
+                [in_flight(schedule, stages, microbatches, s) for s in range(stages)],
+                memory)
+        return self._layerwise[key]
 
     def rest_fits(self, stages: int, microbatches: int, schedule: str,
                   memory: float) -> list[dict[int, bool]]:
@@ -436,15 +484,20 @@ class Partitioner:
         if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
             return None
         capped = None
-        if tight is not None and memory is not None and stages > 1 and bound < math.inf \
-                and not self.table.free_only:
-            # The ranges' bounds under the cap (`capped_whole`), before any is solved
-            # under it. (One stage is the whole graph, whose capped solve proves the
-            # same bound, heard by `enough`. The first pass, whose stages fit
-            # unconstrained, walks at less cost than these bounds take.)
-            capped = tight = self.capped_whole(stages, microbatches, schedule, memory, bound)
+        if tight is not None and memory is not None and stages > 1 and bound < math.inf:
+            # Each layer's least cost under the cap, alone (`layerwise`: no DP solve).
+            layered = tight = self.layerwise(stages, microbatches, schedule, memory)
             if tight.whole(stages) * (1 - SLACK) >= bound:
                 return None
+            if not self.table.free_only:
+                # The ranges' bounds under the cap (`capped_whole`), before any is solved
+                # under it. (One stage is the whole graph, whose capped solve proves the
+                # same bound, heard by `enough`. The first pass, whose stages fit
+                # unconstrained, walks at less cost than these bounds take.)
+                capped = tight = at_least(self.capped_whole(stages, microbatches, schedule,
+                                                            memory, bound), layered)
+                if tight.whole(stages) * (1 - SLACK) >= bound:
+                    return None
         if tight is not None and ranges:
             tight = self.range_bounds(stages, microbatches, schedule, memory, bound)
             if capped is not None:
