@@ -408,7 +408,8 @@ class Partitioner:
             for layer, kind, configs in zip(micro.layers, micro.kinds[0],
                                             self.config_lists(stages, microbatches),
                                             strict=True):
-                costs = cache.costs(layer, kind, group, configs, self.machine)
+                costs = self.solver.options.model.layer_costs(layer, configs, self.machine) \
+                    if cache is None else cache.costs(layer, kind, group, configs, self.machine)
                 work.append(costs.forward + costs.backward)
                 objective.append(costs.total - shrink * costs.param_communication)
             parts = self.layer_bytes(stages, microbatches)
