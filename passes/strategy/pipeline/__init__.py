@@ -14,6 +14,7 @@ One role per file:
     hull.py        Lagrangian bounds on a range under a memory cap
     least.py       `LeastCosts`: the least costs the bounds are made of, found once
     capped_whole.py  a bound on a whole (S, M) that sees a memory cap (`CappedWhole`)
+    layerwise.py   a cheaper one from each layer alone, no DP solve (`layerwise_bounds`)
     walk.py        `Walk`: the branch-and-bound over the cuts for one (S, M)
     choices.py     the walk's tests before a solve, asked of every next cut at once
     roundtrip.py   a bound that sees the stages after a stage (micro-batch 0's round trip)
