@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stage_plans import GPT_TRAINING, partitioner
+from stage_plans import GPT_TRAINING, partitioner, random_source
 
 from pase.frontend import parse_file
-from pase.passes.strategy import build_problem, solve
+from pase.passes.strategy import build_problem, memory, solve
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.memory import memory_vectors, solve_capped, strategy_memory
 from pase.passes.strategy.pipeline import capped_whole, least
@@ -124,3 +124,35 @@ def test_warm_started_range_bounds_walk_to_the_same_plan(
     assert found[0] == found[1]
     assert found[0].step > free.step  # (the cap binds)
     assert 0 < solves[0] < solves[1]
+
+
+def test_a_capped_stage_solve_takes_the_unconstrained_one_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stage whose unconstrained optimum does not fit is solved under the cap with that
+    # optimum (`WarmStarts.unconstrained`, solved just before) handed to `solve_capped`:
+    # one DP solve fewer than solving it again, the same stage.
+    stages = []
+    solves = []
+    for keep in (True, False):
+        plans = partitioner(random_source(1, chain=False), devices=8)
+        end = len(plans.layers)
+        free = plans.table.free(0, end, 8, 2)
+        cap = (free.parameter_bytes + 2 * free.activation_bytes) * 0.8
+        if not keep:
+            plans.solver.warm.free.clear()
+        count = [0]
+        solve_graph = memory.solve_graph
+
+        def counting(*args: object, **kwargs: object) -> object:
+            count[0] += 1  # noqa: B023 (each loop's own count, used within it)
+            return solve_graph(*args, **kwargs)  # type: ignore[arg-type]  # noqa: B023
+
+        monkeypatch.setattr(memory, "solve_graph", counting)
+        stage = plans.table.stage(0, end, 8, 2, 2, cap)
+        monkeypatch.undo()
+        assert stage is not None
+        assert stage.parameter_bytes + 2 * stage.activation_bytes <= cap
+        stages.append(stage)
+        solves.append(count[0])
+    assert stages[0] == stages[1]
+    assert solves[0] == solves[1] - 1
