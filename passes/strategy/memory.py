@@ -247,7 +247,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                  in_flight: int = 1,
                  enough: Callable[[float], bool] | None = None,
                  effort: int | None = DEFAULT_EFFORT,
-                 start: float | None = None) -> CappedSolution:
+                 start: float | None = None, free: DPResult | None = None
+                 ) -> CappedSolution:
     """The least-cost strategy of `problem` needing at most `cap` bytes per device
     (module docstring), counting the activations `in_flight` times (a pipeline stage
     holding that many micro-batches, `memory_vectors`). Raises `MemoryCapError` when
@@ -272,6 +273,11 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
     problem: a neighbouring pipeline stage's), starts LARAC there instead of at the
     least-memory strategy (`_warm`): fewer DP solves, the same bound, and the same
     optimum once proven (the exact search proves it whatever λ it starts from).
+
+    `free`, the unconstrained optimum of `problem` already found
+    (`solve_graph(problem.cost_graph(), method, order)`'s, pruned and bounded: `solve`'s
+    with those options, as `warm.WarmStarts.unconstrained` keeps it), is taken as it is
+    instead of being solved again.
     """
     if effort is not None and effort < 0:
         raise SearchError(f"effort must be at least 0, got {effort}")
@@ -284,7 +290,7 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         graph = problem.cost_graph(budget)
         memory = memory_vectors(problem, in_flight)
         transient = recomputed.Transient.of(problem)
-        solved: dict[str, DPResult] = {}
+        solved: dict[str, DPResult] = {} if free is None else {"free": free}
 
         def under(vectors: list[np.ndarray], room: float, first: bool) -> CappedSolution:
             return _solve_additive(problem, graph, vectors,

@@ -32,7 +32,9 @@ import numpy as np
 from pase.core.schedule import in_flight
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.memory import one_array_each
 from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
+from pase.passes.strategy.pipeline.hull import larac_steps
 from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound, priced_least
 from pase.passes.strategy.pipeline.transfers import carries_param
 
@@ -129,20 +131,18 @@ class CappedWhole:
     def _lagrangian(self, graph: CostGraph, weights: list[np.ndarray], memory: float,
                     budget: MemoryBudget, reach: float, rate_key: tuple) -> float:
         """A Lagrangian lower bound on the least cost of `graph`'s strategies within
-        `memory`: first L(λ) at the best λ of the last range bounded alike (`rate_key`;
-        neighbouring ranges' are close), one DP solve, kept if it reaches `reach`;
-        else the larger of it and LARAC's best (`larac_bound`), whose λ is kept for the
-        next range. L(λ) bounds it at every λ >= 0, so either is a lower bound."""
+        `memory`: LARAC's best (`larac_bound`), stopping once it reaches `reach`,
+        started at the best λ of the last range bounded alike (`rate_key`: neighbouring
+        ranges' are close; `warm_larac`), whose own best λ is kept for the next."""
         rate = self._rates.get(rate_key)
-        warm = -math.inf
-        if rate is not None and reach < math.inf:
-            warm = priced_least(graph, weights, rate, budget)[0] - rate * memory
-            if warm >= reach:
-                return warm
-        bound, best = larac_bound(graph, weights, memory, budget, WHOLE_SOLVES, reach)
+        if rate is None:
+            bound, best = larac_bound(graph, weights, memory, budget, WHOLE_SOLVES, reach)
+        else:
+            bound, best = warm_larac(graph, weights, memory, budget, rate, WHOLE_SOLVES,
+                                     reach)
         if best is not None and best > 0:
             self._rates[rate_key] = best
-        return max(bound, warm)
+        return bound
 
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
                beat: float = math.inf) -> SegmentBounds:
@@ -194,6 +194,54 @@ class CappedWhole:
                 work[s][a][b] = max(work[s][a][b], least)
                 # (M (F + B) + AR is at least M (F + B): AR >= 0.)
                 own[s][a][b] = max(own[s][a][b], microbatches * least)
+
+
+def warm_larac(graph: CostGraph, weights: list[np.ndarray], cap: float,
+               budget: MemoryBudget, rate: float, solves: int, stop_at: float = math.inf
+               ) -> tuple[float, float | None]:
+    """`larac_bound` started at λ = `rate` > 0 (a neighbouring range's best): L(rate)
+    first, kept if it reaches `stop_at`; else its strategy stands in LARAC's first pair
+    on its side of the cap, for the unconstrained optimum where it is over the cap (that
+    one is over too: the least memory at a λ only falls as λ grows) or for the
+    least-memory strategy where it fits (then the unconstrained optimum is solved, and
+    is the answer, exactly, where it fits too). One DP solve fewer than `larac_bound`,
+    from a pair nearer the best λ; any pair is a valid start (`hull.larac_steps`), and
+    every value is L at some λ >= 0, a lower bound. Below, `larac_bound`'s example
+    started at λ = 1 ends at its best, λ = 0.5:
+
+        >>> graph = CostGraph(["a", "b"], [np.array([1.0, 3.0]), np.array([1.0, 2.0])])
+        >>> graph.add_edge(0, 1, np.array([[0.0, 5.0], [5.0, 0.0]]))
+        >>> memory = [np.array([4.0, 1.0]), np.array([4.0, 1.0])]
+        >>> warm_larac(graph, memory, 5.0, MemoryBudget(1 << 30), 1.0, 12)
+        (3.5, 0.5)
+        >>> warm_larac(graph, memory, 8.0, MemoryBudget(1 << 30), 1.0, 12)
+        (2.0, None)
+    """
+    def solve(at: float, allowed: list[np.ndarray] | None = None
+              ) -> tuple[float, float, float]:
+        return priced_least(graph, weights, at, budget, allowed)
+
+    value, cost, weight = solve(rate)
+    bound, best = value - rate * cap, rate
+    if bound >= stop_at:
+        return bound, best
+    if weight <= cap:
+        fits = (cost, weight)
+        _, cost, weight = solve(0.0)
+        if weight <= cap:
+            return cost, None
+        over = (cost, weight)
+        if cost > bound:
+            bound, best = cost, 0.0  # L(0)
+            if bound >= stop_at:
+                return bound, best
+    else:
+        over = (cost, weight)
+        least = [w.min() for w in weights]
+        _, cost, weight = solve(0.0, one_array_each(
+            [w == value for w, value in zip(weights, least, strict=True)]))
+        fits = (cost, weight)
+    return larac_steps(solve, cap, fits, over, bound, best, solves - 2, stop_at)
 
 
 def cheapest(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:

@@ -8,7 +8,7 @@ max over λ of (the sum over segments) − λ cap (`least.LeastCosts.capped_boun
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve_graph
-from pase.passes.strategy.memory import one_array_each, priced
+from pase.passes.strategy.memory import RELATIVE_TOLERANCE, one_array_each, priced
 from pase.passes.strategy.pipeline.bounds import SLACK
 
 HULL_TOLERANCE = 1e-12
@@ -101,3 +101,34 @@ def lagrangian_bound(hulls: Sequence[tuple[Hull, int]], cap: float) -> float:
         rate = float(joined[0][order][at])
     total = sum(count * hull.least(rate) for hull, count in hulls) - rate * cap
     return total * (1 - SLACK)
+
+
+def larac_steps(solve: Callable[[float], tuple[float, float, float]], cap: float,
+                fits: tuple[float, float], over: tuple[float, float], bound: float,
+                best: float | None, solves: int, stop_at: float = math.inf
+                ) -> tuple[float, float | None]:
+    """LARAC (Jüttner et al., 2001) from a strategy within `cap` and one over it, each
+    (cost, memory), in at most `solves` solves (`solve(λ)`: the least cost + λ memory,
+    and that strategy's cost and memory), or sooner once the bound reaches `stop_at`;
+    `bound`, L at λ = `best`, is the best found before. Returns the best L(λ) and its λ.
+    Any such pair starts it: each step solves at the λ where the two tie and keeps what
+    it finds on its side of the cap, until nothing beats their line; both are then
+    minimisers at that λ, one over the cap and one within, so L (concave) is greatest
+    there. Every value is L at some λ >= 0: a lower bound wherever LARAC stops."""
+    for _ in range(solves):
+        if not (fits[0] > over[0] and fits[1] < over[1]):
+            break
+        rate = (fits[0] - over[0]) / (over[1] - fits[1])
+        value, cost, weight = solve(rate)
+        if value - rate * cap > bound:
+            bound, best = value - rate * cap, rate
+            if bound >= stop_at:
+                break
+        tie = over[0] + rate * over[1]
+        if value >= tie - RELATIVE_TOLERANCE * abs(tie):
+            break
+        if weight <= cap:
+            fits = (cost, weight)
+        else:
+            over = (cost, weight)
+    return bound, best

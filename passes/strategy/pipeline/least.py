@@ -23,7 +23,7 @@ from pase.passes.strategy.cost import local_elements
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.exact import solve_graph
 from pase.passes.strategy.layer_bytes import least_seconds, roofline_bandwidth
-from pase.passes.strategy.memory import RELATIVE_TOLERANCE, memory_vectors, one_array_each, priced
+from pase.passes.strategy.memory import memory_vectors, one_array_each, priced
 from pase.passes.strategy.pipeline.bounds import (
     SLACK,
     SegmentBounds,
@@ -31,7 +31,7 @@ from pase.passes.strategy.pipeline.bounds import (
     possible,
     spread,
 )
-from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
+from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound, larac_steps
 from pase.passes.strategy.pipeline.stages import StageTable
 from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.problem import Problem
@@ -494,21 +494,5 @@ def larac_bound(graph: CostGraph, weights: list[np.ndarray], cap: float,
     lean = one_array_each([w == value for w, value in zip(weights, least, strict=True)])
     _, cost, weight = priced_least(graph, weights, 0.0, budget, lean)
     fits = (cost, weight)
-    bound, best = over[0], 0.0  # L(0)
-    for _ in range(solves - 2):
-        if not (fits[0] > over[0] and fits[1] < over[1]):
-            break
-        rate = (fits[0] - over[0]) / (over[1] - fits[1])
-        value, cost, weight = priced_least(graph, weights, rate, budget)
-        if value - rate * cap > bound:
-            bound, best = value - rate * cap, rate
-            if bound >= stop_at:
-                break
-        tie = over[0] + rate * over[1]
-        if value >= tie - RELATIVE_TOLERANCE * abs(tie):
-            break
-        if weight <= cap:
-            fits = (cost, weight)
-        else:
-            over = (cost, weight)
-    return bound, best
+    return larac_steps(lambda rate: priced_least(graph, weights, rate, budget), cap, fits,
+                       over, over[0], 0.0, solves - 2, stop_at)  # (from L(0))

@@ -28,7 +28,6 @@ from pase.passes.strategy.budget import MemoryBudget, as_budget
 from pase.passes.strategy.cost import Config, edge_costs
 from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.costgraph import CostGraph
-from pase.passes.strategy.exact import solve
 from pase.passes.strategy.layer_costs import LayerCosts, layer_cost
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.memory import DEFAULT_EFFORT, BoundReached, MemoryCapError, layers_memory
@@ -436,11 +435,13 @@ class StageSolver:
         self.solves += 1
         problem = self.problem(part, devices, microbatches)
         budget = self.budget()
+        free = (*part.signature, devices, microbatches)
         if memory is None:
-            assignment = solve(problem, self.options, memory_budget=budget).assignment
+            assignment = self.warm.unconstrained(problem, self.options, free,
+                                                 memory_budget=budget).assignment
             return tuple(assignment[layer.name] for layer in part.layers), 0.0
         try:
-            capped = self.warm.solve(problem, memory, (devices, memory, microbatches),
+            capped = self.warm.solve(problem, memory, (devices, memory, microbatches), free,
                                      method=self.options.method, memory_budget=budget,
                                      in_flight=in_flight, enough=enough, effort=self.effort)
         except MemoryCapError:
