@@ -290,7 +290,7 @@ def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int 
                 if rows.size >= STAGED_ENTRIES:
                     survivors = _survivors(rows)
                 else:  # (the edge part's tests made once for every solve that meets it)
-                    edge_key = ("edges", *key[1:])
+                    edge_key = ("edges", rows.shape[0], *key[1:])
                     part = _EDGE_PARTS.find(edge_key, tables[1:], rows[:, 1:])
                     survivors = _reused_survivors(rows, part)
                     _EDGE_PARTS.settle(edge_key, part)

@@ -1,0 +1,154 @@
+"""The DP solves of one graph at many multipliers λ (a capped search's) share what does
+not depend on λ: pruning's edge tests, the elimination order, the reuse cache's keys.
+Each is checked against the work made afresh: the same survivors, orders and results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pase.passes.strategy import dp as dp_module
+from pase.passes.strategy import orders
+from pase.passes.strategy import prune as pruning
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import solve_dp
+from pase.passes.strategy.exact import solve_graph
+from pase.passes.strategy.memory import priced
+from pase.passes.strategy.prune import _EdgePart, _plain_survivors, _reused_survivors, prune
+
+
+def _rows(rng: np.random.Generator, count: int, width: int, special: bool) -> np.ndarray:
+    rows = rng.integers(0, int(rng.integers(1, 4)), size=(count, width)).astype(float)
+    if special:
+        for value, share in ((-0.0, 0.1), (np.nan, 0.03), (np.inf, 0.03)):
+            rows[rng.random(rows.shape) < share] = value
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reused_edge_parts_keep_the_plain_survivors(seed: int) -> None:
+    """One edge part serves rows whose layer costs change (as λ moves them), with
+    duplicate rows, signed zeros, NaN and inf: exactly the plain test's survivors."""
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        count, width = int(rng.integers(1, 60)), int(rng.integers(1, 12))
+        rows = _rows(rng, count, width, seed % 2 == 1)
+        part = _EdgePart(rows[:, 1:])
+        memory = rng.integers(0, 3, size=count).astype(float)
+        for rate in (0.0, 0.5, 1.0, 3.0, 0.25):
+            priced_rows = rows.copy()
+            priced_rows[:, 0] = rows[:, 0] + rate * memory
+            assert (_reused_survivors(priced_rows, part).tolist()
+                    == _plain_survivors(priced_rows).tolist())
+
+
+def _graph(seed: int) -> tuple[CostGraph, list[np.ndarray]]:
+    """A random graph with costs that tie and dominate often, an isolated vertex or two
+    (of different sizes), and memory per configuration."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(4, 9))
+    sizes = rng.integers(1, 12, size=count)
+    costs = [rng.integers(0, 5, size=int(k)).astype(np.float64) for k in sizes]
+    graph = CostGraph([f"v{i}" for i in range(count)], costs)
+    for v in range(3, count):  # (0 and 1 isolated)
+        for u in rng.choice(np.arange(2, v), size=min(v - 2, int(rng.integers(1, 3))),
+                            replace=False):
+            graph.add_edge(int(u), v, rng.integers(0, 4, size=(sizes[u], sizes[v])).astype(
+                np.float64))
+    memory = [rng.integers(0, 4, size=int(k)).astype(np.float64) for k in sizes]
+    return graph, memory
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_pruning_at_many_multipliers_is_pruning_afresh(seed: int) -> None:
+    """Pruning the graph priced at each λ in turn (the edge tables shared, so their
+    tests are reused) keeps what pruning a graph of fresh copies keeps, and the DP
+    returns the same strategy."""
+    graph, memory = _graph(seed)
+    for rate in (0.0, 0.3, 1.0, 0.3, 2.5):
+        costs = priced(graph.vertex_costs, memory, rate)
+        shared = CostGraph(graph.names, costs, dict(graph.edge_costs))
+        fresh = CostGraph(graph.names, [cost.copy() for cost in costs],
+                          {edge: table.copy() for edge, table in graph.edge_costs.items()})
+        (pruned, kept), (alone, kept_alone) = prune(shared), prune(fresh)
+        assert [k.tolist() for k in kept] == [k.tolist() for k in kept_alone]
+        assert all(np.array_equal(a, b) for a, b in zip(pruned.vertex_costs,
+                                                        alone.vertex_costs, strict=True))
+        mine, theirs = solve_graph(shared), solve_graph(fresh)
+        assert (mine.choice, mine.cost.hex()) == (theirs.choice, theirs.cost.hex())
+
+
+def test_an_edge_part_goes_with_its_tables() -> None:
+    """An edge part is forgotten once a table it came from is freed, so a table made later
+    at the same address never finds it."""
+    graph, memory = _graph(3)
+    before = set(pruning._EDGE_PARTS.entries)
+    copies = CostGraph(graph.names, priced(graph.vertex_costs, memory, 1.0),
+                       {edge: table.copy() for edge, table in graph.edge_costs.items()})
+    result = prune(copies)
+    made = {key for key in set(pruning._EDGE_PARTS.entries) - before if len(key) > 2}
+    assert made  # (the copies' parts are kept while they live)
+    del copies, result
+    assert not made & set(pruning._EDGE_PARTS.entries)
+
+
+def _adjacency(seed: int) -> list[set[int]]:
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 30))
+    adjacency: list[set[int]] = [set() for _ in range(count)]
+    for _ in range(int(rng.integers(0, 3 * count))):
+        u, v = (int(x) for x in rng.integers(0, count, size=2))
+        if u != v:
+            adjacency[u].add(v)
+            adjacency[v].add(u)
+    return adjacency
+
+
+@pytest.mark.parametrize("method", orders.ORDER_METHODS)
+def test_remembered_orders_are_the_orders(method: str) -> None:
+    """Every order and dependent set taken again is the one made afresh, and a caller
+    changing what it got changes nothing for the next."""
+    for seed in range(40):
+        adjacency = _adjacency(seed)
+        for _ in range(2):
+            order = orders.elimination_order(adjacency, method)
+            assert order == orders._made_order(adjacency, method)
+            dependent = orders.dependent_sets(adjacency, order)
+            assert dependent == orders._made_dependent_sets(adjacency, order)
+            order.reverse()
+            dependent.clear()
+    with pytest.raises(ValueError, match="unknown elimination order"):
+        orders.elimination_order([set()], "nope")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_reuse_keys_give_the_same_steps(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repeated blocks whose tables are keyed by their bytes (small) or by a sample
+    (others, some differing only off the sample) reuse exactly the steps that are the
+    same, as keys of hashed samples alone (every table) find them: the same strategy,
+    cost and reused steps, and the cost of the DP without reuse."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(2, 5)) if seed % 2 else 40
+    blocks = 5
+    names, costs = [], []
+    base = rng.integers(0, 3, size=size).astype(float)
+    for number in range(2 * blocks):
+        names.append(f"v{number}")
+        costs.append(base)
+    graph = CostGraph(names, costs)
+    inner = rng.integers(0, 4, size=(size, size)).astype(float)
+    odd = inner.copy()
+    odd[0, 1] += 1.0  # (off a sample of every 3rd entry or more)
+    link = rng.integers(0, 4, size=(size, size)).astype(float)
+    for block in range(blocks):
+        graph.add_edge(2 * block, 2 * block + 1, odd if block == 2 else inner)
+        if block:
+            graph.add_edge(2 * block - 1, 2 * block, link)
+    monkeypatch.setattr(dp_module, "DIGEST_SAMPLE", max(1, size * size // 3))
+    bytes_keyed = solve_dp(graph)
+    plain = solve_dp(graph, reuse=False)
+    monkeypatch.setattr(dp_module, "RAW_DIGEST_ENTRIES", 0)
+    sampled = solve_dp(graph)
+    assert (bytes_keyed.choice, bytes_keyed.cost.hex(), bytes_keyed.reused_steps) == \
+        (sampled.choice, sampled.cost.hex(), sampled.reused_steps)
+    assert (bytes_keyed.choice, bytes_keyed.cost.hex()) == (plain.choice, plain.cost.hex())
