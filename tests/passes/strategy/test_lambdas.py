@@ -10,6 +10,7 @@ import pytest
 from pase.passes.strategy import dp as dp_module
 from pase.passes.strategy import orders
 from pase.passes.strategy import prune as pruning
+from pase.passes.strategy.bound import _Plan, _plan_of
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import solve_dp
 from pase.passes.strategy.exact import solve_graph
@@ -152,3 +153,36 @@ def test_reuse_keys_give_the_same_steps(seed: int, monkeypatch: pytest.MonkeyPat
     assert (bytes_keyed.choice, bytes_keyed.cost.hex(), bytes_keyed.reused_steps) == \
         (sampled.choice, sampled.cost.hex(), sampled.reused_steps)
     assert (bytes_keyed.choice, bytes_keyed.cost.hex()) == (plain.choice, plain.cost.hex())
+
+
+def _stack(rate: float, shared: bool) -> CostGraph:
+    """Four repeated blocks priced at `rate`: their vectors and tables the same arrays
+    (`shared`), or copies."""
+    rng = np.random.default_rng(5)
+    vector, weight = rng.random(6), rng.random(6)
+    inner, link = rng.random((6, 6)), rng.random((6, 6))
+    costs = priced([vector] * 8, [weight] * 8, rate)
+    if not shared:
+        costs = [cost.copy() for cost in costs]
+    graph = CostGraph([f"v{i}" for i in range(8)], costs)
+    for block in range(4):
+        graph.add_edge(2 * block, 2 * block + 1, inner if shared else inner.copy())
+        if block:
+            graph.add_edge(2 * block - 1, 2 * block, link if shared else link.copy())
+    return graph
+
+
+def test_a_plan_is_made_once_for_a_graph_at_many_multipliers() -> None:
+    """The bounds' plan of a graph priced at another λ is the one made before; a graph
+    whose tables are shared otherwise (copies: no repeated steps) gets its own."""
+    sequence = [0, 2, 4, 6, 1, 3, 5, 7]  # (blocks 1-3 alike: steps reused)
+    first = _plan_of(_stack(0.5, True), sequence, True)
+    again = _plan_of(_stack(2.0, True), sequence, True)
+    assert again is first
+    fresh = _Plan(_stack(2.0, True), sequence, True)
+    assert (again.roles, again.steps) == (fresh.roles, fresh.steps)
+    copies = _plan_of(_stack(2.0, False), sequence, True)
+    alone = _Plan(_stack(2.0, False), sequence, True)
+    assert copies is not first
+    assert (copies.roles, copies.steps) == (alone.roles, alone.steps)
+    assert len(copies.steps) > len(first.steps)
