@@ -321,12 +321,13 @@ class _ReuseCache:
     and a digest of (a sample of) its bytes, or its bytes themselves for a small table
     (`RAW_DIGEST_ENTRIES`).
     A hit is confirmed by comparing every table bit for bit (a key of bytes alone is
-    that comparison already), so a digest collision cannot change a result; a confirmed hit sums the same numbers in the same
-    order over the same layout, so its minimum and argmin tables are the ones eliminate would
-    return, with the axes now naming this step's dependent set. Results are shared, not copied:
-    they are made read-only. The cache keeps at most `REUSE_CACHE_BYTES` alive: a new entry
-    evicts the least recently used ones (a stack's early blocks, whose steps the later blocks
-    no longer meet), and one larger than that is not kept.
+    that comparison already), so a digest collision cannot change a result; a confirmed
+    hit sums the same numbers in the same order over the same layout, so its minimum and
+    argmin tables are the ones eliminate would return, with the axes now naming this
+    step's dependent set. Results are shared, not copied: they are made read-only. The
+    cache keeps at most `REUSE_CACHE_BYTES` alive: a new entry evicts the least recently
+    used ones (a stack's early blocks, whose steps the later blocks no longer meet), and
+    one larger than that is not kept.
     """
 
     def __init__(self, inputs: int) -> None:
