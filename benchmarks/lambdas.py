@@ -5,9 +5,10 @@ solves, timed in process, with what they return, so that two trees can be compar
     .venv/bin/python benchmarks/lambdas.py --cases t16 t8-adam   # some cases
     PYTHONPATH=<an export of main> .venv/bin/python benchmarks/lambdas.py ...  # main's code
 
-Each case (`capped.py`'s `CASES` and `--training` cases, the same caps) is built, then
-`solve_capped` runs on it; the CPU time (`time.process_time`) is the solve's alone, and
-`solve_graph`'s share of it is measured by wrapping the function. One JSON line per case:
+Each case (`capped.py`'s `CASES` and `--training` cases, the same caps) runs as
+`capped.py`'s pase child does, in this process: the CPU time (`time.process_time`) is
+`solve_capped`'s alone, and `solve_graph`'s share of it is measured by wrapping the
+function. One JSON line per case:
 the step, the bound, whether proven, the solves, the frontier points and a sha256 of the
 plan's configurations (what two trees must print the same), then the CPU seconds.
 """
@@ -17,45 +18,21 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import time
 
-from capped import CASES, MODELS, TRAINING, training_problem
-
-
-def problem_and_cap(key: str):  # noqa: ANN201 (a Problem and a cap in bytes)
-    """The case's problem and its cap, as `capped.py` builds them."""
-    from pase.frontend import parse_file
-    from pase.passes.strategy import build_problem, solve
-    from pase.passes.strategy.machines import preset
-    from pase.passes.strategy.memory import GIB, memory_parts, memory_vectors
-    from pase.passes.strategy.recomputed import Transient
-
-    for case in CASES:
-        if case[0] == key:
-            _, model, devices, machine, gib = case
-            problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), devices,
-                                    preset(machine))
-            return problem, gib * GIB
-    case = next(case for case in TRAINING if case.key == key)
-    problem = training_problem(case)
-    memory = memory_vectors(problem)
-    transient = Transient.of(problem)
-    least = sum(float(vector.min()) for vector in memory) + \
-        (transient.least if transient is not None else 0.0)
-    free = memory_parts(problem, solve(problem).assignment).total
-    return problem, float(math.floor(least + case.fraction * (free - least)))
+from capped import CASES, TRAINING, child, training_child
 
 
 def measure(key: str) -> dict:
-    """`solve_capped` on the case, timed, with `solve_graph`'s own CPU time."""
+    """`capped.py`'s pase child on the case (`solve_capped`, timed there), with
+    `solve_graph`'s own CPU time and the plan it returned."""
     import pase.passes.strategy.exact as exact
     import pase.passes.strategy.memory as memory_module
-    from pase.passes.strategy.memory import solve_capped
+    from pase.passes.strategy.memory import DEFAULT_EFFORT
 
-    problem, cap = problem_and_cap(key)
     spent = [0.0, 0]
-    inner = memory_module.solve_graph
+    solved = []
+    inner, inner_capped = memory_module.solve_graph, memory_module.solve_capped
 
     def timed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         start = time.process_time()
@@ -65,20 +42,24 @@ def measure(key: str) -> dict:
             spent[0] += time.process_time() - start
             spent[1] += 1
 
-    memory_module.solve_graph = timed
+    def kept(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        solved.append(inner_capped(*args, **kwargs))
+        return solved[-1]
+
+    memory_module.solve_graph, memory_module.solve_capped = timed, kept
     try:
-        start = time.process_time()
-        capped = solve_capped(problem, cap)
-        cpu = time.process_time() - start
+        if any(case.key == key for case in TRAINING):
+            found = training_child(key, "pase", 0.0, DEFAULT_EFFORT)
+        else:
+            found = child(key, "pase", 0.0, DEFAULT_EFFORT)
     finally:
-        memory_module.solve_graph = inner
-    plan = json.dumps({name: repr(config) for name, config in capped.assignment.items()},
+        memory_module.solve_graph, memory_module.solve_capped = inner, inner_capped
+    plan = json.dumps({name: repr(config) for name, config in solved[-1].assignment.items()},
                       sort_keys=True)
-    return {"case": key, "step": repr(capped.cost), "bound": repr(capped.lower_bound),
-            "proven": capped.proven, "solves": capped.solves, "nodes": capped.nodes,
-            "plan": hashlib.sha256(plan.encode()).hexdigest()[:16],
-            "code": exact.__file__,
-            "cpu": round(cpu, 2), "solve_graph_cpu": round(spent[0], 2),
+    return {"case": key, "step": repr(found["cost"]), "bound": repr(found["bound"]),
+            "proven": found["proven"], "solves": found["solves"], "nodes": found["nodes"],
+            "plan": hashlib.sha256(plan.encode()).hexdigest()[:16], "code": exact.__file__,
+            "cpu": round(found["cpu"], 2), "solve_graph_cpu": round(spent[0], 2),
             "solve_graph_calls": spent[1]}
 
 
