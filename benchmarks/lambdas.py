@@ -3,6 +3,7 @@ solves, timed in process, with what they return, so that two trees can be compar
 
     .venv/bin/python benchmarks/lambdas.py                       # t16 gpt2 t64
     .venv/bin/python benchmarks/lambdas.py --cases t16 t8-adam   # some cases
+    .venv/bin/python benchmarks/lambdas.py --rates transformer:16:v100-nvlink --cases
     PYTHONPATH=<an export of main> .venv/bin/python benchmarks/lambdas.py ...  # main's code
 
 Each case (`capped.py`'s `CASES` and `--training` cases, the same caps) runs as
@@ -20,7 +21,7 @@ import hashlib
 import json
 import time
 
-from capped import CASES, TRAINING, child, training_child
+from capped import CASES, MODELS, TRAINING, child, training_child
 
 
 def measure(key: str) -> dict:
@@ -63,11 +64,47 @@ def measure(key: str) -> dict:
             "solve_graph_calls": spent[1]}
 
 
+def rates(model: str, devices: int, machine: str, count: int = 24) -> dict:
+    """One graph solved at `count` multipliers λ, as LARAC solves it (`memory.priced`
+    costs, the same edge tables): the CPU time of the solves and a digest of their
+    strategies and costs."""
+    import numpy as np
+
+    from pase.frontend import parse_file
+    from pase.passes.strategy import build_problem
+    from pase.passes.strategy.costgraph import CostGraph
+    from pase.passes.strategy.exact import solve_graph
+    from pase.passes.strategy.machines import preset
+    from pase.passes.strategy.memory import memory_vectors, priced
+
+    problem = build_problem(parse_file(str(MODELS / f"{model}.dnn")), devices, preset(machine))
+    graph, memory = problem.cost_graph(), memory_vectors(problem)
+    free = solve_graph(graph)
+    # (λ around the free optimum's cost per byte, as LARAC's range)
+    scale = free.cost / max(1.0, sum(float(m[c]) for m, c in zip(memory, free.choice,
+                                                                    strict=True)))
+    found = []
+    start = time.process_time()
+    for rate in scale * np.geomspace(0.01, 3, count):
+        result = solve_graph(CostGraph(graph.names, priced(graph.vertex_costs, memory,
+                                                           float(rate)),
+                                       dict(graph.edge_costs)))
+        found.append((result.choice, result.cost.hex()))
+    return {"case": f"{model} P={devices} {machine}, {count} multipliers",
+            "cpu": round(time.process_time() - start, 2),
+            "results": hashlib.sha256(repr(found).encode()).hexdigest()[:16]}
+
+
 def main() -> int:
     keys = [case[0] for case in CASES] + [case.key for case in TRAINING]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", choices=keys, default=["t16", "gpt2", "t64"])
+    parser.add_argument("--cases", nargs="*", choices=keys, default=["t16", "gpt2", "t64"])
+    parser.add_argument("--rates", nargs="*", default=[], metavar="MODEL:P:MACHINE",
+                        help="also solve each graph at 24 multipliers (transformer:16:v100-nvlink)")
     arguments = parser.parse_args()
+    for graph in arguments.rates:
+        model, devices, machine = graph.split(":")
+        print(json.dumps(rates(model, int(devices), machine)), flush=True)
     for key in arguments.cases:
         print(json.dumps(measure(key)), flush=True)
     return 0
