@@ -21,8 +21,6 @@ provably dominated, so the result is exact whichever rows the test misses.
 from __future__ import annotations
 
 import contextlib
-import weakref
-from collections import OrderedDict
 
 import numpy as np
 
@@ -42,8 +40,6 @@ staged; 100 x 1,000 rows 1,445 against 484)."""
 `GATHERED`-th of all rows; otherwise every row is compared in place."""
 
 ViewKey = tuple[int, tuple[int, ...], tuple[int, ...]]
-EDGE_CACHE_BYTES = 1 << 26
-"""The most bytes `_EdgeParts` keeps (each vertex's edge classes and dominance columns)."""
 
 
 def _view_key(table: np.ndarray) -> ViewKey:
@@ -100,93 +96,6 @@ def _survivors(rows: np.ndarray) -> np.ndarray:
                 rest = (rows[:, FIRST_COLUMNS:] >= row[FIRST_COLUMNS:]).all(axis=1)[tested]
             tested = tested[rest]
         alive[tested[tested != candidate]] = False
-    return np.flatnonzero(alive)
-
-
-class _EdgePart:
-    """What a vertex's rows owe to its incident edge tables alone (all but the first
-    column, its layer cost): the same whatever the layer costs, so the same for every
-    multiplier λ of a capped search (whose solves price the layer costs alone,
-    `memory.priced`) and for the stages that share the tables. `classes[a]` is the lowest
-    row whose edge part has a's bytes; `columns[c]` says which rows' edge parts are at
-    least candidate c's everywhere."""
-
-    def __init__(self, edge: np.ndarray) -> None:
-        first: dict[bytes, int] = {}
-        self.classes = np.array([first.setdefault(edge[index].tobytes(), index)
-                                 for index in range(edge.shape[0])], dtype=np.int64)
-        self.columns: dict[int, np.ndarray] = {}
-        self.nbytes = self.classes.nbytes
-
-    def column(self, edge: np.ndarray, candidate: int) -> np.ndarray:
-        found = self.columns.get(candidate)
-        if found is None:
-            found = self.columns[candidate] = (edge >= edge[candidate]).all(axis=1)
-            self.nbytes += found.nbytes
-        return found
-
-
-class _EdgeParts:
-    """`_EdgePart`s by the view keys of the tables they come from (in order, with their
-    orientation), least recently used first, at most `EDGE_CACHE_BYTES` in all. An entry
-    goes when any of its tables is freed (a weak reference's callback), so a key's buffers
-    are alive, with the same bytes, for as long as its entry is: a later table at the same
-    address never finds it. The entries hold no table."""
-
-    def __init__(self) -> None:
-        self.entries: OrderedDict[tuple[object, ...], _EdgePart] = OrderedDict()
-        self.nbytes = 0
-
-    def find(self, key: tuple[object, ...], tables: list[np.ndarray], edge: np.ndarray
-             ) -> _EdgePart:
-        part = self.entries.get(key)
-        if part is not None:
-            self.entries.move_to_end(key)
-            self.nbytes -= part.nbytes
-        else:
-            part = self.entries[key] = _EdgePart(edge)
-            for table in {id(table): table for table in tables}.values():
-                weakref.finalize(table, self._forget, key)
-        return part
-
-    def settle(self, key: tuple[object, ...], part: _EdgePart) -> None:
-        """Count `part`'s bytes again (after its columns grew), evicting the oldest."""
-        if self.entries.get(key) is not part:
-            return
-        self.nbytes += part.nbytes
-        while self.nbytes > EDGE_CACHE_BYTES and self.entries:
-            _, oldest = self.entries.popitem(last=False)
-            self.nbytes -= oldest.nbytes
-
-    def _forget(self, key: tuple[object, ...]) -> None:
-        part = self.entries.pop(key, None)
-        if part is not None:
-            self.nbytes -= part.nbytes
-
-
-_EDGE_PARTS = _EdgeParts()
-
-
-def _reused_survivors(rows: np.ndarray, part: _EdgePart) -> np.ndarray:
-    """`_plain_survivors(rows)`, the edge part of each comparison taken from `part`
-    (the rows' own, `_EdgeParts`): a row is the first with its bytes when no earlier row
-    has its edge class and the bits of its layer cost; a candidate dominates a row when
-    its edge column says so and its layer cost is no higher. The same tests, so the same
-    survivors."""
-    cost = np.ascontiguousarray(rows[:, 0])
-    edge = rows[:, 1:]
-    alive = np.ones(rows.shape[0], dtype=bool)
-    if rows.shape[0] > 1:
-        bits = cost.view(np.uint64)
-        order = np.lexsort((bits, part.classes))
-        same = (part.classes[order[1:]] == part.classes[order[:-1]]) & \
-            (bits[order[1:]] == bits[order[:-1]])
-        alive[order[1:][same]] = False
-    for candidate in np.argsort(rows.sum(axis=1), kind="stable")[:CANDIDATES]:
-        if alive[candidate]:
-            dominated = part.column(edge, int(candidate)) & (cost >= cost[candidate])
-            dominated[candidate] = False
-            alive &= ~dominated
     return np.flatnonzero(alive)
 
 
@@ -286,15 +195,8 @@ def prune(graph: CostGraph, budget: MemoryBudget | None = None, max_rounds: int 
                             for edge in incident[vertex])
             with _holding(budget, rows_bytes(vertex_costs[vertex].size, width),
                           f"pruning the configurations of layer '{graph.names[vertex]}'"):
-                rows = _rows(vertex_costs, edge_costs, incident[vertex], vertex)
-                if rows.size >= STAGED_ENTRIES:
-                    survivors = _survivors(rows)
-                else:  # (the edge part's tests made once for every solve that meets it)
-                    edge_key = ("edges", rows.shape[0], *key[1:])
-                    part = _EDGE_PARTS.find(edge_key, tables[1:], rows[:, 1:])
-                    survivors = _reused_survivors(rows, part)
-                    _EDGE_PARTS.settle(edge_key, part)
-                survivors_of[key] = (tables, survivors)
+                survivors_of[key] = (tables, _survivors(_rows(vertex_costs, edge_costs,
+                                                              incident[vertex], vertex)))
         return survivors_of[key][1]
 
     def pruned_vector(vertex: int, survivors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
 """The DP solves of one graph at many multipliers λ (a capped search's) share what does
-not depend on λ: pruning's edge tests, the elimination order, the reuse cache's keys.
+not depend on λ: the elimination order, the bounds' plan, the reuse cache's keys.
 Each is checked against the work made afresh: the same survivors, orders and results."""
 
 from __future__ import annotations
@@ -9,38 +9,12 @@ import pytest
 
 from pase.passes.strategy import dp as dp_module
 from pase.passes.strategy import orders
-from pase.passes.strategy import prune as pruning
 from pase.passes.strategy.bound import _Plan, _plan_of
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import solve_dp
 from pase.passes.strategy.exact import solve_graph
 from pase.passes.strategy.memory import priced
-from pase.passes.strategy.prune import _EdgePart, _plain_survivors, _reused_survivors, prune
-
-
-def _rows(rng: np.random.Generator, count: int, width: int, special: bool) -> np.ndarray:
-    rows = rng.integers(0, int(rng.integers(1, 4)), size=(count, width)).astype(float)
-    if special:
-        for value, share in ((-0.0, 0.1), (np.nan, 0.03), (np.inf, 0.03)):
-            rows[rng.random(rows.shape) < share] = value
-    return rows
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_reused_edge_parts_keep_the_plain_survivors(seed: int) -> None:
-    """One edge part serves rows whose layer costs change (as λ moves them), with
-    duplicate rows, signed zeros, NaN and inf: exactly the plain test's survivors."""
-    rng = np.random.default_rng(seed)
-    for _ in range(60):
-        count, width = int(rng.integers(1, 60)), int(rng.integers(1, 12))
-        rows = _rows(rng, count, width, seed % 2 == 1)
-        part = _EdgePart(rows[:, 1:])
-        memory = rng.integers(0, 3, size=count).astype(float)
-        for rate in (0.0, 0.5, 1.0, 3.0, 0.25):
-            priced_rows = rows.copy()
-            priced_rows[:, 0] = rows[:, 0] + rate * memory
-            assert (_reused_survivors(priced_rows, part).tolist()
-                    == _plain_survivors(priced_rows).tolist())
+from pase.passes.strategy.prune import prune
 
 
 def _graph(seed: int) -> tuple[CostGraph, list[np.ndarray]]:
@@ -62,9 +36,8 @@ def _graph(seed: int) -> tuple[CostGraph, list[np.ndarray]]:
 
 @pytest.mark.parametrize("seed", range(30))
 def test_pruning_at_many_multipliers_is_pruning_afresh(seed: int) -> None:
-    """Pruning the graph priced at each λ in turn (the edge tables shared, so their
-    tests are reused) keeps what pruning a graph of fresh copies keeps, and the DP
-    returns the same strategy."""
+    """Pruning and solving the graph priced at each λ in turn (the edge tables shared,
+    so its order and plan are reused) give what a graph of fresh copies gives."""
     graph, memory = _graph(seed)
     for rate in (0.0, 0.3, 1.0, 0.3, 2.5):
         costs = priced(graph.vertex_costs, memory, rate)
@@ -77,20 +50,6 @@ def test_pruning_at_many_multipliers_is_pruning_afresh(seed: int) -> None:
                                                         alone.vertex_costs, strict=True))
         mine, theirs = solve_graph(shared), solve_graph(fresh)
         assert (mine.choice, mine.cost.hex()) == (theirs.choice, theirs.cost.hex())
-
-
-def test_an_edge_part_goes_with_its_tables() -> None:
-    """An edge part is forgotten once a table it came from is freed, so a table made later
-    at the same address never finds it."""
-    graph, memory = _graph(3)
-    before = set(pruning._EDGE_PARTS.entries)
-    copies = CostGraph(graph.names, priced(graph.vertex_costs, memory, 1.0),
-                       {edge: table.copy() for edge, table in graph.edge_costs.items()})
-    result = prune(copies)
-    made = {key for key in set(pruning._EDGE_PARTS.entries) - before if len(key) > 2}
-    assert made  # (the copies' parts are kept while they live)
-    del copies, result
-    assert not made & set(pruning._EDGE_PARTS.entries)
 
 
 def _adjacency(seed: int) -> list[set[int]]:
