@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -111,7 +112,7 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
                 else [int(vertex) for vertex in order])
     if len(sequence) != len(graph.names) or not graph.edge_costs:
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
-    plan = _Plan(graph, sequence, reuse)
+    plan = _plan_of(graph, sequence, reuse)
     sweep_entries = SWEEP_ENTRIES * sum(table.size for table in graph.edge_costs.values())
     plain = plan.entries(np.array(graph.sizes, dtype=np.float64))
     # The bounds take a few sweeps at least (deep stacks of repeated blocks make the sweeps
@@ -190,6 +191,30 @@ def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     if best is None or predicted > plain:
         return None
     return best
+
+
+PLANS = 64
+"""The most `_Plan`s kept for graphs solved again (`_plan_of`)."""
+_plans: OrderedDict[tuple[object, ...], _Plan] = OrderedDict()
+
+
+def _plan_of(graph: CostGraph, sequence: Sequence[int], reuse: bool) -> _Plan:
+    """`_Plan(graph, sequence, reuse)`, made once for graphs that differ only in their
+    numbers: a plan reads the graph's edges, its order, and which tables are the very
+    same buffers, so the same for every multiplier λ of a capped search (`memory.priced`
+    keeps shared vectors shared) and for stages solved again."""
+    numbers: dict[tuple[int, tuple[int, ...], tuple[int, ...]], int] = {}
+    pattern = tuple(numbers.setdefault(_buffer_key(table), len(numbers))
+                    for table in [*graph.vertex_costs, *graph.edge_costs.values()])
+    key = (tuple(sequence), reuse, tuple(graph.edge_costs), pattern)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _Plan(graph, sequence, reuse)
+        if len(_plans) > PLANS:
+            _plans.popitem(last=False)
+    else:
+        _plans.move_to_end(key)
+    return plan
 
 
 class _Plan:

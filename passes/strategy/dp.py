@@ -45,7 +45,10 @@ JIT_MODES = ("auto", "on", "off")
 JIT_MIN_ENTRIES = 1 << 20
 # The most bytes the reuse cache may keep alive (earlier steps' inputs and results).
 REUSE_CACHE_BYTES = 1 << 30
-DIGEST_SAMPLE = 4096
+DIGEST_SAMPLE = 512
+RAW_DIGEST_ENTRIES = 512
+"""A table of at most this many entries is keyed by its bytes themselves (`_digest`):
+cheaper than hashing a sample of them, and exact, so its steps need no comparison."""
 
 
 @dataclass(frozen=True)
@@ -315,14 +318,16 @@ class _ReuseCache:
 
     A step is keyed by its factors in the order they are summed: per factor, the positions of
     its axes in the step's layout (the sorted dependent set, then the vertex), its shape, dtype
-    and a digest of (a sample of) its bytes.
-    A hit is confirmed by comparing every table bit for bit, so a
-    digest collision cannot change a result; a confirmed hit sums the same numbers in the same
-    order over the same layout, so its minimum and argmin tables are the ones eliminate would
-    return, with the axes now naming this step's dependent set. Results are shared, not copied:
-    they are made read-only. The cache keeps at most `REUSE_CACHE_BYTES` alive: a new entry
-    evicts the least recently used ones (a stack's early blocks, whose steps the later blocks
-    no longer meet), and one larger than that is not kept.
+    and a digest of (a sample of) its bytes, or its bytes themselves for a small table
+    (`RAW_DIGEST_ENTRIES`).
+    A hit is confirmed by comparing every table bit for bit (a key of bytes alone is
+    that comparison already), so a digest collision cannot change a result; a confirmed
+    hit sums the same numbers in the same order over the same layout, so its minimum and
+    argmin tables are the ones eliminate would return, with the axes now naming this
+    step's dependent set. Results are shared, not copied: they are made read-only. The
+    cache keeps at most `REUSE_CACHE_BYTES` alive: a new entry evicts the least recently
+    used ones (a stack's early blocks, whose steps the later blocks no longer meet), and
+    one larger than that is not kept.
     """
 
     def __init__(self, inputs: int) -> None:
@@ -340,7 +345,8 @@ class _ReuseCache:
     def _digest(self, key: int, table: np.ndarray) -> bytes:
         digest = self.digests.get(id(table))
         if digest is None:
-            digest = hashlib.blake2b(_sample(table).data, digest_size=16).digest()
+            digest = (table.tobytes() if table.size <= RAW_DIGEST_ENTRIES
+                      else hashlib.blake2b(_sample(table).data, digest_size=16).digest())
             # The graph keeps its tables alive and the cache its minima, so their ids stay.
             if key < self.inputs or id(table) in self.kept_minima:
                 self.digests[id(table)] = digest
@@ -355,9 +361,11 @@ class _ReuseCache:
              dependent_set: Sequence[int]) -> tuple[Axes, np.ndarray, np.ndarray] | None:
         """An earlier step's result for the step of `step_key` (`key`, over the layout of
         the dependent set, then the vertex) on `factors`, or None."""
+        # (Tables keyed by their bytes, of the key's shapes and dtypes, are those bits.)
+        exact = all(table.size <= RAW_DIGEST_ENTRIES for _, table in factors)
         for number, (tables, minimum, argmin) in self.steps.get(step_key, {}).items():
-            if all(_same_bits(table, earlier)
-                   for (_, table), earlier in zip(factors, tables, strict=True)):
+            if exact or all(_same_bits(table, earlier)
+                            for (_, table), earlier in zip(factors, tables, strict=True)):
                 self.entries.move_to_end(number)
                 return tuple(dependent_set), minimum, argmin
         return None

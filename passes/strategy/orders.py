@@ -23,10 +23,33 @@ configurations of the vertex and its dependent set. A good order keeps those set
 from __future__ import annotations
 
 import heapq
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Sequence
 
 ORDER_METHODS = ("genseq", "bfs", "minfill")
+REMEMBERED = 256
+"""The most orders (and dependent sets) kept for graphs met again: a capped search solves
+one graph at many multipliers, a pipeline search the stages of one model many times."""
+
+_remembered: OrderedDict[Hashable, list[int] | list[frozenset[int]]] = OrderedDict()
+
+
+def _recall(key: Hashable, make: Callable[[], list]) -> list:
+    """`make()`, kept under `key` (the least recently used of `REMEMBERED` go); a copy
+    each time, so callers may change what they get."""
+    found = _remembered.get(key)
+    if found is None:
+        found = _remembered[key] = make()
+        if len(_remembered) > REMEMBERED:
+            _remembered.popitem(last=False)
+    else:
+        _remembered.move_to_end(key)
+    return list(found)
+
+
+def _shape(neighbours: Sequence[set[int]]) -> tuple[frozenset[int], ...]:
+    """What an order depends on: the adjacency itself."""
+    return tuple(frozenset(adjacent) for adjacent in neighbours)
 
 
 def elimination_order(neighbours: Sequence[set[int]], method: str) -> list[int]:
@@ -36,15 +59,24 @@ def elimination_order(neighbours: Sequence[set[int]], method: str) -> list[int]:
 
     >>> elimination_order([{1}, {0, 2}, {1}], "bfs")
     [0, 1, 2]
+
+    An order depends only on the adjacency, so one made before for the same adjacency (a
+    graph solved again at another multiplier λ, or whose configurations pruning thinned)
+    is taken again (`REMEMBERED`).
     """
+    if method not in ORDER_METHODS:
+        raise ValueError(f"unknown elimination order '{method}'; valid orders are "
+                         f"{', '.join(ORDER_METHODS)}")
+    return _recall(("order", method, _shape(neighbours)),
+                   lambda: _made_order(neighbours, method))
+
+
+def _made_order(neighbours: Sequence[set[int]], method: str) -> list[int]:
     if method == "bfs":
         return _breadth_first_order(neighbours)
     if method == "genseq":
         return _minimum_degree_order(neighbours)
-    if method == "minfill":
-        return _greedy_order(neighbours, _fill_key)
-    raise ValueError(f"unknown elimination order '{method}'; valid orders are "
-                     f"{', '.join(ORDER_METHODS)}")
+    return _greedy_order(neighbours, _fill_key)
 
 
 def dependent_sets(neighbours: Sequence[set[int]], order: Sequence[int]) -> list[frozenset[int]]:
@@ -53,6 +85,12 @@ def dependent_sets(neighbours: Sequence[set[int]], order: Sequence[int]) -> list
     >>> dependent_sets([{1, 2}, {0}, {0}], [0, 1, 2])
     [frozenset({1, 2}), frozenset({2}), frozenset()]
     """
+    return _recall(("dependent", _shape(neighbours), tuple(order)),
+                   lambda: _made_dependent_sets(neighbours, order))
+
+
+def _made_dependent_sets(neighbours: Sequence[set[int]], order: Sequence[int]
+                         ) -> list[frozenset[int]]:
     current = [set(adjacent) for adjacent in neighbours]
     dependent: list[frozenset[int]] = []
     for vertex in order:
