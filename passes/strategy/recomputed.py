@@ -276,7 +276,7 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         children = _children(transient, node, solution.choice, held, run)
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
-        weights = _weights(transient, node.weights, solution.choice, cap - solution.memory)
+        weights = _weights(transient, solution.choice, cap - solution.memory)
         for child in children:
             heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights))
             made += 1
@@ -287,35 +287,31 @@ def _row(transient: Transient, memory: list[np.ndarray], cap: float, low: float,
          weights: tuple[float, ...]) -> tuple[list[np.ndarray], float]:
     """The one row of a node's relaxation, as vectors and room: with no `weights`, the
     additive memory A under `cap - low` (every strategy of the node holds at least
-    `low` again); else the mean of that row and of the rows `A + R_s <= cap` (segment s
-    holding its results again), weighted (w_0 = 1 - sum(weights) for the first):
-    `A + sum_s w_s R_s <= cap - w_0 low`, which every strategy that fits meets."""
+    `low` again); else the rows `A + R_s <= cap` (segment s holding its results again,
+    which every strategy that fits meets) weighted by `weights` (summing to 1) and
+    added: `A + sum_s w_s R_s <= cap`."""
     if not weights:
         return memory, cap - low
-    made: dict[tuple[int, int], np.ndarray] = {}
+    made: dict[tuple[int, int, float], np.ndarray] = {}
     vectors = list(memory)
     for run, weight in zip(transient.runs, weights, strict=True):
         for index in run:
             if weight > 0:
-                key = (id(memory[index]), id(transient.vectors[index]))
+                key = (id(memory[index]), id(transient.vectors[index]), weight)
                 if key not in made:
                     made[key] = memory[index] + weight * transient.vectors[index]
                 vectors[index] = made[key]
-    return one_array_each(vectors), cap - (1.0 - sum(weights)) * low
+    return one_array_each(vectors), cap
 
 
-def _weights(transient: Transient, weights: tuple[float, ...], choice: Sequence[int],
-             room: float) -> tuple[float, ...]:
-    """A child's row (`_row`): half its parent's, half spread evenly over the rows
-    `A + R_s <= cap` the parent's strategy `choice` exceeds (`room`, `cap - A`)."""
+def _weights(transient: Transient, choice: Sequence[int], room: float
+             ) -> tuple[float, ...]:
+    """A child's row (`_row`): the mean of the rows `A + R_s <= cap` its parent's
+    strategy `choice` exceeds (`room`, `cap - A`; at least one where it does not fit),
+    which that strategy exceeds too."""
     over = [sum(float(transient.vectors[i][choice[i]]) for i in run) > room
             for run in transient.runs]
-    if not any(over):
-        return weights
-    parent = weights or (0.0,) * len(over)
-    share = 0.5 / sum(over)
-    return tuple(0.5 * weight + (share if hit else 0.0)
-                 for weight, hit in zip(parent, over, strict=True))
+    return tuple(float(hit) / sum(over) for hit in over)
 
 
 def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
