@@ -21,6 +21,15 @@ over the layers' recomputed results that needs only that one row:
   most above its least) into the configurations that recompute less than the optimum's
   (which cannot hold it) and those that recompute as much or more (whose T is higher).
   The two children partition the node, each strictly smaller, so the search ends.
+- A node also has a level: every strategy of it holds at least `low` and at most `high`
+  again in every segment (`Transient.capped` narrows each layer to the configurations
+  under `high`); its plain row is `A <= cap - max(low, T)`. Where the optimum x holds
+  R(x) <= `high` and does not fit, the split is on the level (less than R(x), and R(x)
+  or more, whose room `cap - R(x)` excludes x); only above `high` on a layer as above.
+- A child's relaxation is the mean of the rows `A + R_s <= cap` its parent's x exceeded
+  (`_row`, `_weights`): every strategy that fits meets each row, so their mean, and x
+  does not. Where its optimum is above the node's plain row, the node is solved again
+  under that row alone, which excludes it; each node is solved at most twice.
 - Where the root's optimum does not fit, the best strategy recomputing the least in
   every layer, and solves under the cap lowered by what the root's (then the next)
   strategy holds again, find strategies that fit (`_lowered`), often the optimum, which
@@ -261,6 +270,8 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             float(vector[index]) for vector, index in zip(memory, solution.choice, strict=True)))
         if node.weights and solution.memory > cap - low:
             # (Outside the plain row, which then excludes it: the node again, plain.)
+            if solution.memory + held <= cap:
+                tally.offer(solution, held)  # (fits, holding less than `low`)
             heapq.heappush(heap, replace(node, bound=bound, order=-made, weights=()))
             made += 1
             continue
