@@ -21,6 +21,15 @@ over the layers' recomputed results that needs only that one row:
   most above its least) into the configurations that recompute less than the optimum's
   (which cannot hold it) and those that recompute as much or more (whose T is higher).
   The two children partition the node, each strictly smaller, so the search ends.
+- A node also has a level: every strategy of it holds at least `low` and at most `high`
+  again in every segment (`Transient.capped` narrows each layer to the configurations
+  under `high`); its plain row is `A <= cap - max(low, T)`. Where the optimum x holds
+  R(x) <= `high` and does not fit, the split is on the level (less than R(x), and R(x)
+  or more, whose room `cap - R(x)` excludes x); only above `high` on a layer as above.
+- A child's relaxation is the mean of the rows `A + R_s <= cap` its parent's x exceeded
+  (`_row`, `_weights`): every strategy that fits meets each row, so their mean, and x
+  does not. Where its optimum is above the node's plain row, the node is solved again
+  under that row alone, which excludes it; each node is solved at most twice.
 - Where the root's optimum does not fit, the best strategy recomputing the least in
   every layer, and solves under the cap lowered by what the root's (then the next)
   strategy holds again, find strategies that fit (`_lowered`), often the optimum, which
@@ -123,6 +132,22 @@ class Transient:
         return tuple(int(np.lexsort((again, weights))[0])
                      for again, weights in zip(self.vectors, memory, strict=True))
 
+    def capped(self, allowed: list[np.ndarray], high: float) -> list[np.ndarray] | None:
+        """`allowed` less the configurations no strategy of them holding at most `high`
+        again in every segment can take (a layer's, where it recomputes more than `high`
+        less its segment's other layers' least); None where none holds that little."""
+        if math.isinf(high):
+            return allowed
+        narrowed = list(allowed)
+        for run in self.runs:
+            least = [float(self.vectors[i][narrowed[i]].min()) for i in run]
+            room = high - sum(least)
+            if room < 0:
+                return None
+            for i, own in zip(run, least, strict=True):
+                narrowed[i] = narrowed[i] & (self.vectors[i] - own <= room)
+        return one_array_each(narrowed)
+
     def held(self, choice: Sequence[int]) -> tuple[float, int]:
         """What the strategy of configuration indices `choice` holds again (its largest
         segment's recomputed results), and that segment's index in `runs`."""
@@ -142,6 +167,12 @@ class _Node:
     bound: float
     order: int
     allowed: list[np.ndarray] = field(compare=False)
+    low: float = field(default=0.0, compare=False)
+    """Every strategy of the node holds at least this much again (its level's floor)."""
+    high: float = field(default=math.inf, compare=False)
+    """... and at most this much in every segment (its level's ceiling)."""
+    weights: tuple[float, ...] = field(default=(), compare=False)
+    """The relaxation's row (`_row`): each segment's weight (none: the plain row)."""
 
 
 @dataclass
@@ -225,15 +256,27 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             if enough(bound):
                 raise BoundReached(bound)
         node = heapq.heappop(heap)
-        room = cap - transient.least_under(node.allowed)
+        low = max(node.low, transient.least_under(node.allowed))
+        vectors, room = _row(transient, _masked(memory, node.allowed, cap), cap, low,
+                             node.weights)
         try:
-            solution = solve_under(_masked(memory, node.allowed, cap), room, solved == 0)
+            solution = solve_under(vectors, room, solved == 0)
         except MemoryCapError:
             continue  # (no strategy of the node fits: it ends with bound inf)
         tally.add(solution)
         bound = max(node.bound, solution.lower_bound)
         held, run = transient.held(solution.choice)
+        solution = replace(solution, memory=sum(
+            float(vector[index]) for vector, index in zip(memory, solution.choice, strict=True)))
+        if node.weights and solution.memory > cap - low:
+            # (Outside the plain row, which then excludes it: the node again, plain.)
+            if solution.memory + held <= cap:
+                tally.offer(solution, held)  # (fits, holding less than `low`)
+            heapq.heappush(heap, replace(node, bound=bound, order=-made, weights=()))
+            made += 1
+            continue
         if solution.memory + held <= cap:
+            # (Fits: the cheapest of the node's relaxation, so of the node, or cheaper.)
             tally.offer(solution, held)
             tally.floor = min(tally.floor, bound)  # (solved, or stopped by effort)
             root = solution if solved == 0 else root
@@ -241,13 +284,45 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         if solved == 0:
             root = solution
             _lowered(transient, memory, cap, solve_under, tally, held)
-        children = _split(transient, node.allowed, solution.choice, run)
+        children = _children(transient, node, solution.choice, held, run)
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
-        for allowed in children:
-            heapq.heappush(heap, _Node(bound, -made, allowed))
+        weights = _weights(transient, solution.choice, cap - solution.memory)
+        for child in children:
+            heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights))
             made += 1
     raise AssertionError("unreachable")  # (itertools.count never ends)
+
+
+def _row(transient: Transient, memory: list[np.ndarray], cap: float, low: float,
+         weights: tuple[float, ...]) -> tuple[list[np.ndarray], float]:
+    """The one row of a node's relaxation, as vectors and room: with no `weights`, the
+    additive memory A under `cap - low` (every strategy of the node holds at least
+    `low` again); else the rows `A + R_s <= cap` (segment s holding its results again,
+    which every strategy that fits meets) weighted by `weights` (summing to 1) and
+    added: `A + sum_s w_s R_s <= cap`."""
+    if not weights:
+        return memory, cap - low
+    made: dict[tuple[int, int, float], np.ndarray] = {}
+    vectors = list(memory)
+    for run, weight in zip(transient.runs, weights, strict=True):
+        for index in run:
+            if weight > 0:
+                key = (id(memory[index]), id(transient.vectors[index]), weight)
+                if key not in made:
+                    made[key] = memory[index] + weight * transient.vectors[index]
+                vectors[index] = made[key]
+    return one_array_each(vectors), cap
+
+
+def _weights(transient: Transient, choice: Sequence[int], room: float
+             ) -> tuple[float, ...]:
+    """A child's row (`_row`): the mean of the rows `A + R_s <= cap` its parent's
+    strategy `choice` exceeds (`room`, `cap - A`; at least one where it does not fit),
+    which that strategy exceeds too."""
+    over = [sum(float(transient.vectors[i][choice[i]]) for i in run) > room
+            for run in transient.runs]
+    return tuple(float(hit) / sum(over) for hit in over)
 
 
 def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
@@ -295,6 +370,28 @@ def _masked(memory: list[np.ndarray], allowed: list[np.ndarray], cap: float
             made[key] = vector if ok.all() else np.where(ok, vector, cap + 1.0)
         vectors.append(made[key])
     return vectors
+
+
+def _children(transient: Transient, node: _Node, choice: Sequence[int], held: float,
+              run: int) -> list[_Node]:
+    """The children of `node` whose relaxation's strategy `choice` holds `held` again
+    (segment `run`'s) and does not fit: where `held` is within the node's level, a
+    split on the level (those holding less than `held`, and those holding as much or
+    more, whose room `cap - held` the strategy exceeds; last: taken first among equal
+    bounds); where it is above, a split on a layer of segment `run` (`_split`). Each
+    child is narrowed to its level's ceiling (`Transient.capped`); empty ones go."""
+    if held <= node.high:
+        below = float(np.nextafter(held, -math.inf))
+        parts = [(node.allowed, node.low, below), (node.allowed, held, node.high)]
+    else:
+        parts = [(allowed, node.low, node.high)
+                 for allowed in _split(transient, node.allowed, choice, run)]
+    children = []
+    for allowed, low, high in parts:
+        narrowed = transient.capped(allowed, high)
+        if narrowed is not None and low <= high:
+            children.append(_Node(node.bound, node.order, narrowed, low, high))
+    return children
 
 
 def _split(transient: Transient, allowed: list[np.ndarray], choice: Sequence[int],
