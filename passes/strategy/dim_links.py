@@ -38,12 +38,6 @@ rounds of a narrowed search and the edges of one kind walk the same pairs again 
 `_PAIRS_KEPT` pairs (about 300 bytes each) are kept, then the memo starts again."""
 _PAIRS_KEPT = 1 << 18
 
-_GROUPED = [True]
-"""Whether `_walk` visits one node of each kind (`_node_groups`); tests set it False to
-compare with the plain walk."""
-# The most devices per node the grouped walk takes (first holders packed in an int64).
-_GROUPED_SLOTS = 16
-
 
 def received_by_link(senders: DimLayouts, receivers: DimLayouts, per_node: int,
                      rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,6 +75,7 @@ def received_by_link(senders: DimLayouts, receivers: DimLayouts, per_node: int,
 def _walk(senders: DimLayouts, receivers: DimLayouts, per_node: int, rows: np.ndarray,
           cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`received_by_link` of pairs not met before, walked."""
+    from pase.passes.strategy import dim_groups
     from pase.passes.strategy.jit.dim_links import received_by_link_dims
 
     held_ids, rows_at = np.unique(rows, return_inverse=True)
@@ -105,52 +100,16 @@ def _walk(senders: DimLayouts, receivers: DimLayouts, per_node: int, rows: np.nd
     held = (held_state, senders.length[held_ids], sender_q)
     needed = (needed_state, receivers.length[needed_ids], receiver_q)
     owner = None
-    if _GROUPED[0] and per_node <= _GROUPED_SLOTS:
-        owner, rows_at, cols_at, windows = _node_groups(coords, held, needed, first, rows_at,
-                                                       cols_at, windows, per_node)
+    if dim_groups.GROUPED[0] and per_node <= dim_groups.SLOTS:
+        owner, rows_at, cols_at, windows = dim_groups.node_pieces(
+            (coords, states), held, needed, first, rows_at, cols_at, windows, per_node)
     intra, inter = received_by_link_dims(coords, held, first, needed, rows_at, cols_at,
                                          windows, per_node)
     if owner is not None:
-        intra, inter = _most(owner, intra, len(rows)), _most(owner, inter, len(rows))
+        intra, inter = dim_groups.most(owner, intra, len(rows)), \
+            dim_groups.most(owner, inter, len(rows))
     inter[beyond] = np.maximum(inter[beyond], receivers.volume[cols[beyond]])
     return intra, inter
-
-
-def _node_groups(coords: np.ndarray, held: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 needed: tuple[np.ndarray, np.ndarray, np.ndarray], first: np.ndarray,
-                 rows: np.ndarray, cols: np.ndarray, windows: np.ndarray,
-                 per_node: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs' windows as pieces with the same maxima (`jit.node_groups`): of the
-    whole nodes of each pair's first window, one node of each kind (the same per-dim
-    overlap matrices and first holders), then one piece with the rest of the first window
-    and the second. Returns each piece's pair, sender, receiver and windows."""
-    from pase.passes.strategy.jit.node_groups import dim_node_ids, node_groups
-
-    counts = windows[:, 1] // per_node          # (the first windows start at device 0)
-    nodes = int(counts.max()) if len(counts) else 0
-    rank = held[0].shape[1]
-    pieces = np.stack([held[0][rows], held[1][rows], needed[0][cols], needed[1][cols]],
-                      axis=2).reshape(-1, 4)
-    combos, combo_of = np.unique(pieces, axis=0, return_inverse=True)
-    ids = dim_node_ids(coords, combos, nodes, per_node)
-    slots = first[:, :nodes * per_node].reshape(len(first), nodes, per_node)
-    first_key = (slots.astype(np.int64) << np.arange(per_node, dtype=np.int64)).sum(axis=2)
-    marked = node_groups(ids, combo_of.reshape(len(rows), rank), first_key, rows, counts)
-    pair, node = np.nonzero(marked)
-    whole = np.zeros((len(pair), 4), dtype=np.int64)
-    whole[:, 0] = node * per_node
-    whole[:, 1] = whole[:, 0] + per_node
-    rest = windows.copy()
-    rest[:, 0] = counts * per_node
-    owner = np.concatenate([pair, np.arange(len(rows))])
-    return owner, rows[owner], cols[owner], np.concatenate([whole, rest])
-
-
-def _most(owner: np.ndarray, values: np.ndarray, pairs: int) -> np.ndarray:
-    """The largest of `values` per pair (`owner` each value's pair), 0 for none."""
-    result = np.zeros(pairs)
-    np.maximum.at(result, owner, values)
-    return result
 
 
 def _subset(layouts: DimLayouts, ids: np.ndarray) -> DimLayouts:

@@ -10,13 +10,13 @@ b's block on slot j and a's block on slot i. So the node's largest words are a f
 the N x N matrices M_k(n) and of which slots first hold: nodes where those are all the same
 give the same maxima, and a pair's walk needs one node of each kind only.
 
-- `dim_node_ids(coords, combos, nodes, per_node)`: for each per-dim pair of layouts
+- `dim_node_ids(coords, combos, limits, per_node)`: for each per-dim pair of layouts
   (combos[c] = (a's coordinate row, a's block length, b's row, b's length)), the first node
-  whose M equals node n's, (combos, nodes) int64;
+  whose M equals node n's, for n < limits[c], (combos, max(limits)) int64;
 - `node_groups(ids, combo_of, first_key, held, counts)`: for each pair p (sender layout
-  held[p], per-dim combos combo_of[p]), a 1 at the first node n < counts[p] of each kind
-  (the tuple of its dims' ids and the sender's first-holder mask first_key[held[p], n]),
-  (pairs, nodes) int8.
+  held[p], per-dim combos combo_of[p]), the first node n < counts[p] of each kind (the
+  tuple of its dims' ids and the sender's first-holder mask first_key[held[p], n]), as
+  p·nodes + n, increasing, int64.
 
 Each dedupes by open addressing over a table of node numbers (0 empty, else node + 1),
 comparing whole rows where the hashes meet.
@@ -32,15 +32,14 @@ from llvmlite import ir
 from pase.passes.strategy.jit.compiler import Loops, compiled_once
 
 I64 = ir.IntType(64)
-I8 = ir.IntType(8)
 IDS = "pase_dim_node_ids"
 GROUPS = "pase_node_groups"
 _MIX = 0x9E3779B97F4A7C15 - (1 << 64)   # (as a signed int64)
 
-_IDS_SIGNATURE = ctypes.CFUNCTYPE(None, *(ctypes.c_void_p,) * 2, *(ctypes.c_int64,) * 5,
+_IDS_SIGNATURE = ctypes.CFUNCTYPE(None, *(ctypes.c_void_p,) * 3, *(ctypes.c_int64,) * 5,
                                   *(ctypes.c_void_p,) * 3)
 _GROUPS_SIGNATURE = ctypes.CFUNCTYPE(None, *(ctypes.c_void_p,) * 5, *(ctypes.c_int64,) * 4,
-                                     *(ctypes.c_void_p,) * 3)
+                                     *(ctypes.c_void_p,) * 4)
 
 
 def _load(builder: ir.IRBuilder, array: ir.Value, index: ir.Value) -> ir.Value:
@@ -92,13 +91,15 @@ def _clear(loops: Loops, table: ir.Value, mask: ir.Value) -> None:
 
 
 def build_ids_module() -> ir.Module:
-    """`ids(coords, combos, count, devices, per_node, nodes, mask, rows, table, out)`: the
-    module docstring's `dim_node_ids` (rows: nodes·per_node² scratch, table mask + 1)."""
+    """`ids(coords, combos, limits, count, devices, per_node, nodes, mask, rows, table,
+    out)`: the module docstring's `dim_node_ids` (rows: nodes·per_node² scratch, table
+    mask + 1)."""
     module = ir.Module(name=IDS)
     pointer = I64.as_pointer()
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
-        pointer, pointer, I64, I64, I64, I64, I64, pointer, pointer, pointer]), IDS)
-    coords, combos, count, devices, per_node, nodes, mask, rows, table, out = function.args
+        pointer, pointer, pointer, I64, I64, I64, I64, I64, pointer, pointer, pointer]), IDS)
+    (coords, combos, limits, count, devices, per_node, nodes, mask, rows, table,
+     out) = function.args
     loops = Loops(function)
     builder, zero, one, loop = loops.builder, loops.zero, loops.one, loops.loop
     width = builder.mul(per_node, per_node)
@@ -138,7 +139,7 @@ def build_ids_module() -> ir.Module:
             builder.store(first, builder.gep(out, [builder.add(builder.mul(combo, nodes),
                                                                node)]))
 
-        loop(zero, nodes, over_nodes)
+        loop(zero, _load(builder, limits, combo), over_nodes)
 
     loop(zero, count, over_combos)
     builder.ret_void()
@@ -147,18 +148,19 @@ def build_ids_module() -> ir.Module:
 
 def build_groups_module() -> ir.Module:
     """`groups(ids, combo_of, first_key, held, counts, pairs, rank, nodes, mask, rows,
-    table, out)`: the module docstring's `node_groups` (rows: nodes·(rank + 1) scratch,
-    out int8 zeroed by the caller)."""
+    table, out, found)`: the module docstring's `node_groups` (rows: nodes·(rank + 1)
+    scratch; out holds sum(counts), found[0] = how many it was given)."""
     module = ir.Module(name=GROUPS)
     pointer = I64.as_pointer()
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
         pointer, pointer, pointer, pointer, pointer, I64, I64, I64, I64, pointer, pointer,
-        I8.as_pointer()]), GROUPS)
+        pointer, pointer]), GROUPS)
     (ids, combo_of, first_key, held, counts, pairs, rank, nodes, mask, rows, table,
-     out) = function.args
+     out, found) = function.args
     loops = Loops(function)
     builder, zero, one, loop = loops.builder, loops.zero, loops.one, loops.loop
     width = builder.add(rank, one)
+    builder.store(zero, found)
 
     def over_pairs(pair: ir.Value) -> None:
         sender = _load(builder, held, pair)
@@ -178,8 +180,10 @@ def build_groups_module() -> ir.Module:
             put(rank, _load(builder, first_key, builder.add(builder.mul(sender, nodes), node)))
             first = find_or_insert(loops, table, mask, rows, width, node, builder.load(hashed))
             with builder.if_then(builder.icmp_signed("==", first, node)):
-                builder.store(ir.Constant(I8, 1), builder.gep(out, [builder.add(
-                    builder.mul(pair, nodes), node)]))
+                given = builder.load(found)
+                builder.store(builder.add(builder.mul(pair, nodes), node),
+                              builder.gep(out, [given]))
+                builder.store(builder.add(given, one), found)
 
         loop(zero, _load(builder, counts, pair), over_nodes)
 
@@ -199,35 +203,39 @@ def _table(nodes: int) -> tuple[np.ndarray, int]:
     return np.zeros(size, dtype=np.int64), size - 1
 
 
-def dim_node_ids(coords: np.ndarray, combos: np.ndarray, nodes: int,
+def dim_node_ids(coords: np.ndarray, combos: np.ndarray, limits: np.ndarray,
                  per_node: int) -> np.ndarray:
-    """(combos, nodes) int64: the module docstring's, `coords` (S, devices) the grid
-    coordinates (d // s) % f of each per-dim state, combos (C, 4) int64."""
-    coords_ = np.ascontiguousarray(coords, dtype=np.int64)
-    combos_ = np.ascontiguousarray(combos, dtype=np.int64)
-    out = np.empty((len(combos_), nodes), dtype=np.int64)
+    """(combos, max(limits)) int64: the module docstring's (entries past a combo's limit
+    unset), `coords` (S, devices) the grid coordinates (d // s) % f of each per-dim state,
+    combos (C, 4), limits (C,)."""
+    coords_, combos_, limits_ = (np.ascontiguousarray(array, dtype=np.int64)
+                                 for array in (coords, combos, limits))
+    nodes = int(limits_.max()) if len(limits_) else 0
+    out = np.zeros((len(combos_), nodes), dtype=np.int64)
     if nodes and len(combos_):
         rows = np.empty(nodes * per_node * per_node, dtype=np.int64)
         table, mask = _table(nodes)
-        _ids()(coords_.ctypes.data, combos_.ctypes.data, len(combos_), coords_.shape[1],
-               per_node, nodes, mask, rows.ctypes.data, table.ctypes.data, out.ctypes.data)
+        _ids()(coords_.ctypes.data, combos_.ctypes.data, limits_.ctypes.data, len(combos_),
+               coords_.shape[1], per_node, nodes, mask, rows.ctypes.data, table.ctypes.data,
+               out.ctypes.data)
     return out
 
 
 def node_groups(ids: np.ndarray, combo_of: np.ndarray, first_key: np.ndarray,
                 held: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(pairs, nodes) int8: the module docstring's, `ids` (C, nodes) of `dim_node_ids`,
-    combo_of (pairs, rank), first_key (senders, nodes), held and counts (pairs,)."""
+    """The module docstring's, `ids` (C, nodes) of `dim_node_ids`, combo_of (pairs, rank),
+    first_key (senders, nodes), held and counts (pairs,)."""
     ids_, combo_of_, first_key_, held_, counts_ = (
         np.ascontiguousarray(array, dtype=np.int64)
         for array in (ids, combo_of, first_key, held, counts))
     nodes = ids_.shape[1]
     pairs, rank = combo_of_.shape
-    out = np.zeros((pairs, nodes), dtype=np.int8)
+    out = np.empty(int(counts_.sum()), dtype=np.int64)
+    found = np.zeros(1, dtype=np.int64)
     if nodes and pairs:
         rows = np.empty(nodes * (rank + 1), dtype=np.int64)
         table, mask = _table(nodes)
         _groups()(ids_.ctypes.data, combo_of_.ctypes.data, first_key_.ctypes.data,
                   held_.ctypes.data, counts_.ctypes.data, pairs, rank, nodes, mask,
-                  rows.ctypes.data, table.ctypes.data, out.ctypes.data)
-    return out
+                  rows.ctypes.data, table.ctypes.data, out.ctypes.data, found.ctypes.data)
+    return out[:int(found[0])]
