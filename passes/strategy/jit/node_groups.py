@@ -101,7 +101,7 @@ def build_ids_module() -> ir.Module:
     (coords, combos, limits, count, devices, per_node, nodes, mask, rows, table,
      out) = function.args
     loops = Loops(function)
-    builder, zero, one, loop = loops.builder, loops.zero, loops.one, loops.loop
+    builder, zero, loop = loops.builder, loops.zero, loops.loop
     width = builder.mul(per_node, per_node)
 
     def over_combos(combo: ir.Value) -> None:
