@@ -75,6 +75,7 @@ def received_by_link(senders: DimLayouts, receivers: DimLayouts, per_node: int,
 def _walk(senders: DimLayouts, receivers: DimLayouts, per_node: int, rows: np.ndarray,
           cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`received_by_link` of pairs not met before, walked."""
+    from pase.passes.strategy import dim_groups
     from pase.passes.strategy.jit.dim_links import received_by_link_dims
 
     held_ids, rows_at = np.unique(rows, return_inverse=True)
@@ -96,10 +97,17 @@ def _walk(senders: DimLayouts, receivers: DimLayouts, per_node: int, rows: np.nd
     sender_q, receiver_q = senders.working[held_ids], receivers.working[needed_ids]
     windows, beyond = _windows(_subset(senders, held_ids), _subset(receivers, needed_ids),
                                rows_at, cols_at, per_node)
-    intra, inter = received_by_link_dims(
-        coords, (held_state, senders.length[held_ids], sender_q), first,
-        (needed_state, receivers.length[needed_ids], receiver_q), rows_at, cols_at,
-        windows, per_node)
+    held = (held_state, senders.length[held_ids], sender_q)
+    needed = (needed_state, receivers.length[needed_ids], receiver_q)
+    owner = None
+    if dim_groups.GROUPED[0] and per_node <= dim_groups.SLOTS:
+        owner, rows_at, cols_at, windows = dim_groups.node_pieces(
+            (coords, states), held, needed, first, rows_at, cols_at, windows, per_node)
+    intra, inter = received_by_link_dims(coords, held, first, needed, rows_at, cols_at,
+                                         windows, per_node)
+    if owner is not None:
+        intra, inter = dim_groups.most(owner, intra, len(rows)), \
+            dim_groups.most(owner, inter, len(rows))
     inter[beyond] = np.maximum(inter[beyond], receivers.volume[cols[beyond]])
     return intra, inter
 

@@ -53,7 +53,10 @@ class PricedTables:
                  budget: MemoryBudget | None = None):
         self._lists = list(config_lists)  # (kept alive: positions are keyed by id)
         self._where: dict[int, tuple[int, int]] = {}
-        for configs in self._lists:
+        # (A list that recurs, as the repeated blocks' layers share theirs, adds nothing:
+        # its configurations are already placed. GPT-3 175B at 3,072 devices: 1,446
+        # lists, 18 distinct, 9,792,065 configurations of which 90,151 distinct lists'.)
+        for configs in {id(configs): configs for configs in self._lists}.values():
             for position, config in enumerate(configs):
                 self._where.setdefault(id(config), (id(configs), position))
         self._tables: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
