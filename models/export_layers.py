@@ -140,7 +140,9 @@ class Encoder(nn.Module):
 
 class Attention(nn.Module):
     """nn.MultiheadAttention self-attention, `mask`: None, "causal" (a bool attn_mask),
-    "float" (an additive float attn_mask), "padding" (a key_padding_mask input)."""
+    "float" (an additive float attn_mask), "padding" (a key_padding_mask input: True where
+    a key is padding), "keep" (an attention_mask input, 1 where a key is kept, turned into
+    the key_padding_mask in `forward`)."""
 
     def __init__(self, batch_first: bool = True, mask: str | None = None,
                  need_weights: bool = False) -> None:
@@ -155,6 +157,8 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
         x = x if self.batch_first else x.transpose(0, 1)
         mask = {"causal": self.causal, "float": self.additive}.get(self.mask or "")
+        if self.mask == "keep":  # attention_mask's convention, 1 = keep: inverted here
+            padding = (padding[0] == 0,)
         y, _ = self.attention(x, x, x, attn_mask=mask, need_weights=self.need_weights,
                               key_padding_mask=padding[0] if padding else None)
         return self.head(y if self.batch_first else y.transpose(0, 1))
@@ -243,6 +247,11 @@ def with_padding() -> tuple[torch.Tensor, ...]:
     return (torch.randn(B, S, D), torch.arange(S)[None, :] >= torch.arange(S - B, S)[:, None])
 
 
+def with_keep() -> tuple[torch.Tensor, ...]:
+    return (torch.randn(B, S, D), (torch.arange(S)[None, :] < torch.arange(S, S - B, -1)[:, None])
+            .long())
+
+
 def small_resnet() -> nn.Module:
     return base.narrow_resnet("basic", [1, 1, 1, 1], divisor=8)
 
@@ -273,6 +282,7 @@ CASES: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple], dict[str, A
     "mha_causal_seq_first": (lambda: Attention(False, "causal"), TOKENS, {}),
     "mha_float_mask": (lambda: Attention(mask="float"), TOKENS, {}),
     "mha_padding": (lambda: Attention(mask="padding"), with_padding, {}),
+    "mha_keep": (lambda: Attention(mask="keep"), with_keep, {}),
     "gpt_tanh": (TinyGpt, IDS, {}),
     "gpt_erf": (lambda: TinyGpt(approximate="none"), IDS, {}),
     "gpt_sdpa_untied": (lambda: TinyGpt(tied=False, sdpa=True), IDS, {}),
@@ -325,13 +335,16 @@ model in train mode (its dropout, and batch norm's batch statistics), "eval" in 
 
 CASES["dropout"] = (lambda: Mlp(nn.GELU(), dropout=0.5), features(D), {})
 
-FIXTURES = ["mha_causal_ts", "gpt_erf_ts", "rmsnorm_by_hand_ts", "conv1d_ts"]
-"""The cases committed in models/onnx/ (small TorchScript exports), each once a failure
-of pase's import that is now read."""
+FIXTURES = ["einsum", "mha_keep", "mha_padding"]
+"""The cases committed in models/onnx/ as `NAME.torchscript.onnx` (small, self-contained
+TorchScript exports): torch.einsum, which pase did not read; nn.MultiheadAttention given
+an attention_mask (1 = keep) turned into its key_padding_mask, and given the
+key_padding_mask itself (true = padding), one error saying how to export it."""
 
 
-def export(name: str, folder: str) -> str | None:
-    """Write one export; the exporter's own failure, if it failed."""
+def export(name: str, folder: str, path: str | None = None) -> str | None:
+    """Write one export (to `path`, else `FOLDER/NAME.onnx`); the exporter's own failure,
+    if it failed."""
     if name in OPTIONS:
         case, options = OPTIONS[name]
     else:
@@ -341,7 +354,7 @@ def export(name: str, folder: str) -> str | None:
     torch.manual_seed(0)
     model = build()
     model = model.train() if name.endswith("_training") else model.eval()
-    path = os.path.join(folder, f"{name}.onnx")
+    path = path or os.path.join(folder, f"{name}.onnx")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -367,9 +380,13 @@ def main(argv: list[str]) -> int:
         print("\n".join(NAMES))
         return 0
     folder, names = argv[0], argv[1:] or NAMES
-    if names == ["--fixtures"]:
-        names = FIXTURES
     os.makedirs(folder, exist_ok=True)
+    if names == ["--fixtures"]:
+        failures = [export(f"{case}_ts", folder, os.path.join(folder, f"{case}.torchscript.onnx"))
+                    for case in FIXTURES]
+        for case, failure in zip(FIXTURES, failures, strict=True):
+            print(f"{case}: {'export failed: ' + failure if failure else 'ok'}")
+        return 1 if any(failures) else 0
     for name in names:
         failure = export(name, folder)
         print(f"{name}: {'export failed: ' + failure if failure else 'ok'}", flush=True)

@@ -49,7 +49,7 @@ def import_graph(onnx: Any, model: Any, filename: str, graph_name: str, batch: i
         state.values[init.name] = Value((), constant=onnx.numpy_helper.to_array(init))
     nodes = rewrite_patterns(onnx, list(graph.node), state.constant_of)
     inputs = {v.name: v for v in graph.input if v.name not in initializers}
-    nodes = rewrite_input_masks(onnx, nodes, inputs, state.constant_of)
+    nodes = rewrite_input_masks(onnx, nodes, inputs, state.constant_of, filename)
     check_input_masks(nodes, list(inputs), state.constant_of, filename)
     check_supported(nodes, filename)
     for value in graph.input:
