@@ -335,10 +335,13 @@ model in train mode (its dropout, and batch norm's batch statistics), "eval" in 
 
 CASES["dropout"] = (lambda: Mlp(nn.GELU(), dropout=0.5), features(D), {})
 
-FIXTURES = ["einsum", "mha_keep", "mha_padding"]
-"""The cases committed in models/onnx/ as `NAME.torchscript.onnx` (small, self-contained
-TorchScript exports): torch.einsum, which pase did not read; nn.MultiheadAttention given
-an attention_mask (1 = keep) turned into its key_padding_mask, and given the
+FIXTURES = {"einsum": "einsum_ts", "mha_keep": "mha_keep_ts", "mha_padding": "mha_padding_ts",
+            "conv1d": "conv1d_ts", "encoder_dynamic_batch": "encoder_ts_dynamic_axes"}
+"""The exports committed in models/onnx/ as `STEM.torchscript.onnx` (small, self-contained
+TorchScript exports), each once refused by pase's import: torch.einsum; nn.Conv1d,
+MaxPool1d and AdaptiveAvgPool1d; an nn.TransformerEncoderLayer exported with a symbolic
+batch (`dynamic_axes`), whose shape computations read it; nn.MultiheadAttention given an
+attention_mask (1 = keep) turned into its key_padding_mask, and given the
 key_padding_mask itself (true = padding), one error saying how to export it."""
 
 
@@ -382,8 +385,8 @@ def main(argv: list[str]) -> int:
     folder, names = argv[0], argv[1:] or NAMES
     os.makedirs(folder, exist_ok=True)
     if names == ["--fixtures"]:
-        failures = [export(f"{case}_ts", folder, os.path.join(folder, f"{case}.torchscript.onnx"))
-                    for case in FIXTURES]
+        failures = [export(name, folder, os.path.join(folder, f"{stem}.torchscript.onnx"))
+                    for stem, name in FIXTURES.items()]
         for case, failure in zip(FIXTURES, failures, strict=True):
             print(f"{case}: {'export failed: ' + failure if failure else 'ok'}")
         return 1 if any(failures) else 0

@@ -78,3 +78,19 @@ def refuse_symbolic_sizes(model: Any, batch: int, filename: str) -> None:
         name, _, symbol = symbolic[0]
         raise Diagnostic(f"the batch axis of input '{name}' is symbolic ({symbol}); give "
                          "its size: -f 'onnx{batch=N}' (pase-run: --batch N)", filename)
+
+
+def size_the_batch(model: Any, batch: int) -> None:
+    """The symbolic batch axis (axis 0) of every graph input given its size `batch` (`-f
+    'onnx{batch=N}'`, `pase-run --batch N`) in the model itself, before the shape
+    computations are folded: those that read it (`Shape` of an input, as
+    nn.MultiheadAttention's and a causal mask's sizes under `dynamic_axes` or
+    `dynamic_shapes`) are then constants like the others."""
+    if not batch:
+        return
+    initializers = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if value.name not in initializers and dims and not (
+                dims[0].HasField("dim_value") and dims[0].dim_value >= 1):
+            dims[0].dim_value = batch

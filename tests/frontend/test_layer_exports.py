@@ -4,6 +4,11 @@ models/onnx/ (TorchScript exports) and on graphs built with onnx.helper:
 
 - `einsum`: torch.einsum's ONNX Einsum (projections `bsd,dhe->bhse`, scores
   `bhse,bhte->bhst`, three operands `bhst,bhte,hec->bsc`) as `dnn.einsum`;
+- `conv1d`: nn.Conv1d (padding, stride, groups, "same"), MaxPool1d and
+  AdaptiveAvgPool1d(1) as 2-D windows of height 1 between two `dnn.reshape`s;
+- `encoder_dynamic_batch`: an nn.TransformerEncoderLayer exported with `dynamic_axes`
+  (a symbolic batch), read with `batch=8`: the shape computations that read the batch
+  (nn.MultiheadAttention's sizes) are folded, as at a static batch;
 - `mha_keep`: nn.MultiheadAttention given an attention_mask input (1 = keep) turned into
   its key_padding_mask in forward, read as `dnn.mask padding`;
 - `mha_padding`: given the key_padding_mask itself (true = padding), one error saying
@@ -36,7 +41,10 @@ from pase.tools.run.load import with_configs, with_initial  # noqa: E402
 from pase.tools.run.runtime import train  # noqa: E402
 
 FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
-READ = ["einsum", "mha_keep"]
+READ = ["einsum", "mha_keep", "conv1d", "encoder_dynamic_batch"]
+BATCH = {"encoder_dynamic_batch": 8}
+"""The batch a file exported with a symbolic batch is read at (-f 'onnx{batch=8}',
+pase-run --batch 8)."""
 RNG = np.random.default_rng(0)
 
 
@@ -57,19 +65,43 @@ def first_loss_and_reference(model: onnx.ModelProto, imported) -> tuple[float, f
 @pytest.mark.parametrize("name", READ)
 def test_the_fixture_computes_what_onnx_computes(name: str):
     path = str(FOLDER / f"{name}.torchscript.onnx")
-    loss, expected = first_loss_and_reference(onnx.load(path), load_model(path))
+    loss, expected = first_loss_and_reference(onnx.load(path),
+                                              load_model(path, BATCH.get(name, 0)))
     assert loss == pytest.approx(expected, rel=1e-5)
 
 
 @pytest.mark.parametrize("name", READ)
 def test_the_fixture_is_searched_and_checked(name: str, capsys: pytest.CaptureFixture[str]):
     path = str(FOLDER / f"{name}.torchscript.onnx")
-    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8}"], capsys)
+    batch = BATCH.get(name)
+    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8}", *(
+        ["-f", f"onnx{{batch={batch}}}"] if batch else [])], capsys)
     assert status == 0, err
     assert "#pase.config" in out
-    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check"], capsys)
+    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check", *(
+        ["--batch", str(batch)] if batch else [])], capsys)
     assert status == 0, err
     assert "check passed" in out
+
+
+def test_a_symbolic_batch_needs_its_size(capsys: pytest.CaptureFixture[str]):
+    path = str(FOLDER / "encoder_dynamic_batch.torchscript.onnx")
+    status, _, err = run_tool(pase_opt, [path], capsys)
+    assert status == 1
+    assert err == (f"{path}: error: the batch axis of input 'x' is symbolic ('batch'); give "
+                   "its size: -f 'onnx{batch=N}' (pase-run: --batch N)\n")
+
+
+def test_conv1d_is_a_convolution_of_height_1():
+    imported = load_model(str(FOLDER / "conv1d.torchscript.onnx"))
+    ops = list(imported.module.ops.first.body.block.ops)
+    convs = [op for op in ops if isinstance(op, dnn.Conv2dOp)]
+    pools = [op for op in ops if isinstance(op, dnn.Pool2dOp)]
+    assert [op.groups.data if op.groups else 1 for op in convs] == [1, 4, 16]
+    assert [op.stride.data for op in convs] == [1, 2, 1]
+    assert [dnn.shape_of(op.results[0]).sizes for op in convs + pools] == [
+        (8, 16, 1, 32), (8, 16, 1, 16), (8, 16, 1, 8), (8, 16, 1, 8)]
+    assert sum(isinstance(op, dnn.ReshapeOp) for op in ops) == 8
 
 
 def test_a_key_padding_mask_input_is_one_error(capsys: pytest.CaptureFixture[str]):

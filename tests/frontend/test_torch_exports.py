@@ -39,7 +39,7 @@ MASKED = ("bert_mask", "gpt2_mask")
 """Exported with an attention_mask input: test_padding_masks.py."""
 MORE = ("pads", "gru", "swin")
 """Exported by models/export_more.py: test_more_exports.py."""
-LAYERS = ("einsum", "mha_keep", "mha_padding")
+LAYERS = ("einsum", "mha_keep", "mha_padding", "conv1d", "encoder_dynamic_batch")
 """Exported by models/export_layers.py: test_layer_exports.py."""
 MORE_CHECKED = ["pads.dynamo", "gru.torchscript"]
 """Of those, searched and checked here: one file per model (the two exports import as the
