@@ -27,9 +27,9 @@
 # PADDING-NOT: Traceback
 
 # CONV1D:      %layers_layers_0_Conv_2d = dnn.reshape %input1 : (!dnn.tensor<[b = 8, s = 4, d = 32], f32>) -> !dnn.tensor<[b = 8, s = 4, h = 1, d = 32], f32>
-# CONV1D-NEXT: %layers_layers_0_Conv_conv = dnn.conv2d %layers_layers_0_Conv_2d, %onnx_Conv_25_2d stride 1 padding [0, 2] : ({{.*}}, !dnn.tensor<[c = 16, s = 4, kh = 1, kw = 5], f32>) -> !dnn.tensor<[b = 8, c = 16, h1 = 1, w = 32], f32>
-# CONV1D-NEXT: %layers_layers_0_Conv_1d = dnn.reshape %layers_layers_0_Conv_conv {{.*}} -> !dnn.tensor<[b = 8, c = 16, w = 32], f32>
-# CONV1D-NEXT: %layers_layers_0_Conv = dnn.add %layers_layers_0_Conv_1d, %onnx_Conv26
+# CONV1D:      %layers_layers_0_Conv_conv = dnn.conv2d %layers_layers_0_Conv_2d, %onnx_Conv_25_2d stride 1 padding [0, 2] : ({{.*}}, !dnn.tensor<[c = 16, s = 4, kh = 1, kw = 5], f32>) -> !dnn.tensor<[b = 8, c = 16, h1 = 1, w = 32], f32>
+# CONV1D:      %layers_layers_0_Conv_1d = dnn.reshape %layers_layers_0_Conv_conv {{.*}} -> !dnn.tensor<[b = 8, c = 16, w = 32], f32>
+# CONV1D:      %layers_layers_0_Conv = dnn.add %layers_layers_0_Conv_1d, %onnx_Conv26
 # CONV1D:      dnn.conv2d {{.*}} stride 2 padding [0, 1] groups 4 : {{.*}} -> !dnn.tensor<[b = 8, c1 = 16, h3 = 1, w1 = 16], f32>
 # CONV1D:      dnn.pool2d max {{.*}} window [1, 2] stride 2 padding 0 : {{.*}} -> !dnn.tensor<[b = 8, c1 = 16, h5 = 1, w2 = 8], f32>
 # CONV1D:      dnn.conv2d {{.*}} stride 1 padding [0, 1] groups 16 : {{.*}} -> !dnn.tensor<[b = 8, c2 = 16, h7 = 1, w3 = 8], f32>
