@@ -376,24 +376,23 @@ NAMES = [f"{case}_{exporter}" for case in CASES if case != "dropout"
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__)
-        return 1
-    if argv[0] == "--list":
-        print("\n".join(NAMES))
-        return 0
-    folder, names = argv[0], argv[1:] or NAMES
+    """Export the cases named (all by default), or `--fixtures`, or `--list` them."""
+    if argv[:1] == ["--list"] or not argv:
+        print("\n".join(NAMES) if argv else __doc__)
+        return 0 if argv else 1
+    folder = argv[0]
     os.makedirs(folder, exist_ok=True)
-    if names == ["--fixtures"]:
-        failures = [export(name, folder, os.path.join(folder, f"{stem}.torchscript.onnx"))
-                    for stem, name in FIXTURES.items()]
-        for case, failure in zip(FIXTURES, failures, strict=True):
-            print(f"{case}: {'export failed: ' + failure if failure else 'ok'}")
-        return 1 if any(failures) else 0
-    for name in names:
-        failure = export(name, folder)
-        print(f"{name}: {'export failed: ' + failure if failure else 'ok'}", flush=True)
-    return 0
+    if argv[1:] == ["--fixtures"]:
+        paths = {name: os.path.join(folder, f"{stem}.torchscript.onnx")
+                 for stem, name in FIXTURES.items()}
+    else:
+        paths = {name: os.path.join(folder, f"{name}.onnx") for name in argv[1:] or NAMES}
+    failed = 0
+    for name, path in paths.items():
+        failure = export(name, folder, path)
+        failed += failure is not None
+        print(f"{os.path.basename(path)}: {failure or 'ok'}", flush=True)
+    return 1 if failed and argv[1:] == ["--fixtures"] else 0
 
 
 if __name__ == "__main__":
