@@ -135,7 +135,7 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
     return [graph.elementwise(dnn.AddOp, output, bias, name)]
 
 
-def lifted_1d(graph: GraphState, node: Any, x: Value) -> tuple[Value, list[int]]:
+def lifted_1d(graph: GraphState, node: Any, x: Value) -> tuple[Value, list[int] | None]:
     """The input `[b, c, l]` of a 1-D window as `[b, c, 1, l]` (a dnn.reshape adding a
     height of 1), uneven zero pads added first (`dnn.pad`), and the window's pads as
     2-D ones: `[0, p, 0, p]`."""
