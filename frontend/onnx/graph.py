@@ -117,11 +117,9 @@ def graph_input(state: GraphState, value: Any, batch: int) -> None:
     sizes = [input_size(state, value.name, position, dim, batch)
              for position, dim in enumerate(shape)]
     elements = int(np.prod(sizes, dtype=object))
-    if elements > MAX_ELEMENTS:
-        given = (f" with batch={batch:,} (-f 'onnx{{batch=N}}', pase-run --batch N)"
-                 if batch and any(not d.HasField("dim_value") for d in shape) else "")
+    if elements > MAX_ELEMENTS:  # (a symbolic batch too large: size_the_batch)
         raise state.error(f"input '{value.name}' of shape {sizes} has {elements:,} elements"
-                          f"{given}; pase handles at most 2^53 per tensor")
+                          "; pase handles at most 2^53 per tensor")
     axes = [state.dims.new(size, roles[p] if p < len(roles) else "d")
             for p, size in enumerate(sizes)]
     op = dnn.InputOp(state.tensor_type(axes, element))

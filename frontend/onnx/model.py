@@ -73,7 +73,7 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
     refuse_undecodable_names(model, filename)
     refuse_nonpositive_sizes(model, filename)
     refuse_symbolic_sizes(model, batch, filename)
-    size_the_batch(model, batch)
+    size_the_batch(model, batch, filename)
     if inputs_fit is not None:
         inputs_fit(model)
     load_external_data(onnx, model, filename, limit, len(data))
