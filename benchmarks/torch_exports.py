@@ -21,6 +21,15 @@ seconds / CPU seconds, user and system / peak RSS of the process):
   the batch's statistics, no dropout, as pase trains): "equal" within 1e-4 relative
   (f32). Full-size programs take minutes and gigabytes each (bert-base: about 12 GB).
 
+With `--layers`, the exports of `models/export_layers.py` (the layers a user hands over,
+each alone; small files, run in this process): per file its exporter and opset, whether
+it imports, the step of `pase-search{devices=8 report=true}`, `pase-run --devices 4
+--check` (unscaled: the grouped convolutions' channels form no groups at 1/8), pase's
+first loss against `onnx.reference`'s, and the row's CPU seconds:
+
+    python models/export_layers.py ../layers                              # torch needed
+    .venv/bin/python benchmarks/torch_exports.py --layers ../layers/*
+
 The files are not in the repository (hundreds of megabytes each); the first failing step
 of a file is its row's last column, with the tool's first error line.
 
@@ -43,6 +52,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,7 +162,7 @@ def row(path: Path, jax_loss: bool = False) -> list[str]:
 
 
 def in_process(main: Callable[[list[str]], None], arguments: list[str],
-               passed: str = "") -> str:
+               passed: str = "", streams: list[str] | None = None) -> str:
     """`ok` when the tool's `main(arguments)` exits 0 (printing `passed`), else the exit
     status and its first error line; `TRACEBACK` and the exception where one escaped it
     (a user would see Python's traceback). In this process: the matrix's many small
@@ -166,12 +176,14 @@ def in_process(main: Callable[[list[str]], None], arguments: list[str],
         status = exit_.code if isinstance(exit_.code, int) else 1
     except Exception as error:  # what the user would see as a traceback
         return f"TRACEBACK {type(error).__name__}: {str(error)[:120]}"
+    if streams is not None:
+        streams += [out.getvalue(), err.getvalue()]
     if status == 0 and passed in out.getvalue():
         return "ok"
     return f"exit {status}: {first_error(err.getvalue() or out.getvalue())}"
 
 
-def reference_loss(path: Path) -> str:
+def reference_loss(path: Path, batch: int = 0) -> str:
     """pase's first loss on one device against softmax cross-entropy over
     `onnx.reference`'s evaluation of the file (or the file's own loss), on the same seeded
     data; batch norm with the batch's statistics and no dropout, as pase trains (an
@@ -181,7 +193,7 @@ def reference_loss(path: Path) -> str:
     from pase.tools.run.load import strategy_and_scale, with_initial
     from pase.tools.run.runtime import train
 
-    imported = load_model(str(path))
+    imported = load_model(str(path), batch)
     data = with_initial(make_data(imported.module.ops.first, seed=3),
                         imported.initial_values)
     expected = onnx_reference_loss(path, data)
@@ -247,6 +259,53 @@ def matrix_row(path: Path) -> list[str]:
     return [path.stem, search, check, loss]
 
 
+LAYER_COLUMNS = ("model", "exporter", "opset", "imports", "search step (8 devices)",
+                 "pase-run --devices 4 --check", "first loss", "CPU s")
+
+
+def layers_row(path: Path) -> list[str]:
+    """One export of `models/export_layers.py`: its exporter (by name: `_ts` is the
+    TorchScript one) and opset, whether it imports (`pase-opt FILE`), the search's step
+    and predicted speedup (`pase-search{devices=8 report=true}`), `pase-run --devices 4
+    --check`, and pase's first loss against onnx.reference's; a symbolic batch (`dynamic`
+    in the name) read at 8. CPU seconds of the whole row, in this process."""
+    import onnx
+
+    from pase.tools.pase_opt import main as pase_opt
+    from pase.tools.pase_run import main as pase_run
+
+    started = time.process_time()
+    exporter = "TorchScript" if "_ts" in path.stem else "dynamo"
+    if path.suffix == ".export-failed":
+        cells = [path.stem, exporter, "", "export failed: " + path.read_text().strip()[:100]]
+        return cells + [""] * 4
+    model = onnx.load(str(path), load_external_data=False)
+    opset = next((str(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                 "?")
+    batch = ["-f", "onnx{batch=8}"] if "dynamic" in path.stem else []
+    cells = [path.stem, exporter, opset]
+    imported = in_process(pase_opt, [str(path), *batch, "-o", os.devnull])
+    if imported != "ok":
+        return cells + [imported.removeprefix("exit 1: ").replace(str(path.parent) + "/", ""),
+                        "", "", "", f"{time.process_time() - started:.1f}"]
+    streams: list[str] = []
+    search = in_process(pase_opt, [str(path), *batch, "-p",
+                                   "pase-search{devices=8 report=true}", "-o", os.devnull],
+                        streams=streams)
+    total = re.search(r"^total (\S+) s", streams[1] if streams else "", re.M)
+    speedup = re.search(r"predicted speedup ([0-9.]+x)", streams[1] if streams else "")
+    step = f"{total.group(1)} s ({speedup.group(1)} over DP)" if search == "ok" and total \
+        and speedup else search
+    check = in_process(pase_run, [str(path), "--devices", "4", "--check",
+                                  *(["--batch", "8"] if batch else [])], passed="check passed")
+    try:
+        loss = reference_loss(path, 8 if batch else 0)
+    except Exception as error:  # the reference evaluator's own failure
+        loss = f"not compared ({type(error).__name__}: {str(error)[:80]})"
+    return cells + ["yes", step, "passed" if check == "ok" else check, loss,
+                    f"{time.process_time() - started:.1f}"]
+
+
 def main() -> int:
     parser = UsageParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="exported .onnx files")
@@ -256,7 +315,16 @@ def main() -> int:
     parser.add_argument("--jax-loss", action="store_true",
                         help="also run each -t jax program one step on 8 CPU devices and "
                              "compare its first loss with onnx.reference's")
+    parser.add_argument("--layers", action="store_true",
+                        help="the exports of models/export_layers.py: exporter, opset, "
+                             "import, search step, check and first loss per file")
     args = parser.parse_args()
+    if args.layers:
+        print("| " + " | ".join(LAYER_COLUMNS) + " |")
+        print("|" + "---|" * len(LAYER_COLUMNS))
+        for path in args.files:
+            print("| " + " | ".join(layers_row(path)) + " |", flush=True)
+        return 0
     if args.matrix:
         print("| variant | pase-search{devices=8} | pase-run --check | first loss |")
         print("|---|---|---|---|")

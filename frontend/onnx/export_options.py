@@ -15,9 +15,11 @@ so that the import reported one of those nodes instead of the symbolic axis.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pase.core.diagnostics import Diagnostic
+from pase.core.shapes import MAX_ELEMENTS
 from pase.frontend.onnx.values import node_label
 
 WEIGHT_OPERANDS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "Gather": (0,),
@@ -78,3 +80,27 @@ def refuse_symbolic_sizes(model: Any, batch: int, filename: str) -> None:
         name, _, symbol = symbolic[0]
         raise Diagnostic(f"the batch axis of input '{name}' is symbolic ({symbol}); give "
                          "its size: -f 'onnx{batch=N}' (pase-run: --batch N)", filename)
+
+
+def size_the_batch(model: Any, batch: int, filename: str) -> None:
+    """The symbolic batch axis (axis 0) of every graph input given its size `batch` (`-f
+    'onnx{batch=N}'`, `pase-run --batch N`) in the model itself, before the shape
+    computations are folded: those that read it (`Shape` of an input, as
+    nn.MultiheadAttention's and a causal mask's sizes under `dynamic_axes` or
+    `dynamic_shapes`) are then constants like the others. An input that would have more
+    than 2^53 elements so is an error naming it."""
+    if not batch:
+        return
+    initializers = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if value.name not in initializers and dims and not (
+                dims[0].HasField("dim_value") and dims[0].dim_value >= 1):
+            sizes = [batch, *(d.dim_value for d in dims[1:])]
+            elements = math.prod(sizes)
+            if elements > MAX_ELEMENTS:
+                raise Diagnostic(f"input '{value.name}' of shape {sizes} has {elements:,} "
+                                 f"elements with batch={batch:,} (-f 'onnx{{batch=N}}', "
+                                 "pase-run --batch N); pase handles at most 2^53 per "
+                                 "tensor", filename)
+            dims[0].dim_value = batch

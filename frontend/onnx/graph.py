@@ -49,7 +49,7 @@ def import_graph(onnx: Any, model: Any, filename: str, graph_name: str, batch: i
         state.values[init.name] = Value((), constant=onnx.numpy_helper.to_array(init))
     nodes = rewrite_patterns(onnx, list(graph.node), state.constant_of)
     inputs = {v.name: v for v in graph.input if v.name not in initializers}
-    nodes = rewrite_input_masks(onnx, nodes, inputs, state.constant_of)
+    nodes = rewrite_input_masks(onnx, nodes, inputs, state.constant_of, filename)
     check_input_masks(nodes, list(inputs), state.constant_of, filename)
     check_supported(nodes, filename)
     for value in graph.input:
@@ -117,11 +117,9 @@ def graph_input(state: GraphState, value: Any, batch: int) -> None:
     sizes = [input_size(state, value.name, position, dim, batch)
              for position, dim in enumerate(shape)]
     elements = int(np.prod(sizes, dtype=object))
-    if elements > MAX_ELEMENTS:
-        given = (f" with batch={batch:,} (-f 'onnx{{batch=N}}', pase-run --batch N)"
-                 if batch and any(not d.HasField("dim_value") for d in shape) else "")
+    if elements > MAX_ELEMENTS:  # (a symbolic batch too large: size_the_batch)
         raise state.error(f"input '{value.name}' of shape {sizes} has {elements:,} elements"
-                          f"{given}; pase handles at most 2^53 per tensor")
+                          "; pase handles at most 2^53 per tensor")
     axes = [state.dims.new(size, roles[p] if p < len(roles) else "d")
             for p, size in enumerate(sizes)]
     op = dnn.InputOp(state.tensor_type(axes, element))

@@ -53,10 +53,11 @@ Constants = Callable[[str], np.ndarray | None]
 
 
 def rewrite_input_masks(onnx: Any, nodes: list[Any], inputs: dict[str, Any],
-                        constant_of: Constants) -> list[Any]:
+                        constant_of: Constants, filename: str = "") -> list[Any]:
     """`nodes` with every padding mask computed from a model input (`inputs`: the graph
     inputs by name, as ValueInfo) as one `PaddingMask` node, and the nodes only it read
-    removed."""
+    removed. A mask of the inverse convention (PyTorch's `key_padding_mask`: true where a
+    key is padding) is one error saying how to export it."""
     derived = mask_values(nodes, inputs, constant_of)
     producer = {out: node for node in nodes for out in node.output}
     probes: dict[tuple[str, str], tuple[bool, float, int] | None] = {}
@@ -72,6 +73,9 @@ def rewrite_input_masks(onnx: Any, nodes: list[Any], inputs: dict[str, Any],
             probes[value, meaning] = probe(onnx, value, derived[value], inputs, producer,
                                            derived, constant_of, meaning)
         form = probes[value, meaning]
+        if form is None and probe(onnx, value, derived[value], inputs, producer, derived,
+                                  constant_of, meaning, inverted=True) is not None:
+            raise Diagnostic(inverted_mask_message(node, derived[value]), filename)
         if form is not None and (fill is None or fill <= ADDITIVE_MASK_LIMIT):
             causal, bias_fill, rank = form
             replacement[id(node)] = onnx.helper.make_node(
@@ -84,6 +88,15 @@ def rewrite_input_masks(onnx: Any, nodes: list[Any], inputs: dict[str, Any],
                                set(derived))
     read_as_ints(onnx, rewritten, inputs)
     return rewritten
+
+
+def inverted_mask_message(node: Any, source: str) -> str:
+    return (f"node '{node_label(node)}' ({node.op_type}): the model's input '{source}' "
+            "masks the attention scores where it is true or 1 (as nn.MultiheadAttention's "
+            "and nn.Transformer's key_padding_mask: true where a key is padding); pase reads "
+            "a padding mask input as an attention_mask, 1 where a key is kept: export the "
+            "model with that input and pass `key_padding_mask=(attention_mask == 0)` in its "
+            "forward")
 
 
 def read_as_ints(onnx: Any, nodes: list[Any], inputs: dict[str, Any]) -> None:
@@ -147,20 +160,21 @@ def masked_operands(node: Any, derived: dict[str, str], constant_of: Constants
 
 def probe(onnx: Any, value: str, source: str, inputs: dict[str, Any],
           producer: dict[str, Any], derived: dict[str, str], constant_of: Constants,
-          meaning: str) -> tuple[bool, float, int] | None:
+          meaning: str, inverted: bool = False) -> tuple[bool, float, int] | None:
     """(causal, fill, rank) when `value` is, for all-ones and random masks m of the
     input `source` [batch, keys], a [batch, ..., keys] tensor of that rank that keeps
     where `m[b, k]` and a constant keep[..., q, k], all true or causal; as `meaning`
     says (`masked_operands`): a float bias, 0 where it keeps and `fill` (one value at
     most `ADDITIVE_MASK_LIMIT`) elsewhere; a condition true where it keeps ("keep") or
-    where it hides ("hide"). None: it is not such a mask."""
+    where it hides ("hide"). `inverted`: keeps where `m[b, k]` is 0 instead (probed
+    first with all zeros). None: it is not such a mask."""
     shape = input_shape(inputs[source])
     if len(shape) != 2:
         return None
     try:
         evaluate = evaluator(onnx, value, source, inputs, producer, derived, constant_of)
         rng = np.random.default_rng(0)
-        masks = [np.ones(shape, dtype=np.int64)] + [
+        masks = [np.full(shape, 0 if inverted else 1, dtype=np.int64)] + [
             rng.integers(0, 2, size=shape) for _ in range(PROBES - 1)]
         outputs = [evaluate(mask) for mask in masks]
     except Exception:  # the evaluator's own failure: not a mask this recognises
@@ -175,7 +189,8 @@ def probe(onnx: Any, value: str, source: str, inputs: dict[str, Any],
         fills.update(np.unique(out[~kept]).tolist() if meaning == "bias" else [-np.inf])
         if constant is None:
             constant = kept
-        expected = constant & (mask.reshape(shape[0], *[1] * (out.ndim - 2), shape[1]) != 0)
+        given = mask.reshape(shape[0], *[1] * (out.ndim - 2), shape[1]) != 0
+        expected = constant & (given ^ inverted)
         if not np.array_equal(kept, expected):
             return None
     assert constant is not None

@@ -28,6 +28,7 @@ from pase.frontend.onnx.export_options import (
     refuse_half_precision,
     refuse_missing_weights,
     refuse_symbolic_sizes,
+    size_the_batch,
 )
 from pase.frontend.onnx.external import DEFAULT_MEMORY_GIB, GIB, load_external_data
 from pase.frontend.onnx.folding import fold_constant_nodes
@@ -72,6 +73,7 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
     refuse_undecodable_names(model, filename)
     refuse_nonpositive_sizes(model, filename)
     refuse_symbolic_sizes(model, batch, filename)
+    size_the_batch(model, batch, filename)
     if inputs_fit is not None:
         inputs_fit(model)
     load_external_data(onnx, model, filename, limit, len(data))

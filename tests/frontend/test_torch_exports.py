@@ -39,13 +39,15 @@ MASKED = ("bert_mask", "gpt2_mask")
 """Exported with an attention_mask input: test_padding_masks.py."""
 MORE = ("pads", "gru", "swin")
 """Exported by models/export_more.py: test_more_exports.py."""
+LAYERS = ("einsum", "mha_keep", "mha_padding", "conv1d", "encoder_dynamic_batch")
+"""Exported by models/export_layers.py: test_layer_exports.py."""
 MORE_CHECKED = ["pads.dynamo", "gru.torchscript"]
 """Of those, searched and checked here: one file per model (the two exports import as the
 same layers)."""
 
 FILES = sorted(path.name.removesuffix(".onnx") for path in FOLDER.glob("*.onnx")
                if path.name.removesuffix(".onnx") not in ELSEWHERE
-               and path.name.split(".")[0] not in MASKED + MORE)
+               and path.name.split(".")[0] not in MASKED + MORE + LAYERS)
 READ_FILES = [name for name in FILES if name.split(".")[0] in READ]
 
 

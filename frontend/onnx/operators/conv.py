@@ -1,4 +1,4 @@
-"""Convolutions and pooling over NCHW tensors."""
+"""Convolutions and pooling over NCHW tensors (and NCL ones, as height 1)."""
 
 from __future__ import annotations
 
@@ -94,10 +94,15 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
     x = graph.tensor(node.input[0])
     if len(x.axes) == 4 and x.axes[2:] == (None, None):
         return pointwise_on_pooled(graph, node, x, group)
-    w = graph.tensor(node.input[1], hints=("c", "d", "kh", "kw"), keep=(0, 1, 2, 3))
+    if len(x.axes) == 3:  # Conv1d: a 2-D convolution of height 1
+        x, pads = lifted_1d(graph, node, x)
+        w = lifted_filter(graph, node.input[1])
+    else:
+        w = graph.tensor(node.input[1], hints=("c", "d", "kh", "kw"), keep=(0, 1, 2, 3))
+        x, pads = even_pads(graph, node, x)
     if len(x.axes) != 4 or len(w.axes) != 4:
-        raise graph.error("only 2-D convolutions (rank-4 NCHW tensors) are supported")
-    x, pads = even_pads(graph, node, x)
+        raise graph.error("only 1-D and 2-D convolutions (rank-3 NCL and rank-4 NCHW "
+                          "tensors) are supported")
     stride, padding = window(graph, node, [graph.dims.size(a) if a is not None else 1
                                            for a in w.axes[2:]], pads)
     in_channels = graph.real_axis(x, 1)
@@ -108,6 +113,7 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
         raise graph.error(f"its {graph.dims.size(in_channels)} input channels are not "
                           f"group={group} times the filter's {graph.dims.size(w.axes[1] or 0)}")
     name = node.output[0]
+    lifted = len(graph.tensor(node.input[0]).axes) == 3
     x_ssa = graph.ordered(x, f"{name}_input")
     w_ssa = graph.ordered(w, f"{name}_filter", "filter")
     spatial = spatial_dims(graph, dnn.shape_of(x_ssa).sizes, dnn.shape_of(w_ssa).sizes[2:],
@@ -119,11 +125,46 @@ def conv(graph: GraphState, node: Any) -> list[Value]:
                     window_properties(stride, padding) | (
                         {"groups": IntAttr(group)} if group != 1 else {}))
     output = Value(tuple(result), y)
+    if lifted:
+        output = dropped_height(graph, output, name if not has_bias else f"{name}_1d")
     if not has_bias:
         return [output]
     bias = graph.tensor(node.input[2])
-    bias = Value((*bias.axes, None, None), bias.ssa)  # [co] broadcasts as [co, 1, 1]
+    # [co] broadcasts as [co, 1, 1] (or [co, 1])
+    bias = Value((*bias.axes, *[None] * (len(output.axes) - 2)), bias.ssa)
     return [graph.elementwise(dnn.AddOp, output, bias, name)]
+
+
+def lifted_1d(graph: GraphState, node: Any, x: Value) -> tuple[Value, list[int] | None]:
+    """The input `[b, c, l]` of a 1-D window as `[b, c, 1, l]` (a dnn.reshape adding a
+    height of 1), uneven zero pads added first (`dnn.pad`), and the window's pads as
+    2-D ones: `[0, p, 0, p]`."""
+    before, after = list(graph.attribute(node, "pads", [0, 0]))
+    even = min(before, after)
+    x = pad_axis(graph, x, 2, before - even, after - even, "zeros", f"{node.output[0]}_padl")
+    ordered = graph.ordered(x, f"{node.output[0]}_input")
+    height = graph.dims.new(1, "h")
+    b, c, length = graph.layout(Value(x.axes, ordered))
+    lifted = graph.build(dnn.ReshapeOp, [ordered], f"{node.output[0]}_2d",
+                         [b, c, height, length])
+    return Value((x.axes[0], x.axes[1], height, x.axes[2]), lifted), [0, even, 0, even]
+
+
+def lifted_filter(graph: GraphState, name: str) -> Value:
+    """A Conv1d's constant filter `[co, cig, k]` as the param `[co, cig, 1, k]`."""
+    array = graph.constant(name, "a 1-D convolution's filter")
+    if array.ndim != 3:
+        raise graph.error(f"its filter has {array.ndim} axes (a 1-D convolution's has 3)")
+    key = f"{name}_2d"
+    if key not in graph.values:
+        graph.values[key] = Value((), constant=array[:, :, None, :])
+    return graph.tensor(key, hints=("c", "d", "kh", "kw"), keep=(0, 1, 2, 3))
+
+
+def dropped_height(graph: GraphState, y: Value, name: str) -> Value:
+    """A lifted 1-D window's result `[b, c, 1, l]` as `[b, c, l]` (a dnn.reshape)."""
+    b, c, _, length = (graph.dims.find(graph.real_axis(y, p)) for p in range(4))
+    return Value((b, c, length), graph.build(dnn.ReshapeOp, [y.value], name, [b, c, length]))
 
 
 def pointwise_on_pooled(graph: GraphState, node: Any, x: Value, group: int) -> list[Value]:
@@ -156,10 +197,19 @@ def pool(graph: GraphState, node: Any) -> list[Value]:
         raise graph.error("storage_order=1 is not supported")
     kernel = list(graph.attribute(node, "kernel_shape", []))
     x = graph.tensor(node.input[0])
-    if len(x.axes) != 4:
-        raise graph.error("only 2-D pooling (rank-4 NCHW tensors) is supported")
-    x, pads = even_pads(graph, node, x) if kind == "avg" and graph.attribute(
-        node, "count_include_pad", 0) else (x, None)
+    lifted = len(x.axes) == 3 and len(kernel) == 1
+    if lifted:  # MaxPool1d, AvgPool1d: a 2-D window of height 1
+        if graph.attribute(node, "pads", [0, 0])[0] != graph.attribute(node, "pads",
+                                                                       [0, 0])[-1]:
+            raise graph.error("uneven pads of a 1-D pooling are not supported")
+        x, pads = lifted_1d(graph, node, x)
+        kernel = [1, *kernel]
+    elif len(x.axes) != 4:
+        raise graph.error("only 1-D and 2-D pooling (rank-3 NCL and rank-4 NCHW tensors) "
+                          "is supported")
+    else:
+        x, pads = even_pads(graph, node, x) if kind == "avg" and graph.attribute(
+            node, "count_include_pad", 0) else (x, None)
     stride, padding = window(graph, node, kernel, pads)
     if graph.attribute(node, "ceil_mode", 0):
         ceil_mode_as_floor(graph, sizes_of(graph, x)[2:], kernel, stride, padding)
@@ -171,9 +221,10 @@ def pool(graph: GraphState, node: Any) -> list[Value]:
     result = [graph.real_axis(x, 0), graph.real_axis(x, 1), *spatial]
     properties = {"kind": StringAttr(kind), "window": ArrayAttr(IntAttr(k) for k in kernel),
                   **window_properties(stride, padding)}
-    y = graph.build(dnn.Pool2dOp, [x_ssa], name, [graph.dims.find(d) for d in result],
-                    properties)
-    return [Value(tuple(result), y)]
+    y = graph.build(dnn.Pool2dOp, [x_ssa], f"{name}_2d" if lifted else name,
+                    [graph.dims.find(d) for d in result], properties)
+    return [dropped_height(graph, Value(tuple(result), y), name) if lifted
+            else Value(tuple(result), y)]
 
 
 def ceil_mode_as_floor(graph: GraphState, sizes: Sequence[int], kernel: Sequence[int],
@@ -195,11 +246,11 @@ def ceil_mode_as_floor(graph: GraphState, sizes: Sequence[int], kernel: Sequence
 
 @importer("GlobalAveragePool")
 def global_average_pool(graph: GraphState, node: Any) -> list[Value]:
-    """A mean over height and width."""
+    """A mean over height and width (over the length of a rank-3 NCL tensor)."""
     x = graph.tensor(node.input[0])
-    if len(x.axes) != 4:
-        raise graph.error("only rank-4 NCHW tensors are supported")
-    return [graph.reduce_over(x, [2, 3], "mean", True, node.output[0])]
+    if len(x.axes) not in (3, 4):
+        raise graph.error("only rank-3 NCL and rank-4 NCHW tensors are supported")
+    return [graph.reduce_over(x, list(range(2, len(x.axes))), "mean", True, node.output[0])]
 
 
 PAD_MODES = {"constant": "zeros", "edge": "edge", "reflect": "reflect"}
