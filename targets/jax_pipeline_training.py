@@ -51,9 +51,11 @@ def initial_state(stage, float_type):
     return jax.jit(zeros, out_shardings=stage.state)()
 
 
-def reduced(total):
-    """A stage's fp32 gradient sums in the precision its replicas reduce them in."""
-    return total if PRECISION == "fp32" else total.astype(getattr(jnp, COMPUTE))
+def replica_sum(total):
+    """A stage's fp32 gradient sums (one per replica, along axis 0) summed over its
+    replicas in PRECISION: `lax.reduce`, since `jnp.sum` would widen bf16 to f32."""
+    low = total if PRECISION == "fp32" else total.astype(getattr(jnp, COMPUTE))
+    return jax.lax.reduce(low, np.array(0, low.dtype), jax.lax.add, (0,))
 
 
 def in_precision(function):
@@ -104,7 +106,7 @@ DRIVER_EDITS = [
             # the shard from ZeRO 1 (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
             # program"), then widened for the update.
             grads = {n: jax.lax.with_sharding_constraint(
-                (reduced(g).sum(axis=0) if axes else g), self.summed[n]).astype(g.dtype)
+                (replica_sum(g) if axes else g), self.summed[n]).astype(g.dtype)
                 for n, g in total.items()}
             params, state = optimizer_update(params, grads, state, lr)
             return params, grads, state
