@@ -88,8 +88,8 @@ from pase.passes.strategy import (
     TrainingOptions,
     build_problem,
     collector_paused,
-    gib_up,
     memory_parts,
+    over_gib,
     solve,
     solve_capped,
     strategy_memory,
@@ -242,7 +242,8 @@ class PaseSearchPass(PasePass):
                 raise Diagnostic(f"pase-search on @{name}: {error}") from None
             raise Diagnostic(f"pase-search on @{name}: no strategy fits in device-memory-gib="
                              f"{self.device_memory_gib}; the least memory any strategy needs "
-                             f"is {gib_up(error.least)} GiB per device") from None
+                             f"is {over_gib(error.least, self.device_memory_gib * GIB)[0]} "
+                             "GiB per device") from None
         except (SearchError, ValueError) as error:
             raise Diagnostic(f"pase-search on @{name}: {error}") from None
         memory = memory_parts(problem, solution.assignment)

@@ -35,10 +35,10 @@ from pase.passes.strategy import (
     TrainingCost,
     TrainingOptions,
     Transient,
-    gib_up,
     memory_breakdown,
     memory_vectors,
     microbatch_layers,
+    over_gib,
     read_graph,
     segments,
     step_flops,
@@ -162,12 +162,14 @@ more than its 40 GiB
     if lowest > capacity:
         plans = (f"every plan with the stated layout ({stated})" if stated
                  else "every plan")
+        least_gib, memory = over_gib(lowest, capacity)
         return (f"no plan fits {article} {machine.name} device: {plans} needs at least "
-                f"{gib_up(lowest)} GiB per device, more than its {machine.memory_gib:g} GiB")
+                f"{least_gib} GiB per device, more than its {memory} GiB")
     if not stated:
         return None
+    needed_gib, memory = over_gib(needed, capacity)
     return (f"the plan searched with the stated layout ({stated}) needs "
-            f"{gib_up(needed)} GiB per device, more than the {machine.memory_gib:g} GiB "
+            f"{needed_gib} GiB per device, more than the {memory} GiB "
             f"of {article} {machine.name} device; give device-memory-gib="
             f"{machine.memory_gib:g} for the fastest plan with that layout that fits")
 

@@ -15,8 +15,9 @@ itself: `jax_training.checkpointed` within each stage's function); for other opt
 - the state is held in `STATE_LAYOUTS` (per param and stage holding it): under ZeRO
   stage 1 or more sharded over the stage's mesh axes its param is replicated on (the
   stage's data-parallel replicas), the summed gradients reduced into `GRAD_LAYOUTS`
-  from stage 2 and the params stored in `PARAM_LAYOUTS` at stage 3 (all-gathered by the
-  layout constraint of their first reader).
+  from stage 1 (in the compute precision, as the stage's replicas sum them) and the
+  params stored in `PARAM_LAYOUTS` at stage 3 (all-gathered by the layout constraint of
+  their first reader).
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def initial_state(stage, float_type):
     return jax.jit(zeros, out_shardings=stage.state)()
 
 
+def replica_sum(total):
+    """A stage's fp32 gradient sums (one per replica, along axis 0) summed over its
+    replicas in PRECISION: `lax.reduce`, since `jnp.sum` would widen bf16 to f32."""
+    low = total if PRECISION == "fp32" else total.astype(getattr(jnp, COMPUTE))
+    return jax.lax.reduce(low, np.array(0, low.dtype), jax.lax.add, (0,))
+
+
 def in_precision(function):
     """A stage's function computing in PRECISION: its params, float inputs and received
     tensors cast to COMPUTE as it reads them (the fp32 master params stay in the update;
@@ -79,7 +87,7 @@ DRIVER_EDITS = [
                        for n, sharding in self.params.items()} if axes else self.params
 """, """\
                        for n, sharding in self.params.items()} if axes else self.params
-        # ZeRO: the optimizer state (stage 1), the summed gradients (2) and the stored
+        # ZeRO: the optimizer state and the summed gradients (stage 1) and the stored
         # params (3) sharded over each param's replicas on this stage's mesh.
         self.state = {n: {kind: named(() if kind == "t" else STATE_LAYOUTS[n][index])
                           for kind in STATE_KINDS} for n in self.params}
@@ -94,9 +102,12 @@ DRIVER_EDITS = [
                     for n, w in params.items()}, grads
 """, """\
         def update(params, total, state):
-            grads = {n: g.sum(axis=0) for n, g in total.items()} if axes else total
-            grads = {n: jax.lax.with_sharding_constraint(g, self.summed[n])
-                     for n, g in grads.items()}
+            # The micro-batches' sums (fp32) reduced over the replicas in PRECISION, into
+            # the shard from ZeRO 1 (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
+            # program"), then widened for the update.
+            grads = {n: jax.lax.with_sharding_constraint(
+                (replica_sum(g) if axes else g), self.summed[n]).astype(g.dtype)
+                for n, g in total.items()}
             params, state = optimizer_update(params, grads, state, lr)
             return params, grads, state
 """),
@@ -218,6 +229,6 @@ def stage_layouts(emitter: _PipelineEmitter, options: StepOptions) -> tuple[
             sharded = zero_layout(held, replicas, tuple(op.output.type.shape.sizes), mesh) \
                 if level >= 1 else held
             zero[name][stage], state[name][stage] = level, sharded
-            grads[name][stage] = sharded if level >= 2 else held
+            grads[name][stage] = sharded if level >= 1 else held
             stored[name][stage] = sharded if level >= 3 else held
     return zero, state, grads, stored

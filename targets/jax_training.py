@@ -72,20 +72,26 @@ def update(params, grads, state, lr):
 STEP = '''\
 def make_step(mesh, lr, with_grads=False):
     """The jitted training step: (params, state, batch) -> (updated params, updated
-    state, loss), and the gradients `with_grads` (for --save); the params stored in
-    PARAM_LAYOUTS, the optimizer state in STATE_LAYOUTS, the gradients reduced into
-    GRAD_LAYOUTS (ZeRO, per param). The params and the state are donated: the updated
-    ones take their buffers."""
-    stored = {name: NamedSharding(mesh, P(*PARAM_LAYOUTS[name])) for name in PARAMS}
+    state, loss), and the gradients `with_grads` (for --save). The params are the fp32
+    master weights, stored in MASTER_LAYOUTS; the forward reads copies of them in
+    PARAM_LAYOUTS (in COMPUTE under bf16/fp16: cast where the master is held, then
+    gathered); the gradients, taken of those copies, are reduced into GRAD_LAYOUTS in
+    the copies' precision (a reduce-scatter to the shard under ZeRO 1 or more, an
+    all-reduce at 0) before the update; the optimizer state is held in STATE_LAYOUTS.
+    The params and the state are donated: the updated ones take their buffers."""
+    stored = {name: NamedSharding(mesh, P(*MASTER_LAYOUTS[name])) for name in PARAMS}
+    copied = {name: NamedSharding(mesh, P(*PARAM_LAYOUTS[name])) for name in PARAMS}
     summed = {name: NamedSharding(mesh, P(*GRAD_LAYOUTS[name])) for name in PARAMS}
     kept = {name: {kind: NamedSharding(mesh, P() if kind == "t" else P(*STATE_LAYOUTS[name]))
                    for kind in STATE_KINDS} for name in PARAMS}
     fed = {name: NamedSharding(mesh, P(*row[2])) for name, row in INPUTS.items()}
 
     def step(params, state, batch):
-        loss, grads = jax.value_and_grad(lambda p: loss_fn(mesh, p, batch))(params)
+        copies = {name: jax.lax.with_sharding_constraint(jax.lax.with_sharding_constraint(
+            low(param), stored[name]), copied[name]) for name, param in params.items()}
+        loss, grads = jax.value_and_grad(lambda c: loss_fn(mesh, c, batch))(copies)
         grads = {name: jax.lax.with_sharding_constraint(grad, summed[name])
-                 for name, grad in grads.items()}
+                 .astype(params[name].dtype) for name, grad in grads.items()}
         params, state = update(params, grads, state, lr)
         return params, state, loss, *([grads] if with_grads else [])
 
@@ -93,6 +99,11 @@ def make_step(mesh, lr, with_grads=False):
     step = jax.jit(step, in_shardings=(stored, kept, fed), out_shardings=shardings,
                    donate_argnums=(0, 1))
     return step, stored, fed, kept
+
+
+def low(param):
+    """A master param in the forward's precision (COMPUTE under bf16/fp16)."""
+    return param if PRECISION == "fp32" else param.astype(getattr(jnp, COMPUTE))
 
 
 def initial_state(kept, float_type):
@@ -155,10 +166,13 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
         *option_lines(options),
         f"ZERO = {stages!r}  # each param's ZeRO stage",
         _table("STATE_LAYOUTS", state_layouts, "the optimizer state's layout"),
-        _table("GRAD_LAYOUTS", {n: state_layouts[n] if stages[n] >= 2 else layouts[n]
+        _table("GRAD_LAYOUTS", {n: state_layouts[n] if stages[n] >= 1 else layouts[n]
                                 for n in layouts}, "where the gradients are reduced to"),
         _table("PARAM_LAYOUTS", {n: state_layouts[n] if stages[n] >= 3 else layouts[n]
-                                 for n in layouts}, "where the params are stored"),
+                                 for n in layouts}, "where the forward's copies are held"),
+        _table("MASTER_LAYOUTS", {n: state_layouts[n] if stages[n] >= (
+            3 if options.precision == "fp32" else 1) else layouts[n] for n in layouts},
+            "where the fp32 master params are stored"),
         "",
     ]
     start = program.index("def make_step(mesh, lr, with_grads=False):")

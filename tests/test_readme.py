@@ -86,3 +86,15 @@ def test_the_python_api_examples_run_as_shown(monkeypatch: pytest.MonkeyPatch) -
     total = memory_parts(problem, capped.assignment).parts["total"]
     assert f"{total:.4g}" == "1.609e+08"
     assert total <= 0.15 * gib
+
+
+def test_the_passes_table_has_a_row_for_every_pass_of_pase_opts_help(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from pase.tools.pase_opt import main as pase_opt
+
+    status, out, _ = run_tool(pase_opt, ["--help"], capsys)
+    assert status == 0
+    passes = re.findall(r"^  (pase-[a-z-]+)", out, re.MULTILINE)
+    assert "pase-scale" in passes  # (was missing from the table)
+    rows = set(re.findall(r"^\| `(pase-[a-z-]+)", README, re.MULTILINE))
+    assert set(passes) <= rows, sorted(set(passes) - rows)

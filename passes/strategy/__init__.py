@@ -30,7 +30,13 @@ from pase.core.schedule import (
     in_flight,
     simulate,
 )
-from pase.passes.strategy.budget import MemoryBudget, SearchError, SearchMemoryError, format_bytes
+from pase.passes.strategy.budget import (
+    MemoryBudget,
+    SearchError,
+    SearchMemoryError,
+    format_bytes,
+    over_gib,
+)
 from pase.passes.strategy.configs import PinError, enumerate_configs, split_factors
 from pase.passes.strategy.cost import (
     Config,
@@ -114,6 +120,7 @@ __all__ = [
     "StagePlan", "StageSolver", "TensorUse", "Words", "activation_bytes", "blocks", "build_problem",
     "carries_param", "collector_paused", "cost_model", "edges_at", "enumerate_configs",
     "evaluate_plan", "format_bytes", "gib_up", "ideal_bubble", "in_flight", "layer_cost",
+    "over_gib",
     "local_elements", "memory_parts", "microbatch_layers", "parameter_bytes",
     "predicted_pipeline_words", "predicted_words", "preset",
     "read_graph", "redistribution_words", "segments", "simulate", "solve", "solve_capped",

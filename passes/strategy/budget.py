@@ -25,6 +25,7 @@ another table would bring the search's memory to 1.5 MiB, over the memory budget
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -86,6 +87,31 @@ class MemoryBudget:
 def as_budget(budget: int | MemoryBudget) -> MemoryBudget:
     """`budget` itself, or a fresh accountant with a limit of `budget` bytes."""
     return budget if isinstance(budget, MemoryBudget) else MemoryBudget(budget)
+
+
+def over_gib(needed: float, limit: float, digits: int = 4) -> tuple[str, str]:
+    """`needed` bytes (rounded up) and `limit` bytes, in GiB, for a message saying the
+    first is more than the second: each to `digits` significant digits, or as many more
+    as it takes for the two to read differently (`.4g` alone can say "needs 40 GiB, more
+    than the 40 GiB"). A cap of the first number shown holds `needed`.
+
+        >>> over_gib(40.001 * 2**30, 40 * 2**30), over_gib(50 * 2**30, 40 * 2**30)
+        (('40.01', '40'), ('50', '40'))
+        >>> over_gib(12288.5 * 2**30, 4 * 2**30)
+        ('12289', '4')
+        >>> over_gib(39.99999999 * 2**30, 39.9999999 * 2**30)
+        ('40', '39.9999999')
+    """
+    value, bound = needed / 2**30, limit / 2**30
+    whole = max(value, bound, 1.0)
+    least = max(digits, math.floor(math.log10(whole)) + 1) if math.isfinite(whole) else digits
+    for shown in range(least, 18):
+        scale = 10.0 ** (math.floor(math.log10(value)) - shown + 1) if value > 0 else 1.0
+        up = f"{math.ceil(value / scale * (1 - 1e-15)) * scale:.{shown}g}" \
+            if value > 0 and math.isfinite(value) else f"{value:.{shown}g}"
+        if up != f"{bound:.{shown}g}" or value <= bound:
+            return up, f"{bound:.{shown}g}"
+    return repr(value), repr(bound)
 
 
 def format_bytes(count: int) -> str:

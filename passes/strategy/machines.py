@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from pase.passes.strategy.budget import over_gib
+
 EXTRA_FIELDS = ("bf16_flops", "fp16_flops", "hbm_bandwidth", "hierarchical", "memory_gib")
 """The fields the training options added (`to_json`)."""
 
@@ -75,8 +77,9 @@ time for memory)
         """
         if not self.memory_gib or needed <= self.memory_gib * 2**30:
             return None
-        return (f"the plan holds {needed / 2**30:.4g} GiB per device, more than the "
-                f"{self.memory_gib:g} GiB of {self.name}; give device-memory-gib="
+        held, memory = over_gib(needed, self.memory_gib * 2**30)
+        return (f"the plan holds {held} GiB per device, more than the "
+                f"{memory} GiB of {self.name}; give device-memory-gib="
                 f"{self.memory_gib:g} for one that fits (recompute=auto and zero=auto let "
                 f"it trade time for memory)")
 

@@ -18,7 +18,7 @@ from cli import run_tool
 from pase.frontend import parse_text
 from pase.passes.strategy import SearchOptions, build_problem, solve
 from pase.passes.strategy import configs as configs_module
-from pase.passes.strategy.budget import MemoryBudget, SearchMemoryError
+from pase.passes.strategy.budget import MemoryBudget, SearchMemoryError, over_gib
 from pase.tools.pase_opt import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ CHILD = """\
 import json, resource, sys
 from pase.frontend import parse_file
 from pase.passes.strategy import build_problem, solve
-from pase.passes.strategy.budget import MemoryBudget, SearchMemoryError
+from pase.passes.strategy.budget import MemoryBudget, SearchMemoryError, over_gib
 from pase.tools.pase_opt import main
 model, devices, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 graph = parse_file(model)
@@ -109,3 +109,18 @@ def test_pase_opt_refuses_the_eight_dim_einsum_with_its_layer(
     assert out == ""
     assert "configurations of layer 'y' of @wide on 8,192 devices" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("limit_gib", [40.0, 0.15, 4.0, 12345.6, 39.9999999, 1e-3])
+@pytest.mark.parametrize("excess", [1.0, 1e-3, 1e-6, 1e-9, 1e-12, 1e-15])
+def test_a_memory_over_its_limit_never_reads_as_the_limit(limit_gib: float,
+                                                          excess: float) -> None:
+    # `.4g` printed 40 GiB + 1 MiB as "40 GiB, more than the 40 GiB" (issue 32's report).
+    limit = limit_gib * 2**30
+    needed = limit * (1 + excess)
+    if needed <= limit:
+        return  # (1 + 1e-15 rounds to 1 below some limits: not more)
+    shown, bound = over_gib(needed, limit)
+    assert shown != bound
+    assert float(shown) * 2**30 >= needed  # a cap of the number shown holds it
+    assert float(bound) == pytest.approx(limit_gib, rel=1e-3)

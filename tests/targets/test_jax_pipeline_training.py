@@ -55,7 +55,7 @@ def table(source: str, name: str) -> dict[str, dict[int, tuple]]:
 
 @pytest.mark.parametrize(("zero", "state", "grads", "params"), [
     (0, (None, "m1"), (None, "m1"), (None, "m1")),
-    (1, ("m0", "m1"), (None, "m1"), (None, "m1")),
+    (1, ("m0", "m1"), ("m0", "m1"), (None, "m1")),
     (2, ("m0", "m1"), ("m0", "m1"), (None, "m1")),
     (3, ("m0", "m1"), ("m0", "m1"), ("m0", "m1"))])
 def test_zero_shards_each_stages_state_over_its_data_parallel_replicas(

@@ -42,17 +42,23 @@ def table(source: str, name: str) -> dict[str, tuple]:
     return ast.literal_eval("{" + body + "}")
 
 
-@pytest.mark.parametrize(("zero", "state", "grads", "params"), [
-    (0, (None, "m1"), (None, "m1"), (None, "m1")),
-    (2, ("m0", "m1"), ("m0", "m1"), (None, "m1")),
-    (3, ("m0", "m1"), ("m0", "m1"), ("m0", "m1"))])
+@pytest.mark.parametrize(("zero", "precision", "state", "grads", "params", "master"), [
+    (0, "fp32", (None, "m1"), (None, "m1"), (None, "m1"), (None, "m1")),
+    (1, "fp32", ("m0", "m1"), ("m0", "m1"), (None, "m1"), (None, "m1")),
+    (1, "bf16", ("m0", "m1"), ("m0", "m1"), (None, "m1"), ("m0", "m1")),
+    (2, "fp32", ("m0", "m1"), ("m0", "m1"), (None, "m1"), (None, "m1")),
+    (3, "fp32", ("m0", "m1"), ("m0", "m1"), ("m0", "m1"), ("m0", "m1"))])
 def test_zero_shards_state_grads_and_params_over_the_replicas(
-        zero: int, state: tuple, grads: tuple, params: tuple) -> None:
-    # w1 [d, h] is held split over h (m1) and replicated over the batch's axis m0.
-    source = program(StepOptions(optimizer="adam", zero=zero))
+        zero: int, precision: str, state: tuple, grads: tuple, params: tuple,
+        master: tuple) -> None:
+    # w1 [d, h] is held split over h (m1) and replicated over the batch's axis m0. The
+    # gradients are reduce-scattered from ZeRO 1 on; under bf16 the fp32 master params
+    # are part of the sharded optimizer state (docs/cost-model.md, "The training step").
+    source = program(StepOptions(optimizer="adam", precision=precision, zero=zero))
     assert table(source, "STATE_LAYOUTS")["w1"] == state
     assert table(source, "GRAD_LAYOUTS")["w1"] == grads
     assert table(source, "PARAM_LAYOUTS")["w1"] == params
+    assert table(source, "MASTER_LAYOUTS")["w1"] == master
 
 
 def test_recompute_auto_checkpoints_the_marked_layers_only() -> None:

@@ -207,14 +207,18 @@ replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1':(2)2}
   %p = f32[4,8]{1,0} collective-permute(%c), source_target_pairs={{0,0},{2,1},{1,2}}
   %q = f32[4]{0} add(%a, %b)
   %s = f32[2]{0} all-reduce(%q), replica_groups={}, to_apply=%add
+  %i = bf16[512,256]{1,0} all-reduce(%d), channel_id=6, replica_groups=[2,2]<=[2,2]T(1,0), \
+use_global_device_ids=true, to_apply=%add.1
 """
     assert collectives(hlo) == [
         Collective("all-reduce", 2, 128, 512, "{{0,4},{1,5},{2,6},{3,7}}"),
         Collective("all-gather", 4, 64, 512, "mesh['axis_0'=2,'axis_1'=4] {'axis_1'}"),
         Collective("all-to-all", 2, 32, 128, "mesh['axis_0'=2,'axis_1'=4] {'axis_1':(2)2}"),
         Collective("collective-permute", 2, 32, 128, "{{0,0},{2,1},{1,2}}"),
-        Collective("all-reduce", 8, 2, 8, "{}")]
-    assert [c.words() for c in collectives(hlo)] == [128.0, 48.0, 16.0, 32.0, 3.5]
+        Collective("all-reduce", 8, 2, 8, "{}"),
+        # XLA's iota groups: 2 groups of 2 (was read as one group of all 8)
+        Collective("all-reduce", 2, 131072, 262144, "[2,2]<=[2,2]T(1,0)")]
+    assert [c.words() for c in collectives(hlo)] == [128.0, 48.0, 16.0, 32.0, 3.5, 131072.0]
 
 
 def test_the_child_gets_its_device_count_and_keeps_other_xla_flags(

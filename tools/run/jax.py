@@ -114,7 +114,8 @@ def _element_bytes(dtype: str) -> int:
 
 
 def _groups(line: str) -> str:
-    match = re.search(r"replica_groups=(\{\{[^=]*?\}\}|\{\}|mesh\[[^\]]*\]\s*\{[^}]*\})", line)
+    match = re.search(r"replica_groups=(\{\{[^=]*?\}\}|\{\}|mesh\[[^\]]*\]\s*\{[^}]*\}"
+                      r"|\[\d+,\d+\]<=\[[\d,]*\](?:T\([\d,]*\))?)", line)
     if match:
         return match.group(1)
     pairs = re.search(r"source_target_pairs=(\{[^=]*\}\})", line)
@@ -122,8 +123,11 @@ def _groups(line: str) -> str:
 
 
 def _group_size(groups: str, line: str, everyone: int) -> int:
-    """The devices in one group: an explicit list, the named axes of a mesh, or (no
-    groups, `{}`) all `everyone` devices of the program."""
+    """The devices in one group: an explicit list, the named axes of a mesh, XLA's iota
+    list (`[G,S]<=[...]`: G groups of S devices), or (no groups, `{}`) all `everyone`
+    devices of the program."""
+    if iota := re.match(r"\[\d+,(\d+)\]<=", groups):
+        return int(iota.group(1))
     if groups.startswith("{{"):
         return len(groups[2:].split("}")[0].split(","))
     if groups.startswith("mesh["):

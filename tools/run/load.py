@@ -55,7 +55,7 @@ from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.scale import ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
-from pase.passes.strategy import build_problem, format_bytes
+from pase.passes.strategy import build_problem, over_gib
 from pase.universe import FRONTENDS, PASE
 
 
@@ -285,10 +285,11 @@ def check_run_memory(module: ModuleOp, devices: int, factor: float, limit: int,
         smaller /= 2
         if run_memory(scale_module(module, smaller / factor), devices, float_type) <= limit:
             break
+    shown, limit_gib = over_gib(needed, limit, 3)
     raise Diagnostic(f"training @{forward_graph(module).sym_name.data} on {devices} "
-                     f"workers would take about {format_bytes(needed)} (each tensor and its "
+                     f"workers would take about {shown} GiB (each tensor and its "
                      f"gradient in every worker and the one-device reference), over "
-                     f"--memory-gib {limit / (1 << 30):g}; use --scale {smaller:g} or less, "
+                     f"--memory-gib {limit_gib}; use --scale {smaller:g} or less, "
                      "or raise --memory-gib")
 
 
@@ -312,10 +313,11 @@ def onnx_inputs_fit(devices: int, limit: int, float_type: str | None = None
         least = RUN_COPIES_PER_PROCESS * (devices + 1) * sum(counts) * (
             8 if float_type == "f64" else 1)
         if least > limit:
-            raise Diagnostic(f"training on {devices} workers would take more than "
-                             f"{format_bytes(least)} for the model's inputs alone (each "
+            shown, limit_gib = over_gib(least, limit, 3)
+            raise Diagnostic(f"training on {devices} workers would take {shown} GiB or "
+                             "more for the model's inputs alone (each "
                              "input and its gradient in every worker and the one-device "
-                             f"reference), over --memory-gib {limit / (1 << 30):g}; use a "
+                             f"reference), over --memory-gib {limit_gib}; use a "
                              "--scale below 1 or raise --memory-gib")
     return check
 
