@@ -81,7 +81,10 @@ def open_input(path: str, what: str = "input") -> IO[bytes]:
     else is returned open. Raises `OSError` as `open` does."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        fifo = stat.S_ISFIFO(os.fstat(descriptor).st_mode)
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):  # (its read would fail naming the descriptor: `cannot open 3`)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        fifo = stat.S_ISFIFO(mode)
         data = _read_fifo(descriptor, path, what) if fifo else b""
         os.set_blocking(descriptor, True)
     except BaseException:
@@ -247,6 +250,8 @@ def _queue(pending: list[_Write], path: str, contents: str | bytes) -> None:
     target = os.path.realpath(path)
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if os.path.basename(path) in ("", "."):  # `-o out.mlir/` (realpath drops the '/')
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
     if _is_stream(target):
         pending.append(_Write(path, target, None, contents))
         return

@@ -86,6 +86,9 @@ class PaseOptMain(xDSLOptMain):
             parsed = parse_args(*args, **kwargs)
             if parsed.input_file == "-":  # the standard input, as for mlir-opt
                 parsed.input_file = None
+            if parsed.output_file == "":  # (xDSL would print to the standard output)
+                _usage_error("-o '': an empty file name; give -o FILE, or -o - for the "
+                             "standard output")
             check_frontend_options(parsed.frontend or "")
             check_frontend_options(parsed.target, "-t")
             return parsed

@@ -67,6 +67,28 @@ class GraphOp(IRDLOperation):
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HoldsLayers(),
                         HasParent(ModuleOp), OrderedDataflow(("dnn.",)))
 
+    def verify_unique_name(self) -> None:
+        """No graph before this one in the input has its name. A module's symbol table sees
+        only its own graphs; in modules nested in one another, two graphs of one name were
+        both searched, and the strategy file exported for them could not be read back
+        (`[1] is a second strategy for graph @mlp`): pase names a graph's plans by it."""
+        module = self.parent_op()
+        if module is None or module.parent_op() is None:
+            return  # a module's own graphs: its symbol table checks them
+        while (parent := module.parent_op()) is not None:
+            module = parent
+        pending = _reversed_children(module)  # the modules' ops, in order
+        while pending:
+            op = pending.pop()
+            if op is self:
+                return
+            if isinstance(op, ModuleOp):
+                pending.extend(_reversed_children(op))
+            elif isinstance(op, GraphOp) and op.sym_name == self.sym_name:
+                raise VerifyException(f"graph @{self.sym_name.data} is defined twice in one "
+                                      "input (in nested modules); each graph needs its own "
+                                      "name")
+
     def __init__(self, name: str, dims: dict[str, int], body: Sequence[Operation] = ()):
         from xdsl.ir import Block, Region
 
@@ -215,6 +237,7 @@ class GraphOp(IRDLOperation):
         self.verify_layer_references()
         self.verify_training()
         self.verify_placement()
+        self.verify_unique_name()
         block = self.body.block
         if block.args:
             raise VerifyException("dnn.graph takes no block arguments; "
@@ -387,3 +410,10 @@ class ParamOp(_ValueOp):
         if self.output.type.shape.element not in shapes.FLOAT_TYPES:
             raise VerifyException("dnn.param must be floating-point")
         super().verify_()
+
+
+def _reversed_children(op: Operation) -> list[Operation]:
+    """The ops of every block of `op`'s regions, last first (a malformed module may have
+    no block, or several: its own verifier says so)."""
+    return [child for region in op.regions for block in region.blocks
+            for child in block.ops][::-1]

@@ -156,6 +156,7 @@ def _minimum_degree_order(neighbours: Sequence[set[int]]) -> list[int]:
         order.append(vertex)
         eliminated[vertex] = True
         merged = absorbed[vertex] | {vertex}
+        absorbed[vertex] = frozenset()  # never read again: a chain kept n^2/2 ids alive
         adjacent = current[vertex]
         _eliminate(current, vertex)
         for neighbour in adjacent:
