@@ -149,10 +149,12 @@ class CappedWhole:
         """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
         M (F + B) + AR as stage s raised to M `objective`, and on F + B to `work`, at
         stage s's in-flight count (the sends and the forward bounds unchanged), lazily:
-        while the whole bound is below `beat` (a step to beat), the ranges of the cuts
-        that give the own side (`cheapest`) not bounded yet are, then those of the
-        chain side's (`cheapest_chain`), until it reaches `beat` or every range of
-        those cuts is (each range once per S, M and cap; a later call goes on)."""
+        while the whole bound is below `beat` (a step to beat), a range of the cuts
+        that give the own side (`cheapest`) not bounded yet is, the one whose bound is
+        largest, and the cuts are chosen again; then likewise along the chain side's
+        (`cheapest_chain`), until it reaches `beat` or every range of those cuts is
+        (each range once per S, M and cap; a later call goes on). Which ranges are
+        bounded changes only how tight the bounds are: each is a lower bound."""
         key = (stages, microbatches, schedule, memory)
         tight = self.least.segment_bounds(stages, microbatches)
         positions = tight.positions
@@ -180,13 +182,16 @@ class CappedWhole:
                 if not todo and float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
             if not todo and not chain:
                 return capped
-            for s, a, b in todo:
+            # One range at a time, the path's largest bound first (its bottleneck), the
+            # cuts chosen again after each: a path whose bottleneck rises past another
+            # path's bound is left, its other ranges not bounded for it.
+            for s, a, b in largest(todo, own):
                 done.add((s, a, b))
                 held = in_flight(schedule, stages, microbatches, s)
                 own[s][a][b] = max(own[s][a][b], microbatches * self.objective(
                     positions[a], positions[b], group, microbatches, held, memory,
                     beat / microbatches))
-            for s, a, b in chain:
+            for s, a, b in largest(chain, work):
                 worked.add((s, a, b))
                 held = in_flight(schedule, stages, microbatches, s)
                 least = self.work(positions[a], positions[b], group, microbatches, held,
@@ -194,6 +199,22 @@ class CappedWhole:
                 work[s][a][b] = max(work[s][a][b], least)
                 # (M (F + B) + AR is at least M (F + B): AR >= 0.)
                 own[s][a][b] = max(own[s][a][b], microbatches * least)
+
+
+def largest(ranges: list[tuple[int, int, int]], bounds: np.ndarray
+            ) -> list[tuple[int, int, int]]:
+    """The range (s, a, b) of `ranges` whose entry of `bounds` [s][a][b] is largest
+    (the first such), alone: `CappedWhole.bounds` bounds it next.
+
+        >>> largest([(0, 0, 1), (1, 1, 2)], np.array([[[0.0, 1.0], [0.0, 0.0]],
+        ...                                         [[0.0, 0.0], [0.0, 3.0]]]))
+        [(1, 1, 2)]
+        >>> largest([], np.zeros((1, 2, 2)))
+        []
+    """
+    if not ranges:
+        return []
+    return [max(ranges, key=lambda stage: float(bounds[stage]))]
 
 
 def warm_larac(graph: CostGraph, weights: list[np.ndarray], cap: float,

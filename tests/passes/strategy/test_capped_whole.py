@@ -156,3 +156,41 @@ def test_a_capped_stage_solve_takes_the_unconstrained_one_made(
         solves.append(count[0])
     assert stages[0] == stages[1]
     assert solves[0] == solves[1] - 1
+
+
+def every_range(ranges: list[tuple[int, int, int]], bounds: np.ndarray
+                ) -> list[tuple[int, int, int]]:
+    """`capped_whole.largest` as it was: every range of the cheapest cuts at once."""
+    return ranges
+
+
+def test_the_range_bounds_made_one_at_a_time_walk_to_the_same_plan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The 8-block GPT under a cap that binds, searched with a step to beat: the ranges
+    # bounded one at a time, the cheapest cuts' largest first (`largest`), give a
+    # whole bound that is a lower bound on the plan, and the walk the same plan, stage
+    # for stage, as every range of the cheapest cuts bounded at once, in fewer DP solves.
+    generate().main(["--layers", "8", "--hidden", "256", "--heads", "4", "--sequence",
+                     "256", "--vocabulary", "128", "--batch", "16", "-o",
+                     str(tmp_path / "gpt.dnn")])
+    source = (tmp_path / "gpt.dnn").read_text()
+    found = []
+    solves = []
+    for pick in (capped_whole.largest, every_range):
+        plans = partitioner(source, 8, "a100-80gb-dgx", every_cut=False,
+                            training=GPT_TRAINING)
+        free = plans.best(4, 8, "1f1b")
+        assert free is not None
+        cap = free.memory * 0.7
+        monkeypatch.setattr(capped_whole, "largest", pick)
+        count = counted_solves(monkeypatch)
+        whole = plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2).whole(4)
+        solves.append(count[0])
+        monkeypatch.undo()
+        found.append(plans.best(4, 8, "1f1b", cap, bound=free.step * 1.2))
+        assert found[-1] is not None
+        assert whole <= found[-1].step
+    assert found[0] == found[1]
+    assert found[0] is not None
+    assert found[0].step > free.step  # (the cap binds)
+    assert 0 < solves[0] < solves[1]
