@@ -206,8 +206,9 @@ def largest(ranges: list[tuple[int, int, int]], bounds: np.ndarray
     """The range (s, a, b) of `ranges` whose entry of `bounds` [s][a][b] is largest
     (the first such), alone: `CappedWhole.bounds` bounds it next.
 
-        >>> largest([(0, 0, 1), (1, 1, 2)], np.array([[[0.0, 1.0], [0.0, 0.0]],
-        ...                                         [[0.0, 0.0], [0.0, 3.0]]]))
+        >>> bounds = np.zeros((2, 3, 3))
+        >>> bounds[0, 0, 1], bounds[1, 1, 2] = 1.0, 3.0
+        >>> largest([(0, 0, 1), (1, 1, 2)], bounds)
         [(1, 1, 2)]
         >>> largest([], np.zeros((1, 2, 2)))
         []
