@@ -19,6 +19,7 @@ from pase.passes.strategy.memory import memory_vectors, solve_capped, strategy_m
 from pase.passes.strategy.pipeline import capped_whole, least
 from pase.passes.strategy.pipeline.capped_whole import warm_larac
 from pase.passes.strategy.pipeline.least import larac_bound
+from pase.passes.strategy.pipeline.plan import PipelinePlan
 from tests.models.test_generate import generate
 
 SOLVES = 60
@@ -97,32 +98,43 @@ def cold_larac(graph: object, weights: list[np.ndarray], cap: float, budget: Mem
     return larac_bound(graph, weights, cap, budget, solves, stop_at)  # type: ignore[arg-type]
 
 
-def test_warm_started_range_bounds_walk_to_the_same_plan(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # An 8-block GPT under a cap that binds, searched with a step to beat (so the
-    # ranges are bounded under the cap first, `Partitioner.best`): the same plan, stage
-    # for stage, with the ranges' LARAC started warm as cold, in fewer DP solves.
+def searched_two_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                      ways: tuple[object, object]
+                      ) -> tuple[list[PipelinePlan | None], list[int], list[float], float]:
+    """An 8-block GPT under a cap that binds, S = 4, M = 8, searched with a step to beat
+    (so the ranges are bounded under the cap first, `Partitioner.best`) with
+    `capped_whole`'s function `name` each of `ways` in turn: the plans, the DP solves
+    of the range bounds, their whole bounds, and the plan's step without the cap."""
     generate().main(["--layers", "8", "--hidden", "256", "--heads", "4", "--sequence",
                      "256", "--vocabulary", "128", "--batch", "16", "-o",
                      str(tmp_path / "gpt.dnn")])
     source = (tmp_path / "gpt.dnn").read_text()
-    found = []
-    solves = []
-    for larac in (warm_larac, cold_larac):
+    found, solves, wholes = [], [], []
+    free_step = math.inf
+    for way in ways:
         plans = partitioner(source, 8, "a100-80gb-dgx", every_cut=False,
                             training=GPT_TRAINING)
         free = plans.best(4, 8, "1f1b")
         assert free is not None
-        cap = free.memory * 0.7
-        monkeypatch.setattr(capped_whole, "warm_larac", larac)
+        free_step, cap = free.step, free.memory * 0.7
+        monkeypatch.setattr(capped_whole, name, way)
         count = counted_solves(monkeypatch)
-        plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2)
+        wholes.append(plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2).whole(4))
         solves.append(count[0])
         monkeypatch.undo()
         found.append(plans.best(4, 8, "1f1b", cap, bound=free.step * 1.2))
+    return found, solves, wholes, free_step
+
+
+def test_warm_started_range_bounds_walk_to_the_same_plan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same plan, stage for stage, with the ranges' LARAC started warm as cold, in
+    # fewer DP solves.
+    found, solves, _, free_step = searched_two_ways(tmp_path, monkeypatch, "warm_larac",
+                                                    (warm_larac, cold_larac))
     assert found[0] is not None
     assert found[0] == found[1]
-    assert found[0].step > free.step  # (the cap binds)
+    assert found[0].step > free_step  # (the cap binds)
     assert 0 < solves[0] < solves[1]
 
 
@@ -166,31 +178,13 @@ def every_range(ranges: list[tuple[int, int, int]], bounds: np.ndarray
 
 def test_the_range_bounds_made_one_at_a_time_walk_to_the_same_plan(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The 8-block GPT under a cap that binds, searched with a step to beat: the ranges
-    # bounded one at a time, the cheapest cuts' largest first (`largest`), give a
-    # whole bound that is a lower bound on the plan, and the walk the same plan, stage
-    # for stage, as every range of the cheapest cuts bounded at once, in fewer DP solves.
-    generate().main(["--layers", "8", "--hidden", "256", "--heads", "4", "--sequence",
-                     "256", "--vocabulary", "128", "--batch", "16", "-o",
-                     str(tmp_path / "gpt.dnn")])
-    source = (tmp_path / "gpt.dnn").read_text()
-    found = []
-    solves = []
-    for pick in (capped_whole.largest, every_range):
-        plans = partitioner(source, 8, "a100-80gb-dgx", every_cut=False,
-                            training=GPT_TRAINING)
-        free = plans.best(4, 8, "1f1b")
-        assert free is not None
-        cap = free.memory * 0.7
-        monkeypatch.setattr(capped_whole, "largest", pick)
-        count = counted_solves(monkeypatch)
-        whole = plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2).whole(4)
-        solves.append(count[0])
-        monkeypatch.undo()
-        found.append(plans.best(4, 8, "1f1b", cap, bound=free.step * 1.2))
-        assert found[-1] is not None
-        assert whole <= found[-1].step
-    assert found[0] == found[1]
+    # The ranges bounded one at a time, the cheapest cuts' largest first (`largest`):
+    # a whole bound at most the plan's step, and the same plan, stage for stage, as
+    # with every range of the cheapest cuts bounded at once, in fewer DP solves.
+    found, solves, wholes, free_step = searched_two_ways(
+        tmp_path, monkeypatch, "largest", (capped_whole.largest, every_range))
     assert found[0] is not None
-    assert found[0].step > free.step  # (the cap binds)
+    assert found[0] == found[1]
+    assert found[0].step > free_step  # (the cap binds)
+    assert max(wholes) <= found[0].step
     assert 0 < solves[0] < solves[1]

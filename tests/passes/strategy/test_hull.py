@@ -14,20 +14,7 @@ import pytest
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound
-
-
-def random_graph(rng: np.random.Generator, vertices: int, configs: int
-                 ) -> tuple[CostGraph, list[np.ndarray]]:
-    """A cost graph with random vertex and edge costs, and random memory per config
-    (many levels: hulls of many points)."""
-    costs = [rng.uniform(0.0, 1.0, configs) for _ in range(vertices)]
-    graph = CostGraph([f"v{i}" for i in range(vertices)], costs)
-    for v in range(1, vertices):
-        for u in rng.choice(v, size=min(v, 2), replace=False):
-            graph.add_edge(int(u), v, rng.uniform(0.0, 0.5, (configs, configs)))
-    weights = [rng.integers(1, 40, configs).astype(np.float64) * 100.0
-               for _ in range(vertices)]
-    return graph, weights
+from tests.passes.strategy.test_partition import _random_graph as random_graph
 
 
 def strategies(graph: CostGraph, weights: list[np.ndarray], configs: int
