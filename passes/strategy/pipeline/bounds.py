@@ -48,9 +48,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
+from pase.core.schedule import stage_order
 from pase.passes.strategy.configs import split_factors
 from pase.passes.strategy.vertices import Layer
 
@@ -278,15 +280,51 @@ def possible(a: int, b: int, size: int, stages: int) -> bool:
 
 def critical_path(forward: Sequence[float], backward: Sequence[float], microbatches: int,
                    send_forward: Sequence[float], send_backward: Sequence[float],
-                   allreduce: Sequence[float]) -> float:
+                   allreduce: Sequence[float], schedule: str | None = None) -> float:
     """A lower bound on the simulated step (module docstring) with the transfers: stage
     s starts when micro-batch 0 arrives, works M (F_s + B_s), and its last gradient goes
-    back to stage 0 before that all-reduces; or stage s all-reduces itself."""
+    back to stage 0 before that all-reduces; or stage s all-reduces itself.
+
+    With `schedule`, stage s's work also waits for micro-batch 0's round trip: its first
+    backward cannot start before micro-batch 0 has gone forward through it and every
+    stage after it and its gradient has come back (R_s: their F + B and the sends
+    between them, `roundtrip.RoundTrip`'s on solved stages), and after that backward the
+    stage still runs its other M - 1 backwards and the M - f_s forwards its order
+    (`stage_order`) puts after it, f_s those before it. So it ends at least
+    (M - f_s + 1) F_s + M B_s + R_s after micro-batch 0 arrives, where the stage after
+    it is slower than its warm-up forwards (the whole step when it is the bottleneck:
+    the simulation waits so too). Below, stage 0 of two, after its first forward, waits
+    5 + 1 for the second's round trip, in which it runs only one more forward:
+
+        >>> from pase.core.schedule import simulate
+        >>> args = ([2.0, 5.0], [6.0, 1.0], 4, [0.0], [0.0], [0.0, 0.0])
+        >>> critical_path(*args), critical_path(*args, schedule="1f1b")
+        (32.0, 36.0)
+        >>> simulate("1f1b", *args[:3]).step
+        36.0
+    """
+    stages = len(forward)
+    first = _forwards_first(schedule, stages, microbatches) if schedule is not None \
+        else (microbatches,) * stages
+    trip = [0.0] * stages  # R_s (none counted without the schedule)
+    for s in reversed(range(stages - 1) if schedule is not None else ()):
+        trip[s] = trip[s + 1] + send_forward[s] + forward[s + 1] + backward[s + 1] \
+            + send_backward[s]
     bound = arrival = back = 0.0
-    for s in range(len(forward)):
-        end = arrival + microbatches * (forward[s] + backward[s])
+    for s in range(stages):
+        end = arrival + max(microbatches * (forward[s] + backward[s]),
+                            (microbatches - first[s] + 1) * forward[s] + trip[s]
+                            + microbatches * backward[s])
         bound = max(bound, end + back + allreduce[0], end + allreduce[s])
         if s + 1 < len(forward):
             arrival += forward[s] + send_forward[s]
             back += backward[s] + send_backward[s]
     return bound
+
+
+@cache
+def _forwards_first(schedule: str, stages: int, microbatches: int) -> tuple[int, ...]:
+    """Per stage, the forwards its `stage_order` runs before its first backward
+    (micro-batch 0's included)."""
+    return tuple(stage_order(schedule, stages, microbatches, s).index(("backward", 0))
+                 for s in range(stages))

@@ -73,8 +73,8 @@ def assemble(bounds: Sequence[int], stop: int, solved: Sequence[SolvedStage],
     backward = [p.cost.backward for p in solved]
     allreduce = [p.cost.allreduce + extra for p, extra in zip(solved, once, strict=True)]
     if beat < math.inf:
-        if critical_path(forward, backward, microbatches, send_f, send_b,
-                         allreduce) * (1 - SLACK) >= beat:
+        if critical_path(forward, backward, microbatches, send_f, send_b, allreduce,
+                         schedule) * (1 - SLACK) >= beat:
             return None
         if step_time(schedule, forward, backward, microbatches, send_f, send_b,
                      allreduce, beat) >= beat:

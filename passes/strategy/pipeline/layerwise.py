@@ -86,3 +86,44 @@ def layerwise_bounds(tight: SegmentBounds, work: Sequence[np.ndarray],
                                    micro, stages, tight.into_forward,
                                    tight.into_backward, tight.shared, tight.opening,
                                    least)
+
+
+def one_segment_capped(base: SegmentBounds, segments: SegmentBounds,
+                       capped: dict[int, np.ndarray], holds: Sequence[int]) -> SegmentBounds:
+    """`base` (bounds of S = len(`holds`) stages) with each stage range's M (F + B) + AR as
+    stage s at least its segments' least (`segments`, unconstrained: `of`'s prefix
+    sums) with one segment's least put in place by `capped[holds[s]][j]`, a lower bound
+    on that segment's M (F + B) + AR in any configurations that fit the cap holding
+    `holds[s]` micro-batches (`CappedWhole.objective` of the segment alone, M times):
+    the stage's configurations fit, so that segment's do (its bytes are a part of the
+    stage's), each other segment costs at least its least, and the edges between them
+    at least 0. The best segment of each range is taken (inf where one fits in no
+    configurations).
+
+        >>> segments = SegmentBounds.of([0, 1, 2, 3], forward=[0.0, 0.0, 0.0, 0.0],
+        ...                             work=[0.0, 1.0, 2.0, 3.0],
+        ...                             own=[0.0, 1.0, 2.0, 3.0], microbatches=1, stages=2)
+        >>> raised = one_segment_capped(segments, segments,
+        ...                             {2: np.array([1.0, 4.0, 1.0]),
+        ...                              1: np.array([1.0, 1.0, 1.0])}, [2, 1])
+        >>> float(raised.own_least[0][0][2]), float(raised.own_least[1][1][3])
+        (5.0, 2.0)
+    """
+    stages, size = len(holds), len(base.positions)
+    own = np.array(np.broadcast_to(base.own_least, (stages, size, size)))
+    sums = segments.own_least[0]
+    alone = np.diagonal(sums, 1)  # each segment's own least
+    made: dict[int, np.ndarray] = {}
+    for s, held in enumerate(holds):
+        if held not in made:
+            gain = np.maximum(capped[held] - alone, 0.0)
+            most = np.full((size, size), -np.inf)
+            for a in range(size - 1):
+                most[a, a + 1:] = np.maximum.accumulate(gain[a:])
+            upper = np.triu(np.ones((size, size), dtype=bool), 1)
+            made[held] = np.where(upper, sums + most, -np.inf)
+        own[s] = np.maximum(own[s], made[held])
+    return SegmentBounds.of_ranges(base.positions, base.forward, base.work, own,
+                                   base.microbatches, stages, base.into_forward,
+                                   base.into_backward, base.shared, base.opening,
+                                   base.work_at)

@@ -51,7 +51,7 @@ from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
 from pase.passes.strategy.pipeline.capped_whole import CappedWhole, at_least
 from pase.passes.strategy.pipeline.capped_work import CappedWorks
 from pase.passes.strategy.pipeline.evaluate import assemble
-from pase.passes.strategy.pipeline.layerwise import layerwise_bounds
+from pase.passes.strategy.pipeline.layerwise import layerwise_bounds, one_segment_capped
 from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, layer_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
@@ -420,6 +420,23 @@ class Partitioner:
                 memory)
         return self._layerwise[key]
 
+    def segments_alone(self, stages: int, microbatches: int, schedule: str, memory: float,
+                       beat: float, base: SegmentBounds) -> SegmentBounds:
+        """`base` raised where one segment alone under the cap `memory` bounds the ranges
+        that hold it (`layerwise.one_segment_capped`: each segment's `CappedWhole.objective`
+        at each in-flight count of the S, M, kept there by structure: the blocks of a
+        transformer share theirs). LARAC stops once M times a segment's bound reaches
+        `beat`, the step to beat: every range holding it reaches it then."""
+        positions = base.positions
+        group = self.devices // stages
+        holds = [in_flight(schedule, stages, microbatches, s) for s in range(stages)]
+        capped = {held: np.array([microbatches * self.capped.objective(
+                      start, stop, group, microbatches, held, memory, beat / microbatches)
+                      for start, stop in zip(positions, positions[1:], strict=False)])
+                  for held in sorted(set(holds))}
+        return one_segment_capped(base, self.segment_bounds(stages, microbatches), capped,
+                                  holds)
+
     def rest_fits(self, stages: int, microbatches: int, schedule: str,
                   memory: float) -> list[dict[int, bool]]:
         """Entry s maps each stage beginning b (0 and the cuts) to whether layers [b, end)
@@ -491,10 +508,16 @@ class Partitioner:
             if tight.whole(stages) * (1 - SLACK) >= bound:
                 return None
             if not self.table.free_only:
-                # The ranges' bounds under the cap (`capped_whole`), before any is solved
-                # under it. (One stage is the whole graph, whose capped solve proves the
-                # same bound, heard by `enough`. The first pass, whose stages fit
-                # unconstrained, walks at less cost than these bounds take.)
+                # Each segment alone under the cap (a LARAC per segment structure and
+                # in-flight count: far fewer than the ranges'), then the ranges' bounds
+                # under the cap (`capped_whole`), before any is solved under it. (One
+                # stage is the whole graph, whose capped solve proves the same bound,
+                # heard by `enough`. The first pass, whose stages fit unconstrained,
+                # walks at less cost than these bounds take.)
+                layered = tight = self.segments_alone(stages, microbatches, schedule,
+                                                      memory, bound, layered)
+                if tight.whole(stages) * (1 - SLACK) >= bound:
+                    return None
                 capped = tight = at_least(self.capped_whole(stages, microbatches, schedule,
                                                             memory, bound), layered)
                 if tight.whole(stages) * (1 - SLACK) >= bound:

@@ -345,7 +345,8 @@ class Walk:
                     self.microbatches, [ahead for ahead, _ in sends],
                     [back for _, back in sends],
                     [p.cost.allreduce + moved for p, moved in zip(solved, moves,
-                                                                  strict=True)])):
+                                                                  strict=True)],
+                    self.schedule)):
                 return
         self.spend(LEAF_EFFORT + self.stages * self.microbatches // 4)  # the simulation
         self.consider(bounds, solved)

@@ -12,6 +12,7 @@ from stage_plans import partitioner, random_source
 
 from pase.core.schedule import in_flight
 from pase.passes.strategy import Partitioner
+from pase.passes.strategy.pipeline.bounds import SegmentBounds
 
 SLACK = 1e-12
 
@@ -24,6 +25,27 @@ def capped_partitioner(seed: int, share: float) -> tuple[Partitioner, float]:
     return plans, free.memory * share
 
 
+def check_under_cap(plans: Partitioner, bounds: SegmentBounds, stages: int, micro: int,
+                    cap: float) -> None:
+    """Every stage range as every stage index s (holding its micro-batches), solved
+    under the cap: its F + B and M (F + B) + AR are at least `bounds`'; the whole
+    (S, M)'s bound is at most its best plan's step (every cut tried)."""
+    best = plans.best(stages, micro, "1f1b", cap, "exhaustive")
+    if best is not None:
+        assert bounds.whole(stages) <= best.step * (1 + SLACK)
+    positions = bounds.positions
+    group = plans.devices // stages
+    for s in range(stages):
+        held = in_flight("1f1b", stages, micro, s)
+        for a, b in itertools.combinations(range(len(positions)), 2):
+            stage = plans.stage(positions[a], positions[b], group, micro, held, cap)
+            if stage is None:
+                continue
+            assert bounds.work_at[s][a][b] <= stage.work * (1 + SLACK)
+            assert bounds.own_least[s][a][b] <= \
+                (micro * stage.work + stage.cost.allreduce) * (1 + SLACK)
+
+
 @pytest.mark.parametrize(("seed", "share"), [(0, 0.7), (1, 0.5), (2, 0.7)])
 def test_layerwise_bounds_every_stage_solved_under_a_cap(seed: int, share: float) -> None:
     # Every stage range as every stage index s (holding its micro-batches), solved under
@@ -33,21 +55,8 @@ def test_layerwise_bounds_every_stage_solved_under_a_cap(seed: int, share: float
     for stages, micro in itertools.product((2, 4), (1, 2, 4)):
         if stages > len(plans.cuts) + 1:
             continue
-        bounds = plans.layerwise(stages, micro, "1f1b", cap)
-        best = plans.best(stages, micro, "1f1b", cap, "exhaustive")
-        if best is not None:
-            assert bounds.whole(stages) <= best.step * (1 + SLACK)
-        positions = bounds.positions
-        group = plans.devices // stages
-        for s in range(stages):
-            held = in_flight("1f1b", stages, micro, s)
-            for a, b in itertools.combinations(range(len(positions)), 2):
-                stage = plans.stage(positions[a], positions[b], group, micro, held, cap)
-                if stage is None:
-                    continue
-                assert bounds.work_at[s][a][b] <= stage.work * (1 + SLACK)
-                assert bounds.own_least[s][a][b] <= \
-                    (micro * stage.work + stage.cost.allreduce) * (1 + SLACK)
+        check_under_cap(plans, plans.layerwise(stages, micro, "1f1b", cap), stages, micro,
+                        cap)
 
 
 def test_an_s_m_the_layers_alone_prune_is_pruned_before_any_solve(
@@ -80,3 +89,23 @@ def test_an_s_m_the_layers_alone_prune_is_pruned_before_any_solve(
             assert best is None or best.step >= bound
             pruned += 1
     assert pruned > 0
+
+
+@pytest.mark.parametrize(("seed", "share"), [(0, 0.7), (1, 0.5), (3, 0.6)])
+def test_each_segment_alone_bounds_every_stage_solved_under_a_cap(seed: int,
+                                                                 share: float) -> None:
+    # `Partitioner.segments_alone` (one segment's Lagrangian bound under the cap in place
+    # of its unconstrained least): every stage range as every stage index, solved under
+    # the cap, costs at least its bound; the whole (S, M)'s bound is at most its best
+    # plan's step (every cut tried); and it is at least the layers' own bound.
+    plans, cap = capped_partitioner(seed, share)
+    raised = 0
+    for stages, micro in itertools.product((2, 4), (1, 2, 4)):
+        if stages > len(plans.cuts) + 1:
+            continue
+        layered = plans.layerwise(stages, micro, "1f1b", cap)
+        bounds = plans.segments_alone(stages, micro, "1f1b", cap, math.inf, layered)
+        assert (bounds.own_least >= layered.own_least).all()
+        raised += int((bounds.own_least > layered.own_least * (1 + 1e-9)).sum())
+        check_under_cap(plans, bounds, stages, micro, cap)
+    assert raised > 0
