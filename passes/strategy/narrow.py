@@ -127,23 +127,24 @@ def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
     if type(problem) is not Problem:
         raise TypeError(f"narrowing needs a plain Problem, not {type(problem).__name__}")
     if problem._priced is not None:
-        return _narrowed(problem, solve, guess, blocks)
+        return _narrowed(problem, solve, guess, blocks, budget)
     # The rounds' problems (and the groups', with theirs) share the entries priced.
     priced = PricedTables(problem.config_lists, budget)
     try:
-        return _narrowed(replace(problem, _priced=priced), solve, guess, blocks)
+        return _narrowed(replace(problem, _priced=priced), solve, guess, blocks, budget)
     finally:
         priced.close()
 
 
 def _narrowed(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
-              blocks: bool) -> Solution:
+              blocks: bool, budget: MemoryBudget | None) -> Solution:
     """`solve_narrowed` of a problem that shares its rounds' priced entries."""
     minima, excess = layer_least(problem)
     least = math.fsum(minima)
     groups = _groups(problem) if blocks else None
     if groups is not None:
-        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups)
+        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups,
+                                              budget)
     else:
         gap = guess * least
         while True:
@@ -206,8 +207,8 @@ def _groups(problem: Problem) -> list[range] | None:
 
 
 def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
-               minima: list[float], excess: list[np.ndarray], groups: list[range]
-               ) -> tuple[Problem, list[np.ndarray], Solution]:
+               minima: list[float], excess: list[np.ndarray], groups: list[range],
+               budget: MemoryBudget | None) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
     once; then a strategy of the whole priced (`narrow_ends.py`: the blocks' optima, the
     head and the tail solved given them). Where that costs no more than the groups' optima
@@ -217,6 +218,7 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
     round narrows with the best of them. Returns the narrowed problem, the kept indices
     and its optimum."""
     from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
+    from pase.passes.strategy.narrow_bounds import bounded
     from pase.passes.strategy.narrow_ends import completed_cost
 
     optima, stitched, assignment = group_optima(problem, groups,
@@ -225,14 +227,8 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
     assumed = total * (1 + guess)
     narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
     upper = min(stitched, completed_cost(problem, narrowed, groups, assignment, solve))
-    if upper <= assumed:
-        narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
-        return narrowed, kept, solve(narrowed)
-    solution = solve(narrowed)
-    upper = min(upper, solution.cost)
-    if upper > assumed:
-        final, kept_final = restricted(problem, excess,
-                                       block_gaps(minima, groups, optima, upper))
-        if not all(np.array_equal(a, b) for a, b in zip(kept, kept_final, strict=True)):
-            narrowed, kept, solution = final, kept_final, solve(final)
-    return narrowed, kept, solution
+    # One certain round: the excesses the best known strategy allows, each group's bounds
+    # given it (`narrow_bounds.py`).
+    widened, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
+    narrowed, kept = bounded(problem, widened, kept, groups, optima, upper, budget)
+    return narrowed, kept, solve(narrowed)

@@ -14,6 +14,7 @@ import pytest
 from pase.passes.strategy import solve
 from pase.passes.strategy.narrow import layer_least, restricted, solve_narrowed
 from pase.passes.strategy.narrow_blocks import block_gaps, group_optima, layer_groups
+from pase.passes.strategy.narrow_bounds import bounded
 from pase.passes.strategy.narrow_ends import completed_cost, ends_problem
 from pase.passes.strategy.priced import PricedTables
 from tests.passes.strategy.test_narrow import (
@@ -42,14 +43,16 @@ def test_completed_strategy_narrows_the_whole_round(tmp_path: Path) -> None:
     # A real strategy: no cheaper than the optimum; cheaper than the groups' optima
     # stitched together (the embeddings' own optimum does not suit the first block).
     assert whole.cost * (1 - 1e-12) <= upper < stitched
-    by_upper, _ = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
+    by_upper, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
     assert configurations(by_upper) < configurations(under_guess)
     rounds: list[int] = []
     narrowed = solve_narrowed(tiny_gpt(tmp_path), counted_solve(rounds, configurations), 0.1,
                               blocks=True)
     assert_same_search(narrowed, whole)
-    # One whole round, certain, on the configurations the completed strategy leaves.
-    assert rounds[-1] == configurations(by_upper)
+    # One whole round, certain, on the configurations the completed strategy leaves, less
+    # those the groups' bounds given it rule out (`narrow_bounds.py`).
+    by_bounds, _ = bounded(problem, by_upper, kept, groups, optima, upper)
+    assert rounds[-1] == configurations(by_bounds) < configurations(by_upper)
 
 
 @pytest.mark.parametrize("devices", [4, 8, 16])

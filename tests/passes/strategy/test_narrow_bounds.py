@@ -1,0 +1,75 @@
+"""The whole round narrowed by each group's bounds given a known strategy
+(`strategy/narrow_bounds.py`): every configuration it drops is in no strategy as cheap as
+that one (checked by solving the whole problem with the configuration pinned), and it
+drops many of those the layers' excesses keep."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from pase.passes.strategy import solve
+from pase.passes.strategy.narrow import layer_least, restricted, solve_narrowed
+from pase.passes.strategy.narrow_blocks import block_gaps, group_optima, layer_groups
+from pase.passes.strategy.narrow_bounds import bounded, group_keeps
+from pase.passes.strategy.problem import Problem
+from tests.passes.strategy.test_narrow import configurations, tiny_gpt
+
+
+def pinned(problem: Problem, layer: int, config: int) -> Problem:
+    """`problem` with layer `layer` given its configuration `config` alone."""
+    lists = list(problem.config_lists)
+    lists[layer] = [lists[layer][config]]
+    return Problem(problem.graph, problem.devices, problem.machine, problem.layer_data,
+                   problem.edges, lists, problem.batch_dim, problem.model, problem.pins,
+                   problem.min_shard)
+
+
+def test_dropped_configurations_are_in_no_cheaper_strategy(tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path, 4)
+    whole = solve(problem)
+    groups = layer_groups(problem)
+    assert groups is not None
+    minima, excess = layer_least(problem)
+    optima, stitched, _ = group_optima(problem, groups,
+                                       lambda part: solve_narrowed(part, solve))
+    # A strategy dearer than the optimum: the bound must keep all that cost as much.
+    upper = whole.cost + 0.5 * (stitched - whole.cost) if stitched > whole.cost \
+        else whole.cost * (1 + 1e-3)
+    widened, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
+    keeps = group_keeps(problem, widened, groups, optima, upper)
+    dropped = [(layer, int(kept[layer][index])) for layer, keep in enumerate(keeps)
+               for index in np.flatnonzero(~keep)]
+    assert dropped  # the bounds rule out configurations the excesses keep
+    # Every dropped configuration, pinned, costs more than `upper` (a sample of them,
+    # spread over the layers).
+    for layer, config in dropped[:: max(1, len(dropped) // 12)]:
+        assert solve(pinned(problem, layer, config)).cost > upper
+    narrowed, indices = bounded(problem, widened, kept, groups, optima, upper)
+    assert configurations(narrowed) < configurations(widened)
+    # The optimal strategy is kept, and is the narrowed problem's optimum, bit for bit.
+    result = solve(narrowed)
+    assert (result.cost, result.assignment) == (whole.cost, whole.assignment)
+    assert whole.stats is not None
+    assert all(whole.stats.choice[v] in set(indices[v].tolist())
+               for v in range(len(indices)))
+
+
+def test_repeated_blocks_keep_shared_lists(tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path)
+    groups = layer_groups(problem)
+    assert groups is not None
+    minima, excess = layer_least(problem)
+    optima, stitched, _ = group_optima(problem, groups,
+                                       lambda part: solve_narrowed(part, solve))
+    upper = stitched
+    assert math.isfinite(upper)
+    widened, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
+    narrowed, _ = bounded(problem, widened, kept, groups, optima, upper)
+    # The four blocks' layers in the same places share one list object each.
+    blocks = groups[1:-1]
+    for offset in range(len(blocks[0])):
+        lists = {id(narrowed.config_lists[layers[offset]]) for layers in blocks}
+        assert len(lists) == 1
