@@ -210,25 +210,23 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
                minima: list[float], excess: list[np.ndarray], groups: list[range],
                budget: MemoryBudget | None) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
-    once; then a strategy of the whole priced (`narrow_ends.py`: the blocks' optima, the
-    head and the tail solved given them). Where that costs no more than the groups' optima
-    plus `guess` of them, one round narrowed by it is certain: its optimum is the whole
-    one. Otherwise the whole is narrowed as if a strategy cost that much; if its optimum
-    (or the strategy) costs no more, that held and it is the optimum; otherwise a last
-    round narrows with the best of them. Returns the narrowed problem, the kept indices
-    and its optimum."""
-    from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
-    from pase.passes.strategy.narrow_bounds import bounded
-    from pase.passes.strategy.narrow_ends import completed_cost
+    once; the groups that occur once (the head, the tail) joined to the blocks next to
+    them and solved given the groups' optima (`narrow_bounds.solve_merged`), which bounds
+    the whole with the joins at its ends counted and completes a strategy of the whole
+    (the blocks' optima between). Where that costs no more than the optima plus `guess`
+    of them, one round on the whole is certain: the configurations that strategy leaves
+    (`narrow_bounds.solve_grouped`: the excesses and the groups' bounds given it).
+    Otherwise a round as if a strategy cost that much, whose optimum, if no dearer, is
+    the whole one; else a last round given the best strategy known. Returns the
+    narrowed problem, the kept indices and its optimum."""
+    from pase.passes.strategy.narrow_blocks import group_optima
+    from pase.passes.strategy.narrow_bounds import solve_grouped, solve_merged
 
     optima, stitched, assignment = group_optima(problem, groups,
                                                 lambda part: solve_narrowed(part, solve, guess))
-    total = math.fsum(optima)
-    assumed = total * (1 + guess)
-    narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
-    upper = min(stitched, completed_cost(problem, narrowed, groups, assignment, solve))
-    # One certain round: the excesses the best known strategy allows, each group's bounds
-    # given it (`narrow_bounds.py`).
-    widened, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
-    narrowed, kept = bounded(problem, widened, kept, groups, optima, upper, budget)
-    return narrowed, kept, solve(narrowed)
+    # The ends joined to their blocks (their optima count the joins there), solved given
+    # the groups' optima; with them, a strategy of the whole (the blocks' optima between).
+    groups, optima, assignment = solve_merged(problem, minima, excess, groups, optima,
+                                              assignment, solve, guess, budget)
+    upper = min(stitched, problem.cost(assignment))
+    return solve_grouped(problem, minima, excess, groups, optima, upper, solve, guess, budget)

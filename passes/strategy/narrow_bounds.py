@@ -39,14 +39,17 @@ the blocks still share their tables.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
 from pase.passes.strategy.bound import MARGIN
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.cost import Config
-from pase.passes.strategy.narrow_blocks import group_key, group_problem
-from pase.passes.strategy.problem import Problem
+from pase.passes.strategy.narrow import restricted
+from pase.passes.strategy.narrow_blocks import block_gaps, group_key, group_problem
+from pase.passes.strategy.problem import Assignment, Problem, Solution
 from pase.passes.strategy.repeats import _part_bounds
 
 
@@ -108,3 +111,90 @@ def bounded(problem: Problem, widened: Problem, kept: list[np.ndarray], groups: 
     narrowed._kind_numbers = problem._kinds()
     narrowed._priced = problem._priced
     return narrowed, indices
+
+
+def merged_ends(problem: Problem, groups: list[range]) -> list[range]:
+    """`groups` with the first (last) group, where it occurs once (a GPT's embeddings, its
+    output head) and the next (previous) one repeats, joined to that one: the groups
+    whose optima bound the whole graph with the joins at its ends counted (the
+    embeddings' own optimum does not suit the first block; both together do)."""
+    if len(groups) < 3:
+        return list(groups)
+    keys = [group_key(problem, layers) for layers in groups]
+    counts = Counter(keys)
+    merged = list(groups)
+    if counts[keys[0]] == 1 and counts[keys[1]] > 1:
+        merged[0:2] = [range(groups[0].start, groups[1].stop)]
+    if counts[keys[-1]] == 1 and counts[keys[-2]] > 1:
+        merged[-2:] = [range(groups[-2].start, groups[-1].stop)]
+    return merged
+
+
+def solve_grouped(problem: Problem, least: list[float], excess: list[np.ndarray],
+                  groups: list[range], optima: list[float], upper: float,
+                  solve: Callable[[Problem], Solution], guess: float = 0.0,
+                  budget: MemoryBudget | None = None
+                  ) -> tuple[Problem, list[np.ndarray], Solution]:
+    """The optimum of `problem` by `solve` on the configurations that a strategy costing
+    `upper` leaves (`block_gaps`, then `bounded`), given each group's optimum `optima`
+    and each layer's least cost `least` and excesses `excess`. Where `upper` is above the
+    optima plus `guess` of them, a first round narrows as if a strategy cost that much:
+    every strategy as cheap is kept, so an optimum no dearer is the whole one; otherwise
+    that optimum is a strategy, and a last round narrows by the best known. Returns the
+    narrowed problem, its indices into `problem`'s lists and its optimum."""
+    assumed = math.fsum(optima) * (1 + guess)
+    if upper > assumed:
+        narrowed, kept, solution = _round(problem, least, excess, groups, optima, assumed,
+                                          solve, budget)
+        if solution.cost <= assumed:
+            return narrowed, kept, solution
+        upper = min(upper, solution.cost)
+    return _round(problem, least, excess, groups, optima, upper, solve, budget)
+
+
+def _round(problem: Problem, least: list[float], excess: list[np.ndarray],
+           groups: list[range], optima: list[float], upper: float,
+           solve: Callable[[Problem], Solution], budget: MemoryBudget | None
+           ) -> tuple[Problem, list[np.ndarray], Solution]:
+    """`solve_grouped`'s round given `upper`."""
+    widened, kept = restricted(problem, excess, block_gaps(least, groups, optima, upper))
+    narrowed, kept = bounded(problem, widened, kept, groups, optima, upper, budget)
+    return narrowed, kept, solve(narrowed)
+
+
+def solve_merged(problem: Problem, least: list[float], excess: list[np.ndarray],
+                 groups: list[range], optima: list[float], assignment: Assignment,
+                 solve: Callable[[Problem], Solution], guess: float = 0.0,
+                 budget: MemoryBudget | None = None
+                 ) -> tuple[list[range], list[float], Assignment]:
+    """`merged_ends(problem, groups)`, the optimum of each merged group (each distinct
+    one solved once by `solve_grouped` on its two groups, their optima `optima` given,
+    bounded by `assignment`, their optima put together), and `assignment` with the merged
+    groups' optimal configurations."""
+    merged = merged_ends(problem, groups)
+    group_of = {(layers.start, layers.stop): number for number, layers in enumerate(groups)}
+    completed = dict(assignment)
+    solved: dict[tuple[object, ...], Solution] = {}
+    merged_optima = []
+    for layers in merged:
+        number = group_of.get((layers.start, layers.stop))
+        if number is not None:
+            merged_optima.append(optima[number])
+            continue
+        key = group_key(problem, layers)
+        if key not in solved:
+            part = group_problem(problem, layers)
+            inner = [range(g.start - layers.start, g.stop - layers.start) for g in groups
+                     if layers.start <= g.start and g.stop <= layers.stop]
+            names = [problem.layer_data[index].name for index in layers]
+            solved[key] = solve_grouped(
+                part, [least[i] for i in layers], [excess[i] for i in layers], inner,
+                [optima[group_of[(g.start + layers.start, g.stop + layers.start)]]
+                 for g in inner],
+                part.cost({name: assignment[name] for name in names}), solve, guess,
+                budget)[2]
+        solution = solved[key]
+        merged_optima.append(solution.cost)
+        for index, config in zip(layers, solution.assignment.values(), strict=True):
+            completed[problem.layer_data[index].name] = config
+    return merged, merged_optima, completed

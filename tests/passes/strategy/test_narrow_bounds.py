@@ -12,8 +12,13 @@ import numpy as np
 
 from pase.passes.strategy import solve
 from pase.passes.strategy.narrow import layer_least, restricted, solve_narrowed
-from pase.passes.strategy.narrow_blocks import block_gaps, group_optima, layer_groups
-from pase.passes.strategy.narrow_bounds import bounded, group_keeps
+from pase.passes.strategy.narrow_blocks import (
+    block_gaps,
+    group_optima,
+    group_problem,
+    layer_groups,
+)
+from pase.passes.strategy.narrow_bounds import bounded, group_keeps, merged_ends, solve_merged
 from pase.passes.strategy.problem import Problem
 from tests.passes.strategy.test_narrow import configurations, tiny_gpt
 
@@ -73,3 +78,24 @@ def test_repeated_blocks_keep_shared_lists(tmp_path: Path) -> None:
     for offset in range(len(blocks[0])):
         lists = {id(narrowed.config_lists[layers[offset]]) for layers in blocks}
         assert len(lists) == 1
+
+
+def test_merged_ends_bound_the_whole_more_tightly(tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path)
+    whole = solve(problem)
+    groups = layer_groups(problem)
+    assert groups is not None
+    assert [len(group) for group in merged_ends(problem, groups)] == [18, 15, 15, 18]
+    minima, excess = layer_least(problem)
+    optima, stitched, assignment = group_optima(problem, groups,
+                                                lambda part: solve_narrowed(part, solve))
+    merged, merged_optima, completed = solve_merged(problem, minima, excess, groups, optima,
+                                                    assignment, solve)
+    assert merged == merged_ends(problem, groups)
+    # Each merged group's optimum is its own whole search's.
+    for layers, optimum in zip(merged, merged_optima, strict=True):
+        assert optimum == solve(group_problem(problem, layers)).cost
+    # A lower bound of the whole, at least the groups' one; the completed strategy is a
+    # strategy of the whole, no dearer than the groups' optima stitched together.
+    assert math.fsum(optima) <= math.fsum(merged_optima) <= whole.cost
+    assert whole.cost <= problem.cost(completed) <= stitched
