@@ -93,17 +93,28 @@ def restricted(problem: Problem, excess: list[np.ndarray], gap: float | Sequence
     """The problem with each layer's configurations of excess at most `gap` (one for all
     layers, or one per layer), and the indices kept per layer (increasing); layers of
     one kind, list and gap share the new list."""
+    gaps = [gap] * len(problem.layer_data) if isinstance(gap, float | int) else list(gap)
+    return masked(problem, problem, [over <= most for over, most in zip(excess, gaps,
+                                                                         strict=True)])
+
+
+def masked(problem: Problem, source: Problem, masks: Sequence[np.ndarray],
+           within: Sequence[np.ndarray] | None = None) -> tuple[Problem, list[np.ndarray]]:
+    """`problem` with each layer's configurations those `masks` keep of `source`'s list
+    (`source` is `problem` or a narrowed copy whose indices into `problem`'s lists are
+    `within`), and the indices kept per layer into `problem`'s lists (increasing);
+    layers of one kind and list that keep the same configurations share the new list."""
     kinds = problem._kinds()[0]
-    gaps = [gap] * len(kinds) if isinstance(gap, float | int) else list(gap)
-    lists: dict[tuple[int, int, float], tuple[list, np.ndarray]] = {}
+    lists: dict[tuple[object, ...], tuple[list, np.ndarray]] = {}
     config_lists = []
     kept = []
-    for kind, configs, over, most in zip(kinds, problem.config_lists, excess, gaps,
-                                         strict=True):
-        key = (kind, id(configs), most)
+    for layer, (kind, configs, keep) in enumerate(zip(kinds, source.config_lists, masks,
+                                                      strict=True)):
+        key = (kind, id(configs), keep.tobytes())
         if key not in lists:
-            indices = np.flatnonzero(over <= most)
-            lists[key] = ([configs[i] for i in indices], indices)
+            indices = np.flatnonzero(keep)
+            lists[key] = ([configs[i] for i in indices],
+                          indices if within is None else within[layer][indices])
         config_lists.append(lists[key][0])
         kept.append(lists[key][1])
     narrowed = Problem(problem.graph, problem.devices, problem.machine, problem.layer_data,
@@ -229,4 +240,5 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
     groups, optima, assignment = solve_merged(problem, minima, excess, groups, optima,
                                               assignment, solve, guess, budget)
     upper = min(stitched, problem.cost(assignment))
-    return solve_grouped(problem, minima, excess, groups, optima, upper, solve, guess, budget)
+    return solve_grouped(problem, minima, excess, groups, optima, upper, solve, guess, budget,
+                         last=True)

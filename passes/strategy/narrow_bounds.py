@@ -46,8 +46,7 @@ import numpy as np
 
 from pase.passes.strategy.bound import MARGIN
 from pase.passes.strategy.budget import MemoryBudget
-from pase.passes.strategy.cost import Config
-from pase.passes.strategy.narrow import restricted
+from pase.passes.strategy.narrow import masked, restricted
 from pase.passes.strategy.narrow_blocks import block_gaps, group_key, group_problem
 from pase.passes.strategy.problem import Assignment, Problem, Solution
 from pase.passes.strategy.repeats import _part_bounds
@@ -93,24 +92,7 @@ def bounded(problem: Problem, widened: Problem, kept: list[np.ndarray], groups: 
     configurations `group_keeps` keeps, and their indices into `problem`'s lists; layers
     of one kind and list that keep the same configurations share the new list."""
     keeps = group_keeps(problem, widened, groups, optima, upper, budget)
-    kinds = problem._kinds()[0]
-    lists: dict[tuple[object, ...], tuple[list[Config], np.ndarray]] = {}
-    config_lists = []
-    indices = []
-    for kind, configs, within, keep in zip(kinds, widened.config_lists, kept, keeps,
-                                           strict=True):
-        key = (kind, id(configs), keep.tobytes())
-        if key not in lists:
-            chosen = np.flatnonzero(keep)
-            lists[key] = ([configs[i] for i in chosen], within[chosen])
-        config_lists.append(lists[key][0])
-        indices.append(lists[key][1])
-    narrowed = Problem(problem.graph, problem.devices, problem.machine, problem.layer_data,
-                       problem.edges, config_lists, problem.batch_dim, problem.model,
-                       problem.pins, problem.min_shard)
-    narrowed._kind_numbers = problem._kinds()
-    narrowed._priced = problem._priced
-    return narrowed, indices
+    return masked(problem, widened, keeps, kept)
 
 
 def merged_ends(problem: Problem, groups: list[range]) -> list[range]:
@@ -133,7 +115,7 @@ def merged_ends(problem: Problem, groups: list[range]) -> list[range]:
 def solve_grouped(problem: Problem, least: list[float], excess: list[np.ndarray],
                   groups: list[range], optima: list[float], upper: float,
                   solve: Callable[[Problem], Solution], guess: float = 0.0,
-                  budget: MemoryBudget | None = None
+                  budget: MemoryBudget | None = None, last: bool = False
                   ) -> tuple[Problem, list[np.ndarray], Solution]:
     """The optimum of `problem` by `solve` on the configurations that a strategy costing
     `upper` leaves (`block_gaps`, then `bounded`), given each group's optimum `optima`
@@ -141,7 +123,9 @@ def solve_grouped(problem: Problem, least: list[float], excess: list[np.ndarray]
     optima plus `guess` of them, a first round narrows as if a strategy cost that much:
     every strategy as cheap is kept, so an optimum no dearer is the whole one; otherwise
     that optimum is a strategy, and a last round narrows by the best known. Returns the
-    narrowed problem, its indices into `problem`'s lists and its optimum."""
+    narrowed problem, its indices into `problem`'s lists and its optimum. With `last`
+    (no later search prices `problem`'s tables), the entries kept across rounds
+    (`PricedTables`) are dropped before the last round's DP, once its tables are built."""
     assumed = math.fsum(optima) * (1 + guess)
     if upper > assumed:
         narrowed, kept, solution = _round(problem, least, excess, groups, optima, assumed,
@@ -149,16 +133,20 @@ def solve_grouped(problem: Problem, least: list[float], excess: list[np.ndarray]
         if solution.cost <= assumed:
             return narrowed, kept, solution
         upper = min(upper, solution.cost)
-    return _round(problem, least, excess, groups, optima, upper, solve, budget)
+    return _round(problem, least, excess, groups, optima, upper, solve, budget, last)
 
 
 def _round(problem: Problem, least: list[float], excess: list[np.ndarray],
            groups: list[range], optima: list[float], upper: float,
-           solve: Callable[[Problem], Solution], budget: MemoryBudget | None
-           ) -> tuple[Problem, list[np.ndarray], Solution]:
-    """`solve_grouped`'s round given `upper`."""
+           solve: Callable[[Problem], Solution], budget: MemoryBudget | None,
+           last: bool = False) -> tuple[Problem, list[np.ndarray], Solution]:
+    """`solve_grouped`'s round given `upper`; with `last`, the kept entries dropped once
+    its tables are built (they would be counted twice on `budget` during its DP)."""
     widened, kept = restricted(problem, excess, block_gaps(least, groups, optima, upper))
     narrowed, kept = bounded(problem, widened, kept, groups, optima, upper, budget)
+    if last and problem._priced is not None:
+        narrowed.cost_graph(budget)
+        problem._priced.close()
     return narrowed, kept, solve(narrowed)
 
 

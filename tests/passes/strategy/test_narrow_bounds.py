@@ -19,7 +19,7 @@ from pase.passes.strategy.narrow_blocks import (
     layer_groups,
 )
 from pase.passes.strategy.narrow_bounds import bounded, group_keeps, merged_ends, solve_merged
-from pase.passes.strategy.problem import Problem
+from pase.passes.strategy.problem import Assignment, Problem
 from tests.passes.strategy.test_narrow import configurations, tiny_gpt
 
 
@@ -32,14 +32,22 @@ def pinned(problem: Problem, layer: int, config: int) -> Problem:
                    problem.min_shard)
 
 
-def test_dropped_configurations_are_in_no_cheaper_strategy(tmp_path: Path) -> None:
-    problem = tiny_gpt(tmp_path, 4)
-    whole = solve(problem)
+def solved_groups(problem: Problem) -> tuple[list[range], list[float], list[np.ndarray],
+                                              list[float], float, Assignment]:
+    """The problem's groups, its layers' least costs and excesses, and the groups' optima,
+    stitched cost and strategy (`group_optima`)."""
     groups = layer_groups(problem)
     assert groups is not None
     minima, excess = layer_least(problem)
-    optima, stitched, _ = group_optima(problem, groups,
-                                       lambda part: solve_narrowed(part, solve))
+    optima, stitched, assignment = group_optima(problem, groups,
+                                                lambda part: solve_narrowed(part, solve))
+    return groups, minima, excess, optima, stitched, assignment
+
+
+def test_dropped_configurations_are_in_no_cheaper_strategy(tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path, 4)
+    whole = solve(problem)
+    groups, minima, excess, optima, stitched, _ = solved_groups(problem)
     # A strategy dearer than the optimum: the bound must keep all that cost as much.
     upper = whole.cost + 0.5 * (stitched - whole.cost) if stitched > whole.cost \
         else whole.cost * (1 + 1e-3)
@@ -64,11 +72,7 @@ def test_dropped_configurations_are_in_no_cheaper_strategy(tmp_path: Path) -> No
 
 def test_repeated_blocks_keep_shared_lists(tmp_path: Path) -> None:
     problem = tiny_gpt(tmp_path)
-    groups = layer_groups(problem)
-    assert groups is not None
-    minima, excess = layer_least(problem)
-    optima, stitched, _ = group_optima(problem, groups,
-                                       lambda part: solve_narrowed(part, solve))
+    groups, minima, excess, optima, stitched, _ = solved_groups(problem)
     upper = stitched
     assert math.isfinite(upper)
     widened, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
@@ -83,12 +87,8 @@ def test_repeated_blocks_keep_shared_lists(tmp_path: Path) -> None:
 def test_merged_ends_bound_the_whole_more_tightly(tmp_path: Path) -> None:
     problem = tiny_gpt(tmp_path)
     whole = solve(problem)
-    groups = layer_groups(problem)
-    assert groups is not None
+    groups, minima, excess, optima, stitched, assignment = solved_groups(problem)
     assert [len(group) for group in merged_ends(problem, groups)] == [18, 15, 15, 18]
-    minima, excess = layer_least(problem)
-    optima, stitched, assignment = group_optima(problem, groups,
-                                                lambda part: solve_narrowed(part, solve))
     merged, merged_optima, completed = solve_merged(problem, minima, excess, groups, optima,
                                                     assignment, solve)
     assert merged == merged_ends(problem, groups)
