@@ -58,7 +58,7 @@ from pase.passes.strategy.orders import dependent_sets, elimination_order
 
 MAX_SWEEPS = 24
 # Edge tables smaller than this are minimized by numpy (a kernel call costs more).
-KERNEL_MIN_ENTRIES = 1 << 14
+KERNEL_MIN_ENTRIES = 1 << 12
 # The first round's limit on the DP's table entries; each failed round multiplies it by 16.
 FIRST_ROUND_ENTRIES = 1 << 26
 # A DP predicted to compute fewer entries runs in numpy (about 0.1 s) rather than compile
@@ -78,7 +78,6 @@ STALL = 0.02
 MARGIN = 1e-9
 
 EdgeKey = tuple[int, int]
-Prepared = Callable[[Sequence[np.ndarray]], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -286,7 +285,6 @@ class _Diffusion:
         self.kernel = jit == "on" or (jit == "auto" and entries >= 32 * JIT_MIN_ENTRIES)
         if self.kernel:
             self.kernel = compiled_eliminate(jit == "on") is not eliminate
-        self.prepared: dict[tuple[int, int], Prepared] = {}
 
     def warm(self, moves: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
         """Start from `moves` (per edge, in `edges`' order): any moves are a
@@ -319,15 +317,10 @@ class _Diffusion:
             minimum = np.min(table + (added[None, :] if other_axis else added[:, None]),
                              axis=other_axis)
             return minimum - mine
-        run = self.prepared.get((number, other_axis))
-        if run is None:
-            # Imported here so that llvmlite loads only when the bounds use the kernel.
-            from pase.passes.strategy.jit.eliminate import prepare
+        # Imported here so that llvmlite loads only when the bounds use the kernel.
+        from pase.passes.strategy.jit.eliminate import minima
 
-            _, run = prepare([((0, 1), table), ((other_axis,), added)], other_axis)
-            self.prepared[(number, other_axis)] = run
-        minimum, _ = run([table, added])
-        return minimum - mine
+        return minima(table, added, other_axis) - mine
 
     def sweep(self) -> None:
         order = range(len(self.graph.names))

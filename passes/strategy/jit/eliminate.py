@@ -241,36 +241,15 @@ def _i32(value: int) -> ir.Constant:
     return ir.Constant(I32, value)
 
 
-class _KernelBuilder:
-    """Emits one kernel: the loops over the dependent set, the lane blocks, the vertex scan.
+class _Builder:
+    """A function's builder with locals and counted loops.
 
     Loop counters and accumulators are allocas in the entry block, which mem2reg promotes.
     """
 
-    def __init__(self, signature: Signature, function: ir.Function) -> None:
-        self.signature = signature
+    def __init__(self, function: ir.Function) -> None:
         self.function = function
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
-        self.lane_axis = signature.loops - 1
-
-    def build(self) -> None:
-        builder, loops, factors = self.builder, self.signature.loops, len(self.signature.factors)
-        (tables, factor_strides, shape, output_strides, self.minimum,
-         self.argmin) = self.function.args
-        body = self.function.append_basic_block("body")
-        builder.branch(body)
-        builder.position_at_end(body)
-
-        def element(array: ir.Value, index: int) -> ir.Value:
-            return builder.load(builder.gep(array, [_i64(index)]))
-
-        self.shape = [element(shape, axis) for axis in range(loops + 1)]
-        self.tables = [element(tables, factor) for factor in range(factors)]
-        self.strides = [[element(factor_strides, factor * (loops + 1) + axis)
-                         for axis in range(loops + 1)] for factor in range(factors)]
-        self.output_strides = [element(output_strides, axis) for axis in range(loops)]
-        self._loops(0, [])
-        builder.ret_void()
 
     def _local(self, initial: ir.Value) -> ir.Value:
         with self.builder.goto_entry_block():
@@ -295,6 +274,39 @@ class _KernelBuilder:
         builder.branch(condition)
         builder.position_at_end(done)
         return builder.load(counter)
+
+    def _splat(self, scalar: ir.Value, vector_type: ir.VectorType) -> ir.Value:
+        undefined = ir.Constant(vector_type, ir.Undefined)
+        single = self.builder.insert_element(undefined, scalar, _i32(0))
+        return self.builder.shuffle_vector(single, undefined, ir.Constant(I32_VECTOR, [0] * LANES))
+
+
+class _KernelBuilder(_Builder):
+    """Emits one kernel: the loops over the dependent set, the lane blocks, the vertex scan."""
+
+    def __init__(self, signature: Signature, function: ir.Function) -> None:
+        super().__init__(function)
+        self.signature = signature
+        self.lane_axis = signature.loops - 1
+
+    def build(self) -> None:
+        builder, loops, factors = self.builder, self.signature.loops, len(self.signature.factors)
+        (tables, factor_strides, shape, output_strides, self.minimum,
+         self.argmin) = self.function.args
+        body = self.function.append_basic_block("body")
+        builder.branch(body)
+        builder.position_at_end(body)
+
+        def element(array: ir.Value, index: int) -> ir.Value:
+            return builder.load(builder.gep(array, [_i64(index)]))
+
+        self.shape = [element(shape, axis) for axis in range(loops + 1)]
+        self.tables = [element(tables, factor) for factor in range(factors)]
+        self.strides = [[element(factor_strides, factor * (loops + 1) + axis)
+                         for axis in range(loops + 1)] for factor in range(factors)]
+        self.output_strides = [element(output_strides, axis) for axis in range(loops)]
+        self._loops(0, [])
+        builder.ret_void()
 
     def _loops(self, axis: int, indices: list[ir.Value]) -> None:
         if axis == self.lane_axis:
@@ -417,7 +429,155 @@ class _KernelBuilder:
                 builder.store(builder.extract_element(data, _i32(position)),
                               builder.gep(table, [offset]))
 
-    def _splat(self, scalar: ir.Value, vector_type: ir.VectorType) -> ir.Value:
-        undefined = ir.Constant(vector_type, ir.Undefined)
-        single = self.builder.insert_element(undefined, scalar, _i32(0))
-        return self.builder.shuffle_vector(single, undefined, ir.Constant(I32_VECTOR, [0] * LANES))
+
+# --- minima alone ----------------------------------------------------------------------------
+
+
+def minima(table: np.ndarray, added: np.ndarray, axis: int) -> np.ndarray:
+    """`np.min(table + added, axis=axis)` for a 2-D `table` and `added` along `axis` (the axis
+    minimized over), without the argmin `eliminate` keeps and without the sum's temporary:
+    the entries are the same float64 `fadd`s, and a minimum is the same number in whatever
+    order its entries are compared (only the sign of a zero minimum could differ, where
+    +0.0 and -0.0 tie), so the same values as numpy's.
+
+    A table is read in its memory order: along a row for the minimum over the contiguous
+    axis (8 lanes per vector, reduced at the row's end), row after row for the other (each
+    row folded into the running minima). Raises `RuntimeError` if llvmlite cannot compile.
+
+    >>> table = np.array([[0.0, 3.0, 1.0], [2.0, 0.0, 5.0]])
+    >>> minima(table, np.array([1.0, 0.0, 0.5]), 1).tolist()
+    [1.0, 0.0]
+    >>> minima(table, np.array([1.0, 0.0]), 0).tolist()
+    [1.0, 0.0, 2.0]
+    """
+    table = _readable(table)
+    if table.shape[1] > 1 and table.strides[1] != 8 and table.strides[0] == 8:
+        table, axis = table.T, 1 - axis
+    if table.strides[1] != 8 and table.shape[1] > 1:
+        table = np.ascontiguousarray(table)
+    rows, columns = table.shape
+    added = np.ascontiguousarray(added, dtype=np.float64)
+    row_stride = table.strides[0] // 8 if rows > 1 else 0
+    if axis == 1:
+        minimum = np.empty(rows)
+        kernel = _along_kernel()
+    else:
+        minimum = np.full(columns, math.inf)
+        kernel = _across_kernel()
+    if table.size:
+        kernel(table.ctypes.data, rows, columns, row_stride, added.ctypes.data,
+               minimum.ctypes.data)
+    return minimum
+
+
+# void minima(double *table, i64 rows, i64 columns, i64 row_stride, double *added,
+#             double *minimum)
+_MINIMA_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _minima_module(name: str, along: bool) -> ir.Module:
+    module = ir.Module(name=name)
+    pointer = F64.as_pointer()
+    function = ir.Function(module, ir.FunctionType(
+        ir.VoidType(), [pointer, I64, I64, I64, pointer, pointer]), name)
+    for number in (0, 4, 5):
+        function.args[number].add_attribute("noalias")
+    _MinimaBuilder(function).build(along)
+    return module
+
+
+def _along_kernel() -> Kernel:
+    return _minima_kernel("pase_minima_along", True)
+
+
+def _across_kernel() -> Kernel:
+    return _minima_kernel("pase_minima_across", False)
+
+
+def _minima_kernel(name: str, along: bool) -> Kernel:
+    kernel = _minima_kernels.get(name)
+    if kernel is None:
+        with _lock:
+            if name not in _minima_kernels:
+                address = compile_function(_minima_module(name, along), name, "the minima kernel")
+                _minima_kernels[name] = _MINIMA_TYPE(address)
+            kernel = _minima_kernels[name]
+    return kernel
+
+
+_minima_kernels: dict[str, Kernel] = {}
+
+
+class _MinimaBuilder(_Builder):
+    """Emits `minima`'s kernels: `along` (the minimum over the contiguous axis) or across."""
+
+    def build(self, along: bool) -> None:
+        builder = self.builder
+        body = self.function.append_basic_block("body")
+        builder.branch(body)
+        builder.position_at_end(body)
+        table, rows, self.columns, row_stride, self.added, self.minimum = self.function.args
+        self._loop(_i64(0), rows, 1, lambda row: (self._along if along else self._across)(
+            row, builder.gep(table, [builder.mul(row, row_stride)])))
+        builder.ret_void()
+
+    def _vector(self, base: ir.Value, index: ir.Value) -> ir.Value:
+        at = self.builder.bitcast(self.builder.gep(base, [index]), F64_VECTOR.as_pointer())
+        return self.builder.load(at, align=8)
+
+    def _least(self, value: ir.Value, current: ir.Value) -> ir.Value:
+        return self.builder.select(self.builder.fcmp_ordered("<", value, current), value,
+                                   current)
+
+    def _along(self, row: ir.Value, start: ir.Value) -> None:
+        """minimum[row] = min_j table[row, j] + added[j]: UNROLL running vectors, then one,
+        then the last entries one by one, then the vectors' lanes."""
+        builder = self.builder
+        best = [self._local(ir.Constant(F64_VECTOR, [math.inf] * LANES)) for _ in range(UNROLL)]
+
+        def block(column: ir.Value, vectors: int) -> None:
+            for vector in range(vectors):
+                at = builder.add(column, _i64(vector * LANES))
+                total = builder.fadd(self._vector(start, at), self._vector(self.added, at))
+                builder.store(self._least(total, builder.load(best[vector])), best[vector])
+
+        grouped = self._loop(_i64(0), self.columns, LANES * UNROLL, lambda j: block(j, UNROLL))
+        single = self._loop(grouped, self.columns, LANES, lambda j: block(j, 1))
+        least = self._local(ir.Constant(F64, math.inf))
+
+        def one(column: ir.Value) -> None:
+            total = builder.fadd(builder.load(builder.gep(start, [column])),
+                                 builder.load(builder.gep(self.added, [column])))
+            builder.store(self._least(total, builder.load(least)), least)
+
+        self._loop(single, self.columns, 1, one)
+        vectors = [builder.load(slot) for slot in best]
+        for position in range(LANES):
+            for vector in vectors:
+                lane = builder.extract_element(vector, _i32(position))
+                builder.store(self._least(lane, builder.load(least)), least)
+        builder.store(builder.load(least), builder.gep(self.minimum, [row]))
+
+    def _across(self, row: ir.Value, start: ir.Value) -> None:
+        """minimum[j] = min(minimum[j], table[row, j] + added[row]) for every j."""
+        builder = self.builder
+        scalar = builder.load(builder.gep(self.added, [row]))
+        splat = self._splat(scalar, F64_VECTOR)
+
+        def block(column: ir.Value, vectors: int) -> None:
+            for vector in range(vectors):
+                at = builder.add(column, _i64(vector * LANES))
+                total = builder.fadd(self._vector(start, at), splat)
+                slot = builder.bitcast(builder.gep(self.minimum, [at]), F64_VECTOR.as_pointer())
+                builder.store(self._least(total, builder.load(slot, align=8)), slot, align=8)
+
+        grouped = self._loop(_i64(0), self.columns, LANES * UNROLL, lambda j: block(j, UNROLL))
+        single = self._loop(grouped, self.columns, LANES, lambda j: block(j, 1))
+
+        def one(column: ir.Value) -> None:
+            total = builder.fadd(builder.load(builder.gep(start, [column])), scalar)
+            slot = builder.gep(self.minimum, [column])
+            builder.store(self._least(total, builder.load(slot)), slot)
+
+        self._loop(single, self.columns, 1, one)

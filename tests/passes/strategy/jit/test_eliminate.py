@@ -15,7 +15,7 @@ from pase.passes.strategy.dp import SearchError, eliminate, solve_dp
 from pase.passes.strategy.factors import Factor
 from pase.passes.strategy.jit import compiler
 from pase.passes.strategy.jit.eliminate import eliminate as compiled_eliminate
-from pase.passes.strategy.jit.eliminate import prepare
+from pase.passes.strategy.jit.eliminate import minima, prepare
 
 MODELS = sorted(Path(__file__).parents[4].joinpath("models").glob("*.dnn"))
 # The largest dependent-set table of each random case, so that every case runs in milliseconds.
@@ -193,3 +193,22 @@ def test_jit_on_without_llvm_is_an_error(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_unknown_jit_mode_is_an_error() -> None:
     with pytest.raises(ValueError, match="jit must be one of auto, on, off"):
         solve_dp(random_graph(0), jit="yes")
+
+
+@requires_jit
+@pytest.mark.parametrize("seed", range(40))
+def test_minima_alone_equal_numpys(seed: int) -> None:
+    """`minima` (the diffusion's row minima, no argmin) gives numpy's minima of the table
+    plus the added vector, for tables of any shape (vectors' tails, single rows and
+    columns) and layout, over either axis, with ties and infinities."""
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(size) for size in rng.choice([1, 2, 7, 8, 9, 31, 33, 70], size=2))
+    values = rng.integers(-3, 4, size=shape).astype(np.float64)
+    values[rng.random(shape) < 0.05] = np.inf
+    # (A broadcast view repeats one row or column of `values`: compare with what it holds.)
+    table = random_view(rng, values)
+    for axis in (0, 1):
+        added = rng.integers(-3, 4, size=shape[axis]).astype(np.float64)
+        summed = np.array(table) + (added[None, :] if axis else added[:, None])
+        expected = np.min(summed, axis=axis)
+        np.testing.assert_array_equal(minima(table, added, axis), expected)
