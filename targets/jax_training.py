@@ -169,8 +169,9 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
                                        mesh) if stages[name] >= 1 else layouts[name]
                      for name in layouts}
     data, manual_tables = manual
-    if options.precision in DTYPES and set(data) != set(mesh):
-        data = ()  # XLA's CPU backend aborts on a bf16 reduction in a partly manual shard_map
+    if set(data) != {axis for axis, size in mesh.items() if size > 1}:
+        data = ()  # not on every axis (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
+        # program": XLA's CPU backend aborts on a bf16 psum in a partly manual shard_map)
     if data and not all(stages[name] == 0 or _sharded_over(
             layouts[name], state_layouts[name], replicas[name], data) for name in layouts):
         data = ()

@@ -4,10 +4,10 @@
 XLA's SPMD partitioner, left to place a ZeRO step's collectives from layouts alone, reduces
 the gradients into their shards with an all-reduce and a slice on its CPU backend (no
 reduce-scatter creator there) and keeps the params ZeRO 3 gathers in the forward for the
-backward. Where the plan has data-parallel mesh axes (`data_axes`: every layer splits the
-batch over them, first, and the batch can be cut there with the math of one batch), the
-step (`MANUAL_STEP`) runs the loss and its gradients in a `jax.shard_map` manual over those
-axes, the other axes left to the partitioner:
+backward. Where the plan is data-parallel on every mesh axis (`data_axes`: every layer
+splits the batch over all the axes and nothing else, and the batch can be cut there with
+the math of one batch), the step (`MANUAL_STEP`) runs the loss and its gradients in a
+`jax.shard_map` manual over the whole mesh, each device on its own rows of the batch:
 
 - each replica's loss is its share of the batch's (`LOSS_WEIGHT`), summed by a `psum`;
 - a param whose master is sharded (bf16/fp16 from ZeRO 1, fp32 at 3) comes in as its shard
@@ -63,7 +63,7 @@ def make_step(mesh, lr, with_grads=False):
 
 def manual_grads(mesh):
     """(copies, batch) -> (loss, gradients): a `shard_map` manual over the MANUAL axes
-    (the plan's data-parallel ones; the others stay the partitioner's). Each replica
+    (the plan's data-parallel ones: all the mesh's). Each replica
     takes its rows of the batch and its shard of each sharded copy (gathered by
     `all_gather`), weighs its loss by LOSS_WEIGHT (its share of the batch's) and sums the
     gradients of its copies over the replicas: `psum_scatter` into the shard from ZeRO 1
@@ -103,8 +103,8 @@ def manual_grads(mesh):
 
 def regathered(primitive, *_, **__):
     """ZeRO 3's `jax.checkpoint` policy: keep every value but what an all-gather (of a
-    param's shards) or a layout constraint (of a gathered param) makes."""
-    return primitive.name not in ("all_gather", "sharding_constraint")
+    param's shards) makes."""
+    return primitive.name != "all_gather"
 
 
 def sharded(name):
@@ -132,20 +132,11 @@ def manual_dim(spec):
     return next(k for k, entry in enumerate(spec)
                 if any(a in MANUAL for a in entry_axes(entry)))
 
-
-def constrained(value, spec):
-    """`value` in layout `spec` within `manual_grads`'s shard_map: over the axes it is
-    not manual over (it holds one replica's share on the MANUAL ones)."""
-    automatic = [tuple(a for a in entry_axes(entry) if a not in MANUAL) for entry in spec]
-    if all(axis in MANUAL for axis in MESH_AXES):
-        return value
-    return jax.lax.with_sharding_constraint(value, P(*[
-        None if not part else part[0] if len(part) == 1 else part for part in automatic]))
 '''
 
 LAYOUT_EDIT = (
     "        return jax.lax.with_sharding_constraint(value, NamedSharding(mesh, spec))\n",
-    "        return constrained(value, spec)  # within manual_grads's shard_map\n")
+    "        return value  # each device's own rows: manual_grads's shard_map is the layout\n")
 """The forward's `layout` helper, in a program whose step is `MANUAL_STEP`."""
 
 
