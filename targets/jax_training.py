@@ -102,12 +102,14 @@ def make_step(mesh, lr, with_grads=False):
     return step, stored, fed, kept
 '''
 
-STEP_HELPERS = '''
-
+LOW = '''\
 def low(param):
     """A master param in the forward's precision (COMPUTE under bf16/fp16)."""
     return param if PRECISION == "fp32" else param.astype(getattr(jnp, COMPUTE))
+'''
+"""The cast of an fp32 master param to the copy the forward reads (a program's helper)."""
 
+STEP_HELPERS = "\n\n" + LOW + '''
 
 def initial_state(kept, float_type):
     """The optimizer state at the start: zeros, in its layout."""
