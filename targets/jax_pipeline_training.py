@@ -59,6 +59,24 @@ def replica_sum(total):
     return jax.lax.reduce(low, np.array(0, low.dtype), jax.lax.add, (0,))
 
 
+def scattered(mesh, axes, spec, total):
+    """A stage's gradient sums (one per replica along axis 0, over the data `axes`, here
+    the stage's whole mesh) summed over its replicas in PRECISION into `spec`, written out
+    in a shard_map: `psum_scatter` (a reduce-scatter) where `spec` shards the param (ZeRO
+    1 and up), `psum` (an all-reduce) where it holds it whole."""
+    low = total if PRECISION == "fp32" else total.astype(getattr(jnp, COMPUTE))
+    dims = [k for k, entry in enumerate(spec) if entry is not None]
+
+    def local(block):
+        if not dims:
+            return jax.lax.psum(block[0], axes)
+        names = spec[dims[0]]
+        return jax.lax.psum_scatter(block[0], (names,) if isinstance(names, str) else names,
+                                    scatter_dimension=dims[0], tiled=True)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P(axes), out_specs=P(*spec))(low)
+
+
 def in_precision(function):
     """A stage's function computing in PRECISION: its params, float inputs and received
     tensors cast to COMPUTE as it reads them (the fp32 master params stay in the update;
@@ -106,13 +124,17 @@ DRIVER_EDITS = [
             return {n: w - lr * RATE_SCALES.get(n, 1) * grads[n]
                     for n, w in params.items()}, grads
 """, """\
+        manual = bool(axes) and all(a in axes for a, k in self.mesh.shape.items() if k > 1)
+
         def update(params, total, state):
             # The micro-batches' sums (fp32) reduced over the replicas in PRECISION, into
             # the shard from ZeRO 1 (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
-            # program"), then widened for the update.
-            grads = {n: jax.lax.with_sharding_constraint(
-                (replica_sum(g) if axes else g), self.summed[n]).astype(g.dtype)
-                for n, g in total.items()}
+            # program"), then widened for the update; where the data axes are the stage's
+            # whole mesh, by a shard_map's reduce-scatter (`scattered`).
+            grads = {n: (scattered(self.mesh, axes, GRAD_LAYOUTS[n][index], g) if manual
+                         else jax.lax.with_sharding_constraint(
+                             replica_sum(g) if axes else g, self.summed[n])).astype(g.dtype)
+                     for n, g in total.items()}
             params, state = optimizer_update(params, grads, state, lr)
             return params, grads, state
 """),

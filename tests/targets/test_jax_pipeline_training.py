@@ -32,12 +32,12 @@ ROOT = Path(__file__).resolve().parents[2]
 MLP = str(ROOT / "models" / "mlp.dnn")
 
 
-def plan(options: StepOptions, recomputed: tuple[str, ...] = ()) -> ModuleOp:
-    """The mlp's 2 x 2 x 2 pipeline plan (2 micro-batches) at 1/8 scale, its step
-    `options`, the layers `recomputed` marked `pase.recompute` (as recompute=auto's
-    search marks them)."""
+def plan(options: StepOptions, recomputed: tuple[str, ...] = (), ways: int = 2) -> ModuleOp:
+    """The mlp's 2 x 2 x 2 pipeline plan (2 micro-batches) at 1/8 scale (`ways`=4: 1 x 2 x
+    4, each stage data-parallel), its step `options`, the layers `recomputed` marked
+    `pase.recompute` (as recompute=auto's search marks them)."""
     module = strategy_and_scale(parse_file(MLP), 8, 0.125, "a100-nvlink",
-                                stages=Stages(2, 2), options=options, one_mesh=True, ways=2)
+                                stages=Stages(2, 2), options=options, one_mesh=True, ways=ways)
     graph = forward_graph(module)
     set_training(graph, options)
     for layer, name in graph.layer_names().items():
@@ -129,16 +129,19 @@ def test_a_stage_per_process_gives_the_losses_of_one_process(tmp_path: Path) -> 
     assert len(losses) == 3
 
 
+@pytest.mark.parametrize(("ways", "reduction"), [(2, "all-reduce"), (4, "reduce-scatter")])
 def test_under_bf16_the_stages_move_bf16_and_gather_the_copies_not_the_master(
-        tmp_path: Path) -> None:
-    # Adam, bf16, ZeRO 1: the update reduces the gradients in bf16 into the shard and
+        ways: int, reduction: str, tmp_path: Path) -> None:
+    # Adam, bf16, ZeRO 1: the update reduces the gradients in bf16 into the shard (a
+    # reduce-scatter written out where the stage's mesh is all data-parallel; XLA's CPU
+    # partitioner's all-reduce and slice where it has a tensor-parallel axis too) and
     # updates the fp32 master there (no all-gather of it); the bf16 copies the forward
     # reads are gathered once a step (`copies`); the activations and their gradients
     # cross between the stages in bf16. Read from the HLO XLA's SPMD partitioner makes of
     # each program (its CPU backend then widens bf16 collectives to f32).
     program = tmp_path / "step.py"
     program.write_text(jax_program(plan(StepOptions(optimizer="adam", precision="bf16",
-                                                    zero=1))))
+                                                    zero=1), ways=ways)))
     environment = child_environment(8)
     environment["XLA_FLAGS"] += (f" --xla_dump_to={tmp_path / 'dump'}"
                                  " --xla_dump_hlo_pass_re=spmd-partitioning")
@@ -150,6 +153,6 @@ def test_under_bf16_the_stages_move_bf16_and_gather_the_copies_not_the_master(
         name = dump.name.split(".")[1]
         kinds.setdefault(name, set()).update(
             (c.kind, c.bytes // c.elements) for c in collectives(dump.read_text()))
-    assert kinds["jit_update"] == {("all-reduce", 2)}
+    assert kinds["jit_update"] == {(reduction, 2)}
     assert kinds["jit_copies"] == {("all-gather", 2)}
     assert kinds["jit_ppermute"] == {("collective-permute", 2)}
