@@ -25,7 +25,7 @@ from pase.dialect.training_options import RECOMPUTE_ATTR_NAME, StepOptions, set_
 from pase.frontend import parse_file
 from pase.targets.jax import jax_program
 from pase.tools.run.check import make_data
-from pase.tools.run.jax import child_environment, collectives, train_jax
+from pase.tools.run.jax import child_environment, collectives, partitioned, train_jax
 from pase.tools.run.load import Stages, forward_graph, strategy_and_scale
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,25 +53,32 @@ def table(source: str, name: str) -> dict[str, dict[int, tuple]]:
     return ast.literal_eval("{" + body + "}")
 
 
-@pytest.mark.parametrize(("zero", "precision", "state", "grads", "params", "master"), [
-    (0, "fp32", (None, "m1"), (None, "m1"), (None, "m1"), (None, "m1")),
-    (1, "fp32", ("m0", "m1"), ("m0", "m1"), (None, "m1"), (None, "m1")),
-    (1, "bf16", ("m0", "m1"), ("m0", "m1"), (None, "m1"), ("m0", "m1")),
-    (2, "fp32", ("m0", "m1"), ("m0", "m1"), (None, "m1"), (None, "m1")),
-    (3, "fp32", ("m0", "m1"), ("m0", "m1"), ("m0", "m1"), ("m0", "m1"))])
+@pytest.mark.parametrize(("zero", "state", "grads", "params"), [
+    (0, (None, "m1"), (None, "m1"), (None, "m1")),
+    (1, ("m0", "m1"), ("m0", "m1"), (None, "m1")),
+    (2, ("m0", "m1"), ("m0", "m1"), (None, "m1")),
+    (3, ("m0", "m1"), ("m0", "m1"), ("m0", "m1"))])
 def test_zero_shards_each_stages_state_over_its_data_parallel_replicas(
-        zero: int, precision: str, state: tuple, grads: tuple, params: tuple,
-        master: tuple) -> None:
+        zero: int, state: tuple, grads: tuple, params: tuple) -> None:
     # w1 [d, h] on stage 0 is held split over h (m1), replicated over the batch's m0;
-    # w2 [h, c] on stage 1 over h too, so its state joins m0 to m1 on that dim. Under
-    # bf16 the fp32 master params are sharded with the state from ZeRO 1.
-    source = jax_program(plan(StepOptions(optimizer="adam", precision=precision, zero=zero)))
+    # w2 [h, c] on stage 1 over h too, so its state joins m0 to m1 on that dim.
+    source = jax_program(plan(StepOptions(optimizer="adam", zero=zero)))
     assert table(source, "STATE_LAYOUTS") == {"w1": {0: state},
                                               "w2": {1: (("m1", "m0") if zero else "m1", None)}}
     assert table(source, "GRAD_LAYOUTS")["w1"] == {0: grads}
     assert table(source, "PARAM_LAYOUTS")["w1"] == {0: params}
-    assert table(source, "MASTER_LAYOUTS")["w1"] == {0: master}
     assert "STATE_KINDS = ('m', 'v', 't')" in source
+
+
+@pytest.mark.parametrize(("precision", "zero", "master"), [
+    ("bf16", 0, (None, "m1")), ("bf16", 1, ("m0", "m1")), ("fp32", 2, (None, "m1")),
+    ("fp32", 3, ("m0", "m1"))])
+def test_the_fp32_master_is_sharded_with_the_state_under_bf16(
+        precision: str, zero: int, master: tuple) -> None:
+    # Under bf16/fp16 the fp32 master params are part of the optimizer state, sharded
+    # with it from ZeRO 1; under fp32 the master is the param, sharded at ZeRO 3.
+    source = jax_program(plan(StepOptions(optimizer="adam", precision=precision, zero=zero)))
+    assert table(source, "MASTER_LAYOUTS")["w1"] == {0: master}
 
 
 def test_recompute_checkpoints_the_marked_layers_within_their_stage() -> None:
@@ -139,20 +146,10 @@ def test_under_bf16_the_stages_move_bf16_and_gather_the_copies_not_the_master(
     # reads are gathered once a step (`copies`); the activations and their gradients
     # cross between the stages in bf16. Read from the HLO XLA's SPMD partitioner makes of
     # each program (its CPU backend then widens bf16 collectives to f32).
-    program = tmp_path / "step.py"
-    program.write_text(jax_program(plan(StepOptions(optimizer="adam", precision="bf16",
-                                                    zero=1), ways=ways)))
-    environment = child_environment(8)
-    environment["XLA_FLAGS"] += (f" --xla_dump_to={tmp_path / 'dump'}"
-                                 " --xla_dump_hlo_pass_re=spmd-partitioning")
-    finished = subprocess.run([sys.executable, str(program), "--steps", "1"],
-                              env=environment, capture_output=True, text=True, check=False)
-    assert finished.returncode == 0, finished.stderr
-    kinds: dict[str, set[tuple[str, int]]] = {}
-    for dump in (tmp_path / "dump").glob("*after_spmd-partitioning*.txt"):
-        name = dump.name.split(".")[1]
-        kinds.setdefault(name, set()).update(
-            (c.kind, c.bytes // c.elements) for c in collectives(dump.read_text()))
+    modules = partitioned(jax_program(plan(StepOptions(
+        optimizer="adam", precision="bf16", zero=1), ways=ways)), 8, tmp_path)
+    kinds = {name: {(c.kind, c.bytes // c.elements) for c in collectives(hlo)}
+             for name, hlo in modules.items()}
     assert kinds["jit_update"] == {(reduction, 2)}
     assert kinds["jit_copies"] == {("all-gather", 2)}
     assert kinds["jit_ppermute"] == {("collective-permute", 2)}

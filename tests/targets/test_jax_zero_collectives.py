@@ -7,8 +7,6 @@ cost model's."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from pase.frontend import parse_file
 from pase.passes.strategy import build_problem
 from pase.passes.strategy.options import SearchOptions, TrainingOptions
 from pase.targets.jax import jax_program
-from pase.tools.run.jax import child_environment, collectives
+from pase.tools.run.jax import collectives, partitioned
 from pase.tools.run.load import forward_graph, with_configs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,30 +26,21 @@ DATA_PARALLEL = {"h": {"b": 4}, "a": {"b": 4}, "z": {"b": 4}, "l": {"b": 4}}
 parameter's (and the loss's scalar sum)."""
 
 
-def partitioned(precision: str, zero: int, folder: Path) -> tuple[str, StepOptions]:
+def mlp_step_hlo(precision: str, zero: int, folder: Path) -> tuple[str, StepOptions]:
     """The HLO of the mlp's step under Adam, `precision` and `zero` on 4 XLA CPU devices
     as XLA's SPMD partitioner leaves it (the CPU backend then widens bf16 collectives to
     f32)."""
     module = with_configs(parse_file(str(ROOT / "models" / "mlp.dnn")), DATA_PARALLEL)
     options = StepOptions(optimizer="adam", precision=precision, zero=zero)
     set_training(forward_graph(module), options)
-    program = folder / "step.py"
-    program.write_text(jax_program(module, 4))
-    environment = child_environment(4)
-    environment["XLA_FLAGS"] += (f" --xla_dump_to={folder / 'dump'}"
-                                 " --xla_dump_hlo_pass_re=spmd-partitioning")
-    finished = subprocess.run([sys.executable, str(program), "--steps", "1"],
-                              env=environment, capture_output=True, text=True, check=False)
-    assert finished.returncode == 0, finished.stderr
-    [dump] = (folder / "dump").glob("*jit_step*after_spmd-partitioning*.txt")
-    return dump.read_text(), options
+    return partitioned(jax_program(module, 4), 4, folder)["jit_step"], options
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize("zero", [0, 1, 2, 3])
 def test_the_steps_collectives_move_what_the_cost_model_charges(
         precision: str, zero: int, tmp_path: Path) -> None:
-    hlo, _ = partitioned(precision, zero, tmp_path)
+    hlo, _ = mlp_step_hlo(precision, zero, tmp_path)
     moved: dict[str, float] = defaultdict(float)
     types = set()
     gathers: dict[int, int] = defaultdict(int)
