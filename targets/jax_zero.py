@@ -70,7 +70,7 @@ def manual_grads(mesh):
     (a reduce-scatter), `psum` at ZeRO 0 (an all-reduce). At ZeRO 3 the gathers are in the
     differentiated function, and `jax.checkpoint` does not keep what they gathered: the
     backward gathers it again."""
-    inside = {name for name in PARAMS if ZERO[name] >= 3}
+    inside = {name for name in PARAMS if ZERO[name] >= 3 and sharded(name)}
 
     def gather(name, shard):
         return jax.lax.all_gather(shard, manual_axes(MASTER_LAYOUTS[name]),
@@ -95,7 +95,7 @@ def manual_grads(mesh):
             for name, grad in grads.items()}
 
     return jax.shard_map(
-        local, mesh=mesh, axis_names=set(MANUAL),
+        local, mesh=mesh, axis_names=set(mesh.axis_names),  # (an idle axis: replicas)
         in_specs=({name: manual(MASTER_LAYOUTS[name]) for name in PARAMS},
                   {name: manual(row[2]) for name, row in INPUTS.items()}),
         out_specs=(P(), {name: manual(GRAD_LAYOUTS[name]) for name in PARAMS}))
