@@ -15,7 +15,8 @@ swaps its step for one that
   all-reduce) and the params themselves at stage 3 (`PARAM_LAYOUTS`, all-gathered by
   the layout constraint of their first reader);
 
-and `checkpointed` wraps runs of recomputed layers in `jax.checkpoint`.
+and `checkpointed` wraps runs of recomputed layers in `jax.checkpoint`. On a plan that is
+data-parallel on every mesh axis the step writes ZeRO's collectives out (`jax_zero`).
 """
 
 from __future__ import annotations
@@ -213,7 +214,8 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
 def _sharded_over(held: Spec, state: Spec, replicas: Sequence[tuple[str, int]],
                   data: tuple[str, ...]) -> bool:
     """Whether a param held in `held` is replicated on exactly the `data` axes and its
-    ZeRO shard `state` splits a dim of `held` no axis splits over exactly them."""
+    ZeRO shard `state` adds them, and only them, to one dim `held` leaves whole (or is
+    `held`, where no dim divides): a shard `manual_grads` gathers and scatters itself."""
     changed = [entry for entry, was in zip(state, list(held) + [None] * len(state),
                                            strict=False) if entry != was]
     return {a for a, _ in replicas} == set(data) and changed in (
