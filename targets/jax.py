@@ -53,6 +53,7 @@ from pase.dialect.training_options import (
 from pase.targets.jax_expressible import check_expressible
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, with_ignored_labels
 from pase.targets.jax_training import Spec, checkpointed, with_training
+from pase.targets.jax_zero import manual_of
 
 MeshAxes = tuple[str, ...]
 """The mesh axes one tensor dim is split over (empty: not split)."""
@@ -126,7 +127,9 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
                            used_only=True)
         program = emitter.program()
         if not options.is_default():
-            program = with_training(program, options, *emitter.param_layouts())
+            layouts = emitter.param_layouts()
+            program = with_training(program, options, *layouts, manual=manual_of(
+                graph, emitter.axes, layouts[3]))
     return with_model_weights(program) if with_weights else program
 
 

@@ -29,6 +29,7 @@ from pase.dialect.training_options import StepOptions, zero_stage
 from pase.targets.jax import spec_entries
 from pase.targets.jax_training import (
     DTYPES,
+    LOW,
     UPDATES,
     Spec,
     option_lines,
@@ -56,6 +57,24 @@ def replica_sum(total):
     replicas in PRECISION: `lax.reduce`, since `jnp.sum` would widen bf16 to f32."""
     low = total if PRECISION == "fp32" else total.astype(getattr(jnp, COMPUTE))
     return jax.lax.reduce(low, np.array(0, low.dtype), jax.lax.add, (0,))
+
+
+def scattered(mesh, axes, spec, total):
+    """A stage's gradient sums (one per replica along axis 0, over the data `axes`, here
+    the stage's whole mesh) summed over its replicas in PRECISION into `spec`, written out
+    in a shard_map: `psum_scatter` (a reduce-scatter) where `spec` shards the param (ZeRO
+    1 and up), `psum` (an all-reduce) where it holds it whole."""
+    low = total if PRECISION == "fp32" else total.astype(getattr(jnp, COMPUTE))
+    dims = [k for k, entry in enumerate(spec) if entry is not None]
+
+    def local(block):
+        if not dims:
+            return jax.lax.psum(block[0], axes)
+        names = spec[dims[0]]
+        return jax.lax.psum_scatter(block[0], (names,) if isinstance(names, str) else names,
+                                    scatter_dimension=dims[0], tiled=True)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P(axes), out_specs=P(*spec))(low)
 
 
 def in_precision(function):
@@ -92,7 +111,11 @@ DRIVER_EDITS = [
         self.state = {n: {kind: named(() if kind == "t" else STATE_LAYOUTS[n][index])
                           for kind in STATE_KINDS} for n in self.params}
         self.summed = {n: named(GRAD_LAYOUTS[n][index]) for n in self.params}
-        self.params = {n: named(PARAM_LAYOUTS[n][index]) for n in self.params}
+        # The fp32 master params in MASTER_LAYOUTS (sharded with the state under bf16/fp16
+        # from ZeRO 1), the copies the forward and backward read in PARAM_LAYOUTS, in the
+        # compute precision (`copies`: cast where the master is held, then gathered).
+        self.copies = {n: named(PARAM_LAYOUTS[n][index]) for n in self.params}
+        self.params = {n: named(MASTER_LAYOUTS[n][index]) for n in self.params}
         self.kept = None  # the optimizer state's arrays (initial_state)
 """),
     ("""\
@@ -101,13 +124,17 @@ DRIVER_EDITS = [
             return {n: w - lr * RATE_SCALES.get(n, 1) * grads[n]
                     for n, w in params.items()}, grads
 """, """\
+        manual = bool(axes) and all(a in axes for a, k in self.mesh.shape.items() if k > 1)
+
         def update(params, total, state):
             # The micro-batches' sums (fp32) reduced over the replicas in PRECISION, into
             # the shard from ZeRO 1 (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
-            # program"), then widened for the update.
-            grads = {n: jax.lax.with_sharding_constraint(
-                (replica_sum(g) if axes else g), self.summed[n]).astype(g.dtype)
-                for n, g in total.items()}
+            # program"), then widened for the update; where the data axes are the stage's
+            # whole mesh, by a shard_map's reduce-scatter (`scattered`).
+            grads = {n: (scattered(self.mesh, axes, GRAD_LAYOUTS[n][index], g) if manual
+                         else jax.lax.with_sharding_constraint(
+                             replica_sum(g) if axes else g, self.summed[n])).astype(g.dtype)
+                     for n, g in total.items()}
             params, state = optimizer_update(params, grads, state, lr)
             return params, grads, state
 """),
@@ -150,7 +177,57 @@ DRIVER_EDITS = [
                for n, row in PARAMS.items() for kind in STATE_KINDS}
 """),
     ("one SGD step per step.", "one update per step\n(OPTIMIZER, PRECISION; ZeRO as "
-     "STATE_LAYOUTS, GRAD_LAYOUTS and PARAM_LAYOUTS say)."),
+     "STATE_LAYOUTS, GRAD_LAYOUTS, PARAM_LAYOUTS and MASTER_LAYOUTS say)."),
+    ("""\
+        self.jitted = {
+            "forward": jax.jit(function, in_shardings=(self.params, self.batch, self.received),
+                               out_shardings=self.sent),
+            "backward": jax.jit(backward, in_shardings=(self.params, self.batch, self.received,
+                                                        self.sent, self.totals),
+""", """\
+        def copies(params):
+            return {n: jax.lax.with_sharding_constraint(low(w), self.params[n])
+                    for n, w in params.items()}
+
+        self.jitted = {
+            "copies": jax.jit(copies, in_shardings=(self.params,), out_shardings=self.copies),
+            "forward": jax.jit(function, in_shardings=(self.copies, self.batch, self.received),
+                               out_shardings=self.sent),
+            "backward": jax.jit(backward, in_shardings=(self.copies, self.batch, self.received,
+                                                        self.sent, self.totals),
+"""),
+    ("""\
+        held = jax.tree.map(spec, params)
+""", """\
+        held = jax.tree.map(spec, params)
+        low_type = lambda a: a.dtype if PRECISION == "fp32" else jnp.dtype(COMPUTE)  # noqa: E731
+        copied = {n: jax.ShapeDtypeStruct(a.shape, low_type(a), sharding=self.copies[n])
+                  for n, a in params.items()}
+"""),
+    ("""\
+        arguments = {"forward": (held, fed, received),
+                     "backward": (held, fed, received, sent, totals),
+""", """\
+        arguments = {"copies": (held,), "forward": (copied, fed, received),
+                     "backward": (copied, fed, received, sent, totals),
+"""),
+    ("""\
+    totals = [compiled[s.index]["zeros"](params[s.index]) if s.local else None for s in stages]
+""", """\
+    totals = [compiled[s.index]["zeros"](params[s.index]) if s.local else None for s in stages]
+    copies = [compiled[s.index]["copies"](params[s.index]) if s.local and PRECISION != "fp32"
+              else params[s.index] for s in stages]  # the forward's, from the fp32 master
+"""),
+    ("""\
+            sent[index][m] = wait(programs["forward"](params[index], batches[index][m],
+""", """\
+            sent[index][m] = wait(programs["forward"](copies[index], batches[index][m],
+"""),
+    ("""\
+            totals[index], back[index][m] = wait(programs["backward"](
+                params[index], batches[index][m],""", """\
+            totals[index], back[index][m] = wait(programs["backward"](
+                copies[index], batches[index][m],"""),
 ]
 """The lines of the pipeline's driver (`jax_pipeline_source`) that change with the
 step's optimizer state and ZeRO layouts."""
@@ -167,16 +244,18 @@ precision; the gradient sums of a param shared by two stages (`SHARED`) stay fp3
 def with_pipeline_training(program: str, emitter: _PipelineEmitter,
                            options: StepOptions) -> str:
     """`program` (the plain SGD fp32 pipeline) with the step `options` asks for."""
-    zero, state, grads, stored = stage_layouts(emitter, options)
+    zero, state, grads, stored, master = stage_layouts(emitter, options)
     tables = [*option_lines(options),
               _table("ZERO", zero, "each param's ZeRO stage"),
               _table("STATE_LAYOUTS", state, "the optimizer state's layout"),
               _table("GRAD_LAYOUTS", grads, "where the summed gradients are reduced to"),
-              _table("PARAM_LAYOUTS", stored, "where the params are stored"), ""]
+              _table("PARAM_LAYOUTS", stored, "where the forward's copies are held"),
+              _table("MASTER_LAYOUTS", master, "where the fp32 master params are stored"), ""]
     program = _replaced(program, "\nORDER = ", "\n" + "\n".join(tables) + "ORDER = ")
     update = UPDATES[options.optimizer].replace("def update(", "def optimizer_update(", 1)
     program = _replaced(program, "\nSTAGE_FUNCTIONS = [",
-                        "\n" + update + "\n\n" + FUNCTIONS + "STAGE_FUNCTIONS = [")
+                        "\n" + update + "\n\n" + LOW + "\n\n" + FUNCTIONS
+                        + "STAGE_FUNCTIONS = [")
     for old, new in DRIVER_EDITS:
         program = _replaced(program, old, new)
     if options.precision in DTYPES:
@@ -200,15 +279,17 @@ def _table(name: str, rows: dict[str, dict[int, int]] | dict[str, dict[int, Spec
 
 def stage_layouts(emitter: _PipelineEmitter, options: StepOptions) -> tuple[
         dict[str, dict[int, int]], dict[str, dict[int, Spec]], dict[str, dict[int, Spec]],
-        dict[str, dict[int, Spec]]]:
+        dict[str, dict[int, Spec]], dict[str, dict[int, Spec]]]:
     """Per param and stage holding it (its first reader's, and each other stage that
     reads it): its ZeRO stage (that reader's) and the layouts of its optimizer state,
-    summed gradients and stored copy on the stage's mesh (`jax_training.zero_layout`:
-    sharded over the stage's mesh axes the param is replicated on)."""
+    summed gradients, the copy the forward reads and the fp32 master on the stage's mesh
+    (`jax_training.zero_layout`: sharded over the stage's mesh axes the param is replicated
+    on; the master with the state under bf16/fp16 from ZeRO 1, the copy from ZeRO 3)."""
     zero: dict[str, dict[int, int]] = {}
     state: dict[str, dict[int, Spec]] = {}
     grads: dict[str, dict[int, Spec]] = {}
     stored: dict[str, dict[int, Spec]] = {}
+    master: dict[str, dict[int, Spec]] = {}
     for op in emitter.micro.body.block.ops:
         if not isinstance(op, dnn.ParamOp):
             continue
@@ -216,7 +297,7 @@ def stage_layouts(emitter: _PipelineEmitter, options: StepOptions) -> tuple[
         first: dict[int, tuple[dnn.LayerOp | None, int]] = {}
         for layer, operand in emitter.readers(op.output):
             first.setdefault(emitter.stage[layer], (layer, operand))
-        zero[name], state[name], grads[name], stored[name] = {}, {}, {}, {}
+        zero[name], state[name], grads[name], stored[name], master[name] = {}, {}, {}, {}, {}
         for stage, (reader, index) in (first or {0: (None, 0)}).items():
             shape = emitter.emitters[stage].shape
             mesh = {f"m{k}": size for k, size in enumerate(shape)}
@@ -231,4 +312,6 @@ def stage_layouts(emitter: _PipelineEmitter, options: StepOptions) -> tuple[
             zero[name][stage], state[name][stage] = level, sharded
             grads[name][stage] = sharded if level >= 1 else held
             stored[name][stage] = sharded if level >= 3 else held
-    return zero, state, grads, stored
+            master[name][stage] = sharded if level >= (
+                3 if options.precision == "fp32" else 1) else held
+    return zero, state, grads, stored, master

@@ -15,7 +15,8 @@ swaps its step for one that
   all-reduce) and the params themselves at stage 3 (`PARAM_LAYOUTS`, all-gathered by
   the layout constraint of their first reader);
 
-and `checkpointed` wraps runs of recomputed layers in `jax.checkpoint`.
+and `checkpointed` wraps runs of recomputed layers in `jax.checkpoint`. On a plan that is
+data-parallel on every mesh axis the step writes ZeRO's collectives out (`jax_zero`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pase.dialect.dnn.seeding import LEARNING_RATE, LEARNING_RATES
 from pase.dialect.dnn.training import OPTIMIZER_HYPERPARAMETERS, OPTIMIZER_STATES
 from pase.dialect.pase import segment_of
 from pase.dialect.training_options import StepOptions, recomputed
+from pase.targets.jax_zero import LAYOUT_EDIT, MANUAL_STEP
 
 Spec = tuple[str | tuple[str, ...] | None, ...]
 """A `PartitionSpec`'s entries: per tensor dim, no mesh axis, one, or several."""
@@ -99,12 +101,16 @@ def make_step(mesh, lr, with_grads=False):
     step = jax.jit(step, in_shardings=(stored, kept, fed), out_shardings=shardings,
                    donate_argnums=(0, 1))
     return step, stored, fed, kept
+'''
 
-
+LOW = '''\
 def low(param):
     """A master param in the forward's precision (COMPUTE under bf16/fp16)."""
     return param if PRECISION == "fp32" else param.astype(getattr(jnp, COMPUTE))
+'''
+"""The cast of an fp32 master param to the copy the forward reads (a program's helper)."""
 
+STEP_HELPERS = "\n\n" + LOW + '''
 
 def initial_state(kept, float_type):
     """The optimizer state at the start: zeros, in its layout."""
@@ -155,15 +161,26 @@ MAIN_EDITS = [
 
 def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
                   replicas: dict[str, tuple[tuple[str, int], ...]],
-                  stages: dict[str, int], mesh: dict[str, int]) -> str:
+                  stages: dict[str, int], mesh: dict[str, int],
+                  manual: tuple[tuple[str, ...], list[str]] = ((), [])) -> str:
     """`program` (the plain SGD fp32 one) with the step `options` asks for; `layouts`:
     each param's held spec, `replicas`: the mesh axes (name, size) it is replicated on,
-    `stages`: its ZeRO stage, `mesh`: the size of each mesh axis."""
+    `stages`: its ZeRO stage, `mesh`: the size of each mesh axis; `manual`: the plan's
+    data-parallel axes and their tables (`jax_zero`), whose collectives the step then
+    writes out where every param's ZeRO shard is over exactly those axes."""
     state_layouts = {name: zero_layout(layouts[name], replicas[name], _sizes(program, name),
                                        mesh) if stages[name] >= 1 else layouts[name]
                      for name in layouts}
+    data, manual_tables = manual
+    if set(data) != {axis for axis, size in mesh.items() if size > 1}:
+        data = ()  # not on every axis (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
+        # program": XLA's CPU backend aborts on a bf16 psum in a partly manual shard_map)
+    if data and not all(stages[name] == 0 or _sharded_over(
+            layouts[name], state_layouts[name], replicas[name], data) for name in layouts):
+        data = ()
     tables = [
         *option_lines(options),
+        *(manual_tables if data else []),
         f"ZERO = {stages!r}  # each param's ZeRO stage",
         _table("STATE_LAYOUTS", state_layouts, "the optimizer state's layout"),
         _table("GRAD_LAYOUTS", {n: state_layouts[n] if stages[n] >= 1 else layouts[n]
@@ -177,7 +194,10 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
     ]
     start = program.index("def make_step(mesh, lr, with_grads=False):")
     end = program.index("\ndef seeded(")
-    program = program[:start] + UPDATES[options.optimizer] + "\n\n" + STEP + program[end:]
+    step = (STEP if not data else MANUAL_STEP) + STEP_HELPERS
+    program = program[:start] + UPDATES[options.optimizer] + "\n\n" + step + program[end:]
+    if data:
+        program = program.replace(*LAYOUT_EDIT, 1)
     for old, new in MAIN_EDITS:
         assert program.count(old) == 1, old
         program = program.replace(old, new)
@@ -189,6 +209,17 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
                                   LOW_PRECISION + "\n\ndef forward(mesh, params, batch):", 1)
         program = with_fp32_cross_entropy(program)
     return program
+
+
+def _sharded_over(held: Spec, state: Spec, replicas: Sequence[tuple[str, int]],
+                  data: tuple[str, ...]) -> bool:
+    """Whether a param held in `held` is replicated on exactly the `data` axes and its
+    ZeRO shard `state` adds them, and only them, to one dim `held` leaves whole (or is
+    `held`, where no dim divides): a shard `manual_grads` gathers and scatters itself."""
+    changed = [entry for entry, was in zip(state, list(held) + [None] * len(state),
+                                           strict=False) if entry != was]
+    return {a for a, _ in replicas} == set(data) and changed in (
+        [data[0] if len(data) == 1 else data], [])
 
 
 def option_lines(options: StepOptions) -> list[str]:

@@ -25,19 +25,19 @@ from pase.dialect.training_options import RECOMPUTE_ATTR_NAME, StepOptions, set_
 from pase.frontend import parse_file
 from pase.targets.jax import jax_program
 from pase.tools.run.check import make_data
-from pase.tools.run.jax import child_environment, train_jax
+from pase.tools.run.jax import child_environment, collectives, partitioned, train_jax
 from pase.tools.run.load import Stages, forward_graph, strategy_and_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = str(ROOT / "models" / "mlp.dnn")
 
 
-def plan(options: StepOptions, recomputed: tuple[str, ...] = ()) -> ModuleOp:
-    """The mlp's 2 x 2 x 2 pipeline plan (2 micro-batches) at 1/8 scale, its step
-    `options`, the layers `recomputed` marked `pase.recompute` (as recompute=auto's
-    search marks them)."""
+def plan(options: StepOptions, recomputed: tuple[str, ...] = (), ways: int = 2) -> ModuleOp:
+    """The mlp's 2 x 2 x 2 pipeline plan (2 micro-batches) at 1/8 scale (`ways`=4: 1 x 2 x
+    4, each stage data-parallel), its step `options`, the layers `recomputed` marked
+    `pase.recompute` (as recompute=auto's search marks them)."""
     module = strategy_and_scale(parse_file(MLP), 8, 0.125, "a100-nvlink",
-                                stages=Stages(2, 2), options=options, one_mesh=True, ways=2)
+                                stages=Stages(2, 2), options=options, one_mesh=True, ways=ways)
     graph = forward_graph(module)
     set_training(graph, options)
     for layer, name in graph.layer_names().items():
@@ -68,6 +68,17 @@ def test_zero_shards_each_stages_state_over_its_data_parallel_replicas(
     assert table(source, "GRAD_LAYOUTS")["w1"] == {0: grads}
     assert table(source, "PARAM_LAYOUTS")["w1"] == {0: params}
     assert "STATE_KINDS = ('m', 'v', 't')" in source
+
+
+@pytest.mark.parametrize(("precision", "zero", "master"), [
+    ("bf16", 0, (None, "m1")), ("bf16", 1, ("m0", "m1")), ("fp32", 2, (None, "m1")),
+    ("fp32", 3, ("m0", "m1"))])
+def test_the_fp32_master_is_sharded_with_the_state_under_bf16(
+        precision: str, zero: int, master: tuple) -> None:
+    # Under bf16/fp16 the fp32 master params are part of the optimizer state, sharded
+    # with it from ZeRO 1; under fp32 the master is the param, sharded at ZeRO 3.
+    source = jax_program(plan(StepOptions(optimizer="adam", precision=precision, zero=zero)))
+    assert table(source, "MASTER_LAYOUTS")["w1"] == {0: master}
 
 
 def test_recompute_checkpoints_the_marked_layers_within_their_stage() -> None:
@@ -123,3 +134,22 @@ def test_a_stage_per_process_gives_the_losses_of_one_process(tmp_path: Path) -> 
     # Gloo's cross-process sums add in another order than XLA's in-process ones.
     assert losses == pytest.approx(expected, rel=1e-5)
     assert len(losses) == 3
+
+
+@pytest.mark.parametrize(("ways", "reduction"), [(2, "all-reduce"), (4, "reduce-scatter")])
+def test_under_bf16_the_stages_move_bf16_and_gather_the_copies_not_the_master(
+        ways: int, reduction: str, tmp_path: Path) -> None:
+    # Adam, bf16, ZeRO 1: the update reduces the gradients in bf16 into the shard (a
+    # reduce-scatter written out where the stage's mesh is all data-parallel; XLA's CPU
+    # partitioner's all-reduce and slice where it has a tensor-parallel axis too) and
+    # updates the fp32 master there (no all-gather of it); the bf16 copies the forward
+    # reads are gathered once a step (`copies`); the activations and their gradients
+    # cross between the stages in bf16. Read from the HLO XLA's SPMD partitioner makes of
+    # each program (its CPU backend then widens bf16 collectives to f32).
+    modules = partitioned(jax_program(plan(StepOptions(
+        optimizer="adam", precision="bf16", zero=1), ways=ways)), 8, tmp_path)
+    kinds = {name: {(c.kind, c.bytes // c.elements) for c in collectives(hlo)}
+             for name, hlo in modules.items()}
+    assert kinds["jit_update"] == {(reduction, 2)}
+    assert kinds["jit_copies"] == {("all-gather", 2)}
+    assert kinds["jit_ppermute"] == {("collective-permute", 2)}

@@ -115,3 +115,28 @@ def test_adam_bf16_zero_and_recompute_on_jax_match_pase(
     assert (status, err) == (0, "")
     assert "(bf16)" in out
     assert "check passed" in out
+
+
+def test_a_data_parallel_plan_writes_zeros_collectives_out() -> None:
+    # Every layer's batch over the 4 devices: the step is a shard_map over the mesh with
+    # ZeRO's reduce-scatter and gathers written out (pase.targets.jax_zero); the plan
+    # with a tensor-parallel axis keeps the partitioner's layouts.
+    module = with_configs(parse_file(MLP), {name: {"b": 4} for name in "hazl"})
+    set_training(forward_graph(module), StepOptions(optimizer="adam", zero=3))
+    source = jax_program(module, 4)
+    assert "MANUAL = ('m0',)" in source
+    assert "LOSS_WEIGHT = 0.25" in source
+    assert "jax.checkpoint(weighted, policy=regathered)" in source
+    assert "MANUAL = " not in program(StepOptions(optimizer="adam", zero=3))
+
+
+@pytest.mark.parametrize("zero", ["1", "3"])
+def test_zero_written_out_on_jax_matches_pase(zero: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_tool(main, [
+        MLP, "--devices", "4", "--machine", "a100-nvlink", "--scale", "0.125", "--engine", "jax",
+        "--check", "--steps", "2", "--optimizer", "adam", "--precision", "bf16", "--zero", zero,
+        "--data-parallel"], capsys)
+    assert (status, err) == (0, "")
+    assert "reduce-scatter" in out
+    assert "check passed" in out

@@ -239,6 +239,28 @@ def child_environment(devices: int) -> dict[str, str]:
     return env
 
 
+def partitioned(source: str, devices: int, folder: Path) -> dict[str, str]:
+    """The HLO XLA's SPMD partitioner leaves of each program the JAX program `source` jits
+    in one step on `devices` CPU devices, by its jitted function's name (`jit_step`,
+    `jit_update`, ...; those of one name joined), from XLA's dump into `folder`. Before
+    the CPU backend's own passes, which widen bf16 collectives to f32 and merge equal
+    ones."""
+    program = folder / "step.py"
+    program.write_text(source)
+    environment = child_environment(devices)
+    environment["XLA_FLAGS"] += (f" --xla_dump_to={folder / 'dump'}"
+                                 " --xla_dump_hlo_pass_re=spmd-partitioning")
+    finished = subprocess.run([sys.executable, str(program), "--steps", "1"],
+                              env=environment, capture_output=True, text=True, check=False)
+    if finished.returncode:
+        raise ToolError(child_error(finished.stderr, finished.returncode))
+    modules: dict[str, str] = {}
+    for dump in sorted((folder / "dump").glob("*after_spmd-partitioning*.txt")):
+        name = dump.name.split(".")[1]
+        modules[name] = modules.get(name, "") + dump.read_text()
+    return modules
+
+
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n'
                    r'(?:[ \t]+(?P<code>\S[^\n]*))?')
 
