@@ -76,10 +76,15 @@ MAX_ROUNDS = 8
 """The most solves under a cap lowered by what the last strategy holds again (`_lowered`),
 the first strategy that fits found before branching."""
 
-Solve = Callable[[list[np.ndarray], float, bool], CappedSolution]
-"""`solve_under(vectors, room, first)`: the exact capped solve of the additive memory
-`vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
-(`first`: the root's, whose bound is every fitting strategy's, which may end it early)."""
+Solve = Callable[[list[np.ndarray], float, bool, float | None,
+                   Callable[[float], bool] | None], CappedSolution]
+"""`solve_under(vectors, room, first, near, stop)`: the exact capped solve of the additive
+memory `vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
+(`first`: the root's, whose bound is every fitting strategy's, which may end it early;
+`near`: a multiplier near the best one, its parent's, where LARAC starts: `solve_capped`'s
+`start`; `stop`, told each bound the solve proves, ends it with `BoundReached` where it
+returns True, as `solve_capped`'s `enough` does: a node that cannot beat the best
+strategy found is left there)."""
 
 
 class Transient:
@@ -101,6 +106,10 @@ class Transient:
             self.runs[-1].append(index)
             if layer.checkpoint:
                 self.runs.append([])
+        self.steps = [_step([self.vectors[i] for i in run]) for run in self.runs]
+        """What each segment's recomputed results are a multiple of (bytes: the greatest
+        common divisor of its layers' where they are whole numbers; 0 where not known):
+        one holding at most `high` holds at most `high` rounded down to it."""
 
     @classmethod
     def of(cls, problem: Problem) -> Transient | None:
@@ -139,9 +148,9 @@ class Transient:
         if math.isinf(high):
             return allowed
         narrowed = list(allowed)
-        for run in self.runs:
+        for run, step in zip(self.runs, self.steps, strict=True):
             least = [float(self.vectors[i][narrowed[i]].min()) for i in run]
-            room = high - sum(least)
+            room = (high if not step else step * math.floor(high / step)) - sum(least)
             if room < 0:
                 return None
             for i, own in zip(run, least, strict=True):
@@ -154,6 +163,25 @@ class Transient:
         sums = [sum(float(self.vectors[i][choice[i]]) for i in run) for run in self.runs]
         largest = max(range(len(sums)), key=sums.__getitem__)
         return sums[largest], largest
+
+
+def _step(vectors: Sequence[np.ndarray]) -> int:
+    """The greatest common divisor of every value of `vectors` where all are whole
+    numbers below 2^53 (sums of them are then exact), else 0.
+
+        >>> _step([np.array([0.0, 65536.0, 131072.0]), np.array([0.0, 4096.0])])
+        4096
+        >>> _step([np.array([0.0, 0.5])])
+        0
+    """
+    if not vectors:
+        return 0
+    values = np.unique(np.concatenate([np.asarray(vector, dtype=np.float64)
+                                       for vector in vectors]))
+    if not (np.isfinite(values).all() and (values == np.floor(values)).all() and
+            np.abs(values).max(initial=0.0) < 2.0 ** 53 / max(1, len(vectors))):
+        return 0
+    return math.gcd(*(int(value) for value in values))
 
 
 @dataclass(order=True)
@@ -173,6 +201,8 @@ class _Node:
     """... and at most this much in every segment (its level's ceiling)."""
     weights: tuple[float, ...] = field(default=(), compare=False)
     """The relaxation's row (`_row`): each segment's weight (none: the plain row)."""
+    rate: float | None = field(default=None, compare=False)
+    """Its parent's best multiplier λ (`CappedSolution.rate`), where its LARAC starts."""
 
 
 @dataclass
@@ -241,6 +271,7 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
     everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
     heap = [_Node(-math.inf, 0, everything)]
     made, root = 1, None
+    solves = _Solves(transient, memory, cap, solve_under)
     for solved in itertools.count():
         if not heap:
             return root
@@ -257,13 +288,13 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
                 raise BoundReached(bound)
         node = heapq.heappop(heap)
         low = max(node.low, transient.least_under(node.allowed))
-        vectors, room = _row(transient, _masked(memory, node.allowed, cap), cap, low,
-                             node.weights)
         try:
-            solution = solve_under(vectors, room, solved == 0)
+            solution = solves.solve(node, low, solved == 0, tally)
         except MemoryCapError:
             continue  # (no strategy of the node fits: it ends with bound inf)
-        tally.add(solution)
+        except _Pruned as pruned:  # (nothing of it beats the best found: it ends there)
+            tally.floor = min(tally.floor, max(node.bound, pruned.bound))
+            continue
         bound = max(node.bound, solution.lower_bound)
         held, run = transient.held(solution.choice)
         solution = replace(solution, memory=sum(
@@ -272,7 +303,8 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             # (Outside the plain row, which then excludes it: the node again, plain.)
             if solution.memory + held <= cap:
                 tally.offer(solution, held)  # (fits, holding less than `low`)
-            heapq.heappush(heap, replace(node, bound=bound, order=-made, weights=()))
+            heapq.heappush(heap, replace(node, bound=bound, order=-made, weights=(),
+                                         rate=solution.rate or node.rate))
             made += 1
             continue
         if solution.memory + held <= cap:
@@ -283,15 +315,92 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             continue
         if solved == 0:
             root = solution
-            _lowered(transient, memory, cap, solve_under, tally, held)
+            _lowered(transient, memory, cap, solve_under, tally, held, solution.rate)
         children = _children(transient, node, solution.choice, held, run)
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
         weights = _weights(transient, solution.choice, cap - solution.memory)
         for child in children:
-            heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights))
+            heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights,
+                                         rate=solution.rate or node.rate))
             made += 1
     raise AssertionError("unreachable")  # (itertools.count never ends)
+
+
+class _Solves:
+    """The nodes' capped solves, each relaxation's solutions kept: a node whose row (its
+    `weights` and room) is that of a node solved before whose configurations include its
+    own takes that solution where its own configurations include it (the least of a
+    superset's, in the subset, is the subset's least), and that node's bound; where
+    nothing of the superset fit under the row, nothing of the subset does."""
+
+    def __init__(self, transient: Transient, memory: list[np.ndarray], cap: float,
+                 solve_under: Solve):
+        self.transient, self.memory, self.cap = transient, memory, cap
+        self.solve_under = solve_under
+        self.kept: dict[tuple[tuple[float, ...], float],
+                        list[tuple[list[np.ndarray], CappedSolution | float | None]]] = {}
+        self.reused = 0
+
+    def solve(self, node: _Node, low: float, first: bool, tally: _Tally) -> CappedSolution:
+        """The node's relaxation solved (`_row`, its floor `low`), or a kept solution of
+        it; raises `MemoryCapError` where no strategy of the node fits under its row."""
+        allowed, weights = node.allowed, node.weights
+        vectors, room = _row(self.transient, _masked(self.memory, allowed, self.cap),
+                             self.cap, low, weights)
+        kept = self.kept.setdefault((weights, room), [])
+        for superset, found in kept:
+            if _within(allowed, superset) and (not isinstance(found, CappedSolution) or
+                                               _within_choice(allowed, found.choice)):
+                self.reused += 1
+                if found is None:
+                    raise MemoryCapError("no strategy of the node fits", math.inf)
+                if isinstance(found, float):
+                    raise _Pruned(found)  # (the best found is no worse than it was then)
+                return found
+        try:
+            solution = self.solve_under(vectors, room, first, node.rate,
+                                        None if first else _beaten(tally))
+        except MemoryCapError:
+            kept.append((allowed, None))
+            raise
+        except BoundReached as reached:
+            if first:
+                raise  # (`solve_capped`'s `enough`)
+            kept.append((allowed, reached.bound))
+            raise _Pruned(reached.bound) from None
+        tally.add(solution)
+        kept.append((allowed, solution))
+        return solution
+
+
+class _Pruned(Exception):
+    """A node's relaxation proved `bound`, at which it cannot beat the best strategy found
+    (`_beaten`): the node ends there, unsplit."""
+
+    def __init__(self, bound: float):
+        super().__init__(bound)
+        self.bound = bound
+
+
+def _beaten(tally: _Tally) -> Callable[[float], bool]:
+    """A solve's `stop` (`Solve`): whether a bound on the strategies it solves over
+    reaches the best strategy found so far's cost (within `RELATIVE_TOLERANCE`, as the
+    heap's nodes are pruned), so that none of them is cheaper."""
+    def stop(bound: float) -> bool:
+        best = tally.best
+        return best is not None and bound * (1 + RELATIVE_TOLERANCE) >= best.cost
+    return stop
+
+
+def _within(allowed: list[np.ndarray], superset: list[np.ndarray]) -> bool:
+    """Whether every configuration `allowed` is in `superset` too."""
+    return all(ok is every or not (ok & ~every).any()
+               for ok, every in zip(allowed, superset, strict=True))
+
+
+def _within_choice(allowed: list[np.ndarray], choice: Sequence[int]) -> bool:
+    return all(bool(ok[index]) for ok, index in zip(allowed, choice, strict=True))
 
 
 def _row(transient: Transient, memory: list[np.ndarray], cap: float, low: float,
@@ -326,30 +435,33 @@ def _weights(transient: Transient, choice: Sequence[int], room: float
 
 
 def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
-             solve_under: Solve, tally: _Tally, held: float) -> None:
+             solve_under: Solve, tally: _Tally, held: float, rate: float) -> None:
     """Strategies that fit, offered to `tally`: the best of those whose every layer
     recomputes its least (they fit the root's row and all hold T again), then the first
     found by solving under the cap lowered by what the last one holds again (`held`, the
     root's first), at most `MAX_ROUNDS` times. Both solve restrictions, which may miss
     the optimum and prove nothing, but where one finds it (among strategies of equal cost
     that recompute more or less, or where the root's optimum recomputes a little more
-    than T) it ends the branch and bound at its root's bound."""
+    than T) it ends the branch and bound at its root's bound. Each starts LARAC at the
+    root's multiplier `rate`, and stops where it cannot beat the best found (`_beaten`):
+    neither can the later rounds' (under lower caps)."""
     fewest = one_array_each([again == again.min() for again in transient.vectors])
     try:  # (every layer recomputing its least: every segment holds its least, at most T)
-        solution = solve_under(_masked(memory, fewest, cap), cap - transient.least, False)
+        solution = solve_under(_masked(memory, fewest, cap), cap - transient.least, False,
+                               rate, _beaten(tally))
         tally.add(solution)
         again = transient.held(solution.choice)[0]
         if solution.memory + again <= cap:
             tally.offer(solution, again)
-    except MemoryCapError:
+    except (MemoryCapError, BoundReached):
         pass
     least = sum(float(vector.min()) for vector in memory)
     for _ in range(MAX_ROUNDS):
         if least + held > cap:
             return
         try:
-            solution = solve_under(memory, cap - held, False)
-        except MemoryCapError:
+            solution = solve_under(memory, cap - held, False, rate, _beaten(tally))
+        except (MemoryCapError, BoundReached):
             return
         tally.add(solution)
         held = transient.held(solution.choice)[0]
