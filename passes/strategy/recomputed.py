@@ -106,6 +106,9 @@ class Transient:
             self.runs[-1].append(index)
             if layer.checkpoint:
                 self.runs.append([])
+        self.kinds = [tuple(id(self.vectors[i]) for i in run) for run in self.runs]
+        """Each segment's layers' vectors: segments of the same kind (the same arrays, as
+        repeated blocks share them) recompute alike."""
         self.steps = [_step([self.vectors[i] for i in run]) for run in self.runs]
         """What each segment's recomputed results are a multiple of (bytes: the greatest
         common divisor of its layers' where they are whole numbers; 0 where not known):
@@ -428,10 +431,14 @@ def _weights(transient: Transient, choice: Sequence[int], room: float
              ) -> tuple[float, ...]:
     """A child's row (`_row`): the mean of the rows `A + R_s <= cap` its parent's
     strategy `choice` exceeds (`room`, `cap - A`; at least one where it does not fit),
-    which that strategy exceeds too."""
+    which that strategy exceeds too, and of those of the segments with the same layers
+    (`Transient.kinds`): on one of two identical segments (a GPT's blocks) alone, the
+    next strategy moves its recomputed results to the other, and back."""
     over = [sum(float(transient.vectors[i][choice[i]]) for i in run) > room
             for run in transient.runs]
-    return tuple(float(hit) / sum(over) for hit in over)
+    hit = {kind for kind, over_it in zip(transient.kinds, over, strict=True) if over_it}
+    return tuple(float(kind in hit) / sum(kind in hit for kind in transient.kinds)
+                 for kind in transient.kinds)
 
 
 def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
