@@ -318,7 +318,7 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             continue
         if solved == 0:
             root = solution
-            _lowered(transient, memory, cap, solve_under, tally, held, solution.rate)
+            _lowered(transient, memory, cap, solves, tally, held, solution.rate)
         children = _children(transient, node, solution.choice, held, run)
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
@@ -442,35 +442,37 @@ def _weights(transient: Transient, choice: Sequence[int], room: float
 
 
 def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
-             solve_under: Solve, tally: _Tally, held: float, rate: float) -> None:
+             solves: _Solves, tally: _Tally, held: float, rate: float) -> None:
     """Strategies that fit, offered to `tally`: the best of those whose every layer
     recomputes its least (they fit the root's row and all hold T again), then the first
     found by solving under the cap lowered by what the last one holds again (`held`, the
     root's first), at most `MAX_ROUNDS` times. Both solve restrictions, which may miss
     the optimum and prove nothing, but where one finds it (among strategies of equal cost
     that recompute more or less, or where the root's optimum recomputes a little more
-    than T) it ends the branch and bound at its root's bound. Each starts LARAC at the
-    root's multiplier `rate`, and stops where it cannot beat the best found (`_beaten`):
+    than T) it ends the branch and bound at its root's bound. Each is the plain row of a
+    node (`_Solves`, which keeps it for the nodes of the same row: a round's is the node
+    of every configuration holding at least `held`), starts LARAC at the root's
+    multiplier `rate`, and stops where it cannot beat the best found (`_beaten`):
     neither can the later rounds' (under lower caps)."""
     fewest = one_array_each([again == again.min() for again in transient.vectors])
     try:  # (every layer recomputing its least: every segment holds its least, at most T)
-        solution = solve_under(_masked(memory, fewest, cap), cap - transient.least, False,
-                               rate, _beaten(tally))
-        tally.add(solution)
+        solution = solves.solve(_Node(-math.inf, 0, fewest, rate=rate), transient.least,
+                                False, tally)
         again = transient.held(solution.choice)[0]
         if solution.memory + again <= cap:
             tally.offer(solution, again)
-    except (MemoryCapError, BoundReached):
+    except (MemoryCapError, _Pruned):
         pass
     least = sum(float(vector.min()) for vector in memory)
+    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
     for _ in range(MAX_ROUNDS):
         if least + held > cap:
             return
         try:
-            solution = solve_under(memory, cap - held, False, rate, _beaten(tally))
-        except (MemoryCapError, BoundReached):
+            solution = solves.solve(_Node(-math.inf, 0, everything, low=held, rate=rate),
+                                    held, False, tally)
+        except (MemoryCapError, _Pruned):
             return
-        tally.add(solution)
         held = transient.held(solution.choice)[0]
         if solution.memory + held <= cap:
             tally.offer(solution, held)
