@@ -106,9 +106,9 @@ class Transient:
             self.runs[-1].append(index)
             if layer.checkpoint:
                 self.runs.append([])
-        self.kinds = [tuple(id(self.vectors[i]) for i in run) for run in self.runs]
-        """Each segment's layers' vectors: segments of the same kind (the same arrays, as
-        repeated blocks share them) recompute alike."""
+        self.kinds = [tuple(self.vectors[i].tobytes() for i in run) for run in self.runs]
+        """Each segment's layers' vectors (their bytes): segments of the same kind (a
+        repeated block's) recompute alike."""
         self.steps = [_step([self.vectors[i] for i in run]) for run in self.runs]
         """What each segment's recomputed results are a multiple of (bytes: the greatest
         common divisor of its layers' where they are whole numbers; 0 where not known):
