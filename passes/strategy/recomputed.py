@@ -109,10 +109,6 @@ class Transient:
         self.kinds = [tuple(self.vectors[i].tobytes() for i in run) for run in self.runs]
         """Each segment's layers' vectors (their bytes): segments of the same kind (a
         repeated block's) recompute alike."""
-        self.steps = [_step([self.vectors[i] for i in run]) for run in self.runs]
-        """What each segment's recomputed results are a multiple of (bytes: the greatest
-        common divisor of its layers' where they are whole numbers; 0 where not known):
-        one holding at most `high` holds at most `high` rounded down to it."""
 
     @classmethod
     def of(cls, problem: Problem) -> Transient | None:
@@ -151,9 +147,9 @@ class Transient:
         if math.isinf(high):
             return allowed
         narrowed = list(allowed)
-        for run, step in zip(self.runs, self.steps, strict=True):
+        for run in self.runs:
             least = [float(self.vectors[i][narrowed[i]].min()) for i in run]
-            room = (high if not step else step * math.floor(high / step)) - sum(least)
+            room = high - sum(least)
             if room < 0:
                 return None
             for i, own in zip(run, least, strict=True):
@@ -166,25 +162,6 @@ class Transient:
         sums = [sum(float(self.vectors[i][choice[i]]) for i in run) for run in self.runs]
         largest = max(range(len(sums)), key=sums.__getitem__)
         return sums[largest], largest
-
-
-def _step(vectors: Sequence[np.ndarray]) -> int:
-    """The greatest common divisor of every value of `vectors` where all are whole
-    numbers below 2^53 (sums of them are then exact), else 0.
-
-        >>> _step([np.array([0.0, 65536.0, 131072.0]), np.array([0.0, 4096.0])])
-        4096
-        >>> _step([np.array([0.0, 0.5])])
-        0
-    """
-    if not vectors:
-        return 0
-    values = np.unique(np.concatenate([np.asarray(vector, dtype=np.float64)
-                                       for vector in vectors]))
-    if not (np.isfinite(values).all() and (values == np.floor(values)).all() and
-            np.abs(values).max(initial=0.0) < 2.0 ** 53 / max(1, len(vectors))):
-        return 0
-    return math.gcd(*(int(value) for value in values))
 
 
 @dataclass(order=True)
