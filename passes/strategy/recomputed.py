@@ -26,10 +26,11 @@ over the layers' recomputed results that needs only that one row:
   under `high`); its plain row is `A <= cap - max(low, T)`. Where the optimum x holds
   R(x) <= `high` and does not fit, the split is on the level (less than R(x), and R(x)
   or more, whose room `cap - R(x)` excludes x); only above `high` on a layer as above.
-- A child's relaxation is the mean of the rows `A + R_s <= cap` its parent's x exceeded
-  (`_row`, `_weights`): every strategy that fits meets each row, so their mean, and x
-  does not. Where its optimum is above the node's plain row, the node is solved again
-  under that row alone, which excludes it; each node is solved at most twice.
+- A child's relaxation is the mean of the rows `A + R_s <= cap` its parent's x exceeded,
+  and of those of the segments of the same kind (`_row`, `_weights`): every strategy
+  that fits meets each row, so their mean, and x does not. Where its optimum is above
+  the node's plain row, the node is solved again under that row alone, which excludes
+  it; each node is solved at most twice.
 - Where the root's optimum does not fit, the best strategy recomputing the least in
   every layer, and solves under the cap lowered by what the root's (then the next)
   strategy holds again, find strategies that fit (`_lowered`), often the optimum, which
@@ -40,6 +41,11 @@ over the layers' recomputed results that needs only that one row:
   `MAX_NODES` under an effort bound), a true lower bound on every strategy that fits;
   the strategy always fits with its recomputed results, and is proven optimal when its
   cost equals the bound.
+- Each node's solve is kept with its row (`_Solves`): a node under the same row whose
+  configurations are within a solved one's takes its solution where it allows it (and
+  its bound); a solve after the root stops once its bound reaches the best strategy
+  found (`_beaten`), which ends the node (and those within it under that row); LARAC
+  starts at the parent's multiplier.
 """
 
 from __future__ import annotations
