@@ -292,11 +292,14 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         transient = recomputed.Transient.of(problem)
         solved: dict[str, DPResult] = {} if free is None else {"free": free}
 
-        def under(vectors: list[np.ndarray], room: float, first: bool) -> CappedSolution:
+        def under(vectors: list[np.ndarray], room: float, first: bool,
+                  near: float | None = None,
+                  stop: Callable[[float], bool] | None = None) -> CappedSolution:
             return _solve_additive(problem, graph, vectors,
                                    sum(float(vector.min()) for vector in vectors), room,
                                    method, order, budget, exhaustive_limit, jit, progress,
-                                   enough if first else None, effort, start, solved)
+                                   enough if first else stop, effort,
+                                   start if near is None else near, solved)
 
         if transient is None:
             return under(memory, cap, True)

@@ -26,10 +26,11 @@ over the layers' recomputed results that needs only that one row:
   under `high`); its plain row is `A <= cap - max(low, T)`. Where the optimum x holds
   R(x) <= `high` and does not fit, the split is on the level (less than R(x), and R(x)
   or more, whose room `cap - R(x)` excludes x); only above `high` on a layer as above.
-- A child's relaxation is the mean of the rows `A + R_s <= cap` its parent's x exceeded
-  (`_row`, `_weights`): every strategy that fits meets each row, so their mean, and x
-  does not. Where its optimum is above the node's plain row, the node is solved again
-  under that row alone, which excludes it; each node is solved at most twice.
+- A child's relaxation is the mean of the rows `A + R_s <= cap` its parent's x exceeded,
+  and of those of the segments of the same kind (`_row`, `_weights`): every strategy
+  that fits meets each row, so their mean, and x does not. Where its optimum is above
+  the node's plain row, the node is solved again under that row alone, which excludes
+  it; each node is solved at most twice.
 - Where the root's optimum does not fit, the best strategy recomputing the least in
   every layer, and solves under the cap lowered by what the root's (then the next)
   strategy holds again, find strategies that fit (`_lowered`), often the optimum, which
@@ -40,6 +41,11 @@ over the layers' recomputed results that needs only that one row:
   `MAX_NODES` under an effort bound), a true lower bound on every strategy that fits;
   the strategy always fits with its recomputed results, and is proven optimal when its
   cost equals the bound.
+- Each node's solve is kept with its row (`_Solves`): a node under the same row whose
+  configurations are within a solved one's takes its solution where it allows it (and
+  its bound); a solve after the root stops once its bound reaches the best strategy
+  found (`_beaten`), which ends the node (and those within it under that row); LARAC
+  starts at the parent's multiplier.
 """
 
 from __future__ import annotations
@@ -76,10 +82,15 @@ MAX_ROUNDS = 8
 """The most solves under a cap lowered by what the last strategy holds again (`_lowered`),
 the first strategy that fits found before branching."""
 
-Solve = Callable[[list[np.ndarray], float, bool], CappedSolution]
-"""`solve_under(vectors, room, first)`: the exact capped solve of the additive memory
-`vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
-(`first`: the root's, whose bound is every fitting strategy's, which may end it early)."""
+Solve = Callable[[list[np.ndarray], float, bool, float | None,
+                   Callable[[float], bool] | None], CappedSolution]
+"""`solve_under(vectors, room, first, near, stop)`: the exact capped solve of the additive
+memory `vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
+(`first`: the root's, whose bound is every fitting strategy's, which may end it early;
+`near`: a multiplier near the best one, its parent's, where LARAC starts: `solve_capped`'s
+`start`; `stop`, told each bound the solve proves, ends it with `BoundReached` where it
+returns True, as `solve_capped`'s `enough` does: a node that cannot beat the best
+strategy found is left there)."""
 
 
 class Transient:
@@ -101,6 +112,9 @@ class Transient:
             self.runs[-1].append(index)
             if layer.checkpoint:
                 self.runs.append([])
+        self.kinds = [tuple(self.vectors[i].tobytes() for i in run) for run in self.runs]
+        """Each segment's layers' vectors (their bytes): segments of the same kind (a
+        repeated block's) recompute alike."""
 
     @classmethod
     def of(cls, problem: Problem) -> Transient | None:
@@ -173,6 +187,8 @@ class _Node:
     """... and at most this much in every segment (its level's ceiling)."""
     weights: tuple[float, ...] = field(default=(), compare=False)
     """The relaxation's row (`_row`): each segment's weight (none: the plain row)."""
+    rate: float | None = field(default=None, compare=False)
+    """Its parent's best multiplier λ (`CappedSolution.rate`), where its LARAC starts."""
 
 
 @dataclass
@@ -241,6 +257,7 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
     everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
     heap = [_Node(-math.inf, 0, everything)]
     made, root = 1, None
+    solves = _Solves(transient, memory, cap, solve_under)
     for solved in itertools.count():
         if not heap:
             return root
@@ -257,13 +274,13 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
                 raise BoundReached(bound)
         node = heapq.heappop(heap)
         low = max(node.low, transient.least_under(node.allowed))
-        vectors, room = _row(transient, _masked(memory, node.allowed, cap), cap, low,
-                             node.weights)
         try:
-            solution = solve_under(vectors, room, solved == 0)
+            solution = solves.solve(node, low, solved == 0, tally)
         except MemoryCapError:
             continue  # (no strategy of the node fits: it ends with bound inf)
-        tally.add(solution)
+        except _Pruned as pruned:  # (nothing of it beats the best found: it ends there)
+            tally.floor = min(tally.floor, max(node.bound, pruned.bound))
+            continue
         bound = max(node.bound, solution.lower_bound)
         held, run = transient.held(solution.choice)
         solution = replace(solution, memory=sum(
@@ -272,7 +289,8 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             # (Outside the plain row, which then excludes it: the node again, plain.)
             if solution.memory + held <= cap:
                 tally.offer(solution, held)  # (fits, holding less than `low`)
-            heapq.heappush(heap, replace(node, bound=bound, order=-made, weights=()))
+            heapq.heappush(heap, replace(node, bound=bound, order=-made, weights=(),
+                                         rate=solution.rate or node.rate))
             made += 1
             continue
         if solution.memory + held <= cap:
@@ -283,15 +301,92 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
             continue
         if solved == 0:
             root = solution
-            _lowered(transient, memory, cap, solve_under, tally, held)
+            _lowered(transient, memory, cap, solves, tally, held, solution.rate)
         children = _children(transient, node, solution.choice, held, run)
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
         weights = _weights(transient, solution.choice, cap - solution.memory)
         for child in children:
-            heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights))
+            heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights,
+                                         rate=solution.rate or node.rate))
             made += 1
     raise AssertionError("unreachable")  # (itertools.count never ends)
+
+
+class _Solves:
+    """The nodes' capped solves, each relaxation's solutions kept: a node whose row (its
+    `weights` and room) is that of a node solved before whose configurations include its
+    own takes that solution where its own configurations include it (the least of a
+    superset's, in the subset, is the subset's least), and that node's bound; where
+    nothing of the superset fit under the row, nothing of the subset does."""
+
+    def __init__(self, transient: Transient, memory: list[np.ndarray], cap: float,
+                 solve_under: Solve):
+        self.transient, self.memory, self.cap = transient, memory, cap
+        self.solve_under = solve_under
+        self.kept: dict[tuple[tuple[float, ...], float],
+                        list[tuple[list[np.ndarray], CappedSolution | float | None]]] = {}
+        self.reused = 0
+
+    def solve(self, node: _Node, low: float, first: bool, tally: _Tally) -> CappedSolution:
+        """The node's relaxation solved (`_row`, its floor `low`), or a kept solution of
+        it; raises `MemoryCapError` where no strategy of the node fits under its row."""
+        allowed, weights = node.allowed, node.weights
+        vectors, room = _row(self.transient, _masked(self.memory, allowed, self.cap),
+                             self.cap, low, weights)
+        kept = self.kept.setdefault((weights, room), [])
+        for superset, found in kept:
+            if _within(allowed, superset) and (not isinstance(found, CappedSolution) or
+                                               _within_choice(allowed, found.choice)):
+                self.reused += 1
+                if found is None:
+                    raise MemoryCapError("no strategy of the node fits", math.inf)
+                if isinstance(found, float):
+                    raise _Pruned(found)  # (the best found is no worse than it was then)
+                return found
+        try:
+            solution = self.solve_under(vectors, room, first, node.rate,
+                                        None if first else _beaten(tally))
+        except MemoryCapError:
+            kept.append((allowed, None))
+            raise
+        except BoundReached as reached:
+            if first:
+                raise  # (`solve_capped`'s `enough`)
+            kept.append((allowed, reached.bound))
+            raise _Pruned(reached.bound) from None
+        tally.add(solution)
+        kept.append((allowed, solution))
+        return solution
+
+
+class _Pruned(Exception):
+    """A node's relaxation proved `bound`, at which it cannot beat the best strategy found
+    (`_beaten`): the node ends there, unsplit."""
+
+    def __init__(self, bound: float):
+        super().__init__(bound)
+        self.bound = bound
+
+
+def _beaten(tally: _Tally) -> Callable[[float], bool]:
+    """A solve's `stop` (`Solve`): whether a bound on the strategies it solves over
+    reaches the best strategy found so far's cost (within `RELATIVE_TOLERANCE`, as the
+    heap's nodes are pruned), so that none of them is cheaper."""
+    def stop(bound: float) -> bool:
+        best = tally.best
+        return best is not None and bound * (1 + RELATIVE_TOLERANCE) >= best.cost
+    return stop
+
+
+def _within(allowed: list[np.ndarray], superset: list[np.ndarray]) -> bool:
+    """Whether every configuration `allowed` is in `superset` too."""
+    return all(ok is every or not (ok & ~every).any()
+               for ok, every in zip(allowed, superset, strict=True))
+
+
+def _within_choice(allowed: list[np.ndarray], choice: Sequence[int]) -> bool:
+    return all(bool(ok[index]) for ok, index in zip(allowed, choice, strict=True))
 
 
 def _row(transient: Transient, memory: list[np.ndarray], cap: float, low: float,
@@ -319,39 +414,48 @@ def _weights(transient: Transient, choice: Sequence[int], room: float
              ) -> tuple[float, ...]:
     """A child's row (`_row`): the mean of the rows `A + R_s <= cap` its parent's
     strategy `choice` exceeds (`room`, `cap - A`; at least one where it does not fit),
-    which that strategy exceeds too."""
+    which that strategy exceeds too, and of those of the segments with the same layers
+    (`Transient.kinds`): on one of two identical segments (a GPT's blocks) alone, the
+    next strategy moves its recomputed results to the other, and back."""
     over = [sum(float(transient.vectors[i][choice[i]]) for i in run) > room
             for run in transient.runs]
-    return tuple(float(hit) / sum(over) for hit in over)
+    hit = {kind for kind, over_it in zip(transient.kinds, over, strict=True) if over_it}
+    return tuple(float(kind in hit) / sum(kind in hit for kind in transient.kinds)
+                 for kind in transient.kinds)
 
 
 def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
-             solve_under: Solve, tally: _Tally, held: float) -> None:
+             solves: _Solves, tally: _Tally, held: float, rate: float) -> None:
     """Strategies that fit, offered to `tally`: the best of those whose every layer
     recomputes its least (they fit the root's row and all hold T again), then the first
     found by solving under the cap lowered by what the last one holds again (`held`, the
     root's first), at most `MAX_ROUNDS` times. Both solve restrictions, which may miss
     the optimum and prove nothing, but where one finds it (among strategies of equal cost
     that recompute more or less, or where the root's optimum recomputes a little more
-    than T) it ends the branch and bound at its root's bound."""
+    than T) it ends the branch and bound at its root's bound. Each is the plain row of a
+    node (`_Solves`, which keeps it for the nodes of the same row: a round's is the node
+    of every configuration holding at least `held`), starts LARAC at the root's
+    multiplier `rate`, and stops where it cannot beat the best found (`_beaten`):
+    neither can the later rounds' (under lower caps)."""
     fewest = one_array_each([again == again.min() for again in transient.vectors])
     try:  # (every layer recomputing its least: every segment holds its least, at most T)
-        solution = solve_under(_masked(memory, fewest, cap), cap - transient.least, False)
-        tally.add(solution)
+        solution = solves.solve(_Node(-math.inf, 0, fewest, rate=rate), transient.least,
+                                False, tally)
         again = transient.held(solution.choice)[0]
         if solution.memory + again <= cap:
             tally.offer(solution, again)
-    except MemoryCapError:
+    except (MemoryCapError, _Pruned):
         pass
     least = sum(float(vector.min()) for vector in memory)
+    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
     for _ in range(MAX_ROUNDS):
         if least + held > cap:
             return
         try:
-            solution = solve_under(memory, cap - held, False)
-        except MemoryCapError:
+            solution = solves.solve(_Node(-math.inf, 0, everything, low=held, rate=rate),
+                                    held, False, tally)
+        except (MemoryCapError, _Pruned):
             return
-        tally.add(solution)
         held = transient.held(solution.choice)[0]
         if solution.memory + held <= cap:
             tally.offer(solution, held)

@@ -1,0 +1,153 @@
+"""The branch and bound over recomputed results (`passes/strategy/recomputed.py`): what
+makes its nodes fewer and cheaper (issue 33, branch `rcfast`), each checked on its own
+and on TINY's every cap against the brute-force optimum
+(`tests/passes/strategy/test_recomputed.py`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pase.passes.strategy import memory_parts, recomputed, solve_capped
+from pase.passes.strategy.memory import BoundReached, CappedSolution, MemoryCapError
+from pase.passes.strategy.problem import Problem
+from pase.passes.strategy.recomputed import Transient
+from tests.passes.strategy.test_recomputed import caps, every, problem  # noqa: F401
+
+
+def solution(choice: tuple[int, ...], cost: float, bound: float | None = None
+             ) -> CappedSolution:
+    return CappedSolution({}, cost, 0.0, 0.0, cost if bound is None else bound, False, 1,
+                          choice=choice)
+
+
+class Calls:
+    """A `Solve` that answers from a list and records what it was asked."""
+
+    def __init__(self, *answers: CappedSolution | Exception):
+        self.answers = list(answers)
+        self.asked: list[tuple[float, float | None]] = []
+
+    def __call__(self, vectors: list[np.ndarray], room: float, first: bool,
+                 near: float | None, stop: object) -> CappedSolution:
+        self.asked.append((room, near))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+@pytest.fixture
+def transient(problem: Problem) -> Transient:  # noqa: F811
+    found = Transient.of(problem)
+    assert found is not None
+    return found
+
+
+def node(allowed: list[np.ndarray], rate: float | None = None) -> recomputed._Node:
+    return recomputed._Node(0.0, 0, allowed, rate=rate)
+
+
+def test_a_node_inside_a_solved_one_takes_its_solution_where_it_holds_it(
+        problem: Problem, transient: Transient) -> None:  # noqa: F811
+    from pase.passes.strategy.memory import memory_vectors
+
+    memory = memory_vectors(problem)
+    everything = [np.ones(v.size, dtype=bool) for v in memory]
+    first = solution((0,) * len(memory), 1.0)
+    calls = Calls(first, solution((1,) * len(memory), 2.0))
+    solves = recomputed._Solves(transient, memory, 1e9, calls)
+    tally = recomputed._Tally()
+    assert solves.solve(node(everything, 3.0), 0.0, False, tally) is first
+    assert calls.asked == [(1e9, 3.0)]  # (LARAC started at the node's multiplier)
+    inner = list(everything)
+    inner[1] = inner[1].copy()
+    inner[1][-1] = False  # (still holds the solution's configuration 0)
+    assert solves.solve(node(inner), 0.0, False, tally) is first
+    assert len(calls.asked) == 1
+    assert solves.reused == 1
+    # Not holding it, or under another row: solved.
+    inner[1] = inner[1].copy()
+    inner[1][0] = False
+    assert solves.solve(node(inner), 0.0, False, tally).cost == 2.0
+    assert len(calls.asked) == 2
+    assert tally.solves == 2
+
+
+def test_a_node_that_cannot_beat_the_best_found_ends_and_so_do_those_inside_it(
+        problem: Problem, transient: Transient) -> None:  # noqa: F811
+    from pase.passes.strategy.memory import memory_vectors
+
+    memory = memory_vectors(problem)
+    everything = [np.ones(v.size, dtype=bool) for v in memory]
+    tally = recomputed._Tally()
+    tally.offer(solution((0,) * len(memory), 1.0), 0.0)
+
+    def reaching(vectors: list[np.ndarray], room: float, first: bool, near: float | None,
+                 stop: object) -> CappedSolution:
+        assert stop is None if first else (callable(stop) and not stop(0.5) and stop(1.0))
+        raise BoundReached(1.0)
+
+    solves = recomputed._Solves(transient, memory, 1e9, reaching)
+    with pytest.raises(recomputed._Pruned) as pruned:
+        solves.solve(node(everything), 0.0, False, tally)
+    assert pruned.value.bound == 1.0
+    solves.solve_under = Calls()  # (asked nothing more)
+    with pytest.raises(recomputed._Pruned):
+        solves.solve(node(list(everything)), 0.0, False, tally)
+    # The root's bound goes to `solve_capped`'s `enough`, not to the node.
+    solves = recomputed._Solves(transient, memory, 1e9, reaching)
+    with pytest.raises(BoundReached):
+        solves.solve(node(everything), 0.0, True, recomputed._Tally())
+
+
+def test_nothing_fits_in_a_node_inside_one_where_nothing_fit(
+        problem: Problem, transient: Transient) -> None:  # noqa: F811
+    from pase.passes.strategy.memory import memory_vectors
+
+    memory = memory_vectors(problem)
+    everything = [np.ones(v.size, dtype=bool) for v in memory]
+    calls = Calls(MemoryCapError("none", 0.0))
+    solves = recomputed._Solves(transient, memory, 1.0, calls)
+    for _ in range(2):
+        with pytest.raises(MemoryCapError):
+            solves.solve(node(everything), 0.0, False, recomputed._Tally())
+    assert len(calls.asked) == 1
+
+
+def test_a_childs_row_weighs_the_segments_of_the_kind_its_parent_exceeded(
+        transient: Transient) -> None:
+    assert transient.kinds[0] == transient.kinds[1]  # (TINY's two blocks)
+    choice = [int(np.argmax(v)) for v in transient.vectors[:4]] + [0] * 4
+    held = sum(float(transient.vectors[i][choice[i]]) for i in range(4))
+    # Only the first segment holds more than the room; its twin is weighed as much.
+    assert recomputed._weights(transient, choice, held - 1.0) == (0.5, 0.5, 0.0)
+
+
+def test_every_cap_is_proven_in_fewer_exact_solves(
+        problem: Problem, every: tuple[np.ndarray, np.ndarray, np.ndarray],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """48 exact solves over TINY's seven caps, at most 13 at one (main 2fc5b5b: 76, and
+    30 at 18,688 bytes), each cap's optimum proven."""
+    cost, additive, held = every
+    asked = []
+    search = recomputed.solve_recomputed
+
+    def counted(transient: Transient, memory: list[np.ndarray], cap: float,
+                solve_under: recomputed.Solve, *rest: object, **named: object
+                ) -> CappedSolution:
+        def solve(*arguments: object) -> CappedSolution:
+            asked[-1] += 1
+            return solve_under(*arguments)  # type: ignore[arg-type]
+        return search(transient, memory, cap, solve, *rest, **named)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recomputed, "solve_recomputed", counted)
+    for cap in caps(every):
+        asked.append(0)
+        found = solve_capped(problem, cap, effort=None)
+        assert found.proven
+        assert found.cost == pytest.approx(float(cost[additive + held <= cap].min()),
+                                           rel=1e-9)
+        assert memory_parts(problem, found.assignment).total <= cap
+    assert sum(asked) <= 52, asked
+    assert max(asked) <= 15, asked
