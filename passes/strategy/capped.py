@@ -256,6 +256,14 @@ SETTLED = 1e-7
 """Diffusion started from the parts' moves of a graph of repeated blocks
 (`repeats.block_moves`) is swept until a sweep raises its lower bound by at most this
 fraction of it (`_settle`)."""
+CLOSE = 1e-9
+"""After its first sweeps, diffusion whose lower bound is more than this fraction below
+LARAC's (`ReducedCosts`' `target`) is swept on (`_approach`): on GPT-2 under Adam and
+ZeRO (`benchmarks/capped.py` case gpt2-adam) 12 sweeps leave it 2·10^-4 below, which
+the frontier DP's first threshold (`FIRST_STEP`) cannot absorb; about 50 sweeps close
+it."""
+MORE_SWEEPS = 200
+"""The most sweeps `_approach` adds."""
 MARGIN = 1e-9
 """A per-configuration bound is trusted to this fraction of the sum of every table's
 largest |cost| (rounding; `bound.MARGIN`)."""
@@ -280,10 +288,11 @@ class ReducedCosts:
     """Lower bounds on the cost of the strategies that fit, from min-sum diffusion
     (`bound.py`) on the graph priced at cost + `rate`·memory, less `rate`·cap (module
     docstring): `lower` on all of them, `per_config[v][a]` on those with x_v = a, and
-    `pairs` on those with (x_u, x_v) = (a, b) for each edge."""
+    `pairs` on those with (x_u, x_v) = (a, b) for each edge. `target`, LARAC's bound
+    L(`rate`) where known, is what the diffusion may reach (`_approach`)."""
 
     def __init__(self, graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
-                 rate: float, jit: str = "auto") -> None:
+                 rate: float, jit: str = "auto", target: float = -math.inf) -> None:
         from pase.passes.strategy.bound import _Diffusion  # its moves are the bounds
         from pase.passes.strategy.memory import priced
         from pase.passes.strategy.repeats import block_moves
@@ -298,6 +307,7 @@ class ReducedCosts:
         else:
             self.diffusion.warm(warm)
             _settle(self.diffusion)
+        _approach(self.diffusion, target + rate * cap)
         lower, per_config, _ = self.diffusion.bounds()
         self.shift = rate * cap
         self.lower = lower - self.shift
@@ -353,6 +363,21 @@ def _settle(diffusion: _Diffusion) -> None:
             return
 
 
+def _approach(diffusion: _Diffusion, target: float) -> None:
+    """Sweep `diffusion` on while its lower bound is more than `CLOSE` of `target` (the
+    least of the graph it prices: no bound exceeds it) below it, until a sweep raises it
+    by at most `SETTLED` of it, or `MORE_SWEEPS` times. Every sweep is a
+    reparametrisation, so every bound it gives is valid: the search stays exact."""
+    lower = diffusion.lower()[0]
+    for _ in range(MORE_SWEEPS):
+        if lower >= target - CLOSE * abs(target):
+            return
+        diffusion.sweep()
+        before, lower = lower, diffusion.lower()[0]
+        if lower - before <= SETTLED * abs(lower):
+            return
+
+
 def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
               incumbent: Strategy, bound: float, effort: int | None = None,
               enough: Callable[[float], bool] | None = None, jit: str = "auto") -> Closed:
@@ -364,7 +389,8 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
     from pase.passes.strategy.frontier import frontier_search
     from pase.passes.strategy.memory import RELATIVE_TOLERANCE, BoundReached
 
-    reduced = ReducedCosts(graph, memory, cap, rate, jit)
+    # LARAC's bound is L(rate): the diffusion at `rate` can reach it, less rate·cap.
+    reduced = ReducedCosts(graph, memory, cap, rate, jit, bound)
     lower, per_config = reduced.lower, reduced.per_config
     tables = [*graph.vertex_costs, *graph.edge_costs.values()]
     margin = MARGIN * math.fsum(float(np.abs(t).max()) for t in tables) + MARGIN * cap * rate
