@@ -410,19 +410,70 @@ def _pareto(factor: _Points) -> _Points:
     """The points no other point of the same entry beats in both cost and memory (of
     equal pairs, the first), in order of entry, then memory.
 
-    Sorted by entry, memory, cost, a point stays when its cost is below that of every
-    point before it in its entry: a running minimum, made segmented by ranking the costs
-    as integers and shifting each entry's ranks below all earlier entries'."""
+    Sorted by entry, memory, cost (stably), a point stays when its cost is below that of
+    every point before it in its entry: a running minimum, segmented by entry. Where the
+    memory is whole numbers (bytes, as `memory.memory_vectors` makes it) and entry and
+    memory pack into one exact float, both are one sort of complex keys (numpy orders
+    complex numbers by real, then imaginary part) and one running minimum of complex
+    numbers (`_packed_order`, `_frontier_mask`): the same points in the same order as the
+    three-key sort and the ranks of the general case (`_ranked_mask`), at a fraction of
+    the cost."""
     count = factor.entry.size
     if count <= 1:
         return factor
-    order = np.lexsort((factor.cost, factor.memory, factor.entry))
-    entry = factor.entry[order]
-    _, rank = np.unique(factor.cost[order], return_inverse=True)
+    order = _packed_order(factor)
+    if order is None:
+        order = np.lexsort((factor.cost, factor.memory, factor.entry))
+        keep = _ranked_mask(factor.entry[order], factor.cost[order])
+    else:
+        keep = _frontier_mask(factor.entry[order], factor.cost[order])
+    return _select(factor, order[keep])
+
+
+EXACT = float(1 << 53)
+"""Integers below this are exact as floats."""
+
+
+def _packed_order(factor: _Points) -> np.ndarray | None:
+    """The stable order by entry, memory, cost, as one sort of entry·levels + memory
+    level (real part) and cost (imaginary part); None where the memory is not whole, the
+    packed key would not be exact, or a cost is not finite (then `np.lexsort`)."""
+    cost, memory = factor.cost, factor.memory
+    level = memory - memory.min()
+    top = float(level.max())
+    if not (np.isfinite(top) and np.isfinite(cost).all()):
+        return None
+    if (float(factor.entry.max()) + 1) * (top + 1) >= EXACT or \
+            not np.array_equal(level, np.floor(level)):
+        return None
+    key = np.empty(cost.size, dtype=np.complex128)
+    key.real = factor.entry * (top + 1) + level
+    key.imag = cost
+    return np.argsort(key, kind="stable")
+
+
+def _frontier_mask(entry: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Which points (sorted by entry, then memory) cost less than every earlier point of
+    their entry: the running minimum of −entry + i·cost (entries ascend, so its real part
+    is the current entry's and its imaginary part that entry's least cost so far)."""
+    running = np.empty(entry.size, dtype=np.complex128)
+    running.real = -entry.astype(np.float64)
+    running.imag = cost
+    np.minimum.accumulate(running, out=running)
+    keep = np.empty(entry.size, dtype=bool)
+    keep[0] = True
+    keep[1:] = (entry[1:] != entry[:-1]) | (cost[1:] < running.imag[:-1])
+    return keep
+
+
+def _ranked_mask(entry: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """`_frontier_mask` by ranking the costs as integers and shifting each entry's ranks
+    below all earlier entries' (any costs)."""
+    _, rank = np.unique(cost, return_inverse=True)
     group = np.concatenate([[0], np.cumsum(entry[1:] != entry[:-1])])
     shifted = rank.astype(np.int64) - group * (int(rank.max()) + 1)
     running = np.minimum.accumulate(shifted)
-    keep = np.empty(count, dtype=bool)
+    keep = np.empty(entry.size, dtype=bool)
     keep[0] = True
     keep[1:] = shifted[1:] < running[:-1]
-    return _select(factor, order[keep])
+    return keep
