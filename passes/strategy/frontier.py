@@ -124,6 +124,7 @@ class _Tables:
         self.term_min = np.array([float(r.min(initial=math.inf)) for r in self.reduced]
                                  + [float(r.min(initial=math.inf)) for r in self.edge_reduced])
         self.memory_min = np.array([float(m.min(initial=math.inf)) for m in self.memory])
+        self.memory_max = np.array([float(m.max(initial=-math.inf)) for m in self.memory])
         self.incident: list[list[int]] = [[] for _ in range(vertices)]
         for number, (u, v) in enumerate(self.edges):
             self.incident[u].append(number)
@@ -153,7 +154,7 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
     if keep is None:
         keep = [np.ones(size, dtype=bool) for size in graph.sizes]
     tables = _Tables(graph, memory, unary, moves, keep, pairs)
-    search = _Search(tables, cap, threshold + margin + rate * cap, limit)
+    search = _Search(tables, cap, threshold + margin + rate * cap, limit, rate)
     if not np.isfinite(tables.term_min).all():
         return FrontierResult(None, math.inf, math.inf, True, 0)
     try:
@@ -169,14 +170,16 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
 
 class _Search:
     """One run of the frontier DP: points above `reduced_limit` (threshold + λ·cap, on
-    the reparametrised bound) or over `cap` are dropped."""
+    the reparametrised bound; `rate` is λ) or over `cap` are dropped, and those whose
+    completions cannot hold enough memory to cost at most the threshold (`prune`)."""
 
     def __init__(self, tables: _Tables, cap: float, reduced_limit: float,
-                 limit: int | None) -> None:
+                 limit: int | None, rate: float = 0.0) -> None:
         self.tables = tables
         self.cap = cap
         self.reduced_limit = reduced_limit
         self.limit = limit
+        self.rate = rate
         self.points = 0
         self.total_min = math.fsum(float(m) for m in tables.term_min)
         self.steps: dict[int, _Step] = {}
@@ -347,18 +350,32 @@ class _Search:
     def prune(self, factor: _Points, coords: dict[int, np.ndarray]) -> _Points:
         """`factor`'s points less those over the cap or the threshold (given the tables
         they have not used, as the configurations of their entry fix them) and those
-        another point of their entry beats in both cost and memory."""
+        another point of their entry beats in both cost and memory.
+
+        A completion's cost is its reparametrised total R less λ times its memory M,
+        and R is at least the point's `bound`: so it costs at most the threshold T only
+        if λ·M ≥ bound − T. M is at most the cap, and at most the point's memory with
+        each layer still open at its largest kept configuration (`high`): the point goes
+        unless bound − λ·min(cap, high) ≤ T (λ·cap alone is the plain threshold test).
+        Where λ makes many configurations cost the same (ZeRO's gathers priced per byte
+        at the memory they save), this drops the partial strategies that hold too little
+        memory to reach the cap, which the plain test keeps."""
         tables = self.tables
         items = self.bound_items(factor.terms, factor.axes, factor.axes)
         bound = factor.reduced + self.base(factor.terms) \
             + self.evaluate(items, "left", coords, factor.entry.size)
-        open_memory = math.fsum(float(tables.memory_min[v]) for v in range(len(tables.sizes))
-                                if v not in factor.terms and v not in coords)
+        still = [v for v in range(len(tables.sizes)) if v not in factor.terms and v not in coords]
+        open_memory = math.fsum(float(tables.memory_min[v]) for v in still)
         weight = factor.memory + open_memory
         for axis in factor.axes:
             if axis not in factor.terms:
                 weight = weight + tables.memory[axis][coords[axis]]
         fits = (bound <= self.reduced_limit) & (weight <= self.cap)
+        if self.rate > 0:
+            room = math.fsum(float(tables.memory_max[v] - tables.memory_min[v]) for v in still)
+            high = weight + room
+            fits &= (high >= self.cap) | \
+                (bound - self.rate * high <= self.reduced_limit - self.rate * self.cap)
         return _pareto(_select(factor, fits))
 
     def project(self, factor: _Points, vertex: int, key: int) -> _Points:
