@@ -413,6 +413,15 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
         result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, keep,
                                  pairs, margin, left)
         points += result.points
+        if result.finished and limit < incumbent[1] and \
+                (result.choice is None or result.cost > limit + margin):
+            # The window (`frontier_search`'s) changes only the best strategy met above T:
+            # where none costs at most T, the round is made again without it, so that the
+            # rounds after it (which start from that strategy) are the plain search's.
+            left = None if effort is None else effort * POINTS_PER_EFFORT - points
+            result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
+                                     keep, pairs, margin, left, window=False)
+            points += result.points
         if not result.finished:
             return Closed(incumbent, bound, points, True)
         if result.choice is not None and result.cost < incumbent[1] and result.memory <= cap:

@@ -138,13 +138,15 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
                     keep: Sequence[np.ndarray] | None = None,
                     pairs: dict[EdgeKey, np.ndarray] | None = None,
                     margin: float = 0.0, limit: int | None = None,
-                    order: str = "genseq") -> FrontierResult:
+                    order: str = "genseq", window: bool = True) -> FrontierResult:
     """The least-cost strategy of `graph` whose memory is at most `cap`, if one costs at
     most `threshold` (module docstring). `unary` and `moves` reparametrise the graph
     priced at `rate` (default: the graph's own costs + `rate`·memory, no moves); `keep`
     and `pairs` restrict the configurations and the pairs of kept configurations of each
     edge; `margin` is added to `threshold` against rounding; `limit` bounds the points
-    made."""
+    made. `window` drops the points whose completions cannot hold enough memory to cost
+    at most `threshold` (`_Search.prune`): the same answer when one costs at most
+    `threshold`, fewer points, but the best strategy met above it may differ."""
     if unary is None:
         unary = [cost + rate * np.asarray(weight, dtype=np.float64)
                  for cost, weight in zip(graph.vertex_costs, memory, strict=True)]
@@ -154,7 +156,8 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
     if keep is None:
         keep = [np.ones(size, dtype=bool) for size in graph.sizes]
     tables = _Tables(graph, memory, unary, moves, keep, pairs)
-    search = _Search(tables, cap, threshold + margin + rate * cap, limit, rate)
+    search = _Search(tables, cap, threshold + margin + rate * cap, limit,
+                     rate if window else 0.0)
     if not np.isfinite(tables.term_min).all():
         return FrontierResult(None, math.inf, math.inf, True, 0)
     try:
