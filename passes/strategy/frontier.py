@@ -5,7 +5,7 @@ cost of the layers eliminated so far. Under a cap that is not enough: a dearer p
 strategy that needs less memory may be the one that fits. So here each entry keeps every
 (cost, memory) pair no other pair of that entry beats in both (a Pareto frontier; memory
 is a sum of per-layer terms, so the layers still to come add the same to both). Frontiers
-of whole tables would be huge; three prunings keep them small:
+of whole tables would be huge; four prunings keep them small:
 
 - the cap: a partial strategy whose memory, plus the least memory of every layer still
   open, is over the cap is dropped;
@@ -18,7 +18,11 @@ of whole tables would be huge; three prunings keep them small:
   Diffusion makes every table's least value part of one near-optimal whole, so the bound
   is the Lagrangian's, tightened by every configuration the entry fixes;
 - the configurations and edge pairs `keep` and `pairs` leave out (those whose own bound
-  is over T) are never made.
+  is over T) are never made;
+- the memory window: a completion costs its reparametrised total less λ times its
+  memory, which is at most the cap and at most what the point holds with every open
+  layer at its largest kept configuration; a point whose bound less λ times that is over
+  T goes (`_Search.prune`).
 
 If a strategy that fits costs at most T, the search finds the least of them (proven
 optimal); otherwise it proves that every strategy that fits costs more than T, and may
