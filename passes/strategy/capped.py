@@ -257,13 +257,11 @@ SETTLED = 1e-7
 (`repeats.block_moves`) is swept until a sweep raises its lower bound by at most this
 fraction of it (`_settle`)."""
 CLOSE = 1e-5
-"""After its first sweeps, diffusion whose lower bound is more than this fraction below
-the least cost + λ·memory (LARAC's bound, `ReducedCosts`' `target`) is swept on until it
-settles (`_approach`): on GPT-2 under Adam and ZeRO (`benchmarks/capped.py` case
-gpt2-adam) 12 sweeps leave it 1.3·10^-4 below (its bounds then let the frontier DP's
-first round grow past the default effort), about 50 close it. (The Transformer at P =
-64, 4·10^-6 below, is left as it was: more sweeps change which of its equal-cost
-optima the DP returns.)"""
+"""A search the effort stops whose diffusion was more than this fraction below the least
+cost + λ·memory (LARAC's bound + λ·cap) is made once more with the diffusion swept on
+until it settles (`close_gap`, `_approach`): on GPT-2 under Adam and ZeRO
+(`benchmarks/capped.py` case gpt2-adam) 12 sweeps leave it 1.3·10^-4 below, about 50
+close it."""
 MORE_SWEEPS = 100
 """The most sweeps `_approach` adds."""
 MARGIN = 1e-9
