@@ -5,7 +5,7 @@ cost of the layers eliminated so far. Under a cap that is not enough: a dearer p
 strategy that needs less memory may be the one that fits. So here each entry keeps every
 (cost, memory) pair no other pair of that entry beats in both (a Pareto frontier; memory
 is a sum of per-layer terms, so the layers still to come add the same to both). Frontiers
-of whole tables would be huge; three prunings keep them small:
+of whole tables would be huge; four prunings keep them small:
 
 - the cap: a partial strategy whose memory, plus the least memory of every layer still
   open, is over the cap is dropped;
@@ -18,7 +18,11 @@ of whole tables would be huge; three prunings keep them small:
   Diffusion makes every table's least value part of one near-optimal whole, so the bound
   is the Lagrangian's, tightened by every configuration the entry fixes;
 - the configurations and edge pairs `keep` and `pairs` leave out (those whose own bound
-  is over T) are never made.
+  is over T) are never made;
+- the memory window: a completion costs its reparametrised total less λ times its
+  memory, which is at most the cap and at most what the point holds with every open
+  layer at its largest kept configuration; a point whose bound less λ times that is over
+  T goes (`_Search.prune`).
 
 If a strategy that fits costs at most T, the search finds the least of them (proven
 optimal); otherwise it proves that every strategy that fits costs more than T, and may
@@ -124,6 +128,7 @@ class _Tables:
         self.term_min = np.array([float(r.min(initial=math.inf)) for r in self.reduced]
                                  + [float(r.min(initial=math.inf)) for r in self.edge_reduced])
         self.memory_min = np.array([float(m.min(initial=math.inf)) for m in self.memory])
+        self.memory_max = np.array([float(m.max(initial=-math.inf)) for m in self.memory])
         self.incident: list[list[int]] = [[] for _ in range(vertices)]
         for number, (u, v) in enumerate(self.edges):
             self.incident[u].append(number)
@@ -137,13 +142,15 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
                     keep: Sequence[np.ndarray] | None = None,
                     pairs: dict[EdgeKey, np.ndarray] | None = None,
                     margin: float = 0.0, limit: int | None = None,
-                    order: str = "genseq") -> FrontierResult:
+                    order: str = "genseq", window: bool = True) -> FrontierResult:
     """The least-cost strategy of `graph` whose memory is at most `cap`, if one costs at
     most `threshold` (module docstring). `unary` and `moves` reparametrise the graph
     priced at `rate` (default: the graph's own costs + `rate`·memory, no moves); `keep`
     and `pairs` restrict the configurations and the pairs of kept configurations of each
     edge; `margin` is added to `threshold` against rounding; `limit` bounds the points
-    made."""
+    made. `window` drops the points whose completions cannot hold enough memory to cost
+    at most `threshold` (`_Search.prune`): the same answer when one costs at most
+    `threshold`, fewer points, but the best strategy met above it may differ."""
     if unary is None:
         unary = [cost + rate * np.asarray(weight, dtype=np.float64)
                  for cost, weight in zip(graph.vertex_costs, memory, strict=True)]
@@ -153,7 +160,8 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
     if keep is None:
         keep = [np.ones(size, dtype=bool) for size in graph.sizes]
     tables = _Tables(graph, memory, unary, moves, keep, pairs)
-    search = _Search(tables, cap, threshold + margin + rate * cap, limit)
+    search = _Search(tables, cap, threshold + margin + rate * cap, limit,
+                     rate if window else 0.0)
     if not np.isfinite(tables.term_min).all():
         return FrontierResult(None, math.inf, math.inf, True, 0)
     try:
@@ -169,14 +177,16 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
 
 class _Search:
     """One run of the frontier DP: points above `reduced_limit` (threshold + λ·cap, on
-    the reparametrised bound) or over `cap` are dropped."""
+    the reparametrised bound; `rate` is λ) or over `cap` are dropped, and those whose
+    completions cannot hold enough memory to cost at most the threshold (`prune`)."""
 
     def __init__(self, tables: _Tables, cap: float, reduced_limit: float,
-                 limit: int | None) -> None:
+                 limit: int | None, rate: float = 0.0) -> None:
         self.tables = tables
         self.cap = cap
         self.reduced_limit = reduced_limit
         self.limit = limit
+        self.rate = rate
         self.points = 0
         self.total_min = math.fsum(float(m) for m in tables.term_min)
         self.steps: dict[int, _Step] = {}
@@ -347,18 +357,32 @@ class _Search:
     def prune(self, factor: _Points, coords: dict[int, np.ndarray]) -> _Points:
         """`factor`'s points less those over the cap or the threshold (given the tables
         they have not used, as the configurations of their entry fix them) and those
-        another point of their entry beats in both cost and memory."""
+        another point of their entry beats in both cost and memory.
+
+        A completion's cost is its reparametrised total R less λ times its memory M,
+        and R is at least the point's `bound`: so it costs at most the threshold T only
+        if λ·M ≥ bound − T. M is at most the cap, and at most the point's memory with
+        each layer still open at its largest kept configuration (`high`): the point goes
+        unless bound − λ·min(cap, high) ≤ T (λ·cap alone is the plain threshold test).
+        Where λ makes many configurations cost the same (ZeRO's gathers priced per byte
+        at the memory they save), this drops the partial strategies that hold too little
+        memory to reach the cap, which the plain test keeps."""
         tables = self.tables
         items = self.bound_items(factor.terms, factor.axes, factor.axes)
         bound = factor.reduced + self.base(factor.terms) \
             + self.evaluate(items, "left", coords, factor.entry.size)
-        open_memory = math.fsum(float(tables.memory_min[v]) for v in range(len(tables.sizes))
-                                if v not in factor.terms and v not in coords)
+        still = [v for v in range(len(tables.sizes)) if v not in factor.terms and v not in coords]
+        open_memory = math.fsum(float(tables.memory_min[v]) for v in still)
         weight = factor.memory + open_memory
         for axis in factor.axes:
             if axis not in factor.terms:
                 weight = weight + tables.memory[axis][coords[axis]]
         fits = (bound <= self.reduced_limit) & (weight <= self.cap)
+        if self.rate > 0:
+            room = math.fsum(float(tables.memory_max[v] - tables.memory_min[v]) for v in still)
+            high = weight + room
+            fits &= (high >= self.cap) | \
+                (bound - self.rate * high <= self.reduced_limit - self.rate * self.cap)
         return _pareto(_select(factor, fits))
 
     def project(self, factor: _Points, vertex: int, key: int) -> _Points:
@@ -410,19 +434,70 @@ def _pareto(factor: _Points) -> _Points:
     """The points no other point of the same entry beats in both cost and memory (of
     equal pairs, the first), in order of entry, then memory.
 
-    Sorted by entry, memory, cost, a point stays when its cost is below that of every
-    point before it in its entry: a running minimum, made segmented by ranking the costs
-    as integers and shifting each entry's ranks below all earlier entries'."""
+    Sorted by entry, memory, cost (stably), a point stays when its cost is below that of
+    every point before it in its entry: a running minimum, segmented by entry. Where the
+    memory is whole numbers (bytes, as `memory.memory_vectors` makes it) and entry and
+    memory pack into one exact float, both are one sort of complex keys (numpy orders
+    complex numbers by real, then imaginary part) and one running minimum of complex
+    numbers (`_packed_order`, `_frontier_mask`): the same points in the same order as the
+    three-key sort and the ranks of the general case (`_ranked_mask`), at a fraction of
+    the cost."""
     count = factor.entry.size
     if count <= 1:
         return factor
-    order = np.lexsort((factor.cost, factor.memory, factor.entry))
-    entry = factor.entry[order]
-    _, rank = np.unique(factor.cost[order], return_inverse=True)
+    order = _packed_order(factor)
+    if order is None:
+        order = np.lexsort((factor.cost, factor.memory, factor.entry))
+        keep = _ranked_mask(factor.entry[order], factor.cost[order])
+    else:
+        keep = _frontier_mask(factor.entry[order], factor.cost[order])
+    return _select(factor, order[keep])
+
+
+EXACT = float(1 << 53)
+"""Integers below this are exact as floats."""
+
+
+def _packed_order(factor: _Points) -> np.ndarray | None:
+    """The stable order by entry, memory, cost, as one sort of entry·levels + memory
+    level (real part) and cost (imaginary part); None where the memory is not whole, the
+    packed key would not be exact, or a cost is not finite (then `np.lexsort`)."""
+    cost, memory = factor.cost, factor.memory
+    level = memory - memory.min()
+    top = float(level.max())
+    if not (np.isfinite(top) and np.isfinite(cost).all()):
+        return None
+    if (float(factor.entry.max()) + 1) * (top + 1) >= EXACT or \
+            not np.array_equal(level, np.floor(level)):
+        return None
+    key = np.empty(cost.size, dtype=np.complex128)
+    key.real = factor.entry * (top + 1) + level
+    key.imag = cost
+    return np.argsort(key, kind="stable")
+
+
+def _frontier_mask(entry: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Which points (sorted by entry, then memory) cost less than every earlier point of
+    their entry: the running minimum of −entry + i·cost (entries ascend, so its real part
+    is the current entry's and its imaginary part that entry's least cost so far)."""
+    running = np.empty(entry.size, dtype=np.complex128)
+    running.real = -entry.astype(np.float64)
+    running.imag = cost
+    np.minimum.accumulate(running, out=running)
+    keep = np.empty(entry.size, dtype=bool)
+    keep[0] = True
+    keep[1:] = (entry[1:] != entry[:-1]) | (cost[1:] < running.imag[:-1])
+    return keep
+
+
+def _ranked_mask(entry: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """`_frontier_mask` by ranking the costs as integers and shifting each entry's ranks
+    below all earlier entries' (any costs)."""
+    _, rank = np.unique(cost, return_inverse=True)
     group = np.concatenate([[0], np.cumsum(entry[1:] != entry[:-1])])
     shifted = rank.astype(np.int64) - group * (int(rank.max()) + 1)
     running = np.minimum.accumulate(shifted)
-    keep = np.empty(count, dtype=bool)
+    keep = np.empty(entry.size, dtype=bool)
     keep[0] = True
     keep[1:] = shifted[1:] < running[:-1]
-    return _select(factor, order[keep])
+    return keep

@@ -129,17 +129,23 @@ def memory_vectors(problem: Problem, in_flight: int = 1) -> list[np.ndarray]:
     model = problem.model
     owned = (unheld(problem.layer_data) if isinstance(model, TrainingCost)
              else [()] * len(problem.layer_data))
+    # Layers that differ only in their names (one kind, `Problem._kinds`) with one
+    # configuration list (repeated layers share theirs) hold the same bytes: priced once.
+    kinds = problem._kinds()[0] if kept is None else [-1] * len(owned)
+    made: dict[tuple[int, int], np.ndarray] = {}
     vectors = []
-    for index, (layer, configs, own) in enumerate(zip(problem.layer_data,
-                                                      problem.config_lists, owned,
-                                                      strict=True)):
+    for index, (layer, configs, own, kind) in enumerate(zip(
+            problem.layer_data, problem.config_lists, owned, kinds, strict=True)):
         if own:
             assert isinstance(model, TrainingCost)
             vectors.append(model.memory(layer, configs, in_flight, own))
         elif kept is not None:
             vectors.append(kept(index, in_flight))
         else:
-            vectors.append(model.memory(layer, configs, in_flight))
+            key = (kind, id(configs))
+            if key not in made:
+                made[key] = model.memory(layer, configs, in_flight)
+            vectors.append(made[key])
     return one_array_each(vectors)
 
 

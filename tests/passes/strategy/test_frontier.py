@@ -1,0 +1,203 @@
+"""The frontier DP under a cap (`strategy/frontier.py`) and what feeds it (`capped.py`):
+the Pareto filter's packed sort, the memory window on its points, and the diffusion swept
+on towards LARAC's bound; each keeps the results exact."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from pase.frontend import parse_file
+from pase.passes.strategy import build_problem, capped, frontier
+from pase.passes.strategy.capped import ReducedCosts, close_gap
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.frontier import _Points, frontier_search
+from pase.passes.strategy.memory import memory_vectors
+from pase.passes.strategy.options import SearchOptions, TrainingOptions
+from tests.passes.strategy.test_memory import MODELS
+
+
+def points(seed: int, whole: bool) -> _Points:
+    """Random points with many equal entries, memories and costs (whole-numbered memory,
+    or not)."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(2, 400))
+    memory = rng.integers(0, 6, size=count).astype(np.float64) * 1024.0
+    if not whole:
+        memory += 0.5 * rng.integers(0, 2, size=count)
+    return _Points((0,), frozenset([0]), rng.integers(0, 7, size=count),
+                   rng.integers(0, 5, size=count) / 8.0, memory,
+                   rng.normal(size=count), {3: rng.permutation(count)})
+
+
+def pareto_by_hand(factor: _Points) -> list[int]:
+    """The first of each point no other point of its entry beats in both cost and memory,
+    in order of entry, memory, cost: compared pair by pair."""
+    count = factor.entry.size
+    kept = []
+    for i in range(count):
+        beaten = False
+        for j in range(count):
+            if factor.entry[j] != factor.entry[i] or j == i:
+                continue
+            pair_j = (factor.memory[j], factor.cost[j])
+            pair_i = (factor.memory[i], factor.cost[i])
+            if pair_j[0] <= pair_i[0] and pair_j[1] <= pair_i[1] and \
+                    (pair_j != pair_i or j < i):
+                beaten = True
+                break
+        if not beaten:
+            kept.append(i)
+    return sorted(kept, key=lambda i: (factor.entry[i], factor.memory[i], factor.cost[i], i))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_pareto_filter_keeps_the_first_undominated_points_in_order(seed: int) -> None:
+    for whole in (True, False):
+        factor = points(seed, whole)
+        # The packed sort where memory is whole bytes, the three-key sort otherwise.
+        assert (frontier._packed_order(factor) is None) == (not whole)
+        kept = frontier._pareto(factor)
+        expected = pareto_by_hand(factor)
+        assert kept.parts[3].tolist() == factor.parts[3][expected].tolist()
+        assert kept.cost.tolist() == factor.cost[expected].tolist()
+        assert kept.reduced.tolist() == factor.reduced[expected].tolist()
+
+
+def test_the_packed_sort_is_the_three_key_sort() -> None:
+    rng = np.random.default_rng(5)
+    count = 5000
+    factor = _Points((0,), frozenset([0]), rng.integers(0, 300, size=count),
+                     rng.integers(0, 50, size=count) * 1e-3,
+                     rng.integers(0, 40, size=count) * 3.0e8, np.zeros(count), {})
+    order = frontier._packed_order(factor)
+    assert order is not None
+    assert order.tolist() == np.lexsort((factor.cost, factor.memory, factor.entry)).tolist()
+    # Too wide to pack exactly: the three-key sort instead.
+    wide = _Points((0,), frozenset([0]), factor.entry, factor.cost, factor.memory * 2.0**40,
+                   factor.reduced, {})
+    assert frontier._packed_order(wide) is None
+
+
+def tied_chain(seed: int, layers: int = 7) -> tuple[CostGraph, list[np.ndarray], float]:
+    """A chain whose layers each have configurations on one line cost + rate·memory
+    (ZeRO's gathers priced per byte at the memory they save), others off it, and edges."""
+    rng = np.random.default_rng(seed)
+    rate = 0.5
+    costs, memory = [], []
+    for _ in range(layers):
+        saved = rng.integers(1, 6, size=3).astype(np.float64)
+        base = float(rng.integers(0, 4))
+        costs.append(np.array([base, base + rate * saved[0], base + rate * saved[1],
+                               base + 1.0 + rng.integers(0, 3)]))
+        top = float(rng.integers(10, 14))
+        memory.append(np.array([top, top - saved[0], top - saved[1], top - saved[2]]))
+    graph = CostGraph([f"v{i}" for i in range(layers)], costs)
+    for i in range(layers - 1):
+        graph.add_edge(i, i + 1, rng.integers(0, 2, size=(4, 4)).astype(np.float64) * 0.25)
+    least = sum(float(m.min()) for m in memory)
+    most = sum(float(m.max()) for m in memory)
+    return graph, memory, math.floor(least + 0.6 * (most - least)) + 0.5
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_memory_window_keeps_the_optimum_and_drops_points(seed: int) -> None:
+    # With the window (points whose completions cannot hold enough memory to cost at
+    # most T go) the frontier DP returns the brute-force optimum, the same strategy as
+    # without it, from no more points.
+    graph, memory, cap = tied_chain(seed)
+    fitting = [(graph.total_cost(choice), choice) for choice
+               in itertools.product(*(range(size) for size in graph.sizes))
+               if sum(float(memory[v][c]) for v, c in enumerate(choice)) <= cap]
+    best = min(cost for cost, _ in fitting)
+    rate = 0.5
+    reduced = ReducedCosts(graph, memory, cap, rate, jit="off")
+    moves = dict(zip(reduced.diffusion.edges, reduced.diffusion.moves, strict=True))
+    results = {window: frontier_search(graph, memory, cap, best, rate, reduced.unary, moves,
+                                       margin=1e-9, window=window)
+               for window in (True, False)}
+    assert results[True].cost == pytest.approx(best, abs=1e-12)
+    assert results[True].choice == results[False].choice
+    assert results[True].points <= results[False].points
+    assert results[True].memory <= cap
+
+
+def test_the_memory_window_drops_points_on_a_tie_line() -> None:
+    # Every layer: one configuration, or a second that saves 1 byte for 0.5 s at λ =
+    # 0.5 (a tie), under a cap that leaves room for half of them unsaved: the partial
+    # strategies that saved too much (too little memory left to reach the cap) go.
+    layers = 10
+    graph = CostGraph([f"v{i}" for i in range(layers)],
+                      [np.array([0.0, 0.5]) for _ in range(layers)])
+    for i in range(layers - 1):
+        graph.add_edge(i, i + 1, np.zeros((2, 2)))
+    memory = [np.array([2.0, 1.0]) for _ in range(layers)]
+    found = {window: frontier_search(graph, memory, 15.0, 2.5, 0.5, window=window)
+             for window in (True, False)}
+    assert (found[True].cost, found[True].memory) == (2.5, 15.0)
+    assert found[True].choice == found[False].choice
+    assert found[True].points < found[False].points
+
+
+def ring(seed: int, layers: int = 6) -> tuple[CostGraph, list[np.ndarray]]:
+    """A ring of layers with one chord (cycles: diffusion settles slowly there)."""
+    rng = np.random.default_rng(seed)
+    graph = CostGraph([f"v{i}" for i in range(layers)],
+                      [rng.integers(0, 4, size=3).astype(np.float64) for _ in range(layers)])
+    for u, v in [*((i, i + 1) for i in range(layers - 1)), (0, layers - 1), (0, 3)]:
+        graph.add_edge(u, v, rng.integers(0, 4, size=(3, 3)).astype(np.float64))
+    return graph, [rng.integers(1, 5, size=3).astype(np.float64) for _ in range(layers)]
+
+
+@pytest.mark.parametrize("seed", [0, 3, 6, 11])
+def test_diffusion_far_below_larac_is_swept_on(seed: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stopped after one sweep, the diffusion of a ring is below the least cost +
+    # λ·memory; given LARAC's bound as its target it sweeps on, and its bounds stay
+    # valid: close_gap still proves the brute-force optimum.
+    monkeypatch.setattr(capped, "SWEEPS", 1)
+    graph, memory = ring(seed)
+    rate = 0.5
+    cap = float(sum(int(m.min()) + int(m.max()) for m in memory) // 2)
+    strategies = [(graph.total_cost(choice), choice,
+                   sum(float(memory[v][c]) for v, c in enumerate(choice)))
+                  for choice in itertools.product(*(range(size) for size in graph.sizes))]
+    larac = min(cost + rate * weight for cost, _, weight in strategies) - rate * cap
+    short = ReducedCosts(graph, memory, cap, rate, jit="off")
+    swept = ReducedCosts(graph, memory, cap, rate, jit="off", target=larac)
+    assert short.lower < larac - capped.CLOSE * abs(larac + rate * cap)
+    assert short.lower < swept.lower <= larac + 1e-9
+    fitting = [item for item in strategies if item[2] <= cap]
+    best = min(cost for cost, _, _ in fitting)
+    lean = min(fitting, key=lambda item: item[2])
+    closed = close_gap(graph, memory, cap, rate, (lean[1], lean[0], lean[2]), larac)
+    assert closed.best[1] == pytest.approx(best, abs=1e-12)
+    assert closed.best[2] <= cap
+    assert not closed.stopped
+
+
+def test_repeated_layers_memory_is_priced_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GPT-2's twelve blocks: each kind of layer's memory vector is made once, and every
+    # layer's vector is what pricing it alone gives.
+    options = SearchOptions(training=TrainingOptions(optimizer="adam", precision="bf16",
+                                                     zero="auto"))
+    problem = build_problem(parse_file(str(MODELS / "gpt2_small.dnn")), 8, options=options)
+    model = type(problem.model)
+    real = model.memory
+    calls = []
+
+    def counted(self: object, *args: object, **kwargs: object) -> np.ndarray:
+        calls.append(args[0])
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model, "memory", counted)
+    vectors = memory_vectors(problem)
+    assert len(calls) < len(problem.layer_data) / 4
+    monkeypatch.setattr(model, "memory", real)
+    for layer, configs, vector in zip(problem.layer_data, problem.config_lists, vectors,
+                                      strict=True):
+        if not layer.shared or not any(layer.shared):
+            assert np.array_equal(vector, problem.model.memory(layer, configs))
