@@ -53,7 +53,7 @@ from pase.frontend.mlir import verify_located
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.partition_stages import PartitionStagesPass
-from pase.passes.scale import ScalePass, scale_module
+from pase.passes.scale import ScaleError, ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, over_gib
 from pase.universe import FRONTENDS, PASE
@@ -280,17 +280,44 @@ def check_run_memory(module: ModuleOp, devices: int, factor: float, limit: int,
     needed = run_memory(module, devices, float_type)
     if needed <= limit:
         return
-    smaller = factor
-    for _ in range(60):
-        smaller /= 2
-        if run_memory(scale_module(module, smaller / factor), devices, float_type) <= limit:
-            break
+    fitting, least, least_scale = _fitting_scale(module, devices, factor, limit, float_type)
     shown, limit_gib = over_gib(needed, limit, 3)
+    if fitting is None:
+        advice = (f"no --scale fits: the least memory a run takes is about {least:,} bytes "
+                  f"(at --scale {least_scale:g}); give --memory-gib "
+                  f"{over_gib(least, limit, 3)[0]} or more")
+    else:
+        advice = f"use --scale {fitting:g} or less, or raise --memory-gib"
     raise Diagnostic(f"training @{forward_graph(module).sym_name.data} on {devices} "
                      f"workers would take about {shown} GiB (each tensor and its "
                      f"gradient in every worker and the one-device reference), over "
-                     f"--memory-gib {limit_gib}; use --scale {smaller:g} or less, "
-                     "or raise --memory-gib")
+                     f"--memory-gib {limit_gib}; {advice}")
+
+
+def _fitting_scale(module: ModuleOp, devices: int, factor: float, limit: int,
+                   float_type: str | None) -> tuple[float | None, int, float]:
+    """The largest `factor / 2**k` whose run fits `limit` bytes (None when none does), and
+    the least run memory met on the way with its scale. (Scaling is not monotone: a dim
+    too small to keep its place returns to a floor.) Halving stops once three halvings
+    in a row leave the memory as it was (every dim at its floor) or the model cannot
+    shrink further."""
+    smaller, least, least_scale = factor, run_memory(module, devices, float_type), factor
+    previous, same = least, 0
+    for _ in range(60):
+        smaller /= 2
+        try:
+            needed = run_memory(scale_module(module, smaller / factor), devices, float_type)
+        except ScaleError:
+            break
+        if needed <= limit:
+            return smaller, needed, smaller
+        if needed < least:
+            least, least_scale = needed, smaller
+        same = same + 1 if needed == previous else 0
+        previous = needed
+        if same == 3:
+            break
+    return None, least, least_scale
 
 
 def onnx_inputs_fit(devices: int, limit: int, float_type: str | None = None
