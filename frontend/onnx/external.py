@@ -148,11 +148,14 @@ def _extent(onnx: Any, tensor: Any, owner: str, folder: str, filename: str) -> _
     against the tensor's dims and type and against the file's size, nothing read."""
     entries = {entry.key: entry.value for entry in tensor.external_data}
     location = entries.get("location", "")
+    if not location:
+        raise Diagnostic(f"{owner} keeps its data in an external file but names none (its "
+                         "external_data has no \"location\")", filename)
     if "\0" in location:
         raise Diagnostic(f"{owner} keeps its data in {location!r}, which is not a file name "
                          "(it holds a NUL byte)", filename)
     path = os.path.realpath(os.path.join(folder, location))
-    if not location or os.path.isabs(location) or os.path.commonpath([folder, path]) != folder:
+    if os.path.isabs(location) or os.path.commonpath([folder, path]) != folder:
         raise Diagnostic(f"{owner} keeps its data in '{location}', outside the model's "
                          "folder; pase reads external data only from files beside the model",
                          filename)
