@@ -274,7 +274,7 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               for what, given in (("model", args.model), ("strategy file", args.strategy))
-              if name and given and same_file(name, given)),
+              if name and given not in (None, "-") and same_file(name, given)),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
