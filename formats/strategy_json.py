@@ -28,13 +28,15 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pase.core.diagnostics import Diagnostic, offset_to_line_column
+from pase.core.diagnostics import Diagnostic
 from pase.core.files import read_text, shown_line, write_atomically
 from pase.core.numbers import too_long_integer
+from pase.formats.json_locations import JsonPath
+from pase.formats.json_locations import located as _located
 from pase.formats.strategy_fields import (
     FieldError,
     check_layer_step,
@@ -55,9 +57,6 @@ from pase.passes.strategy import (
     TrainingOptions,
     microbatch_layers,
 )
-
-JsonPath = tuple[str | int, ...]
-"""Keys and list indices from the top of a JSON document: ("layers", 3, "config", "b")."""
 
 # Python's JSON reader recurses once per level; a strategy file nests five levels.
 DEEPEST_SHOWN = 100
@@ -118,10 +117,24 @@ class StrategyPins:
     """The whole strategy object (a pipeline plan's "pipeline" and "stages" too)."""
     prefix: JsonPath = ()
     """The JSON path of the strategy object in the file (`(1,)` in a list)."""
+    ops: dict[str, str] = field(default_factory=dict)
+    """The "op" of each layer entry that says it (the op name without `dnn.`)."""
 
     def at(self, message: str, *where: str | int) -> Diagnostic:
         """A diagnostic at `where` inside the strategy object."""
         return _located(message, self.path, self.text, (*self.prefix, *where))
+
+    def check_layers(self, ops: Mapping[str, str], graph: str) -> None:
+        """Every pinned layer is one of the graph's, with the op its entry says: `ops`
+        maps each layer's name to its op (without `dnn.`)."""
+        for layer_name in self.configs:
+            if layer_name not in ops:
+                raise self.error(f"no layer '{layer_name}' in graph @{graph}", layer_name,
+                                 "name")
+            if self.ops.get(layer_name, ops[layer_name]) != ops[layer_name]:
+                raise self.error(f"layer '{layer_name}' of @{graph} is dnn.{ops[layer_name]}, "
+                                 f"but the strategy says op \"{self.ops[layer_name]}\"",
+                                 layer_name, "op")
 
     def error(self, message: str, layer: str, *within: str | int, key: bool = False) -> Diagnostic:
         """A diagnostic at `layer`'s entry, or at `within` it (`"config", "b"`: the factor of
@@ -177,7 +190,8 @@ def load_strategy(path: str, graph: str, devices: int, only_graph: bool = True,
     for position, entry in enumerate(strategy["layers"]):
         configs[entry["name"]] = with_choices(entry, training)
         entries[entry["name"]] = (*prefix, "layers", position)
-    return StrategyPins(path, text, configs, entries, strategy, prefix)
+    ops = {entry["name"]: entry["op"] for entry in strategy["layers"] if "op" in entry}
+    return StrategyPins(path, text, configs, entries, strategy, prefix, ops)
 
 
 def load_plan(path: str, graph: str, devices: int, only_graph: bool, layers: Sequence[Layer],
@@ -194,7 +208,7 @@ def load_plan(path: str, graph: str, devices: int, only_graph: bool, layers: Seq
                          '"stages"; it is a pase-search strategy, not a pipeline plan '
                          "(pase-partition-stages export=)", path)
     names = [layer.name for layer in layers]
-    _check_plan_layers(pins, graph, names)
+    _check_plan_layers(pins, graph, layers)
     micro, schedule = _plan_pipeline(pins, plan)
     bounds = _plan_bounds(pins, plan, graph, devices, names)
     divides = all(d.size % micro == 0 for layer in layers for d in layer.space.dims
@@ -208,11 +222,11 @@ def load_plan(path: str, graph: str, devices: int, only_graph: bool, layers: Seq
                     {name: config.copy() for name, config in pins.configs.items()})
 
 
-def _check_plan_layers(pins: StrategyPins, graph: str, names: list[str]) -> None:
-    """Every layer of the plan is one of the graph's `names`, and every one has one."""
-    for layer_name in pins.configs:
-        if layer_name not in names:
-            raise pins.error(f"no layer '{layer_name}' in graph @{graph}", layer_name, "name")
+def _check_plan_layers(pins: StrategyPins, graph: str, layers: Sequence[Layer]) -> None:
+    """Every layer of the plan is one of the graph's `layers` (with its op), and every one
+    has one."""
+    pins.check_layers({layer.name: layer.kind for layer in layers}, graph)
+    names = [layer.name for layer in layers]
     missing = [n for n in names if n not in pins.configs]
     if missing:
         raise pins.at(f"the plan has no configuration for layer '{missing[0]}' of @{graph}"
@@ -526,74 +540,3 @@ def _path_name(where: JsonPath) -> str:
         else:
             text += f"[{json.dumps(part, ensure_ascii=False)}]"
     return text
-
-
-# -- locations --
-
-
-def _located(message: str, path: str, text: str, where: JsonPath | int,
-             key: bool = False) -> Diagnostic:
-    """A diagnostic at the value `where` points to (an offset, or a JSON path: see `locate`)."""
-    offset, length = (where, 1) if isinstance(where, int) else locate(text, where, key)
-    line, column = offset_to_line_column(text, offset)
-    source_line = shown_line(text, line)
-    if source_line is not None:
-        length = max(1, min(length, len(source_line) - column + 1))
-    return Diagnostic(message, path, line, column, length=length, source_line=source_line)
-
-
-_SPACE = re.compile(r"[ \t\n\r]*")
-_SCALAR = re.compile(r"-?Infinity|NaN|true|false|null|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-
-
-def locate(text: str, where: JsonPath, key: bool = False) -> tuple[int, int]:
-    """Offset and length of the value at `where` in the valid JSON `text` (with `key`, of its
-    key); of the nearest enclosing value when `where` is not there. Iterative, so any depth;
-    of duplicate keys, the last, as `json.loads` keeps.
-
-    >>> locate('{"layers": [{"name": "h"}]}', ("layers", 0, "name"))
-    (21, 3)
-    """
-    found = (0, 1)
-    # One frame per open container: [its path, is it an object, key or index of the next
-    # value, does an object expect a key next].
-    stack: list[list[Any]] = []
-    position = _SPACE.match(text).end()  # type: ignore[union-attr]
-    while position < len(text):
-        char = text[position]
-        if char in ",:":
-            if char == "," and stack:
-                frame = stack[-1]
-                if frame[1]:
-                    frame[3] = True
-                else:
-                    frame[2] += 1
-            position = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
-            continue
-        if char in "]}":
-            stack.pop()
-            position = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
-            continue
-        string = ""
-        if char == '"':
-            string, end = json.decoder.scanstring(text, position + 1)  # type: ignore[attr-defined]
-        elif char in "[{":
-            end = position + 1
-        else:
-            match = _SCALAR.match(text, position)
-            end = match.end() if match else position + 1
-        if stack and stack[-1][1] and stack[-1][3]:  # an object's key
-            frame = stack[-1]
-            frame[2], frame[3] = string, False
-            if key and (*frame[0], string) == where:
-                found = (position, end - position)
-            position = _SPACE.match(text, end).end()  # type: ignore[union-attr]
-            continue
-        value_path = (*stack[-1][0], stack[-1][2]) if stack else ()
-        # A later duplicate key is the one JSON readers keep, so a later match wins.
-        if value_path == where[:len(value_path)] and not (key and value_path == where):
-            found = (position, end - position)
-        if char in "[{":
-            stack.append([value_path, char == "{", 0, char == "{"])
-        position = _SPACE.match(text, end).end()  # type: ignore[union-attr]
-    return found

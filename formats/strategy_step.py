@@ -18,7 +18,7 @@ from typing import Any
 
 from pase.core.diagnostics import Diagnostic
 from pase.core.files import read_text
-from pase.formats.strategy_json import _located
+from pase.formats.json_locations import located as _located
 from pase.passes.strategy import TrainingOptions
 
 OPTIONS = ("optimizer", "precision", "recompute", "zero")

@@ -19,7 +19,7 @@ Which dims a layer's shape rule ties is data on its op class (`SCALE_TIE`, `SCAL
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil, gcd, isfinite, prod
+from math import ceil, gcd, isfinite, lcm, prod
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
@@ -114,8 +114,15 @@ class _Propagation:
         self.merged: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         """Each dim a reshape merged: its parts' old sizes and new sizes."""
         # A grouped conv's filter channels (ci / groups) follow its scaled input channels.
-        self.group_widths = {op.input_shapes[1].dims[1] for op in graph.layers
-                             if "groups" in op.properties and op.count_prop("groups") > 1}
+        grouped = [op for op in graph.layers
+                   if "groups" in op.properties and op.count_prop("groups") > 1]
+        self.group_widths = {op.input_shapes[1].dims[1] for op in grouped}
+        self.group_channels: dict[str, list[int]] = {}
+        """The group counts of the grouped convs whose input or output channels each dim
+        is (`grouped_size`)."""
+        for op in grouped:
+            for dim in (op.input_shapes[0].dims[1], op.input_shapes[1].dims[0]):
+                self.group_channels.setdefault(dim, []).append(op.count_prop("groups"))
         for op in graph.body.block.ops:
             if isinstance(op, dnn.InputOp | dnn.ParamOp):
                 if not consistent:
@@ -143,7 +150,19 @@ class _Propagation:
         for dim in dims:
             if dim not in self.new:
                 self.new[dim] = (self.old[dim] if dim in self.kept else self.image[dim]
-                                 if dim in self.image else self.scaled(self.old[dim]))
+                                 if dim in self.image else self.grouped_size(
+                                     dim, self.scaled(self.old[dim])))
+
+    def grouped_size(self, dim: str, size: int) -> int:
+        """`size`, or where it would leave a grouped conv whose channels `dim` is no
+        groups (its count shares no factor with it: 8 channels in 8 groups scaled by 1/8),
+        the least multiple of the smallest prime factor of each count at least `size`
+        (2 channels in 2 groups); the old size is such a multiple."""
+        counts = self.group_channels.get(dim, [])
+        if all(gcd(count, size) > 1 for count in counts):
+            return size
+        step = lcm(*(_smallest_prime_factor(count) for count in counts))
+        return min(self.old[dim], ceil(size / step) * step)
 
     def scaled(self, size: int) -> int:
         """A free dim's new size: `scaled_size`; on the consistent try, `size · factor`
@@ -345,6 +364,16 @@ def _scale_graph(graph: dnn.GraphOp, factor: float) -> dnn.GraphOp:
     scaled.location = graph.location
     scaled.verify()
     return scaled
+
+
+def _smallest_prime_factor(count: int) -> int:
+    """The smallest prime that divides `count` (at least 2)."""
+    factor = 2
+    while factor * factor <= count:
+        if count % factor == 0:
+            return factor
+        factor += 1
+    return count
 
 
 def _propagate(graph: dnn.GraphOp, factor: float, images: set[str], kept: set[str],

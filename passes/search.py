@@ -197,10 +197,8 @@ class PaseSearchPass(PasePass):
                 if self.strategy else None)
         layers = {name: layer for layer, name in graph.layer_names().items()}
         if pins:
-            for layer_name in pins.configs:
-                if layer_name not in layers:
-                    raise pins.error(f"no layer '{layer_name}' in graph @{name}", layer_name,
-                                     "name")
+            pins.check_layers({layer_name: op.name.removeprefix("dnn.")
+                               for layer_name, op in layers.items()}, name)
         try:
             # One pause of the cyclic collector for the whole search: resumed in between,
             # it would walk the heap once for all the objects the first step allocated.

@@ -266,12 +266,21 @@ def pass_summary(pass_class: type[ModulePass]) -> str:
 def check_pass_options(pipeline: str) -> None:
     """Raise `ArgSpecParseError` at an option given twice in one pass's `{...}` (xDSL keeps
     the last silently, so `pase-search{devices=8 devices=4}` would search 4 devices), and at
-    an integer too long to convert (`LONGEST_INTEGER`; xDSL would fail unlocated)."""
+    an integer too long to convert (`LONGEST_INTEGER`; xDSL would fail unlocated), and at a
+    comma that ends the pipeline (xDSL runs `pase-search{devices=4},` as if it were not
+    there, where `,,` and a leading comma are errors)."""
     if not pipeline:
         return
     seen: set[str] | None = None
     previous = None
+    last = None
     for token in PipelineLexer._generator(pipeline):
+        if token.kind is SpecTokenKind.EOF and last is not None and \
+                last.kind is SpecTokenKind.COMMA:
+            raise ArgSpecParseError(last, "a comma that ends the pipeline; a pass name must "
+                                    "follow it (or drop the comma)")
+        if token.kind is not SpecTokenKind.SPACE:
+            last = token
         if token.kind is SpecTokenKind.NUMBER and "." not in token.span.text and len(
                 token.span.text.lstrip("+-")) > LONGEST_INTEGER:
             raise ArgSpecParseError(token, f"an integer of {len(token.span.text):,} digits; "

@@ -65,6 +65,7 @@ from pase.tools.run.load import (
 )
 from pase.tools.run.report import print_pipeline, print_report, print_unsplit
 from pase.tools.run.runtime import RuntimeBackend
+from pase.universe import FRONTENDS
 
 # Each device is a thread (or a Python process) of this machine: past these counts a run
 # spends its time starting workers and its memory on their interpreters.
@@ -129,7 +130,12 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "an error, not summed silently: reduce it\nin the model.\n\n"
         "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
     parser.add_argument("model", help="a .dnn model, an .onnx model (its initializers are "
-                        "the initial parameters), or .mlir with one dnn.graph")
+                        "the initial parameters), or .mlir with one dnn.graph; - reads it "
+                        "from the standard input (with -f; an .onnx model there has no "
+                        "folder, so no external data)")
+    parser.add_argument("-f", "--format", choices=tuple(FRONTENDS),
+                        help="the model's format, where its name does not end with it (as "
+                        "pase-opt -f): needed with -")
     parser.add_argument("--devices", type=_integer, required=True,
                         help="number of workers P (at most 1024 threads, or 64 processes)")
     how = parser.add_mutually_exclusive_group()
@@ -242,7 +248,7 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
             (args.schedule is not None and not planned,
              "--schedule orders a pipeline plan's micro-batches; give --stages (auto or S)"),
             ((args.batch is not None or args.loss is not None)
-             and not args.model.endswith(".onnx"),
+             and (args.format or os.path.splitext(args.model)[1][1:]) != "onnx",
              "--batch and --loss are options of the ONNX frontend; give them with an .onnx "
              "model"),
             (missing_peak(args.precision, args.machine) is not None,
@@ -268,7 +274,7 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               for what, given in (("model", args.model), ("strategy file", args.strategy))
-              if name and given and same_file(name, given)),
+              if name and given not in (None, "-") and same_file(name, given)),
             (args.devices > workers, f"--devices {args.devices} is more than the "
              f"{args.backend} backend runs on one machine (at most {workers})"),
             (not 0 < args.scale <= 1, f"--scale must be in (0, 1], got {args.scale}"),
@@ -392,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         inputs_fit = onnx_inputs_fit(args.devices, limit, float_type) \
             if args.scale == 1 else None
         model, initial = load_model(args.model, args.batch or 0,
-                                    args.loss or "cross-entropy", inputs_fit, limit)
+                                    args.loss or "cross-entropy", inputs_fit, limit,
+                                    args.format or "")
         module = strategy_and_scale(model, args.devices, args.scale,
                                     args.machine, args.strategy or "", everywhere,
                                     stages, given, one_mesh, ways)

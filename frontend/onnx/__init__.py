@@ -36,7 +36,9 @@ starts at the constant's value.
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 from dataclasses import dataclass
 from typing import IO
 
@@ -88,15 +90,28 @@ class OnnxFrontend(CheckedOptions, Frontend):
         the targets that write programs (`-t jax`)."""
         limit = budget_bytes(float(self.memory_gib), input_name)
         imported = import_model(read_limited(input, input_name, limit), input_name,
-                                self.batch, self.loss, memory_limit=limit)
+                                self.batch, self.loss, memory_limit=limit,
+                                from_file=_reads_file(input, input_name))
         weights.record(imported.module, imported.initial_values)
         return imported.module
+
+
+def _reads_file(stream: IO[bytes], name: str) -> bool:
+    """Whether `stream` is the file `name` names (not the standard input named "stdin")."""
+    try:
+        return os.path.samestat(os.fstat(stream.fileno()), os.stat(name))
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
 
 
 def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
                inputs_fit: InputsCheck | None = None,
                memory_limit: int = DEFAULT_LIMIT) -> Imported:
-    """Import the ONNX file at `path`; raises `Diagnostic` on any error."""
+    """Import the ONNX file at `path` (`-`: the standard input, named "stdin" as pase-opt
+    names it, without external data); raises `Diagnostic` on any error."""
+    if path == "-":
+        data = read_limited(sys.stdin.buffer, "stdin", memory_limit)
+        return import_model(data, "stdin", batch, loss, inputs_fit, memory_limit, False)
     try:
         with open_input(path, "model") as file:
             data = read_limited(file, path, memory_limit)
@@ -132,12 +147,12 @@ def read_limited(stream: IO[bytes], filename: str, limit: int) -> bytes:
 
 def import_model(data: bytes, filename: str, batch: int = 0,
                  loss: str = "cross-entropy", inputs_fit: InputsCheck | None = None,
-                 memory_limit: int = DEFAULT_LIMIT) -> Imported:
+                 memory_limit: int = DEFAULT_LIMIT, from_file: bool = True) -> Imported:
     """Import a serialized ONNX model; raises `Diagnostic` on any error. External data
-    is read from files beside `filename` (the model's path), if it fits in `memory_limit`
-    bytes with `data`. `inputs_fit`, given the decoded model before any other work
-    (external data, folding, shapes), may refuse it by its graph inputs' declared sizes
-    (pase-run's memory budget)."""
+    is read from files beside `filename` (the model's path, when `from_file`: `data` was
+    read from it), if it fits in `memory_limit` bytes with `data`. `inputs_fit`, given
+    the decoded model before any other work (external data, folding, shapes), may refuse
+    it by its graph inputs' declared sizes (pase-run's memory budget)."""
     if loss not in LOSSES:
         raise Diagnostic(f"unknown loss '{loss}'; expected {' or '.join(LOSSES)}", filename)
     if batch < 0:
@@ -146,6 +161,6 @@ def import_model(data: bytes, filename: str, batch: int = 0,
         raise Diagnostic(f"batch={batch:,} is over pase's limit of 2^53 "
                          "(-f 'onnx{batch=N}', pase-run --batch N)", filename)
     onnx = import_onnx(filename)
-    model = read_model(onnx, data, filename, batch, inputs_fit, memory_limit)
+    model = read_model(onnx, data, filename, batch, inputs_fit, memory_limit, from_file)
     stem = os.path.splitext(os.path.basename(filename))[0]
     return import_graph(onnx, model, filename, identifier(stem) or "model", batch, loss)

@@ -110,17 +110,19 @@ class _Extent:
     length: int
 
 
-def load_external_data(onnx: Any, model: Any, filename: str, limit: int, held: int = 0
-                       ) -> None:
+def load_external_data(onnx: Any, model: Any, filename: str, limit: int, held: int = 0,
+                       from_file: bool = True) -> None:
     """Read every tensor kept in an external data file into the model. Files are read only
     from the model's own folder: a location that leaves it, or a file too short for the
     tensor, is an error naming both; data that would take more than `limit` bytes with
-    the `held` ones (the model's file) is refused unread."""
+    the `held` ones (the model's file) is refused unread. A model not read from the file
+    `filename` names (`from_file` false: the standard input, whose name is "stdin") has no
+    folder, whatever file of that name there is."""
     external = [(tensor, owner) for tensor, owner in tensors_of(onnx, model)
                 if tensor.data_location == onnx.TensorProto.EXTERNAL]
     if not external:
         return
-    if not os.path.isfile(filename):
+    if not (from_file and os.path.isfile(filename)):
         raise Diagnostic(f"{external[0][1]} keeps its data in an external file, which pase "
                          "reads only beside a model read from a file", filename)
     folder = model_folder(filename)
@@ -146,11 +148,14 @@ def _extent(onnx: Any, tensor: Any, owner: str, folder: str, filename: str) -> _
     against the tensor's dims and type and against the file's size, nothing read."""
     entries = {entry.key: entry.value for entry in tensor.external_data}
     location = entries.get("location", "")
+    if not location:
+        raise Diagnostic(f"{owner} keeps its data in an external file but names none (its "
+                         "external_data has no \"location\")", filename)
     if "\0" in location:
         raise Diagnostic(f"{owner} keeps its data in {location!r}, which is not a file name "
                          "(it holds a NUL byte)", filename)
     path = os.path.realpath(os.path.join(folder, location))
-    if not location or os.path.isabs(location) or os.path.commonpath([folder, path]) != folder:
+    if os.path.isabs(location) or os.path.commonpath([folder, path]) != folder:
         raise Diagnostic(f"{owner} keeps its data in '{location}', outside the model's "
                          "folder; pase reads external data only from files beside the model",
                          filename)

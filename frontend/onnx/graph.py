@@ -23,6 +23,7 @@ from pase.frontend.onnx import operators  # noqa: F401  (registers the importers
 from pase.frontend.onnx.input_masks import check_input_masks, rewrite_input_masks
 from pase.frontend.onnx.loss_patterns import ONLY_IN_A_LOSS
 from pase.frontend.onnx.patterns import rewrite_patterns
+from pase.frontend.onnx.recurrence import unrolled_recurrence
 from pase.frontend.onnx.registry import OPERATORS
 from pase.frontend.onnx.values import ELEMENTS, GraphState, Value, first_line, node_label
 
@@ -55,9 +56,15 @@ def import_graph(onnx: Any, model: Any, filename: str, graph_name: str, batch: i
     for value in graph.input:
         if value.name not in initializers:
             graph_input(state, value, batch)
-    for node in nodes:
-        state.node = node
-        import_node(state, node)
+    try:
+        for node in nodes:
+            state.node = node
+            import_node(state, node)
+    except Diagnostic:
+        construct = unrolled_recurrence(nodes)
+        if construct is None:
+            raise
+        raise Diagnostic(construct, filename) from None
     state.node = None
     return finish(state, graph, graph_name, loss)
 

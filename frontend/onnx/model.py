@@ -64,11 +64,12 @@ InputsCheck = Callable[[Any], None]
 
 def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
                inputs_fit: InputsCheck | None = None,
-               limit: int = int(DEFAULT_MEMORY_GIB * GIB)) -> Any:
+               limit: int = int(DEFAULT_MEMORY_GIB * GIB), from_file: bool = True) -> Any:
     """The checked, simplified model with inferred shapes, or one diagnostic; `batch` is
     the size of a symbolic batch axis (0: the model has none); `inputs_fit` may refuse the
     model by its inputs before anything else is done with it; `limit` bounds the bytes of
-    the model and its external data together (refused before they are read)."""
+    the model and its external data together (refused before they are read); external
+    data is read beside `filename` only `from_file` (the model was read from it)."""
     model = decode(onnx, data, filename)
     refuse_undecodable_names(model, filename)
     refuse_nonpositive_sizes(model, filename)
@@ -76,7 +77,7 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
     size_the_batch(model, batch, filename)
     if inputs_fit is not None:
         inputs_fit(model)
-    load_external_data(onnx, model, filename, limit, len(data))
+    load_external_data(onnx, model, filename, limit, len(data), from_file)
     refuse_half_precision(onnx, model, filename)
     refuse_missing_weights(model, filename)
     try:

@@ -29,14 +29,15 @@ from pase.passes.strategy.prune import prune
 from pase.passes.strategy.tables import collector_paused
 
 
-def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
+def solve(problem: Problem, options: SearchOptions | str = DEFAULT_OPTIONS, *,
           memory_budget: int | MemoryBudget | None = None,
           progress: Callable[[int, int, int], None] | None = None,
           method: str | None = None, order: str | None = None) -> Solution:
     """The optimal strategy as `options` say: `method="dp"` (exact, PaSE's DP over an
     elimination order) or `method="exhaustive"` (brute force, small graphs).
     `method` and `order` given as keywords (DESIGN.md's stable call,
-    `solve(problem, method="dp", order="genseq")`) override `options`' own.
+    `solve(problem, method="dp", order="genseq")`) override `options`' own; a method in
+    the place of `options` (`solve(problem, "exhaustive")`) is taken as `method`.
 
     With `method="dp"`, each dense block (DenseNet's, `pase.passes.strategy.dense_blocks`)
     is first solved exactly by counting and replaced by one table over its input and
@@ -52,6 +53,12 @@ def solve(problem: Problem, options: SearchOptions = DEFAULT_OPTIONS, *,
     `from_layers` charged the configurations to; else `options.memory_budget`) bounds the
     cost tables, pruning and the DP together.
     """
+    if isinstance(options, str) and method is None:  # solve(problem, "dp"): the method
+        method = options
+        options = DEFAULT_OPTIONS
+    if not isinstance(options, SearchOptions):
+        raise TypeError(f"solve takes SearchOptions (or the method) second, not "
+                        f"{type(options).__name__}; or give method= and order=")
     if method is not None or order is not None:
         options = replace(options, method=options.method if method is None else method,
                           order=options.order if order is None else order)

@@ -76,7 +76,7 @@ def _made_order(neighbours: Sequence[set[int]], method: str) -> list[int]:
         return _breadth_first_order(neighbours)
     if method == "genseq":
         return _minimum_degree_order(neighbours)
-    return _greedy_order(neighbours, _fill_key)
+    return _minimum_fill_order(neighbours)
 
 
 def dependent_sets(neighbours: Sequence[set[int]], order: Sequence[int]) -> list[frozenset[int]]:
@@ -109,23 +109,44 @@ def _eliminate(current: list[set[int]], vertex: int) -> None:
     current[vertex] = set()
 
 
-def _fill_key(current: list[set[int]], vertex: int) -> tuple[int, ...]:
+def _fill_key(current: list[set[int]], vertex: int) -> tuple[int, int, int]:
     adjacent = current[vertex]
     missing_pairs = sum(len(adjacent - current[neighbour]) - 1 for neighbour in adjacent) // 2
     return (missing_pairs, len(adjacent), vertex)
 
 
-def _greedy_order(neighbours: Sequence[set[int]],
-                  key: Callable[[list[set[int]], int], tuple[int, ...]]) -> list[int]:
-    """Repeatedly eliminate the remaining vertex with the smallest `key`."""
+def _minimum_fill_order(neighbours: Sequence[set[int]]) -> list[int]:
+    """Repeatedly eliminate the vertex whose elimination adds the fewest edges (then the
+    least degree, then the lowest id).
+
+    A vertex's fill changes only when its neighbourhood or a neighbour's does: eliminating
+    v changes the neighbourhoods of v's neighbours, so only they and their neighbours get
+    a new key. A heap with stale entries skipped then finds the next vertex; on a chain or
+    a sparse graph each step costs O(log n), not a scan of every remaining vertex.
+    """
     current = [set(adjacent) for adjacent in neighbours]
-    remaining = set(range(len(current)))
+    keys = [_fill_key(current, vertex) for vertex in range(len(current))]
+    heap = list(keys)
+    heapq.heapify(heap)
+    eliminated = [False] * len(current)
     order: list[int] = []
-    while remaining:
-        vertex = min(remaining, key=lambda candidate: key(current, candidate))
+    while heap:
+        entry = heapq.heappop(heap)
+        vertex = entry[-1]
+        if eliminated[vertex] or entry != keys[vertex]:
+            continue
         order.append(vertex)
-        remaining.remove(vertex)
+        eliminated[vertex] = True
+        adjacent = current[vertex]
         _eliminate(current, vertex)
+        touched = set(adjacent)
+        for neighbour in adjacent:
+            touched |= current[neighbour]
+        for changed in touched:
+            key = _fill_key(current, changed)
+            if key != keys[changed]:
+                keys[changed] = key
+                heapq.heappush(heap, key)
     return order
 
 

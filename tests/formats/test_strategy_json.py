@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pase.core.diagnostics import Diagnostic
-from pase.formats.strategy_json import dump_strategy, load_strategy, locate, strategy_json
+from pase.formats.json_locations import locate
+from pase.formats.strategy_json import dump_strategy, load_strategy, strategy_json
 from pase.frontend import parse_file, parse_text
 from pase.passes.strategy import build_problem, solve
 from pase.passes.strategy.memory import memory_parts, solve_capped

@@ -278,3 +278,8 @@ def test_the_design_documents_solve_call_takes_method_and_order() -> None:
     assert solve(problem, method="exhaustive").cost == pytest.approx(optimum, rel=1e-12)
     with pytest.raises(SearchError, match="unknown method 'bfs'"):
         solve(problem, method="bfs")
+    # The method in the place of the options, as a reader of `solve(problem,
+    # method="dp"|"exhaustive")` may write it; anything else there is one clear TypeError.
+    assert solve(problem, "exhaustive").cost == pytest.approx(optimum, rel=1e-12)
+    with pytest.raises(TypeError, match="solve takes SearchOptions .or the method. second"):
+        solve(problem, 4)  # type: ignore[arg-type]

@@ -74,6 +74,21 @@ def test_a_run_over_its_memory_is_refused_with_the_scale_that_fits(
     assert status == 0, err
 
 
+def test_a_run_no_scale_fits_says_the_least_memory_not_a_tiny_scale(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--memory-gib 0.000001 used to suggest --scale 8.67362e-19 (60 halvings, none of
+    which fits: dims stop shrinking at their floor)."""
+    status, out, err = run_tool(main, [MLP, "--devices", "4", "--memory-gib", "0.000001"],
+                                capsys)
+    assert (status, out) == (1, "")
+    assert err.endswith("; no --scale fits: the least memory a run takes is about 4,360 "
+                        "bytes (at --scale 0.00390625); give --memory-gib 4.07e-06 or more\n")
+    # What it names fits.
+    status, _, err = run_tool(main, [MLP, "--devices", "4", "--memory-gib", "4.07e-06",
+                                     "--scale", "0.00390625"], capsys)
+    assert status == 0, err
+
+
 def test_an_onnx_model_whose_inputs_are_over_the_memory_is_refused_before_its_import(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

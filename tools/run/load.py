@@ -22,6 +22,7 @@ import dataclasses
 import math
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from io import BytesIO
@@ -53,7 +54,7 @@ from pase.frontend.mlir import verify_located
 from pase.passes.autodiff import AutodiffPass
 from pase.passes.lower_spmd import LowerSpmdPass
 from pase.passes.partition_stages import PartitionStagesPass
-from pase.passes.scale import ScalePass, scale_module
+from pase.passes.scale import ScaleError, ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, over_gib
 from pase.universe import FRONTENDS, PASE
@@ -171,19 +172,25 @@ def run_passes(module: ModuleOp, spec: str) -> None:
 
 def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
                inputs_fit: Callable[[Any], None] | None = None,
-               memory_limit: int = 4 << 30
+               memory_limit: int = 4 << 30, model_format: str = ""
                ) -> tuple[ModuleOp, dict[str, np.ndarray] | None]:
-    """The model's forward graph, read by the frontend of its file extension
-    (`pase.universe.FRONTENDS`: `.dnn`, `.onnx`, `.mlir`) and verified as pase-opt does
+    """The model's forward graph, read by the frontend of `model_format` or else of its
+    file extension (`pase.universe.FRONTENDS`: `.dnn`, `.onnx`, `.mlir`; `-` is the
+    standard input, whose format `model_format` names) and verified as pase-opt does
     (`.mlir` errors are located diagnostics too), and an ONNX model's initializer values
     by param name (None for the other formats); `batch`, `loss`, `inputs_fit` and
     `memory_limit` (bytes of the model's file and external data) are the ONNX frontend's
     options."""
-    extension = os.path.splitext(path)[1].lstrip(".")
+    stdin = path == "-"
+    name = "stdin" if stdin else path  # (as pase-opt names it)
+    extension = model_format or os.path.splitext(path)[1].lstrip(".")
+    if stdin and not model_format:
+        raise Diagnostic("cannot tell the format of the standard input; give -f dnn (or "
+                         "mlir, onnx)", name)
     if extension not in FRONTENDS:
         raise Diagnostic(f"pase-run reads .dnn, .onnx and .mlir models, not '.{extension}'"
                          if extension else "pase-run reads .dnn, .onnx and .mlir models; "
-                         "this file has no extension", path)
+                         "this file has no extension (give -f dnn, mlir or onnx)", path)
     initial = None
     note_input(path)  # no output of the run may replace it
     if extension == "onnx":
@@ -193,24 +200,24 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
 
         imported = load_onnx_model(path, batch, loss, inputs_fit, memory_limit)
         module, initial = imported.module, imported.initial_values
-        for name, array in initial.items():
+        for param, array in initial.items():
             count = int(np.sum(~np.isfinite(array)))
             if count:
-                raise Diagnostic(f"initializer '{name}' holds {count:,} "
+                raise Diagnostic(f"initializer '{param}' holds {count:,} "
                                  f"{'value' if count == 1 else 'values'} that "
                                  f"{'is' if count == 1 else 'are'} not finite (inf or nan); "
-                                 "pase-run trains from finite weights", path)
+                                 "pase-run trains from finite weights", name)
     else:
         try:
-            with open(path, "rb") as stream:
-                data = read_bounded(stream, path, "model")
+            with sys.stdin.buffer if stdin else open(path, "rb") as stream:
+                data = read_bounded(stream, name, "model")
         except OSError as error:
-            raise Diagnostic(f"cannot read the file: {error.strerror}", path) from None
-        text = decode_text(data, path, "file" if extension == "dnn" else "input")
-        module = FRONTENDS[extension]()().parse(_context(), BytesIO(text.encode()), path)
+            raise Diagnostic(f"cannot read the file: {error.strerror}", name) from None
+        text = decode_text(data, name, "file" if extension == "dnn" else "input")
+        module = FRONTENDS[extension]()().parse(_context(), BytesIO(text.encode()), name)
         if extension == "mlir":
             verify_located(module)
-    forward_graph(module, path)
+    forward_graph(module, name)
     return module, initial
 
 
@@ -280,17 +287,44 @@ def check_run_memory(module: ModuleOp, devices: int, factor: float, limit: int,
     needed = run_memory(module, devices, float_type)
     if needed <= limit:
         return
-    smaller = factor
-    for _ in range(60):
-        smaller /= 2
-        if run_memory(scale_module(module, smaller / factor), devices, float_type) <= limit:
-            break
+    fitting, least, least_scale = _fitting_scale(module, devices, factor, limit, float_type)
     shown, limit_gib = over_gib(needed, limit, 3)
+    if fitting is None:
+        advice = (f"no --scale fits: the least memory a run takes is about {least:,} bytes "
+                  f"(at --scale {least_scale:g}); give --memory-gib "
+                  f"{over_gib(least, limit, 3)[0]} or more")
+    else:
+        advice = f"use --scale {fitting:g} or less, or raise --memory-gib"
     raise Diagnostic(f"training @{forward_graph(module).sym_name.data} on {devices} "
                      f"workers would take about {shown} GiB (each tensor and its "
                      f"gradient in every worker and the one-device reference), over "
-                     f"--memory-gib {limit_gib}; use --scale {smaller:g} or less, "
-                     "or raise --memory-gib")
+                     f"--memory-gib {limit_gib}; {advice}")
+
+
+def _fitting_scale(module: ModuleOp, devices: int, factor: float, limit: int,
+                   float_type: str | None) -> tuple[float | None, int, float]:
+    """The largest `factor / 2**k` whose run fits `limit` bytes (None when none does), and
+    the least run memory met on the way with its scale. (Scaling is not monotone: a dim
+    too small to keep its place returns to a floor.) Halving stops once three halvings
+    in a row leave the memory as it was (every dim at its floor) or the model cannot
+    shrink further."""
+    smaller, least, least_scale = factor, run_memory(module, devices, float_type), factor
+    previous, same = least, 0
+    for _ in range(60):
+        smaller /= 2
+        try:
+            needed = run_memory(scale_module(module, smaller / factor), devices, float_type)
+        except ScaleError:
+            break
+        if needed <= limit:
+            return smaller, needed, smaller
+        if needed < least:
+            least, least_scale = needed, smaller
+        same = same + 1 if needed == previous else 0
+        previous = needed
+        if same == 3:
+            break
+    return None, least, least_scale
 
 
 def onnx_inputs_fit(devices: int, limit: int, float_type: str | None = None

@@ -7,6 +7,8 @@
 // RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-search{devices=4,8}' 2>&1 | filecheck %s --check-prefix=LIST
 // RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-search{devices=4 report=1}' 2>&1 | filecheck %s --check-prefix=BOOL
 // RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-autodiff{lr=-1}' 2>&1 | filecheck %s --check-prefix=LR
+// RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-search{devices=4},' 2>&1 | filecheck %s --check-prefix=COMMA
+// RUN: not pase-opt %S/Inputs/tiny.dnn -p 'pase-search{devices=4}, ' 2>&1 | filecheck %s --check-prefix=COMMA
 // RUN: pase-opt %S/Inputs/tiny-loss.dnn -p 'pase-search{devices=2 memory-gib=1e-2},pase-autodiff{lr=1}' | filecheck %s --check-prefix=NUMBERS
 
 // TYPE:      {{^}}pase-opt: error: pase-annotate-configs: option 'devices' takes an integer, got "x"{{$}}
@@ -31,6 +33,13 @@
 
 // BOOL:      {{^}}pase-opt: error: pase-search: option 'report' takes true or false, got 1{{$}}
 // BOOL-NOT:  {{.}}
+
+// COMMA:      {{^}}pase-opt: error: Error parsing pass pipeline specification:
+// COMMA-NEXT: {{^}}pass-pipeline:1:23{{$}}
+// COMMA-NEXT: {{^}}pase-search{devices=4},{{ ?$}}
+// COMMA-NEXT: {{^}}                      ^{{$}}
+// COMMA-NEXT: {{^}}                      a comma that ends the pipeline; a pass name must follow it (or drop the comma){{$}}
+// COMMA-NOT:  {{.}}
 
 // LR:        {{^}}error: pase-autodiff: lr must be a finite number at least 0, got -1.0{{$}}
 // LR-NOT:    {{.}}

@@ -6,6 +6,7 @@
 # RUN: python %s outside %t/model/m.onnx && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=OUTSIDE
 # RUN: python %s constant %t/model/m.onnx && echo secret > %t/cwd/secret.bin && cd %t/cwd && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=CONSTANT
 # RUN: python %s short %t/model/m.onnx && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=SHORT
+# RUN: python %s nameless %t/model/m.onnx && not pase-opt %t/model/m.onnx 2>&1 | filecheck %s --check-prefix=NAMELESS
 # RUN: python %s beside %t/model/m.onnx && not pase-opt < %t/model/m.onnx -f onnx 2>&1 | filecheck %s --check-prefix=STDIN
 # RUN: mkfifo %t/model/fifo.bin && python %s unreadable %t/model/m.onnx
 # RUN: not pase-opt %t/model/m.onnx.far.onnx 2>&1 | filecheck %s --check-prefix=FAR
@@ -91,6 +92,15 @@ def case_short(path):
     case_beside(path)
     with open(path + ".data", "r+b") as file:
         file.truncate(40)
+
+
+# NAMELESS: m.onnx: error: initializer 'w' keeps its data in an external file but names none (its external_data has no "location")
+def case_nameless(path):
+    """External data without a "location" (it was "kept in '', outside the folder")."""
+    model = gemm()
+    external(model.graph.initializer[0], "")
+    del model.graph.initializer[0].external_data[0]
+    onnx.save(model, path)
 
 
 # FAR: m.onnx.far.onnx: error: initializer 'w': the external data file 'm.onnx.data' is too short: 48 bytes, the tensor needs 48 bytes from offset 1,000,000,000,000,000,000,000,000,000,000
