@@ -93,28 +93,17 @@ def restricted(problem: Problem, excess: list[np.ndarray], gap: float | Sequence
     """The problem with each layer's configurations of excess at most `gap` (one for all
     layers, or one per layer), and the indices kept per layer (increasing); layers of
     one kind, list and gap share the new list."""
-    gaps = [gap] * len(problem.layer_data) if isinstance(gap, float | int) else list(gap)
-    return masked(problem, problem, [over <= most for over, most in zip(excess, gaps,
-                                                                         strict=True)])
-
-
-def masked(problem: Problem, source: Problem, masks: Sequence[np.ndarray],
-           within: Sequence[np.ndarray] | None = None) -> tuple[Problem, list[np.ndarray]]:
-    """`problem` with each layer's configurations those `masks` keep of `source`'s list
-    (`source` is `problem` or a narrowed copy whose indices into `problem`'s lists are
-    `within`), and the indices kept per layer into `problem`'s lists (increasing);
-    layers of one kind and list that keep the same configurations share the new list."""
     kinds = problem._kinds()[0]
-    lists: dict[tuple[object, ...], tuple[list, np.ndarray]] = {}
+    gaps = [gap] * len(kinds) if isinstance(gap, float | int) else list(gap)
+    lists: dict[tuple[int, int, float], tuple[list, np.ndarray]] = {}
     config_lists = []
     kept = []
-    for layer, (kind, configs, keep) in enumerate(zip(kinds, source.config_lists, masks,
-                                                      strict=True)):
-        key = (kind, id(configs), keep.tobytes())
+    for kind, configs, over, most in zip(kinds, problem.config_lists, excess, gaps,
+                                         strict=True):
+        key = (kind, id(configs), most)
         if key not in lists:
-            indices = np.flatnonzero(keep)
-            lists[key] = ([configs[i] for i in indices],
-                          indices if within is None else within[layer][indices])
+            indices = np.flatnonzero(over <= most)
+            lists[key] = ([configs[i] for i in indices], indices)
         config_lists.append(lists[key][0])
         kept.append(lists[key][1])
     narrowed = Problem(problem.graph, problem.devices, problem.machine, problem.layer_data,
@@ -138,24 +127,23 @@ def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
     if type(problem) is not Problem:
         raise TypeError(f"narrowing needs a plain Problem, not {type(problem).__name__}")
     if problem._priced is not None:
-        return _narrowed(problem, solve, guess, blocks, budget)
+        return _narrowed(problem, solve, guess, blocks)
     # The rounds' problems (and the groups', with theirs) share the entries priced.
     priced = PricedTables(problem.config_lists, budget)
     try:
-        return _narrowed(replace(problem, _priced=priced), solve, guess, blocks, budget)
+        return _narrowed(replace(problem, _priced=priced), solve, guess, blocks)
     finally:
         priced.close()
 
 
 def _narrowed(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
-              blocks: bool, budget: MemoryBudget | None) -> Solution:
+              blocks: bool) -> Solution:
     """`solve_narrowed` of a problem that shares its rounds' priced entries."""
     minima, excess = layer_least(problem)
     least = math.fsum(minima)
     groups = _groups(problem) if blocks else None
     if groups is not None:
-        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups,
-                                              budget)
+        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups)
     else:
         gap = guess * least
         while True:
@@ -218,27 +206,33 @@ def _groups(problem: Problem) -> list[range] | None:
 
 
 def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
-               minima: list[float], excess: list[np.ndarray], groups: list[range],
-               budget: MemoryBudget | None) -> tuple[Problem, list[np.ndarray], Solution]:
+               minima: list[float], excess: list[np.ndarray], groups: list[range]
+               ) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
-    once; the groups that occur once (the head, the tail) joined to the blocks next to
-    them and solved given the groups' optima (`narrow_bounds.solve_merged`), which bounds
-    the whole with the joins at its ends counted and completes a strategy of the whole
-    (the blocks' optima between). Where that costs no more than the optima plus `guess`
-    of them, one round on the whole is certain: the configurations that strategy leaves
-    (`narrow_bounds.solve_grouped`: the excesses and the groups' bounds given it).
-    Otherwise a round as if a strategy cost that much, whose optimum, if no dearer, is
-    the whole one; else a last round given the best strategy known. Returns the
-    narrowed problem, the kept indices and its optimum."""
-    from pase.passes.strategy.narrow_blocks import group_optima
-    from pase.passes.strategy.narrow_bounds import solve_grouped, solve_merged
+    once; then a strategy of the whole priced (`narrow_ends.py`: the blocks' optima, the
+    head and the tail solved given them). Where that costs no more than the groups' optima
+    plus `guess` of them, one round narrowed by it is certain: its optimum is the whole
+    one. Otherwise the whole is narrowed as if a strategy cost that much; if its optimum
+    (or the strategy) costs no more, that held and it is the optimum; otherwise a last
+    round narrows with the best of them. Returns the narrowed problem, the kept indices
+    and its optimum."""
+    from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
+    from pase.passes.strategy.narrow_ends import completed_cost
 
     optima, stitched, assignment = group_optima(problem, groups,
                                                 lambda part: solve_narrowed(part, solve, guess))
-    # The ends joined to their blocks (their optima count the joins there), solved given
-    # the groups' optima; with them, a strategy of the whole (the blocks' optima between).
-    groups, optima, assignment = solve_merged(problem, minima, excess, groups, optima,
-                                              assignment, solve, guess, budget)
-    upper = min(stitched, problem.cost(assignment))
-    return solve_grouped(problem, minima, excess, groups, optima, upper, solve, guess, budget,
-                         last=True)
+    total = math.fsum(optima)
+    assumed = total * (1 + guess)
+    narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
+    upper = min(stitched, completed_cost(problem, narrowed, groups, assignment, solve))
+    if upper <= assumed:
+        narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
+        return narrowed, kept, solve(narrowed)
+    solution = solve(narrowed)
+    upper = min(upper, solution.cost)
+    if upper > assumed:
+        final, kept_final = restricted(problem, excess,
+                                       block_gaps(minima, groups, optima, upper))
+        if not all(np.array_equal(a, b) for a, b in zip(kept, kept_final, strict=True)):
+            narrowed, kept, solution = final, kept_final, solve(final)
+    return narrowed, kept, solution

@@ -121,13 +121,11 @@ def test_narrowing_by_blocks_is_the_whole_search(guess: float, tmp_path: Path) -
                               guess, blocks=True)
     assert_same_search(narrowed, whole)
     # Each distinct group solved once (the four blocks alike, in rounds one after another),
-    # the ends joined to their blocks (18 layers each, `narrow_bounds.solve_merged`), then
-    # the whole: narrowed by the strategy they complete, certain, where it costs no more
-    # than the guess; else as the guess says, and again where that did not hold (guess 0:
-    # the merged groups' optima cost less than any strategy).
+    # then the whole: narrowed by the completed strategy (`narrow_ends.py`), certain, where
+    # it costs no more than the guess; else as the guess says, and again where that did
+    # not hold (guess 0: the groups' optima cost less than any strategy).
     blocks = [number for number, layers in enumerate(rounds) if layers == 15]
     assert blocks == list(range(blocks[0], blocks[0] + len(blocks)))  # one group's rounds
-    assert rounds.count(18) >= 2
     assert rounds[-1] == len(problem.layer_data) == 66
     assert rounds.count(66) == (2 if guess == 0.0 else 1)
 

@@ -1,10 +1,10 @@
-"""A search narrowed by blocks, its ends joined to their blocks and its whole round bounded
-by the strategy they complete (`strategy/narrow_bounds.py`), and its rounds' tables priced
-once (`strategy/priced.py`): the same plans and costs as the whole DP, bit for bit, and
-the same tables."""
+"""The whole round of a search narrowed by blocks, bounded by a completed strategy
+(`strategy/narrow_ends.py`), and its rounds' tables priced once (`strategy/priced.py`):
+the same plans and costs as the whole DP, bit for bit, and the same tables."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,8 +13,43 @@ import pytest
 
 from pase.passes.strategy import solve
 from pase.passes.strategy.narrow import layer_least, restricted, solve_narrowed
+from pase.passes.strategy.narrow_blocks import block_gaps, group_optima, layer_groups
+from pase.passes.strategy.narrow_ends import completed_cost, ends_problem
 from pase.passes.strategy.priced import PricedTables
-from tests.passes.strategy.test_narrow import assert_same_search, tiny_gpt
+from tests.passes.strategy.test_narrow import (
+    assert_same_search,
+    configurations,
+    counted_solve,
+    tiny_gpt,
+)
+
+
+def test_completed_strategy_narrows_the_whole_round(tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path)
+    whole = solve(problem)
+    groups = layer_groups(problem)
+    assert groups is not None
+    minima, excess = layer_least(problem)
+    optima, stitched, assignment = group_optima(problem, groups,
+                                                lambda part: solve_narrowed(part, solve))
+    assumed = math.fsum(optima) * 1.1
+    under_guess, _ = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))
+    part = ends_problem(problem, under_guess, groups, assignment)
+    assert part is not None
+    # The embeddings and the head of the output, with the blocks' layers they meet pinned.
+    assert [len(configs) for configs in part.config_lists].count(1) == 3
+    upper = completed_cost(problem, under_guess, groups, assignment, solve)
+    # A real strategy: no cheaper than the optimum; cheaper than the groups' optima
+    # stitched together (the embeddings' own optimum does not suit the first block).
+    assert whole.cost * (1 - 1e-12) <= upper < stitched
+    by_upper, _ = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
+    assert configurations(by_upper) < configurations(under_guess)
+    rounds: list[int] = []
+    narrowed = solve_narrowed(tiny_gpt(tmp_path), counted_solve(rounds, configurations), 0.1,
+                              blocks=True)
+    assert_same_search(narrowed, whole)
+    # One whole round, certain, on the configurations the completed strategy leaves.
+    assert rounds[-1] == configurations(by_upper)
 
 
 @pytest.mark.parametrize("devices", [4, 8, 16])
