@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pase.core.schedule import simulate, step_time
+from pase.core.schedule import simulate
 from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.pipeline.bounds import SLACK, critical_path
 from pase.passes.strategy.pipeline.microbatch import Micro, edges_at, microbatch_layers
 from pase.passes.strategy.pipeline.plan import PipelinePlan, PlanSpec, SolvedStage, StagePlan
+from pase.passes.strategy.pipeline.replay import replayed
 from pase.passes.strategy.pipeline.stages import solved_stage
 from pase.passes.strategy.pipeline.transfers import Transfers
 from pase.passes.strategy.training_cost import copy_config
@@ -76,8 +77,8 @@ def assemble(bounds: Sequence[int], stop: int, solved: Sequence[SolvedStage],
         if critical_path(forward, backward, microbatches, send_f, send_b, allreduce,
                          schedule) * (1 - SLACK) >= beat:
             return None
-        if step_time(schedule, forward, backward, microbatches, send_f, send_b,
-                     allreduce, beat) >= beat:
+        if replayed(schedule, forward, backward, microbatches, send_f, send_b,
+                    allreduce) >= beat:
             return None
     sim = simulate(schedule, forward, backward, microbatches, send_f, send_b, allreduce)
     group = devices // len(bounds)

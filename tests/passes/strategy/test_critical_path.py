@@ -10,7 +10,6 @@ import random
 import pytest
 from stage_plans import partitioner, random_source
 
-from pase.core import schedule as schedule_module
 from pase.core.schedule import simulate
 from pase.passes.strategy.pipeline import bounds, evaluate
 from pase.passes.strategy.pipeline.bounds import critical_path
@@ -54,9 +53,9 @@ def test_the_round_trip_is_the_step_of_a_bottleneck_after_light_stages() -> None
 def test_the_walk_finds_the_same_plans_simulating_fewer(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # The search over every S and M (1F1B) with the round trip and with the plain bound
-    # (the schedule dropped): the same plan, and no more simulations (`step_time`).
+    # (the schedule dropped): the same plan, and no more simulations (`replayed`).
     simulated = []
-    step_time = schedule_module.step_time
+    step_time = evaluate.replayed
 
     def counted(*args: object, **kwargs: object) -> float:
         simulated.append(1)
@@ -67,7 +66,7 @@ def test_the_walk_finds_the_same_plans_simulating_fewer(
     def without(*args: object, schedule: str | None = None) -> float:
         return path(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(evaluate, "step_time", counted)
+    monkeypatch.setattr(evaluate, "replayed", counted)
     found = []
     for plain in (False, True):
         if plain:
