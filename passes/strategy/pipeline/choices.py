@@ -110,7 +110,7 @@ class Choices:
         assert tight is not None
         s = tight.stages - 1 - stages_after
         a = tight.index[prefix.after]
-        work = np.maximum(tight.work[a, ends], 0.0)
+        work = np.maximum(tight.work_at[s, a, ends], 0.0)
         chain = tight.microbatches * work
         own = np.maximum(tight.own_least[s, a, ends], 0.0) + tight.shared[s, a, ends]
         if stages_after:

@@ -32,7 +32,7 @@ from pase.passes.strategy.pipeline.bounds import (
     spread,
 )
 from pase.passes.strategy.pipeline.hull import Hull, lagrangian_bound, larac_steps
-from pase.passes.strategy.pipeline.stages import StageTable
+from pase.passes.strategy.pipeline.table import StageTable
 from pase.passes.strategy.pipeline.transfers import carries_param
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.training_cost import at_precision
@@ -146,6 +146,9 @@ class LeastCosts:
         forward = tight.forward.copy()
         work = tight.work.copy()
         own = tight.own_least[0].copy()  # (the segments' sums: the same at every s)
+        # Per stage index, where the range as that stage is known exactly (under a cap).
+        own_at = np.array(np.broadcast_to(own, (stages, size, size)))
+        work_at = np.array(np.broadcast_to(work, (stages, size, size)))
         opening = np.zeros(size)
         micro = self.table.micro(microbatches)
         parts = self.least_bytes(positions, group, microbatches)
@@ -160,10 +163,13 @@ class LeastCosts:
                 stage = self.table.free(start, stop, group, microbatches)
                 if memory is not None and \
                         stage.parameter_bytes + holds * stage.activation_bytes > memory:
+                    self._known_stages(a, b, positions, stages, microbatches, schedule,
+                                       memory, own_at, work_at, opening)
                     continue
                 forward[a][b] = stage.cost.forward
-                work[a][b] = stage.work
-                own[a][b] = microbatches * stage.work + stage.cost.allreduce
+                work[a][b] = work_at[:, a, b] = stage.work
+                own[a][b] = own_at[:, a, b] = microbatches * stage.work \
+                    + stage.cost.allreduce
                 if a == 0:
                     opening[b] = stage.cost.allreduce
                 for (index, producer, consumer), part in zip(self.spans, parts,
@@ -178,10 +184,36 @@ class LeastCosts:
                             edge.held, stage.assignment[micro.layers[producer].name]) \
                             * edge.held.element_bytes
         ahead, back, shared = self.sends(positions, stages, parts)
-        bounds = SegmentBounds.of_ranges(positions, forward, work, own, microbatches,
-                                         stages, ahead, back, shared, opening)
+        bounds = SegmentBounds.of_ranges(positions, forward, work, own_at, microbatches,
+                                         stages, ahead, back, shared, opening, work_at)
         self._ranges[key] = bounds
         return bounds
+
+    def _known_stages(self, a: int, b: int, positions: Sequence[int], stages: int,
+                      microbatches: int, schedule: str, memory: float, own: np.ndarray,
+                      work: np.ndarray, opening: np.ndarray) -> None:
+        """`range_bounds`' entries [s][a][b] of `own` (M (F + B) + AR) and `work`
+        (F + B) for the range [p_a, p_b) whose unconstrained configurations do not fit
+        holding the most micro-batches a stage holds: as each stage s at which it has
+        been solved already (`StageTable.solved`: it fits unconstrained holding
+        in_flight(s), or its solve under the cap is kept), the stage the walk gets
+        there, exactly (inf where it cannot fit); and as the first stage, its
+        all-reduce (`opening`). The others keep their bounds."""
+        group = self.table.devices // stages
+        for s in range(stages):
+            known, stage = self.table.solved(positions[a], positions[b], group,
+                                             microbatches,
+                                             in_flight(schedule, stages, microbatches, s),
+                                             memory)
+            if not known:
+                continue
+            if stage is None:
+                own[s, a, b] = work[s, a, b] = math.inf
+                continue
+            work[s, a, b] = stage.work
+            own[s, a, b] = microbatches * stage.work + stage.cost.allreduce
+            if s == 0 and a == 0:
+                opening[b] = stage.cost.allreduce
 
     def least_bytes(self, positions: Sequence[int], devices: int, microbatches: int
                     ) -> list[Bytes]:

@@ -56,7 +56,8 @@ from pase.passes.strategy.pipeline.least import LeastCosts
 from pase.passes.strategy.pipeline.microbatch import Micro, layer_bytes
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
 from pase.passes.strategy.pipeline.seed import seed, seeded_bound
-from pase.passes.strategy.pipeline.stages import StageSolver, StageTable
+from pase.passes.strategy.pipeline.stages import StageSolver
+from pase.passes.strategy.pipeline.table import StageTable
 from pase.passes.strategy.pipeline.transfers import Transfers
 from pase.passes.strategy.pipeline.walk import EffortSpent, Walk, over
 from pase.passes.strategy.problem import Problem
