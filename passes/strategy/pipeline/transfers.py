@@ -21,6 +21,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
+import numpy as np
+
 from pase.passes.strategy.cost import Config, local_elements
 from pase.passes.strategy.machines import Machine
 from pase.passes.strategy.pipeline.microbatch import Micro
@@ -72,6 +74,9 @@ class Transfers:
         self.machine = machine
         self.spans = spanning(self.edges, cuts)
         self.carried = [span for span in self.spans if carries_param(self.edges[span[0]])]
+        self._producers = np.array([producer for _, producer, _ in self.spans], dtype=np.int64)
+        self._consumers = np.array([consumer for _, _, consumer in self.spans], dtype=np.int64)
+        self._carries = [carries_param(self.edges[index]) for index, _, _ in self.spans]
         # (Keyed by the id of a solved stage: the callers keep every one alive.)
         self._crossings: dict[tuple[int, int, int, bool], tuple[float, float]] = {}
 
@@ -113,13 +118,17 @@ class Transfers:
         send_f = [0.0] * (count - 1)
         send_b = [0.0] * (count - 1)
         once = [0.0] * count
-        for index, producer, consumer in self.spans:
-            u = bisect_right(bounds, producer) - 1
-            v = bisect_right(bounds, consumer) - 1
-            if u == v:
-                continue
+        # Each edge's stages (bisect_right's, for all at once); the edges that cross a
+        # boundary summed in their order.
+        begins = np.asarray(bounds, dtype=np.int64)
+        producers = np.searchsorted(begins, self._producers, side="right") - 1
+        consumers = np.searchsorted(begins, self._consumers, side="right") - 1
+        spans = self.spans
+        for k in np.flatnonzero(producers != consumers).tolist():
+            index = spans[k][0]
+            u, v = int(producers[k]), int(consumers[k])
             ahead, back = self.crossing(index, u, v, solved, micro)
-            if carries_param(self.edges[index]):  # once per step: into the consumer, back
+            if self._carries[k]:  # once per step: into the consumer, back
                 once[v] += ahead
                 once[u] += back
                 continue
