@@ -23,6 +23,7 @@ from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds, critical_
 from pase.passes.strategy.pipeline.choices import Choices
 from pase.passes.strategy.pipeline.plan import PipelinePlan, SolvedStage
 from pase.passes.strategy.pipeline.roundtrip import RoundTrip
+from pase.passes.strategy.pipeline.suffix import SuffixBounds
 
 if TYPE_CHECKING:
     from pase.passes.strategy.pipeline.search import Partitioner
@@ -101,6 +102,8 @@ class Walk:
     """The cuts to try after a prefix (`choices.Choices`)."""
     roundtrip: RoundTrip = field(init=False)
     """The bound that sees the stages after a stage solved (`roundtrip.RoundTrip`)."""
+    suffixes: SuffixBounds = field(init=False)
+    """A plan's stages from its bottleneck on, simulated once (`suffix.SuffixBounds`)."""
 
     def __post_init__(self) -> None:
         self.held = [in_flight(self.schedule, self.stages, self.microbatches, index)
@@ -117,6 +120,7 @@ class Walk:
                                                       self.schedule)
         self.choices = Choices(self)
         self.roundtrip = RoundTrip(self)
+        self.suffixes = SuffixBounds(self.schedule, self.microbatches)
 
     def cannot_fit(self, index: int, start: int, stop: int) -> bool:
         """Whether stage `index` = [start, stop), or the stages after it, can fit in
@@ -347,6 +351,11 @@ class Walk:
                     [p.cost.allreduce + moved for p, moved in zip(solved, moves,
                                                                   strict=True)],
                     self.schedule)):
+                return
+            # The stages from the bottleneck on, simulated once for every plan ending
+            # alike (`suffix.SuffixBounds`), before this plan's transfers and simulation.
+            if self.beaten(self.suffixes.bound(bounds, solved, [ahead for ahead, _ in sends],
+                                               [back for _, back in sends])):
                 return
         self.spend(LEAF_EFFORT + self.stages * self.microbatches // 4)  # the simulation
         self.consider(bounds, solved)
