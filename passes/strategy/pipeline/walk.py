@@ -5,8 +5,10 @@ lower bound on the step of all its plans reaches the best step found (`search`'s
 docstring): the stages so far, the next one alone, the rest spread (`bounds.spread`),
 tighter with the segments' or ranges' least costs (`bounds.SegmentBounds`), with micro-batch
 0's round trip through the stages after a stage (`roundtrip.RoundTrip`), and under a
-cap with the Lagrangian bounds (`least.LeastCosts.capped_bound`). The tests before a
-stage is solved are asked of every next cut at once (`choices.Choices`). `method="exhaustive"`
+cap with the Lagrangian bounds (`least.LeastCosts.capped_bound`), and at a leaf with its
+stages from the bottleneck on simulated once for every plan ending alike
+(`suffix.SuffixBounds`). The tests before a stage is solved are asked of every next cut
+at once (`choices.Choices`). `method="exhaustive"`
 walks every choice without pruning. Ties go to the first plan in the walk's order.
 """
 
