@@ -341,23 +341,23 @@ class Walk:
                     stage.work, stage.cost.forward, stage.cost.allreduce)):
                 return
             solved = [*solved, stage]
-            # The critical path with the least sends, before the sends themselves.
             sends = [tight.into(start, stop, s)
                      for s, (start, stop) in enumerate(
                          zip(bounds[1:], [*bounds[2:], last], strict=True), 1)]
+            ahead = [forward for forward, _ in sends]
+            back = [backward for _, backward in sends]
+            # The stages from the bottleneck on, simulated once for every plan ending
+            # alike (`suffix.SuffixBounds`); then the critical path with the least sends;
+            # both before the sends themselves and the simulation.
+            if self.beaten(self.suffixes.bound(bounds, solved, ahead, back)):
+                return
             moves = self.plans.moves(bounds, solved, self.microbatches)
             if self.beaten(critical_path(
                     [p.cost.forward for p in solved], [p.cost.backward for p in solved],
-                    self.microbatches, [ahead for ahead, _ in sends],
-                    [back for _, back in sends],
+                    self.microbatches, ahead, back,
                     [p.cost.allreduce + moved for p, moved in zip(solved, moves,
                                                                   strict=True)],
                     self.schedule)):
-                return
-            # The stages from the bottleneck on, simulated once for every plan ending
-            # alike (`suffix.SuffixBounds`), before this plan's transfers and simulation.
-            if self.beaten(self.suffixes.bound(bounds, solved, [ahead for ahead, _ in sends],
-                                               [back for _, back in sends])):
                 return
         self.spend(LEAF_EFFORT + self.stages * self.microbatches // 4)  # the simulation
         self.consider(bounds, solved)
