@@ -245,6 +245,15 @@ FIRST_STEP = 2e-4
 proof round on the Transformer at P = 64 run at a T above its optimum: 69 M points
 instead of 21 M);
 each round that finds no strategy that fits multiplies the distance by `GROWTH`."""
+TIGHT_STEP = 2e-5
+"""Before the rounds, one round at this far (relative) above the bound (`_tight`), kept only
+if it proves its strategy optimal: where the Lagrangian's duality gap is tiny it makes far
+fewer points (gpt2-adam of `benchmarks/capped.py`, where λ ties ZeRO-2 and ZeRO-3: 8.0 M
+instead of 24.0 M at `FIRST_STEP`, the same strategy); elsewhere it finds none that cheap
+in a few thousand points, and the rounds go on exactly as without it."""
+TIGHT_SHARE = 3
+"""The tight round may make at most this fraction (1/`TIGHT_SHARE`) of the effort's points
+(of `memory.DEFAULT_EFFORT`'s when the effort is unbounded)."""
 GROWTH = 4
 """A round that finds no strategy that fits grows T's distance to the bound this much."""
 POINTS_PER_EFFORT = 1000
@@ -412,7 +421,7 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
     from pase.passes.strategy.frontier import frontier_search
     from pase.passes.strategy.memory import RELATIVE_TOLERANCE, BoundReached
 
-    lower, per_config = reduced.lower, reduced.per_config
+    lower = reduced.lower
     tables = [*graph.vertex_costs, *graph.edge_costs.values()]
     margin = MARGIN * math.fsum(float(np.abs(t).max()) for t in tables) + MARGIN * cap * rate
     bound = max(bound, lower - margin)
@@ -420,6 +429,11 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
     threshold = bound + step
     moves = dict(zip(reduced.diffusion.edges, reduced.diffusion.moves, strict=True))
     points = 0
+    if incumbent[1] > bound * (1 + RELATIVE_TOLERANCE):
+        closed, points = _tight(graph, memory, cap, rate, reduced, moves, incumbent, bound,
+                                margin, effort)
+        if closed is not None:
+            return closed
     while True:
         if incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE):
             return Closed(incumbent, min(bound, incumbent[1]), points, False)
@@ -427,10 +441,9 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
         left = None if effort is None else effort * POINTS_PER_EFFORT - points
         if left is not None and left <= 0:
             return Closed(incumbent, bound, points, True)
-        keep = [per <= limit + margin for per in per_config]
-        pairs = reduced.pairs([np.flatnonzero(mask) for mask in keep], limit + margin)
-        result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, keep,
-                                 pairs, margin, left)
+        kept = _kept(reduced, limit + margin)
+        result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, *kept,
+                                 margin, left)
         points += result.points
         if result.finished and limit < incumbent[1] and \
                 (result.choice is None or result.cost > limit + margin):
@@ -439,7 +452,7 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
             # rounds after it (which start from that strategy) are the plain search's.
             left = None if effort is None else effort * POINTS_PER_EFFORT - points
             result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
-                                     keep, pairs, margin, left, window=False)
+                                     *kept, margin, left, window=False)
             points += result.points
         if not result.finished:
             return Closed(incumbent, bound, points, True)
@@ -459,3 +472,35 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
         else:
             step *= GROWTH
             threshold = bound + step
+
+
+def _kept(reduced: ReducedCosts, limit: float
+          ) -> tuple[list[np.ndarray], dict[tuple[int, int], np.ndarray]]:
+    """The configurations (masks) and edge pairs whose reduced-cost bounds are at most
+    `limit`: what a round at that threshold searches."""
+    keep = [per <= limit for per in reduced.per_config]
+    return keep, reduced.pairs([np.flatnonzero(mask) for mask in keep], limit)
+
+
+def _tight(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
+           reduced: ReducedCosts, moves: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]],
+           incumbent: Strategy, bound: float, margin: float, effort: int | None
+           ) -> tuple[Closed | None, int]:
+    """The tight round (`TIGHT_STEP`): the optimum, proven, if a strategy that fits costs
+    at most the bound + `TIGHT_STEP`·|bound| (what the first of `_rounds` would prove then
+    too, from the same reduced costs); else None, and nothing else kept from it but its
+    points (the rounds after it then run as they would without it). Its points are at
+    most 1/`TIGHT_SHARE` of the effort's."""
+    from pase.passes.strategy.frontier import frontier_search
+    from pase.passes.strategy.memory import DEFAULT_EFFORT
+
+    limit = min(bound + TIGHT_STEP * abs(bound), incumbent[1])
+    share = (DEFAULT_EFFORT if effort is None else effort) * POINTS_PER_EFFORT // TIGHT_SHARE
+    result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
+                             *_kept(reduced, limit + margin), margin, share)
+    if result.finished and result.choice is not None and result.cost <= limit + margin \
+            and result.memory <= cap:
+        best = (result.choice, result.cost, result.memory) if result.cost < incumbent[1] \
+            else incumbent
+        return Closed(best, best[1], result.points, False), result.points
+    return None, result.points
