@@ -59,7 +59,8 @@ def test_the_pareto_filter_keeps_the_first_undominated_points_in_order(seed: int
     for whole in (True, False):
         factor = points(seed, whole)
         # The packed sort where memory is whole bytes, the three-key sort otherwise.
-        assert (frontier._packed_order(factor) is None) == (not whole)
+        packed = frontier._packed_order(factor.entry, factor.memory, factor.cost)
+        assert (packed is None) == (not whole)
         kept = frontier._pareto(factor)
         expected = pareto_by_hand(factor)
         assert kept.parts[3].tolist() == factor.parts[3][expected].tolist()
@@ -73,13 +74,13 @@ def test_the_packed_sort_is_the_three_key_sort() -> None:
     factor = _Points((0,), frozenset([0]), rng.integers(0, 300, size=count),
                      rng.integers(0, 50, size=count) * 1e-3,
                      rng.integers(0, 40, size=count) * 3.0e8, np.zeros(count), {})
-    order = frontier._packed_order(factor)
+    order = frontier._packed_order(factor.entry, factor.memory, factor.cost)
     assert order is not None
     assert order.tolist() == np.lexsort((factor.cost, factor.memory, factor.entry)).tolist()
     # Too wide to pack exactly: the three-key sort instead.
     wide = _Points((0,), frozenset([0]), factor.entry, factor.cost, factor.memory * 2.0**40,
                    factor.reduced, {})
-    assert frontier._packed_order(wide) is None
+    assert frontier._packed_order(wide.entry, wide.memory, wide.cost) is None
 
 
 def tied_chain(seed: int, layers: int = 7) -> tuple[CostGraph, list[np.ndarray], float]:
