@@ -202,3 +202,73 @@ def test_repeated_layers_memory_is_priced_once(monkeypatch: pytest.MonkeyPatch) 
                                       strict=True):
         if not layer.shared or not any(layer.shared):
             assert np.array_equal(vector, problem.model.memory(layer, configs))
+
+
+def saving_line(seed: int, layers: int = 6) -> tuple[CostGraph, list[np.ndarray], float]:
+    """A chain whose layers each save some bytes for their price at λ = 0.01 (every
+    configuration on one line cost + λ·memory, as ZeRO's gathers), under a cap the first
+    saving of every layer meets exactly: the optimum is the Lagrangian bound."""
+    rng = np.random.default_rng(seed)
+    saved = rng.integers(1, 60, size=(layers, 3)).astype(np.float64)
+    graph = CostGraph([f"v{i}" for i in range(layers)],
+                      [np.concatenate([[1.0], 1.0 + 0.01 * s]) for s in saved])
+    for i in range(layers - 1):
+        graph.add_edge(i, i + 1, np.zeros((4, 4)))
+    memory = [np.concatenate([[100.0], 100.0 - s]) for s in saved]
+    return graph, memory, 100.0 * layers - float(saved[:, 0].sum())
+
+
+def rounds(graph: CostGraph, memory: list[np.ndarray], cap: float, rate: float, probe: int,
+           monkeypatch: pytest.MonkeyPatch) -> tuple[capped.Closed, list[tuple[float, bool]]]:
+    """`close_gap` from the least-memory strategy and the brute-force Lagrangian bound at
+    `rate`, with `capped.PROBE_POINTS` = `probe`; and each frontier search's threshold and
+    whether it finished."""
+    made: list[tuple[float, bool]] = []
+
+    def logged(*args: object, **kwargs: object) -> frontier.FrontierResult:
+        result = frontier_search(*args, **kwargs)  # type: ignore[arg-type]
+        made.append((float(args[3]), result.finished))  # type: ignore[arg-type]
+        return result
+
+    monkeypatch.setattr(capped, "PROBE_POINTS", probe)
+    monkeypatch.setattr(frontier, "frontier_search", logged)
+    strategies = [(graph.total_cost(choice), choice,
+                   math.fsum(float(memory[v][c]) for v, c in enumerate(choice)))
+                  for choice in itertools.product(*(range(size) for size in graph.sizes))]
+    larac = min(cost + rate * weight for cost, _, weight in strategies) - rate * cap
+    lean = min(strategies, key=lambda item: (item[2], item[0]))
+    return close_gap(graph, memory, cap, rate, (lean[1], lean[0], lean[2]), larac,
+                     jit="off"), made
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_dear_first_round_gives_way_to_the_tight_round(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every first round dear (PROBE_POINTS = 0): it is stopped at once, and the tight
+    # round, at TIGHT_STEP above the bound, proves the optimum (here the bound itself)
+    # alone: the same strategy as the rounds without it.
+    graph, memory, cap = saving_line(seed)
+    plain, plain_rounds = rounds(graph, memory, cap, 0.01, 10**9, monkeypatch)
+    tight, tight_rounds = rounds(graph, memory, cap, 0.01, 0, monkeypatch)
+    assert (tight.best, tight.bound, tight.stopped) == (plain.best, plain.bound, False)
+    assert tight.best[2] <= cap
+    assert len(plain_rounds) == 1
+    assert [finished for _, finished in tight_rounds] == [False, True]
+    assert tight_rounds[1][0] < plain_rounds[0][0] == tight_rounds[0][0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_failed_tight_round_changes_nothing(seed: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where no strategy that fits costs TIGHT_STEP or less above the bound, the tight
+    # round proves nothing, and the rounds after it are those made without it.
+    graph, memory, cap = tied_chain(seed)
+    plain, plain_rounds = rounds(graph, memory, cap, 0.5, 10**9, monkeypatch)
+    tight, tight_rounds = rounds(graph, memory, cap, 0.5, 0, monkeypatch)
+    assert (tight.best, tight.bound, tight.stopped) == (plain.best, plain.bound, False)
+    fitting = [graph.total_cost(choice) for choice
+               in itertools.product(*(range(size) for size in graph.sizes))
+               if sum(float(memory[v][c]) for v, c in enumerate(choice)) <= cap]
+    assert tight.best[1] == pytest.approx(min(fitting), abs=1e-12)
+    if len(plain_rounds) > 1:  # (a first round that proves it: no tight round to fail)
+        assert tight_rounds[3:] == plain_rounds[1:]
