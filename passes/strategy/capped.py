@@ -245,6 +245,18 @@ FIRST_STEP = 2e-4
 proof round on the Transformer at P = 64 run at a T above its optimum: 69 M points
 instead of 21 M);
 each round that finds no strategy that fits multiplies the distance by `GROWTH`."""
+PROBE_POINTS = 100_000
+"""A first round that makes more points than this (it is stopped there) is dear: the tight
+round (`TIGHT_STEP`) is tried before it is made again whole (`_rounds`)."""
+TIGHT_STEP = 2e-5
+"""The tight round is at this far (relative) above the bound (`_tight`), and kept only if
+it proves its strategy optimal: where the Lagrangian's duality gap is tiny it makes far
+fewer points than the first round (gpt2-adam of `benchmarks/capped.py`, where λ ties
+ZeRO-2 and ZeRO-3: 8.0 M instead of 24.0 M at `FIRST_STEP`, the same strategy);
+elsewhere it finds none, and the rounds go on as without it."""
+TIGHT_SHARE = 3
+"""The tight round may make at most this fraction (1/`TIGHT_SHARE`) of the effort's points
+(of `memory.DEFAULT_EFFORT`'s when the effort is unbounded)."""
 GROWTH = 4
 """A round that finds no strategy that fits grows T's distance to the bound this much."""
 POINTS_PER_EFFORT = 1000
@@ -412,7 +424,7 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
     from pase.passes.strategy.frontier import frontier_search
     from pase.passes.strategy.memory import RELATIVE_TOLERANCE, BoundReached
 
-    lower, per_config = reduced.lower, reduced.per_config
+    lower = reduced.lower
     tables = [*graph.vertex_costs, *graph.edge_costs.values()]
     margin = MARGIN * math.fsum(float(np.abs(t).max()) for t in tables) + MARGIN * cap * rate
     bound = max(bound, lower - margin)
@@ -420,26 +432,37 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
     threshold = bound + step
     moves = dict(zip(reduced.diffusion.edges, reduced.diffusion.moves, strict=True))
     points = 0
+    first = True
     while True:
         if incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE):
             return Closed(incumbent, min(bound, incumbent[1]), points, False)
         limit = min(threshold, incumbent[1])
-        left = None if effort is None else effort * POINTS_PER_EFFORT - points
+        left = _left(effort, points)
         if left is not None and left <= 0:
             return Closed(incumbent, bound, points, True)
-        keep = [per <= limit + margin for per in per_config]
-        pairs = reduced.pairs([np.flatnonzero(mask) for mask in keep], limit + margin)
-        result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, keep,
-                                 pairs, margin, left)
+        kept = _kept(reduced, limit + margin)
+        probe = first and (left is None or left > PROBE_POINTS)
+        result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, *kept,
+                                 margin, PROBE_POINTS if probe else left)
         points += result.points
+        if probe and not result.finished:
+            # A dear first round: the tight round first, then this one whole.
+            proven, made = _tight(graph, memory, cap, rate, reduced, moves, incumbent, bound,
+                                  margin, _left(effort, points))
+            points += made
+            if proven is not None:
+                return Closed(proven, proven[1], points, False)
+            result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
+                                     *kept, margin, _left(effort, points))
+            points += result.points
+        first = False
         if result.finished and limit < incumbent[1] and \
                 (result.choice is None or result.cost > limit + margin):
             # The window (`frontier_search`'s) changes only the best strategy met above T:
             # where none costs at most T, the round is made again without it, so that the
             # rounds after it (which start from that strategy) are the plain search's.
-            left = None if effort is None else effort * POINTS_PER_EFFORT - points
             result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
-                                     keep, pairs, margin, left, window=False)
+                                     *kept, margin, _left(effort, points), window=False)
             points += result.points
         if not result.finished:
             return Closed(incumbent, bound, points, True)
@@ -459,3 +482,42 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
         else:
             step *= GROWTH
             threshold = bound + step
+
+
+def _kept(reduced: ReducedCosts, limit: float
+          ) -> tuple[list[np.ndarray], dict[tuple[int, int], np.ndarray]]:
+    """The configurations (masks) and edge pairs whose reduced-cost bounds are at most
+    `limit`: what a round at that threshold searches."""
+    keep = [per <= limit for per in reduced.per_config]
+    return keep, reduced.pairs([np.flatnonzero(mask) for mask in keep], limit)
+
+
+def _left(effort: int | None, points: int) -> int | None:
+    """The points the effort leaves after `points` (None: no bound)."""
+    return None if effort is None else effort * POINTS_PER_EFFORT - points
+
+
+def _tight(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
+           reduced: ReducedCosts, moves: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]],
+           incumbent: Strategy, bound: float, margin: float, left: int | None
+           ) -> tuple[Strategy | None, int]:
+    """The tight round (`TIGHT_STEP`) and its points: the optimum, proven, if a strategy
+    that fits costs at most the bound + `TIGHT_STEP`·|bound| (the one the first of
+    `_rounds` would prove optimal too, from the same reduced costs: the incumbent where
+    it costs as much); else None, and nothing else is kept from it (the rounds after it
+    run as they would without it). It makes at most `left` points, and at most
+    1/`TIGHT_SHARE` of the effort's."""
+    from pase.passes.strategy.frontier import frontier_search
+    from pase.passes.strategy.memory import DEFAULT_EFFORT
+
+    limit = min(bound + TIGHT_STEP * abs(bound), incumbent[1])
+    share = DEFAULT_EFFORT * POINTS_PER_EFFORT // TIGHT_SHARE if left is None else \
+        left // TIGHT_SHARE
+    result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
+                             *_kept(reduced, limit + margin), margin, share)
+    if result.finished and result.choice is not None and result.cost <= limit + margin \
+            and result.memory <= cap:
+        if result.cost < incumbent[1]:
+            return (result.choice, result.cost, result.memory), result.points
+        return incumbent, result.points
+    return None, result.points

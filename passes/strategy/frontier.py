@@ -129,6 +129,7 @@ class _Tables:
                                  + [float(r.min(initial=math.inf)) for r in self.edge_reduced])
         self.memory_min = np.array([float(m.min(initial=math.inf)) for m in self.memory])
         self.memory_max = np.array([float(m.max(initial=-math.inf)) for m in self.memory])
+        self.memory_spread = self.memory_max - self.memory_min
         self.incident: list[list[int]] = [[] for _ in range(vertices)]
         for number, (u, v) in enumerate(self.edges):
             self.incident[u].append(number)
@@ -293,18 +294,28 @@ class _Search:
         from_right = order[start[from_left] + np.arange(total) - offsets[from_left]]
         coords = {axis: (left_coords[axis][from_left] if axis in left_coords
                          else right_coords[axis][from_right]) for axis in axes}
+        memory = left.memory[from_left] + right.memory[from_right]
+        reduced = left.reduced[from_left] + right.reduced[from_right]
+        # Only the pairs the cap, the threshold and the window keep are made whole (their
+        # entry and cost), and of those only the frontier's (their parts).
+        kept = self.prune(terms, axes, coords, memory, reduced)
+        from_left, from_right, memory, reduced = (from_left[kept], from_right[kept],
+                                                  memory[kept], reduced[kept])
+        strides = _strides(axes, sizes)
+        entry = _flat_part(left_coords, strides, left.entry.size)[from_left] + \
+            _flat_part({a: c for a, c in right_coords.items() if a not in left_coords},
+                       strides, right.entry.size)[from_right]
+        cost = left.cost[from_left] + right.cost[from_right]
+        best = _pareto_index(entry, memory, cost)
+        from_left, from_right = from_left[best], from_right[best]
         parts = {key: index[from_left] for key, index in left.parts.items()}
         parts.update({key: index[from_right] for key, index in right.parts.items()})
-        joined = _Points(axes, terms,
-                         _flat([coords[a] for a in axes], [sizes[a] for a in axes], total),
-                         left.cost[from_left] + right.cost[from_right],
-                         left.memory[from_left] + right.memory[from_right],
-                         left.reduced[from_left] + right.reduced[from_right], parts)
-        return self.prune(joined, coords)
+        return _Points(axes, terms, entry[best], cost[best], memory[best], reduced[best], parts)
 
     def base(self, terms: frozenset[int]) -> float:
         """The least of every table not in `terms`."""
-        return self.total_min - math.fsum(float(self.tables.term_min[t]) for t in terms)
+        return self.total_min - math.fsum(
+            self.tables.term_min[np.fromiter(terms, np.int64, len(terms))].tolist())
 
     def bound_items(self, terms: frozenset[int], axes: tuple[int, ...],
                     left_axes: tuple[int, ...]) -> list[tuple[str, str, int, int]]:
@@ -354,10 +365,14 @@ class _Search:
             total += value - tables.term_min[vertices + number]
         return total
 
-    def prune(self, factor: _Points, coords: dict[int, np.ndarray]) -> _Points:
-        """`factor`'s points less those over the cap or the threshold (given the tables
-        they have not used, as the configurations of their entry fix them) and those
-        another point of their entry beats in both cost and memory.
+    def prune(self, terms: frozenset[int], axes: tuple[int, ...],
+              coords: dict[int, np.ndarray], memory: np.ndarray,
+              reduced: np.ndarray) -> np.ndarray:
+        """Which points (over `axes`, of the tables in `terms`, each with its `coords`,
+        `memory` and `reduced`) are not over the cap or the threshold (given the tables
+        they have not used, as the configurations of their entry fix them), in order;
+        `join` then keeps of them those no other point of their entry beats in both cost
+        and memory.
 
         A completion's cost is its reparametrised total R less λ times its memory M,
         and R is at least the point's `bound`: so it costs at most the threshold T only
@@ -368,22 +383,24 @@ class _Search:
         at the memory they save), this drops the partial strategies that hold too little
         memory to reach the cap, which the plain test keeps."""
         tables = self.tables
-        items = self.bound_items(factor.terms, factor.axes, factor.axes)
-        bound = factor.reduced + self.base(factor.terms) \
-            + self.evaluate(items, "left", coords, factor.entry.size)
-        still = [v for v in range(len(tables.sizes)) if v not in factor.terms and v not in coords]
-        open_memory = math.fsum(float(tables.memory_min[v]) for v in still)
-        weight = factor.memory + open_memory
-        for axis in factor.axes:
-            if axis not in factor.terms:
+        items = self.bound_items(terms, axes, axes)
+        bound = reduced + self.base(terms) + self.evaluate(items, "left", coords, memory.size)
+        # The layers still open: neither eliminated (in `terms`) nor on the axes.
+        still = np.ones(len(tables.sizes), dtype=bool)
+        still[[term for term in terms if term < still.size]] = False
+        still[list(coords)] = False
+        open_memory = math.fsum(tables.memory_min[still].tolist())
+        weight = memory + open_memory
+        for axis in axes:
+            if axis not in terms:
                 weight = weight + tables.memory[axis][coords[axis]]
         fits = (bound <= self.reduced_limit) & (weight <= self.cap)
         if self.rate > 0:
-            room = math.fsum(float(tables.memory_max[v] - tables.memory_min[v]) for v in still)
+            room = math.fsum(tables.memory_spread[still].tolist())
             high = weight + room
             fits &= (high >= self.cap) | \
                 (bound - self.rate * high <= self.reduced_limit - self.rate * self.cap)
-        return _pareto(_select(factor, fits))
+        return np.flatnonzero(fits)
 
     def project(self, factor: _Points, vertex: int, key: int) -> _Points:
         """Eliminate `vertex`: its configuration goes from the entry to the step's record
@@ -424,6 +441,25 @@ def _flat(coords: Sequence[np.ndarray], shape: Sequence[int], count: int) -> np.
     return np.ravel_multi_index(tuple(coords), tuple(shape)).astype(np.int64)
 
 
+def _strides(axes: Sequence[int], sizes: Sequence[int]) -> dict[int, int]:
+    """Each axis's stride in the flat index over `axes` (`_flat`'s, row-major)."""
+    strides, step = {}, 1
+    for axis in reversed(axes):
+        strides[axis] = step
+        step *= sizes[axis]
+    return strides
+
+
+def _flat_part(coords: dict[int, np.ndarray], strides: dict[int, int],
+               count: int) -> np.ndarray:
+    """The part of the flat index (`_strides`) that the axes of `coords` give: `_flat`
+    of a join is its sides' parts summed (the same integers)."""
+    flat = np.zeros(count, dtype=np.int64)
+    for axis, coord in coords.items():
+        flat += coord.astype(np.int64) * strides[axis]
+    return flat
+
+
 def _select(factor: _Points, mask: np.ndarray) -> _Points:
     return _Points(factor.axes, factor.terms, factor.entry[mask], factor.cost[mask],
                    factor.memory[mask], factor.reduced[mask],
@@ -432,7 +468,16 @@ def _select(factor: _Points, mask: np.ndarray) -> _Points:
 
 def _pareto(factor: _Points) -> _Points:
     """The points no other point of the same entry beats in both cost and memory (of
-    equal pairs, the first), in order of entry, then memory.
+    equal pairs, the first), in order of entry, then memory (`_pareto_index`)."""
+    if factor.entry.size <= 1:
+        return factor
+    return _select(factor, _pareto_index(factor.entry, factor.memory, factor.cost))
+
+
+def _pareto_index(entry: np.ndarray, memory: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """The indices of the points (`entry`, `memory`, `cost` each) no other point of the
+    same entry beats in both cost and memory (of equal pairs, the first), in order of
+    entry, then memory.
 
     Sorted by entry, memory, cost (stably), a point stays when its cost is below that of
     every point before it in its entry: a running minimum, segmented by entry. Where the
@@ -442,36 +487,35 @@ def _pareto(factor: _Points) -> _Points:
     numbers (`_packed_order`, `_frontier_mask`): the same points in the same order as the
     three-key sort and the ranks of the general case (`_ranked_mask`), at a fraction of
     the cost."""
-    count = factor.entry.size
-    if count <= 1:
-        return factor
-    order = _packed_order(factor)
+    if entry.size <= 1:
+        return np.arange(entry.size)
+    order = _packed_order(entry, memory, cost)
     if order is None:
-        order = np.lexsort((factor.cost, factor.memory, factor.entry))
-        keep = _ranked_mask(factor.entry[order], factor.cost[order])
+        order = np.lexsort((cost, memory, entry))
+        keep = _ranked_mask(entry[order], cost[order])
     else:
-        keep = _frontier_mask(factor.entry[order], factor.cost[order])
-    return _select(factor, order[keep])
+        keep = _frontier_mask(entry[order], cost[order])
+    return order[keep]
 
 
 EXACT = float(1 << 53)
 """Integers below this are exact as floats."""
 
 
-def _packed_order(factor: _Points) -> np.ndarray | None:
+def _packed_order(entry: np.ndarray, memory: np.ndarray, cost: np.ndarray
+                  ) -> np.ndarray | None:
     """The stable order by entry, memory, cost, as one sort of entry·levels + memory
     level (real part) and cost (imaginary part); None where the memory is not whole, the
     packed key would not be exact, or a cost is not finite (then `np.lexsort`)."""
-    cost, memory = factor.cost, factor.memory
     level = memory - memory.min()
     top = float(level.max())
     if not (np.isfinite(top) and np.isfinite(cost).all()):
         return None
-    if (float(factor.entry.max()) + 1) * (top + 1) >= EXACT or \
+    if (float(entry.max()) + 1) * (top + 1) >= EXACT or \
             not np.array_equal(level, np.floor(level)):
         return None
     key = np.empty(cost.size, dtype=np.complex128)
-    key.real = factor.entry * (top + 1) + level
+    key.real = entry * (top + 1) + level
     key.imag = cost
     return np.argsort(key, kind="stable")
 

@@ -59,7 +59,8 @@ def test_the_pareto_filter_keeps_the_first_undominated_points_in_order(seed: int
     for whole in (True, False):
         factor = points(seed, whole)
         # The packed sort where memory is whole bytes, the three-key sort otherwise.
-        assert (frontier._packed_order(factor) is None) == (not whole)
+        packed = frontier._packed_order(factor.entry, factor.memory, factor.cost)
+        assert (packed is None) == (not whole)
         kept = frontier._pareto(factor)
         expected = pareto_by_hand(factor)
         assert kept.parts[3].tolist() == factor.parts[3][expected].tolist()
@@ -73,13 +74,13 @@ def test_the_packed_sort_is_the_three_key_sort() -> None:
     factor = _Points((0,), frozenset([0]), rng.integers(0, 300, size=count),
                      rng.integers(0, 50, size=count) * 1e-3,
                      rng.integers(0, 40, size=count) * 3.0e8, np.zeros(count), {})
-    order = frontier._packed_order(factor)
+    order = frontier._packed_order(factor.entry, factor.memory, factor.cost)
     assert order is not None
     assert order.tolist() == np.lexsort((factor.cost, factor.memory, factor.entry)).tolist()
     # Too wide to pack exactly: the three-key sort instead.
     wide = _Points((0,), frozenset([0]), factor.entry, factor.cost, factor.memory * 2.0**40,
                    factor.reduced, {})
-    assert frontier._packed_order(wide) is None
+    assert frontier._packed_order(wide.entry, wide.memory, wide.cost) is None
 
 
 def tied_chain(seed: int, layers: int = 7) -> tuple[CostGraph, list[np.ndarray], float]:
@@ -201,3 +202,73 @@ def test_repeated_layers_memory_is_priced_once(monkeypatch: pytest.MonkeyPatch) 
                                       strict=True):
         if not layer.shared or not any(layer.shared):
             assert np.array_equal(vector, problem.model.memory(layer, configs))
+
+
+def saving_line(seed: int, layers: int = 6) -> tuple[CostGraph, list[np.ndarray], float]:
+    """A chain whose layers each save some bytes for their price at λ = 0.01 (every
+    configuration on one line cost + λ·memory, as ZeRO's gathers), under a cap the first
+    saving of every layer meets exactly: the optimum is the Lagrangian bound."""
+    rng = np.random.default_rng(seed)
+    saved = rng.integers(1, 60, size=(layers, 3)).astype(np.float64)
+    graph = CostGraph([f"v{i}" for i in range(layers)],
+                      [np.concatenate([[1.0], 1.0 + 0.01 * s]) for s in saved])
+    for i in range(layers - 1):
+        graph.add_edge(i, i + 1, np.zeros((4, 4)))
+    memory = [np.concatenate([[100.0], 100.0 - s]) for s in saved]
+    return graph, memory, 100.0 * layers - float(saved[:, 0].sum())
+
+
+def rounds(graph: CostGraph, memory: list[np.ndarray], cap: float, rate: float, probe: int,
+           monkeypatch: pytest.MonkeyPatch) -> tuple[capped.Closed, list[tuple[float, bool]]]:
+    """`close_gap` from the least-memory strategy and the brute-force Lagrangian bound at
+    `rate`, with `capped.PROBE_POINTS` = `probe`; and each frontier search's threshold and
+    whether it finished."""
+    made: list[tuple[float, bool]] = []
+
+    def logged(*args: object, **kwargs: object) -> frontier.FrontierResult:
+        result = frontier_search(*args, **kwargs)  # type: ignore[arg-type]
+        made.append((float(args[3]), result.finished))  # type: ignore[arg-type]
+        return result
+
+    monkeypatch.setattr(capped, "PROBE_POINTS", probe)
+    monkeypatch.setattr(frontier, "frontier_search", logged)
+    strategies = [(graph.total_cost(choice), choice,
+                   math.fsum(float(memory[v][c]) for v, c in enumerate(choice)))
+                  for choice in itertools.product(*(range(size) for size in graph.sizes))]
+    larac = min(cost + rate * weight for cost, _, weight in strategies) - rate * cap
+    lean = min(strategies, key=lambda item: (item[2], item[0]))
+    return close_gap(graph, memory, cap, rate, (lean[1], lean[0], lean[2]), larac,
+                     jit="off"), made
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_dear_first_round_gives_way_to_the_tight_round(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every first round dear (PROBE_POINTS = 0): it is stopped at once, and the tight
+    # round, at TIGHT_STEP above the bound, proves the optimum (here the bound itself)
+    # alone: the same strategy as the rounds without it.
+    graph, memory, cap = saving_line(seed)
+    plain, plain_rounds = rounds(graph, memory, cap, 0.01, 10**9, monkeypatch)
+    tight, tight_rounds = rounds(graph, memory, cap, 0.01, 0, monkeypatch)
+    assert (tight.best, tight.bound, tight.stopped) == (plain.best, plain.bound, False)
+    assert tight.best[2] <= cap
+    assert len(plain_rounds) == 1
+    assert [finished for _, finished in tight_rounds] == [False, True]
+    assert tight_rounds[1][0] < plain_rounds[0][0] == tight_rounds[0][0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_failed_tight_round_changes_nothing(seed: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where no strategy that fits costs TIGHT_STEP or less above the bound, the tight
+    # round proves nothing, and the rounds after it are those made without it.
+    graph, memory, cap = tied_chain(seed)
+    plain, plain_rounds = rounds(graph, memory, cap, 0.5, 10**9, monkeypatch)
+    tight, tight_rounds = rounds(graph, memory, cap, 0.5, 0, monkeypatch)
+    assert (tight.best, tight.bound, tight.stopped) == (plain.best, plain.bound, False)
+    fitting = [graph.total_cost(choice) for choice
+               in itertools.product(*(range(size) for size in graph.sizes))
+               if sum(float(memory[v][c]) for v, c in enumerate(choice)) <= cap]
+    assert tight.best[1] == pytest.approx(min(fitting), abs=1e-12)
+    if len(plain_rounds) > 1:  # (a first round that proves it: no tight round to fail)
+        assert tight_rounds[3:] == plain_rounds[1:]
