@@ -83,14 +83,15 @@ MAX_ROUNDS = 8
 the first strategy that fits found before branching."""
 
 Solve = Callable[[list[np.ndarray], float, bool, float | None,
-                   Callable[[float], bool] | None], CappedSolution]
-"""`solve_under(vectors, room, first, near, stop)`: the exact capped solve of the additive
+                   Callable[[float], bool] | None, float], CappedSolution]
+"""`solve_under(vectors, room, first, near, stop, ceiling)`: the exact capped solve of the additive
 memory `vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
 (`first`: the root's, whose bound is every fitting strategy's, which may end it early;
 `near`: a multiplier near the best one, its parent's, where LARAC starts: `solve_capped`'s
 `start`; `stop`, told each bound the solve proves, ends it with `BoundReached` where it
 returns True, as `solve_capped`'s `enough` does: a node that cannot beat the best
-strategy found is left there)."""
+strategy found is left there; `ceiling`, that best strategy's cost, caps the exact
+search's thresholds, `capped.close_gap`'s)."""
 
 
 class Transient:
@@ -345,8 +346,10 @@ class _Solves:
                     raise _Pruned(found)  # (the best found is no worse than it was then)
                 return found
         try:
+            best = tally.best
             solution = self.solve_under(vectors, room, first, node.rate,
-                                        None if first else _beaten(tally))
+                                        None if first else _beaten(tally),
+                                        math.inf if first or best is None else best.cost)
         except MemoryCapError:
             kept.append((allowed, None))
             raise
@@ -437,6 +440,20 @@ def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
     of every configuration holding at least `held`), starts LARAC at the root's
     multiplier `rate`, and stops where it cannot beat the best found (`_beaten`):
     neither can the later rounds' (under lower caps)."""
+    least = sum(float(vector.min()) for vector in memory)
+    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
+    for _ in range(MAX_ROUNDS):
+        if least + held > cap:
+            break
+        try:
+            solution = solves.solve(_Node(-math.inf, 0, everything, low=held, rate=rate),
+                                    held, False, tally)
+        except (MemoryCapError, _Pruned):
+            break
+        held = transient.held(solution.choice)[0]
+        if solution.memory + held <= cap:
+            tally.offer(solution, held)
+            break
     fewest = one_array_each([again == again.min() for again in transient.vectors])
     try:  # (every layer recomputing its least: every segment holds its least, at most T)
         solution = solves.solve(_Node(-math.inf, 0, fewest, rate=rate), transient.least,
@@ -446,20 +463,6 @@ def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
             tally.offer(solution, again)
     except (MemoryCapError, _Pruned):
         pass
-    least = sum(float(vector.min()) for vector in memory)
-    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
-    for _ in range(MAX_ROUNDS):
-        if least + held > cap:
-            return
-        try:
-            solution = solves.solve(_Node(-math.inf, 0, everything, low=held, rate=rate),
-                                    held, False, tally)
-        except (MemoryCapError, _Pruned):
-            return
-        held = transient.held(solution.choice)[0]
-        if solution.memory + held <= cap:
-            tally.offer(solution, held)
-            return
 
 
 def _masked(memory: list[np.ndarray], allowed: list[np.ndarray], cap: float

@@ -5,6 +5,8 @@ and on TINY's every cap against the brute-force optimum
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -27,10 +29,12 @@ class Calls:
     def __init__(self, *answers: CappedSolution | Exception):
         self.answers = list(answers)
         self.asked: list[tuple[float, float | None]] = []
+        self.ceilings: list[float] = []
 
     def __call__(self, vectors: list[np.ndarray], room: float, first: bool,
-                 near: float | None, stop: object) -> CappedSolution:
+                 near: float | None, stop: object, ceiling: float) -> CappedSolution:
         self.asked.append((room, near))
+        self.ceilings.append(ceiling)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -84,8 +88,10 @@ def test_a_node_that_cannot_beat_the_best_found_ends_and_so_do_those_inside_it(
     tally.offer(solution((0,) * len(memory), 1.0), 0.0)
 
     def reaching(vectors: list[np.ndarray], room: float, first: bool, near: float | None,
-                 stop: object) -> CappedSolution:
+                 stop: object, ceiling: float) -> CappedSolution:
         assert stop is None if first else (callable(stop) and not stop(0.5) and stop(1.0))
+        # (The best strategy's cost caps the exact search's thresholds, not the root's.)
+        assert ceiling == (math.inf if first else 1.0)
         raise BoundReached(1.0)
 
     solves = recomputed._Solves(transient, memory, 1e9, reaching)
@@ -151,3 +157,47 @@ def test_every_cap_is_proven_in_fewer_exact_solves(
         assert memory_parts(problem, found.assignment).total <= cap
     assert sum(asked) <= 52, asked
     assert max(asked) <= 15, asked
+
+
+@pytest.mark.parametrize("seed", [0, 3, 6, 11])
+def test_the_exact_search_ends_at_a_ceiling_it_cannot_beat(seed: int) -> None:
+    """`capped.close_gap`'s `ceiling` (a node's: the best strategy found elsewhere): above
+    the optimum the same optimum, proven; below it a bound of at least `ceiling`, told
+    to `enough`, or returned unproven without it, in no more frontier points."""
+    import itertools
+
+    from pase.passes.strategy.capped import close_gap
+    from tests.passes.strategy.test_frontier import ring
+
+    graph, memory = ring(seed)
+    rate = 0.5
+    cap = float(sum(int(m.min()) + int(m.max()) for m in memory) // 2)
+    strategies = [(graph.total_cost(choice), choice,
+                   sum(float(memory[v][c]) for v, c in enumerate(choice)))
+                  for choice in itertools.product(*(range(size) for size in graph.sizes))]
+    larac = min(cost + rate * weight for cost, _, weight in strategies) - rate * cap
+    fitting = [item for item in strategies if item[2] <= cap]
+    best = min(cost for cost, _, _ in fitting)
+    lean = min(fitting, key=lambda item: item[2])
+    start = (lean[1], lean[0], lean[2])
+    plain = close_gap(graph, memory, cap, rate, start, larac)
+    assert plain.best[1] == pytest.approx(best, abs=1e-12)
+    above = close_gap(graph, memory, cap, rate, start, larac, ceiling=best + 0.5)
+    assert (above.best, above.bound) == (plain.best, plain.bound)
+    if lean[0] <= best:
+        return  # (the least-memory strategy is the optimum: no round is made)
+    told: list[float] = []
+
+    def enough(bound: float) -> bool:
+        told.append(bound)
+        return bound >= best - 0.5
+
+    with pytest.raises(BoundReached):
+        close_gap(graph, memory, cap, rate, start, larac, enough=enough,
+                  ceiling=best - 0.5)
+    assert told[-1] >= best - 0.5  # (the diffusion's own bound may be above it already)
+    under = close_gap(graph, memory, cap, rate, start, larac, ceiling=best - 0.5)
+    assert best - 0.5 <= under.bound <= best
+    assert under.best[1] > under.bound
+    assert not under.stopped
+    assert under.nodes <= plain.nodes
