@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -301,12 +301,20 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
         def under(vectors: list[np.ndarray], room: float, first: bool,
                   near: float | None = None,
                   stop: Callable[[float], bool] | None = None,
-                  ceiling: float = math.inf) -> CappedSolution:
-            return _solve_additive(problem, graph, vectors,
-                                   sum(float(vector.min()) for vector in vectors), room,
-                                   method, order, budget, exhaustive_limit, jit, progress,
-                                   enough if first else stop, effort,
-                                   start if near is None else near, solved, ceiling)
+                  ceiling: float = math.inf,
+                  allowed: list[np.ndarray] | None = None) -> CappedSolution:
+            def additive(part: CostGraph, part_vectors: list[np.ndarray],
+                         known: dict[str, DPResult]) -> CappedSolution:
+                return _solve_additive(problem, part, part_vectors,
+                                       sum(float(vector.min()) for vector in part_vectors),
+                                       room, method, order, budget, exhaustive_limit, jit,
+                                       progress, enough if first else stop, effort,
+                                       start if near is None else near, known, ceiling)
+
+            if allowed is None:
+                return additive(graph, vectors, solved)
+            found = recomputed.within(graph, allowed, vectors, budget, solved, additive)
+            return replace(found, assignment=problem.assignment(found.choice))
 
         if transient is None:
             return under(memory, cap, True)

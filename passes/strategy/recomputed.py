@@ -58,6 +58,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from pase.passes.strategy.bound import _restrict
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.memory import (
     GIB,
     RELATIVE_TOLERANCE,
@@ -83,7 +87,7 @@ MAX_ROUNDS = 8
 the first strategy that fits found before branching."""
 
 Solve = Callable[[list[np.ndarray], float, bool, float | None,
-                   Callable[[float], bool] | None, float], CappedSolution]
+                   Callable[[float], bool] | None, float, list[np.ndarray]], CappedSolution]
 """`solve_under(vectors, room, first, near, stop, ceiling)`: the exact capped solve of the additive
 memory `vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
 (`first`: the root's, whose bound is every fitting strategy's, which may end it early;
@@ -100,6 +104,8 @@ class Transient:
 
     def __init__(self, model: TrainingCost, problem: Problem):
         self.layers = problem.layer_data
+        self.graph = problem.cost_graph
+        """The problem's cost graph (`Problem.cost_graph`, built once)."""
         made: dict[tuple[int, Layer], np.ndarray] = {}
         self.vectors = []
         for layer, configs in zip(self.layers, problem.config_lists, strict=True):
@@ -307,6 +313,9 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
         weights = _weights(transient, solution.choice, cap - solution.memory)
+        if children and tally.best is not None:
+            children = _fixed(transient, memory, cap, node, low, solution.rate,
+                              tally.best.cost, children)
         for child in children:
             heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights,
                                          rate=solution.rate or node.rate))
@@ -349,7 +358,8 @@ class _Solves:
             best = tally.best
             solution = self.solve_under(vectors, room, first, node.rate,
                                         None if first else _beaten(tally),
-                                        math.inf if first or best is None else best.cost)
+                                        math.inf if first or best is None else best.cost,
+                                        allowed)
         except MemoryCapError:
             kept.append((allowed, None))
             raise
@@ -499,6 +509,57 @@ def _children(transient: Transient, node: _Node, choice: Sequence[int], held: fl
         if narrowed is not None and low <= high:
             children.append(_Node(node.bound, node.order, narrowed, low, high))
     return children
+
+
+def within(graph: CostGraph, allowed: list[np.ndarray], vectors: list[np.ndarray],
+           budget: MemoryBudget, solved: dict[str, DPResult],
+           additive: Callable[[CostGraph, list[np.ndarray], dict[str, DPResult]],
+                              CappedSolution]) -> CappedSolution:
+    """`additive(part, part_vectors, known)`, the exact capped solve, on the graph
+    restricted to the configurations `allowed` (a node's: the others may not be taken,
+    so the strategies that fit and their optimum are the same, the tables smaller), its
+    choice mapped back; `solved["free"]`, the whole graph's unconstrained optimum, is
+    the part's too where it takes only allowed configurations (`known`)."""
+    if all(bool(ok.all()) for ok in allowed):
+        return additive(graph, vectors, solved)
+    part, kept, charged = _restrict(graph, allowed, budget)
+    try:
+        known = {}
+        free = solved.get("free")
+        if free is not None and _within_choice(allowed, free.choice):
+            known["free"] = replace(free, choice=tuple(
+                int(np.searchsorted(k, c)) for k, c in zip(kept, free.choice, strict=True)))
+        found = additive(part, one_array_each([vector[k] for vector, k
+                                               in zip(vectors, kept, strict=True)]), known)
+    finally:
+        budget.release(charged)
+    return replace(found, choice=tuple(int(k[c]) for k, c
+                                       in zip(kept, found.choice, strict=True)))
+
+
+def _fixed(transient: Transient, memory: list[np.ndarray], cap: float, node: _Node,
+           low: float, rate: float, best: float, children: list[_Node]) -> list[_Node]:
+    """`children` of `node` without the configurations no strategy of `node` that fits
+    and costs less than `best` takes: reduced-cost fixing (`capped.ReducedCosts`) on the
+    node's row (`_row`, its floor `low`) at its multiplier `rate`, which every strategy
+    of the node that fits meets, so every strategy of its children that fits too."""
+    from pase.passes.strategy.capped import MARGIN, ReducedCosts
+
+    graph = transient.graph()
+    vectors, room = _row(transient, _masked(memory, node.allowed, cap), cap, low,
+                         node.weights)
+    reduced = ReducedCosts(graph, vectors, room, rate)
+    tables = [*graph.vertex_costs, *graph.edge_costs.values()]
+    margin = MARGIN * math.fsum(float(np.abs(t).max()) for t in tables) + \
+        MARGIN * room * rate
+    keep = one_array_each([bound - margin < best for bound in reduced.per_config])
+    fixed = []
+    for child in children:
+        allowed = one_array_each([ok & kept for ok, kept in zip(child.allowed, keep,
+                                                                strict=True)])
+        if all(bool(ok.any()) for ok in allowed):
+            fixed.append(replace(child, allowed=allowed))
+    return fixed
 
 
 def _split(transient: Transient, allowed: list[np.ndarray], choice: Sequence[int],
