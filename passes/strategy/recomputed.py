@@ -111,8 +111,7 @@ class Transient:
         for layer, configs in zip(self.layers, problem.config_lists, strict=True):
             key = (id(configs), layer_kind_key(layer))
             if key not in made:
-                made[key] = np.array([model.memory_breakdown(layer, config)["recomputed"]
-                                      for config in configs], dtype=np.float64)
+                made[key] = model.recomputed(layer, configs)
             self.vectors.append(made[key])
         self.runs: list[list[int]] = [[]]
         for index, layer in enumerate(self.layers):

@@ -268,3 +268,16 @@ def test_fixing_keeps_every_strategy_that_fits_and_beats_the_best(
         found = solve_capped(problem, cap, effort=None)
         assert found.proven
     assert sum(dropped) > 0
+
+
+def test_the_recomputed_vectors_are_the_breakdowns(problem: Problem) -> None:  # noqa: F811
+    """`TrainingCost.recomputed` (each result priced once per distinct dims) gives every
+    configuration the "recomputed" part of its `memory_breakdown`."""
+    model = problem.model
+    recomputing = 0
+    for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True):
+        vector = model.recomputed(layer, configs)
+        assert vector.tolist() == [model.memory_breakdown(layer, config)["recomputed"]
+                                   for config in configs]
+        recomputing += int((vector > 0).sum())
+    assert recomputing > 0
