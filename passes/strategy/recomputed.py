@@ -45,7 +45,12 @@ over the layers' recomputed results that needs only that one row:
   configurations are within a solved one's takes its solution where it allows it (and
   its bound); a solve after the root stops once its bound reaches the best strategy
   found (`_beaten`), which ends the node (and those within it under that row); LARAC
-  starts at the parent's multiplier.
+  starts at the parent's multiplier; its exact search goes no higher than the best
+  strategy's cost (`capped.close_gap`'s `ceiling`).
+- A node that branches once a strategy that fits is known leaves out of its children
+  the configurations no strategy of it that fits and beats the best takes (`_fixed`:
+  reduced costs of its own row, which every such strategy meets), and each node is
+  solved on the graph restricted to the configurations it allows (`within`).
 """
 
 from __future__ import annotations

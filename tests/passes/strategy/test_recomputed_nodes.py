@@ -170,21 +170,19 @@ def test_the_exact_search_ends_at_a_ceiling_it_cannot_beat(seed: int) -> None:
     from tests.passes.strategy.test_frontier import ring
 
     graph, memory = ring(seed)
-    rate = 0.5
-    cap = float(sum(int(m.min()) + int(m.max()) for m in memory) // 2)
-    strategies = [(graph.total_cost(choice), choice,
-                   sum(float(memory[v][c]) for v, c in enumerate(choice)))
-                  for choice in itertools.product(*(range(size) for size in graph.sizes))]
-    larac = min(cost + rate * weight for cost, _, weight in strategies) - rate * cap
-    fitting = [item for item in strategies if item[2] <= cap]
-    best = min(cost for cost, _, _ in fitting)
-    lean = min(fitting, key=lambda item: item[2])
-    start = (lean[1], lean[0], lean[2])
+    rate, cap = 0.5, float(sum(int(m.min()) + int(m.max()) for m in memory) // 2)
+    strategies = {choice: (graph.total_cost(choice), math.fsum(
+        float(vector[c]) for vector, c in zip(memory, choice, strict=True)))
+        for choice in itertools.product(*map(range, graph.sizes))}
+    larac = min(c + rate * m for c, m in strategies.values()) - rate * cap
+    best = min(c for c, m in strategies.values() if m <= cap)
+    lean = min((m, c, choice) for choice, (c, m) in strategies.items() if m <= cap)
+    start = (lean[2], lean[1], lean[0])
     plain = close_gap(graph, memory, cap, rate, start, larac)
     assert plain.best[1] == pytest.approx(best, abs=1e-12)
     above = close_gap(graph, memory, cap, rate, start, larac, ceiling=best + 0.5)
     assert (above.best, above.bound) == (plain.best, plain.bound)
-    if lean[0] <= best:
+    if lean[1] <= best:
         return  # (the least-memory strategy is the optimum: no round is made)
     told: list[float] = []
 
