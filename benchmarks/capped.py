@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/capped.py --effort 0         # pase until proven
     .venv/bin/python benchmarks/capped.py --cases pipe64      # the capped pipeline search
     .venv/bin/python benchmarks/capped.py --training         # with the training options
+    .venv/bin/python benchmarks/capped.py --training --cases small-rc-auto   # some of them
 
 For each case (a model on P devices under `device-memory-gib=G`) two child processes
 build the same problem: one runs `solve_capped` (pase: LARAC's bound, then the DP with a
@@ -329,7 +330,7 @@ def training_table(arguments: argparse.Namespace) -> int:
     """The `TRAINING` cases asked for (all of them with `--training`), one row each."""
     rows = []
     for case in TRAINING:
-        if not arguments.training and case.key not in arguments.cases:
+        if case.key not in arguments.cases:
             continue
         pase = run(case.key, "pase", 0.0, 0.0, arguments.effort)
         if "failed" in pase:
@@ -343,14 +344,28 @@ def training_table(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def selected(cases: list[str] | None, training: bool) -> tuple[list[str], bool]:
+    """The keys `--cases` and `--training` ask for (`cases` None: every case of the table
+    chosen), and whether they are `TRAINING`'s; `ValueError` where both kinds are asked."""
+    keys = [case[0] for case in (*CASES, *PIPELINES)]
+    trained = [case.key for case in TRAINING]
+    chosen = cases or (trained if training else keys)
+    with_training = training or any(key in trained for key in chosen)
+    if with_training and any(key not in trained for key in chosen):
+        raise ValueError("--cases: the cases with training options (" + ", ".join(trained)
+                         + ") cannot be mixed with the others")
+    return chosen, with_training
+
+
 def main() -> int:
     if len(sys.argv) == 6 and sys.argv[1] == "--child":
         print(json.dumps(child(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))))
         return 0
     parser = UsageParser(description=__doc__.splitlines()[0])
-    keys = [case[0] for case in (*CASES, *PIPELINES)]
-    parser.add_argument("--cases", nargs="+", choices=keys + [case.key for case in TRAINING],
-                        default=keys)
+    parser.add_argument("--cases", nargs="+",
+                        choices=[case[0] for case in (*CASES, *PIPELINES)] +
+                        [case.key for case in TRAINING],
+                        help="the cases to run (default: every case of the table chosen)")
     parser.add_argument("--training", action="store_true",
                         help="the cases with training options (TRAINING) instead")
     parser.add_argument("--milp-gib", type=positive_float, default=8.0,
@@ -361,12 +376,16 @@ def main() -> int:
                         help="pase's effort bound in thousands of frontier points (default "
                              f"{DEFAULT_EFFORT}; 0 for none)")
     arguments = parser.parse_args()
+    try:
+        chosen, with_training = selected(arguments.cases, arguments.training)
+    except ValueError as error:
+        parser.error(str(error))
     print(f"{cpus()}; {versions()}; effort={arguments.effort}")
-    if arguments.training or any(key in {case.key for case in TRAINING}
-                                 for key in arguments.cases):
+    if with_training:
+        arguments.cases = chosen
         return training_table(arguments)
     rows = []
-    for key in arguments.cases:
+    for key in chosen:
         if any(case[0] == key for case in PIPELINES):
             plan = pipeline(key, arguments.effort)
             if "failed" in plan:

@@ -17,6 +17,10 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("capped.py", ["--milp-gib", "nan"], "argument --milp-gib: must be a finite number above "
                                          "0, got nan"),
     ("outputs.py", ["out", "--devices", "-4"], "argument --devices: must be at least 1, got -4"),
+    # (rc10: a training case with another was run as the training table, the other dropped.)
+    ("capped.py", ["--cases", "t16", "small-rc-dp2"], "--cases: the cases with training options "
+     "(mlp-adam, t8-adam, t16-dp4, gpt2-adam, gpt2-mom-dp2, small-rc-auto, small-rc-full, "
+     "small-rc-dp2) cannot be mixed with the others"),
     # (review33: gpt.py's cap took only whole GiB: 79.5 was "'79.5' is not an integer".)
     ("gpt.py", ["--device-memory-gib", "nan"], "argument --device-memory-gib: must be a finite "
                                                "number above 0, got nan"),

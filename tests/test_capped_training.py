@@ -59,3 +59,18 @@ def test_the_agree_column_flags_a_proven_optimum_the_milp_beats() -> None:
     unproven = {**PASE, "bound": 1.0, "proven": False}
     assert in_benchmark(ROW, json.dumps(unproven), json.dumps(PLAIN))[-1] == \
         "optimal, not proven"
+
+
+SELECTED = "print(json.dumps(capped.selected(json.loads(sys.argv[2]), sys.argv[3] == 'yes')))"
+
+
+def test_cases_with_training_runs_only_those_asked() -> None:
+    # (`--training --cases small-rc-dp2` ran every training case: `--cases` was ignored.)
+    assert in_benchmark(SELECTED, json.dumps(["small-rc-dp2"]), "yes") == \
+        [["small-rc-dp2"], True]
+    assert in_benchmark(SELECTED, json.dumps(["small-rc-dp2"]), "no") == \
+        [["small-rc-dp2"], True]
+    assert in_benchmark(SELECTED, "null", "yes") == \
+        [["mlp-adam", "t8-adam", "t16-dp4", "gpt2-adam", "gpt2-mom-dp2", "small-rc-auto",
+          "small-rc-full", "small-rc-dp2"], True]
+    assert in_benchmark(SELECTED, "null", "no") == [["t16", "gpt2", "t64", "pipe64"], False]

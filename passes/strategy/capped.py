@@ -392,12 +392,17 @@ def _approach(diffusion: _Diffusion, target: float) -> None:
 
 def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
               incumbent: Strategy, bound: float, effort: int | None = None,
-              enough: Callable[[float], bool] | None = None, jit: str = "auto") -> Closed:
+              enough: Callable[[float], bool] | None = None, jit: str = "auto",
+              ceiling: float = math.inf) -> Closed:
     """The least-cost strategy of `graph` whose memory is at most `cap` (module docstring),
     given LARAC's best multiplier `rate`, a strategy that fits (`incumbent`) and a proven
     lower bound (`bound`). `effort` bounds the frontier DP's points over all rounds, in
     units of `POINTS_PER_EFFORT` (None: no bound); `enough` is told each bound proven and
     may end the search (`memory.solve_capped`, raising `memory.BoundReached`).
+    `ceiling`, a cost no strategy of interest reaches (a better strategy found outside:
+    `recomputed`'s best), caps every round's threshold: a round at it that finds nothing
+    at most it proves the bound `ceiling` (told to `enough`) and ends the search there,
+    with `incumbent` not proven.
 
     A search the effort stops, whose diffusion was more than `CLOSE` below LARAC's bound
     L(rate) (+ rate·cap), is made once more from what it proved, with the diffusion swept
@@ -406,20 +411,21 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
     optima the rounds return, on the bundled Transformer at P = 8 under 2.194 GiB.)"""
     larac = bound
     reduced = ReducedCosts(graph, memory, cap, rate, jit)
-    closed = _rounds(graph, memory, cap, rate, reduced, incumbent, bound, effort, enough)
+    closed = _rounds(graph, memory, cap, rate, reduced, incumbent, bound, effort, enough,
+                     ceiling)
     target = larac + rate * cap
     if not closed.stopped or reduced.lower + rate * cap >= target - CLOSE * abs(target):
         return closed
     swept = ReducedCosts(graph, memory, cap, rate, jit, larac)
     again = _rounds(graph, memory, cap, rate, swept, closed.best, closed.bound, effort,
-                    enough)
+                    enough, ceiling)
     return Closed(again.best, max(again.bound, closed.bound), closed.nodes + again.nodes,
                   again.stopped)
 
 
 def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
             reduced: ReducedCosts, incumbent: Strategy, bound: float, effort: int | None,
-            enough: Callable[[float], bool] | None) -> Closed:
+            enough: Callable[[float], bool] | None, ceiling: float = math.inf) -> Closed:
     """`close_gap`'s rounds on the reduced costs `reduced`."""
     from pase.passes.strategy.frontier import frontier_search
     from pase.passes.strategy.memory import RELATIVE_TOLERANCE, BoundReached
@@ -436,7 +442,11 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
     while True:
         if incumbent[1] <= bound * (1 + RELATIVE_TOLERANCE):
             return Closed(incumbent, min(bound, incumbent[1]), points, False)
-        limit = min(threshold, incumbent[1])
+        if bound >= ceiling:
+            if enough is not None and enough(bound):
+                raise BoundReached(bound)
+            return Closed(incumbent, bound, points, False)
+        limit = min(threshold, incumbent[1], ceiling)
         left = _left(effort, points)
         if left is not None and left <= 0:
             return Closed(incumbent, bound, points, True)
@@ -456,7 +466,7 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
                                      *kept, margin, _left(effort, points))
             points += result.points
         first = False
-        if result.finished and limit < incumbent[1] and \
+        if result.finished and limit < min(incumbent[1], ceiling) and \
                 (result.choice is None or result.cost > limit + margin):
             # The window (`frontier_search`'s) changes only the best strategy met above T:
             # where none costs at most T, the round is made again without it, so that the

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -300,12 +300,21 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
 
         def under(vectors: list[np.ndarray], room: float, first: bool,
                   near: float | None = None,
-                  stop: Callable[[float], bool] | None = None) -> CappedSolution:
-            return _solve_additive(problem, graph, vectors,
-                                   sum(float(vector.min()) for vector in vectors), room,
-                                   method, order, budget, exhaustive_limit, jit, progress,
-                                   enough if first else stop, effort,
-                                   start if near is None else near, solved)
+                  stop: Callable[[float], bool] | None = None,
+                  ceiling: float = math.inf,
+                  allowed: list[np.ndarray] | None = None) -> CappedSolution:
+            def additive(part: CostGraph, part_vectors: list[np.ndarray],
+                         known: dict[str, DPResult]) -> CappedSolution:
+                return _solve_additive(problem, part, part_vectors,
+                                       sum(float(vector.min()) for vector in part_vectors),
+                                       room, method, order, budget, exhaustive_limit, jit,
+                                       progress, enough if first else stop, effort,
+                                       start if near is None else near, known, ceiling)
+
+            if allowed is None:
+                return additive(graph, vectors, solved)
+            found = recomputed.within(graph, allowed, vectors, budget, solved, additive)
+            return replace(found, assignment=problem.assignment(found.choice))
 
         if transient is None:
             return under(memory, cap, True)
@@ -327,10 +336,11 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
                     budget: MemoryBudget, exhaustive_limit: int, jit: str,
                     progress: Callable[[int, int, int], None] | None,
                     enough: Callable[[float], bool] | None, effort: int | None,
-                    start: float | None, solved: dict[str, DPResult]) -> CappedSolution:
+                    start: float | None, solved: dict[str, DPResult],
+                    ceiling: float = math.inf) -> CappedSolution:
     """`solve_capped` of the additive memory `memory` (`least`, the least of it any
     strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
-    the next call (`solve_recomputed`'s nodes)."""
+    the next call (`solve_recomputed`'s nodes), `ceiling` as `capped.close_gap`'s."""
     if least > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
                              f"least memory any strategy needs is {gib_up(least)} GiB "
@@ -357,7 +367,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
     if method == "exhaustive":
         return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
     return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
-                       start)
+                       start, ceiling)
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
@@ -523,7 +533,8 @@ def _warm(search: _Search, start: float, over: Strategy
 def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
                 free: DPResult, run: Callable[[CostGraph], DPResult],
                 enough: Callable[[float], bool] | None = None, effort: int | None = None,
-                jit: str = "auto", start: float | None = None) -> CappedSolution:
+                jit: str = "auto", start: float | None = None,
+                ceiling: float = math.inf) -> CappedSolution:
     """LARAC's bound and strategies (module docstring), then the exact search on what the
     bound keeps (`capped.close_gap`), until proven or `effort` thousand frontier points are made (or
     `enough` accepts the bound so far: `solve_capped`)."""
@@ -533,7 +544,7 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
                            free, enough, start)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
     closed = close_gap(graph, memory, cap, root.rate, root.fits, root.bound, effort, enough,
-                       jit)
+                       jit, ceiling)
     best = closed.best
     return _solution(problem, best[0], best[1], best[2], cap, closed.bound, False,
                      relaxation.solves, relaxation.last, closed.nodes, closed.stopped, effort,

@@ -45,7 +45,12 @@ over the layers' recomputed results that needs only that one row:
   configurations are within a solved one's takes its solution where it allows it (and
   its bound); a solve after the root stops once its bound reaches the best strategy
   found (`_beaten`), which ends the node (and those within it under that row); LARAC
-  starts at the parent's multiplier.
+  starts at the parent's multiplier; its exact search goes no higher than the best
+  strategy's cost (`capped.close_gap`'s `ceiling`).
+- A node that branches once a strategy that fits is known leaves out of its children
+  the configurations no strategy of it that fits and beats the best takes (`_fixed`:
+  reduced costs of its own row, which every such strategy meets), and each node is
+  solved on the graph restricted to the configurations it allows (`within`).
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from pase.passes.strategy.bound import _restrict
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import DPResult
 from pase.passes.strategy.memory import (
     GIB,
     RELATIVE_TOLERANCE,
@@ -83,14 +92,15 @@ MAX_ROUNDS = 8
 the first strategy that fits found before branching."""
 
 Solve = Callable[[list[np.ndarray], float, bool, float | None,
-                   Callable[[float], bool] | None], CappedSolution]
-"""`solve_under(vectors, room, first, near, stop)`: the exact capped solve of the additive
+                   Callable[[float], bool] | None, float, list[np.ndarray]], CappedSolution]
+"""`solve_under(vectors, room, first, near, stop, ceiling)`: the exact capped solve of the additive
 memory `vectors` (one per layer) under `room`, raising `MemoryCapError` where nothing fits
 (`first`: the root's, whose bound is every fitting strategy's, which may end it early;
 `near`: a multiplier near the best one, its parent's, where LARAC starts: `solve_capped`'s
 `start`; `stop`, told each bound the solve proves, ends it with `BoundReached` where it
 returns True, as `solve_capped`'s `enough` does: a node that cannot beat the best
-strategy found is left there)."""
+strategy found is left there; `ceiling`, that best strategy's cost, caps the exact
+search's thresholds, `capped.close_gap`'s)."""
 
 
 class Transient:
@@ -99,13 +109,14 @@ class Transient:
 
     def __init__(self, model: TrainingCost, problem: Problem):
         self.layers = problem.layer_data
+        self.graph = problem.cost_graph
+        """The problem's cost graph (`Problem.cost_graph`, built once)."""
         made: dict[tuple[int, Layer], np.ndarray] = {}
         self.vectors = []
         for layer, configs in zip(self.layers, problem.config_lists, strict=True):
             key = (id(configs), layer_kind_key(layer))
             if key not in made:
-                made[key] = np.array([model.memory_breakdown(layer, config)["recomputed"]
-                                      for config in configs], dtype=np.float64)
+                made[key] = model.recomputed(layer, configs)
             self.vectors.append(made[key])
         self.runs: list[list[int]] = [[]]
         for index, layer in enumerate(self.layers):
@@ -306,6 +317,9 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         if not children:  # (over the cap by rounding alone: left, with its bound)
             tally.floor = min(tally.floor, bound)
         weights = _weights(transient, solution.choice, cap - solution.memory)
+        if children and tally.best is not None:
+            children = _fixed(transient, memory, cap, node, low, solution.rate,
+                              tally.best.cost, children)
         for child in children:
             heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights,
                                          rate=solution.rate or node.rate))
@@ -345,8 +359,11 @@ class _Solves:
                     raise _Pruned(found)  # (the best found is no worse than it was then)
                 return found
         try:
+            best = tally.best
             solution = self.solve_under(vectors, room, first, node.rate,
-                                        None if first else _beaten(tally))
+                                        None if first else _beaten(tally),
+                                        math.inf if first or best is None else best.cost,
+                                        allowed)
         except MemoryCapError:
             kept.append((allowed, None))
             raise
@@ -437,6 +454,20 @@ def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
     of every configuration holding at least `held`), starts LARAC at the root's
     multiplier `rate`, and stops where it cannot beat the best found (`_beaten`):
     neither can the later rounds' (under lower caps)."""
+    least = sum(float(vector.min()) for vector in memory)
+    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
+    for _ in range(MAX_ROUNDS):
+        if least + held > cap:
+            break
+        try:
+            solution = solves.solve(_Node(-math.inf, 0, everything, low=held, rate=rate),
+                                    held, False, tally)
+        except (MemoryCapError, _Pruned):
+            break
+        held = transient.held(solution.choice)[0]
+        if solution.memory + held <= cap:
+            tally.offer(solution, held)
+            break
     fewest = one_array_each([again == again.min() for again in transient.vectors])
     try:  # (every layer recomputing its least: every segment holds its least, at most T)
         solution = solves.solve(_Node(-math.inf, 0, fewest, rate=rate), transient.least,
@@ -446,20 +477,6 @@ def _lowered(transient: Transient, memory: list[np.ndarray], cap: float,
             tally.offer(solution, again)
     except (MemoryCapError, _Pruned):
         pass
-    least = sum(float(vector.min()) for vector in memory)
-    everything = one_array_each([np.ones(vector.size, dtype=bool) for vector in memory])
-    for _ in range(MAX_ROUNDS):
-        if least + held > cap:
-            return
-        try:
-            solution = solves.solve(_Node(-math.inf, 0, everything, low=held, rate=rate),
-                                    held, False, tally)
-        except (MemoryCapError, _Pruned):
-            return
-        held = transient.held(solution.choice)[0]
-        if solution.memory + held <= cap:
-            tally.offer(solution, held)
-            return
 
 
 def _masked(memory: list[np.ndarray], allowed: list[np.ndarray], cap: float
@@ -496,6 +513,57 @@ def _children(transient: Transient, node: _Node, choice: Sequence[int], held: fl
         if narrowed is not None and low <= high:
             children.append(_Node(node.bound, node.order, narrowed, low, high))
     return children
+
+
+def within(graph: CostGraph, allowed: list[np.ndarray], vectors: list[np.ndarray],
+           budget: MemoryBudget, solved: dict[str, DPResult],
+           additive: Callable[[CostGraph, list[np.ndarray], dict[str, DPResult]],
+                              CappedSolution]) -> CappedSolution:
+    """`additive(part, part_vectors, known)`, the exact capped solve, on the graph
+    restricted to the configurations `allowed` (a node's: the others may not be taken,
+    so the strategies that fit and their optimum are the same, the tables smaller), its
+    choice mapped back; `solved["free"]`, the whole graph's unconstrained optimum, is
+    the part's too where it takes only allowed configurations (`known`)."""
+    if all(bool(ok.all()) for ok in allowed):
+        return additive(graph, vectors, solved)
+    part, kept, charged = _restrict(graph, allowed, budget)
+    try:
+        known = {}
+        free = solved.get("free")
+        if free is not None and _within_choice(allowed, free.choice):
+            known["free"] = replace(free, choice=tuple(
+                int(np.searchsorted(k, c)) for k, c in zip(kept, free.choice, strict=True)))
+        found = additive(part, one_array_each([vector[k] for vector, k
+                                               in zip(vectors, kept, strict=True)]), known)
+    finally:
+        budget.release(charged)
+    return replace(found, choice=tuple(int(k[c]) for k, c
+                                       in zip(kept, found.choice, strict=True)))
+
+
+def _fixed(transient: Transient, memory: list[np.ndarray], cap: float, node: _Node,
+           low: float, rate: float, best: float, children: list[_Node]) -> list[_Node]:
+    """`children` of `node` without the configurations no strategy of `node` that fits
+    and costs less than `best` takes: reduced-cost fixing (`capped.ReducedCosts`) on the
+    node's row (`_row`, its floor `low`) at its multiplier `rate`, which every strategy
+    of the node that fits meets, so every strategy of its children that fits too."""
+    from pase.passes.strategy.capped import MARGIN, ReducedCosts
+
+    graph = transient.graph()
+    vectors, room = _row(transient, _masked(memory, node.allowed, cap), cap, low,
+                         node.weights)
+    reduced = ReducedCosts(graph, vectors, room, rate)
+    tables = [*graph.vertex_costs, *graph.edge_costs.values()]
+    margin = MARGIN * math.fsum(float(np.abs(t).max()) for t in tables) + \
+        MARGIN * room * rate
+    keep = one_array_each([bound - margin < best for bound in reduced.per_config])
+    fixed = []
+    for child in children:
+        allowed = one_array_each([ok & kept for ok, kept in zip(child.allowed, keep,
+                                                                strict=True)])
+        if all(bool(ok.any()) for ok in allowed):
+            fixed.append(replace(child, allowed=allowed))
+    return fixed
 
 
 def _split(transient: Transient, allowed: list[np.ndarray], choice: Sequence[int],

@@ -320,10 +320,27 @@ class TrainingCost:
             parts["parameters"] += block * use.element_bytes / (replicas if zero >= 3 else 1)
             parts["gradients"] += block * use.element_bytes / (replicas if zero >= 2 else 1)
             parts["optimizer_state"] += block * state_bytes / (replicas if zero >= 1 else 1)
-        result = low.result.elements / float(vectors.factor(
-            [d for d in low.result.dims if d is not None])[0]) * low.result.element_bytes
-        parts["recomputed" if recompute else "activations"] = result
+        parts["recomputed" if recompute else "activations"] = _result_bytes(low, vectors)
         return parts
+
+    def recomputed(self, layer: Layer, configs: Sequence[Config]) -> np.ndarray:
+        """Each configuration's "recomputed" part (`memory_breakdown`'s: its result where
+        recomputed, else 0), the result priced once per distinct dims
+        (`recomputed.Transient`'s vectors)."""
+        low = at_precision(layer, self.training.element_bytes)
+        made: dict[tuple[tuple[str, int], ...], float] = {}
+        values = []
+        for config in configs:
+            if not self.choices(config, layer)[0]:
+                values.append(0.0)
+                continue
+            dims = dict(config)
+            key = tuple(sorted(dims.items()))
+            if key not in made:
+                made[key] = _result_bytes(low, Vectors(low, factor_matrix(
+                    low.space.names, [dims]), Machine("", 1.0, 1.0, 1.0, 1)))
+            values.append(made[key])
+        return np.array(values, dtype=np.float64)
 
     def memory(self, layer: Layer, configs: Sequence[Config], in_flight: int = 1,
                own: tuple[int, ...] = ()) -> np.ndarray:
@@ -338,6 +355,13 @@ class TrainingCost:
             values.append(parts["parameters"] + parts["gradients"]
                           + parts["optimizer_state"] + in_flight * parts["activations"])
         return np.array(values, dtype=np.float64)
+
+
+def _result_bytes(low: Layer, vectors: Vectors) -> float:
+    """The bytes of one device's block of `low`'s result (the layer at its precision),
+    its configuration's factors in `vectors`."""
+    return low.result.elements / float(vectors.factor(
+        [d for d in low.result.dims if d is not None])[0]) * low.result.element_bytes
 
 
 def unheld(layers: Sequence[Layer]) -> list[tuple[int, ...]]:

@@ -5,6 +5,9 @@ and on TINY's every cap against the brute-force optimum
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 
@@ -27,10 +30,13 @@ class Calls:
     def __init__(self, *answers: CappedSolution | Exception):
         self.answers = list(answers)
         self.asked: list[tuple[float, float | None]] = []
+        self.ceilings: list[float] = []
 
     def __call__(self, vectors: list[np.ndarray], room: float, first: bool,
-                 near: float | None, stop: object) -> CappedSolution:
+                 near: float | None, stop: object, ceiling: float,
+                 allowed: list[np.ndarray]) -> CappedSolution:
         self.asked.append((room, near))
+        self.ceilings.append(ceiling)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -84,8 +90,10 @@ def test_a_node_that_cannot_beat_the_best_found_ends_and_so_do_those_inside_it(
     tally.offer(solution((0,) * len(memory), 1.0), 0.0)
 
     def reaching(vectors: list[np.ndarray], room: float, first: bool, near: float | None,
-                 stop: object) -> CappedSolution:
+                 stop: object, ceiling: float, allowed: list[np.ndarray]) -> CappedSolution:
         assert stop is None if first else (callable(stop) and not stop(0.5) and stop(1.0))
+        # (The best strategy's cost caps the exact search's thresholds, not the root's.)
+        assert ceiling == (math.inf if first else 1.0)
         raise BoundReached(1.0)
 
     solves = recomputed._Solves(transient, memory, 1e9, reaching)
@@ -151,3 +159,123 @@ def test_every_cap_is_proven_in_fewer_exact_solves(
         assert memory_parts(problem, found.assignment).total <= cap
     assert sum(asked) <= 52, asked
     assert max(asked) <= 15, asked
+
+
+@pytest.mark.parametrize("seed", [0, 3, 6, 11])
+def test_the_exact_search_ends_at_a_ceiling_it_cannot_beat(seed: int) -> None:
+    """`capped.close_gap`'s `ceiling` (a node's: the best strategy found elsewhere): above
+    the optimum the same optimum, proven; below it a bound of at least `ceiling`, told
+    to `enough`, or returned unproven without it, in no more frontier points."""
+    from pase.passes.strategy.capped import close_gap
+    from tests.passes.strategy.test_frontier import ring
+
+    graph, memory = ring(seed)
+    rate, cap = 0.5, float(sum(int(m.min()) + int(m.max()) for m in memory) // 2)
+    strategies = {choice: (graph.total_cost(choice), math.fsum(
+        float(vector[c]) for vector, c in zip(memory, choice, strict=True)))
+        for choice in itertools.product(*map(range, graph.sizes))}
+    larac = min(c + rate * m for c, m in strategies.values()) - rate * cap
+    best = min(c for c, m in strategies.values() if m <= cap)
+    lean = min((m, c, choice) for choice, (c, m) in strategies.items() if m <= cap)
+    start = (lean[2], lean[1], lean[0])
+    plain = close_gap(graph, memory, cap, rate, start, larac)
+    assert plain.best[1] == pytest.approx(best, abs=1e-12)
+    above = close_gap(graph, memory, cap, rate, start, larac, ceiling=best + 0.5)
+    assert (above.best, above.bound) == (plain.best, plain.bound)
+    if lean[1] <= best:
+        return  # (the least-memory strategy is the optimum: no round is made)
+    told: list[float] = []
+
+    def enough(bound: float) -> bool:
+        told.append(bound)
+        return bound >= best - 0.5
+
+    with pytest.raises(BoundReached):
+        close_gap(graph, memory, cap, rate, start, larac, enough=enough,
+                  ceiling=best - 0.5)
+    assert told[-1] >= best - 0.5  # (the diffusion's own bound may be above it already)
+    under = close_gap(graph, memory, cap, rate, start, larac, ceiling=best - 0.5)
+    assert best - 0.5 <= under.bound <= best
+    assert under.best[1] > under.bound
+    assert not under.stopped
+    assert under.nodes <= plain.nodes
+
+
+def test_a_node_is_solved_on_its_allowed_configurations_alone(problem: Problem) -> None:  # noqa: F811
+    """`recomputed.within`: the solve sees the graph and vectors restricted to the allowed
+    configurations, the unconstrained optimum where it is allowed, and its choice comes
+    back in the whole graph's indices."""
+    from pase.passes.strategy.budget import as_budget
+    from pase.passes.strategy.dp import DPResult
+    from pase.passes.strategy.memory import memory_vectors
+
+    graph = problem.cost_graph()
+    memory = memory_vectors(problem)
+    allowed = [np.arange(v.size) % 2 == 1 for v in memory]
+    allowed[0] = np.ones(memory[0].size, dtype=bool)
+    free = DPResult(choice=tuple(1 for _ in memory), cost=1.0, order=(), max_dependent_set=0,
+                    table_entries=0, peak_table_bytes=0)
+    seen = []
+
+    def additive(part: object, vectors: list[np.ndarray], known: dict) -> CappedSolution:
+        seen.append((part.sizes, [v.tolist() for v in vectors], known["free"].choice))
+        return solution(tuple(size - 1 for size in part.sizes), 2.0)
+
+    budget = as_budget(1 << 30)
+    found = recomputed.within(graph, allowed, memory, budget, {"free": free}, additive)
+    kept = [np.flatnonzero(ok) for ok in allowed]
+    assert seen == [([k.size for k in kept],
+                     [v[k].tolist() for v, k in zip(memory, kept, strict=True)],
+                     (1,) + (0,) * (len(memory) - 1))]
+    assert found.choice == tuple(int(k[-1]) for k in kept)
+    assert budget.used == 0
+
+
+def test_fixing_keeps_every_strategy_that_fits_and_beats_the_best(
+        problem: Problem, every: tuple[np.ndarray, np.ndarray, np.ndarray],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_fixed` (reduced-cost fixing on a node's row) drops configurations, but none of a
+    strategy of the node that fits and costs less than the best found (brute force)."""
+    cost, additive, held = every
+    choices = np.array(list(itertools.product(*(range(len(configs))
+                                                 for configs in problem.config_lists))))
+    real = recomputed._fixed
+    dropped = []
+
+    def checked(transient: Transient, memory: list[np.ndarray], cap: float,
+                node: recomputed._Node, low: float, rate: float, best: float,
+                children: list[recomputed._Node]) -> list[recomputed._Node]:
+        fixed = real(transient, memory, cap, node, low, rate, best, children)
+        better = (additive + held <= cap) & (cost < best)
+        for child in children:
+            inside = better & np.all([ok[choices[:, i]] for i, ok
+                                      in enumerate(child.allowed)], axis=0)
+            after = [c for c in fixed if c.low == child.low and c.high == child.high and
+                     all((c_ok <= ok).all()
+                         for c_ok, ok in zip(c.allowed, child.allowed, strict=True))]
+            kept = np.any([np.all([ok[choices[:, i]] for i, ok in enumerate(c.allowed)],
+                                  axis=0) for c in after], axis=0) if after else \
+                np.zeros(inside.size, dtype=bool)
+            assert not (inside & ~kept).any()
+        dropped.append(sum(int(ok.sum()) for child in children for ok in child.allowed) -
+                       sum(int(ok.sum()) for child in fixed for ok in child.allowed))
+        return fixed
+
+    monkeypatch.setattr(recomputed, "_fixed", checked)
+    for cap in caps(every):
+        found = solve_capped(problem, cap, effort=None)
+        assert found.proven
+    assert sum(dropped) > 0
+
+
+def test_the_recomputed_vectors_are_the_breakdowns(problem: Problem) -> None:  # noqa: F811
+    """`TrainingCost.recomputed` (each result priced once per distinct dims) gives every
+    configuration the "recomputed" part of its `memory_breakdown`."""
+    model = problem.model
+    recomputing = 0
+    for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True):
+        vector = model.recomputed(layer, configs)
+        assert vector.tolist() == [model.memory_breakdown(layer, config)["recomputed"]
+                                   for config in configs]
+        recomputing += int((vector > 0).sum())
+    assert recomputing > 0
