@@ -248,9 +248,10 @@ def solve_chain(problem: Problem, least: list[float], excess: list[np.ndarray],
     round_ = _widened(problem, least, excess, groups, optima, upper)
     assert round_ is not None, "the strategy costing upper is kept"
     widened, kept = round_
-    narrowed, kept = masked(problem, widened,
-                            chain_bounds(problem, widened, chain, budget).keeps(upper), kept)
-    return narrowed, kept, solve(narrowed)
+    keeps = chain_bounds(problem, widened, chain, budget).keeps(upper)
+    if all(keep.any() for keep in keeps):  # (the strategy costing upper is kept)
+        widened, kept = masked(problem, widened, keeps, kept)
+    return widened, kept, solve(widened)
 
 
 class _Parts:
