@@ -93,17 +93,28 @@ def restricted(problem: Problem, excess: list[np.ndarray], gap: float | Sequence
     """The problem with each layer's configurations of excess at most `gap` (one for all
     layers, or one per layer), and the indices kept per layer (increasing); layers of
     one kind, list and gap share the new list."""
+    gaps = [gap] * len(problem.layer_data) if isinstance(gap, float | int) else list(gap)
+    return masked(problem, problem, [over <= most for over, most in zip(excess, gaps,
+                                                                         strict=True)])
+
+
+def masked(problem: Problem, source: Problem, masks: Sequence[np.ndarray],
+           within: Sequence[np.ndarray] | None = None) -> tuple[Problem, list[np.ndarray]]:
+    """`problem` with each layer's configurations those `masks` keep of `source`'s list
+    (`source` is `problem` or a narrowed copy whose indices into `problem`'s lists are
+    `within`), and the indices kept per layer into `problem`'s lists (increasing);
+    layers of one kind and list that keep the same configurations share the new list."""
     kinds = problem._kinds()[0]
-    gaps = [gap] * len(kinds) if isinstance(gap, float | int) else list(gap)
-    lists: dict[tuple[int, int, float], tuple[list, np.ndarray]] = {}
+    lists: dict[tuple[object, ...], tuple[list, np.ndarray]] = {}
     config_lists = []
     kept = []
-    for kind, configs, over, most in zip(kinds, problem.config_lists, excess, gaps,
-                                         strict=True):
-        key = (kind, id(configs), most)
+    for layer, (kind, configs, keep) in enumerate(zip(kinds, source.config_lists, masks,
+                                                      strict=True)):
+        key = (kind, id(configs), keep.tobytes())
         if key not in lists:
-            indices = np.flatnonzero(over <= most)
-            lists[key] = ([configs[i] for i in indices], indices)
+            indices = np.flatnonzero(keep)
+            lists[key] = ([configs[i] for i in indices],
+                          indices if within is None else within[layer][indices])
         config_lists.append(lists[key][0])
         kept.append(lists[key][1])
     narrowed = Problem(problem.graph, problem.devices, problem.machine, problem.layer_data,
@@ -127,23 +138,24 @@ def solve_narrowed(problem: Problem, solve: Callable[[Problem], Solution],
     if type(problem) is not Problem:
         raise TypeError(f"narrowing needs a plain Problem, not {type(problem).__name__}")
     if problem._priced is not None:
-        return _narrowed(problem, solve, guess, blocks)
+        return _narrowed(problem, solve, guess, blocks, budget)
     # The rounds' problems (and the groups', with theirs) share the entries priced.
     priced = PricedTables(problem.config_lists, budget)
     try:
-        return _narrowed(replace(problem, _priced=priced), solve, guess, blocks)
+        return _narrowed(replace(problem, _priced=priced), solve, guess, blocks, budget)
     finally:
         priced.close()
 
 
 def _narrowed(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
-              blocks: bool) -> Solution:
+              blocks: bool, budget: MemoryBudget | None) -> Solution:
     """`solve_narrowed` of a problem that shares its rounds' priced entries."""
     minima, excess = layer_least(problem)
     least = math.fsum(minima)
     groups = _groups(problem) if blocks else None
     if groups is not None:
-        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups)
+        narrowed, kept, solution = _by_blocks(problem, solve, guess, minima, excess, groups,
+                                              budget)
     else:
         gap = guess * least
         while True:
@@ -206,8 +218,8 @@ def _groups(problem: Problem) -> list[range] | None:
 
 
 def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: float,
-               minima: list[float], excess: list[np.ndarray], groups: list[range]
-               ) -> tuple[Problem, list[np.ndarray], Solution]:
+               minima: list[float], excess: list[np.ndarray], groups: list[range],
+               budget: MemoryBudget | None) -> tuple[Problem, list[np.ndarray], Solution]:
     """`solve_narrowed` block by block (`narrow_blocks.py`): each distinct group solved
     once; then a strategy of the whole priced (`narrow_ends.py`: the blocks' optima, the
     head and the tail solved given them). Where that costs no more than the groups' optima
@@ -217,10 +229,15 @@ def _by_blocks(problem: Problem, solve: Callable[[Problem], Solution], guess: fl
     round narrows with the best of them. Returns the narrowed problem, the kept indices
     and its optimum."""
     from pase.passes.strategy.narrow_blocks import block_gaps, group_optima
+    from pase.passes.strategy.narrow_chain import find_chain, solve_chain
     from pase.passes.strategy.narrow_ends import completed_cost
 
     optima, stitched, assignment = group_optima(problem, groups,
                                                 lambda part: solve_narrowed(part, solve, guess))
+    chain = find_chain(problem, groups)
+    if chain is not None:
+        return solve_chain(problem, minima, excess, groups, optima, chain, stitched, solve,
+                           guess, budget)
     total = math.fsum(optima)
     assumed = total * (1 + guess)
     narrowed, kept = restricted(problem, excess, block_gaps(minima, groups, optima, assumed))

@@ -1,0 +1,297 @@
+"""The whole round narrowed by a lower bound that counts the joins between repeated blocks:
+configurations in no strategy as cheap as a known cost U, dropped before the whole round's
+tables are built.
+
+`narrow_blocks.block_gaps` bounds a strategy's cost by the sum of its groups' optima,
+which leaves out the edges between groups. On a stack of blocks whose own optimum is not
+self-consistent (GPT-3 175B at 3,072 devices: the block's optimal output layout is not the
+one its input reads best), those joins cost about 0.017 s over 96 blocks, and every layer
+of every block keeps the configurations within that gap: the whole round's DP outgrew the
+memory budget. Here the joins are counted. The blocks B_1 .. B_n form a chain: the only
+edges between them go from one layer r_{i-1} of a block (its boundary, a GPT's second
+residual add) to the next block. With any potential phi over r's configurations,
+
+    F(x) >= P_0(x) + sum_{i=2..n} K_i(x) + P_end(x),
+    P_0   = head + B_1 + (the edges among them) - phi(r_1),
+    K_i   = phi(r_{i-1}) + B_i + (the edges from r_{i-1} into B_i) - phi(r_i),
+    P_end = phi(r_n) + tail + (the edges from r_n into it),
+
+the phi terms cancelling along the chain and every edge left out (the head's into the
+tail, a tied embedding's) costing at least 0. Each part's min-sum diffusion
+(`repeats._part_bounds`) gives a lower bound m_p and per-configuration bounds
+B_p(v = a) <= min { part : x_v = a }, so a strategy with x_v = a costs at least
+B_p(v = a) + sum_{q != p} m_q (K counted n - 1 times; a layer in two parts takes the larger
+bound). A configuration whose bound exceeds U is in no strategy costing at most U, so in
+no optimal one. The bounds hold for the strategies whose configurations are in the lists
+they were computed on: those the excess bound keeps for the same U (`block_gaps`), which
+hold every strategy costing at most U. The kept configurations stay in their order, so
+the narrowed DP picks the very strategy the whole DP picks (`narrow.py`'s argument); the
+blocks keep one list per layer kind (the union over the blocks' bounds), so they still
+share their tables.
+
+phi is found by value iteration, each step one diffusion of K: the bound of K at r_i = b
+(less phi(b)) is the cost of reaching b through one more block; with phi the cost of
+reaching r through the blocks before, K's bound is the chain's cost per block, and the
+joins are in it. Any phi gives valid bounds; the best of the steps is kept.
+
+    >>> from pase.frontend import parse_file
+    >>> from pase.passes.strategy import build_problem
+    >>> from pase.passes.strategy.narrow_blocks import layer_groups
+    >>> problem = build_problem(parse_file("models/transformer.dnn"), devices=4)
+    >>> chain = find_chain(problem, layer_groups(problem))
+    >>> len(chain.blocks), chain.boundary       # 6 blocks, joined by their last layer
+    (6, 23)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pase.passes.strategy.bound import MARGIN
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.narrow import masked, restricted
+from pase.passes.strategy.narrow_blocks import block_gaps, group_key, group_problem
+from pase.passes.strategy.problem import Problem, Solution
+from pase.passes.strategy.repeats import _part_bounds, _swept
+
+NEAR = 1.0
+"""Where no strategy costs the first round's guess, a strategy is found among the
+configurations whose chain bound is within this share of the bound's lead over the
+groups' optima. On GPT-3 175B at 3,072 devices a quarter (0.0026 s) found a strategy
+0.0030 s above the optimum, whose last round kept 836,930 configurations against the
+optimum's 668,605; the bound plus its whole lead (9.2319 s) is above the optimum
+(9.2315 s), so that round finds the optimum where the first round's lists hold it."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The layers before the blocks, the blocks (each a range of layers, the same kinds in
+    the same places) and the layers after them; `boundary` is the position in a block of
+    the one layer whose edges reach the next block."""
+
+    head: range
+    blocks: list[range]
+    tail: range
+    boundary: int
+
+
+def find_chain(problem: Problem, groups: Sequence[range] | None) -> Chain | None:
+    """The chain of `groups` (`narrow_blocks.layer_groups`: a head, repeated blocks, a
+    tail), or None where the blocks are fewer than 3, where an edge joins two blocks that
+    are not consecutive, or where the edges from one block into the next do not all leave
+    from one layer, in the same places and of the same kinds for every pair of blocks."""
+    if not groups:
+        return None
+    keys = [group_key(problem, layers) for layers in groups]
+    first = 1 if len(groups) > 1 and keys[0] != keys[1] else 0
+    last = first
+    while last + 1 < len(groups) and keys[last + 1] == keys[first]:
+        last += 1
+    blocks = list(groups[first:last + 1])
+    if len(blocks) < 3:
+        return None
+    period = len(blocks[0])
+    start, stop = blocks[0].start, blocks[-1].stop
+    edge_kinds = problem._kinds()[1]
+    joins: list[set[tuple[int, int, int]]] = [set() for _ in blocks]
+    for edge, kind in zip(problem.edges, edge_kinds, strict=True):
+        low, high = sorted((edge.producer, edge.consumer))
+        if not (start <= low < stop and start <= high < stop):
+            continue
+        one, other = (low - start) // period, (high - start) // period
+        if one == other:
+            continue
+        if other != one + 1 or edge.producer != low:
+            return None
+        joins[other].add((edge.producer - blocks[one].start,
+                          edge.consumer - blocks[other].start, kind))
+    if any(join != joins[1] for join in joins[2:]):
+        return None
+    ends = {producer for producer, _, _ in joins[1]}
+    if len(ends) != 1:
+        return None
+    return Chain(range(groups[0].start, start), blocks, range(stop, groups[-1].stop),
+                 ends.pop())
+
+
+@dataclass(frozen=True)
+class ChainBounds:
+    """The chain's lower bound `total` of the strategies whose configurations are in a
+    problem's lists, and per layer the bound of each configuration (what a strategy that
+    takes it costs at least), `slack` below the sums' rounding."""
+
+    total: float
+    per_config: list[np.ndarray]
+    slack: float
+
+    def keeps(self, upper: float) -> list[np.ndarray]:
+        """Per layer, the configurations in some strategy costing `upper` or less."""
+        limit = upper + MARGIN * abs(upper) + self.slack
+        return [bound <= limit for bound in self.per_config]
+
+
+def chain_bounds(problem: Problem, widened: Problem, chain: Chain,
+                 budget: MemoryBudget | None = None, jit: str = "auto") -> ChainBounds:
+    """The chain's bounds (the module docstring) of the strategies whose configurations
+    are in `widened`'s lists (`problem` narrowed); each part's tables priced through
+    `problem`'s `PricedTables` and charged to `budget` while it is bounded."""
+    blocks, boundary = chain.blocks, chain.boundary
+    first, second, last = blocks[0], blocks[1], blocks[-1]
+    h = len(chain.head)
+    parts = _Parts(problem, widened, budget, jit)
+    try:
+        k_layers = [first.start + boundary, *second]
+        phi = cyclic_potential(parts.graph(k_layers), 1 + boundary, jit)
+        k_lower, k_bounds, k_margin = parts.bounds(k_layers, {0: phi}, {1 + boundary: phi})
+        head_lower, head_bounds, head_margin = parts.bounds(
+            [*chain.head, *first], {}, {h + boundary: phi})
+        end_lower, end_bounds, end_margin = parts.bounds(
+            [last.start + boundary, *chain.tail], {0: phi}, {})
+    finally:
+        parts.release()
+    copies = len(blocks) - 1
+    total = head_lower + copies * k_lower + end_lower
+    head_rest, k_rest, end_rest = total - head_lower, total - k_lower, total - end_lower
+    per_config: list[np.ndarray] = [np.zeros(0)] * len(widened.config_lists)
+    for index, layer in enumerate(chain.head):
+        per_config[layer] = head_bounds[index] + head_rest
+    for index, layer in enumerate(chain.tail):
+        per_config[layer] = end_bounds[1 + index] + end_rest
+    as_copy = k_bounds[0] + k_rest
+    for position in range(len(first)):
+        in_first = head_bounds[h + position] + head_rest
+        inside = k_bounds[1 + position] + k_rest
+        in_last = inside
+        if position == boundary:
+            in_first = np.maximum(in_first, as_copy)
+            in_last = np.maximum(inside, end_bounds[0] + end_rest)
+            inside = np.maximum(inside, as_copy)
+        # The blocks share one list: a configuration goes where no block can take it.
+        bound = np.minimum(np.minimum(in_first, inside), in_last)
+        for block in blocks:
+            per_config[block.start + position] = bound
+    return ChainBounds(total, per_config, head_margin + copies * k_margin + end_margin)
+
+
+def cyclic_potential(part: CostGraph, boundary: int, jit: str) -> np.ndarray:
+    """A potential phi over the configurations of K's copy (`part`'s vertex 0, a copy of
+    its vertex `boundary`): the block closed on itself (the edges from the copy leave
+    `boundary` instead) is diffused, and phi(a) is minus the moves its joins put on the
+    boundary at a. With them K's bound starts where the closed block's does: any
+    strategy of the chain with the blocks' costs so reparametrised costs the same, but
+    the ends' (module docstring). Zero where a join would land on an edge the block has."""
+    closed = CostGraph(part.names[1:], part.vertex_costs[1:])
+    joins = []
+    for (u, v), table in part.edge_costs.items():
+        if u == 0:
+            key = (min(v, boundary) - 1, max(v, boundary) - 1)
+            if v == boundary or key in closed.edge_costs:
+                return np.zeros(part.sizes[0])
+            joins.append(key)
+            closed.add_edge(boundary - 1, v - 1, table)
+        else:
+            if (u - 1, v - 1) in closed.edge_costs:
+                return np.zeros(part.sizes[0])
+            closed.add_edge(u - 1, v - 1, table)
+    diffusion = _swept(closed, jit)
+    phi = np.zeros(part.sizes[0])
+    for number, edge in enumerate(diffusion.edges):
+        if edge in joins:
+            phi -= diffusion.moves[number][0 if edge[0] == boundary - 1 else 1]
+    return phi - phi.min()
+
+
+def _widened(problem: Problem, least: list[float], excess: list[np.ndarray],
+             groups: list[range], optima: list[float], upper: float
+             ) -> tuple[Problem, list[np.ndarray]] | None:
+    """`problem` narrowed by the excesses a strategy costing `upper` leaves (`block_gaps`),
+    and its indices; None where some layer keeps nothing."""
+    widened, kept = restricted(problem, excess, block_gaps(least, groups, optima, upper))
+    return (widened, kept) if all(widened.config_lists) else None
+
+
+def solve_chain(problem: Problem, least: list[float], excess: list[np.ndarray],
+                groups: list[range], optima: list[float], chain: Chain, upper: float,
+                solve: Callable[[Problem], Solution], guess: float,
+                budget: MemoryBudget | None = None
+                ) -> tuple[Problem, list[np.ndarray], Solution]:
+    """The optimum of `problem` by `solve` on the configurations a strategy costing
+    `upper` leaves (its excesses within the groups' gaps, given each group's optimum
+    `optima` and each layer's least cost `least`, then its chain bounds within `upper`).
+    Where `upper` is above the optima plus `guess` of them, a first round narrows as if
+    a strategy cost A = that much: its optimum, if within A, is the whole one (every
+    strategy as cheap is kept), and otherwise a strategy. Where the chain's bound is above
+    A no strategy costs A; a strategy is then found among the configurations of the
+    least bounds (any strategy will do: it only narrows the last round). A last round
+    narrows by the cheapest strategy known. Returns the narrowed problem, its indices
+    into `problem`'s lists and its optimum."""
+    total = math.fsum(optima)
+    assumed = total * (1 + guess)
+    round_ = _widened(problem, least, excess, groups, optima, assumed) \
+        if upper > assumed else None
+    if round_ is not None:
+        widened, kept = round_
+        bounds = chain_bounds(problem, widened, chain, budget)
+        keeps = bounds.keeps(assumed)
+        if not all(keep.any() for keep in keeps):
+            # The configurations within NEAR of the lead over the optima, and in every
+            # layer at least its least bound.
+            near = bounds.total + NEAR * max(bounds.total - total, guess * total)
+            keeps = bounds.keeps(max(near, *(float(b.min()) for b in bounds.per_config)))
+        narrowed, kept = masked(problem, widened, keeps, kept)
+        solution = solve(narrowed)
+        if solution.cost <= assumed:
+            return narrowed, kept, solution
+        upper = min(upper, solution.cost)
+    round_ = _widened(problem, least, excess, groups, optima, upper)
+    assert round_ is not None, "the strategy costing upper is kept"
+    widened, kept = round_
+    keeps = chain_bounds(problem, widened, chain, budget).keeps(upper)
+    if all(keep.any() for keep in keeps):  # (the strategy costing upper is kept)
+        widened, kept = masked(problem, widened, keeps, kept)
+    return widened, kept, solve(widened)
+
+
+class _Parts:
+    """The chain's parts: each a group problem of some layers on `widened`'s lists, its
+    cost graph with some vertex vectors replaced or lowered by a potential, bounded by
+    diffusion; the tables charged to `budget` until `release`."""
+
+    def __init__(self, problem: Problem, widened: Problem, budget: MemoryBudget | None,
+                 jit: str) -> None:
+        self.problem, self.widened, self.budget, self.jit = problem, widened, budget, jit
+        self.graphs: dict[tuple[int, ...], CostGraph] = {}
+
+    def graph(self, layers: list[int]) -> CostGraph:
+        key = tuple(layers)
+        if key not in self.graphs:
+            part = group_problem(self.problem, layers,
+                                 [self.widened.config_lists[index] for index in layers])
+            self.graphs[key] = part.cost_graph(self.budget)
+        return self.graphs[key]
+
+    def bounds(self, layers: list[int], replaced: dict[int, np.ndarray],
+               lowered: dict[int, np.ndarray]) -> tuple[float, list[np.ndarray], float]:
+        """The part of `layers` with vertex i's vector `replaced[i]` and `lowered[i]` taken
+        from vertex i's: diffusion's lower bound, its per-configuration bounds, and the
+        rounding margin of its tables."""
+        graph = self.graph(layers)
+        costs = [replaced[i] if i in replaced else
+                 cost - lowered[i] if i in lowered else cost
+                 for i, cost in enumerate(graph.vertex_costs)]
+        part = CostGraph(graph.names, costs, dict(graph.edge_costs))
+        lower, per_config, _ = _part_bounds(part, self.jit)
+        largest = [float(np.abs(table).max()) for table in
+                   [*part.vertex_costs, *part.edge_costs.values()] if table.size]
+        return lower, per_config, MARGIN * math.fsum(largest)
+
+    def release(self) -> None:
+        if self.budget is not None:
+            for graph in self.graphs.values():
+                self.budget.release(sum(graph.buffers().values()))
+        self.graphs.clear()
