@@ -42,6 +42,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,6 +56,9 @@ from pase.passes.strategy.dp import (
     solve_dp,
 )
 from pase.passes.strategy.orders import dependent_sets, elimination_order
+
+if TYPE_CHECKING:  # (repeats.py builds on this module)
+    from pase.passes.strategy.repeats import Origin
 
 MAX_SWEEPS = 24
 # Edge tables smaller than this are minimized by numpy (a kernel call costs more).
@@ -98,12 +102,14 @@ class Bounds:
 def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
                   memory_budget: int | MemoryBudget = 4 << 30, jit: str = "auto",
                   progress: Callable[[int, int, int], None] | None = None,
-                  reuse: bool = True) -> DPResult:
+                  reuse: bool = True, origin: Origin | None = None) -> DPResult:
     """`solve_dp(graph, ...)`'s result (the same choice and cost, bit for bit), found on
     the configurations the bounds cannot rule out. Graphs whose costs are not all finite,
     and those where the bounds would not pay for themselves (the DP is small, or its
     repeated steps make it cheap and the bounds converge slowly), go to `solve_dp`
-    unchanged. `memory_budget` is charged as `solve_dp` charges it."""
+    unchanged. `memory_budget` is charged as `solve_dp` charges it. `origin` (a pruned
+    graph's configurations in the graph before pruning) lets the diffusion of repeated
+    blocks start where it ended on the same blocks last time (`repeats.block_bounds`)."""
     budget = as_budget(memory_budget)
     if not isinstance(memory_budget, MemoryBudget):
         budget.count(sum(graph.buffers().values()))
@@ -127,7 +133,7 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
 
     with budget.holding(working, "the bounds' working arrays"):
         # Repeated blocks are bounded once each (repeats.py); other graphs as a whole.
-        bounds = block_bounds(graph, plan, plain, jit)
+        bounds = block_bounds(graph, plan, plain, jit, origin=origin)
         if bounds is None:
             bounds = diffusion_bounds(graph, plan, plain, jit)
     if bounds is None:

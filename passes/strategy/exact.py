@@ -26,6 +26,7 @@ from pase.passes.strategy.narrow import NARROW_MIN_ENTRIES, largest_edge_entries
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.problem import Problem, Solution
 from pase.passes.strategy.prune import prune
+from pase.passes.strategy.repeats import Origin
 from pase.passes.strategy.tables import collector_paused
 
 
@@ -107,7 +108,8 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
     reduction = reduce_dense_blocks(graph, budget) if method == "dp" else None
     if reduction is not None:
         graph = reduction.graph
-    kept = [np.arange(size) for size in graph.sizes]
+    sizes = graph.sizes
+    kept = [np.arange(size) for size in sizes]
     if pruning:
         graph, kept = prune(graph, budget)
     charged = 0
@@ -115,7 +117,8 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
         graph, kept, charged = _finite_part(graph, kept, budget)
     try:
         if method == "dp" and bounding:
-            result = solve_bounded(graph, order, budget, jit, progress)
+            result = solve_bounded(graph, order, budget, jit, progress,
+                                   origin=Origin(kept, sizes))
         elif method == "dp":
             result = solve_dp(graph, order, budget, jit, progress)
         else:

@@ -40,6 +40,7 @@ convergence (the copies are free), and much cheaper.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,6 +70,22 @@ parts are bounded instead of the whole graph. Below it a sweep of the whole grap
 under a second, and its tighter bounds leave the DP less to do: on GPT-2 small at P = 256
 (3.6e7 entries) the parts' bounds made the search 1.5x slower, on megatron-1t at P = 128
 (Adam, bf16, full recomputation, ZeRO-1) 4.6x faster."""
+
+
+TIGHT = 1e-12
+"""A part started from earlier moves whose bound is within this fraction of its decoded
+strategy's cost after a sweep (equal but for rounding) is swept no more."""
+WARM_PARTS = 1024
+"""The most parts whose last moves are kept to start their next diffusion (`_Warm`)."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a pruned graph's configurations come from (`exact.solve_graph`): `kept[v]`,
+    vertex v's configurations as indices of the graph before pruning, of `sizes[v]`."""
+
+    kept: Sequence[np.ndarray]
+    sizes: Sequence[int]
 
 
 @dataclass(frozen=True)
@@ -151,24 +168,35 @@ def _parts(graph: CostGraph, ranges: list[range]) -> list[_Part]:
     return parts
 
 
-def _part_bounds(part: CostGraph, jit: str) -> tuple[float, list[np.ndarray], tuple[int, ...]]:
-    """Diffusion on one part: its lower bound, per-configuration bounds and a strategy,
-    after sweeps until one raises the bound by less than `STALL` of the gap."""
+PartBounds = tuple[float, list[np.ndarray], tuple[int, ...]]
+"""A part's lower bound, per-configuration bounds and decoded strategy."""
+
+
+def _part_bounds(part: CostGraph, jit: str, start: list[Moves] | None = None
+                 ) -> tuple[PartBounds, list[Moves] | None]:
+    """Diffusion on one part (from the moves `start`, if given): its lower bound,
+    per-configuration bounds and a strategy, after sweeps until one raises the bound by
+    less than `STALL` of the gap; and its moves (None where it has no edges)."""
     if not part.edge_costs:
         minima = [float(cost.min()) for cost in part.vertex_costs]
         lower = math.fsum(minima)
         return (lower, [cost + (lower - low) for cost, low in zip(part.vertex_costs, minima,
                                                                   strict=True)],
-                tuple(int(np.argmin(cost)) for cost in part.vertex_costs))
-    return _swept(part, jit).bounds()
+                tuple(int(np.argmin(cost)) for cost in part.vertex_costs)), None
+    diffusion, done = _swept(part, jit, start)
+    return (done if done is not None else diffusion.bounds()), diffusion.moves
 
 
-def _swept(part: CostGraph, jit: str) -> _Diffusion:
+def _swept(part: CostGraph, jit: str, start: list[Moves] | None = None
+           ) -> tuple[_Diffusion, PartBounds | None]:
     """Min-sum diffusion on one part (which has edges), swept until a sweep raises its
     lower bound by less than `STALL` of the gap to the strategy decoded after the first
     (later sweeps take `lower` alone, a third of the bounds' row minima; any sweeps give
     valid bounds, and `solve_bounded`'s DP returns the same strategy whichever it is
-    given)."""
+    given). From the moves `start` (any moves are a reparametrization: the bounds stay
+    valid), the first sweep is tested too, against `lower` at the start (or whether the
+    bound is `TIGHT` already), and where it stalls the bounds made after it are returned
+    with the diffusion (else None: its bounds are to be made)."""
     diffusion = _Diffusion(part, jit)
     if jit == "auto" and not diffusion.kernel:
         # A part is swept many times over: the kernel pays for itself sooner than on a
@@ -176,15 +204,71 @@ def _swept(part: CostGraph, jit: str) -> _Diffusion:
         entries = sum(table.size for table in part.edge_costs.values())
         diffusion.kernel = (entries >= JIT_MIN_ENTRIES
                             and compiled_eliminate(False) is not eliminate)
+    if start is not None:
+        diffusion.warm(start)
+        started = diffusion.lower()[0]
     diffusion.sweep()
-    lower, _, decoded = diffusion.bounds()
+    first = diffusion.bounds()
+    lower, _, decoded = first
     upper = part.total_cost(decoded)
+    gap = max(upper - lower, 0.0)
+    if start is not None and (lower - started <= STALL * gap or gap <= TIGHT * abs(upper)):
+        return diffusion, first
     for _ in range(1, MAX_SWEEPS):
         diffusion.sweep()
         before, lower = lower, diffusion.lower()[0]
         if lower - before < STALL * max(upper - lower, 0.0):
             break
-    return diffusion
+    return diffusion, None
+
+
+class _Warm:
+    """Each part's last moves, by its vertices' names and original sizes, on the
+    configurations of the graph before pruning (`Origin`): the start of the part's next
+    diffusion, where a graph differs from the last only in its vertex costs and which
+    configurations pruning kept (LARAC's consecutive multipliers λ). Configurations not
+    kept last time start at their older moves, or 0."""
+
+    def __init__(self) -> None:
+        self.moves: OrderedDict[tuple[object, ...], list[Moves]] = OrderedDict()
+
+    @staticmethod
+    def key(part: _Part, graph: CostGraph, origin: Origin) -> tuple[object, ...]:
+        return (part.owned, tuple(graph.names[vertex] for vertex in part.vertices),
+                tuple(origin.sizes[vertex] for vertex in part.vertices),
+                tuple(part.graph.edge_costs))
+
+    def start(self, part: _Part, key: tuple[object, ...], origin: Origin
+              ) -> list[Moves] | None:
+        """The part's last moves on the configurations it has now (None if none kept)."""
+        last = self.moves.get(key)
+        if last is None:
+            return None
+        self.moves.move_to_end(key)
+        kept = [origin.kept[vertex] for vertex in part.vertices]
+        return [(at_u[kept[u]], at_v[kept[v]])
+                for (u, v), (at_u, at_v) in zip(part.graph.edge_costs, last, strict=True)]
+
+    def keep(self, part: _Part, key: tuple[object, ...], origin: Origin,
+             moves: list[Moves]) -> None:
+        last = self.moves.get(key)
+        sizes = [origin.sizes[vertex] for vertex in part.vertices]
+        kept = [origin.kept[vertex] for vertex in part.vertices]
+        full = []
+        for number, ((u, v), (at_u, at_v)) in enumerate(zip(part.graph.edge_costs, moves,
+                                                            strict=True)):
+            whole = ((last[number][0].copy(), last[number][1].copy()) if last is not None
+                     else (np.zeros(sizes[u]), np.zeros(sizes[v])))
+            whole[0][kept[u]] = at_u
+            whole[1][kept[v]] = at_v
+            full.append(whole)
+        self.moves[key] = full
+        self.moves.move_to_end(key)
+        if len(self.moves) > WARM_PARTS:
+            self.moves.popitem(last=False)
+
+
+_warm = _Warm()
 
 
 def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
@@ -205,7 +289,7 @@ def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
         if not part.graph.edge_costs:
             continue
         if part.key not in swept:
-            swept[part.key] = _swept(part.graph, jit).moves
+            swept[part.key] = _swept(part.graph, jit)[0].moves
         for (u, v), (at_u, at_v) in zip(part.graph.edge_costs, swept[part.key], strict=True):
             first, second = part.vertices[u], part.vertices[v]
             # (A part numbers its copies after its own vertices: an edge from a copy is
@@ -218,14 +302,15 @@ def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
 
 
 def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
-                 jit: str = "auto", min_edge_entries: int | None = None
-                 ) -> Bounds | None:
+                 jit: str = "auto", min_edge_entries: int | None = None,
+                 origin: Origin | None = None) -> Bounds | None:
     """Valid bounds of `graph` from its parts (the module docstring), each distinct part
     bounded once; None where the edge tables hold fewer than `min_edge_entries` entries
     (default `MIN_EDGE_ENTRIES`),
     where no range of vertices repeats `MIN_COPIES` times, or where the DP over what the
     bounds keep is predicted to compute more than `plain` table entries (the plain DP is
-    then the cheaper way)."""
+    then the cheaper way). With `origin` (the graph is a pruned one), each part's
+    diffusion starts from the moves the same part ended with last time (`_Warm`)."""
     least = MIN_EDGE_ENTRIES if min_edge_entries is None else min_edge_entries
     if sum(table.size for table in graph.edge_costs.values()) < least:
         return None
@@ -233,10 +318,7 @@ def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     if repeat is None:
         return None
     parts = _parts(graph, _ranges(len(graph.names), repeat))
-    solved: dict[tuple[object, ...], tuple[float, list[np.ndarray], tuple[int, ...]]] = {}
-    for part in parts:
-        if part.key not in solved:
-            solved[part.key] = _part_bounds(part.graph, jit)
+    solved = _solved(graph, parts, jit, origin)
     lower = math.fsum(solved[part.key][0] for part in parts)
     per_config: list[np.ndarray | None] = [None] * len(graph.names)
     decoded = [0] * len(graph.names)
@@ -255,6 +337,24 @@ def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     if plan.entries(_counts(bounds, bounds.upper, plan.roles)) > plain:
         return None
     return bounds
+
+
+def _solved(graph: CostGraph, parts: list[_Part], jit: str, origin: Origin | None
+            ) -> dict[tuple[object, ...], PartBounds]:
+    """Each distinct part's bounds (`_part_bounds`), from its last moves with `origin`."""
+    solved: dict[tuple[object, ...], PartBounds] = {}
+    for part in parts:
+        if part.key in solved:
+            continue
+        if origin is None or not part.graph.edge_costs:
+            solved[part.key] = _part_bounds(part.graph, jit)[0]
+            continue
+        key = _warm.key(part, graph, origin)
+        solved[part.key], moves = _part_bounds(part.graph, jit,
+                                               _warm.start(part, key, origin))
+        assert moves is not None
+        _warm.keep(part, key, origin, moves)
+    return solved
 
 
 def _margin(graph: CostGraph) -> float:

@@ -1,0 +1,156 @@
+"""The parts' diffusion of repeated blocks started from the moves the same parts ended
+with last time (`repeats._Warm`): the bounds stay valid, the bounded DP returns the plain
+DP's plan bit for bit, and a part started where it converged takes one sweep."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pase.passes.strategy import repeats
+from pase.passes.strategy.bound import _Diffusion, _Plan, _restrict, solve_bounded
+from pase.passes.strategy.budget import MemoryBudget
+from pase.passes.strategy.costgraph import CostGraph
+from pase.passes.strategy.dp import solve_dp
+from pase.passes.strategy.exact import solve_graph
+from pase.passes.strategy.orders import elimination_order
+from pase.passes.strategy.repeats import Origin, block_bounds
+from tests.passes.strategy.test_bound import always_bound  # noqa: F401 (a fixture)
+
+
+@pytest.fixture(autouse=True)
+def parts_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts' bounds on every graph with repeated blocks, however small, and no
+    moves kept from other tests."""
+    monkeypatch.setattr(repeats, "MIN_EDGE_ENTRIES", 0)
+    monkeypatch.setattr(repeats, "_warm", repeats._Warm())
+
+
+def stack(seed: int, blocks: int = 5, size: int = 3) -> CostGraph:
+    """A head vertex, `blocks` copies of a random 2-vertex block (shared tables), a tail
+    tied back to the head (test_repeats.py's, with `size` configurations a vertex)."""
+    rng = np.random.default_rng(seed)
+
+    def table(*shape: int) -> np.ndarray:
+        return rng.integers(0, 6, size=shape).astype(np.float64)
+
+    inner, stream = table(size), table(size)
+    into, across, out = table(size, size), table(size, size), table(size, size)
+    names = ["head", *(f"b{i}_{part}" for i in range(blocks) for part in ("x", "r")), "tail"]
+    graph = CostGraph(names, [table(size), *[inner, stream] * blocks, table(size)])
+    previous = 0
+    for i in range(blocks):
+        x, r = 1 + 2 * i, 2 + 2 * i
+        graph.add_edge(previous, x, into)
+        graph.add_edge(x, r, across)
+        graph.add_edge(previous, r, out)
+        previous = r
+    graph.add_edge(previous, len(names) - 1, table(size, size))
+    graph.add_edge(0, len(names) - 1, table(size, size))
+    return graph
+
+
+def priced(graph: CostGraph, memory: dict[int, np.ndarray], rate: float) -> CostGraph:
+    """`graph` with vertex costs c_v + rate m_v, shared vectors kept shared (as
+    `memory.priced` keeps them: the blocks stay repeated), the same edge tables."""
+    made: dict[int, np.ndarray] = {}
+    costs = [made.setdefault(id(cost), cost + rate * memory[id(cost)])
+             for cost in graph.vertex_costs]
+    return CostGraph(graph.names, costs, dict(graph.edge_costs))
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Calls of `_Diffusion.<name>`, each noted by the size of its graph."""
+    calls: list[int] = []
+    real = getattr(_Diffusion, name)
+
+    def counted(self: _Diffusion, *args: object) -> object:
+        calls.append(len(self.graph.names))
+        return real(self, *args)
+
+    monkeypatch.setattr(_Diffusion, name, counted)
+    return calls
+
+
+def restricted(graph: CostGraph, rng: np.random.Generator) -> tuple[CostGraph, Origin]:
+    """`graph` on some of its configurations (as pruning leaves it: vertices with the
+    same cost vector keep the same ones), and where they come from."""
+    masks: dict[int, np.ndarray] = {}
+    for cost in graph.vertex_costs:
+        if id(cost) not in masks:
+            mask = rng.random(cost.size) < 0.7
+            mask[rng.integers(cost.size)] = True
+            masks[id(cost)] = mask
+    part, kept, _ = _restrict(graph, [masks[id(cost)] for cost in graph.vertex_costs],
+                              MemoryBudget(1 << 30))
+    return part, Origin(kept, graph.sizes)
+
+
+@pytest.mark.usefixtures("always_bound")
+@pytest.mark.parametrize("seed", range(8))
+def test_each_multiplier_starts_from_the_last_ones_moves(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # LARAC's graphs: the same edges, vertex costs c + λ m, each on the configurations
+    # its pruning kept (other ones each time). From the second λ on the parts start from
+    # the last moves, mapped by original configuration; their bounds still bound every
+    # strategy, and the bounded DP is the plain DP's, bit for bit.
+    graph = stack(seed)
+    rng = np.random.default_rng(200 + seed)
+    memory = {id(cost): rng.integers(0, 4, size=cost.size).astype(np.float64)
+              for cost in graph.vertex_costs}
+    starts = counting(monkeypatch, "warm")
+    for number, rate in enumerate((0.0, 0.5, 1.5, 4.0)):
+        pruned, origin = restricted(priced(graph, memory, rate), rng)
+        plan = _Plan(pruned, elimination_order(pruned.neighbours(), "genseq"), True)
+        before = len(starts)
+        bounds = block_bounds(pruned, plan, jit="off", min_edge_entries=0, origin=origin)
+        assert bounds is not None
+        assert (len(starts) > before) == (number > 0)
+        best = [np.full(size, np.inf) for size in pruned.sizes]
+        for choice in itertools.product(*(range(size) for size in pruned.sizes)):
+            cost = pruned.total_cost(choice)
+            for vertex, config in enumerate(choice):
+                best[vertex][config] = min(best[vertex][config], cost)
+        for bound, least in zip(bounds.per_config, best, strict=True):
+            assert (bound <= least + bounds.margin).all()
+        expected = solve_dp(pruned)
+        result = solve_bounded(pruned, jit="off", origin=origin)
+        assert (result.choice, result.cost) == (expected.choice, expected.cost)
+
+
+@pytest.mark.usefixtures("always_bound")
+@pytest.mark.parametrize("seed", range(4))
+def test_solve_graph_passes_the_original_configurations(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = stack(seed)
+    rng = np.random.default_rng(300 + seed)
+    memory = {id(cost): rng.integers(0, 4, size=cost.size).astype(np.float64)
+              for cost in graph.vertex_costs}
+    starts = counting(monkeypatch, "warm")
+    for rate in (0.25, 1.0):
+        once = priced(graph, memory, rate)
+        result = solve_graph(once, jit="off")
+        expected = solve_graph(once, jit="off", bounding=False)
+        assert (result.choice, result.cost) == (expected.choice, expected.cost)
+    assert starts
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_part_started_where_it_converged_takes_one_sweep(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    part = stack(seed, blocks=2)
+    converged = _Diffusion(part, "off")
+    for _ in range(300):
+        converged.sweep()
+    sweeps = counting(monkeypatch, "sweep")
+    diffusion, done = repeats._swept(part, "off", converged.moves)
+    assert len(sweeps) == 1
+    assert done is not None
+    lower, per_config, decoded = done
+    assert lower >= converged.lower()[0] - 1e-12
+    assert (lower, decoded) == diffusion.bounds()[::2]
+    for choice in itertools.product(*(range(size) for size in part.sizes)):
+        cost = part.total_cost(choice)
+        assert all(per_config[v][c] <= cost + 1e-9 for v, c in enumerate(choice))
