@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from pase.passes.strategy.bound import _restrict, solve_bounded
+from pase.passes.strategy.bound import Origin, _restrict, solve_bounded
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dense_blocks import reduce_dense_blocks
@@ -26,7 +26,6 @@ from pase.passes.strategy.narrow import NARROW_MIN_ENTRIES, largest_edge_entries
 from pase.passes.strategy.options import DEFAULT_OPTIONS, SearchOptions
 from pase.passes.strategy.problem import Problem, Solution
 from pase.passes.strategy.prune import prune
-from pase.passes.strategy.repeats import Origin
 from pase.passes.strategy.tables import collector_paused
 
 

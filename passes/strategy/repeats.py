@@ -40,7 +40,6 @@ convergence (the copies are free), and much cheaper.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,7 +49,11 @@ from pase.passes.strategy.bound import (
     MARGIN,
     MAX_SWEEPS,
     STALL,
+    TIGHT,
+    WARM,
     Bounds,
+    Moves,
+    Origin,
     _buffer_key,
     _counts,
     _Diffusion,
@@ -60,8 +63,6 @@ from pase.passes.strategy.bound import (
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import JIT_MIN_ENTRIES, compiled_eliminate, eliminate
 
-Moves = tuple[np.ndarray, np.ndarray]
-"""Min-sum diffusion's moves on one edge: at its first end, at its second."""
 MIN_COPIES = 3
 """The fewest repeated ranges for which the parts are bounded instead of the whole graph."""
 MIN_EDGE_ENTRIES = 1 << 27
@@ -70,22 +71,6 @@ parts are bounded instead of the whole graph. Below it a sweep of the whole grap
 under a second, and its tighter bounds leave the DP less to do: on GPT-2 small at P = 256
 (3.6e7 entries) the parts' bounds made the search 1.5x slower, on megatron-1t at P = 128
 (Adam, bf16, full recomputation, ZeRO-1) 4.6x faster."""
-
-
-TIGHT = 1e-12
-"""A part started from earlier moves whose bound is within this fraction of its decoded
-strategy's cost after a sweep (equal but for rounding) is swept no more."""
-WARM_PARTS = 1024
-"""The most parts whose last moves are kept to start their next diffusion (`_Warm`)."""
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a pruned graph's configurations come from (`exact.solve_graph`): `kept[v]`,
-    vertex v's configurations as indices of the graph before pruning, of `sizes[v]`."""
-
-    kept: Sequence[np.ndarray]
-    sizes: Sequence[int]
 
 
 @dataclass(frozen=True)
@@ -222,55 +207,6 @@ def _swept(part: CostGraph, jit: str, start: list[Moves] | None = None
     return diffusion, None
 
 
-class _Warm:
-    """Each part's last moves, by its vertices' names and original sizes, on the
-    configurations of the graph before pruning (`Origin`): the start of the part's next
-    diffusion, where a graph differs from the last only in its vertex costs and which
-    configurations pruning kept (LARAC's consecutive multipliers λ). Configurations not
-    kept last time start at their older moves, or 0."""
-
-    def __init__(self) -> None:
-        self.moves: OrderedDict[tuple[object, ...], list[Moves]] = OrderedDict()
-
-    @staticmethod
-    def key(part: _Part, graph: CostGraph, origin: Origin) -> tuple[object, ...]:
-        return (part.owned, tuple(graph.names[vertex] for vertex in part.vertices),
-                tuple(origin.sizes[vertex] for vertex in part.vertices),
-                tuple(part.graph.edge_costs))
-
-    def start(self, part: _Part, key: tuple[object, ...], origin: Origin
-              ) -> list[Moves] | None:
-        """The part's last moves on the configurations it has now (None if none kept)."""
-        last = self.moves.get(key)
-        if last is None:
-            return None
-        self.moves.move_to_end(key)
-        kept = [origin.kept[vertex] for vertex in part.vertices]
-        return [(at_u[kept[u]], at_v[kept[v]])
-                for (u, v), (at_u, at_v) in zip(part.graph.edge_costs, last, strict=True)]
-
-    def keep(self, part: _Part, key: tuple[object, ...], origin: Origin,
-             moves: list[Moves]) -> None:
-        last = self.moves.get(key)
-        sizes = [origin.sizes[vertex] for vertex in part.vertices]
-        kept = [origin.kept[vertex] for vertex in part.vertices]
-        full = []
-        for number, ((u, v), (at_u, at_v)) in enumerate(zip(part.graph.edge_costs, moves,
-                                                            strict=True)):
-            whole = ((last[number][0].copy(), last[number][1].copy()) if last is not None
-                     else (np.zeros(sizes[u]), np.zeros(sizes[v])))
-            whole[0][kept[u]] = at_u
-            whole[1][kept[v]] = at_v
-            full.append(whole)
-        self.moves[key] = full
-        self.moves.move_to_end(key)
-        if len(self.moves) > WARM_PARTS:
-            self.moves.popitem(last=False)
-
-
-_warm = _Warm()
-
-
 def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
     """Min-sum diffusion's moves for every edge of `graph` (in `graph.edge_costs`' order)
     from its parts (the module docstring's), each distinct part diffused once: every edge
@@ -310,7 +246,7 @@ def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     where no range of vertices repeats `MIN_COPIES` times, or where the DP over what the
     bounds keep is predicted to compute more than `plain` table entries (the plain DP is
     then the cheaper way). With `origin` (the graph is a pruned one), each part's
-    diffusion starts from the moves the same part ended with last time (`_Warm`)."""
+    diffusion starts from the moves the same part ended with last time (`bound.WARM`)."""
     least = MIN_EDGE_ENTRIES if min_edge_entries is None else min_edge_entries
     if sum(table.size for table in graph.edge_costs.values()) < least:
         return None
@@ -349,11 +285,12 @@ def _solved(graph: CostGraph, parts: list[_Part], jit: str, origin: Origin | Non
         if origin is None or not part.graph.edge_costs:
             solved[part.key] = _part_bounds(part.graph, jit)[0]
             continue
-        key = _warm.key(part, graph, origin)
-        solved[part.key], moves = _part_bounds(part.graph, jit,
-                                               _warm.start(part, key, origin))
+        edges = list(part.graph.edge_costs)
+        key = WARM.key(graph.names, part.vertices, edges, origin)
+        solved[part.key], moves = _part_bounds(
+            part.graph, jit, WARM.start(key, part.vertices, edges, origin))
         assert moves is not None
-        _warm.keep(part, key, origin, moves)
+        WARM.keep(key, part.vertices, edges, origin, moves)
     return solved
 
 

@@ -1,5 +1,5 @@
 """The parts' diffusion of repeated blocks started from the moves the same parts ended
-with last time (`repeats._Warm`): the bounds stay valid, the bounded DP returns the plain
+with last time (`bound.Warm`): the bounds stay valid, the bounded DP returns the plain
 DP's plan bit for bit, and a part started where it converged takes one sweep."""
 
 from __future__ import annotations
@@ -9,14 +9,21 @@ import itertools
 import numpy as np
 import pytest
 
-from pase.passes.strategy import repeats
-from pase.passes.strategy.bound import _Diffusion, _Plan, _restrict, solve_bounded
+from pase.passes.strategy import bound, repeats
+from pase.passes.strategy.bound import (
+    Origin,
+    _Diffusion,
+    _Plan,
+    _restrict,
+    diffusion_bounds,
+    solve_bounded,
+)
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import solve_dp
 from pase.passes.strategy.exact import solve_graph
 from pase.passes.strategy.orders import elimination_order
-from pase.passes.strategy.repeats import Origin, block_bounds
+from pase.passes.strategy.repeats import block_bounds
 from tests.passes.strategy.test_bound import always_bound  # noqa: F401 (a fixture)
 
 
@@ -25,7 +32,9 @@ def parts_always(monkeypatch: pytest.MonkeyPatch) -> None:
     """The parts' bounds on every graph with repeated blocks, however small, and no
     moves kept from other tests."""
     monkeypatch.setattr(repeats, "MIN_EDGE_ENTRIES", 0)
-    monkeypatch.setattr(repeats, "_warm", repeats._Warm())
+    warm = bound.Warm()
+    monkeypatch.setattr(repeats, "WARM", warm)
+    monkeypatch.setattr(bound, "WARM", warm)
 
 
 def stack(seed: int, blocks: int = 5, size: int = 3) -> CostGraph:
@@ -59,6 +68,26 @@ def priced(graph: CostGraph, memory: dict[int, np.ndarray], rate: float) -> Cost
     costs = [made.setdefault(id(cost), cost + rate * memory[id(cost)])
              for cost in graph.vertex_costs]
     return CostGraph(graph.names, costs, dict(graph.edge_costs))
+
+
+def least_costs(graph: CostGraph) -> list[np.ndarray]:
+    """Per vertex and configuration, the least cost of the strategies that take it (every
+    strategy's cost, on an array with an axis per vertex; integer costs, so exact)."""
+    count = len(graph.names)
+
+    def spread(table: np.ndarray, *axes: int) -> np.ndarray:
+        shape = [1] * count
+        for axis, size in zip(axes, table.shape, strict=True):
+            shape[axis] = size
+        return table.reshape(shape)
+
+    total = np.zeros(graph.sizes)
+    for vertex, cost in enumerate(graph.vertex_costs):
+        total = total + spread(cost, vertex)
+    for (u, v), table in graph.edge_costs.items():
+        total = total + spread(table, u, v)
+    return [total.min(axis=tuple(axis for axis in range(count) if axis != vertex))
+            for vertex in range(count)]
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
@@ -108,13 +137,8 @@ def test_each_multiplier_starts_from_the_last_ones_moves(
         bounds = block_bounds(pruned, plan, jit="off", min_edge_entries=0, origin=origin)
         assert bounds is not None
         assert (len(starts) > before) == (number > 0)
-        best = [np.full(size, np.inf) for size in pruned.sizes]
-        for choice in itertools.product(*(range(size) for size in pruned.sizes)):
-            cost = pruned.total_cost(choice)
-            for vertex, config in enumerate(choice):
-                best[vertex][config] = min(best[vertex][config], cost)
-        for bound, least in zip(bounds.per_config, best, strict=True):
-            assert (bound <= least + bounds.margin).all()
+        for at_most, least in zip(bounds.per_config, least_costs(pruned), strict=True):
+            assert (at_most <= least + bounds.margin).all()
         expected = solve_dp(pruned)
         result = solve_bounded(pruned, jit="off", origin=origin)
         assert (result.choice, result.cost) == (expected.choice, expected.cost)
@@ -154,3 +178,31 @@ def test_a_part_started_where_it_converged_takes_one_sweep(
     for choice in itertools.product(*(range(size) for size in part.sizes)):
         cost = part.total_cost(choice)
         assert all(per_config[v][c] <= cost + 1e-9 for v, c in enumerate(choice))
+
+
+@pytest.mark.usefixtures("always_bound")
+@pytest.mark.parametrize("seed", range(8))
+def test_a_whole_graphs_diffusion_starts_from_its_last_moves(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A graph without repeated blocks is diffused whole (`diffusion_bounds`), from the
+    # moves it ended with at the last λ: valid bounds, the plain DP's plan.
+    rng = np.random.default_rng(400 + seed)
+    names = [f"v{i}" for i in range(9)]
+    graph = CostGraph(names, [rng.integers(0, 6, size=3).astype(np.float64) for _ in names])
+    for u, v in [*((i, i + 1) for i in range(8)), (0, 4), (2, 7), (3, 8)]:
+        graph.add_edge(u, v, rng.integers(0, 6, size=(3, 3)).astype(np.float64))
+    memory = {id(cost): rng.integers(0, 4, size=3).astype(np.float64)
+              for cost in graph.vertex_costs}
+    starts = counting(monkeypatch, "warm")
+    for number, rate in enumerate((0.0, 0.5, 1.5, 4.0)):
+        pruned, origin = restricted(priced(graph, memory, rate), rng)
+        plan = _Plan(pruned, elimination_order(pruned.neighbours(), "genseq"), True)
+        before = len(starts)
+        bounds = diffusion_bounds(pruned, plan, jit="off", origin=origin)
+        assert bounds is not None
+        assert len(starts) - before == (number > 0)
+        for at_most, least in zip(bounds.per_config, least_costs(pruned), strict=True):
+            assert (at_most <= least + bounds.margin).all()
+        expected = solve_dp(pruned)
+        result = solve_bounded(pruned, jit="off", origin=origin)
+        assert (result.choice, result.cost) == (expected.choice, expected.cost)
