@@ -80,8 +80,8 @@ MARGIN = 1e-9
 # A diffusion started from earlier moves (`Warm`) whose bound is within this fraction of
 # its decoded strategy's cost after a sweep (equal but for rounding) is swept no more.
 TIGHT = 1e-12
-# The most graphs (or parts of graphs, repeats.py) whose last moves `WARM` keeps.
-WARM_GRAPHS = 1024
+# The most bytes of moves `WARM` keeps (the oldest graphs' go first).
+WARM_BYTES = 256 << 20
 
 EdgeKey = tuple[int, int]
 Moves = tuple[np.ndarray, np.ndarray]
@@ -193,7 +193,8 @@ def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     diffusion = _Diffusion(graph, jit)
     vertices, edges = range(len(graph.names)), list(graph.edge_costs)
     key = None if origin is None else WARM.key(graph.names, vertices, edges, origin)
-    start = None if key is None else WARM.start(key, vertices, edges, origin)
+    start = None if key is None or origin is None else WARM.start(key, vertices, edges,
+                                                                  origin)
     started = -math.inf
     if start is not None:
         diffusion.warm(start)
@@ -431,6 +432,7 @@ class Warm:
 
     def __init__(self) -> None:
         self.moves: OrderedDict[tuple[object, ...], list[Moves]] = OrderedDict()
+        self.bytes = 0
 
     @staticmethod
     def key(names: Sequence[str], vertices: Sequence[int], edges: Sequence[EdgeKey],
@@ -461,10 +463,16 @@ class Warm:
             whole[0][kept[u]] = at_u
             whole[1][kept[v]] = at_v
             full.append(whole)
+        if last is not None:
+            self.bytes -= _bytes(self.moves.pop(key))
         self.moves[key] = full
-        self.moves.move_to_end(key)
-        if len(self.moves) > WARM_GRAPHS:
-            self.moves.popitem(last=False)
+        self.bytes += _bytes(full)
+        while self.bytes > WARM_BYTES and self.moves:
+            self.bytes -= _bytes(self.moves.popitem(last=False)[1])
+
+
+def _bytes(moves: list[Moves]) -> int:
+    return sum(at_u.nbytes + at_v.nbytes for at_u, at_v in moves)
 
 
 WARM = Warm()

@@ -206,3 +206,26 @@ def test_a_whole_graphs_diffusion_starts_from_its_last_moves(
         expected = solve_dp(pruned)
         result = solve_bounded(pruned, jit="off", origin=origin)
         assert (result.choice, result.cost) == (expected.choice, expected.cost)
+
+
+def test_the_moves_kept_stay_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each graph's moves take 2 x 2 x 8 bytes here (one edge, sizes 2 before pruning):
+    # at 64 bytes kept, the third graph's push out the first's, the latest are kept.
+    monkeypatch.setattr(bound, "WARM_BYTES", 64)
+    warm = bound.Warm()
+    origin = Origin([np.array([0, 1]), np.array([1])], [2, 2])
+    for name in ("a", "b", "c"):
+        key = warm.key([name, "z"], [0, 1], [(0, 1)], origin)
+        warm.keep(key, [0, 1], [(0, 1)], origin, [(np.array([1.0, 2.0]), np.array([3.0]))])
+    assert [key[0][0] for key in warm.moves] == ["b", "c"]
+    assert warm.bytes == 64
+    start = warm.start(warm.key(["c", "z"], [0, 1], [(0, 1)], origin), [0, 1], [(0, 1)],
+                       origin)
+    assert start is not None
+    assert [move.tolist() for move in start[0]] == [[1.0, 2.0], [3.0]]
+    # Kept again on other configurations: the ones not kept now keep their last moves.
+    other = Origin([np.array([1]), np.array([0])], [2, 2])
+    key = warm.key(["c", "z"], [0, 1], [(0, 1)], other)
+    warm.keep(key, [0, 1], [(0, 1)], other, [(np.array([5.0]), np.array([7.0]))])
+    assert [move.tolist() for move in warm.moves[key][0]] == [[1.0, 5.0], [7.0, 3.0]]
+    assert warm.bytes == 64
