@@ -18,6 +18,7 @@ operand's gradient stay the layouts'.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
 from xdsl.ir import SSAValue
 
 from pase.core.shapes import NamedShape

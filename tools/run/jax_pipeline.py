@@ -124,7 +124,7 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
                                    measured_bytes.get("return", 0.0)))
     every = [c for stage in stages for c, _ in stage.collectives]
     return PipelineCompiled(every, {}, float(saved["compile_seconds"]),
-                            float(saved["step_seconds"]), "", stages, boundaries,
+                            float(saved["step_seconds"]), "", False, stages, boundaries,
                             float(saved["modelled_step"]), pipeline.machine.data,
                             pipeline.schedule.data, micro)
 
