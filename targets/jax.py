@@ -51,6 +51,7 @@ from pase.dialect.training_options import (
     zero_stage,
 )
 from pase.targets.jax_expressible import check_expressible
+from pase.targets.jax_reduced import reduced_layers, reduced_statement, subscripts
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, with_ignored_labels
 from pase.targets.jax_training import Spec, checkpointed, with_training
 from pase.targets.jax_zero import manual_of
@@ -125,11 +126,14 @@ def jax_program(module: ModuleOp, devices: int = 0, with_weights: bool = False) 
     else:
         emitter = _Emitter(graph, devices or graph_devices(graph), options=options,
                            used_only=True)
-        program = emitter.program()
         if not options.is_default():
             layouts = emitter.param_layouts()
-            program = with_training(program, options, *layouts, manual=manual_of(
-                graph, emitter.axes, layouts[3]))
+            manual = manual_of(graph, emitter.axes, layouts[3])
+            emitter.reduced = reduced_layers(graph, emitter.axes, emitter.names, layouts,
+                                             manual[0], options)
+        program = emitter.program()
+        if not options.is_default():
+            program = with_training(program, options, *layouts, manual=manual)
     return with_model_weights(program) if with_weights else program
 
 
@@ -326,6 +330,7 @@ class _Emitter:
             self.devices = prod(self.shape)
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
+        self.reduced: dict[dnn.LayerOp, int] = {}  # (jax_reduced)
         self.seeds: dict[SSAValue, Seed] | None = None
         self.counted: str | None = None
         """The whole batch's count of labels kept, where a pipeline's micro-batch reads
@@ -446,8 +451,15 @@ class _Emitter:
         grid = ", ".join(f"{dim} {factor} over {' '.join(axes[dim]) or 'the chunk axis'}"
                          for dim, factor in self.placements[op].axes) or "unsplit"
         result = self.names[op.output]
+        expression = self.expression(op, operands)
+        if (index := self.reduced.get(op)) is not None:  # its param's gradient reduced
+            self.helpers.add("reduced_einsum")
+            expression = reduced_statement(
+                subscripts(op.input_shapes, op.result_shape), self.names[op.inputs[index]],
+                [spec(dims, axes) for dims in space.operands], spec(space.result, axes),
+                index, operands)
         return ["", f"# %{result} = {op.name[4:]} -> [{', '.join(op.result_shape.dims)}]: {grid}",
-                f"{result} = {self.expression(op, operands)}",
+                f"{result} = {expression}",
                 f"{result} = layout({result}, {spec(space.result, axes)})"]
 
     def expression(self, op: dnn.LayerOp, operands: list[str]) -> str:
@@ -562,16 +574,6 @@ class _Emitter:
         if permutation != tuple(range(len(order))):
             operand = f"jnp.transpose({operand}, {permutation!r})"
         return f"jnp.reshape({operand}, {expanded!r})"
-
-
-def subscripts(inputs: Sequence[NamedShape], result: NamedShape) -> str:
-    """The einsum subscripts of a named contraction: `"ab,bc->ac"`."""
-    letters: dict[str, str] = {}
-    for dim in [d for shape in (*inputs, result) for d in shape.dims]:
-        letters.setdefault(dim, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[
-            len(letters)])
-    return (",".join("".join(letters[d] for d in s.dims) for s in inputs) + "->"
-            + "".join(letters[d] for d in result.dims))
 
 
 def _axes(shape: NamedShape, over: tuple[str, ...]) -> tuple[int, ...]:

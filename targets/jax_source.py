@@ -6,6 +6,7 @@ command line. Kept apart so the emitter reads as the translation it is.
 """
 
 from pase.dialect.dnn.seeding import LEARNING_RATE
+from pase.targets.jax_reduced import REDUCED_EINSUM
 
 PRELUDE = '''\
 """@{graph} as a JAX training step on {devices} devices, written by pase-opt -t jax.
@@ -213,6 +214,8 @@ def gru(x, w, bias_input=None, bias_hidden=None):
 ''',
 }
 """The helper functions a layer's expression may call, by name."""
+HELPERS["reduced_einsum"] = REDUCED_EINSUM  # (a training program's: jax_reduced)
+
 
 MAIN = '''\
 def make_mesh():

@@ -168,16 +168,10 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
     `stages`: its ZeRO stage, `mesh`: the size of each mesh axis; `manual`: the plan's
     data-parallel axes and their tables (`jax_zero`), whose collectives the step then
     writes out where every param's ZeRO shard is over exactly those axes."""
-    state_layouts = {name: zero_layout(layouts[name], replicas[name], _sizes(program, name),
-                                       mesh) if stages[name] >= 1 else layouts[name]
-                     for name in layouts}
+    state_layouts = zero_layouts(layouts, replicas, stages, mesh,
+                                 {name: _sizes(program, name) for name in layouts})
     data, manual_tables = manual
-    if set(data) != {axis for axis, size in mesh.items() if size > 1}:
-        data = ()  # not on every axis (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
-        # program": XLA's CPU backend aborts on a bf16 psum in a partly manual shard_map)
-    if data and not all(stages[name] == 0 or _sharded_over(
-            layouts[name], state_layouts[name], replicas[name], data) for name in layouts):
-        data = ()
+    data = manual_step_axes(layouts, replicas, stages, mesh, state_layouts, data)
     tables = [
         *option_lines(options),
         *(manual_tables if data else []),
@@ -209,6 +203,30 @@ def with_training(program: str, options: StepOptions, layouts: dict[str, Spec],
                                   LOW_PRECISION + "\n\ndef forward(mesh, params, batch):", 1)
         program = with_fp32_cross_entropy(program)
     return program
+
+
+def zero_layouts(layouts: dict[str, Spec], replicas: dict[str, tuple[tuple[str, int], ...]],
+                 stages: dict[str, int], mesh: dict[str, int],
+                 sizes: dict[str, tuple[int, ...]]) -> dict[str, Spec]:
+    """Each param's optimizer state layout: its ZeRO shard from stage 1 (`zero_layout`),
+    its held layout before; `sizes`: the params' shapes."""
+    return {name: zero_layout(layouts[name], replicas[name], sizes[name], mesh)
+            if stages[name] >= 1 else layouts[name] for name in layouts}
+
+
+def manual_step_axes(layouts: dict[str, Spec], replicas: dict[str, tuple[tuple[str, int], ...]],
+                     stages: dict[str, int], mesh: dict[str, int],
+                     state_layouts: dict[str, Spec], data: tuple[str, ...]) -> tuple[str, ...]:
+    """The plan's data-parallel axes `data` where the step is `jax_zero`'s, manual over
+    them: they are all the mesh's axes (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
+    program": XLA's CPU backend aborts on a bf16 psum in a partly manual shard_map) and
+    every sharded param's ZeRO shard is over exactly them; none otherwise."""
+    if set(data) != {axis for axis, size in mesh.items() if size > 1}:
+        return ()
+    if not all(stages[name] == 0 or _sharded_over(
+            layouts[name], state_layouts[name], replicas[name], data) for name in layouts):
+        return ()
+    return data
 
 
 def _sharded_over(held: Spec, state: Spec, replicas: Sequence[tuple[str, int]],

@@ -140,3 +140,21 @@ def test_zero_written_out_on_jax_matches_pase(zero: str,
     assert (status, err) == (0, "")
     assert "reduce-scatter" in out
     assert "check passed" in out
+
+
+@pytest.mark.parametrize("zero", ["1", "3"])
+def test_a_tensor_parallel_plan_reduces_its_gradients_into_the_shard_on_jax(
+        zero: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # --data-parallel 2 on 4 devices: the batch over m0, the hidden dim over m1. The
+    # program reduce-scatters each einsum's param gradient itself (targets/jax_reduced.py)
+    # and pase-run's table reads the step as XLA's SPMD partitioner leaves it.
+    status, out, err = run_tool(main, [
+        MLP, "--devices", "4", "--machine", "a100-nvlink", "--scale", "0.125", "--engine", "jax",
+        "--check", "--steps", "3", "--optimizer", "adam", "--precision", "bf16", "--zero", zero,
+        "--data-parallel", "2"], capsys)
+    assert (status, err) == (0, "")
+    assert "collectives of the step as XLA's SPMD partitioner writes it" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.startswith("  ") and line.split()[0] in ("reduce-scatter", "all-gather")}
+    assert rows["reduce-scatter"][1] == "2"  # w1's and w2's gradients
+    assert "check passed" in out

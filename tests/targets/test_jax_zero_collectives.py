@@ -1,9 +1,10 @@
 """The `-t jax` program's collectives as the cost model charges them, read from the HLO
 XLA's SPMD partitioner makes of the step (docs/cost-model.md, "ZeRO and bf16/fp16 in the
-JAX program"): under bf16 every collective of the step moves bf16 (the gradients
-reduced in bf16, the params gathered in bf16), its kinds are ZeRO's (a reduce-scatter of
-the gradients from ZeRO 1, the gathers again in the backward at 3), and its bytes are the
-cost model's."""
+JAX program" and "ZeRO's collectives on tensor-parallel plans"): under bf16 every
+collective of the step moves bf16 (the gradients reduced in bf16, the params gathered in
+bf16), its kinds are ZeRO's (a reduce-scatter of the gradients from ZeRO 1, the gathers
+again in the backward at 3), and its bytes are the cost model's, on a data-parallel plan
+and on one that splits the model's dims too."""
 
 from __future__ import annotations
 
@@ -26,11 +27,20 @@ DATA_PARALLEL = {"h": {"b": 4}, "a": {"b": 4}, "z": {"b": 4}, "l": {"b": 4}}
 parameter's (and the loss's scalar sum)."""
 
 
-def mlp_step_hlo(precision: str, zero: int, folder: Path) -> tuple[str, StepOptions]:
+TENSOR_PARALLEL = {"h": {"b": 2, "h": 2}, "a": {"b": 2, "h": 2}, "z": {"b": 2, "h": 2},
+                   "l": {"b": 2}}
+"""The mlp on a 2 x 2 mesh: the batch over m0, the hidden dim h over m1 (Megatron's MLP:
+w1's columns and w2's rows split, z's partial sums all-reduced over m1), the loss's
+batch over m1 (z moved there and its gradient back: two collective-permutes). Each param
+is replicated over m0 only."""
+
+
+def mlp_step_hlo(precision: str, zero: int, folder: Path,
+                 configs: dict[str, dict[str, int]] = DATA_PARALLEL) -> tuple[str, StepOptions]:
     """The HLO of the mlp's step under Adam, `precision` and `zero` on 4 XLA CPU devices
     as XLA's SPMD partitioner leaves it (the CPU backend then widens bf16 collectives to
     f32)."""
-    module = with_configs(parse_file(str(ROOT / "models" / "mlp.dnn")), DATA_PARALLEL)
+    module = with_configs(parse_file(str(ROOT / "models" / "mlp.dnn")), configs)
     options = StepOptions(optimizer="adam", precision=precision, zero=zero)
     set_training(forward_graph(module), options)
     return partitioned(jax_program(module, 4), 4, folder)["jit_step"], options
@@ -70,15 +80,51 @@ def test_the_steps_collectives_move_what_the_cost_model_charges(
     assert moved == pytest.approx(expected, rel=1e-12)
 
 
-def charged(precision: str, zero: int) -> float:
-    """The cost model's bytes per device of the step's parameter collectives."""
-    module = with_configs(parse_file(str(ROOT / "models" / "mlp.dnn")), DATA_PARALLEL)
+def charged(precision: str, zero: int,
+            configs: dict[str, dict[str, int]] = DATA_PARALLEL) -> float:
+    """The cost model's bytes per device of the collectives of the step's layers with a
+    parameter (their gradients' and ZeRO's, and their own all-reduces)."""
+    module = with_configs(parse_file(str(ROOT / "models" / "mlp.dnn")), configs)
     training = TrainingOptions(optimizer="adam", precision=precision, zero=str(zero))
     problem = build_problem(forward_graph(module), 4, machine="a100-nvlink",
-                            pinned=DATA_PARALLEL, options=SearchOptions(training=training))
+                            pinned=configs, options=SearchOptions(training=training))
     total = 0.0
     for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True):
         if any(layer.params):
             costs = problem.model.layer_costs(layer, configs, problem.machine)
             total += float(costs.words[0]) * training.element_bytes
     return total
+
+
+def moved_by_kind(hlo: str) -> tuple[dict[str, float], set[int]]:
+    """Bytes received per device by kind (the loss's scalar sum left out), and the
+    element sizes the collectives move."""
+    moved: dict[str, float] = defaultdict(float)
+    for collective in collectives(hlo):
+        if collective.elements > 1:
+            moved[collective.kind] += (collective.words() * collective.bytes
+                                       / collective.elements)
+    return moved, {c.bytes // c.elements for c in collectives(hlo) if c.elements > 1}
+
+
+@pytest.mark.parametrize(("precision", "zero"), [("bf16", 1), ("fp32", 2), ("bf16", 3)])
+def test_a_tensor_parallel_plan_reduce_scatters_its_gradients_as_charged(
+        precision: str, zero: int, tmp_path: Path) -> None:
+    # Left to the layouts, XLA's partitioner reduced the gradients with an all-reduce and
+    # sliced the shard (1.5x the model's bytes at ZeRO 1 and 2); the program reduces
+    # them itself now (pase.targets.jax_reduced): a reduce-scatter over m0 of each
+    # device's partial product, in the precision's type.
+    hlo, _ = mlp_step_hlo(precision, zero, tmp_path, TENSOR_PARALLEL)
+    moved, types = moved_by_kind(hlo)
+    width = 4 if precision == "fp32" else 2
+    assert types == {width}
+    words = 256 * 512 + 512 * 10  # w1's and w2's blocks on a device (h split 2 ways)
+    z = 32 * 10  # z's partial sums [b/2, c], all-reduced over m1 in the forward
+    gathered = words if zero < 3 else words + 512 * 10  # at 3 w2 again in the backward
+    assert moved == pytest.approx({"reduce-scatter": words / 2 * width,
+                                   "all-gather": gathered / 2 * width,
+                                   "all-reduce": z * width,
+                                   "collective-permute": 2 * z * width}, rel=1e-12)
+    if zero < 3:  # (at 3 the model charges w1's second gather too, as in the test above)
+        layers = sum(moved.values()) - moved["collective-permute"]
+        assert layers == pytest.approx(charged(precision, zero, TENSOR_PARALLEL), rel=1e-12)

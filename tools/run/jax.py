@@ -6,9 +6,10 @@
 The JAX program runs in a child process (`XLA_FLAGS=--xla_force_host_platform_device_count=P`
 gives a CPU machine P devices) on pase's seeded data, passed to it as an `.npz` in a
 temporary folder that is always removed; it returns its losses, last gradients, updated
-parameters and the compiled HLO. The reference is pase's runtime on one device
+parameters, the compiled HLO and the HLO XLA's SPMD partitioner leaves of the step (read
+from XLA's dump in that folder: `dumped`). The reference is pase's runtime on one device
 (`harness.check_training`), so JAX's autodiff checks pase's gradient rules.
-`collectives(hlo)` reads XLA's collectives from the compiled HLO text.
+`collectives(hlo)` reads XLA's collectives from an HLO text.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ INSTALL = "pip install 'pase[jax]'"
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective of the compiled step: its kind, group size, result elements."""
+    """One collective of the step: its kind, group size, result elements and bytes."""
 
     kind: str
     group: int
@@ -63,13 +64,17 @@ class Collective:
 @dataclass(frozen=True)
 class Compiled:
     """What XLA compiled of a step: its collectives, the words pase's cost model predicts
-    per kind ("layer", "edge"), the compile and step times, the StableHLO text."""
+    per kind ("layer", "edge"), the compile and step times, the StableHLO text;
+    `partitioned`: the collectives are read from the HLO XLA's SPMD partitioner leaves
+    (the program's own types), not from the compiled HLO (where XLA's CPU backend has
+    widened bf16 collectives to f32 and merged equal ones)."""
 
     collectives: list[Collective] = field(default_factory=list)
     predicted: dict[str, float] = field(default_factory=dict)
     compile_seconds: float = 0.0
     step_seconds: float = 0.0
     stablehlo: str = ""
+    partitioned: bool = False
 
 
 @dataclass
@@ -171,9 +176,11 @@ class JaxBackend:
 
             self.compiled = pipeline_compiled(saved, graph, self.devices)
         if self.compiled is None:  # the first run's: an f64 rerun (`check_training`) keeps it
-            self.compiled = Compiled(collectives(str(saved["hlo"])), predicted,
+            hlo = saved.get("partitioned_hlo", saved["hlo"])  # (none on 1 device)
+            self.compiled = Compiled(collectives(str(hlo)), predicted,
                                      float(saved["compile_seconds"]),
-                                     float(saved["step_seconds"]), str(saved["stablehlo"]))
+                                     float(saved["step_seconds"]), str(saved["stablehlo"]),
+                                     "partitioned_hlo" in saved)
         return Trained([float(v) for v in saved["losses"]],
                        {n: saved[f"grad/{n}"] for n in names},
                        {key.removeprefix("param/"): value for key, value in saved.items()
@@ -208,8 +215,10 @@ def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: i
         np.savez(inputs, **data)  # type: ignore[arg-type]
         command = [sys.executable, str(program), "--steps", str(steps), "--lr", repr(lr),
                    "--data", str(inputs), "--save", str(outputs), *(["--f64"] * f64)]
+        environment = child_environment(devices)
+        environment["XLA_FLAGS"] += partition_dump(Path(folder))
         try:
-            finished = subprocess.run(command, env=child_environment(devices),
+            finished = subprocess.run(command, env=environment,
                                       capture_output=True, text=True, timeout=timeout,
                                       check=False)
         except subprocess.TimeoutExpired:
@@ -227,7 +236,10 @@ def run_program(source: str, data: dict[str, np.ndarray], devices: int, steps: i
                                 f"{error.strerror})") from None
             raise ToolError(child_error(finished.stderr, finished.returncode, log))
         with np.load(outputs) as saved:
-            return dict(saved)
+            results = dict(saved)
+        if step := dumped(Path(folder)).get("jit_step"):  # (a pipeline's has other names)
+            results["partitioned_hlo"] = np.array(step)
+        return results
 
 
 def child_environment(devices: int) -> dict[str, str]:
@@ -241,19 +253,29 @@ def child_environment(devices: int) -> dict[str, str]:
 
 def partitioned(source: str, devices: int, folder: Path) -> dict[str, str]:
     """The HLO XLA's SPMD partitioner leaves of each program the JAX program `source` jits
-    in one step on `devices` CPU devices, by its jitted function's name (`jit_step`,
-    `jit_update`, ...; those of one name joined), from XLA's dump into `folder`. Before
-    the CPU backend's own passes, which widen bf16 collectives to f32 and merge equal
-    ones."""
+    in one step on `devices` CPU devices (`dumped`), from XLA's dump into `folder`."""
     program = folder / "step.py"
     program.write_text(source)
     environment = child_environment(devices)
-    environment["XLA_FLAGS"] += (f" --xla_dump_to={folder / 'dump'}"
-                                 " --xla_dump_hlo_pass_re=spmd-partitioning")
+    environment["XLA_FLAGS"] += partition_dump(folder)
     finished = subprocess.run([sys.executable, str(program), "--steps", "1"],
                               env=environment, capture_output=True, text=True, check=False)
     if finished.returncode:
         raise ToolError(child_error(finished.stderr, finished.returncode))
+    return dumped(folder)
+
+
+def partition_dump(folder: Path) -> str:
+    """The XLA flags that dump, into `folder`/dump, the HLO each program has after XLA's
+    SPMD partitioner (`dumped` reads it)."""
+    return f" --xla_dump_to={folder / 'dump'} --xla_dump_hlo_pass_re=spmd-partitioning"
+
+
+def dumped(folder: Path) -> dict[str, str]:
+    """The HLO XLA's SPMD partitioner left of each program in `folder`/dump, by its jitted
+    function's name (`jit_step`, `jit_update`, ...; those of one name joined): what the
+    program asks for, its collectives in the types it gives them, before the CPU
+    backend's own passes, which widen bf16 collectives to f32 and merge equal ones."""
     modules: dict[str, str] = {}
     for dump in sorted((folder / "dump").glob("*after_spmd-partitioning*.txt")):
         name = dump.name.split(".")[1]

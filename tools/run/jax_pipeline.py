@@ -124,7 +124,7 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
                                    measured_bytes.get("return", 0.0)))
     every = [c for stage in stages for c, _ in stage.collectives]
     return PipelineCompiled(every, {}, float(saved["compile_seconds"]),
-                            float(saved["step_seconds"]), "", stages, boundaries,
+                            float(saved["step_seconds"]), "", False, stages, boundaries,
                             float(saved["modelled_step"]), pipeline.machine.data,
                             pipeline.schedule.data, micro)
 
@@ -152,9 +152,10 @@ def print_pipeline_collectives(compiled: PipelineCompiled, width: int) -> None:
           f"{compiled.step_seconds * 1e3:.1f} ms measured; the plan's modelled step "
           f"{compiled.modelled_step * 1e3:.3g} ms (full size, {compiled.machine}, "
           f"{compiled.schedule}, {compiled.microbatches} micro-batches)")
-    print(f"collectives per stage and step (forward and backward x micro-batches; {unit}: "
-          "received per device, ring formulas" + (", each collective's by its HLO "
-                                                  "element type" if in_bytes else "") + "):")
+    print(f"collectives per stage and step of the compiled programs (forward and backward x "
+          f"micro-batches; {unit}: received per device, ring formulas" + (
+              ", each collective's by its HLO element type, which XLA's CPU backend has "
+              "widened from bf16/fp16 to f32" if in_bytes else "") + "):")
     print(f"  {'stage':<8} {'kind':<20} {'count':>5}  {'group sizes':<12} {unit:>12}")
     for stage in compiled.stages:
         total = 0.0

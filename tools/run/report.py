@@ -113,10 +113,12 @@ def print_pipeline(module: ModuleOp) -> None:
 
 
 def print_collectives(report: JaxReport) -> None:
-    """XLA's collectives per kind next to the words pase's cost model predicts. Under
-    bf16/fp16, where XLA's collectives hold f32 (the master weights' all-reduce under
-    ZeRO) as well as 2-byte tensors, what a device receives is in bytes, each
-    collective's by its HLO element type, beside pase's words in bytes."""
+    """XLA's collectives per kind next to the words pase's cost model predicts: those of
+    the HLO XLA's SPMD partitioner leaves where the run has it (`Compiled.partitioned`),
+    else the compiled HLO's (a run on one device), and the header says which. Under
+    bf16/fp16, where a step's collectives may hold f32 as well as 2-byte tensors, what a
+    device receives is in bytes, each collective's by its HLO element type, beside pase's
+    words in bytes."""
     element = report.training.element
     width = 2 if element in ("bf16", "fp16") else ELEMENTS[element].bytes
     in_bytes = width == 2
@@ -125,7 +127,9 @@ def print_collectives(report: JaxReport) -> None:
     compiled = report.compiled
     print(f"XLA compile {compiled.compile_seconds:.2f} s, step "
           f"{compiled.step_seconds * 1e3:.1f} ms")
-    print("collectives of the compiled step (" + (
+    print(("collectives of the step as XLA's SPMD partitioner writes it, in the program's "
+           "types (" if compiled.partitioned else "collectives of the compiled step, where "
+           "XLA's CPU backend has widened bf16/fp16 collectives to f32 (") + (
         "received B: bytes received per device, ring formulas, each collective's by its "
         "HLO element type" if in_bytes else "words: received per device, ring formulas")
         + "):")

@@ -1,0 +1,141 @@
+"""A param's gradient reduced into its ZeRO shard by the `-t jax` program itself, on plans
+that split a layer's model dims as well as the batch (docs/cost-model.md, "ZeRO's
+collectives on tensor-parallel plans").
+
+Left to the layouts, XLA's SPMD partitioner reduces a gradient into its ZeRO shard with an
+all-reduce and a slice (its CPU pipeline has no reduce-scatter creator): one
+reduce-scatter's bytes above the cost model at ZeRO 1 and 2. `jax_zero` writes the
+collectives out where the plan is data-parallel on every mesh axis; on the other plans
+(`reduced_layers`), each einsum that reads a sharded param takes the param's gradient
+itself (`REDUCED_EINSUM`, a `jax.custom_vjp`): each device multiplies its blocks of the
+other operand and of the result's gradient (a partial sum over the mesh axes that split
+the dims the param lacks, the param's replicas) and `psum_scatter`s it over those axes into
+the shard, in a `jax.shard_map` manual over the whole mesh (XLA's CPU backend aborts on a
+bf16 `psum_scatter` in a shard_map manual over some axes only). The forward and the other
+operand's gradient stay the layouts'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from xdsl.ir import SSAValue
+
+from pase.core.shapes import NamedShape
+from pase.dialect import dnn
+from pase.dialect.training_options import StepOptions, zero_stage
+from pase.targets.jax_training import Spec, manual_step_axes, zero_layouts
+
+MeshAxes = tuple[str, ...]
+ParamLayouts = tuple[dict[str, Spec], dict[str, tuple[tuple[str, int], ...]], dict[str, int],
+                     dict[str, int]]
+"""`_Emitter.param_layouts`: each param's held layout, its replicas, its ZeRO stage, and
+the mesh's axis sizes."""
+
+REDUCED_EINSUM = '''\
+def reduced_einsum(mesh, name, subscripts, specs, result_spec, index):
+    """`jnp.einsum(subscripts, ...)` of two operands laid out in `specs`, operand `index`
+    param `name`'s copy as the step holds it (its ZeRO 3 shard too), placed in its
+    layout inside: its gradient does not pass back through a constraint to that layout
+    (an all-gather). The gradient is each device's product of its blocks of the other
+    operand and of the result's gradient (in `result_spec`), summed over the mesh axes
+    GRAD_LAYOUTS adds to the param's layout by a `psum_scatter` into the shard (a
+    reduce-scatter, in the copies' precision), in a shard_map manual over the whole mesh.
+    At ZeRO 3 the backward places (gathers) the shard again, as the forward did."""
+    operands, result = subscripts.split("->")
+    letters = operands.split(",")
+    other = 1 - index
+    held = tuple(specs[index]) + (None,) * (len(letters[index]) - len(specs[index]))
+    dim, summed = next((k, tuple(a for a in axes_of(entry) if a not in axes_of(held[k])))
+                       for k, entry in enumerate(GRAD_LAYOUTS[name]) if entry != held[k])
+
+    def placed(param):
+        return jax.lax.with_sharding_constraint(param, NamedSharding(mesh, specs[index]))
+
+    def product(value, param):
+        pair = (value, param) if index == 1 else (param, value)
+        return jnp.einsum(subscripts, *pair, precision=jax.lax.Precision.HIGHEST)
+
+    def local(value, cotangent):
+        part = jnp.einsum(f"{letters[other]},{result}->{letters[index]}", value, cotangent,
+                          precision=jax.lax.Precision.HIGHEST)
+        return jax.lax.psum_scatter(part, summed, scatter_dimension=dim, tiled=True)
+
+    reduced = jax.shard_map(local, mesh=mesh, in_specs=(specs[other], result_spec),
+                            out_specs=P(*GRAD_LAYOUTS[name]))
+
+    @jax.custom_vjp
+    def einsum(value, param):
+        return product(value, placed(param))
+
+    def forward(value, param):
+        return einsum(value, param), (value, param)
+
+    def backward(saved, cotangent):
+        value, param = saved
+        if ZERO[name] >= 3:  # the shard, gathered again (not the forward's gather, kept)
+            param = jax.lax.optimization_barrier(param)
+        across, = jax.vjp(lambda v: product(v, placed(param)), value)[1](cotangent)
+        return across, reduced(value, cotangent)
+
+    einsum.defvjp(forward, backward)
+    return lambda *pair: einsum(pair[other], pair[index])
+
+
+def axes_of(entry):
+    """The mesh axes of one PartitionSpec entry."""
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+'''
+"""The program's helper (in a training program with a reduced einsum)."""
+
+
+def reduced_layers(graph: dnn.GraphOp, axes: Mapping[dnn.LayerOp, Mapping[str, MeshAxes]],
+                   names: Mapping[SSAValue, str], layouts: ParamLayouts,
+                   data: MeshAxes, options: StepOptions) -> dict[dnn.LayerOp, int]:
+    """The einsums whose param gradient the program reduces itself (`REDUCED_EINSUM`),
+    each with its param operand's index, where the step is not `jax_zero`'s (manual over
+    the plan's data-parallel axes `data`): two operands, one of them a param read by this
+    layer only whose ZeRO shard (from stage 1) adds to its held layout (`layouts`: held,
+    replicas, stages and mesh, `_Emitter.param_layouts`) the mesh axes it is replicated on,
+    all of which the layer splits (so each device's product is a partial sum over exactly
+    the axes its shard adds)."""
+    held, replicas, stages, mesh = layouts
+    sizes = {names[op.output]: op.output.type.shape.sizes for op in graph.body.block.ops
+             if isinstance(op, dnn.ParamOp)}
+    state = zero_layouts(held, replicas, stages, mesh, sizes)
+    if manual_step_axes(held, replicas, stages, mesh, state, data):
+        return {}
+    found: dict[dnn.LayerOp, int] = {}
+    for op in graph.body.block.ops:
+        if not isinstance(op, dnn.EinsumOp) or len(op.inputs) != 2 or op not in axes:
+            continue
+        params = [k for k, v in enumerate(op.inputs) if isinstance(v.owner, dnn.ParamOp)]
+        if len(params) != 1 or zero_stage(op, options) < 1:
+            continue
+        value = op.inputs[params[0]]
+        name = names[value]
+        used = {a for split in axes[op].values() for a in split}
+        if ({use.operation for use in value.uses} == {op} and state[name] != held[name]
+                and {a for a, _ in replicas[name]} <= used):
+            found[op] = params[0]
+    return found
+
+
+def reduced_statement(call: str, name: str, specs: Sequence[str], result_spec: str,
+                      index: int, operands: Sequence[str]) -> str:
+    """The expression of a reduced einsum: `call` its subscripts, `specs` its operands'
+    PartitionSpecs (as the program writes them), `operands` the constrained operands
+    (the param's taken bare: `reduced_einsum` places it)."""
+    arguments = [name if k == index else operand for k, operand in enumerate(operands)]
+    return (f"reduced_einsum(mesh, {name!r}, {call!r}, ({', '.join(specs)}), {result_spec}, "
+            f"{index})({', '.join(arguments)})")
+
+
+def subscripts(inputs: Sequence[NamedShape], result: NamedShape) -> str:
+    """The einsum subscripts of a named contraction: `"ab,bc->ac"`."""
+    letters: dict[str, str] = {}
+    for dim in [d for shape in (*inputs, result) for d in shape.dims]:
+        letters.setdefault(dim, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[
+            len(letters)])
+    return (",".join("".join(letters[d] for d in s.dims) for s in inputs) + "->"
+            + "".join(letters[d] for d in result.dims))
