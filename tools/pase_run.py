@@ -71,6 +71,9 @@ from pase.universe import FRONTENDS
 # spends its time starting workers and its memory on their interpreters.
 MAX_WORKERS = {"threads": 1024, "processes": 64}
 
+NEGATIVE_NUMBER = re.compile(r"^-(?:\.?\d|inf(?:inity)?$|nan$)", re.IGNORECASE)
+"""What argparse takes for a negative number, not a flag (`-1e-3`, `-inf`, `-nan`)."""
+
 
 def _integer(text: str) -> int:
     """An integer flag's value, at most 2^53 (`pase.core.numbers.read_integer`)."""
@@ -129,6 +132,10 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "(softmax_cross_entropy, reduce mean,\nan einsum -> [], ...). A tensor there is "
         "an error, not summed silently: reduce it\nin the model.\n\n"
         "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
+    # A value that starts with '-' is a negative number, so that `--lr -1e-3` and `--scale
+    # -inf` get their flag's own error: argparse takes only `-1` and `-0.5` for numbers, and
+    # anything else for a flag (`expected one argument`). pase-run has no flag `-<digit>`.
+    parser._negative_number_matcher = NEGATIVE_NUMBER
     parser.add_argument("model", help="a .dnn model, an .onnx model (its initializers are "
                         "the initial parameters), or .mlir with one dnn.graph; - reads it "
                         "from the standard input (with -f; an .onnx model there has no "
