@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pase.core.diagnostics import Diagnostic
-from pase.core.files import read_text, shown_line, write_atomically
+from pase.core.files import shown_line, write_atomically
 from pase.core.numbers import too_long_integer
 from pase.formats.json_locations import JsonPath
 from pase.formats.json_locations import located as _located
@@ -45,6 +45,7 @@ from pase.formats.strategy_fields import (
     other_step,
     with_choices,
 )
+from pase.formats.strategy_input import strategy_text
 from pase.passes.strategy import (
     SCHEDULES,
     Assignment,
@@ -154,7 +155,7 @@ def load_strategy(path: str, graph: str, devices: int, only_graph: bool = True,
     "stages") is read only with `pipeline`: its configurations are for a micro-batch on
     one stage's devices, not a strategy for pase-search.
     """
-    text = read_text(path, "strategy file")
+    path, text = strategy_text(path)  # (`-`: the standard input, named `stdin`)
     data = _parse(path, text)
     try:
         _check_unique_keys(data, ())
@@ -204,9 +205,9 @@ def load_plan(path: str, graph: str, devices: int, only_graph: bool, layers: Seq
     pins = load_strategy(path, graph, devices, only_graph, pipeline=True, training=training)
     plan = pins.strategy or {}
     if "stages" not in plan:
-        raise Diagnostic(f"pase-partition-stages on @{graph}: {path} has no "
+        raise Diagnostic(f"pase-partition-stages on @{graph}: {pins.path} has no "
                          '"stages"; it is a pase-search strategy, not a pipeline plan '
-                         "(pase-partition-stages export=)", path)
+                         "(pase-partition-stages export=)", pins.path)
     names = [layer.name for layer in layers]
     _check_plan_layers(pins, graph, layers)
     micro, schedule = _plan_pipeline(pins, plan)
@@ -319,7 +320,7 @@ def is_pipeline_plan(path: str) -> bool:
     """Whether the file at `path` is a pipeline plan (a JSON object with "stages");
     False for anything else, which the loaders then report on."""
     try:
-        data = json.loads(read_text(path))
+        data = json.loads(strategy_text(path)[1])
     except (Diagnostic, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and "stages" in data

@@ -47,6 +47,7 @@ from pase.dialect.training_options import (
     set_training,
     training_of,
 )
+from pase.formats.strategy_input import SHOWN_NAME, STANDARD_INPUT, standard_input_strategy
 from pase.formats.strategy_json import is_pipeline_plan
 from pase.formats.strategy_step import file_step
 from pase.passes.strategy import PRESETS, SCHEDULES
@@ -148,7 +149,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--strategy", help="a strategy JSON (pase-search export=); layers it "
                      "does not name are searched. A pipeline plan (pase-partition-stages "
-                     "export=) runs as that pipeline")
+                     "export=) runs as that pipeline; - reads it from the standard input")
     how.add_argument("--data-parallel", nargs="?", const=True, type=_integer, metavar="D",
                      help="alone: split every layer's batch dim over the devices instead of "
                      "searching; with D: split it exactly D ways in every layer and search "
@@ -237,6 +238,8 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
     pipelined = planned or (args.strategy is not None and is_pipeline_plan(args.strategy))
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
+            (args.strategy == args.model == STANDARD_INPUT, "--strategy - and the model - "
+             "both read the standard input; give one of them as a file"),
             (planned and (args.strategy is not None or args.data_parallel is True),
              "--stages and --microbatches plan their own strategy; drop --strategy and "
              "--data-parallel (or give --data-parallel D: the batch split D ways in each "
@@ -304,8 +307,9 @@ def take_file_step(args: argparse.Namespace) -> None:
     if args.strategy is None:
         return
     step = file_step(args.strategy, {option: getattr(args, option) for option in CHOICES})
+    shown = SHOWN_NAME if args.strategy == STANDARD_INPUT else args.strategy
     if args.precision is None and (missing := missing_peak(
-            step["precision"], args.machine, f"{args.strategy} was searched for precision")):
+            step["precision"], args.machine, f"{shown} was searched for precision")):
         raise Diagnostic(missing)
     for option, value in step.items():
         setattr(args, option, value)
@@ -380,6 +384,12 @@ def unwritable(path: str) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # `--strategy -` reads the standard input once, however often the run reads the file.
+    with standard_input_strategy():
+        _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     args = _arguments(argv)
     allow_nesting()
     # Every file pase-run writes (--timeline, --dump-mlir) waits for the run to succeed.
