@@ -34,8 +34,8 @@ from typing import Any
 
 from pase.core.diagnostics import Diagnostic
 from pase.core.files import shown_line, write_atomically
-from pase.core.numbers import too_long_integer
-from pase.formats.json_locations import JsonPath
+from pase.core.numbers import LONGEST_INTEGER, too_long_integer
+from pase.formats.json_locations import JsonPath, long_integer
 from pase.formats.json_locations import located as _located
 from pase.formats.strategy_fields import (
     FieldError,
@@ -327,6 +327,8 @@ def is_pipeline_plan(path: str) -> bool:
 
 
 def _parse(path: str, text: str) -> Any:
+    if (long := long_integer(text)) is not None:  # (refused as pase's other readers do)
+        raise _too_long(path, text, long)
     try:
         return json.loads(text, object_pairs_hook=_Object.of)
     except json.JSONDecodeError as error:
@@ -340,15 +342,16 @@ def _parse(path: str, text: str) -> Any:
             raise Diagnostic(message, path) from None
         raise _located(message, path, text, deepest) from None
     except ValueError:  # the only other: an integer literal longer than Python converts
-        raise _too_long(path, text) from None
+        raise _too_long(path, text, too_long_integer(text, sys.get_int_max_str_digits())
+                        ) from None
 
 
-def _too_long(path: str, text: str) -> Diagnostic:
-    """The diagnostic at the integer literal too long to convert."""
-    where = too_long_integer(text, sys.get_int_max_str_digits())
-    digits = f"of {where[1]:,} digits" if where else "too long to read"
-    message = (f"not a strategy file: an integer {digits} (a split factor or device count "
-               "is at most 2^53)")
+def _too_long(path: str, text: str, where: tuple[int, int] | None) -> Diagnostic:
+    """The diagnostic at the integer literal too long to read (offset and length)."""
+    count = sum(c.isdigit() for c in text[where[0]:sum(where)]) if where else 0
+    digits = f"of {count:,} digits" if where else "too long to read"
+    message = (f"not a strategy file: an integer {digits}; pase reads integers of at most "
+               f"{LONGEST_INTEGER} digits (a split factor or device count is at most 2^53)")
     return _located(message, path, text, where[0]) if where else Diagnostic(message, path)
 
 
