@@ -25,6 +25,8 @@ from pase.core.files import decode_text, read_bounded, read_text
 
 STANDARD_INPUT = "-"
 SHOWN_NAME = "stdin"
+STANDARD_INPUT_PATHS = ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+"""Paths of the standard input itself: read as `-` (a pipe read once is empty after)."""
 
 _kept: ContextVar[dict[str, str] | None] = ContextVar("pase_standard_input", default=None)
 """Within `standard_input_strategy()`: the standard input's text once read (key "text"), or
@@ -49,25 +51,30 @@ def standard_input_taken(by: str) -> None:
         kept["taken"] = by
 
 
+def is_standard_input(path: str) -> bool:
+    """Whether the strategy file `path` is the standard input (`-`, `/dev/stdin`, ...)."""
+    return path == STANDARD_INPUT or path in STANDARD_INPUT_PATHS
+
+
 def strategy_text(path: str) -> tuple[str, str]:
     """The name diagnostics give the strategy file `path`, and its text (`read_text`'s
     errors); `-` is the standard input."""
-    if path != STANDARD_INPUT:
+    if not is_standard_input(path):
         return path, read_text(path, "strategy file")
     kept = _kept.get()
     if kept is not None and "text" in kept:
         return SHOWN_NAME, kept["text"]
     if kept is not None and "taken" in kept:
-        raise Diagnostic(f"the strategy '-' is the standard input, which {kept['taken']} "
+        raise Diagnostic(f"the strategy '{path}' is the standard input, which {kept['taken']} "
                          "is read from; give the strategy as a file", SHOWN_NAME)
     stream = sys.stdin.buffer if sys.stdin is not None else None
     if stream is None or stream.isatty():
-        raise Diagnostic("the strategy '-' is the standard input, which is a terminal; "
+        raise Diagnostic(f"the strategy '{path}' is the standard input, which is a terminal; "
                          "pipe or redirect the strategy JSON into it", SHOWN_NAME)
     text = decode_text(read_bounded(stream, SHOWN_NAME, "strategy file"), SHOWN_NAME,
                        "strategy file")
     if not text.strip():
-        raise Diagnostic("the strategy '-' is the standard input, which is empty",
+        raise Diagnostic(f"the strategy '{path}' is the standard input, which is empty",
                          SHOWN_NAME)
     if kept is not None:
         kept["text"] = text

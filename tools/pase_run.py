@@ -47,7 +47,12 @@ from pase.dialect.training_options import (
     set_training,
     training_of,
 )
-from pase.formats.strategy_input import SHOWN_NAME, STANDARD_INPUT, standard_input_strategy
+from pase.formats.strategy_input import (
+    SHOWN_NAME,
+    STANDARD_INPUT,
+    is_standard_input,
+    standard_input_strategy,
+)
 from pase.formats.strategy_json import is_pipeline_plan
 from pase.formats.strategy_step import file_step
 from pase.passes.strategy import PRESETS, SCHEDULES
@@ -238,8 +243,9 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
     pipelined = planned or (args.strategy is not None and is_pipeline_plan(args.strategy))
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
-            (args.strategy == args.model == STANDARD_INPUT, "--strategy - and the model - "
-             "both read the standard input; give one of them as a file"),
+            (args.model == STANDARD_INPUT and is_standard_input(args.strategy or ""),
+             f"--strategy {args.strategy} and the model - both read the standard input; "
+             "give one of them as a file"),
             (planned and (args.strategy is not None or args.data_parallel is True),
              "--stages and --microbatches plan their own strategy; drop --strategy and "
              "--data-parallel (or give --data-parallel D: the batch split D ways in each "

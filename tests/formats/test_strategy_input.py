@@ -28,6 +28,12 @@ def test_read_once_within_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
         strategy_text("-")  # a new run: the standard input has nothing left
 
 
+def test_dev_stdin_is_the_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stdin(monkeypatch, b"[]")
+    with standard_input_strategy():
+        assert strategy_text("/dev/stdin") == strategy_text("/dev/fd/0") == ("stdin", "[]")
+
+
 def test_terminal_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A terminal would make the run wait for typing: refused, not read."""
     controller, terminal = os.openpty()
