@@ -14,6 +14,12 @@ from typing import Any
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import shown_line
+from pase.core.numbers import LONGEST_INTEGER
+
+# A string, a TOML comment, or an integer literal: not the whole part of a float (`12.5`,
+# `12e3`), nor digits within a word or after a point.
+_LITERAL = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|#[^\n]*|"
+                      r"(?<![\w.])[-+]?\d[\d_]*(?![\d_.eE])")
 
 JsonPath = tuple[str | int, ...]
 """Keys and list indices from the top of a JSON document: ("layers", 3, "config", "b")."""
@@ -85,3 +91,18 @@ def locate(text: str, where: JsonPath, key: bool = False) -> tuple[int, int]:
             stack.append([value_path, char == "{", 0, char == "{"])
         position = _SPACE.match(text, end).end()  # type: ignore[union-attr]
     return found
+
+
+def long_integer(text: str) -> tuple[int, int] | None:
+    """Offset and length of the first integer literal of a JSON or TOML `text` with more than
+    `LONGEST_INTEGER` digits (outside strings and comments; a float's digits are not one),
+    None if there is none: pase refuses it where it is written.
+
+        >>> long_integer('{"devices": 8, "cost": 1' + "0" * 45 + '.5, "b": -' + "9" * 41 + "}")
+        (78, 42)
+    """
+    for match in _LITERAL.finditer(text):
+        token = match.group()
+        if token[0] not in "\"'#" and len(token.lstrip("+-").replace("_", "")) > LONGEST_INTEGER:
+            return match.start(), len(token)
+    return None

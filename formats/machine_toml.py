@@ -27,10 +27,12 @@ import math
 import os
 import re
 import sys
+from typing import NoReturn
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column, read_line
 from pase.core.files import read_text
-from pase.core.numbers import shown_integer, too_long_integer
+from pase.core.numbers import LONGEST_INTEGER, shown_integer, too_long_integer
+from pase.formats.json_locations import long_integer
 from pase.passes.strategy import PRESETS, Machine
 
 
@@ -77,6 +79,8 @@ def load_machine(name_or_path: str) -> Machine:
         raise MachineError(error.message, name_or_path, error.line, error.column) from None
     import tomllib  # only a machine file needs it, not the presets most runs use
 
+    if (long := long_integer(text)) is not None:  # (refused as pase's other readers do)
+        _too_long(name_or_path, text, long)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -87,11 +91,7 @@ def load_machine(name_or_path: str) -> Machine:
         raise MachineError("not a machine file: its arrays and tables nest too deeply",
                            name_or_path) from None
     except ValueError:  # the only other: an integer longer than Python converts
-        where = too_long_integer(text, sys.get_int_max_str_digits())
-        line, column = offset_to_line_column(text, where[0]) if where else (0, 0)
-        digits = f"of {where[1]:,} digits" if where else "too long to read"
-        raise MachineError(f"not a machine file: an integer {digits} (flops and bandwidths "
-                           "are numbers below 1.8e308)", name_or_path, line, column) from None
+        _too_long(name_or_path, text, too_long_integer(text, sys.get_int_max_str_digits()))
     try:
         return machine_from_dict(data, name_or_path)
     except MachineError as error:
@@ -99,6 +99,17 @@ def load_machine(name_or_path: str) -> Machine:
             raise
         line, column = _key_location(text, error.key)
         raise MachineError(error.message, name_or_path, line, column, error.key) from None
+
+
+def _too_long(path: str, text: str, where: tuple[int, int] | None) -> NoReturn:
+    """Raise the error at the integer literal too long to read (offset and length)."""
+    line, column = offset_to_line_column(text, where[0]) if where else (0, 0)
+    count = sum(c.isdigit() for c in text[where[0]:sum(where)]) if where else 0
+    digits = f"of {count:,} digits" if where else "too long to read"
+    raise MachineError(f"not a machine file: an integer {digits}; pase reads integers of at "
+                       f"most {LONGEST_INTEGER} digits (flops and bandwidths are numbers "
+                       "below 1.8e308, written with an exponent: 1.95e13)", path, line,
+                       column) from None
 
 
 def _toml_error(text: str, document: str) -> tuple[str, int, int]:

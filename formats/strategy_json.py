@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pase.core.diagnostics import Diagnostic
-from pase.core.files import read_text, shown_line, write_atomically
-from pase.core.numbers import too_long_integer
-from pase.formats.json_locations import JsonPath
+from pase.core.files import shown_line, write_atomically
+from pase.core.numbers import LONGEST_INTEGER, too_long_integer
+from pase.formats.json_locations import JsonPath, long_integer
 from pase.formats.json_locations import located as _located
 from pase.formats.strategy_fields import (
     FieldError,
@@ -45,6 +45,7 @@ from pase.formats.strategy_fields import (
     other_step,
     with_choices,
 )
+from pase.formats.strategy_input import strategy_text
 from pase.passes.strategy import (
     SCHEDULES,
     Assignment,
@@ -154,7 +155,7 @@ def load_strategy(path: str, graph: str, devices: int, only_graph: bool = True,
     "stages") is read only with `pipeline`: its configurations are for a micro-batch on
     one stage's devices, not a strategy for pase-search.
     """
-    text = read_text(path, "strategy file")
+    path, text = strategy_text(path)  # (`-`: the standard input, named `stdin`)
     data = _parse(path, text)
     try:
         _check_unique_keys(data, ())
@@ -204,9 +205,9 @@ def load_plan(path: str, graph: str, devices: int, only_graph: bool, layers: Seq
     pins = load_strategy(path, graph, devices, only_graph, pipeline=True, training=training)
     plan = pins.strategy or {}
     if "stages" not in plan:
-        raise Diagnostic(f"pase-partition-stages on @{graph}: {path} has no "
+        raise Diagnostic(f"pase-partition-stages on @{graph}: {pins.path} has no "
                          '"stages"; it is a pase-search strategy, not a pipeline plan '
-                         "(pase-partition-stages export=)", path)
+                         "(pase-partition-stages export=)", pins.path)
     names = [layer.name for layer in layers]
     _check_plan_layers(pins, graph, layers)
     micro, schedule = _plan_pipeline(pins, plan)
@@ -319,13 +320,15 @@ def is_pipeline_plan(path: str) -> bool:
     """Whether the file at `path` is a pipeline plan (a JSON object with "stages");
     False for anything else, which the loaders then report on."""
     try:
-        data = json.loads(read_text(path))
+        data = json.loads(strategy_text(path)[1])
     except (Diagnostic, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and "stages" in data
 
 
 def _parse(path: str, text: str) -> Any:
+    if (long := long_integer(text)) is not None:  # (refused as pase's other readers do)
+        raise _too_long(path, text, long)
     try:
         return json.loads(text, object_pairs_hook=_Object.of)
     except json.JSONDecodeError as error:
@@ -339,15 +342,16 @@ def _parse(path: str, text: str) -> Any:
             raise Diagnostic(message, path) from None
         raise _located(message, path, text, deepest) from None
     except ValueError:  # the only other: an integer literal longer than Python converts
-        raise _too_long(path, text) from None
+        raise _too_long(path, text, too_long_integer(text, sys.get_int_max_str_digits())
+                        ) from None
 
 
-def _too_long(path: str, text: str) -> Diagnostic:
-    """The diagnostic at the integer literal too long to convert."""
-    where = too_long_integer(text, sys.get_int_max_str_digits())
-    digits = f"of {where[1]:,} digits" if where else "too long to read"
-    message = (f"not a strategy file: an integer {digits} (a split factor or device count "
-               "is at most 2^53)")
+def _too_long(path: str, text: str, where: tuple[int, int] | None) -> Diagnostic:
+    """The diagnostic at the integer literal too long to read (offset and length)."""
+    count = sum(c.isdigit() for c in text[where[0]:sum(where)]) if where else 0
+    digits = f"of {count:,} digits" if where else "too long to read"
+    message = (f"not a strategy file: an integer {digits}; pase reads integers of at most "
+               f"{LONGEST_INTEGER} digits (a split factor or device count is at most 2^53)")
     return _located(message, path, text, where[0]) if where else Diagnostic(message, path)
 
 

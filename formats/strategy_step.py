@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pase.core.diagnostics import Diagnostic
-from pase.core.files import read_text
 from pase.formats.json_locations import located as _located
+from pase.formats.strategy_input import strategy_text
 from pase.passes.strategy import TrainingOptions
 
 OPTIONS = ("optimizer", "precision", "recompute", "zero")
@@ -31,7 +31,7 @@ def file_step(path: str, given: Mapping[str, str | None]) -> dict[str, str | Non
     given (`text_step`). A file that cannot be read leaves `given` as it is: the
     strategy loader then reports what is wrong with it."""
     try:
-        text = read_text(path, "strategy file")
+        path, text = strategy_text(path)
     except Diagnostic:
         return dict(given)
     return text_step(path, text, given)

@@ -17,6 +17,7 @@ is xDSL's. `pase.universe.FRONTENDS` holds the frontends pase's tools read with.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from typing import IO, Any
@@ -162,5 +163,17 @@ def verify_located(module: ModuleOp) -> None:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as error:
             culprit = error.op if isinstance(error, VerifyExceptionAt) else op
-            message = f"'{culprit.name}' op " + str(error).split("\n", 1)[0]
+            message = f"'{culprit.name}' op " + verifier_message(error)
             raise DiagnosticException(str(at_op(culprit, message))) from None
+
+
+def verifier_message(error: Exception) -> str:
+    """The first line of a verifier's error, with the reasons xDSL puts on the lines after
+    a constraint's `does not verify:` (one per level of nesting) joined to it.
+
+        >>> verifier_message(VerifyException("result 'output' at position 0 does not "
+        ...     "verify:\\n!foo.bar should be of base attribute dnn.tensor"))
+        "result 'output' at position 0 does not verify: !foo.bar should be of base \
+attribute dnn.tensor"
+    """
+    return re.sub(r"(verify:)\n", r"\1 ", str(error)).split("\n", 1)[0]

@@ -66,6 +66,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.core.diagnostics import Diagnostic
 from pase.core.numbers import too_many_gib
+from pase.core.placement import MAX_DEVICES
 from pase.dialect.dnn import GraphOp
 from pase.dialect.dnn.microbatch import microbatch_problem
 from pase.dialect.pase import (
@@ -158,6 +159,9 @@ class PartitionStagesPass(PasePass):
         if self.devices < 1:
             raise Diagnostic(f"{where} needs devices=P with P at least 1, e.g. "
                              "pase-partition-stages{devices=8}")
+        if self.devices > MAX_DEVICES:  # (before `auto` lists the divisors of P one by one)
+            raise Diagnostic(f"{where}: devices must be between 1 and {MAX_DEVICES:,}, got "
+                             f"{self.devices:,}")
         if self.stages != "auto" and not (isinstance(self.stages, int) and self.stages >= 1
                                           and self.devices % self.stages == 0):
             raise Diagnostic(f"{where}: stages must be auto or a divisor of the "

@@ -44,6 +44,7 @@ from pase.core.files import (
     write_bytes_atomically,
 )
 from pase.core.numbers import LONGEST_INTEGER
+from pase.formats.strategy_input import standard_input_taken
 from pase.frontend.mlir import LocatedMlirFrontend, verify_located
 from pase.universe import PASE
 
@@ -116,6 +117,7 @@ class PaseOptMain(xDSLOptMain):
         self.check_target_options()
         if self.args.input_file is None:
             stream, file_extension = super().get_input_stream()
+            standard_input_taken("the model")  # (so a strategy "-" cannot be read there)
         else:  # (a named FIFO without a writer: xDSL's open waits for ever)
             stream = open_input(self.args.input_file)
             file_extension = os.path.splitext(self.args.input_file)[1].replace(".", "")

@@ -26,11 +26,12 @@ def main(args: Sequence[str] | None = None) -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from pase.core.files import deferred_writes
     from pase.core.nesting import allow_nesting
+    from pase.formats.strategy_input import standard_input_strategy
     from pase.tools.errors import report_errors
     from pase.tools.opt_main import PaseOptMain
 
     allow_nesting()
-    with report_errors("pase-opt"), deferred_writes():
+    with report_errors("pase-opt"), deferred_writes(), standard_input_strategy():
         driver = PaseOptMain(args)
         driver.run()
         driver.write_output()

@@ -47,6 +47,12 @@ from pase.dialect.training_options import (
     set_training,
     training_of,
 )
+from pase.formats.strategy_input import (
+    SHOWN_NAME,
+    STANDARD_INPUT,
+    is_standard_input,
+    standard_input_strategy,
+)
 from pase.formats.strategy_json import is_pipeline_plan
 from pase.formats.strategy_step import file_step
 from pase.passes.strategy import PRESETS, SCHEDULES
@@ -70,6 +76,9 @@ from pase.universe import FRONTENDS
 # Each device is a thread (or a Python process) of this machine: past these counts a run
 # spends its time starting workers and its memory on their interpreters.
 MAX_WORKERS = {"threads": 1024, "processes": 64}
+
+NEGATIVE_NUMBER = re.compile(r"^-(?:\.?\d|inf(?:inity)?$|nan$)", re.IGNORECASE)
+"""What argparse takes for a negative number, not a flag (`-1e-3`, `-inf`, `-nan`)."""
 
 
 def _integer(text: str) -> int:
@@ -129,6 +138,10 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "(softmax_cross_entropy, reduce mean,\nan einsum -> [], ...). A tensor there is "
         "an error, not summed silently: reduce it\nin the model.\n\n"
         "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
+    # A value that starts with '-' is a negative number, so that `--lr -1e-3` and `--scale
+    # -inf` get their flag's own error: argparse takes only `-1` and `-0.5` for numbers, and
+    # anything else for a flag (`expected one argument`). pase-run has no flag `-<digit>`.
+    parser._negative_number_matcher = NEGATIVE_NUMBER
     parser.add_argument("model", help="a .dnn model, an .onnx model (its initializers are "
                         "the initial parameters), or .mlir with one dnn.graph; - reads it "
                         "from the standard input (with -f; an .onnx model there has no "
@@ -141,7 +154,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--strategy", help="a strategy JSON (pase-search export=); layers it "
                      "does not name are searched. A pipeline plan (pase-partition-stages "
-                     "export=) runs as that pipeline")
+                     "export=) runs as that pipeline; - reads it from the standard input")
     how.add_argument("--data-parallel", nargs="?", const=True, type=_integer, metavar="D",
                      help="alone: split every layer's batch dim over the devices instead of "
                      "searching; with D: split it exactly D ways in every layer and search "
@@ -230,6 +243,9 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
     pipelined = planned or (args.strategy is not None and is_pipeline_plan(args.strategy))
     for bad, message in [
             (args.devices < 1, "--devices must be at least 1"),
+            (args.model == STANDARD_INPUT and is_standard_input(args.strategy or ""),
+             f"--strategy {args.strategy} and the model - both read the standard input; "
+             "give one of them as a file"),
             (planned and (args.strategy is not None or args.data_parallel is True),
              "--stages and --microbatches plan their own strategy; drop --strategy and "
              "--data-parallel (or give --data-parallel D: the batch split D ways in each "
@@ -297,8 +313,9 @@ def take_file_step(args: argparse.Namespace) -> None:
     if args.strategy is None:
         return
     step = file_step(args.strategy, {option: getattr(args, option) for option in CHOICES})
+    shown = SHOWN_NAME if args.strategy == STANDARD_INPUT else args.strategy
     if args.precision is None and (missing := missing_peak(
-            step["precision"], args.machine, f"{args.strategy} was searched for precision")):
+            step["precision"], args.machine, f"{shown} was searched for precision")):
         raise Diagnostic(missing)
     for option, value in step.items():
         setattr(args, option, value)
@@ -373,6 +390,12 @@ def unwritable(path: str) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # `--strategy -` reads the standard input once, however often the run reads the file.
+    with standard_input_strategy():
+        _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     args = _arguments(argv)
     allow_nesting()
     # Every file pase-run writes (--timeline, --dump-mlir) waits for the run to succeed.

@@ -214,8 +214,9 @@ def test_locate(where: tuple, key: bool, expected: tuple[int, int]) -> None:
 def test_an_overlong_integer_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, '{"layers": [], "devices": ' + "9" * 5000 + "}")
     error = diagnostic(path)
-    assert error.message == ("not a strategy file: an integer of 5,000 digits (a split factor "
-                             "or device count is at most 2^53)")
+    assert error.message == ("not a strategy file: an integer of 5,000 digits; pase reads "
+                             "integers of at most 40 digits (a split factor or device count "
+                             "is at most 2^53)")
     assert (error.line, error.column) == (1, 27)  # at the integer
 
 
