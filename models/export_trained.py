@@ -83,6 +83,38 @@ def hf_lm(config_name: str, model_name: str, **config: Any) -> Callable[[], nn.M
     return build
 
 
+class HfLoss(nn.Module):
+    """A Hugging Face model as its training step calls it, `model(input_ids=ids,
+    labels=labels).loss` (a causal LM shifts the labels by one inside), with a ones
+    attention_mask where `ones`."""
+
+    def __init__(self, model: nn.Module, ones: bool = False) -> None:
+        super().__init__()
+        self.model, self.ones = model, ones
+
+    def forward(self, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        mask = {"attention_mask": torch.ones_like(ids)} if self.ones else {}
+        return self.model(input_ids=ids, labels=labels, **mask).loss
+
+
+def hf_loss(config_name: str, model_name: str, base: dict[str, Any],
+            **config: Any) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import transformers
+
+        made = getattr(transformers, config_name)(**(base | config))
+        return HfLoss(getattr(transformers, model_name)(made), base is DECODER)
+
+    return build
+
+
+def ids_and_labels() -> tuple[torch.Tensor, ...]:
+    """Ids and labels, the last 3 positions of each row ignored (-100)."""
+    labels = torch.randint(0, VOCABULARY, (8, SEQUENCE))
+    labels[:, -3:] = -100
+    return (*ids(), labels)
+
+
 def bart() -> nn.Module:
     from transformers import BartConfig, BartForConditionalGeneration
 
@@ -103,12 +135,82 @@ class ImageLogits(nn.Module):
         return self.model(pixel_values=pixels).logits
 
 
-def hf_vit() -> nn.Module:
-    from transformers import ViTConfig, ViTForImageClassification
+def hf_image(config_name: str, model_name: str, **config: Any) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import transformers
 
-    return ImageLogits(ViTForImageClassification(ViTConfig(
-        hidden_size=WIDTH, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        image_size=32, patch_size=8, num_labels=10)))
+        made = getattr(transformers, config_name)(**config)
+        return ImageLogits(getattr(transformers, model_name)(made))
+
+    return build
+
+
+hf_vit = hf_image("ViTConfig", "ViTForImageClassification", hidden_size=WIDTH,
+                  num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                  image_size=32, patch_size=8, num_labels=10)
+
+ENCODER = {"vocab_size": VOCABULARY, "hidden_size": WIDTH, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "intermediate_size": 64,
+           "max_position_embeddings": SEQUENCE}
+
+
+def hf_encoder(config_name: str, model_name: str, **config: Any) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        import transformers
+
+        made = getattr(transformers, config_name)(**(ENCODER | config))
+        return Logits(getattr(transformers, model_name)(made))
+
+    return build
+
+
+class ClipVision(nn.Module):
+    """CLIP's vision tower and projection: the image embeddings as the output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
+
+        self.model = CLIPVisionModelWithProjection(CLIPVisionConfig(
+            hidden_size=WIDTH, intermediate_size=64, projection_dim=16, num_hidden_layers=2,
+            num_attention_heads=2, image_size=32, patch_size=8))
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.model(pixel_values=pixels).image_embeds
+
+
+def clip_vision() -> nn.Module:
+    return ClipVision()
+
+
+MELS, FRAMES = 8, 32
+
+
+class Whisper(nn.Module):
+    """Whisper (its Conv1d/GELU audio stem, encoder and decoder): log-mel frames and
+    decoder ids in, the logits out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+        self.model = WhisperForConditionalGeneration(WhisperConfig(
+            vocab_size=VOCABULARY, num_mel_bins=MELS, encoder_layers=2, decoder_layers=2,
+            encoder_attention_heads=2, decoder_attention_heads=2, d_model=WIDTH,
+            encoder_ffn_dim=64, decoder_ffn_dim=64, max_source_positions=FRAMES // 2,
+            max_target_positions=SEQUENCE, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+            decoder_start_token_id=1, use_cache=False))
+
+    def forward(self, features: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_features=features, decoder_input_ids=ids).logits
+
+
+def whisper() -> nn.Module:
+    return Whisper()
+
+
+def whisper_inputs() -> tuple[torch.Tensor, ...]:
+    return (torch.randn(8, MELS, FRAMES), *ids())
 
 
 def cnn_bn() -> nn.Module:
@@ -139,7 +241,7 @@ class Encoder(nn.Module):
 
 
 def dropout_mlp() -> nn.Module:
-    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 16 * 16, 64), nn.ReLU(), nn.Dropout(0.5),
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 64), nn.ReLU(), nn.Dropout(0.5),
                          nn.Linear(64, 10))
 
 
@@ -214,13 +316,33 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor
     "gemma": (hf_lm("GemmaConfig", "GemmaForCausalLM", head_dim=16), ids),
     "mixtral": (hf_lm("MixtralConfig", "MixtralForCausalLM", num_local_experts=1,
                       num_experts_per_tok=1), ids),
+    "qwen3": (hf_lm("Qwen3Config", "Qwen3ForCausalLM", head_dim=16), ids),
+    "gemma2": (hf_lm("Gemma2Config", "Gemma2ForCausalLM", head_dim=16,
+                     sliding_window=4 * SEQUENCE), ids),
+    "phi3": (hf_lm("Phi3Config", "Phi3ForCausalLM", pad_token_id=0, bos_token_id=1,
+                   eos_token_id=2), ids),
+    "gpt_neox": (hf_lm("GPTNeoXConfig", "GPTNeoXForCausalLM", rotary_pct=0.5), ids),
+    "olmo": (hf_lm("OlmoConfig", "OlmoForCausalLM", pad_token_id=0, bos_token_id=1,
+                   eos_token_id=2), ids),
+    "llama_loss": (hf_loss("LlamaConfig", "LlamaForCausalLM", DECODER), ids_and_labels),
+    "bert_loss": (hf_loss("BertConfig", "BertForMaskedLM", ENCODER), ids_and_labels),
     "bart": (bart, lambda: ids(2)),
+    "whisper": (whisper, whisper_inputs),
+    "electra": (hf_encoder("ElectraConfig", "ElectraForMaskedLM", embedding_size=16), ids),
+    "deberta_v2": (hf_encoder("DebertaV2Config", "DebertaV2ForMaskedLM"), ids),
+    "hf_resnet": (hf_image("ResNetConfig", "ResNetForImageClassification",
+                           embedding_size=4, hidden_sizes=[4, 8, 16, 32], depths=[1, 1, 1, 1],
+                           layer_type="basic", num_labels=10), pixels(32)),
+    "deit": (hf_image("DeiTConfig", "DeiTForImageClassification", hidden_size=WIDTH,
+                      num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                      image_size=32, patch_size=8, num_labels=10), image),
+    "clip_vision": (clip_vision, image),
     "hf_vit": (hf_vit, image),
     "cnn_bn": (cnn_bn, pixels()),
     "cnn_bn_train": (cnn_bn, pixels()),
     "encoder_batch_first": (lambda: Encoder(True), ids),
     "encoder_seq_first": (lambda: Encoder(False), ids),
-    "dropout_train": (dropout_mlp, pixels()),
+    "dropout_train": (dropout_mlp, pixels(8)),
     "rope_lm": (RopeLm, ids),
 }
 """name: (model, example inputs); names ending in `_train` are exported in training mode."""
