@@ -83,8 +83,8 @@ def as_pase_trains(model: onnx.ModelProto) -> onnx.ModelProto:
         if node.op_type == "Add":
             for position, name in enumerate(node.input):
                 other = producers.get(node.input[1 - position])
-                value = constants.get(name)
-                if value is not None and value.size == 1 and 0 < float(value.reshape(())) < 1e-4 and \
+                value = constants.get(name, np.zeros(2))
+                if value.size == 1 and 0 < float(value.reshape(())) < 1e-4 and \
                         other is not None and other.op_type == "ReduceMean":
                     node.input[position] = "pase_epsilon"
     return model

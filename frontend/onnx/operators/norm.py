@@ -8,7 +8,7 @@ import numpy as np
 
 from pase.dialect import dnn
 from pase.frontend.onnx.registry import importer
-from pase.frontend.onnx.values import FLOAT_CONSTANTS, GraphState, Value
+from pase.frontend.onnx.values import GraphState, Value
 
 
 @importer("ReduceMean", "ReduceSum", attributes=("axes", "keepdims", "noop_with_empty_axes"))
@@ -47,9 +47,8 @@ def layer_norm(graph: GraphState, node: Any) -> list[Value]:
     scale = graph.tensor(node.input[1])
     if len(node.input) < 3 or not node.input[2]:
         name = f"{node.output[0]}_bias"
-        element = dnn.shape_of(x.value).element
-        dtype = next(t for t, e in FLOAT_CONSTANTS.items() if e == element)
-        zeros = np.zeros([graph.dims.size(a) for a in over], dtype)
+        f64 = dnn.shape_of(x.value).element == "f64"
+        zeros = np.zeros([graph.dims.size(a) for a in over], np.float64 if f64 else np.float32)
         graph.values[name] = Value((), constant=zeros)
         bias = graph.tensor(name)
     else:
