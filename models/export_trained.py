@@ -42,22 +42,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-try:
-    import torch
-    from torch import nn
-except ImportError:  # one line, exit 1, as every pase script's usage error
-    print("export_trained.py: error: exporting needs torch: pip install -e '.[torch]'",
-          file=sys.stderr)
-    sys.exit(1)
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_torch import (  # noqa: E402
+from export_torch import (  # noqa: E402  (torch from there: it says how to install it)
     SEQUENCE,
     VOCABULARY,
     Logits,
     export_main,
     ids,
     image,
+    nn,
+    torch,
 )
 
 F = nn.functional
