@@ -357,16 +357,20 @@ def export(name: str, folder: str, full: bool = False) -> list[str]:
 
 
 def export_both(name: str, build: Callable[[], nn.Module],
-                example: Callable[[], tuple[torch.Tensor, ...]], folder: str) -> list[str]:
+                example: Callable[[], tuple[torch.Tensor, ...]], folder: str,
+                training: bool = False) -> list[str]:
     """`FOLDER/NAME.dynamo.onnx` and `FOLDER/NAME.torchscript.onnx` of the model `build()`
-    makes (seed 0, eval mode) on the inputs `example()` makes; what each exporter said if
-    it failed (export_more.py's models too)."""
+    makes (seed 0, eval mode; with `training`, training mode, and the TorchScript exporter
+    told so) on the inputs `example()` makes; what each exporter said if it failed
+    (export_more.py's and export_trained.py's models too)."""
     torch.manual_seed(0)
-    model = build().eval()
+    model = build().train(training)
     args = example()
     failures = []
-    for exporter, options in (("dynamo", {}),
-                              ("torchscript", {"dynamo": False, "opset_version": 17})):
+    script: dict[str, Any] = {"dynamo": False, "opset_version": 17}
+    if training:
+        script["training"] = torch.onnx.TrainingMode.TRAINING
+    for exporter, options in (("dynamo", {}), ("torchscript", script)):
         path = os.path.join(folder, f"{name}.{exporter}.onnx")
         try:
             with warnings.catch_warnings():
@@ -404,10 +408,12 @@ def main(argv: list[str]) -> int:
     return export_main(argv, __doc__ or "", MODELS, FULL_MODELS)
 
 
-def export_main(argv: list[str], usage: str, models: Models, full_models: Models) -> int:
+def export_main(argv: list[str], usage: str, models: Models, full_models: Models,
+                training: tuple[str, ...] = ()) -> int:
     """`[--full] FOLDER [NAME...]` (every model when no name is given): both exports of
-    each of `models` (`full_models` with `--full`), one stderr line per exporter that
-    failed; 1 if any did (export_more.py's command line too)."""
+    each of `models` (`full_models` with `--full`; those named in `training` in training
+    mode), one stderr line per exporter that failed; 1 if any did (export_more.py's and
+    export_trained.py's command line too)."""
     if not argv:
         print(usage)
         return 1

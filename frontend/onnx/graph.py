@@ -48,7 +48,7 @@ def import_graph(onnx: Any, model: Any, filename: str, graph_name: str, batch: i
     initializers = {init.name for init in graph.initializer}
     for init in graph.initializer:
         state.values[init.name] = Value((), constant=onnx.numpy_helper.to_array(init))
-    nodes = rewrite_patterns(onnx, list(graph.node), state.constant_of)
+    nodes = rewrite_patterns(onnx, list(graph.node), state.constant_of, ranks_of(graph))
     inputs = {v.name: v for v in graph.input if v.name not in initializers}
     nodes = rewrite_input_masks(onnx, nodes, inputs, state.constant_of, filename)
     check_input_masks(nodes, list(inputs), state.constant_of, filename)
@@ -67,6 +67,16 @@ def import_graph(onnx: Any, model: Any, filename: str, graph_name: str, batch: i
         raise Diagnostic(construct, filename) from None
     state.node = None
     return finish(state, graph, graph_name, loss)
+
+
+def ranks_of(graph: Any) -> dict[str, int]:
+    """The rank of each value of `graph` whose shape is known (inferred, an input or
+    output, an initializer)."""
+    ranks = {value.name: len(value.type.tensor_type.shape.dim)
+             for value in [*graph.value_info, *graph.input, *graph.output]
+             if value.type.tensor_type.HasField("shape")}
+    ranks.update((init.name, len(init.dims)) for init in graph.initializer)
+    return ranks
 
 
 def check_supported(nodes: list[Any], filename: str) -> None:

@@ -2,7 +2,10 @@
 (the erf-based GELU, the decomposed layer and RMS norms, a cross-entropy loss:
 `loss_patterns`) become the one node the frontend maps to a `dnn` op.
 
-    nodes = rewrite_patterns(onnx, list(model.graph.node), constant_of)
+    nodes = rewrite_patterns(onnx, list(model.graph.node), constant_of, ranks)
+
+`ranks` gives the rank of each value shape inference knows (a ReduceMean over axis 2 of a
+rank-3 tensor, as the dynamo exporter writes `nn.RMSNorm`'s, reduces its last axis).
 """
 
 from __future__ import annotations
@@ -16,14 +19,18 @@ import numpy as np
 from pase.frontend.onnx.loss_patterns import fuse_cross_entropy
 from pase.frontend.onnx.pads import fold_zero_pads
 
+Ranks = dict[str, int]
+"""Value name -> its rank, where shape inference knows it."""
 
-def rewrite_patterns(onnx: Any, nodes: list[Any],
-                     constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
+
+def rewrite_patterns(onnx: Any, nodes: list[Any], constant_of: Callable[[str], np.ndarray | None],
+                     ranks: Ranks | None = None) -> list[Any]:
     """`nodes` with every pattern below replaced by the one node it spells (and zero
     pads folded into the windows that read them: `pads`)."""
     nodes = fold_zero_pads(onnx, nodes, constant_of)
-    nodes = fuse_layer_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of)
-    nodes = fuse_rms_norm(onnx, nodes, constant_of)
+    nodes = fuse_layer_norm(onnx, fuse_erf_gelu(onnx, nodes, constant_of), constant_of,
+                            ranks or {})
+    nodes = fuse_rms_norm(onnx, nodes, constant_of, ranks or {})
     return fuse_cross_entropy(onnx, drop_nan_guards(onnx, nodes), constant_of)
 
 
@@ -37,7 +44,8 @@ def uses_of(nodes: list[Any]) -> dict[str, list[Any]]:
 
 
 def fuse_layer_norm(onnx: Any, nodes: list[Any],
-                    constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
+                    constant_of: Callable[[str], np.ndarray | None],
+                    ranks: Ranks | None = None) -> list[Any]:
     """`nodes` with each decomposed layer norm, `(x − mean(x)) / √(var(x) + ε) · γ + β` as
     PyTorch exports `nn.LayerNorm` before opset 17 (and as hand-written norms spell it),
     as one LayerNormalization node (axis -1): ReduceMean(x) over the last axis with
@@ -59,7 +67,7 @@ def fuse_layer_norm(onnx: Any, nodes: list[Any],
     removed: set[int] = set()
     replacement: dict[int, Any] = {}
     for mean in nodes:
-        if mean.op_type != "ReduceMean" or not last_axis_mean(onnx, mean, constant_of):
+        if mean.op_type != "ReduceMean" or not last_axis_mean(onnx, mean, constant_of, ranks):
             continue
         x = mean.input[0]
         centre = only_use(mean.output[0], "Sub")
@@ -78,7 +86,7 @@ def fuse_layer_norm(onnx: Any, nodes: list[Any],
             if step is None:
                 break
             chain.append(step)
-        if len(chain) != 6 or not last_axis_mean(onnx, chain[3], constant_of) or \
+        if len(chain) != 6 or not last_axis_mean(onnx, chain[3], constant_of, ranks) or \
                 list(divide.input) != [centre.output[0], chain[5].output[0]]:
             continue
         scale_node = only_use(divide.output[0], "Mul")
@@ -99,7 +107,8 @@ def fuse_layer_norm(onnx: Any, nodes: list[Any],
 
 
 def fuse_rms_norm(onnx: Any, nodes: list[Any],
-                  constant_of: Callable[[str], np.ndarray | None]) -> list[Any]:
+                  constant_of: Callable[[str], np.ndarray | None],
+                  ranks: Ranks | None = None) -> list[Any]:
     """`nodes` with each decomposed RMS norm (T5's), `x / √(mean(x²) + ε) · scale`, as
     one RMSNormalization node (axis -1): Pow(x, 2), ReduceMean over the last axis with
     keepdims, Add ε, Sqrt, then Div(x, ·) or Mul(x, Reciprocal(·) or Div(1, ·)), then Mul
@@ -130,7 +139,7 @@ def fuse_rms_norm(onnx: Any, nodes: list[Any],
             if step is None:
                 break
             chain.append(step)
-        if len(chain) != 4 or not last_axis_mean(onnx, chain[1], constant_of) or all(
+        if len(chain) != 4 or not last_axis_mean(onnx, chain[1], constant_of, ranks) or all(
                 scalar(i) is None for i in chain[2].input):
             continue
         normed = divide_by(chain[-1].output[0], x, only_use, producer, scalar, chain)
@@ -153,15 +162,19 @@ def fuse_rms_norm(onnx: Any, nodes: list[Any],
             if id(node) not in removed or id(node) in replacement]
 
 
-def last_axis_mean(onnx: Any, node: Any, constant_of: Callable[[str], np.ndarray | None]
-                   ) -> bool:
-    """Whether a ReduceMean keeps its dims and reduces the last axis only."""
+def last_axis_mean(onnx: Any, node: Any, constant_of: Callable[[str], np.ndarray | None],
+                   ranks: Ranks | None = None) -> bool:
+    """Whether a ReduceMean keeps its dims and reduces the last axis only (-1, or
+    rank - 1 where the rank of its input is known)."""
     attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     axes = attributes.get("axes")
     if len(node.input) > 1 and node.input[1]:
         array = constant_of(node.input[1])
         axes = None if array is None else array.tolist()
-    return attributes.get("keepdims", 1) == 1 and axes is not None and list(axes) == [-1]
+    if attributes.get("keepdims", 1) != 1 or axes is None or len(list(axes)) != 1:
+        return False
+    rank = (ranks or {}).get(node.input[0])
+    return list(axes) == [-1] or (rank is not None and list(axes) == [rank - 1])
 
 
 def divide_by(root: str, x: str, only_use: Callable[[str, str], Any],

@@ -13,6 +13,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 
 from cli import run_tool  # noqa: E402
+from trained_models import TRAINED  # noqa: E402
 
 from pase.dialect import dnn  # noqa: E402
 from pase.frontend.onnx import load_model  # noqa: E402
@@ -47,7 +48,7 @@ same layers)."""
 
 FILES = sorted(path.name.removesuffix(".onnx") for path in FOLDER.glob("*.onnx")
                if path.name.removesuffix(".onnx") not in ELSEWHERE
-               and path.name.split(".")[0] not in MASKED + MORE + LAYERS)
+               and path.name.split(".")[0] not in MASKED + MORE + LAYERS + TRAINED)
 READ_FILES = [name for name in FILES if name.split(".")[0] in READ]
 
 

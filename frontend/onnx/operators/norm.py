@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pase.dialect import dnn
 from pase.frontend.onnx.registry import importer
 from pase.frontend.onnx.values import GraphState, Value
@@ -36,12 +38,21 @@ def softmax(graph: GraphState, node: Any) -> list[Value]:
 
 @importer("LayerNormalization", attributes=("axis", "epsilon", "stash_type"))
 def layer_norm(graph: GraphState, node: Any) -> list[Value]:
+    """A norm without a bias (B), as `nn.LayerNorm(bias=False)` and OLMo's norms export,
+    gets a bias param that starts at zeros: the model's output is the same, and pase
+    trains the bias as it trains the constant zeros the TorchScript exporter writes."""
     x = graph.tensor(node.input[0])
     position = graph.axis(graph.attribute(node, "axis", -1), len(x.axes))
-    if len(node.input) < 3 or not node.input[2]:
-        raise graph.error("LayerNormalization without a bias (B) is not supported")
     over = [graph.real_axis(x, p) for p in range(position, len(x.axes))]
-    scale, bias = graph.tensor(node.input[1]), graph.tensor(node.input[2])
+    scale = graph.tensor(node.input[1])
+    if len(node.input) < 3 or not node.input[2]:
+        name = f"{node.output[0]}_bias"
+        f64 = dnn.shape_of(x.value).element == "f64"
+        zeros = np.zeros([graph.dims.size(a) for a in over], np.float64 if f64 else np.float32)
+        graph.values[name] = Value((), constant=zeros)
+        bias = graph.tensor(name)
+    else:
+        bias = graph.tensor(node.input[2])
     for affine in (scale, bias):
         graph.broadcast(x.axes[position:], affine.axes)
     y = graph.build(dnn.LayerNormOp, [x.value, scale.value, bias.value], node.output[0], None,
