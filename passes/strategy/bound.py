@@ -77,24 +77,7 @@ STALL = 0.02
 # strategy could add up to; a bound is trusted only to this fraction of it.
 MARGIN = 1e-9
 
-# A diffusion started from earlier moves (`Warm`) whose bound is within this fraction of
-# its decoded strategy's cost after a sweep (equal but for rounding) is swept no more.
-TIGHT = 1e-12
-# The most bytes of moves `WARM` keeps (the oldest graphs' go first).
-WARM_BYTES = 256 << 20
-
 EdgeKey = tuple[int, int]
-Moves = tuple[np.ndarray, np.ndarray]
-"""Min-sum diffusion's moves on one edge: at its first end, at its second."""
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a pruned graph's configurations come from (`exact.solve_graph`): `kept[v]`,
-    vertex v's configurations as indices of the graph before pruning, of `sizes[v]`."""
-
-    kept: Sequence[np.ndarray]
-    sizes: Sequence[int]
 
 
 @dataclass(frozen=True)
@@ -115,14 +98,12 @@ class Bounds:
 def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
                   memory_budget: int | MemoryBudget = 4 << 30, jit: str = "auto",
                   progress: Callable[[int, int, int], None] | None = None,
-                  reuse: bool = True, origin: Origin | None = None) -> DPResult:
+                  reuse: bool = True) -> DPResult:
     """`solve_dp(graph, ...)`'s result (the same choice and cost, bit for bit), found on
     the configurations the bounds cannot rule out. Graphs whose costs are not all finite,
     and those where the bounds would not pay for themselves (the DP is small, or its
     repeated steps make it cheap and the bounds converge slowly), go to `solve_dp`
-    unchanged. `memory_budget` is charged as `solve_dp` charges it. `origin` (a pruned
-    graph's configurations in the graph before pruning) lets the diffusion of repeated
-    blocks start where it ended on the same blocks last time (`repeats.block_bounds`)."""
+    unchanged. `memory_budget` is charged as `solve_dp` charges it."""
     budget = as_budget(memory_budget)
     if not isinstance(memory_budget, MemoryBudget):
         budget.count(sum(graph.buffers().values()))
@@ -146,9 +127,9 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
 
     with budget.holding(working, "the bounds' working arrays"):
         # Repeated blocks are bounded once each (repeats.py); other graphs as a whole.
-        bounds = block_bounds(graph, plan, plain, jit, origin=origin)
+        bounds = block_bounds(graph, plan, plain, jit)
         if bounds is None:
-            bounds = diffusion_bounds(graph, plan, plain, jit, origin)
+            bounds = diffusion_bounds(graph, plan, plain, jit)
     if bounds is None:
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
     limit = float(FIRST_ROUND_ENTRIES)
@@ -178,7 +159,7 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
 
 
 def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
-                     jit: str = "auto", origin: Origin | None = None) -> Bounds | None:
+                     jit: str = "auto") -> Bounds | None:
     """The per-configuration bounds after min-sum diffusion sweeps (forward, then backward
     over the vertices), or None where the plain DP (`plain` table entries to compute) is
     the cheaper way.
@@ -187,18 +168,8 @@ def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     (`_Plan.entries`). Sweeps go on while the next one, shrinking that prediction by the
     factor the last one did, would save more than it costs; they stop too once a sweep
     raises `lower` by less than `STALL` of the gap to `upper`, or after `MAX_SWEEPS`.
-    With `origin` (the graph is a pruned one), the sweeps start from the moves the same
-    graph ended with last time (`WARM`), the first sweep's gain taken from there.
     """
     diffusion = _Diffusion(graph, jit)
-    vertices, edges = range(len(graph.names)), list(graph.edge_costs)
-    key = None if origin is None else WARM.key(graph.names, vertices, edges, origin)
-    start = None if key is None or origin is None else WARM.start(key, vertices, edges,
-                                                                  origin)
-    started = -math.inf
-    if start is not None:
-        diffusion.warm(start)
-        started = diffusion.lower()[0]
     tables = [*graph.vertex_costs, *graph.edge_costs.values()]
     margin = MARGIN * math.fsum(float(np.abs(table).max()) for table in tables)
     sweep_entries = SWEEP_ENTRIES * sum(table.size for table in graph.edge_costs.values())
@@ -210,15 +181,12 @@ def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
         upper = graph.total_cost(decoded)
         if best is not None and best.upper <= upper:
             upper, decoded = best.upper, best.decoded
-        gained = lower - (best.lower if best is not None else started)
+        gained = lower - (best.lower if best is not None else -math.inf)
         best = Bounds(lower, per_config, upper, decoded, sweep, margin)
         before, predicted = predicted, plan.entries(_counts(best, upper, plan.roles))
         saving = predicted * (1 - predicted / before) if before > predicted else 0.0
-        if saving < sweep_entries or gained < STALL * (upper - lower) or (
-                start is not None and upper - lower <= TIGHT * abs(upper)):
+        if saving < sweep_entries or gained < STALL * (upper - lower):
             break
-    if key is not None and origin is not None:
-        WARM.keep(key, vertices, edges, origin, diffusion.moves)
     if best is None or predicted > plain:
         return None
     return best
@@ -418,65 +386,6 @@ class _Diffusion:
                 score += column + unary[other][choice[other]] - stars[(number, vertex)]
             choice[vertex] = int(np.argmin(score))
         return tuple(choice)
-
-
-class Warm:
-    """The last moves of each graph's diffusion (or each part's, repeats.py), by its
-    vertices' names, their sizes before pruning and its edges, kept on the configurations
-    of the graph before pruning (`Origin`): the start of its next diffusion, where a graph
-    differs from the last only in its vertex costs and in which configurations pruning
-    kept (LARAC's consecutive multipliers λ). Any moves are a reparametrization, so the
-    bounds are valid whatever the start (the wrong graph's moves of the same shape
-    included). Configurations not kept last time start at their older moves, or 0.
-    `vertices` are the graph's (indices of `origin`), `edges` index `vertices`."""
-
-    def __init__(self) -> None:
-        self.moves: OrderedDict[tuple[object, ...], list[Moves]] = OrderedDict()
-        self.bytes = 0
-
-    @staticmethod
-    def key(names: Sequence[str], vertices: Sequence[int], edges: Sequence[EdgeKey],
-            origin: Origin) -> tuple[object, ...]:
-        return (tuple(names[vertex] for vertex in vertices),
-                tuple(origin.sizes[vertex] for vertex in vertices), tuple(edges))
-
-    def start(self, key: tuple[object, ...], vertices: Sequence[int],
-              edges: Sequence[EdgeKey], origin: Origin) -> list[Moves] | None:
-        """The last moves on the configurations kept now (None if none were kept)."""
-        last = self.moves.get(key)
-        if last is None:
-            return None
-        self.moves.move_to_end(key)
-        kept = [origin.kept[vertex] for vertex in vertices]
-        return [(at_u[kept[u]], at_v[kept[v]])
-                for (u, v), (at_u, at_v) in zip(edges, last, strict=True)]
-
-    def keep(self, key: tuple[object, ...], vertices: Sequence[int],
-             edges: Sequence[EdgeKey], origin: Origin, moves: Sequence[Moves]) -> None:
-        last = self.moves.get(key)
-        kept = [origin.kept[vertex] for vertex in vertices]
-        full = []
-        for number, ((u, v), (at_u, at_v)) in enumerate(zip(edges, moves, strict=True)):
-            whole = ((last[number][0].copy(), last[number][1].copy()) if last is not None
-                     else (np.zeros(origin.sizes[vertices[u]]),
-                           np.zeros(origin.sizes[vertices[v]])))
-            whole[0][kept[u]] = at_u
-            whole[1][kept[v]] = at_v
-            full.append(whole)
-        if last is not None:
-            self.bytes -= _bytes(self.moves.pop(key))
-        self.moves[key] = full
-        self.bytes += _bytes(full)
-        while self.bytes > WARM_BYTES and self.moves:
-            self.bytes -= _bytes(self.moves.popitem(last=False)[1])
-
-
-def _bytes(moves: list[Moves]) -> int:
-    return sum(at_u.nbytes + at_v.nbytes for at_u, at_v in moves)
-
-
-WARM = Warm()
-"""The moves kept by `diffusion_bounds` and `repeats.block_bounds`."""
 
 
 def _finite(graph: CostGraph) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from pase.passes.strategy.bound import Origin, _restrict, solve_bounded
+from pase.passes.strategy.bound import _restrict, solve_bounded
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dense_blocks import reduce_dense_blocks
@@ -107,8 +107,7 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
     reduction = reduce_dense_blocks(graph, budget) if method == "dp" else None
     if reduction is not None:
         graph = reduction.graph
-    sizes = graph.sizes
-    kept = [np.arange(size) for size in sizes]
+    kept = [np.arange(size) for size in graph.sizes]
     if pruning:
         graph, kept = prune(graph, budget)
     charged = 0
@@ -116,8 +115,7 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
         graph, kept, charged = _finite_part(graph, kept, budget)
     try:
         if method == "dp" and bounding:
-            result = solve_bounded(graph, order, budget, jit, progress,
-                                   origin=Origin(kept, sizes))
+            result = solve_bounded(graph, order, budget, jit, progress)
         elif method == "dp":
             result = solve_dp(graph, order, budget, jit, progress)
         else:

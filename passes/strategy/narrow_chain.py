@@ -198,7 +198,7 @@ def cyclic_potential(part: CostGraph, boundary: int, jit: str) -> np.ndarray:
             if (u - 1, v - 1) in closed.edge_costs:
                 return np.zeros(part.sizes[0])
             closed.add_edge(u - 1, v - 1, table)
-    diffusion, _ = _swept(closed, jit)
+    diffusion = _swept(closed, jit)
     phi = np.zeros(part.sizes[0])
     for number, edge in enumerate(diffusion.edges):
         if edge in joins:
@@ -285,7 +285,7 @@ class _Parts:
                  cost - lowered[i] if i in lowered else cost
                  for i, cost in enumerate(graph.vertex_costs)]
         part = CostGraph(graph.names, costs, dict(graph.edge_costs))
-        (lower, per_config, _), _ = _part_bounds(part, self.jit)
+        lower, per_config, _ = _part_bounds(part, self.jit)
         largest = [float(np.abs(table).max()) for table in
                    [*part.vertex_costs, *part.edge_costs.values()] if table.size]
         return lower, per_config, MARGIN * math.fsum(largest)

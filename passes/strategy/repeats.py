@@ -49,11 +49,7 @@ from pase.passes.strategy.bound import (
     MARGIN,
     MAX_SWEEPS,
     STALL,
-    TIGHT,
-    WARM,
     Bounds,
-    Moves,
-    Origin,
     _buffer_key,
     _counts,
     _Diffusion,
@@ -63,6 +59,8 @@ from pase.passes.strategy.bound import (
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.dp import JIT_MIN_ENTRIES, compiled_eliminate, eliminate
 
+Moves = tuple[np.ndarray, np.ndarray]
+"""Min-sum diffusion's moves on one edge: at its first end, at its second."""
 MIN_COPIES = 3
 """The fewest repeated ranges for which the parts are bounded instead of the whole graph."""
 MIN_EDGE_ENTRIES = 1 << 27
@@ -153,35 +151,24 @@ def _parts(graph: CostGraph, ranges: list[range]) -> list[_Part]:
     return parts
 
 
-PartBounds = tuple[float, list[np.ndarray], tuple[int, ...]]
-"""A part's lower bound, per-configuration bounds and decoded strategy."""
-
-
-def _part_bounds(part: CostGraph, jit: str, start: list[Moves] | None = None
-                 ) -> tuple[PartBounds, list[Moves] | None]:
-    """Diffusion on one part (from the moves `start`, if given): its lower bound,
-    per-configuration bounds and a strategy, after sweeps until one raises the bound by
-    less than `STALL` of the gap; and its moves (None where it has no edges)."""
+def _part_bounds(part: CostGraph, jit: str) -> tuple[float, list[np.ndarray], tuple[int, ...]]:
+    """Diffusion on one part: its lower bound, per-configuration bounds and a strategy,
+    after sweeps until one raises the bound by less than `STALL` of the gap."""
     if not part.edge_costs:
         minima = [float(cost.min()) for cost in part.vertex_costs]
         lower = math.fsum(minima)
         return (lower, [cost + (lower - low) for cost, low in zip(part.vertex_costs, minima,
                                                                   strict=True)],
-                tuple(int(np.argmin(cost)) for cost in part.vertex_costs)), None
-    diffusion, done = _swept(part, jit, start)
-    return (done if done is not None else diffusion.bounds()), diffusion.moves
+                tuple(int(np.argmin(cost)) for cost in part.vertex_costs))
+    return _swept(part, jit).bounds()
 
 
-def _swept(part: CostGraph, jit: str, start: list[Moves] | None = None
-           ) -> tuple[_Diffusion, PartBounds | None]:
+def _swept(part: CostGraph, jit: str) -> _Diffusion:
     """Min-sum diffusion on one part (which has edges), swept until a sweep raises its
     lower bound by less than `STALL` of the gap to the strategy decoded after the first
     (later sweeps take `lower` alone, a third of the bounds' row minima; any sweeps give
     valid bounds, and `solve_bounded`'s DP returns the same strategy whichever it is
-    given). From the moves `start` (any moves are a reparametrization: the bounds stay
-    valid), the first sweep is tested too, against `lower` at the start (or whether the
-    bound is `TIGHT` already), and where it stalls the bounds made after it are returned
-    with the diffusion (else None: its bounds are to be made)."""
+    given)."""
     diffusion = _Diffusion(part, jit)
     if jit == "auto" and not diffusion.kernel:
         # A part is swept many times over: the kernel pays for itself sooner than on a
@@ -189,22 +176,15 @@ def _swept(part: CostGraph, jit: str, start: list[Moves] | None = None
         entries = sum(table.size for table in part.edge_costs.values())
         diffusion.kernel = (entries >= JIT_MIN_ENTRIES
                             and compiled_eliminate(False) is not eliminate)
-    if start is not None:
-        diffusion.warm(start)
-        started = diffusion.lower()[0]
     diffusion.sweep()
-    first = diffusion.bounds()
-    lower, _, decoded = first
+    lower, _, decoded = diffusion.bounds()
     upper = part.total_cost(decoded)
-    gap = max(upper - lower, 0.0)
-    if start is not None and (lower - started <= STALL * gap or gap <= TIGHT * abs(upper)):
-        return diffusion, first
     for _ in range(1, MAX_SWEEPS):
         diffusion.sweep()
         before, lower = lower, diffusion.lower()[0]
         if lower - before < STALL * max(upper - lower, 0.0):
             break
-    return diffusion, None
+    return diffusion
 
 
 def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
@@ -225,7 +205,7 @@ def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
         if not part.graph.edge_costs:
             continue
         if part.key not in swept:
-            swept[part.key] = _swept(part.graph, jit)[0].moves
+            swept[part.key] = _swept(part.graph, jit).moves
         for (u, v), (at_u, at_v) in zip(part.graph.edge_costs, swept[part.key], strict=True):
             first, second = part.vertices[u], part.vertices[v]
             # (A part numbers its copies after its own vertices: an edge from a copy is
@@ -238,15 +218,14 @@ def block_moves(graph: CostGraph, jit: str = "auto") -> list[Moves] | None:
 
 
 def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
-                 jit: str = "auto", min_edge_entries: int | None = None,
-                 origin: Origin | None = None) -> Bounds | None:
+                 jit: str = "auto", min_edge_entries: int | None = None
+                 ) -> Bounds | None:
     """Valid bounds of `graph` from its parts (the module docstring), each distinct part
     bounded once; None where the edge tables hold fewer than `min_edge_entries` entries
     (default `MIN_EDGE_ENTRIES`),
     where no range of vertices repeats `MIN_COPIES` times, or where the DP over what the
     bounds keep is predicted to compute more than `plain` table entries (the plain DP is
-    then the cheaper way). With `origin` (the graph is a pruned one), each part's
-    diffusion starts from the moves the same part ended with last time (`bound.WARM`)."""
+    then the cheaper way)."""
     least = MIN_EDGE_ENTRIES if min_edge_entries is None else min_edge_entries
     if sum(table.size for table in graph.edge_costs.values()) < least:
         return None
@@ -254,7 +233,10 @@ def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     if repeat is None:
         return None
     parts = _parts(graph, _ranges(len(graph.names), repeat))
-    solved = _solved(graph, parts, jit, origin)
+    solved: dict[tuple[object, ...], tuple[float, list[np.ndarray], tuple[int, ...]]] = {}
+    for part in parts:
+        if part.key not in solved:
+            solved[part.key] = _part_bounds(part.graph, jit)
     lower = math.fsum(solved[part.key][0] for part in parts)
     per_config: list[np.ndarray | None] = [None] * len(graph.names)
     decoded = [0] * len(graph.names)
@@ -273,25 +255,6 @@ def block_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,
     if plan.entries(_counts(bounds, bounds.upper, plan.roles)) > plain:
         return None
     return bounds
-
-
-def _solved(graph: CostGraph, parts: list[_Part], jit: str, origin: Origin | None
-            ) -> dict[tuple[object, ...], PartBounds]:
-    """Each distinct part's bounds (`_part_bounds`), from its last moves with `origin`."""
-    solved: dict[tuple[object, ...], PartBounds] = {}
-    for part in parts:
-        if part.key in solved:
-            continue
-        if origin is None or not part.graph.edge_costs:
-            solved[part.key] = _part_bounds(part.graph, jit)[0]
-            continue
-        edges = list(part.graph.edge_costs)
-        key = WARM.key(graph.names, part.vertices, edges, origin)
-        solved[part.key], moves = _part_bounds(
-            part.graph, jit, WARM.start(key, part.vertices, edges, origin))
-        assert moves is not None
-        WARM.keep(key, part.vertices, edges, origin, moves)
-    return solved
 
 
 def _margin(graph: CostGraph) -> float:
