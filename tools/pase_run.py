@@ -129,15 +129,18 @@ def stages_of(args: argparse.Namespace) -> Stages | None:
     return Stages(stages, micro, args.schedule or "1f1b", args.device_memory_gib)
 
 
+_EPILOG = ("the model is a forward graph (before pase-autodiff); its loss is the first "
+           "value it returns,\na floating-point scalar that any layer computes "
+           "(softmax_cross_entropy, reduce mean,\nan einsum -> [], ...). A tensor there is "
+           "an error, not summed silently: reduce it\nin the model.\n\n"
+           "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
+
+
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = UsageParser(
         prog="pase-run", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="the model is a forward graph (before pase-autodiff); its loss is the first "
-        "value it returns,\na floating-point scalar that any layer computes "
-        "(softmax_cross_entropy, reduce mean,\nan einsum -> [], ...). A tensor there is "
-        "an error, not summed silently: reduce it\nin the model.\n\n"
-        "example: pase-run models/alexnet.dnn --devices 4 --scale 0.125 --check")
+        epilog=_EPILOG)
     # A value that starts with '-' is a negative number, so that `--lr -1e-3` and `--scale
     # -inf` get their flag's own error: argparse takes only `-1` and `-0.5` for numbers, and
     # anything else for a flag (`expected one argument`). pase-run has no flag `-<digit>`.
