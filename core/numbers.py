@@ -55,6 +55,39 @@ def read_float(text: str, what: str) -> float:
     return value
 
 
+DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+"""A decimal number literal: digits, an optional point and an optional exponent (no `_`,
+no `0x`)."""
+
+NAMED_FLOATS = re.compile(r"[-+]?(?:nan|inf|infinity)", re.IGNORECASE)
+"""`nan`, `inf`, `-inf`: read as themselves, for the option's own range check to name."""
+
+
+def float_literal(text: str) -> float:
+    """`float(text)` of an option's number (a pass option, pase-run's `--memory-gib`), or
+    `ValueError` saying why it is not one: not a decimal literal (`0x10`, `1_000`, which
+    Python's `float` takes as 1000), or a literal a float does not hold, which Python reads
+    as 0 or inf without a word (`1e-400` would make `device-memory-gib` no cap at all):
+
+        >>> float_literal("1e-3"), float_literal("-0")
+        (0.001, -0.0)
+        >>> float_literal("1e-400")
+        Traceback (most recent call last):
+        ValueError: not 0, but a float reads it as 0 (the least positive float is about 4.9e-324)
+    """
+    if NAMED_FLOATS.fullmatch(text):
+        return float(text)
+    if not DECIMAL.fullmatch(text):
+        raise ValueError("not a decimal number")
+    value = float(text)
+    if value == 0 and re.search(r"[1-9]", re.split(r"[eE]", text)[0]):
+        raise ValueError("not 0, but a float reads it as 0 (the least positive float is "
+                         "about 4.9e-324)")
+    if math.isinf(value):
+        raise ValueError("a float reads it as infinity (the largest float is about 1.8e308)")
+    return value
+
+
 MAX_GIB = float(1 << 33)
 """The most GiB a memory option takes (pase-search's memory-gib, device-memory-gib,
 pase-run's --memory-gib): 2^33 GiB is 2^63 bytes, the most a signed 64-bit byte count
@@ -62,12 +95,19 @@ holds. A larger finite value (1e308) made an infinite number of bytes."""
 
 
 def too_many_gib(option: str, value: float) -> str | None:
-    """Why a finite memory option `value` (GiB) is too large, or None (also for inf and
-    nan: the option's own check refuses those).
+    """Why a finite memory option `value` (GiB) is out of the bytes pase counts, or None:
+    more than 2^63 bytes, or above 0 and less than one byte (0 is no cap, so a positive
+    cap of no byte must not read as 0). None also for 0, inf and nan: the option's own
+    check takes 0 or refuses it, and refuses inf and nan.
 
         >>> too_many_gib("memory-gib", 1e308)
         'memory-gib=1e+308 is more than 2^33 GiB (2^63 bytes, the most pase counts)'
+        >>> too_many_gib("device-memory-gib", 1e-10)
+        'device-memory-gib=1e-10 is less than one byte (2^-30 GiB, 9.3e-10, is the least)'
     """
+    if 0 < value < 1 / (1 << 30):
+        return (f"{option}={value!r} is less than one byte (2^-30 GiB, "
+                f"{1 / (1 << 30):.2g}, is the least)")
     if not MAX_GIB < value < math.inf:
         return None
     return f"{option}={value:g} is more than 2^33 GiB (2^63 bytes, the most pase counts)"

@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Self, Union, get_args, get_origin, get_type_hi
 
 from xdsl.utils.arg_spec import ArgSpec, ArgSpecConvertible
 
+from pase.core.numbers import DECIMAL, float_literal
+
 
 class CheckedOptions(ArgSpecConvertible):
     """A base, before xDSL's `ModulePass`, `Frontend` or `Target`, whose `from_spec`
@@ -53,17 +55,22 @@ def _option_value(owner: str, key: str, value: Any, hint: Any) -> Any:
         else {hint}
     # What each spec value may become, in order of preference; the spec syntax has no
     # exponents, so memory-gib=1e-3 arrives as a string.
+    # A string becomes a float only as a decimal literal a float holds (`float_literal`:
+    # not `1_000`, and not `1e-400`, which `float` reads as 0).
+    reason = ""
     for kind in {bool: (bool,), int: (int, float), float: (float,),
                  str: (str, float)}.get(type(value), ()):
         if kind in kinds:
             try:
-                return kind(value)
-            except ValueError:
-                pass
+                return float_literal(value) if kind is float and isinstance(value, str) \
+                    else kind(value)
+            except ValueError as error:
+                reason = str(error) if DECIMAL.fullmatch(str(value)) else reason
     wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
     if float in kinds:
         kinds.discard(int)
     described = " or ".join(wanted[kind] for kind in sorted(kinds, key=list(wanted).index)
                             if kind in wanted)
     given = f'"{value}"' if isinstance(value, str) else str(value).lower()
-    raise ValueError(f"{owner}: option '{key}' takes {described}, got {given}")
+    raise ValueError(f"{owner}: option '{key}' takes {described}, got {given}"
+                     + (f": {reason}" if reason else ""))

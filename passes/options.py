@@ -21,6 +21,16 @@ class PasePass(CheckedOptions, ModulePass):
     `pase-search: option 'devices' takes an integer, got "abc"` (`core.options`)."""
 
 
+def shown_option(value: object) -> str:
+    """An option's value as a message shows it after "got": itself, but an empty string
+    says so (`stages=""` printed "got " and nothing).
+
+        >>> shown_option(""), shown_option("all"), shown_option(3)
+        ('an empty value', 'all', '3')
+    """
+    return "an empty value" if value == "" else str(value)
+
+
 def training_options(pass_name: str, devices: int, optimizer: str, precision: str,
                      recompute: str, zero: str | int, data_parallel: int) -> TrainingOptions:
     """The training step a search pass's options state (`optimizer`, `precision`,

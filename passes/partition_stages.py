@@ -82,7 +82,7 @@ from pase.dialect.pase import (
 )
 from pase.formats.machine_toml import MachineError, load_machine, machine_diagnostic
 from pase.formats.strategy_json import load_plan, write_json
-from pase.passes.options import PasePass, check_training, training_options
+from pase.passes.options import PasePass, check_training, shown_option, training_options
 from pase.passes.search import contrary_pin, op_diagnostic
 from pase.passes.strategy import (
     DEFAULT_EFFORT,
@@ -165,11 +165,11 @@ class PartitionStagesPass(PasePass):
         if self.stages != "auto" and not (isinstance(self.stages, int) and self.stages >= 1
                                           and self.devices % self.stages == 0):
             raise Diagnostic(f"{where}: stages must be auto or a divisor of the "
-                             f"{self.devices} devices, got {self.stages}")
+                             f"{self.devices} devices, got {shown_option(self.stages)}")
         if self.microbatches != "auto" and not (isinstance(self.microbatches, int)
                                                 and self.microbatches >= 1):
             raise Diagnostic(f"{where}: microbatches must be auto or at least 1, got "
-                             f"{self.microbatches}")
+                             f"{shown_option(self.microbatches)}")
         if self.schedule not in SCHEDULES:
             raise Diagnostic(f"{where}: unknown schedule '{self.schedule}'; use "
                              f"{' or '.join(SCHEDULES)}")

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 from pase.core.diagnostics import Diagnostic
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
-from pase.core.numbers import SHOWN_DIGITS, read_integer, too_many_gib
+from pase.core.numbers import SHOWN_DIGITS, float_literal, read_integer, too_many_gib
 from pase.core.usage import UsageParser
 from pase.dialect.dnn.seeding import LEARNING_RATES
 from pase.dialect.training_options import (
@@ -90,6 +90,18 @@ def _integer(text: str) -> int:
         return read_integer(text, "the value")
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _number(text: str) -> float:
+    """A float flag's value: a decimal literal a float holds (`float_literal`: not
+    `1_000`, not `1e-400`, which Python's `float` reads as 0); nan and inf are left to
+    the flag's own range check."""
+    try:
+        return float_literal(text)
+    except ValueError as error:
+        shown = text if len(text) <= SHOWN_DIGITS else text[:SHOWN_DIGITS] + "..."
+        raise argparse.ArgumentTypeError(f"expected a number, got '{shown}': {error}") \
+            from None
 
 
 def _count(text: str) -> int | str:
@@ -172,7 +184,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                           "default 1 with --stages, auto with --stages auto")
     pipeline.add_argument("--schedule", choices=SCHEDULES,
                           help="pipeline schedule (default 1f1b)")
-    pipeline.add_argument("--device-memory-gib", type=float, default=0.0,
+    pipeline.add_argument("--device-memory-gib", type=_number, default=0.0,
                           help="each device's memory at full size, in GiB: the plan must "
                           "fit (default 0: no cap)")
     pipeline.add_argument("--timeline", metavar="FILE",
@@ -184,12 +196,12 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=_integer, default=1,
                         help="training steps (default 1)")
     parser.add_argument("--seed", type=_integer, default=0, help="seed of the data (default 0)")
-    parser.add_argument("--scale", type=float, default=1.0,
+    parser.add_argument("--scale", type=_number, default=1.0,
                         help="shrink every dimension by this factor, e.g. 0.125")
-    parser.add_argument("--memory-gib", type=float, default=4.0,
+    parser.add_argument("--memory-gib", type=_number, default=4.0,
                         help="refuse a run estimated to take more memory than this, in GiB, "
                         "and name the --scale that fits (default 4)")
-    parser.add_argument("--lr", type=float,
+    parser.add_argument("--lr", type=_number,
                         help="learning rate (default: the optimizer's, "
                         + ", ".join(f"{k} {v}" for k, v in LEARNING_RATES.items()) + ")")
     step = parser.add_argument_group(
@@ -205,7 +217,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                       help="ZeRO stage 0, 1, 2, 3 or auto (the plan's pase.zero per layer)")
     parser.add_argument("--backend", choices=BACKENDS, default="threads",
                         help="workers are threads (default) or processes")
-    parser.add_argument("--timeout", type=float,
+    parser.add_argument("--timeout", type=_number,
                         help="seconds a collective may wait (default 120); with --engine jax, "
                         "seconds the JAX program may run, compile included (default 600)")
     parser.add_argument("--f64", action="store_true",

@@ -35,9 +35,11 @@ def solve(problem: Problem, options: SearchOptions | str = DEFAULT_OPTIONS, *,
           method: str | None = None, order: str | None = None) -> Solution:
     """The optimal strategy as `options` say: `method="dp"` (exact, PaSE's DP over an
     elimination order) or `method="exhaustive"` (brute force, small graphs).
-    `method` and `order` given as keywords (DESIGN.md's stable call,
-    `solve(problem, method="dp", order="genseq")`) override `options`' own; a method in
-    the place of `options` (`solve(problem, "exhaustive")`) is taken as `method`.
+    `method` and `order` may be given as keywords instead (DESIGN.md's stable call,
+    `solve(problem, method="dp", order="genseq")`), and a method in the place of
+    `options` (`solve(problem, "exhaustive")`) is taken as `method`; a keyword that
+    differs from the `options` given with it (`solve(problem, SearchOptions(method="dp"),
+    method="exhaustive")`) is a TypeError (`_called_options`).
 
     With `method="dp"`, each dense block (DenseNet's, `pase.passes.strategy.dense_blocks`)
     is first solved exactly by counting and replaced by one table over its input and
@@ -53,15 +55,7 @@ def solve(problem: Problem, options: SearchOptions | str = DEFAULT_OPTIONS, *,
     `from_layers` charged the configurations to; else `options.memory_budget`) bounds the
     cost tables, pruning and the DP together.
     """
-    if isinstance(options, str) and method is None:  # solve(problem, "dp"): the method
-        method = options
-        options = DEFAULT_OPTIONS
-    if not isinstance(options, SearchOptions):
-        raise TypeError(f"solve takes SearchOptions (or the method) second, not "
-                        f"{type(options).__name__}; or give method= and order=")
-    if method is not None or order is not None:
-        options = replace(options, method=options.method if method is None else method,
-                          order=options.order if order is None else order)
+    options = _called_options(options, method, order)
     if options.method not in ("dp", "exhaustive"):
         raise SearchError(f"unknown method '{options.method}'; use dp or exhaustive")
     with collector_paused():
@@ -92,6 +86,28 @@ def _solve_released(problem: Problem, options: SearchOptions, budget: MemoryBudg
     solution = _solve_whole(problem, options, budget, progress)
     budget.release(sum(problem.cost_graph().buffers().values()))
     return solution
+
+
+def _called_options(options: SearchOptions | str, method: str | None,
+                    order: str | None) -> SearchOptions:
+    """The options of a `solve` call: `options`, a method given in its place, and the
+    `method` and `order` keywords, each stated once. A keyword that differs from the
+    options given with it is one TypeError naming both (the options' own would be taken
+    silently or overridden silently, either way not what one of them says)."""
+    given = options is not DEFAULT_OPTIONS
+    if isinstance(options, str):  # solve(problem, "dp"): the method
+        options = replace(DEFAULT_OPTIONS, method=options)
+    if not isinstance(options, SearchOptions):
+        raise TypeError(f"solve takes SearchOptions (or the method) second, not "
+                        f"{type(options).__name__}; or give method= and order=")
+    for keyword, value, own in (("method", method, options.method),
+                                ("order", order, options.order)):
+        if value is not None and given and value != own:
+            raise TypeError(f"solve got {keyword}={value!r} and options whose {keyword} is "
+                            f"{own!r}; give the {keyword} once, in the options or as "
+                            f"{keyword}= alone")
+    return replace(options, method=options.method if method is None else method,
+                   order=options.order if order is None else order)
 
 
 def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",

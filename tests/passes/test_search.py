@@ -283,3 +283,26 @@ def test_the_design_documents_solve_call_takes_method_and_order() -> None:
     assert solve(problem, "exhaustive").cost == pytest.approx(optimum, rel=1e-12)
     with pytest.raises(TypeError, match="solve takes SearchOptions .or the method. second"):
         solve(problem, 4)  # type: ignore[arg-type]
+
+
+def test_solve_refuses_a_method_or_order_that_its_options_contradict() -> None:
+    """`solve(problem, options, method=..., order=...)`: a keyword equal to the options'
+    own is taken, one that differs from the options given is a TypeError naming both
+    (it silently overrode them); the keywords alone, and the options alone, as before."""
+    problem = build_problem(parse_file(MLP), 4)
+    optimum = solve(problem).cost
+    brute = SearchOptions(method="exhaustive")
+    assert solve(problem, brute, method="exhaustive").cost == pytest.approx(optimum,
+                                                                            rel=1e-12)
+    assert solve(problem, SearchOptions(order="bfs"), order="bfs").cost == \
+        pytest.approx(optimum, rel=1e-12)
+    with pytest.raises(TypeError, match="solve got method='dp' and options whose method is "
+                       "'exhaustive'; give the method once, in the options or as method= "
+                       "alone"):
+        solve(problem, brute, method="dp")
+    with pytest.raises(TypeError, match="solve got order='minfill' and options whose order "
+                       "is 'genseq'"):
+        solve(problem, SearchOptions(), order="minfill")
+    with pytest.raises(TypeError, match="solve got method='exhaustive' and options whose "
+                       "method is 'dp'"):
+        solve(problem, "dp", method="exhaustive")
