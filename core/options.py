@@ -14,6 +14,7 @@ option at fault:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from types import NoneType, UnionType
 from typing import Any, ClassVar, Self, Union, get_args, get_origin, get_type_hints
 
@@ -40,13 +41,22 @@ class CheckedOptions(ArgSpecConvertible):
         for key, values in spec.parameters.items():
             field = key.replace("-", "_")
             if field not in fields:
-                known = ("its options are " + ", ".join(f.replace("_", "-") for f in fields)
-                         if fields else "it takes none")
-                raise ValueError(f"{owner}: unknown option '{key}'; {known}")
+                raise ValueError(f"{owner}: unknown option '{key}'; {_known(key, fields)}")
             if len(values) != 1:
                 raise ValueError(f"{owner}: option '{key}' takes one value, got {len(values)}")
             parameters[key] = (_option_value(owner, key, values[0], hints[field]),)
         return super().from_spec(ArgSpec(spec.name, parameters))
+
+
+def _known(key: str, fields: list[str]) -> str:
+    """What an unknown option's message lists: the options, and the one meant where
+    `key` is one in other case or a letter or two off (`Devices`, `device`)."""
+    if not fields:
+        return "it takes none"
+    names = [f.replace("_", "-") for f in fields]
+    close = difflib.get_close_matches(key.lower().replace("_", "-"), names, n=1, cutoff=0.8)
+    meant = f"did you mean '{close[0]}'? " if close else ""
+    return f"{meant}its options are {', '.join(names)}"
 
 
 def _option_value(owner: str, key: str, value: Any, hint: Any) -> Any:

@@ -18,14 +18,21 @@ import os
 import re
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from io import BytesIO, StringIO
 from typing import IO, NoReturn, cast
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp
 from xdsl.passes import ModulePass, get_pass_option_infos
-from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind, _parse_spec, parse_spec
+from xdsl.utils.arg_spec import (
+    PipelineLexer,
+    SpecToken,
+    SpecTokenKind,
+    _parse_spec,
+    parse_spec,
+)
 from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.utils.lexer import Input, Span
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -276,7 +283,7 @@ def check_pass_options(pipeline: str) -> None:
     seen: set[str] | None = None
     previous = None
     last = None
-    for token in PipelineLexer._generator(pipeline):
+    for token in _pipeline_tokens(pipeline):
         if token.kind is SpecTokenKind.EOF and last is not None and \
                 last.kind is SpecTokenKind.COMMA:
             raise ArgSpecParseError(last, "a comma that ends the pipeline; a pass name must "
@@ -299,6 +306,47 @@ def check_pass_options(pipeline: str) -> None:
                 raise ArgSpecParseError(token, f"option '{token.span.text}' is given twice")
             seen.add(key)
         previous = token.kind
+
+
+def _pipeline_tokens(pipeline: str) -> Iterator[SpecToken]:
+    """xDSL's tokens of a pass pipeline. A character xDSL does not read in an option's
+    value is its "Unknown token" error with the reason: such a value is quoted
+    (`export=x.json`, `machine=/data/m.toml`; README: file paths are quoted), and a
+    number starts with a digit (`factor=.5`)."""
+    tokens = PipelineLexer._generator(pipeline)
+    seen: list[SpecToken] = []
+    while True:
+        try:
+            token = next(tokens)
+        except StopIteration:
+            return
+        except ArgSpecParseError:
+            raise _unread_value(pipeline, seen) from None
+        seen = [*seen[-1:], token]
+        yield token
+
+
+def _unread_value(pipeline: str, seen: list[SpecToken]) -> ArgSpecParseError:
+    """The error at a character xDSL's lexer does not read, after the `seen` tokens (the
+    last two): xDSL's "Unknown token", with the reason where it is in an option's value."""
+    end = seen[-1].span.end if seen else 0
+    error = ArgSpecParseError(SpecToken(SpecTokenKind.IDENT, Span(
+        end, end + 1, Input(pipeline, "pass-pipeline"))), "Unknown token")
+    if len(seen) == 2 and seen[0].kind is SpecTokenKind.EQUALS and \
+            seen[1].kind is SpecTokenKind.IDENT:
+        start = seen[1].span.start  # export=x.json
+    elif seen and seen[-1].kind is SpecTokenKind.EQUALS:
+        start = end  # machine=/data/m.toml, factor=.5
+    else:
+        return error
+    text = re.match(r"[^\s}]*", pipeline[start:])
+    value = text.group() if text else ""
+    number = re.fullmatch(r"([-+]?)(\.[0-9].*)", value)
+    reason = (f"a number starts with a digit: {number[1]}0{number[2]}" if number else
+              f"the value {value} holds '{pipeline[end]}': quote it, \"{value}\" (a file "
+              "path is quoted)")
+    return ArgSpecParseError(SpecToken(SpecTokenKind.IDENT, Span(
+        start, start + max(len(value), 1), Input(pipeline, "pass-pipeline"))), reason)
 
 
 def check_frontend_options(spec: str, flag: str = "-f") -> None:
