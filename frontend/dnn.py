@@ -45,6 +45,7 @@ from pase.core.files import decode_text, read_text
 from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer
 from pase.core.options import CheckedOptions
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
+from pase.core.signals import raise_if_received
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.traits import VerifyExceptionAt
@@ -71,16 +72,21 @@ class _Streaming(Transformer):
             self.builder.begin_graph(children)
 
     def data(self, children: list[Node]) -> None:
-        if self.builder:
-            self.builder.statement(_tree("data", children))
+        self._statement("data", children)
 
     def layer(self, children: list[Node]) -> None:
-        if self.builder:
-            self.builder.statement(_tree("layer", children))
+        self._statement("layer", children)
 
     def ret(self, children: list[Node]) -> None:
+        self._statement("ret", children)
+
+    def _statement(self, kind: str, children: list[Node]) -> None:
+        # A signal whose exception Python dropped (taken in a garbage collector's callback,
+        # as a parse of a million statements makes likely) stops the parse here, at the
+        # next statement, not after the whole file and the passes after it.
+        raise_if_received()
         if self.builder:
-            self.builder.statement(_tree("ret", children))
+            self.builder.statement(_tree(kind, children))
 
     def graph(self, children: list[Node]) -> dnn.GraphOp | None:
         return self.builder.end_graph() if self.builder else None
@@ -193,6 +199,7 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
                          "'graph @name(dim = size, ...) { ... }'", filename, 1, 1, text)
     module = ModuleOp(graphs)
     for op in module.walk():
+        raise_if_received()
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as error:

@@ -7,8 +7,12 @@ tracemalloc (Python's own allocations, the same on every host), never time.
 
 from __future__ import annotations
 
+import signal
 import tracemalloc
 
+import pytest
+
+from pase.core import signals
 from pase.core.diagnostics import Diagnostic
 from pase.frontend import parse_text
 
@@ -54,3 +58,25 @@ def test_a_valid_file_takes_linear_memory_with_a_small_constant() -> None:
     assert error is None
     # The tree and the IR together held 5.2 KiB per statement; the IR alone, about 2.1.
     assert peak < 3 * KIB * STATEMENTS
+
+
+def test_a_signal_python_dropped_stops_the_parse_at_the_next_statement() -> None:
+    """A SIGTERM whose `Terminated` Python dropped (raised inside a garbage collector's
+    callback) is in `core.signals._received`; the parse stops at its next statement
+    (it went on through the whole file, and the passes after it, before)."""
+    text = chain(2_000)
+    with signals.signals_raise():
+        signals._received.append(signal.SIGTERM)
+        calls = 0
+        real = signals.raise_if_received
+
+        def counted() -> None:
+            nonlocal calls
+            calls += 1
+            real()
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("pase.frontend.dnn.raise_if_received", counted)
+            with pytest.raises(signals.Terminated):
+                parse_text(text)
+    assert calls == 1
