@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from pase.dialect.dnn.epsilon import DEFAULT_EPSILON
 from pase.runtime.kernels.context import (
     KernelContext,
     Kernels,
@@ -102,7 +103,7 @@ def norm_forward(x: np.ndarray, dims: Sequence[str], over: Sequence[str],
                  scale: np.ndarray | None = None, bias: np.ndarray | None = None, *,
                  scale_dims: Sequence[str] | None = None,
                  bias_dims: Sequence[str] | None = None, count: int | None = None,
-                 eps: float = 1e-5, reduce: Reduce = local_reduce
+                 eps: float = DEFAULT_EPSILON, reduce: Reduce = local_reduce
                  ) -> tuple[np.ndarray, NormStatistics]:
     """`(x − mean) / √(var + eps) · scale + bias`, statistics over `over`: a layernorm
     normalizes the features (`[d]`), a training-mode batchnorm the batch (`[b, h, w]`).
@@ -147,7 +148,7 @@ def norm_backward(grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str],
 def rms_norm_forward(x: np.ndarray, dims: Sequence[str], over: Sequence[str],
                      scale: np.ndarray | None = None, *,
                      scale_dims: Sequence[str] | None = None, count: int | None = None,
-                     eps: float = 1e-5, reduce: Reduce = local_reduce
+                     eps: float = DEFAULT_EPSILON, reduce: Reduce = local_reduce
                      ) -> tuple[np.ndarray, np.ndarray]:
     """`x / √(mean(x²) + eps) · scale` over `over` (the scale over `scale_dims`, by default
     `over` in x's order), and the reciprocal root mean squares the backward reuses."""
@@ -264,9 +265,14 @@ def _norm_options(ctx: KernelContext) -> dict[str, Any]:
     return options
 
 
+def _epsilon(ctx: KernelContext) -> float:
+    """The layer's `epsilon` (`pase.dialect.dnn.epsilon`: absent where it is 1e-5)."""
+    return float(ctx.props.get("epsilon", DEFAULT_EPSILON))
+
+
 def _norm(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, NormStatistics]:
     return norm_forward(inputs[0], ctx.dims[0], ctx.props["over"], *inputs[1:],
-                        **_norm_options(ctx))
+                        eps=_epsilon(ctx), **_norm_options(ctx))
 
 
 def _norm_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
@@ -352,7 +358,8 @@ KERNELS: Kernels = {
     "dnn.softmax_cross_entropy": (_cross_entropy, _cross_entropy_backward),
     "dnn.rmsnorm": (
         lambda ctx, inputs: rms_norm_forward(inputs[0], ctx.dims[0], ctx.props["over"],
-                                             *inputs[1:], **_rms_options(ctx)),
+                                             *inputs[1:], eps=_epsilon(ctx),
+                                             **_rms_options(ctx)),
         lambda ctx, inputs, output, grad_output, saved, needs: list(rms_norm_backward(
             grad_output, inputs[0], ctx.dims[0], ctx.props["over"], saved, *inputs[1:],
             **_rms_options(ctx)))[:len(inputs)]),
