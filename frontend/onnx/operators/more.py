@@ -277,12 +277,10 @@ def cast(graph: GraphState, node: Any) -> list[Value]:
     return [x]
 
 
-@importer("RMSNormalization", "SimplifiedLayerNormalization",
-          attributes=("axis", "epsilon", "stash_type"))
+@importer("RMSNormalization", attributes=("axis", "epsilon", "stash_type"))
 def rms_norm(graph: GraphState, node: Any) -> list[Value]:
     """`dnn.rmsnorm` over the axes from `axis` on, with the node's epsilon (patterns.py
-    makes this node of the decomposed norms both exporters write; ONNX Runtime's
-    optimizer writes SimplifiedLayerNormalization, the same norm)."""
+    makes this node of the decomposed norms both exporters write)."""
     x = graph.tensor(node.input[0])
     position = graph.axis(graph.attribute(node, "axis", -1), len(x.axes))
     over = [graph.real_axis(x, p) for p in range(position, len(x.axes))]
