@@ -278,7 +278,8 @@ def layers_row(path: Path) -> list[str]:
     from pase.tools.pase_run import main as pase_run
 
     started = time.process_time()
-    exporter = "TorchScript" if "_ts" in path.stem else "dynamo"
+    exporter = "TorchScript" if "_ts" in path.stem or ".torchscript" in path.name \
+        else "dynamo"
     if path.suffix == ".export-failed":
         cells = [path.stem, exporter, "", "export failed: " + path.read_text().strip()[:100]]
         return cells + [""] * 4

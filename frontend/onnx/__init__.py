@@ -30,9 +30,9 @@ Where pase differs from ONNX: Dropout is the identity (pase trains dropout-free)
 BatchNormalization always normalizes with the batch statistics (training mode) and its
 running mean and variance are not read (each norm keeps its epsilon: the `epsilon` of
 LayerNormalization, BatchNormalization and RMSNormalization, the added constant of a
-decomposed layer or RMS norm); the erf-based GELU pattern and Gelu both become `dnn.gelu` (the tanh approximation); a
-constant factor (`Div` by a constant, `Mul` by a scalar) becomes a scalar `param` that
-starts at the constant's value.
+decomposed layer or RMS norm); the erf-based GELU pattern and Gelu both become
+`dnn.gelu` (the tanh approximation); a constant factor (`Div` by a constant, `Mul` by a
+scalar) becomes a scalar `param` that starts at the constant's value.
 """
 
 from __future__ import annotations
