@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 
-from pase.dialect.dnn.epsilon import DEFAULT_EPSILON
 from pase.runtime.kernels.context import (
     KernelContext,
     Kernels,
@@ -103,7 +102,7 @@ def norm_forward(x: np.ndarray, dims: Sequence[str], over: Sequence[str],
                  scale: np.ndarray | None = None, bias: np.ndarray | None = None, *,
                  scale_dims: Sequence[str] | None = None,
                  bias_dims: Sequence[str] | None = None, count: int | None = None,
-                 eps: float = DEFAULT_EPSILON, reduce: Reduce = local_reduce
+                 eps: float = 1e-5, reduce: Reduce = local_reduce
                  ) -> tuple[np.ndarray, NormStatistics]:
     """`(x − mean) / √(var + eps) · scale + bias`, statistics over `over`: a layernorm
     normalizes the features (`[d]`), a training-mode batchnorm the batch (`[b, h, w]`).
@@ -148,7 +147,7 @@ def norm_backward(grad_output: np.ndarray, x: np.ndarray, dims: Sequence[str],
 def rms_norm_forward(x: np.ndarray, dims: Sequence[str], over: Sequence[str],
                      scale: np.ndarray | None = None, *,
                      scale_dims: Sequence[str] | None = None, count: int | None = None,
-                     eps: float = DEFAULT_EPSILON, reduce: Reduce = local_reduce
+                     eps: float = 1e-5, reduce: Reduce = local_reduce
                      ) -> tuple[np.ndarray, np.ndarray]:
     """`x / √(mean(x²) + eps) · scale` over `over` (the scale over `scale_dims`, by default
     `over` in x's order), and the reciprocal root mean squares the backward reuses."""
@@ -266,8 +265,9 @@ def _norm_options(ctx: KernelContext) -> dict[str, Any]:
 
 
 def _epsilon(ctx: KernelContext) -> float:
-    """The layer's `epsilon` (`pase.dialect.dnn.epsilon`: absent where it is 1e-5)."""
-    return float(ctx.props.get("epsilon", DEFAULT_EPSILON))
+    """The layer's `epsilon` (`pase.dialect.dnn.epsilon`: absent where it is the default
+    1e-5; the runtime does not import the dnn dialect)."""
+    return float(ctx.props.get("epsilon", 1e-5))
 
 
 def _norm(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, NormStatistics]:
