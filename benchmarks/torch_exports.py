@@ -25,7 +25,8 @@ With `--layers`, the exports of `models/export_layers.py` (the layers a user han
 each alone; small files, run in this process): per file its exporter and opset, whether
 it imports, the step of `pase-search{devices=8 report=true}`, `pase-run --devices 4
 --check` (unscaled: the grouped convolutions' channels form no groups at 1/8), pase's
-first loss against `onnx.reference`'s, and the row's CPU seconds:
+first loss against `onnx.reference`'s (the file as exported: each norm with its own
+epsilon) and their relative difference, and the row's CPU seconds:
 
     python models/export_layers.py ../layers                              # torch needed
     .venv/bin/python benchmarks/torch_exports.py --layers ../layers/*
@@ -201,7 +202,9 @@ def reference_loss(path: Path, batch: int = 0) -> str:
                    initial=imported.initial_values)
     loss = float(report.reference_losses[0])
     same = abs(loss - expected) <= 1e-4 * max(1.0, abs(expected))
-    return f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f})"
+    relative = abs(loss - expected) / max(abs(expected), 1e-30)
+    return (f"{'equal' if same else 'DIFFERS'} ({loss:.6f}, onnx.reference {expected:.6f}, "
+            f"{relative:.1e} relative)")
 
 
 def onnx_reference_loss(path: Path | str, data: dict) -> float:
@@ -275,7 +278,8 @@ def layers_row(path: Path) -> list[str]:
     from pase.tools.pase_run import main as pase_run
 
     started = time.process_time()
-    exporter = "TorchScript" if "_ts" in path.stem else "dynamo"
+    exporter = "TorchScript" if "_ts" in path.stem or ".torchscript" in path.name \
+        else "dynamo"
     if path.suffix == ".export-failed":
         cells = [path.stem, exporter, "", "export failed: " + path.read_text().strip()[:100]]
         return cells + [""] * 4

@@ -52,7 +52,7 @@ from pase.dialect.training_options import (
 )
 from pase.targets.jax_expressible import check_expressible
 from pase.targets.jax_reduced import reduced_layers, reduced_statement, subscripts
-from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, with_ignored_labels
+from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, epsilon_argument, with_ignored_labels
 from pase.targets.jax_training import Spec, checkpointed, with_training
 from pase.targets.jax_zero import manual_of
 
@@ -511,13 +511,13 @@ class _Emitter:
                 affine = [self.aligned(operand, shape, inputs[0].dims)
                           for operand, shape in zip(operands[1:], inputs[1:], strict=True)]
                 return (f"norm({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))}"
-                        + "".join(f", {a}" for a in affine) + ")")
+                        + "".join(f", {a}" for a in affine) + epsilon_argument(op.properties) + ")")
             case dnn.RmsNormOp():
                 self.helpers.add("rms_norm")
                 scale = [self.aligned(operand, shape, inputs[0].dims)
                          for operand, shape in zip(operands[1:], inputs[1:], strict=True)]
                 return (f"rms_norm({operands[0]}, {_axes(inputs[0], op.dims_prop('over'))}"
-                        + "".join(f", {a}" for a in scale) + ")")
+                        + "".join(f", {a}" for a in scale) + epsilon_argument(op.properties) + ")")
             case dnn.ReduceOp():
                 return (f"jnp.{op.kind_prop()}({operands[0]}, "
                         f"axis={_axes(inputs[0], op.dims_prop('over'))})")

@@ -5,6 +5,11 @@ the helpers its layers call (`HELPERS`, by name), and `MAIN`: mesh, jitted step,
 command line. Kept apart so the emitter reads as the translation it is.
 """
 
+from collections.abc import Mapping
+
+from xdsl.ir import Attribute
+
+from pase.dialect.dnn.epsilon import epsilon_of
 from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.targets.jax_reduced import REDUCED_EINSUM
 
@@ -429,3 +434,9 @@ def with_ignored_labels(text: str) -> str:
         '                             else float_type or dtype)').replace(
         'dtype if kinds[n] in ("ints", "lengths") else',
         'dtype if kinds[n] in ("ints", "lengths", "ignored") else')
+
+
+def epsilon_argument(properties: Mapping[str, Attribute]) -> str:
+    """`, eps=1e-12` for a norm whose epsilon is not the helpers' default 1e-5 (its
+    `epsilon` property), else nothing: a norm of the default prints as before."""
+    return f", eps={epsilon_of(properties)!r}" if "epsilon" in properties else ""

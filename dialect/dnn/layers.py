@@ -18,6 +18,7 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 from pase.core import shapes
 from pase.core.shapes import NamedShape, ShapeError
 from pase.core.space import Collective, IterationSpace, IterDim, Statistics
+from pase.dialect.dnn.epsilon import EpsilonLayer, check_epsilon
 from pase.dialect.dnn.layer_op import (
     Clauses,
     Flops,
@@ -299,8 +300,9 @@ class SoftmaxOp(_OverOp):
                                statistics=statistics)
 
 
-class NormOp(_OverOp):
-    """Normalization over `over` dims with optional scale and bias operands."""
+class NormOp(EpsilonLayer, _OverOp):
+    """Normalization over `over` dims with optional scale and bias operands, and its
+    `epsilon` (`pase.dialect.dnn.epsilon`)."""
 
     SCALE_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
 
@@ -310,6 +312,7 @@ class NormOp(_OverOp):
         if not inputs:
             raise ShapeError(f"{layer.short_name} takes 1 operand, or 3 with scale and bias, "
                              "got 0")
+        check_epsilon(layer)
         return shapes.norm_shape(layer.short_name, inputs[0], inputs[1:], layer.dims_prop("over"))
 
     @classmethod

@@ -18,6 +18,7 @@ from xdsl.irdl import irdl_op_definition, prop_def
 from pase.core import shapes
 from pase.core.shapes import NamedShape, ShapeError
 from pase.core.space import Collective, IterationSpace, IterDim
+from pase.dialect.dnn.epsilon import EpsilonLayer, check_epsilon
 from pase.dialect.dnn.layer_op import (
     Clauses,
     Flops,
@@ -275,11 +276,11 @@ class PowOp(UnaryOp):
 
 
 @irdl_op_definition
-class RmsNormOp(_OverOp):
+class RmsNormOp(EpsilonLayer, _OverOp):
     """`%y = dnn.rmsnorm %x, %scale over [d] : (...) -> ...` (T5's norm):
-    `x / √(mean_d(x²) + 1e-5) · scale`, the scale over `d` and optional; epsilon as
-    layernorm's. A split `d` all-reduces Σ x² forward and Σ g·x̂ backward (one word per
-    row each)."""
+    `x / √(mean_d(x²) + ε) · scale`, the scale over `d` and optional; its `epsilon` ε as
+    layernorm's (`pase.dialect.dnn.epsilon`, default 1e-5). A split `d` all-reduces Σ x²
+    forward and Σ g·x̂ backward (one word per row each)."""
 
     name = "dnn.rmsnorm"
     SCALE_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
@@ -289,6 +290,7 @@ class RmsNormOp(_OverOp):
         inputs = layer.input_shapes
         if not inputs:
             raise shapes.ShapeError("rmsnorm takes 1 operand, or 2 with a scale, got 0")
+        check_epsilon(layer)
         return shapes.rms_norm_shape(inputs[0], inputs[1:], layer.dims_prop("over"))
 
     @classmethod

@@ -81,6 +81,7 @@ class VjpOp(IRDLOperation):
     ignore_index = opt_prop_def(IntAttr)
     before = opt_prop_def(IntAttr)
     after = opt_prop_def(IntAttr)
+    epsilon = opt_prop_def(FloatAttr)
 
     traits = traits_def(HasParent(GraphOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -88,7 +89,8 @@ class VjpOp(IRDLOperation):
     FORWARD_PROPERTIES: ClassVar[tuple[str, ...]] = ("kind", "over", "window", "stride",
                                                       "padding", "groups", "min", "max",
                                                       "dim", "start", "fill", "exponent",
-                                                      "ignore_index", "before", "after")
+                                                      "ignore_index", "before", "after",
+                                                      "epsilon")
 
     @property
     def indices(self) -> tuple[int, ...]:

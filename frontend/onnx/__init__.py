@@ -1,7 +1,7 @@
 """The ONNX frontend: a model exported from PyTorch, TensorFlow or JAX as a `dnn` graph.
 
     pase-opt model.onnx                               # the verified dnn IR
-    pase-opt model.onnx -f 'onnx{batch=32 loss=mean}' # a symbolic batch of 32, mean loss
+    pase-opt model.onnx -f 'onnx{batch=32 loss=mean}' # a batch of 32, mean loss
     pase-opt model.onnx -t dnn -o model.dnn           # as .dnn source, to read and edit
     pase-opt big.onnx -f 'onnx{memory-gib=16}'        # a model and weights of up to 16 GiB
 
@@ -28,10 +28,11 @@ node: `model.onnx: error: node 'Conv_12' (Conv): dilations=[2, 2] is not support
 
 Where pase differs from ONNX: Dropout is the identity (pase trains dropout-free);
 BatchNormalization always normalizes with the batch statistics (training mode) and its
-running mean and variance are not read; the epsilons of the norms are pase's (1e-5);
-the erf-based GELU pattern and Gelu both become `dnn.gelu` (the tanh approximation); a
-constant factor (`Div` by a constant, `Mul` by a scalar) becomes a scalar `param` that
-starts at the constant's value.
+running mean and variance are not read (each norm keeps its epsilon: the `epsilon` of
+LayerNormalization, BatchNormalization and RMSNormalization, the added constant of a
+decomposed layer or RMS norm); the erf-based GELU pattern and Gelu both become
+`dnn.gelu` (the tanh approximation); a constant factor (`Div` by a constant, `Mul` by a
+scalar) becomes a scalar `param` that starts at the constant's value.
 """
 
 from __future__ import annotations

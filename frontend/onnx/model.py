@@ -34,6 +34,11 @@ from pase.frontend.onnx.external import DEFAULT_MEMORY_GIB, GIB, load_external_d
 from pase.frontend.onnx.folding import fold_constant_nodes
 from pase.frontend.onnx.malformed import refuse_nonpositive_sizes, refuse_undecodable_names
 from pase.frontend.onnx.optimizer import fold_constants, optimize
+from pase.frontend.onnx.static_batch import (
+    check_resized_batch,
+    resize_static_batch,
+    static_batch_advice,
+)
 from pase.frontend.onnx.values import first_line
 from pase.frontend.onnx.weight_layouts import fold_recurrent_weights
 
@@ -74,6 +79,7 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
     refuse_undecodable_names(model, filename)
     refuse_nonpositive_sizes(model, filename)
     refuse_symbolic_sizes(model, batch, filename)
+    static = resize_static_batch(model, batch, filename)
     size_the_batch(model, batch, filename)
     if inputs_fit is not None:
         inputs_fit(model)
@@ -88,10 +94,15 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
     model = simplify(onnx, model, filename)
     fold_recurrent_weights(onnx, model, filename)
     try:
-        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except onnx.shape_inference.InferenceError as error:
+        if static:
+            raise Diagnostic(f"{static_batch_advice(static, batch)} (at batch {batch}: "
+                             f"{first_line(error)})", filename) from None
         raise Diagnostic(f"the shapes of the model cannot be inferred: {first_line(error)}",
                          filename) from None
+    check_resized_batch(inferred, batch, static, filename)
+    return inferred
 
 
 def decode(onnx: Any, data: bytes, filename: str) -> Any:

@@ -48,8 +48,8 @@ def fuse_layer_norm(onnx: Any, nodes: list[Any],
                     ranks: Ranks | None = None) -> list[Any]:
     """`nodes` with each decomposed layer norm, `(x − mean(x)) / √(var(x) + ε) · γ + β` as
     PyTorch exports `nn.LayerNorm` before opset 17 (and as hand-written norms spell it),
-    as one LayerNormalization node (axis -1): ReduceMean(x) over the last axis with
-    keepdims, Sub(x, mean), Pow(·, 2), ReduceMean over the last axis, Add ε, Sqrt,
+    as one LayerNormalization node (axis -1, its epsilon ε): ReduceMean(x) over the last
+    axis with keepdims, Sub(x, mean), Pow(·, 2), ReduceMean over the last axis, Add ε, Sqrt,
     Div(centred, ·), Mul by a 1-D constant γ (either side), Add a 1-D constant β (either
     side). The centred value has exactly its Pow and Div as uses, the others one use."""
     consumers = uses_of(nodes)
@@ -86,7 +86,8 @@ def fuse_layer_norm(onnx: Any, nodes: list[Any],
             if step is None:
                 break
             chain.append(step)
-        if len(chain) != 6 or not last_axis_mean(onnx, chain[3], constant_of, ranks) or \
+        epsilon = None if len(chain) != 6 else added_scalar(chain[4], constant_of)
+        if epsilon is None or not last_axis_mean(onnx, chain[3], constant_of, ranks) or \
                 list(divide.input) != [centre.output[0], chain[5].output[0]]:
             continue
         scale_node = only_use(divide.output[0], "Mul")
@@ -101,7 +102,7 @@ def fuse_layer_norm(onnx: Any, nodes: list[Any],
         removed.update(id(n) for n in matched)
         replacement[id(shift_node)] = onnx.helper.make_node(
             "LayerNormalization", [x, gamma, beta], [shift_node.output[0]],
-            name=mean.name or shift_node.output[0], axis=-1)
+            name=mean.name or shift_node.output[0], axis=-1, epsilon=epsilon)
     return [replacement.get(id(node), node) for node in nodes
             if id(node) not in removed or id(node) in replacement]
 
@@ -110,8 +111,8 @@ def fuse_rms_norm(onnx: Any, nodes: list[Any],
                   constant_of: Callable[[str], np.ndarray | None],
                   ranks: Ranks | None = None) -> list[Any]:
     """`nodes` with each decomposed RMS norm (T5's), `x / √(mean(x²) + ε) · scale`, as
-    one RMSNormalization node (axis -1): Pow(x, 2), ReduceMean over the last axis with
-    keepdims, Add ε, Sqrt, then Div(x, ·) or Mul(x, Reciprocal(·) or Div(1, ·)), then Mul
+    one RMSNormalization node (axis -1, its epsilon ε): Pow(x, 2), ReduceMean over the last
+    axis with keepdims, Add ε, Sqrt, then Div(x, ·) or Mul(x, Reciprocal(·) or Div(1, ·)), then Mul
     by a 1-D initializer scale; the intermediate values have no other use."""
     producer = {out: node for node in nodes for out in node.output}
     consumers: dict[str, list[Any]] = {}
@@ -139,8 +140,8 @@ def fuse_rms_norm(onnx: Any, nodes: list[Any],
             if step is None:
                 break
             chain.append(step)
-        if len(chain) != 4 or not last_axis_mean(onnx, chain[1], constant_of, ranks) or all(
-                scalar(i) is None for i in chain[2].input):
+        epsilon = None if len(chain) != 4 else added_scalar(chain[2], constant_of)
+        if epsilon is None or not last_axis_mean(onnx, chain[1], constant_of, ranks):
             continue
         normed = divide_by(chain[-1].output[0], x, only_use, producer, scalar, chain)
         if normed is None:
@@ -157,9 +158,18 @@ def fuse_rms_norm(onnx: Any, nodes: list[Any],
         removed.update(id(n) for n in matched)
         replacement[id(scale_node)] = onnx.helper.make_node(
             "RMSNormalization", [x, scale], [scale_node.output[0]],
-            name=power.name or scale_node.output[0], axis=-1)
+            name=power.name or scale_node.output[0], axis=-1, epsilon=epsilon)
     return [replacement.get(id(node), node) for node in nodes
             if id(node) not in removed or id(node) in replacement]
+
+
+def added_scalar(add: Any, constant_of: Callable[[str], np.ndarray | None]) -> float | None:
+    """The constant of one element an Add adds (a decomposed norm's epsilon), or None."""
+    for name in add.input:
+        array = constant_of(name)
+        if array is not None and array.size == 1:
+            return float(array.reshape(()))
+    return None
 
 
 def last_axis_mean(onnx: Any, node: Any, constant_of: Callable[[str], np.ndarray | None],

@@ -264,9 +264,15 @@ def _norm_options(ctx: KernelContext) -> dict[str, Any]:
     return options
 
 
+def _epsilon(ctx: KernelContext) -> float:
+    """The layer's `epsilon` (`pase.dialect.dnn.epsilon`: absent where it is the default
+    1e-5; the runtime does not import the dnn dialect)."""
+    return float(ctx.props.get("epsilon", 1e-5))
+
+
 def _norm(ctx: KernelContext, inputs: list[Any]) -> tuple[np.ndarray, NormStatistics]:
     return norm_forward(inputs[0], ctx.dims[0], ctx.props["over"], *inputs[1:],
-                        **_norm_options(ctx))
+                        eps=_epsilon(ctx), **_norm_options(ctx))
 
 
 def _norm_backward(ctx: KernelContext, inputs: list[Any], output: Any, grad_output: Any,
@@ -352,7 +358,8 @@ KERNELS: Kernels = {
     "dnn.softmax_cross_entropy": (_cross_entropy, _cross_entropy_backward),
     "dnn.rmsnorm": (
         lambda ctx, inputs: rms_norm_forward(inputs[0], ctx.dims[0], ctx.props["over"],
-                                             *inputs[1:], **_rms_options(ctx)),
+                                             *inputs[1:], eps=_epsilon(ctx),
+                                             **_rms_options(ctx)),
         lambda ctx, inputs, output, grad_output, saved, needs: list(rms_norm_backward(
             grad_output, inputs[0], ctx.dims[0], ctx.props["over"], saved, *inputs[1:],
             **_rms_options(ctx)))[:len(inputs)]),

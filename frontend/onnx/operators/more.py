@@ -8,6 +8,7 @@ import numpy as np
 from xdsl.dialects.builtin import FloatAttr, IntAttr, StringAttr, f64
 
 from pase.dialect import dnn
+from pase.frontend.onnx.operators.norm import norm_epsilon
 from pase.frontend.onnx.registry import importer
 from pase.frontend.onnx.values import GraphState, Value
 
@@ -278,8 +279,8 @@ def cast(graph: GraphState, node: Any) -> list[Value]:
 
 @importer("RMSNormalization", attributes=("axis", "epsilon", "stash_type"))
 def rms_norm(graph: GraphState, node: Any) -> list[Value]:
-    """`dnn.rmsnorm` over the axes from `axis` on (patterns.py makes this node of T5's
-    decomposed norm); the epsilon is pase's."""
+    """`dnn.rmsnorm` over the axes from `axis` on, with the node's epsilon (patterns.py
+    makes this node of the decomposed norms both exporters write)."""
     x = graph.tensor(node.input[0])
     position = graph.axis(graph.attribute(node, "axis", -1), len(x.axes))
     over = [graph.real_axis(x, p) for p in range(position, len(x.axes))]
@@ -289,5 +290,5 @@ def rms_norm(graph: GraphState, node: Any) -> list[Value]:
         graph.broadcast(x.axes[position:], scale.axes)
         operands.append(scale.value)
     y = graph.build(dnn.RmsNormOp, operands, node.output[0], None,
-                    {"over": graph.dim_array(over)})
+                    {"over": graph.dim_array(over)} | norm_epsilon(graph, node))
     return [Value(x.axes, y)]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+from xdsl.ir import Attribute
 
 from pase.dialect import dnn
+from pase.dialect.dnn.epsilon import DEFAULT_EPSILON, epsilon_property
 from pase.frontend.onnx.registry import importer
 from pase.frontend.onnx.values import GraphState, Value
 
@@ -36,6 +39,17 @@ def softmax(graph: GraphState, node: Any) -> list[Value]:
     return [Value(x.axes, y)]
 
 
+def norm_epsilon(graph: GraphState, node: Any) -> dict[str, Attribute]:
+    """The `epsilon` property of a norm node's layer (none where it is 1e-5, the default
+    of ONNX's norms and PyTorch's). ONNX keeps the attribute as a float32; the layer gets
+    its shortest decimal (DeiT's 1e-12, not 9.99999996e-13)."""
+    value = float(str(np.float32(graph.attribute(node, "epsilon", DEFAULT_EPSILON))))
+    if not (math.isfinite(value) and value > 0):
+        raise graph.error(f"epsilon={value} is not supported (a norm's epsilon is a positive "
+                          "finite float)")
+    return epsilon_property(value)
+
+
 @importer("LayerNormalization", attributes=("axis", "epsilon", "stash_type"))
 def layer_norm(graph: GraphState, node: Any) -> list[Value]:
     """A norm without a bias (B), as `nn.LayerNorm(bias=False)` and OLMo's norms export,
@@ -56,7 +70,7 @@ def layer_norm(graph: GraphState, node: Any) -> list[Value]:
     for affine in (scale, bias):
         graph.broadcast(x.axes[position:], affine.axes)
     y = graph.build(dnn.LayerNormOp, [x.value, scale.value, bias.value], node.output[0], None,
-                    {"over": graph.dim_array(over)})
+                    {"over": graph.dim_array(over)} | norm_epsilon(graph, node))
     return [Value(x.axes, y)]
 
 
@@ -73,6 +87,6 @@ def batch_norm(graph: GraphState, node: Any) -> list[Value]:
             raise graph.error("its scale and bias must range over the channels")
     over = [a for p, a in enumerate(x.axes) if p != 1 and a is not None]
     y = graph.build(dnn.BatchNormOp, [x.value, scale.value, bias.value], node.output[0], None,
-                    {"over": graph.dim_array(over)})
+                    {"over": graph.dim_array(over)} | norm_epsilon(graph, node))
     return [Value(x.axes, y)]
 
