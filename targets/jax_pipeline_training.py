@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from pase.dialect import dnn
 from pase.dialect.training_options import StepOptions, zero_stage
-from pase.targets.jax import spec_entries
+from pase.targets.jax_mesh import spec_entries
 from pase.targets.jax_training import (
     DTYPES,
     LOW,
