@@ -18,7 +18,7 @@ from pase.frontend import parse_file
 from pase.passes.strategy import build_problem
 from pase.passes.strategy.options import SearchOptions, TrainingOptions
 from pase.targets.jax import jax_program
-from pase.tools.run.jax import collectives, partitioned
+from pase.tools.run.jax import collectives, partitioned, second_gathers
 from pase.tools.run.load import forward_graph, with_configs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,20 +64,34 @@ def test_the_steps_collectives_move_what_the_cost_model_charges(
     assert types == {4 if precision == "fp32" else 2}
     charge = charged(precision, zero)
     # The cost model charges a ring all-reduce of the gradients at ZeRO 0, its
-    # reduce-scatter and all-gather (as much) at 1 and 2, a reduce-scatter and two
-    # all-gathers (before the forward and the backward) at 3; the program writes them out
-    # (pase.targets.jax_zero), so the HLO moves exactly that.
+    # reduce-scatter and all-gather (as much) at 1 and 2, and at 3 a reduce-scatter, the
+    # all-gather before the forward and another before the backward of each param the
+    # backward reads; the program writes them out (pase.targets.jax_zero), so the HLO
+    # moves exactly that.
     expected = {0: {"all-reduce": charge},
                 1: {"reduce-scatter": charge / 2, "all-gather": charge / 2},
                 2: {"reduce-scatter": charge / 2, "all-gather": charge / 2}}.get(zero)
     if expected is None:
         # ZeRO 3: w2 gathered again in the backward (dz/da reads it); w1 only before the
-        # forward, since no backward product reads it (dx is not taken): the model's
-        # bytes less one all-gather of w1.
-        w1 = 3 / 4 * 256 * 1024 * (4 if precision == "fp32" else 2)
-        expected = {"reduce-scatter": charge / 3, "all-gather": 2 * charge / 3 - w1}
+        # forward, since no backward product reads it (dx is not taken), and the model
+        # charges no second gather of it.
+        gradients = charged(precision, 1) / 2
+        w2 = 3 / 4 * 1024 * 10 * (4 if precision == "fp32" else 2)
+        assert charge == pytest.approx(2 * gradients + w2, rel=1e-12)
+        expected = {"reduce-scatter": gradients, "all-gather": charge - gradients}
         assert gathers == {256 * 1024: 1, 1024 * 10: 2}
     assert moved == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("zero", "words"), [(1, 0.0), (3, 3 / 4 * 1024 * 10)])
+def test_pase_run_predicts_zero3s_second_gather(zero: int, words: float) -> None:
+    """pase-run's "pase predicts" line counts ZeRO 3's gathers before the backward: w2's
+    (dz/da reads it), not w1's."""
+    module = with_configs(parse_file(str(ROOT / "models" / "mlp.dnn")), DATA_PARALLEL)
+    graph = forward_graph(module)
+    set_training(graph, StepOptions(optimizer="adam", precision="bf16", zero=zero))
+    problem = build_problem(graph, 4, pinned=DATA_PARALLEL)
+    assert second_gathers(graph, problem, DATA_PARALLEL) == pytest.approx(words, rel=1e-12)
 
 
 def charged(precision: str, zero: int,
@@ -125,6 +139,5 @@ def test_a_tensor_parallel_plan_reduce_scatters_its_gradients_as_charged(
                                    "all-gather": gathered / 2 * width,
                                    "all-reduce": z * width,
                                    "collective-permute": 2 * z * width}, rel=1e-12)
-    if zero < 3:  # (at 3 the model charges w1's second gather too, as in the test above)
-        layers = sum(moved.values()) - moved["collective-permute"]
-        assert layers == pytest.approx(charged(precision, zero, TENSOR_PARALLEL), rel=1e-12)
+    layers = sum(moved.values()) - moved["collective-permute"]
+    assert layers == pytest.approx(charged(precision, zero, TENSOR_PARALLEL), rel=1e-12)
