@@ -59,7 +59,12 @@ from pase.targets.jax_mesh import (
     spec_entries,
     used_mesh,
 )
-from pase.targets.jax_reduced import reduced_layers, reduced_statement, subscripts
+from pase.targets.jax_reduced import (
+    reduced_layer_statement,
+    reduced_layers,
+    reduced_statement,
+    subscripts,
+)
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, with_ignored_labels
 from pase.targets.jax_training import Spec, checkpointed, with_training
 from pase.targets.jax_zero import manual_of
@@ -217,7 +222,7 @@ class _Emitter:
             self.devices = prod(self.shape)
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
-        self.reduced: dict[dnn.LayerOp, int] = {}  # (jax_reduced)
+        self.reduced: dict[dnn.LayerOp, tuple[int, ...]] = {}  # (jax_reduced)
         self.seeds: dict[SSAValue, Seed] | None = None
         self.counted: str | None = None
         """The whole batch's count of labels kept, where a pipeline's micro-batch reads
@@ -339,15 +344,29 @@ class _Emitter:
                          for dim, factor in self.placements[op].axes) or "unsplit"
         result = self.names[op.output]
         expression = self.expression(op, operands)
-        if (index := self.reduced.get(op)) is not None:  # its param's gradient reduced
-            self.helpers.add("reduced_einsum")
-            expression = reduced_statement(
-                subscripts(op.input_shapes, op.result_shape), self.names[op.inputs[index]],
-                [spec(dims, axes) for dims in space.operands], spec(space.result, axes),
-                index, operands)
+        if (params := self.reduced.get(op)) is not None:  # its params' gradients reduced
+            expression = self.reduced_expression(op, params, operands)
         return ["", f"# %{result} = {op.name[4:]} -> [{', '.join(op.result_shape.dims)}]: {grid}",
                 f"{result} = {expression}",
                 f"{result} = layout({result}, {spec(space.result, axes)})"]
+
+    def reduced_expression(self, op: dnn.LayerOp, params: tuple[int, ...],
+                           operands: list[str]) -> str:
+        """The expression of a layer that reduces its params' gradients itself
+        (`pase.targets.jax_reduced`)."""
+        axes, space = self.axes[op], op.iteration_space()
+        specs = [spec(dims, axes) for dims in space.operands]
+        names = [self.names[op.inputs[k]] for k in params]
+        self.helpers.add("axes_of")
+        if isinstance(op, dnn.EinsumOp):
+            self.helpers.add("reduced_einsum")
+            return reduced_statement(subscripts(op.input_shapes, op.result_shape), names[0],
+                                     specs, spec(space.result, axes), params[0], operands)
+        self.helpers.add("reduced_layer")
+        bare = [f"v{k}" for k in range(len(operands))]
+        layer = f"lambda {', '.join(bare)}: {self.expression(op, bare)}"
+        return reduced_layer_statement(layer, names, specs, spec(space.result, axes), params,
+                                       operands)
 
     def expression(self, op: dnn.LayerOp, operands: list[str]) -> str:
         """The jax expression of one layer over its (constrained) operands."""
