@@ -213,7 +213,7 @@ def second_gathers(graph: dnn.GraphOp, problem: Problem,
         if (stage := zero_stage(op, options)) < 3 or name not in layers:
             continue
         again = recomputed(op, options)
-        words = [model.layer_costs(layers[name], [TrainingConfig(configs[name], again, zero)],
+        words = [model.layer_costs(layers[name], [TrainingConfig(dict(configs[name]), again, zero)],
                                    problem.machine).words[0] for zero in (stage, 0)]
         total += float(words[0] - words[1])
     return total
