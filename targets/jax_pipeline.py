@@ -33,7 +33,8 @@ from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_probl
 from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
 from pase.dialect.training_options import StepOptions
-from pase.targets.jax import _Emitter, rate_table, spec
+from pase.targets.jax import _Emitter, rate_table
+from pase.targets.jax_mesh import spec
 from pase.targets.jax_pipeline_source import (
     pipeline_main,
     pipeline_prelude,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from pase.dialect import dnn
 from pase.dialect.training_options import StepOptions, zero_stage
-from pase.targets.jax import spec_entries
+from pase.targets.jax_mesh import spec_entries
 from pase.targets.jax_training import (
     DTYPES,
     LOW,
@@ -59,22 +59,34 @@ def replica_sum(total):
     return jax.lax.reduce(low, np.array(0, low.dtype), jax.lax.add, (0,))
 
 
-def scattered(mesh, axes, spec, total):
-    """A stage's gradient sums (one per replica along axis 0, over the data `axes`, here
-    the stage's whole mesh) summed over its replicas in PRECISION into `spec`, written out
-    in a shard_map: `psum_scatter` (a reduce-scatter) where `spec` shards the param (ZeRO
-    1 and up), `psum` (an all-reduce) where it holds it whole."""
+def added_axes(held, spec):
+    """The dim and the mesh axes a param's layout `spec` adds to its layout `held` (its
+    ZeRO shard: its replicas, on one dim), or None where it adds none."""
+    def of(entry):
+        return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+    rank = max(len(held), len(spec))
+    held, spec = (tuple(s) + (None,) * (rank - len(s)) for s in (held, spec))
+    return next(((k, tuple(a for a in of(entry) if a not in of(held[k])))
+                 for k, entry in enumerate(spec) if entry != held[k]), None)
+
+
+def scattered(mesh, axes, held, spec, total):
+    """A stage's gradient sums (one per replica along axis 0, over the data `axes`; each
+    device's block that of the param's layout `held`) summed over its replicas in
+    PRECISION into `spec`, written out in a shard_map over the stage's whole mesh:
+    `psum_scatter` (a reduce-scatter) over the axes `spec` adds to `held` where it shards
+    the param (ZeRO 1 and up: the data axes), `psum` (an all-reduce) where it does not."""
     low = total if PRECISION == "fp32" else total.astype(getattr(jnp, COMPUTE))
-    dims = [k for k, entry in enumerate(spec) if entry is not None]
+    added = added_axes(held, spec)
 
     def local(block):
-        if not dims:
+        if added is None:
             return jax.lax.psum(block[0], axes)
-        names = spec[dims[0]]
-        return jax.lax.psum_scatter(block[0], (names,) if isinstance(names, str) else names,
-                                    scatter_dimension=dims[0], tiled=True)
+        return jax.lax.psum_scatter(block[0], added[1], scatter_dimension=added[0], tiled=True)
 
-    return jax.shard_map(local, mesh=mesh, in_specs=P(axes), out_specs=P(*spec))(low)
+    return jax.shard_map(local, mesh=mesh, in_specs=P(axes, *held),
+                         out_specs=P(*spec))(low)
 
 
 def in_precision(function):
@@ -125,14 +137,22 @@ DRIVER_EDITS = [
                     for n, w in params.items()}, grads
 """, """\
         manual = bool(axes) and all(a in axes for a, k in self.mesh.shape.items() if k > 1)
+        held = {n: tuple(sharding.spec)[1:] if axes else ()
+                for n, sharding in self.totals.items()}
+
+        def over_data(n):  # a shard over exactly the data axes, each device's block its
+            added = added_axes(held[n], GRAD_LAYOUTS[n][index])  # replica's sum
+            return manual or bool(axes) and added is not None and set(added[1]) == set(axes)
+
+        shards = {n: over_data(n) for n in self.params}
 
         def update(params, total, state):
             # The micro-batches' sums (fp32) reduced over the replicas in PRECISION, into
             # the shard from ZeRO 1 (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
-            # program"), then widened for the update; where the data axes are the stage's
-            # whole mesh, by a shard_map's reduce-scatter (`scattered`).
-            grads = {n: (scattered(self.mesh, axes, GRAD_LAYOUTS[n][index], g) if manual
-                         else jax.lax.with_sharding_constraint(
+            # program"), then widened for the update; by a shard_map's reduce-scatter
+            # (`scattered`) where the data axes are the stage's whole mesh or the shard's.
+            grads = {n: (scattered(self.mesh, axes, held[n], GRAD_LAYOUTS[n][index], g)
+                         if shards[n] else jax.lax.with_sharding_constraint(
                              replica_sum(g) if axes else g, self.summed[n])).astype(g.dtype)
                      for n, g in total.items()}
             params, state = optimizer_update(params, grads, state, lr)

@@ -11,7 +11,7 @@ from xdsl.ir import Attribute
 
 from pase.dialect.dnn.epsilon import epsilon_of
 from pase.dialect.dnn.seeding import LEARNING_RATE
-from pase.targets.jax_reduced import REDUCED_EINSUM
+from pase.targets.jax_reduced import AXES_OF, REDUCED_EINSUM, REDUCED_LAYER
 
 PRELUDE = '''\
 """@{graph} as a JAX training step on {devices} devices, written by pase-opt -t jax.
@@ -219,7 +219,8 @@ def gru(x, w, bias_input=None, bias_hidden=None):
 ''',
 }
 """The helper functions a layer's expression may call, by name."""
-HELPERS["reduced_einsum"] = REDUCED_EINSUM  # (a training program's: jax_reduced)
+HELPERS.update(reduced_einsum=REDUCED_EINSUM, reduced_layer=REDUCED_LAYER,  # (jax_reduced)
+               axes_of=AXES_OF)
 
 
 MAIN = '''\

@@ -235,19 +235,14 @@ class TrainingCost:
             shard = np.where(zero >= 1, group, 1)
             elements += block / shard
         if (zero == 3).any():
-            vectors.phase = "param"
-            for use in self._reduced_parameters(low):
-                missing = [d.name for d in low.space.dims if d.name not in use.dims]
-                block = use.elements / vectors.factor([d for d in use.dims if d is not None])
-                vectors.all_gather(block, missing, use.element_bytes)
-            gathers = np.where(zero == 3, vectors.seconds, 0.0)
-            gather_words = np.where(zero == 3, vectors.words, 0.0)
+            gathers, gather_words = self._backward_gathers(low, factors, machine,
+                                                           zero == 3, recompute)
         update = np.zeros(len(configs))
         if machine.hbm_bandwidth and layer.backward:
             update = elements * update_bytes(self.training) / machine.hbm_bandwidth
         # ZeRO-3: the parameter's all-gather before the forward and before the backward
         # replaces the one after the update that the ring all-reduce (reduce-scatter +
-        # all-gather) stands for: one all-gather more in all.
+        # all-gather) stands for: one all-gather more in all, where the backward reads it.
         return LayerCosts(
             base.compute + np.where(recompute, base.forward_compute, 0.0) + update,
             base.communication + np.where(recompute, base.forward_communication, 0.0)
@@ -272,11 +267,32 @@ class TrainingCost:
                 result.append((index, (use, vectors.group(missing))))
         return result
 
+    def _backward_gathers(self, layer: Layer, factors: np.ndarray, machine: Machine,
+                          sharded: np.ndarray, recompute: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """ZeRO 3's second all-gather of the layer's params (seconds, words per config
+        where `sharded`): of each param the backward reads, that is, one whose layer
+        passes a gradient to another operand (x's of x·w needs w; the first layer's w,
+        whose input takes no gradient, is not gathered again, as the `-t jax` program
+        does not), and of every param where the layer is recomputed (its forward runs
+        again in the backward)."""
+        needed, every = Vectors(layer, factors, machine), Vectors(layer, factors, machine)
+        for index, use in self._reduced_parameters(layer):
+            missing = [d.name for d in layer.space.dims if d.name not in use.dims]
+            block = use.elements / every.factor([d for d in use.dims if d is not None])
+            read = any(grad for k, grad in enumerate(layer.grads) if k != index)
+            for vectors in (needed, every) if read else (every,):
+                vectors.phase = "param"
+                vectors.all_gather(block, missing, use.element_bytes)
+        seconds = np.where(recompute, every.seconds, needed.seconds)
+        words = np.where(recompute, every.words, needed.words)
+        return np.where(sharded, seconds, 0.0), np.where(sharded, words, 0.0)
+
     @staticmethod
-    def _reduced_parameters(layer: Layer) -> list[TensorUse]:
+    def _reduced_parameters(layer: Layer) -> list[tuple[int, TensorUse]]:
         """The parameter operands whose gradient the layer all-reduces once per step."""
         params = layer.params or (False,) * len(layer.operands)
-        return [use for index, (use, grad, param)
+        return [(index, use) for index, (use, grad, param)
                 in enumerate(zip(layer.operands, layer.grads, params, strict=True))
                 if param and grad and index not in layer.space.kernel_reduced_grads]
 

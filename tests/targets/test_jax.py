@@ -14,7 +14,8 @@ import pytest
 from pase.core.diagnostics import Diagnostic
 from pase.core.placement import Placement
 from pase.frontend import parse_text
-from pase.targets.jax import grid_axes, jax_program, mesh_shape, spec
+from pase.targets.jax import jax_program
+from pase.targets.jax_mesh import grid_axes, mesh_shape, spec
 
 TWO_LAYERS = """graph @g(b = 4, d = 6, h = 12) {{
   %x = input [b, d]

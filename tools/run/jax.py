@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +28,15 @@ from xdsl.dialects.builtin import ModuleOp
 
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
-from pase.passes.strategy import build_problem, predicted_words
+from pase.dialect.training_options import recomputed, training_of, zero_stage
+from pase.passes.strategy import (
+    Problem,
+    TrainingConfig,
+    TrainingCost,
+    TrainingOptions,
+    build_problem,
+    predicted_words,
+)
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
 from pase.tools.run.check import TrainingReport
@@ -171,6 +180,7 @@ class JaxBackend:
         predicted: dict[str, float] = {}
         for (kind, _), words in predicted_words(problem, configs).items():
             predicted[kind] = predicted.get(kind, 0.0) + words
+        predicted["gather"] = second_gathers(graph, problem, configs)
         if self.compiled is None and "hlo" not in saved:  # a pipeline's programs
             from pase.tools.run.jax_pipeline import pipeline_compiled
 
@@ -185,6 +195,28 @@ class JaxBackend:
                        {n: saved[f"grad/{n}"] for n in names},
                        {key.removeprefix("param/"): value for key, value in saved.items()
                         if key.startswith("param/")})  # (with the optimizer's state)
+
+
+def second_gathers(graph: dnn.GraphOp, problem: Problem,
+                   configs: Mapping[str, Mapping[str, int]]) -> float:
+    """The words of ZeRO 3's all-gathers before the backward, which `predicted_words` (the
+    plain step's collectives) leaves out: each layer's `TrainingCost.layer_costs` words
+    at its ZeRO stage less those at ZeRO 0, in the same recomputation (docs/cost-model.md,
+    "ZeRO's collectives written out"). 0 without ZeRO 3 or a training step."""
+    options = training_of(graph)
+    if options.is_default():
+        return 0.0
+    model = TrainingCost(TrainingOptions(zero="auto"))  # (words are elements at any precision)
+    layers = {layer.name: layer for layer in problem.layer_data}
+    total = 0.0
+    for op, name in graph.layer_names().items():
+        if (stage := zero_stage(op, options)) < 3 or name not in layers:
+            continue
+        again = recomputed(op, options)
+        words = [model.layer_costs(layers[name], [TrainingConfig(dict(configs[name]), again, zero)],
+                                   problem.machine).words[0] for zero in (stage, 0)]
+        total += float(words[0] - words[1])
+    return total
 
 
 def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,

@@ -145,14 +145,18 @@ def print_collectives(report: JaxReport) -> None:
         print(f"  {kind:<20} {len(ops):>5}  {groups:<12} {sum(c.bytes for c in ops):>12} "
               f"{amount:>12.0f}")
     print(f"  {'total (XLA)':<20} {'':>5}  {'':<12} {'':>12} {total:>12.0f}")
-    layer, edge = compiled.predicted.get("layer", 0.0), compiled.predicted.get("edge", 0.0)
+    layer, edge, gather = (compiled.predicted.get(kind, 0.0)
+                           for kind in ("layer", "edge", "gather"))
+    again = f", {gather * width / scale:.0f} ZeRO 3's gathers before the backward" \
+        if gather else ""
     if in_bytes:
-        print(f"  pase predicts {(layer + edge) * width:.0f} bytes ({layer + edge:.0f} words "
-              f"of {width} bytes): {layer * width:.0f} within layers (all-reduce, "
-              f"all-gather), {edge * width:.0f} between layers (redistribution)")
+        print(f"  pase predicts {(layer + edge + gather) * width:.0f} bytes "
+              f"({layer + edge + gather:.0f} words of {width} bytes): {layer * width:.0f} "
+              f"within layers (all-reduce, all-gather){again}, {edge * width:.0f} between "
+              "layers (redistribution)")
         return
-    print(f"  pase predicts {layer + edge:.0f} words: {layer:.0f} within layers "
-          f"(all-reduce, all-gather), {edge:.0f} between layers (redistribution)")
+    print(f"  pase predicts {layer + edge + gather:.0f} words: {layer:.0f} within layers "
+          f"(all-reduce, all-gather){again}, {edge:.0f} between layers (redistribution)")
 
 
 def _element_bytes_of(collective: Collective) -> float:

@@ -138,13 +138,20 @@ def test_checkpoints_end_the_recomputed_runs():
                                                            (256 + 256 + 128) * 4)
 
 
-def test_zero3_adds_one_all_gather(einsum):
-    config = {"b": 8}
-    zero0 = model(zero="0").layer_costs(einsum, [config], MACHINE)
-    zero3 = model(zero="3").layer_costs(einsum, [config], MACHINE)
+def test_zero3_adds_one_all_gather_where_the_backward_reads_the_param(einsum):
+    """z = a·v passes a gradient to a, which reads v: v is gathered again. y = x·w, whose
+    input takes none, reads w in its backward only when recomputed."""
+    second = read_graph(parse_text(TINY)).layers[2]
+    assert second.name == "z"
     gather = 7 / 8 * W * 4 / 300e9
-    assert zero3.communication[0] == pytest.approx(zero0.communication[0] + gather, rel=1e-12)
-    assert zero3.forward_communication[0] == pytest.approx(gather, rel=1e-12)
+    for layer, recompute, extra in ((second, False, gather), (einsum, False, 0.0),
+                                    (einsum, True, gather)):
+        zero0, zero3 = (model(zero="auto").layer_costs(
+            layer, [TrainingConfig({"b": 8}, recompute, zero)], MACHINE) for zero in (0, 3))
+        assert zero3.communication[0] == pytest.approx(zero0.communication[0] + extra,
+                                                       rel=1e-12)
+        assert zero3.forward_communication[0] == pytest.approx(
+            zero0.forward_communication[0] + extra, rel=1e-12)
 
 
 def test_hierarchical_all_reduce_on_four_nodes():
