@@ -310,7 +310,7 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                                        room, method, order, budget, exhaustive_limit, jit,
                                        progress, enough if first else stop, effort,
                                        start if near is None else near, known, ceiling,
-                                       recomputed.prunes(part))
+                                       transient is None or recomputed.prunes(part))
 
             if allowed is None:
                 return additive(graph, vectors, solved)

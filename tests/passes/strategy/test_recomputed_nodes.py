@@ -339,3 +339,36 @@ def test_small_nodes_are_solved_without_pruning(
     assert (small.choice, small.cost, small.lower_bound) == \
         (large.choice, large.cost, large.lower_bound)
     assert small.proven
+
+
+def test_a_search_without_recomputation_still_prunes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`recomputed.prunes` is the recomputed nodes' alone: a capped search where nothing
+    is recomputed prunes every DP solve, however small its tables."""
+    from pase.frontend import parse_text
+    from pase.passes.strategy import (
+        SearchOptions,
+        TrainingOptions,
+        build_problem,
+        memory,
+        solve,
+    )
+    from tests.passes.strategy.test_recomputed import MACHINE
+    from tests.passes.strategy.test_training_cost import TINY
+
+    plain = build_problem(parse_text(TINY), 2, MACHINE, options=SearchOptions(
+        min_shard=1, training=TrainingOptions(optimizer="adam")))
+    vectors = memory.memory_vectors(plain)
+    free = memory.memory_parts(plain, solve(plain).assignment).total
+    least = sum(float(vector.min()) for vector in vectors)
+    real = memory.solve_graph
+    pruned: list[bool] = []
+
+    def recorded(*arguments: object, **options: object) -> object:
+        pruned.append(bool(arguments[5]) if len(arguments) > 5 else True)
+        return real(*arguments, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory, "solve_graph", recorded)
+    found = solve_capped(plain, (least + free) / 2, effort=None)
+    assert found.proven
+    assert len(pruned) > 2
+    assert all(pruned)
