@@ -309,7 +309,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                                        sum(float(vector.min()) for vector in part_vectors),
                                        room, method, order, budget, exhaustive_limit, jit,
                                        progress, enough if first else stop, effort,
-                                       start if near is None else near, known, ceiling)
+                                       start if near is None else near, known, ceiling,
+                                       transient is None or recomputed.prunes(part))
 
             if allowed is None:
                 return additive(graph, vectors, solved)
@@ -337,26 +338,27 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
                     progress: Callable[[int, int, int], None] | None,
                     enough: Callable[[float], bool] | None, effort: int | None,
                     start: float | None, solved: dict[str, DPResult],
-                    ceiling: float = math.inf) -> CappedSolution:
+                    ceiling: float = math.inf, pruning: bool = True) -> CappedSolution:
     """`solve_capped` of the additive memory `memory` (`least`, the least of it any
     strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
-    the next call (`solve_recomputed`'s nodes), `ceiling` as `capped.close_gap`'s."""
+    the next call (`solve_recomputed`'s nodes), `ceiling` as `capped.close_gap`'s;
+    `pruning`, whether LARAC's DP solves prune first (`recomputed.prunes`)."""
     if least > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
                              f"least memory any strategy needs is {gib_up(least)} GiB "
                              "per device", least)
 
-    def run(candidate: CostGraph, how: str = "dp") -> DPResult:
+    def run(candidate: CostGraph, how: str = "dp", pruned: bool = pruning) -> DPResult:
         # Each solve's pruned copies go when it returns: give their charge back.
         used = budget.used
         try:
-            return solve_graph(candidate, how, order, budget, exhaustive_limit, jit=jit,
-                               progress=progress)
+            return solve_graph(candidate, how, order, budget, exhaustive_limit, pruned,
+                               jit=jit, progress=progress)
         finally:
             budget.release(budget.used - used)
 
     if "free" not in solved:
-        solved["free"] = run(graph, method)  # exactly `solve`'s answer
+        solved["free"] = run(graph, method, True)  # exactly `solve`'s answer
     free = solved["free"]
     free_memory = _weight(memory, free.choice)
     if free_memory <= cap:

@@ -91,6 +91,10 @@ MAX_ROUNDS = 8
 """The most solves under a cap lowered by what the last strategy holds again (`_lowered`),
 the first strategy that fits found before branching."""
 
+UNPRUNED_ENTRIES = 250_000
+"""A node's graph whose tables (vertex and edge) hold fewer entries than this is solved
+by LARAC's DPs without dominance pruning (`prunes`)."""
+
 Solve = Callable[[list[np.ndarray], float, bool, float | None,
                    Callable[[float], bool] | None, float, list[np.ndarray]], CappedSolution]
 """`solve_under(vectors, room, first, near, stop, ceiling)`: the exact capped solve of the additive
@@ -513,6 +517,19 @@ def _children(transient: Transient, node: _Node, choice: Sequence[int], held: fl
         if narrowed is not None and low <= high:
             children.append(_Node(node.bound, node.order, narrowed, low, high))
     return children
+
+
+def prunes(graph: CostGraph) -> bool:
+    """Whether LARAC's DP solves of a node (`memory._solve_additive`'s `pruning`) prune
+    the priced graph first (`exact.solve_graph`'s `pruning`): not where its tables hold
+    fewer than `UNPRUNED_ENTRIES` entries, whose pruning, made again at each multiplier,
+    costs more than the DP it saves (the small GPT of `benchmarks/capped.py --training`:
+    2,300 configurations, 109,000 entries, a DP solve 17.5 ms pruned, 7.9 ms not). The
+    minima are the same, so LARAC's bounds; where several strategies tie, the DP may
+    return another (benchmarks/RESULTS.md, branch `rcauto`: the same plans on its three
+    cases). A count, so the same input gives the same answer."""
+    entries = sum(graph.sizes) + sum(table.size for table in graph.edge_costs.values())
+    return entries >= UNPRUNED_ENTRIES
 
 
 def within(graph: CostGraph, allowed: list[np.ndarray], vectors: list[np.ndarray],

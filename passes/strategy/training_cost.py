@@ -318,25 +318,37 @@ class TrainingCost:
         again during the backward of its segment. A parameter an earlier layer reads too
         (`Layer.shared`) is that layer's to hold, unless its operand index is in `own`
         (that layer is not on this device: `unheld`)."""
-        training = self.training
         recompute, zero = self.choices(config, layer)
-        low = at_precision(layer, training.element_bytes)
+        return self._parts(self._held(layer, config, own), recompute, zero)
+
+    def _held(self, layer: Layer, config: Config, own: tuple[int, ...]
+              ) -> tuple[list[tuple[float, int, float]], float]:
+        """What `memory_breakdown` takes from `config`'s dims alone: each parameter held
+        (its block's elements, its element bytes, its replica group's size), and the
+        bytes of the result's block."""
+        low = at_precision(layer, self.training.element_bytes)
         vectors = Vectors(low, factor_matrix(low.space.names, [dict(config)]),
                           Machine("", 1.0, 1.0, 1.0, 1))
-        parts = dict.fromkeys(MEMORY_PARTS, 0.0)
-        state_bytes = 4 * training.state_words + (4 if training.precision != "fp32" else 0)
         elsewhere = {index for index, back in enumerate(layer.shared)
                      if back and index not in own}
-        for index, (use, group) in self._parameters(low, vectors):
-            if index in elsewhere:
-                continue
-            block = use.elements / float(vectors.factor(
-                [d for d in use.dims if d is not None])[0])
-            replicas = float(group[0])
-            parts["parameters"] += block * use.element_bytes / (replicas if zero >= 3 else 1)
-            parts["gradients"] += block * use.element_bytes / (replicas if zero >= 2 else 1)
+        held = [(use.elements / float(vectors.factor([d for d in use.dims if d is not None])[0]),
+                 use.element_bytes, float(group[0]))
+                for index, (use, group) in self._parameters(low, vectors)
+                if index not in elsewhere]
+        return held, _result_bytes(low, vectors)
+
+    def _parts(self, held: tuple[list[tuple[float, int, float]], float], recompute: bool,
+               zero: int) -> dict[str, float]:
+        """`memory_breakdown` from `_held`'s and the configuration's choices."""
+        state_bytes = 4 * self.training.state_words + \
+            (4 if self.training.precision != "fp32" else 0)
+        parts = dict.fromkeys(MEMORY_PARTS, 0.0)
+        params, result = held
+        for block, element_bytes, replicas in params:
+            parts["parameters"] += block * element_bytes / (replicas if zero >= 3 else 1)
+            parts["gradients"] += block * element_bytes / (replicas if zero >= 2 else 1)
             parts["optimizer_state"] += block * state_bytes / (replicas if zero >= 1 else 1)
-        parts["recomputed" if recompute else "activations"] = _result_bytes(low, vectors)
+        parts["recomputed" if recompute else "activations"] = result
         return parts
 
     def recomputed(self, layer: Layer, configs: Sequence[Config]) -> np.ndarray:
@@ -365,9 +377,13 @@ class TrainingCost:
         total. The recomputed results, held again while the backward goes through their
         segment, one segment at a time, count once for the largest segment
         (`memory_breakdown`'s "recomputed", `Transient`), not per layer."""
+        made: dict[tuple[tuple[str, int], ...], tuple[list[tuple[float, int, float]], float]] = {}
         values = []
         for config in configs:
-            parts = self.memory_breakdown(layer, config, own)
+            key = tuple(sorted(dict(config).items()))
+            if key not in made:  # (the dims' share priced once, `_held`)
+                made[key] = self._held(layer, config, own)
+            parts = self._parts(made[key], *self.choices(config, layer))
             values.append(parts["parameters"] + parts["gradients"]
                           + parts["optimizer_state"] + in_flight * parts["activations"])
         return np.array(values, dtype=np.float64)

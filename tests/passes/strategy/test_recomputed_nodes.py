@@ -279,3 +279,96 @@ def test_the_recomputed_vectors_are_the_breakdowns(problem: Problem) -> None:  #
                                    for config in configs]
         recomputing += int((vector > 0).sum())
     assert recomputing > 0
+
+
+def test_the_memory_vectors_price_each_dims_once(problem: Problem,  # noqa: F811
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`TrainingCost.memory` prices a configuration's dims once (`_held`) and applies
+    each configuration's training choices to it: the same bytes as its
+    `memory_breakdown`'s additive parts, in fewer pricings than configurations."""
+    model = problem.model
+    real = type(model)._held
+    priced = []
+
+    def counted(self: object, layer: object, config: object, own: tuple[int, ...]) -> object:
+        priced.append(config)
+        return real(self, layer, config, own)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(model), "_held", counted)
+    pricings = configurations = 0
+    for layer, configs in zip(problem.layer_data, problem.config_lists, strict=True):
+        priced.clear()
+        vector = model.memory(layer, configs)
+        assert len(priced) == len({tuple(sorted(dict(c).items())) for c in configs})
+        pricings, configurations = pricings + len(priced), configurations + len(configs)
+        monkeypatch.setattr(type(model), "_held", real)
+        parts = [model.memory_breakdown(layer, config) for config in configs]
+        monkeypatch.setattr(type(model), "_held", counted)
+        assert vector.tolist() == [p["parameters"] + p["gradients"] + p["optimizer_state"]
+                                   + p["activations"] for p in parts]
+    assert pricings < configurations
+
+
+def test_small_nodes_are_solved_without_pruning(
+        problem: Problem, every: tuple[np.ndarray, np.ndarray, np.ndarray],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`recomputed.prunes`: LARAC's DP solves of a node whose tables hold fewer than
+    `UNPRUNED_ENTRIES` entries skip the dominance pruning (the unconstrained solves,
+    `solve`'s answer, keep it); above it they prune, and the answer is the same."""
+    from pase.passes.strategy import memory
+
+    real = memory.solve_graph
+    pruned: list[bool] = []
+
+    def recorded(*arguments: object, **options: object) -> object:
+        pruned.append(bool(arguments[5]) if len(arguments) > 5 else True)
+        return real(*arguments, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory, "solve_graph", recorded)
+    cap = caps(every)[2]
+    small = solve_capped(problem, cap, effort=None)
+    assert pruned[0]
+    assert pruned.count(False) > pruned.count(True)
+    assert not recomputed.prunes(problem.cost_graph())
+    monkeypatch.setattr(recomputed, "UNPRUNED_ENTRIES", 0)
+    pruned.clear()
+    large = solve_capped(problem, cap, effort=None)
+    assert len(pruned) > 2
+    assert all(pruned)
+    assert recomputed.prunes(problem.cost_graph())
+    assert (small.choice, small.cost, small.lower_bound) == \
+        (large.choice, large.cost, large.lower_bound)
+    assert small.proven
+
+
+def test_a_search_without_recomputation_still_prunes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`recomputed.prunes` is the recomputed nodes' alone: a capped search where nothing
+    is recomputed prunes every DP solve, however small its tables."""
+    from pase.frontend import parse_text
+    from pase.passes.strategy import (
+        SearchOptions,
+        TrainingOptions,
+        build_problem,
+        memory,
+        solve,
+    )
+    from tests.passes.strategy.test_recomputed import MACHINE
+    from tests.passes.strategy.test_training_cost import TINY
+
+    plain = build_problem(parse_text(TINY), 2, MACHINE, options=SearchOptions(
+        min_shard=1, training=TrainingOptions(optimizer="adam")))
+    vectors = memory.memory_vectors(plain)
+    free = memory.memory_parts(plain, solve(plain).assignment).total
+    least = sum(float(vector.min()) for vector in vectors)
+    real = memory.solve_graph
+    pruned: list[bool] = []
+
+    def recorded(*arguments: object, **options: object) -> object:
+        pruned.append(bool(arguments[5]) if len(arguments) > 5 else True)
+        return real(*arguments, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory, "solve_graph", recorded)
+    found = solve_capped(plain, (least + free) / 2, effort=None)
+    assert found.proven
+    assert len(pruned) > 2
+    assert all(pruned)
