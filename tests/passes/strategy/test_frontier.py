@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import build_problem, capped, frontier
+from pase.passes.strategy import build_problem, capped, frontier, pareto
 from pase.passes.strategy.capped import ReducedCosts, close_gap
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.frontier import _Points, frontier_search
@@ -58,8 +58,8 @@ def pareto_by_hand(factor: _Points) -> list[int]:
 def test_the_pareto_filter_keeps_the_first_undominated_points_in_order(seed: int) -> None:
     for whole in (True, False):
         factor = points(seed, whole)
-        # The packed sort where memory is whole bytes, the three-key sort otherwise.
-        packed = frontier._packed_order(factor.entry, factor.memory, factor.cost)
+        # The packed key where memory is whole bytes, the three-key sort otherwise.
+        packed = pareto.packed_key(factor.entry, factor.memory, factor.cost)
         assert (packed is None) == (not whole)
         kept = frontier._pareto(factor)
         expected = pareto_by_hand(factor)
@@ -68,19 +68,72 @@ def test_the_pareto_filter_keeps_the_first_undominated_points_in_order(seed: int
         assert kept.reduced.tolist() == factor.reduced[expected].tolist()
 
 
-def test_the_packed_sort_is_the_three_key_sort() -> None:
+def test_the_packed_key_orders_as_the_three_key_sort() -> None:
     rng = np.random.default_rng(5)
     count = 5000
     factor = _Points((0,), frozenset([0]), rng.integers(0, 300, size=count),
                      rng.integers(0, 50, size=count) * 1e-3,
                      rng.integers(0, 40, size=count) * 3.0e8, np.zeros(count), {})
-    order = frontier._packed_order(factor.entry, factor.memory, factor.cost)
-    assert order is not None
-    assert order.tolist() == np.lexsort((factor.cost, factor.memory, factor.entry)).tolist()
+    key = pareto.packed_key(factor.entry, factor.memory, factor.cost)
+    assert key is not None
+    order = np.lexsort((factor.cost, factor.memory, factor.entry))
+    assert np.all(np.diff(key[order]) >= 0)
+    # Each key's least cost, first of equals: the first of its run in the three-key sort,
+    # whether found by the scatter of minima or by the sort.
+    sorted_key = key[order]
+    firsts = order[np.concatenate([[True], sorted_key[1:] != sorted_key[:-1]])]
+    assert pareto.least_per_key(key, factor.cost, int(key.max()) + 1).tolist() == \
+        firsts.tolist()
     # Too wide to pack exactly: the three-key sort instead.
     wide = _Points((0,), frozenset([0]), factor.entry, factor.cost, factor.memory * 2.0**40,
                    factor.reduced, {})
-    assert frontier._packed_order(wide.entry, wide.memory, wide.cost) is None
+    assert pareto.packed_key(wide.entry, wide.memory, wide.cost) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_least_per_key_scatters_and_sorts_alike(seed: int) -> None:
+    # Few key values (the scatter of minima) or a span too wide for it (the sort): each
+    # key's least cost, the first of equal costs, in order of key.
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 3000))
+    key = rng.integers(0, int(rng.integers(1, 500)), size=count)
+    cost = rng.integers(0, 6, size=count) / 4.0
+    order = np.lexsort((cost, key))
+    sorted_key = key[order]
+    firsts = order[np.concatenate([[True], sorted_key[1:] != sorted_key[:-1]])].tolist()
+    for span in (int(key.max()) + 1, 10**15):
+        assert pareto.least_per_key(key, cost, span).tolist() == firsts
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_joins_representatives_leave_the_same_frontier(seed: int) -> None:
+    # The pairs of two sides (memory on a lattice, so sums coincide): the frontier of
+    # the least of each entry and memory is the frontier of all the pairs, the same
+    # indices in the same order; memory that is not whole is left to the full filter.
+    rng = np.random.default_rng(seed)
+    sides = [int(rng.integers(1, 60)), int(rng.integers(1, 60))]
+    flats = (rng.integers(0, 3, size=sides[0]) * 4, rng.integers(0, 4, size=sides[1]))
+    memories = tuple(rng.integers(0, 9, size=n).astype(np.float64) * 384.0 + 1e6
+                     for n in sides)
+    costs = tuple(rng.integers(0, 7, size=n) / 8.0 for n in sides)
+    from_left, from_right = (grid.ravel() for grid in np.meshgrid(
+        np.arange(sides[0]), np.arange(sides[1]), indexing="ij"))
+    keep = rng.random(from_left.size) < 0.7
+    from_left, from_right = from_left[keep], from_right[keep]
+    entry = flats[0][from_left] + flats[1][from_right]
+    memory = memories[0][from_left] + memories[1][from_right]
+    cost = costs[0][from_left] + costs[1][from_right]
+    expected = pareto.pareto_index(entry, memory, cost)
+    assert expected.tolist() == pareto_by_hand(
+        _Points((0,), frozenset([0]), entry, cost, memory, cost, {}))
+    least = pareto.pair_representatives(flats, memories, costs, from_left, from_right)
+    assert least is not None
+    kept = least[pareto.frontier_mask(entry[least], cost[least])]
+    assert kept.tolist() == expected.tolist()
+    if sides[0] > 1:
+        halves = (memories[0] + 0.5 * (np.arange(sides[0]) % 2), memories[1])
+        assert pareto.pair_representatives(flats, halves, costs, from_left,
+                                           from_right) is None
 
 
 def tied_chain(seed: int, layers: int = 7) -> tuple[CostGraph, list[np.ndarray], float]:
