@@ -46,9 +46,18 @@ import numpy as np
 
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.orders import elimination_order
-from pase.passes.strategy.pareto import frontier_mask, pair_representatives, pareto_index
+from pase.passes.strategy.pareto import (
+    frontier_mask,
+    pair_representatives,
+    pareto_index,
+    representatives_by_rows,
+)
 
 EdgeKey = tuple[int, int]
+ROW_PAIRS = 256
+"""A join whose left points have at least this many pairs each on average finds the least
+pair of each entry and memory one left point at a time (`pareto.representatives_by_rows`)
+instead of making every pair's indices."""
 
 
 @dataclass(frozen=True)
@@ -290,9 +299,6 @@ class _Search:
         self.points += total
         if self.limit is not None and self.points > self.limit:
             raise PointLimit
-        from_left = np.repeat(np.arange(left.entry.size), counts)
-        offsets = np.cumsum(counts) - counts
-        from_right = order[start[from_left] + np.arange(total) - offsets[from_left]]
         strides = _strides(axes, sizes)
         flats = (_flat_part(left_coords, strides, left.entry.size),
                  _flat_part({a: c for a, c in right_coords.items() if a not in left_coords},
@@ -301,10 +307,19 @@ class _Search:
         # the frontier: where they can be found from the sides' keys, only they are made
         # whole and tested (a pair the least of its entry and memory beats passes the
         # tests only if that one does: its bound is as much more as its cost).
-        least = pair_representatives(flats, (left.memory, right.memory),
-                                     (left.cost, right.cost), from_left, from_right)
-        if least is not None:
-            from_left, from_right = from_left[least], from_right[least]
+        sides = ((left.memory, right.memory), (left.cost, right.cost))
+        rows = None if not total or total < ROW_PAIRS * left.entry.size else \
+            representatives_by_rows(flats, *sides, order, start, stop)
+        least: np.ndarray | None = None
+        if rows is not None:
+            from_left, from_right = rows
+        else:
+            from_left = np.repeat(np.arange(left.entry.size), counts)
+            offsets = np.cumsum(counts) - counts
+            from_right = order[start[from_left] + np.arange(total) - offsets[from_left]]
+            least = pair_representatives(flats, *sides, from_left, from_right)
+            if least is not None:
+                from_left, from_right = from_left[least], from_right[least]
         coords = {axis: (left_coords[axis][from_left] if axis in left_coords
                          else right_coords[axis][from_right]) for axis in axes}
         memory = left.memory[from_left] + right.memory[from_right]
@@ -316,7 +331,7 @@ class _Search:
                                                   memory[kept], reduced[kept])
         entry = flats[0][from_left] + flats[1][from_right]
         cost = left.cost[from_left] + right.cost[from_right]
-        best = pareto_index(entry, memory, cost) if least is None else \
+        best = pareto_index(entry, memory, cost) if least is None and rows is None else \
             np.flatnonzero(frontier_mask(entry, cost))
         from_left, from_right = from_left[best], from_right[best]
         parts = {key: index[from_left] for key, index in left.parts.items()}

@@ -101,6 +101,60 @@ def pair_representatives(flats: tuple[np.ndarray, np.ndarray],
     whole or a cost not finite (the caller filters all the pairs then)."""
     if from_left.size <= 1:
         return np.arange(from_left.size)
+    lattice = _lattice(flats, memories, costs)
+    if lattice is None:
+        return None
+    keys, span = lattice
+    key = keys[0][from_left] + keys[1][from_right]
+    cost = costs[0][from_left] + costs[1][from_right]
+    return least_per_key(key, cost, span)
+
+
+def representatives_by_rows(flats: tuple[np.ndarray, np.ndarray],
+                            memories: tuple[np.ndarray, np.ndarray],
+                            costs: tuple[np.ndarray, np.ndarray], order: np.ndarray,
+                            start: np.ndarray, stop: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """`pair_representatives` of the pairs (l, `order`[k]) for each left point l and
+    start[l] <= k < stop[l], in that order, as (left, right) indices, without making the
+    pairs: one pass per left point (for joins of few left points, each with many right
+    ones). The right points of one left point must have distinct entries or memories
+    (true of a join's right side: one entry's points of a frontier differ in memory, and
+    they share the left point's shared configurations): each pass then updates every
+    key once, and the first of equal least costs is kept by updating only on less.
+    None where `pair_representatives` would be, or where the keys span too many values
+    for a scatter (`DENSE`)."""
+    lattice = _lattice(flats, memories, costs)
+    if lattice is None:
+        return None
+    keys, span = lattice
+    total = int((stop - start).sum())
+    if span > DENSE * total + DENSE_FREE:
+        return None
+    right_key, right_cost = keys[1][order], costs[1][order]
+    least = np.full(span, np.inf)
+    left = np.full(span, -1, dtype=np.int64)
+    right = np.empty(span, dtype=np.int64)
+    for point in np.flatnonzero(stop > start).tolist():
+        first, last = int(start[point]), int(stop[point])
+        key = keys[0][point] + right_key[first:last]
+        cost = costs[0][point] + right_cost[first:last]
+        less = cost < least[key]
+        key = key[less]
+        least[key] = cost[less]
+        left[key] = point
+        right[key] = order[first:last][less]
+    found = np.flatnonzero(left >= 0)
+    return left[found], right[found]
+
+
+def _lattice(flats: tuple[np.ndarray, np.ndarray], memories: tuple[np.ndarray, np.ndarray],
+             costs: tuple[np.ndarray, np.ndarray]
+             ) -> tuple[tuple[np.ndarray, np.ndarray], int] | None:
+    """Each side's part of a pair's packed key (entry·span + memory level, the levels in
+    units of the memories' common divisor: a pair's key is its sides' parts summed) and
+    the span of the keys; None where a side's memory is not whole, a cost not finite,
+    or a key would pass `EXACT`."""
     levels = []
     for memory, cost in zip(memories, costs, strict=True):
         level = memory - memory.min()
@@ -113,10 +167,8 @@ def pair_representatives(flats: tuple[np.ndarray, np.ndarray],
     entries = int(flats[0].max()) + int(flats[1].max()) + 1
     if float(entries) * span >= EXACT:
         return None
-    key = (flats[0] * span + levels[0] // unit)[from_left] + \
-        (flats[1] * span + levels[1] // unit)[from_right]
-    cost = costs[0][from_left] + costs[1][from_right]
-    return least_per_key(key, cost, entries * span)
+    return (flats[0] * span + levels[0] // unit, flats[1] * span + levels[1] // unit), \
+        entries * span
 
 
 def frontier_mask(entry: np.ndarray, cost: np.ndarray) -> np.ndarray:

@@ -136,6 +136,32 @@ def test_a_joins_representatives_leave_the_same_frontier(seed: int) -> None:
                                            from_right) is None
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_representatives_one_left_point_at_a_time_are_the_pairs_own(seed: int) -> None:
+    # A join's pairs as it makes them (each left point with a slice of the right points
+    # in one order; the right points differ in entry or memory): the loop over left
+    # points finds the same least pair of each entry and memory, in the same order.
+    rng = np.random.default_rng(seed)
+    cells = rng.choice(4 * 9, size=int(rng.integers(2, 36)), replace=False)
+    flats = (rng.integers(0, 3, size=int(rng.integers(1, 30))) * 4, cells // 9)
+    memories = (rng.integers(0, 9, size=flats[0].size) * 384.0, (cells % 9) * 384.0 + 7.0)
+    costs = (rng.integers(0, 7, size=flats[0].size) / 8.0,
+             rng.integers(0, 7, size=cells.size) / 8.0)
+    order = rng.permutation(cells.size)
+    start = rng.integers(0, cells.size, size=flats[0].size)
+    stop = np.minimum(start + rng.integers(0, cells.size, size=start.size), cells.size)
+    counts = stop - start
+    from_left = np.repeat(np.arange(start.size), counts)
+    from_right = order[np.concatenate([np.arange(a, b) for a, b in zip(start, stop,
+                                                                       strict=True)])]
+    least = pareto.pair_representatives(flats, memories, costs, from_left, from_right)
+    rows = pareto.representatives_by_rows(flats, memories, costs, order, start, stop)
+    assert least is not None
+    assert rows is not None
+    assert rows[0].tolist() == from_left[least].tolist()
+    assert rows[1].tolist() == from_right[least].tolist()
+
+
 def tied_chain(seed: int, layers: int = 7) -> tuple[CostGraph, list[np.ndarray], float]:
     """A chain whose layers each have configurations on one line cost + rate·memory
     (ZeRO's gathers priced per byte at the memory they save), others off it, and edges."""
