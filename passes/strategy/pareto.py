@@ -33,7 +33,7 @@ EXACT = float(1 << 53)
 DENSE = 4
 """`least_per_key` scatters into an array over every key value where there are at most
 this many values per key given (plus `DENSE_FREE`); else it sorts."""
-DENSE_FREE = 1 << 16
+DENSE_FREE = 1 << 10
 
 
 def pareto_index(entry: np.ndarray, memory: np.ndarray, cost: np.ndarray) -> np.ndarray:

@@ -298,15 +298,17 @@ def saving_line(seed: int, layers: int = 6) -> tuple[CostGraph, list[np.ndarray]
 
 
 def rounds(graph: CostGraph, memory: list[np.ndarray], cap: float, rate: float, probe: int,
-           monkeypatch: pytest.MonkeyPatch) -> tuple[capped.Closed, list[tuple[float, bool]]]:
+           monkeypatch: pytest.MonkeyPatch
+           ) -> tuple[capped.Closed, list[tuple[float, bool, bool]]]:
     """`close_gap` from the least-memory strategy and the brute-force Lagrangian bound at
-    `rate`, with `capped.PROBE_POINTS` = `probe`; and each frontier search's threshold and
-    whether it finished."""
-    made: list[tuple[float, bool]] = []
+    `rate`, with `capped.PROBE_POINTS` = `probe`; and each frontier search's threshold,
+    whether it finished and whether it had the memory window."""
+    made: list[tuple[float, bool, bool]] = []
 
     def logged(*args: object, **kwargs: object) -> frontier.FrontierResult:
         result = frontier_search(*args, **kwargs)  # type: ignore[arg-type]
-        made.append((float(args[3]), result.finished))  # type: ignore[arg-type]
+        made.append((float(args[3]), result.finished,  # type: ignore[arg-type]
+                     bool(kwargs.get("window", True))))
         return result
 
     monkeypatch.setattr(capped, "PROBE_POINTS", probe)
@@ -332,7 +334,7 @@ def test_a_dear_first_round_gives_way_to_the_tight_round(
     assert (tight.best, tight.bound, tight.stopped) == (plain.best, plain.bound, False)
     assert tight.best[2] <= cap
     assert len(plain_rounds) == 1
-    assert [finished for _, finished in tight_rounds] == [False, True]
+    assert [finished for _, finished, _ in tight_rounds] == [False, True]
     assert tight_rounds[1][0] < plain_rounds[0][0] == tight_rounds[0][0]
 
 
@@ -340,7 +342,9 @@ def test_a_dear_first_round_gives_way_to_the_tight_round(
 def test_a_failed_tight_round_changes_nothing(seed: int,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # Where no strategy that fits costs TIGHT_STEP or less above the bound, the tight
-    # round proves nothing, and the rounds after it are those made without it.
+    # round proves nothing, and the rounds after it are those made without it, but for
+    # the first round's windowed pass: where that found nothing at most T it was made
+    # again without the window; after a failed tight round it is made so at once.
     graph, memory, cap = tied_chain(seed)
     plain, plain_rounds = rounds(graph, memory, cap, 0.5, 10**9, monkeypatch)
     tight, tight_rounds = rounds(graph, memory, cap, 0.5, 0, monkeypatch)
@@ -349,5 +353,8 @@ def test_a_failed_tight_round_changes_nothing(seed: int,
                in itertools.product(*(range(size) for size in graph.sizes))
                if sum(float(memory[v][c]) for v, c in enumerate(choice)) <= cap]
     assert tight.best[1] == pytest.approx(min(fitting), abs=1e-12)
-    if len(plain_rounds) > 1:  # (a first round that proves it: no tight round to fail)
-        assert tight_rounds[3:] == plain_rounds[1:]
+    assert tight_rounds[2][2] is False
+    if len(plain_rounds) > 1:  # (a first round that proves it: one round)
+        assert plain_rounds[0][2] is True
+        assert plain_rounds[1][2] is False
+        assert tight_rounds[2:] == plain_rounds[1:]
