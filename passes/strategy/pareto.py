@@ -30,9 +30,11 @@ import numpy as np
 
 EXACT = float(1 << 53)
 """Integers below this are exact as floats (and their sums of two fit an int64)."""
-DENSE = 4
+DENSE = 1
 """`least_per_key` scatters into an array over every key value where there are at most
-this many values per key given (plus `DENSE_FREE`); else it sorts."""
+this many values per key given (plus `DENSE_FREE`); else it sorts. (At 1 its two arrays
+take no more memory than the keys and costs given: a join's memory stays within what the
+effort bounds, `memory.DEFAULT_EFFORT`.)"""
 DENSE_FREE = 1 << 10
 
 
