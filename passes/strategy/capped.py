@@ -452,6 +452,7 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
             return Closed(incumbent, bound, points, True)
         kept = _kept(reduced, limit + margin)
         probe = first and (left is None or left > PROBE_POINTS)
+        plain = False
         result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, *kept,
                                  margin, PROBE_POINTS if probe else left)
         points += result.points
@@ -462,11 +463,17 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
             points += made
             if proven is not None:
                 return Closed(proven, proven[1], points, False)
+            # The tight round failed: the first round is likely to find no strategy at
+            # most T either (t16-dp4 and t64 of `benchmarks/capped.py`: the Lagrangian's
+            # gap is wider than `TIGHT_STEP`), and would then be made again without the
+            # window (below), so it is made without it at once; where it finds one, the
+            # plain search finds the least of them too.
             result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
-                                     *kept, margin, _left(effort, points))
+                                     *kept, margin, _left(effort, points), window=False)
             points += result.points
+            plain = True
         first = False
-        if result.finished and limit < min(incumbent[1], ceiling) and \
+        if not plain and result.finished and limit < min(incumbent[1], ceiling) and \
                 (result.choice is None or result.cost > limit + margin):
             # The window (`frontier_search`'s) changes only the best strategy met above T:
             # where none costs at most T, the round is made again without it, so that the

@@ -46,8 +46,18 @@ import numpy as np
 
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.orders import elimination_order
+from pase.passes.strategy.pareto import (
+    frontier_mask,
+    pair_representatives,
+    pareto_index,
+    representatives_by_rows,
+)
 
 EdgeKey = tuple[int, int]
+ROW_PAIRS = 256
+"""A join whose left points have at least this many pairs each on average finds the least
+pair of each entry and memory one left point at a time (`pareto.representatives_by_rows`)
+instead of making every pair's indices."""
 
 
 @dataclass(frozen=True)
@@ -289,9 +299,27 @@ class _Search:
         self.points += total
         if self.limit is not None and self.points > self.limit:
             raise PointLimit
-        from_left = np.repeat(np.arange(left.entry.size), counts)
-        offsets = np.cumsum(counts) - counts
-        from_right = order[start[from_left] + np.arange(total) - offsets[from_left]]
+        strides = _strides(axes, sizes)
+        flats = (_flat_part(left_coords, strides, left.entry.size),
+                 _flat_part({a: c for a, c in right_coords.items() if a not in left_coords},
+                            strides, right.entry.size))
+        # Of the pairs that share an entry and a memory only the least costly can be on
+        # the frontier: where they can be found from the sides' keys, only they are made
+        # whole and tested (a pair the least of its entry and memory beats passes the
+        # tests only if that one does: its bound is as much more as its cost).
+        sides = ((left.memory, right.memory), (left.cost, right.cost))
+        rows = None if not total or total < ROW_PAIRS * left.entry.size else \
+            representatives_by_rows(flats, *sides, order, start, stop)
+        least: np.ndarray | None = None
+        if rows is not None:
+            from_left, from_right = rows
+        else:
+            from_left = np.repeat(np.arange(left.entry.size), counts)
+            offsets = np.cumsum(counts) - counts
+            from_right = order[start[from_left] + np.arange(total) - offsets[from_left]]
+            least = pair_representatives(flats, *sides, from_left, from_right)
+            if least is not None:
+                from_left, from_right = from_left[least], from_right[least]
         coords = {axis: (left_coords[axis][from_left] if axis in left_coords
                          else right_coords[axis][from_right]) for axis in axes}
         memory = left.memory[from_left] + right.memory[from_right]
@@ -301,12 +329,10 @@ class _Search:
         kept = self.prune(terms, axes, coords, memory, reduced)
         from_left, from_right, memory, reduced = (from_left[kept], from_right[kept],
                                                   memory[kept], reduced[kept])
-        strides = _strides(axes, sizes)
-        entry = _flat_part(left_coords, strides, left.entry.size)[from_left] + \
-            _flat_part({a: c for a, c in right_coords.items() if a not in left_coords},
-                       strides, right.entry.size)[from_right]
+        entry = flats[0][from_left] + flats[1][from_right]
         cost = left.cost[from_left] + right.cost[from_right]
-        best = _pareto_index(entry, memory, cost)
+        best = pareto_index(entry, memory, cost) if least is None and rows is None else \
+            np.flatnonzero(frontier_mask(entry, cost))
         from_left, from_right = from_left[best], from_right[best]
         parts = {key: index[from_left] for key, index in left.parts.items()}
         parts.update({key: index[from_right] for key, index in right.parts.items()})
@@ -468,80 +494,7 @@ def _select(factor: _Points, mask: np.ndarray) -> _Points:
 
 def _pareto(factor: _Points) -> _Points:
     """The points no other point of the same entry beats in both cost and memory (of
-    equal pairs, the first), in order of entry, then memory (`_pareto_index`)."""
+    equal pairs, the first), in order of entry, then memory (`pareto.pareto_index`)."""
     if factor.entry.size <= 1:
         return factor
-    return _select(factor, _pareto_index(factor.entry, factor.memory, factor.cost))
-
-
-def _pareto_index(entry: np.ndarray, memory: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """The indices of the points (`entry`, `memory`, `cost` each) no other point of the
-    same entry beats in both cost and memory (of equal pairs, the first), in order of
-    entry, then memory.
-
-    Sorted by entry, memory, cost (stably), a point stays when its cost is below that of
-    every point before it in its entry: a running minimum, segmented by entry. Where the
-    memory is whole numbers (bytes, as `memory.memory_vectors` makes it) and entry and
-    memory pack into one exact float, both are one sort of complex keys (numpy orders
-    complex numbers by real, then imaginary part) and one running minimum of complex
-    numbers (`_packed_order`, `_frontier_mask`): the same points in the same order as the
-    three-key sort and the ranks of the general case (`_ranked_mask`), at a fraction of
-    the cost."""
-    if entry.size <= 1:
-        return np.arange(entry.size)
-    order = _packed_order(entry, memory, cost)
-    if order is None:
-        order = np.lexsort((cost, memory, entry))
-        keep = _ranked_mask(entry[order], cost[order])
-    else:
-        keep = _frontier_mask(entry[order], cost[order])
-    return order[keep]
-
-
-EXACT = float(1 << 53)
-"""Integers below this are exact as floats."""
-
-
-def _packed_order(entry: np.ndarray, memory: np.ndarray, cost: np.ndarray
-                  ) -> np.ndarray | None:
-    """The stable order by entry, memory, cost, as one sort of entry·levels + memory
-    level (real part) and cost (imaginary part); None where the memory is not whole, the
-    packed key would not be exact, or a cost is not finite (then `np.lexsort`)."""
-    level = memory - memory.min()
-    top = float(level.max())
-    if not (np.isfinite(top) and np.isfinite(cost).all()):
-        return None
-    if (float(entry.max()) + 1) * (top + 1) >= EXACT or \
-            not np.array_equal(level, np.floor(level)):
-        return None
-    key = np.empty(cost.size, dtype=np.complex128)
-    key.real = entry * (top + 1) + level
-    key.imag = cost
-    return np.argsort(key, kind="stable")
-
-
-def _frontier_mask(entry: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Which points (sorted by entry, then memory) cost less than every earlier point of
-    their entry: the running minimum of −entry + i·cost (entries ascend, so its real part
-    is the current entry's and its imaginary part that entry's least cost so far)."""
-    running = np.empty(entry.size, dtype=np.complex128)
-    running.real = -entry.astype(np.float64)
-    running.imag = cost
-    np.minimum.accumulate(running, out=running)
-    keep = np.empty(entry.size, dtype=bool)
-    keep[0] = True
-    keep[1:] = (entry[1:] != entry[:-1]) | (cost[1:] < running.imag[:-1])
-    return keep
-
-
-def _ranked_mask(entry: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """`_frontier_mask` by ranking the costs as integers and shifting each entry's ranks
-    below all earlier entries' (any costs)."""
-    _, rank = np.unique(cost, return_inverse=True)
-    group = np.concatenate([[0], np.cumsum(entry[1:] != entry[:-1])])
-    shifted = rank.astype(np.int64) - group * (int(rank.max()) + 1)
-    running = np.minimum.accumulate(shifted)
-    keep = np.empty(entry.size, dtype=bool)
-    keep[0] = True
-    keep[1:] = shifted[1:] < running[:-1]
-    return keep
+    return _select(factor, pareto_index(factor.entry, factor.memory, factor.cost))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pase.frontend import parse_file
-from pase.passes.strategy import build_problem, capped, frontier
+from pase.passes.strategy import build_problem, capped, frontier, pareto
 from pase.passes.strategy.capped import ReducedCosts, close_gap
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.frontier import _Points, frontier_search
@@ -58,8 +58,8 @@ def pareto_by_hand(factor: _Points) -> list[int]:
 def test_the_pareto_filter_keeps_the_first_undominated_points_in_order(seed: int) -> None:
     for whole in (True, False):
         factor = points(seed, whole)
-        # The packed sort where memory is whole bytes, the three-key sort otherwise.
-        packed = frontier._packed_order(factor.entry, factor.memory, factor.cost)
+        # The packed key where memory is whole bytes, the three-key sort otherwise.
+        packed = pareto.packed_key(factor.entry, factor.memory, factor.cost)
         assert (packed is None) == (not whole)
         kept = frontier._pareto(factor)
         expected = pareto_by_hand(factor)
@@ -68,19 +68,98 @@ def test_the_pareto_filter_keeps_the_first_undominated_points_in_order(seed: int
         assert kept.reduced.tolist() == factor.reduced[expected].tolist()
 
 
-def test_the_packed_sort_is_the_three_key_sort() -> None:
+def test_the_packed_key_orders_as_the_three_key_sort() -> None:
     rng = np.random.default_rng(5)
     count = 5000
     factor = _Points((0,), frozenset([0]), rng.integers(0, 300, size=count),
                      rng.integers(0, 50, size=count) * 1e-3,
                      rng.integers(0, 40, size=count) * 3.0e8, np.zeros(count), {})
-    order = frontier._packed_order(factor.entry, factor.memory, factor.cost)
-    assert order is not None
-    assert order.tolist() == np.lexsort((factor.cost, factor.memory, factor.entry)).tolist()
+    key = pareto.packed_key(factor.entry, factor.memory, factor.cost)
+    assert key is not None
+    order = np.lexsort((factor.cost, factor.memory, factor.entry))
+    assert np.all(np.diff(key[order]) >= 0)
+    # Each key's least cost, first of equals: the first of its run in the three-key sort,
+    # whether found by the scatter of minima or by the sort.
+    sorted_key = key[order]
+    firsts = order[np.concatenate([[True], sorted_key[1:] != sorted_key[:-1]])]
+    assert pareto.least_per_key(key, factor.cost, int(key.max()) + 1).tolist() == \
+        firsts.tolist()
     # Too wide to pack exactly: the three-key sort instead.
     wide = _Points((0,), frozenset([0]), factor.entry, factor.cost, factor.memory * 2.0**40,
                    factor.reduced, {})
-    assert frontier._packed_order(wide.entry, wide.memory, wide.cost) is None
+    assert pareto.packed_key(wide.entry, wide.memory, wide.cost) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_least_per_key_scatters_and_sorts_alike(seed: int) -> None:
+    # Few key values (the scatter of minima) or a span too wide for it (the sort): each
+    # key's least cost, the first of equal costs, in order of key.
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 3000))
+    key = rng.integers(0, int(rng.integers(1, 500)), size=count)
+    cost = rng.integers(0, 6, size=count) / 4.0
+    order = np.lexsort((cost, key))
+    sorted_key = key[order]
+    firsts = order[np.concatenate([[True], sorted_key[1:] != sorted_key[:-1]])].tolist()
+    for span in (int(key.max()) + 1, 10**15):
+        assert pareto.least_per_key(key, cost, span).tolist() == firsts
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_joins_representatives_leave_the_same_frontier(seed: int) -> None:
+    # The pairs of two sides (memory on a lattice, so sums coincide): the frontier of
+    # the least of each entry and memory is the frontier of all the pairs, the same
+    # indices in the same order; memory that is not whole is left to the full filter.
+    rng = np.random.default_rng(seed)
+    sides = [int(rng.integers(1, 60)), int(rng.integers(1, 60))]
+    flats = (rng.integers(0, 3, size=sides[0]) * 4, rng.integers(0, 4, size=sides[1]))
+    memories = tuple(rng.integers(0, 9, size=n).astype(np.float64) * 384.0 + 1e6
+                     for n in sides)
+    costs = tuple(rng.integers(0, 7, size=n) / 8.0 for n in sides)
+    from_left, from_right = (grid.ravel() for grid in np.meshgrid(
+        np.arange(sides[0]), np.arange(sides[1]), indexing="ij"))
+    keep = rng.random(from_left.size) < 0.7
+    from_left, from_right = from_left[keep], from_right[keep]
+    entry = flats[0][from_left] + flats[1][from_right]
+    memory = memories[0][from_left] + memories[1][from_right]
+    cost = costs[0][from_left] + costs[1][from_right]
+    expected = pareto.pareto_index(entry, memory, cost)
+    assert expected.tolist() == pareto_by_hand(
+        _Points((0,), frozenset([0]), entry, cost, memory, cost, {}))
+    least = pareto.pair_representatives(flats, memories, costs, from_left, from_right)
+    assert least is not None
+    kept = least[pareto.frontier_mask(entry[least], cost[least])]
+    assert kept.tolist() == expected.tolist()
+    if sides[0] > 1:
+        halves = (memories[0] + 0.5 * (np.arange(sides[0]) % 2), memories[1])
+        assert pareto.pair_representatives(flats, halves, costs, from_left,
+                                           from_right) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_representatives_one_left_point_at_a_time_are_the_pairs_own(seed: int) -> None:
+    # A join's pairs as it makes them (each left point with a slice of the right points
+    # in one order; the right points differ in entry or memory): the loop over left
+    # points finds the same least pair of each entry and memory, in the same order.
+    rng = np.random.default_rng(seed)
+    cells = rng.choice(4 * 9, size=int(rng.integers(2, 36)), replace=False)
+    flats = (rng.integers(0, 3, size=int(rng.integers(1, 30))) * 4, cells // 9)
+    memories = (rng.integers(0, 9, size=flats[0].size) * 384.0, (cells % 9) * 384.0 + 7.0)
+    costs = (rng.integers(0, 7, size=flats[0].size) / 8.0,
+             rng.integers(0, 7, size=cells.size) / 8.0)
+    order = rng.permutation(cells.size)
+    start = rng.integers(0, cells.size, size=flats[0].size)
+    stop = np.minimum(start + rng.integers(0, cells.size, size=start.size), cells.size)
+    counts = stop - start
+    from_left = np.repeat(np.arange(start.size), counts)
+    from_right = order[np.concatenate([np.arange(a, b) for a, b in zip(start, stop,
+                                                                       strict=True)])]
+    least = pareto.pair_representatives(flats, memories, costs, from_left, from_right)
+    rows = pareto.representatives_by_rows(flats, memories, costs, order, start, stop)
+    assert least is not None
+    assert rows is not None
+    assert rows[0].tolist() == from_left[least].tolist()
+    assert rows[1].tolist() == from_right[least].tolist()
 
 
 def tied_chain(seed: int, layers: int = 7) -> tuple[CostGraph, list[np.ndarray], float]:
@@ -219,15 +298,17 @@ def saving_line(seed: int, layers: int = 6) -> tuple[CostGraph, list[np.ndarray]
 
 
 def rounds(graph: CostGraph, memory: list[np.ndarray], cap: float, rate: float, probe: int,
-           monkeypatch: pytest.MonkeyPatch) -> tuple[capped.Closed, list[tuple[float, bool]]]:
+           monkeypatch: pytest.MonkeyPatch
+           ) -> tuple[capped.Closed, list[tuple[float, bool, bool]]]:
     """`close_gap` from the least-memory strategy and the brute-force Lagrangian bound at
-    `rate`, with `capped.PROBE_POINTS` = `probe`; and each frontier search's threshold and
-    whether it finished."""
-    made: list[tuple[float, bool]] = []
+    `rate`, with `capped.PROBE_POINTS` = `probe`; and each frontier search's threshold,
+    whether it finished and whether it had the memory window."""
+    made: list[tuple[float, bool, bool]] = []
 
     def logged(*args: object, **kwargs: object) -> frontier.FrontierResult:
         result = frontier_search(*args, **kwargs)  # type: ignore[arg-type]
-        made.append((float(args[3]), result.finished))  # type: ignore[arg-type]
+        made.append((float(args[3]), result.finished,  # type: ignore[arg-type]
+                     bool(kwargs.get("window", True))))
         return result
 
     monkeypatch.setattr(capped, "PROBE_POINTS", probe)
@@ -253,7 +334,7 @@ def test_a_dear_first_round_gives_way_to_the_tight_round(
     assert (tight.best, tight.bound, tight.stopped) == (plain.best, plain.bound, False)
     assert tight.best[2] <= cap
     assert len(plain_rounds) == 1
-    assert [finished for _, finished in tight_rounds] == [False, True]
+    assert [finished for _, finished, _ in tight_rounds] == [False, True]
     assert tight_rounds[1][0] < plain_rounds[0][0] == tight_rounds[0][0]
 
 
@@ -261,7 +342,9 @@ def test_a_dear_first_round_gives_way_to_the_tight_round(
 def test_a_failed_tight_round_changes_nothing(seed: int,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # Where no strategy that fits costs TIGHT_STEP or less above the bound, the tight
-    # round proves nothing, and the rounds after it are those made without it.
+    # round proves nothing, and the rounds after it are those made without it, but for
+    # the first round's windowed pass: where that found nothing at most T it was made
+    # again without the window; after a failed tight round it is made so at once.
     graph, memory, cap = tied_chain(seed)
     plain, plain_rounds = rounds(graph, memory, cap, 0.5, 10**9, monkeypatch)
     tight, tight_rounds = rounds(graph, memory, cap, 0.5, 0, monkeypatch)
@@ -270,5 +353,8 @@ def test_a_failed_tight_round_changes_nothing(seed: int,
                in itertools.product(*(range(size) for size in graph.sizes))
                if sum(float(memory[v][c]) for v, c in enumerate(choice)) <= cap]
     assert tight.best[1] == pytest.approx(min(fitting), abs=1e-12)
-    if len(plain_rounds) > 1:  # (a first round that proves it: no tight round to fail)
-        assert tight_rounds[3:] == plain_rounds[1:]
+    assert tight_rounds[2][2] is False
+    if len(plain_rounds) > 1:  # (a first round that proves it: one round)
+        assert plain_rounds[0][2] is True
+        assert plain_rounds[1][2] is False
+        assert tight_rounds[2:] == plain_rounds[1:]
