@@ -60,12 +60,11 @@ from pase.passes.strategy.problem import Problem, Solution
 from pase.passes.strategy.repeats import _part_bounds, _swept
 
 NEAR = 1.0
-"""Where no strategy costs the first round's guess, a strategy is found among the
-configurations whose chain bound is within this share of the bound's lead over the
-groups' optima. On GPT-3 175B at 3,072 devices a quarter (0.0026 s) found a strategy
-0.0030 s above the optimum, whose last round kept 836,930 configurations against the
-optimum's 668,605; the bound plus its whole lead (9.2319 s) is above the optimum
-(9.2315 s), so that round finds the optimum where the first round's lists hold it."""
+"""Where no strategy costs the first round's guess, the next round is narrowed as if a
+strategy cost A' = the chain bound plus this share of the bound's lead over the groups'
+optima, and its optimum is proven where it costs at most A'. On GPT-3 175B at 3,072
+devices the bound plus its whole lead (9.2319 s) is above the optimum (9.2315 s), so that
+round is the last; a quarter (0.0026 s) found a strategy 0.0030 s above the optimum."""
 
 
 @dataclass(frozen=True)
@@ -226,35 +225,55 @@ def solve_chain(problem: Problem, least: list[float], excess: list[np.ndarray],
     Where `upper` is above the optima plus `guess` of them, a first round narrows as if
     a strategy cost A = that much: its optimum, if within A, is the whole one (every
     strategy as cheap is kept), and otherwise a strategy. Where the chain's bound is above
-    A no strategy costs A; a strategy is then found among the configurations of the
-    least bounds (any strategy will do: it only narrows the last round). A last round
-    narrows by the cheapest strategy known. Returns the narrowed problem, its indices
-    into `problem`'s lists and its optimum."""
+    A no strategy costs A; a round then narrows as if a strategy cost A' = the bound plus
+    `NEAR` of its lead over the optima (its own lists and bounds), whose optimum, if
+    within A', is the whole one (and otherwise a strategy). A last round narrows by the
+    cheapest strategy known. Returns the narrowed problem, its indices into `problem`'s
+    lists and its optimum."""
     total = math.fsum(optima)
     assumed = total * (1 + guess)
-    round_ = _widened(problem, least, excess, groups, optima, assumed) \
-        if upper > assumed else None
-    if round_ is not None:
-        widened, kept = round_
-        bounds = chain_bounds(problem, widened, chain, budget)
-        keeps = bounds.keeps(assumed)
+    rounds = [assumed] if upper > assumed else []
+    while rounds:
+        level = rounds.pop()
+        round_ = _bounded(problem, least, excess, groups, optima, chain, level, budget)
+        if round_ is None:
+            continue
+        widened, kept, bounds = round_
+        keeps = bounds.keeps(level)
         if not all(keep.any() for keep in keeps):
-            # The configurations within NEAR of the lead over the optima, and in every
-            # layer at least its least bound.
+            # No strategy costs `level`. After the first round, a round as if one cost A'
+            # where that is below `upper`; otherwise a strategy within A' (and in every
+            # layer at least its least bound): it only narrows the last round.
             near = bounds.total + NEAR * max(bounds.total - total, guess * total)
+            if level == assumed and level < near < upper:
+                rounds.append(near)
+                continue
             keeps = bounds.keeps(max(near, *(float(b.min()) for b in bounds.per_config)))
         narrowed, kept = masked(problem, widened, keeps, kept)
         solution = solve(narrowed)
-        if solution.cost <= assumed:
+        if solution.cost <= level:
             return narrowed, kept, solution
         upper = min(upper, solution.cost)
-    round_ = _widened(problem, least, excess, groups, optima, upper)
+    round_ = _bounded(problem, least, excess, groups, optima, chain, upper, budget)
     assert round_ is not None, "the strategy costing upper is kept"
-    widened, kept = round_
-    keeps = chain_bounds(problem, widened, chain, budget).keeps(upper)
+    widened, kept, bounds = round_
+    keeps = bounds.keeps(upper)
     if all(keep.any() for keep in keeps):  # (the strategy costing upper is kept)
         widened, kept = masked(problem, widened, keeps, kept)
     return widened, kept, solve(widened)
+
+
+def _bounded(problem: Problem, least: list[float], excess: list[np.ndarray],
+             groups: list[range], optima: list[float], chain: Chain, upper: float,
+             budget: MemoryBudget | None
+             ) -> tuple[Problem, list[np.ndarray], ChainBounds] | None:
+    """`problem` narrowed by the excesses a strategy costing `upper` leaves, its indices,
+    and the chain bounds on its lists; None where some layer keeps nothing."""
+    round_ = _widened(problem, least, excess, groups, optima, upper)
+    if round_ is None:
+        return None
+    widened, kept = round_
+    return widened, kept, chain_bounds(problem, widened, chain, budget)
 
 
 class _Parts:
