@@ -47,7 +47,10 @@ as the paper trains) on a 1F1B schedule:
   shorten another path (a non-bottleneck stage's F against its B, the fill and drain)
   is not searched, so there pase's plan can be slower than Megatron's.
   `--pin-data-parallel` pins pase's data-parallel degree to the paper's d (a smaller
-  space, a faster search at scale).
+  space, a faster search at scale); `--data-parallel D` pins it to D instead, with the
+  same M (the row's batch / d): each such plan is a plan of the unpinned space, whose
+  optimum is at most the least of them (megatron-76b: the incumbents of its unpinned
+  search, benchmarks/RESULTS.md).
 
 The training step, the same for both plans: Adam, bf16 (the paper's fp16 mixed precision
 costs the same on an A100: the same peak, the same 2-byte words), full activation
@@ -317,15 +320,28 @@ def measure(row: Row, folder: Path, presets: dict[str, Any], cap: str,
                      args.timeout)
         sequence_parallel = [cells(result, args.device_memory_gib)[i]
                              for i in SEQUENCE_PARALLEL_CELLS]
-    pinned = f" data-parallel={row.data}" if args.pin_data_parallel else ""
-    pase = run(model, f"{common} stages={row.pipeline} microbatches={microbatches} "
-                     f"min-shard=1{cap}{pinned}",
+    pase = run(model, f"{common} {pase_options(row, microbatches, cap, args)}",
                folder / "p.json", args.timeout)
     return [row.preset.removeprefix("megatron-"), str(row.devices),
             f"{row.tensor} x {row.pipeline} x {row.data}", str(microbatches),
             *cells(pase, args.device_memory_gib),
             *cells(megatron, args.device_memory_gib), *sequence_parallel,
             f"{row.published:g}", f"{published_step(shape, row):.4g}"]
+
+
+def pinned_degree(row: Row, args: argparse.Namespace) -> int | None:
+    """The data-parallel degree pase's search is pinned to: `--data-parallel`'s, else the
+    paper's d with `--pin-data-parallel`, else none (searched)."""
+    if args.data_parallel is not None:
+        return int(args.data_parallel)
+    return row.data if args.pin_data_parallel else None
+
+
+def pase_options(row: Row, microbatches: int, cap: str, args: argparse.Namespace) -> str:
+    """`pase-partition-stages`' options of pase's cell, but the machine and training."""
+    degree = pinned_degree(row, args)
+    pinned = f" data-parallel={degree}" if degree is not None else ""
+    return f"stages={row.pipeline} microbatches={microbatches} min-shard=1{cap}{pinned}"
 
 
 def arguments() -> argparse.Namespace:
@@ -357,6 +373,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--pin-data-parallel", action="store_true",
                         help="pin pase's data-parallel degree to the paper's d "
                              "(data-parallel=d: a smaller space, a faster search)")
+    parser.add_argument("--data-parallel", type=positive_int, metavar="D",
+                        help="pin pase's data-parallel degree to D (the same M as the "
+                             "row's: batch / the paper's d); D must divide each stage's "
+                             "devices and the micro-batch, else pase's cell shows the error")
     parser.add_argument("--sequence-parallel", action="store_true",
                         help="also evaluate the Megatron layout with sequence parallelism "
                              "(its 'Megatron-SP' columns)")
@@ -383,7 +403,8 @@ def main() -> int:
         print(f"{signal}: the table below has the {len(rows)} rows finished",
               file=sys.stderr, flush=True)
     search = "search" + ("" if args.uncapped else f" under {args.device_memory_gib:g} GiB") + \
-        (", d pinned" if args.pin_data_parallel else "")
+        (f", d pinned to {args.data_parallel}" if args.data_parallel is not None
+         else ", d pinned" if args.pin_data_parallel else "")
     print(f"machine {args.machine}; {training(args)}; pase: {search}; {cpus()}; "
           f"{versions()}", flush=True)
     table = (("model", "<"), ("P", ">"), ("t x p x d", "<"), ("M", ">"),
