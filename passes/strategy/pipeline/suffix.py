@@ -34,10 +34,20 @@ simulation are made.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
+from itertools import combinations
+from typing import TYPE_CHECKING
 
 from pase.passes.strategy.pipeline.plan import SolvedStage
 from pase.passes.strategy.pipeline.replay import replayed
+
+if TYPE_CHECKING:
+    from pase.passes.strategy.pipeline.walk import Walk
+
+COMPLETIONS = 2048
+"""`SuffixBounds.ahead` enumerates at most this many completions of a prefix (else no
+bound: 0)."""
 
 
 class SuffixBounds:
@@ -51,6 +61,11 @@ class SuffixBounds:
         """T_k per (k, the suffix's stage beginnings)."""
         self.seen: set[tuple] = set()
         """The suffixes asked once (not simulated yet)."""
+        self.asked: set[tuple[int, int]] = set()
+        """The (stage index, beginning) `ahead` was asked once (not made yet)."""
+        self.completed: dict[tuple[int, int], tuple[float, int | None]] = {}
+        """`ahead`'s bound per (stage index, beginning), and the stage solves made when
+        it was (None once every completion's stages were known: final)."""
 
     def bound(self, bounds: Sequence[int], solved: Sequence[SolvedStage],
               ahead: Sequence[float], back: Sequence[float]) -> float:
@@ -75,3 +90,88 @@ class SuffixBounds:
                 none + [stage.cost.allreduce for stage in solved[k:]])
         arrival = sum(stage.cost.forward for stage in solved[:k]) + sum(ahead[:k])
         return arrival + step
+
+    def ahead(self, walk: Walk, index: int, after: int) -> float:
+        """At least the step of every plan of `walk` whose stage `index` begins at
+        `after`, less F_0 + ... + F_{index-1} and the least sends forward into stages
+        1..index-1 (`walk.Prefix.forward`): the least, over every completion (the cuts
+        of stages index.. to the end), of the least send forward into stage `index`
+        plus T_index, the step with the stages before `index` emptied (module
+        docstring: A_k + T_k holds at every k, not only the heaviest stage). A
+        completion with a stage that cannot fit has no plan; one with a stage not
+        solved yet counts M times its least F + B (`tight.work_at`) for T_index, where
+        the emptied schedule runs its M forwards and backwards one after another (and
+        M F + B for each stage known). 0 the first time (index, after) is asked, and
+        where the completions are more than `COMPLETIONS`; made again once more stages
+        are solved while one was unknown."""
+        key = (index, after)
+        solves = walk.plans.solver.solves
+        found = self.completed.get(key)
+        if found is not None and (found[1] is None or found[1] == solves):
+            return found[0]
+        if found is None and key not in self.asked:
+            self.asked.add(key)
+            return 0.0
+        completions = _completions(walk, index, after)
+        if completions is None:
+            self.completed[key] = (0.0, None)
+            return 0.0
+        least, complete = math.inf, True
+        stages: dict[tuple[int, int, int], tuple[bool, SolvedStage | None]] = {}
+        for beginnings in completions:
+            value, known = self._completion(walk, index, beginnings, stages)
+            least, complete = min(least, value), complete and known
+        self.completed[key] = (least, None if complete else solves)
+        return least
+
+    def _completion(self, walk: Walk, index: int, beginnings: tuple[int, ...],
+                    stages: dict[tuple[int, int, int], tuple[bool, SolvedStage | None]]
+                    ) -> tuple[float, bool]:
+        """`ahead`'s term for stages index.. beginning at `beginnings` (inf where one
+        cannot fit), and whether every one of them is known."""
+        tight = walk.tight
+        assert tight is not None
+        table, micro = walk.plans.table, self.microbatches
+        ends = (*beginnings[1:], walk.last)
+        solved: list[SolvedStage] = []
+        unknown = 0.0
+        for s, (start, stop) in enumerate(zip(beginnings, ends, strict=True), index):
+            at = (s, start, stop)
+            if at not in stages:
+                stages[at] = table.known(start, stop, walk.group, micro, walk.held[s],
+                                         walk.memory)
+            known, stage = stages[at]
+            if not known:
+                unknown = max(unknown, micro * float(
+                    tight.work_at[s, tight.index[start], tight.index[stop]]))
+            elif stage is None:
+                return math.inf, True
+            else:
+                solved.append(stage)
+        into = tight.into(beginnings[0], ends[0], index)[0]
+        if unknown or len(solved) < len(beginnings):
+            return into + max([unknown, *(micro * stage.work for stage in solved)]), False
+        sends = [tight.into(start, stop, s)
+                 for s, (start, stop) in enumerate(zip(beginnings[1:], ends[1:],
+                                                       strict=True), index + 1)]
+        key = (index, *beginnings)
+        step = self.steps.get(key)
+        if step is None:
+            none = [0.0] * index
+            step = self.steps[key] = replayed(
+                self.schedule, none + [stage.cost.forward for stage in solved],
+                none + [stage.cost.backward for stage in solved], micro,
+                none + [forward for forward, _ in sends],
+                none + [backward for _, backward in sends],
+                none + [stage.cost.allreduce for stage in solved])
+        return into + step, True
+
+
+def _completions(walk: Walk, index: int, after: int) -> Iterator[tuple[int, ...]] | None:
+    """The beginnings of stages index.. of `walk`'s plans whose stage `index` begins at
+    `after` (None where they are more than `COMPLETIONS`)."""
+    later = [cut for cut in walk.plans.cuts if cut > after]
+    left = walk.stages - 1 - index
+    if math.comb(len(later), left) > COMPLETIONS:
+        return None
+    return ((after, *cuts) for cuts in combinations(later, left))
