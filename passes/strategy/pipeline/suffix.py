@@ -99,9 +99,10 @@ class SuffixBounds:
         plus T_index, the step with the stages before `index` emptied (module
         docstring: A_k + T_k holds at every k, not only the heaviest stage). A
         completion with a stage that cannot fit has no plan; one with a stage not
-        solved yet counts M times its least F + B (`tight.work_at`) for T_index, where
-        the emptied schedule runs its M forwards and backwards one after another (and
-        M F + B for each stage known). 0 the first time (index, after) is asked, and
+        solved yet counts, for T_index, the largest of its stages' round-trip bounds
+        (`roundtrip.RoundTrip`: its `trip` for a stage not solved, `solved` for one
+        that is; they hold in the emptied schedule as in the plan, micro-batch 0
+        arriving at time 0 or later). 0 the first time (index, after) is asked, and
         where the completions are more than `COMPLETIONS`; made again once more stages
         are solved while one was unknown."""
         key = (index, after)
@@ -131,26 +132,29 @@ class SuffixBounds:
         cannot fit), and whether every one of them is known."""
         tight = walk.tight
         assert tight is not None
-        table, micro = walk.plans.table, self.microbatches
+        table, micro, trip = walk.plans.table, self.microbatches, walk.roundtrip
         ends = (*beginnings[1:], walk.last)
         solved: list[SolvedStage] = []
-        unknown = 0.0
+        least = 0.0  # (where a stage is unknown: at least each stage's own round trip)
         for s, (start, stop) in enumerate(zip(beginnings, ends, strict=True), index):
             at = (s, start, stop)
             if at not in stages:
                 stages[at] = table.known(start, stop, walk.group, micro, walk.held[s],
                                          walk.memory)
             known, stage = stages[at]
-            if not known:
-                unknown = max(unknown, micro * float(
-                    tight.work_at[s, tight.index[start], tight.index[stop]]))
-            elif stage is None:
+            if known and stage is None:
                 return math.inf, True
-            else:
+            if stage is not None:
                 solved.append(stage)
+                least = max(least, micro * stage.work, trip.solved(s, stop, stage, 0.0, 0))
+            elif trip.trip is not None:
+                least = max(least, float(trip.trip[s, tight.index[start], tight.index[stop]]))
+            else:
+                least = max(least, micro * float(
+                    tight.work_at[s, tight.index[start], tight.index[stop]]))
         into = tight.into(beginnings[0], ends[0], index)[0]
-        if unknown or len(solved) < len(beginnings):
-            return into + max([unknown, *(micro * stage.work for stage in solved)]), False
+        if len(solved) < len(beginnings):
+            return into + least, False
         sends = [tight.into(start, stop, s)
                  for s, (start, stop) in enumerate(zip(beginnings[1:], ends[1:],
                                                        strict=True), index + 1)]
