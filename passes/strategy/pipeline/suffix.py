@@ -82,12 +82,7 @@ class SuffixBounds:
             if key not in self.seen:
                 self.seen.add(key)
                 return 0.0
-            none = [0.0] * k
-            step = self.steps[key] = replayed(
-                self.schedule, none + [stage.cost.forward for stage in solved[k:]],
-                none + [stage.cost.backward for stage in solved[k:]], self.microbatches,
-                none + list(ahead[k:]), none + list(back[k:]),
-                none + [stage.cost.allreduce for stage in solved[k:]])
+            step = self.steps[key] = self.emptied(k, solved[k:], ahead[k:], back[k:])
         arrival = sum(stage.cost.forward for stage in solved[:k]) + sum(ahead[:k])
         return arrival + step
 
@@ -161,14 +156,20 @@ class SuffixBounds:
         key = (index, *beginnings)
         step = self.steps.get(key)
         if step is None:
-            none = [0.0] * index
-            step = self.steps[key] = replayed(
-                self.schedule, none + [stage.cost.forward for stage in solved],
-                none + [stage.cost.backward for stage in solved], micro,
-                none + [forward for forward, _ in sends],
-                none + [backward for _, backward in sends],
-                none + [stage.cost.allreduce for stage in solved])
+            step = self.steps[key] = self.emptied(index, solved,
+                                                  [forward for forward, _ in sends],
+                                                  [backward for _, backward in sends])
         return into + step, True
+
+    def emptied(self, k: int, solved: Sequence[SolvedStage], ahead: Sequence[float],
+                back: Sequence[float]) -> float:
+        """T_k: the step with `solved` as stages k.. and every stage before them empty
+        (no time, no sends into 1..k), `ahead` and `back` the sends into k + 1.."""
+        none = [0.0] * k
+        return replayed(self.schedule, none + [stage.cost.forward for stage in solved],
+                        none + [stage.cost.backward for stage in solved], self.microbatches,
+                        none + list(ahead), none + list(back),
+                        none + [stage.cost.allreduce for stage in solved])
 
 
 def _completions(walk: Walk, index: int, after: int) -> Iterator[tuple[int, ...]] | None:
