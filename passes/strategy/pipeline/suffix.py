@@ -35,7 +35,7 @@ simulation are made.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 COMPLETIONS = 2048
 """`SuffixBounds.ahead` enumerates at most this many completions of a prefix (else no
 bound: 0)."""
+
+SPARE = 4096
+"""`SuffixBounds.ahead` enumerates at most this many completions in all more than the
+walk's visits so far (`Walk.visits`), so that its cost stays a share of the walk's (a
+long pipeline's many beginnings each have hundreds of completions)."""
 
 
 class SuffixBounds:
@@ -66,6 +71,8 @@ class SuffixBounds:
         self.completed: dict[tuple[int, int], tuple[float, int | None]] = {}
         """`ahead`'s bound per (stage index, beginning), and the stage solves made when
         it was (None once every completion's stages were known: final)."""
+        self.enumerated = 0
+        """The completions `ahead` has enumerated (`SPARE`)."""
 
     def bound(self, bounds: Sequence[int], solved: Sequence[SolvedStage],
               ahead: Sequence[float], back: Sequence[float]) -> float:
@@ -98,7 +105,8 @@ class SuffixBounds:
         (`roundtrip.RoundTrip`: its `trip` for a stage not solved, `solved` for one
         that is; they hold in the emptied schedule as in the plan, micro-batch 0
         arriving at time 0 or later). 0 the first time (index, after) is asked, and
-        where the completions are more than `COMPLETIONS`; made again once more stages
+        where the completions are more than `COMPLETIONS` or the walk has not yet
+        visited enough prefixes to pay for them (`SPARE`); made again once more stages
         are solved while one was unknown."""
         key = (index, after)
         solves = walk.plans.solver.solves
@@ -108,13 +116,20 @@ class SuffixBounds:
         if found is None and key not in self.asked:
             self.asked.add(key)
             return 0.0
-        completions = _completions(walk, index, after)
-        if completions is None:
+        later = [cut for cut in walk.plans.cuts if cut > after]
+        count = math.comb(len(later), walk.stages - 1 - index)
+        if count > COMPLETIONS:
             self.completed[key] = (0.0, None)
             return 0.0
+        if self.enumerated + count > walk.visits + SPARE:
+            # (Not yet: asked again once the walk has done more; a bound made before
+            # stays one.)
+            return 0.0 if found is None else found[0]
+        self.enumerated += count
         least, complete = math.inf, True
         stages: dict[tuple[int, int, int], tuple[bool, SolvedStage | None]] = {}
-        for beginnings in completions:
+        for cuts in combinations(later, walk.stages - 1 - index):
+            beginnings = (after, *cuts)
             value, known = self._completion(walk, index, beginnings, stages)
             least, complete = min(least, value), complete and known
         self.completed[key] = (least, None if complete else solves)
@@ -171,12 +186,3 @@ class SuffixBounds:
                         none + list(ahead), none + list(back),
                         none + [stage.cost.allreduce for stage in solved])
 
-
-def _completions(walk: Walk, index: int, after: int) -> Iterator[tuple[int, ...]] | None:
-    """The beginnings of stages index.. of `walk`'s plans whose stage `index` begins at
-    `after` (None where they are more than `COMPLETIONS`)."""
-    later = [cut for cut in walk.plans.cuts if cut > after]
-    left = walk.stages - 1 - index
-    if math.comb(len(later), left) > COMPLETIONS:
-        return None
-    return ((after, *cuts) for cuts in combinations(later, left))
