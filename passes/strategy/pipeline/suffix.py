@@ -49,10 +49,11 @@ COMPLETIONS = 2048
 """`SuffixBounds.ahead` enumerates at most this many completions of a prefix (else no
 bound: 0)."""
 
-SPARE = 4096
-"""`SuffixBounds.ahead` enumerates at most this many completions in all more than the
-walk's visits so far (`Walk.visits`), so that its cost stays a share of the walk's (a
-long pipeline's many beginnings each have hundreds of completions)."""
+SPARE = 16384
+"""`SuffixBounds.ahead` enumerates at most this many completions in all more than four
+times the walk's visits so far (`Walk.visits`), so that its cost stays a share of the
+walk's (a long pipeline's many beginnings each have hundreds of completions; one is a
+few look-ups and at most one simulation)."""
 
 
 class SuffixBounds:
@@ -121,7 +122,7 @@ class SuffixBounds:
         if count > COMPLETIONS:
             self.completed[key] = (0.0, None)
             return 0.0
-        if self.enumerated + count > walk.visits + SPARE:
+        if self.enumerated + count > 4 * walk.visits + SPARE:
             # (Not yet: asked again once the walk has done more; a bound made before
             # stays one.)
             return 0.0 if found is None else found[0]
