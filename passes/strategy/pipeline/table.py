@@ -139,6 +139,20 @@ class StageTable:
             return True, self._solved(start, stop, devices, microbatches, memory, in_flight)
         return False, None
 
+    def known(self, start: int, stop: int, devices: int, microbatches: int,
+              in_flight: int, memory: float | None) -> tuple[bool, SolvedStage | None]:
+        """`solved` with no solve at all, not even the unconstrained one (False where
+        that is not known yet), and without a cap (`memory` None) the unconstrained
+        stage: whether `stage(start, stop, devices, microbatches, in_flight, memory)`
+        is known, and the stage it gives (None where it cannot fit)."""
+        key = (start, stop, devices, microbatches, None, 1)
+        if key not in self._stages and (*self.shape(start, stop, microbatches), devices,
+                                        microbatches, None, 1) not in self._shapes:
+            return False, None
+        if memory is None:
+            return True, self.free(start, stop, devices, microbatches)
+        return self.solved(start, stop, devices, microbatches, in_flight, memory)
+
     def _solved(self, start: int, stop: int, devices: int, microbatches: int,
                 memory: float | None, in_flight: int,
                 enough: Callable[[float], bool] | None = None) -> SolvedStage | None:

@@ -268,7 +268,9 @@ class Walk:
                 self.beaten(tight.rest(left + 1, prefix.after, prefix.chained,
                                        prefix.first, prefix.forward))
                 or self.beaten(self.roundtrip.rest(left + 1, prefix.after, prefix.chained,
-                                                   prefix.first))):
+                                                   prefix.first))
+                or (index and self.method == "dp" and self.beaten(
+                    prefix.forward + self.suffixes.ahead(self, index, prefix.after)))):
             return
         if self.method == "dp":
             # (Only the cuts the tests before a solve leave, asked of all at once.)

@@ -4,6 +4,7 @@ the simulated step, and the walk finds the same plans with it, simulating fewer.
 from __future__ import annotations
 
 import random
+from itertools import combinations
 
 import pytest
 from stage_plans import partitioner, random_source
@@ -12,6 +13,7 @@ from pase.core.schedule import SCHEDULES, step_time
 from pase.passes.strategy.pipeline import evaluate, suffix
 from pase.passes.strategy.pipeline.plan import SolvedStage, StageCost
 from pase.passes.strategy.pipeline.suffix import SuffixBounds
+from pase.passes.strategy.pipeline.walk import Walk
 
 
 def stage(forward: float, backward: float, allreduce: float) -> SolvedStage:
@@ -70,6 +72,7 @@ def test_the_walk_finds_the_same_plans_simulating_fewer(
     for off in (False, True):
         if off:
             monkeypatch.setattr(suffix.SuffixBounds, "bound", lambda *_: 0.0)
+            monkeypatch.setattr(suffix.SuffixBounds, "ahead", lambda *_: 0.0)
         simulated.clear()
         plans = partitioner(source, devices=8)
         found = [plans.search([2, 4, 8], micro, schedule)[0] for schedule in SCHEDULES]
@@ -79,3 +82,54 @@ def test_the_walk_finds_the_same_plans_simulating_fewer(
     assert fewer <= more
     if source.startswith("graph @c("):  # (its plans end in the heavy block and the last)
         assert fewer < more
+
+
+@pytest.mark.parametrize(("seed", "chain", "share"), [(0, True, None), (1, False, None),
+                                                      (2, True, 0.8), (3, False, 0.7)])
+def test_a_prefix_bound_never_above_any_plan_after_it(
+        seed: int, chain: bool, share: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`SuffixBounds.ahead` (each prefix's least completion, its stages before the next
+    emptied) plus the prefix's forward arrival is at most the step of every plan whose
+    next stage begins there, every cut tried; and the search finds the same plans with
+    it as without it."""
+    asked = []
+    ahead = suffix.SuffixBounds.ahead
+
+    def recorded(self: SuffixBounds, walk: Walk, index: int, after: int) -> float:
+        value = ahead(self, walk, index, after)
+        asked.append((walk, index, after, value))
+        return value
+
+    plans = partitioner(random_source(seed, chain), devices=8)
+    memory = None
+    if share is not None:
+        free = plans.best(2, 4, "1f1b")
+        assert free is not None
+        memory = free.memory * share
+    found = []
+    for off in (True, False):
+        monkeypatch.setattr(suffix.SuffixBounds, "ahead",
+                            (lambda *_: 0.0) if off else recorded)
+        plans = partitioner(random_source(seed, chain), devices=8)
+        found.append([plans.best(stages, micro, schedule, memory)
+                      for stages in (2, 4) for micro in (2, 4, 8) for schedule in SCHEDULES])
+    assert found[0] == found[1]
+    checked = 0
+    for walk, index, after, value in asked:
+        if not value:
+            continue
+        tight = walk.tight
+        assert tight is not None
+        for cuts in combinations(plans.cuts, walk.stages - 1):
+            bounds = [0, *cuts]
+            if bounds[index] != after:
+                continue
+            plan = plans.plan_within(bounds, walk.microbatches, walk.schedule, memory)
+            if plan is None:
+                continue
+            ends = [*bounds[1:], walk.last]
+            arrival = sum(stage.cost.forward for stage in plan.stages[:index]) + sum(
+                tight.into(bounds[s], ends[s], s)[0] for s in range(1, index))
+            assert arrival + value <= plan.step * (1 + 1e-12)
+            checked += 1
+    assert checked > 10
