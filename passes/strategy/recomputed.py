@@ -92,8 +92,7 @@ MAX_ROUNDS = 8
 the first strategy that fits found before branching."""
 
 UNPRUNED_ENTRIES = 250_000
-"""A node's graph whose tables (vertex and edge) hold fewer entries than this is solved
-by LARAC's DPs without dominance pruning (`prunes`)."""
+"""Fewer vertex and edge table entries than this: a node's DPs do not prune (`prunes`)."""
 
 Solve = Callable[[list[np.ndarray], float, bool, float | None,
                    Callable[[float], bool] | None, float, list[np.ndarray]], CappedSolution]
@@ -520,14 +519,9 @@ def _children(transient: Transient, node: _Node, choice: Sequence[int], held: fl
 
 
 def prunes(graph: CostGraph) -> bool:
-    """Whether LARAC's DP solves of a node (`memory._solve_additive`'s `pruning`) prune
-    the priced graph first (`exact.solve_graph`'s `pruning`): not where its tables hold
-    fewer than `UNPRUNED_ENTRIES` entries, whose pruning, made again at each multiplier,
-    costs more than the DP it saves (the small GPT of `benchmarks/capped.py --training`:
-    2,300 configurations, 109,000 entries, a DP solve 17.5 ms pruned, 7.9 ms not). The
-    minima are the same, so LARAC's bounds; where several strategies tie, the DP may
-    return another (benchmarks/RESULTS.md, branch `rcauto`: the same plans on its three
-    cases). A count, so the same input gives the same answer."""
+    """Whether a node's LARAC DP solves prune first: not below `UNPRUNED_ENTRIES` table
+    entries, where pruning again at each multiplier costs more than it saves (the same
+    minima; benchmarks/RESULTS.md, branch `rcauto`). A count: deterministic."""
     entries = sum(graph.sizes) + sum(table.size for table in graph.edge_costs.values())
     return entries >= UNPRUNED_ENTRIES
 
