@@ -49,8 +49,9 @@ over the layers' recomputed results that needs only that one row:
   strategy's cost (`capped.close_gap`'s `ceiling`).
 - A node that branches once a strategy that fits is known leaves out of its children
   the configurations no strategy of it that fits and beats the best takes (`_fixed`:
-  reduced costs of its own row, which every such strategy meets), and each node is
-  solved on the graph restricted to the configurations it allows (`within`).
+  reduced costs of its own row, which every such strategy meets; those of a node it is
+  within under the same row, where one made them: `recomputed_fixing.py`), and each
+  node is solved on the graph restricted to the configurations it allows (`within`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ from pase.passes.strategy.memory import (
     one_array_each,
 )
 from pase.passes.strategy.problem import Problem
+from pase.passes.strategy.recomputed_fixing import Fixings
+from pase.passes.strategy.recomputed_fixing import within as _within
+from pase.passes.strategy.recomputed_fixing import within_choice as _within_choice
 from pase.passes.strategy.tables import layer_kind_key
 from pase.passes.strategy.training_cost import TrainingCost
 from pase.passes.strategy.vertices import Layer
@@ -322,7 +326,7 @@ def _branch_and_bound(transient: Transient, memory: list[np.ndarray], cap: float
         weights = _weights(transient, solution.choice, cap - solution.memory)
         if children and tally.best is not None:
             children = _fixed(transient, memory, cap, node, low, solution.rate,
-                              tally.best.cost, children)
+                              tally.best.cost, children, solves.fixings)
         for child in children:
             heapq.heappush(heap, replace(child, bound=bound, order=-made, weights=weights,
                                          rate=solution.rate or node.rate))
@@ -344,6 +348,8 @@ class _Solves:
         self.kept: dict[tuple[tuple[float, ...], float],
                         list[tuple[list[np.ndarray], CappedSolution | float | None]]] = {}
         self.reused = 0
+        self.fixings = Fixings(transient.graph())
+        """The fixing's bounds of the nodes that branched (`_fixed`)."""
 
     def solve(self, node: _Node, low: float, first: bool, tally: _Tally) -> CappedSolution:
         """The node's relaxation solved (`_row`, its floor `low`), or a kept solution of
@@ -397,16 +403,6 @@ def _beaten(tally: _Tally) -> Callable[[float], bool]:
         best = tally.best
         return best is not None and bound * (1 + RELATIVE_TOLERANCE) >= best.cost
     return stop
-
-
-def _within(allowed: list[np.ndarray], superset: list[np.ndarray]) -> bool:
-    """Whether every configuration `allowed` is in `superset` too."""
-    return all(ok is every or not (ok & ~every).any()
-               for ok, every in zip(allowed, superset, strict=True))
-
-
-def _within_choice(allowed: list[np.ndarray], choice: Sequence[int]) -> bool:
-    return all(bool(ok[index]) for ok, index in zip(allowed, choice, strict=True))
 
 
 def _row(transient: Transient, memory: list[np.ndarray], cap: float, low: float,
@@ -553,21 +549,19 @@ def within(graph: CostGraph, allowed: list[np.ndarray], vectors: list[np.ndarray
 
 
 def _fixed(transient: Transient, memory: list[np.ndarray], cap: float, node: _Node,
-           low: float, rate: float, best: float, children: list[_Node]) -> list[_Node]:
+           low: float, rate: float, best: float, children: list[_Node],
+           fixings: Fixings | None = None) -> list[_Node]:
     """`children` of `node` without the configurations no strategy of `node` that fits
     and costs less than `best` takes: reduced-cost fixing (`capped.ReducedCosts`) on the
     node's row (`_row`, its floor `low`) at its multiplier `rate`, which every strategy
-    of the node that fits meets, so every strategy of its children that fits too."""
-    from pase.passes.strategy.capped import MARGIN, ReducedCosts
-
-    graph = transient.graph()
+    of the node that fits meets, so every strategy of its children that fits too; or on
+    the bounds `fixings` kept of a node it is within under the same row."""
     vectors, room = _row(transient, _masked(memory, node.allowed, cap), cap, low,
                          node.weights)
-    reduced = ReducedCosts(graph, vectors, room, rate)
-    tables = [*graph.vertex_costs, *graph.edge_costs.values()]
-    margin = MARGIN * math.fsum(float(np.abs(t).max()) for t in tables) + \
-        MARGIN * room * rate
-    keep = one_array_each([bound - margin < best for bound in reduced.per_config])
+    fixings = fixings if fixings is not None else Fixings(transient.graph())
+    per_config, margin = fixings.bounds(node.allowed, vectors, room, rate,
+                                        (node.weights, room))
+    keep = one_array_each([bound - margin < best for bound in per_config])
     fixed = []
     for child in children:
         allowed = one_array_each([ok & kept for ok, kept in zip(child.allowed, keep,

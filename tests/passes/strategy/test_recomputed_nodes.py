@@ -15,6 +15,7 @@ from pase.passes.strategy import memory_parts, recomputed, solve_capped
 from pase.passes.strategy.memory import BoundReached, CappedSolution, MemoryCapError
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.recomputed import Transient
+from pase.passes.strategy.recomputed_fixing import Fixings
 from tests.passes.strategy.test_recomputed import caps, every, problem  # noqa: F401
 
 
@@ -244,8 +245,9 @@ def test_fixing_keeps_every_strategy_that_fits_and_beats_the_best(
 
     def checked(transient: Transient, memory: list[np.ndarray], cap: float,
                 node: recomputed._Node, low: float, rate: float, best: float,
-                children: list[recomputed._Node]) -> list[recomputed._Node]:
-        fixed = real(transient, memory, cap, node, low, rate, best, children)
+                children: list[recomputed._Node],
+                fixings: Fixings | None = None) -> list[recomputed._Node]:
+        fixed = real(transient, memory, cap, node, low, rate, best, children, fixings)
         better = (additive + held <= cap) & (cost < best)
         for child in children:
             inside = better & np.all([ok[choices[:, i]] for i, ok
@@ -266,6 +268,61 @@ def test_fixing_keeps_every_strategy_that_fits_and_beats_the_best(
         found = solve_capped(problem, cap, effort=None)
         assert found.proven
     assert sum(dropped) > 0
+
+
+def test_a_node_within_one_fixed_under_its_row_takes_its_bounds(
+        problem: Problem, every: tuple[np.ndarray, np.ndarray, np.ndarray],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Fixings` makes one diffusion per row and enclosing node: on TINY's every cap the
+    nodes that branch under a row and within a node fixed before take its bounds (fewer
+    diffusions than fixings), and every search still ends at the brute-force optimum."""
+    from pase.passes.strategy import recomputed_fixing
+
+    cost, additive, held = every
+    real = recomputed_fixing.ReducedCosts
+    calls = {"fixings": 0, "diffusions": 0}
+
+    def counted(*arguments: object, **keywords: object) -> object:
+        calls["diffusions"] += 1
+        return real(*arguments, **keywords)  # type: ignore[arg-type]
+
+    fixed = recomputed._fixed
+
+    def counting(*arguments: object) -> list[recomputed._Node]:
+        calls["fixings"] += 1
+        return fixed(*arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recomputed_fixing, "ReducedCosts", counted)
+    monkeypatch.setattr(recomputed, "_fixed", counting)
+    for cap in caps(every):
+        found = solve_capped(problem, cap, effort=None)
+        fits = additive + held <= cap
+        assert found.proven
+        assert math.isclose(found.cost, float(cost[fits].min()), rel_tol=1e-9)
+    assert 0 < calls["diffusions"] < calls["fixings"]
+
+
+def test_fixings_take_an_enclosing_nodes_bounds_under_the_same_row_only(
+        problem: Problem) -> None:  # noqa: F811
+    """`Fixings.bounds`: the same bounds for a node within the first under its row; new
+    ones for a node not within it, or under another row."""
+    from pase.passes.strategy.memory import memory_vectors
+    from pase.passes.strategy.recomputed_fixing import Fixings
+
+    memory = memory_vectors(problem)
+    fixings = Fixings(problem.cost_graph())
+    everything = [np.ones(vector.size, dtype=bool) for vector in memory]
+    inner = [ok.copy() for ok in everything]
+    inner[0][0] = False
+    outer = fixings.bounds(everything, memory, 1e9, 1e-9, ((), 1e9))
+    assert fixings.bounds(inner, memory, 1e9, 1e-9, ((), 1e9))[0] is outer[0]
+    assert fixings.made == 1
+    fixings.bounds(everything, memory, 2e9, 1e-9, ((), 2e9))
+    assert fixings.made == 2
+    again = Fixings(problem.cost_graph())
+    first = again.bounds(inner, memory, 1e9, 1e-9, ((), 1e9))
+    assert again.bounds(everything, memory, 1e9, 1e-9, ((), 1e9))[0] is not first[0]
+    assert again.made == 2
 
 
 def test_the_recomputed_vectors_are_the_breakdowns(problem: Problem) -> None:  # noqa: F811
