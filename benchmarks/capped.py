@@ -7,6 +7,7 @@
     .venv/bin/python benchmarks/capped.py --cases pipe64      # the capped pipeline search
     .venv/bin/python benchmarks/capped.py --training         # with the training options
     .venv/bin/python benchmarks/capped.py --training --cases small-rc-auto   # some of them
+    .venv/bin/python benchmarks/capped.py --training --profile   # and where pase's CPU goes
 
 For each case (a model on P devices under `device-memory-gib=G`) two child processes
 build the same problem: one runs `solve_capped` (pase: LARAC's bound, then the DP with a
@@ -175,14 +176,16 @@ def training_child(key: str, solver: str, seconds: float, effort: int) -> dict:
         (transient.least if transient is not None else 0.0)
     free = memory_parts(problem, solve(problem).assignment).total
     cap = float(math.floor(least + case.fraction * (free - least)))
+    parts = profiled() if solver == "pase-profile" else None
     start = time.process_time()
-    if solver == "pase":
+    if solver.startswith("pase"):
         capped = solve_capped(problem, cap, effort=effort or None)
         cpu = time.process_time() - start
         return {"cpu": cpu, "cap": cap, "free": free, "cost": capped.cost,
                 "bound": capped.lower_bound, "proven": capped.proven,
                 "solves": capped.solves, "nodes": capped.nodes, "memory": capped.memory,
-                "recounted": memory_parts(problem, capped.assignment).total}
+                "recounted": memory_parts(problem, capped.assignment).total,
+                "choice": list(capped.choice), **({} if parts is None else {"parts": parts})}
     graph = problem.cost_graph()
     if transient is None:
         pruned, kept = prune(graph, extra=memory)
@@ -201,6 +204,59 @@ def training_child(key: str, solver: str, seconds: float, effort: int) -> dict:
             "proven": result["optimal"], "nodes": result["nodes"], "memory": recounted,
             "variables": sum(pruned.sizes) + sum(t.size for t in pruned.edge_costs.values()),
             "rows": len(rows)}
+
+
+PARTS = (("DP solves", "memory", "solve_graph"),
+         ("diffusions", "capped", "ReducedCosts.__init__"),
+         ("frontier searches", "frontier", "frontier_search"),
+         ("restrictions", "bound", "_restrict"))
+"""What `--profile` times in pase's solve: (label, module of `pase.passes.strategy`,
+function there, or `class.method`), each as it is looked up when called (the names
+`recomputed` imports are patched there too)."""
+
+
+def profiled() -> dict[str, list[float]]:
+    """Wraps each function of `PARTS` so that it counts its calls and their CPU time into
+    the dict returned (label: [calls, seconds]); the parts do not call each other."""
+    import functools
+    import importlib
+
+    parts: dict[str, list[float]] = {}
+    for label, module_name, name in PARTS:
+        module = importlib.import_module(f"pase.passes.strategy.{module_name}")
+        owner, attribute = (getattr(module, name.split(".")[0]), name.split(".")[1]) \
+            if "." in name else (module, name)
+        real = getattr(owner, attribute)
+        tally = parts.setdefault(label, [0, 0.0])
+
+        def timed(*arguments: object, _real=real, _tally=tally, **keywords: object) -> object:
+            _tally[0] += 1
+            start = time.process_time()
+            try:
+                return _real(*arguments, **keywords)
+            finally:
+                _tally[1] += time.process_time() - start
+
+        setattr(owner, attribute, functools.wraps(real)(timed))
+        recomputed = importlib.import_module("pase.passes.strategy.recomputed")
+        if "." not in name and getattr(recomputed, name, None) is real:
+            setattr(recomputed, name, getattr(owner, attribute))
+    return parts
+
+
+def profile_table(rows: list[tuple[str, dict]]) -> list[str]:
+    """`--profile`'s table: each case's pase CPU, and the calls and CPU of each part."""
+    columns = (("case", "<"), ("pase CPU (s)", ">"),
+               *((f"{label} (calls, CPU s)", ">") for label, _, _ in PARTS),
+               ("the rest (s)", ">"))
+    cells = []
+    for key, pase in rows:
+        parts = pase["parts"]
+        rest = pase["cpu"] - sum(seconds for _, seconds in parts.values())
+        cells.append([key, f"{pase['cpu']:.3f}",
+                      *(f"{int(parts[label][0])}, {parts[label][1]:.3f}"
+                        for label, _, _ in PARTS), f"{rest:.3f}"])
+    return markdown_table(columns, cells)
 
 
 def milp_rows(graph, rows: list[list[np.ndarray]], cap: float,  # noqa: ANN001
@@ -328,7 +384,7 @@ def row(key: str, pase: dict, plain: dict, gib: float, seconds: float) -> list[s
 
 def training_table(arguments: argparse.Namespace) -> int:
     """The `TRAINING` cases asked for (all of them with `--training`), one row each."""
-    rows = []
+    rows, profiles = [], []
     for case in TRAINING:
         if case.key not in arguments.cases:
             continue
@@ -340,7 +396,12 @@ def training_table(arguments: argparse.Namespace) -> int:
         rows.append(training_row(case, pase, plain))
         print(f"{case.key}: pase {json.dumps(pase)}; MILP {json.dumps(plain)}",
               file=sys.stderr, flush=True)
+        if arguments.profile:
+            profiles.append((case.key, run(case.key, "pase-profile", 0.0, 0.0,
+                                           arguments.effort)))
     print("\n".join(markdown_table(TRAINING_COLUMNS, rows)))
+    if profiles:
+        print("\n" + "\n".join(profile_table(profiles)))
     return 0
 
 
@@ -368,6 +429,8 @@ def main() -> int:
                         help="the cases to run (default: every case of the table chosen)")
     parser.add_argument("--training", action="store_true",
                         help="the cases with training options (TRAINING) instead")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --training: pase once more, timing its parts (PARTS)")
     parser.add_argument("--milp-gib", type=positive_float, default=8.0,
                         help="the plain MILP's address-space limit (default 8 GiB)")
     parser.add_argument("--milp-seconds", type=positive_float, default=1800.0,
