@@ -14,7 +14,9 @@ micro-batch. Options:
 - devices: number of devices P (required, at least 1)
 - machine: a preset (pase-default, v100-nvlink, a100-nvlink, h100-nvlink,
   1080ti-pcie, 2080ti-pcie, a100-80gb-dgx, h100-80gb-dgx) or a TOML file
-- order: genseq (PaSE's GENERATESEQ), bfs or minfill
+- order: genseq (PaSE's GENERATESEQ), bfs or minfill; under device-memory-gib too (the
+  capped search's DP solves and frontier DP: the same least cost, the tie and the points
+  counted against effort the order's own)
 - method: dp (exact) or exhaustive (brute force, at most 10^7 strategies)
 - min-shard: PaSE's cutoff, the smallest shard a split may leave (default 4)
 - compat: "" (pase's model: exact volumes under canonical placement) or pase (the

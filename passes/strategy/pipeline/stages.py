@@ -439,7 +439,8 @@ class StageSolver:
             return tuple(assignment[layer.name] for layer in part.layers), 0.0
         try:
             capped = self.warm.solve(problem, memory, (devices, memory, microbatches), free,
-                                     method=self.options.method, memory_budget=budget,
+                                     method=self.options.method, order=self.options.order,
+                                     memory_budget=budget,
                                      in_flight=in_flight, enough=enough, effort=self.effort)
         except MemoryCapError:
             return None
