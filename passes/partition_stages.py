@@ -37,8 +37,8 @@ Options:
   `pase.dialect.dnn.microbatch`, which an explicit M > 1 on it reports as an error)
 - schedule: 1f1b (default) or gpipe
 - device-memory-gib: each device's memory in GiB; 0 (default) for no cap
-- effort: the most frontier points, in thousands, each stage's search under the cap may
-  make (as for pase-search: a count; default 30000; 0 for no bound)
+- effort: the frontier points, in thousands, after which each stage's search under the
+  cap stops (as for pase-search: a count; default 30000; 0 for no bound)
 - machine, min-shard: as for pase-search
 - method: dp (the stage search with bounds) or exhaustive (every choice of cuts)
 - report: true prints per stage its layers, devices, F and B per micro-batch, memory

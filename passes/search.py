@@ -33,9 +33,11 @@ micro-batch. Options:
   It is called optimal only when its cost equals the proven lower bound (within 1e-9);
   when `effort` stops the search first, the report (or,
   without report=true, a warning on stderr) says how far above the bound it may be.
-- effort: the most frontier points, in thousands, the capped search may make (a count,
-  so the answer is the same on every machine; default 30000); 0 for no bound: it runs
-  until the strategy is proven optimal. Only with device-memory-gib and method=dp.
+- effort: the frontier points, in thousands, after which the capped search stops (a
+  count, so the answer is the same on every machine; default 30000); 0 for no bound: it
+  runs until the strategy is proven optimal. A search it stops whose bounds were weak is
+  made once more with swept bounds and an effort of its own (so about twice N in all;
+  under recompute, per node of that search). Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
   export do). Without a cap, a strategy over the machine's device memory (a preset's
