@@ -153,3 +153,21 @@ def test_a_plan_among_stage_solves_the_effort_stopped_is_not_called_proven(
         "; the plan is not proven the least: effort stopped 1 capped stage solve of the "
         "search before its proof (effort=0 searches until proven)")
     assert gap_note(proven) == ""
+
+
+def test_a_pinned_one_stage_plan_the_effort_stopped_keeps_its_gap(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # S = 1, M = 1 with a source pin is pase-search's capped solve: stopped by the effort
+    # before its proof, the plan says how far above the bound it may be (it was called
+    # proven, the solve's gap dropped).
+    from pase.frontend import parse_text
+
+    text = Path("models/transformer.dnn").read_text().replace(
+        "%source_embedded = embedding %source_ids, %source_embedding\n",
+        "%source_embedded = embedding %source_ids, %source_embedding config {}\n")
+    module = parse_text(text, "pinned.dnn")
+    PartitionStagesPass(devices=8, stages=1, microbatches=1, device_memory_gib=2.4,
+                        effort=1).apply(Context(), module)
+    assert capsys.readouterr().err.startswith(
+        "pase-partition-stages on @transformer: warning: stage 0 solved under "
+        "device-memory-gib not proven optimal: within ")
