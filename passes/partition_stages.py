@@ -22,8 +22,9 @@ Where the capped search stops before proving its strategy optimal, the plan says
 far above the optimum it may be: a warning (and `report`'s first line, and "gap" in
 the exported plan); and where `effort` stopped any capped stage solve of the search, in
 the plan or not, the plan is not called proven (the walk compared plans with those
-stages at the cost found): the warning or report says how many were stopped. When no plan fits, the error gives the least memory any plan of
-the S and M tried needs (`Partitioner.least_memory`, rounded up: that cap has a plan).
+stages at the cost found): the warning or report says how many were stopped. When no
+plan fits, the error gives the least memory any plan of the S and M tried needs
+(`Partitioner.least_memory`, rounded up: that cap has a plan).
 The search over S, M and the cuts is exact (`pase.passes.strategy.pipeline`).
 
 Writes `pase.config` (for one micro-batch) and `pase.stage` on every layer and
