@@ -20,8 +20,11 @@ that cap instead (`memory.solve_capped`: the least-cost configurations of its
 sub-problem that fit), and a stage none of whose configurations fit ends the plan.
 Where the capped search stops before proving its strategy optimal, the plan says how
 far above the optimum it may be: a warning (and `report`'s first line, and "gap" in
-the exported plan). When no plan fits, the error gives the least memory any plan of
-the S and M tried needs (`Partitioner.least_memory`, rounded up: that cap has a plan).
+the exported plan); and where `effort` stopped any capped stage solve of the search, in
+the plan or not, the plan is not called proven (the walk compared plans with those
+stages at the cost found): the warning or report says how many were stopped. When no
+plan fits, the error gives the least memory any plan of the S and M tried needs
+(`Partitioner.least_memory`, rounded up: that cap has a plan).
 The search over S, M and the cuts is exact (`pase.passes.strategy.pipeline`).
 
 Writes `pase.config` (for one micro-batch) and `pase.stage` on every layer and
@@ -35,8 +38,8 @@ Options:
   `pase.dialect.dnn.microbatch`, which an explicit M > 1 on it reports as an error)
 - schedule: 1f1b (default) or gpipe
 - device-memory-gib: each device's memory in GiB; 0 (default) for no cap
-- effort: the most frontier points, in thousands, each stage's search under the cap may
-  make (as for pase-search: a count; default 30000; 0 for no bound)
+- effort: the frontier points, in thousands, after which each stage's search under the
+  cap stops (as for pase-search: a count; default 30000; 0 for no bound)
 - machine, min-shard: as for pase-search
 - method: dp (the stage search with bounds) or exhaustive (every choice of cuts)
 - report: true prints per stage its layers, devices, F and B per micro-batch, memory
@@ -59,7 +62,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -279,7 +282,7 @@ class PartitionStagesPass(PasePass):
                          "in the backward pass are not counted)")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}{needs}")
-        return self._write(graph, data, best, machine)
+        return self._write(graph, data, best, machine, partitioner.solver.unproven)
 
     def _given_plan(self, graph: GraphOp, data: GraphData, batch: str,
                     model: CostModel | None, cap: float | None) -> dict:
@@ -330,11 +333,16 @@ class PartitionStagesPass(PasePass):
                                               model=options.model)
                 if (contrary := contrary_pin(problem, options.training.data_parallel)):
                     raise op_diagnostic(ops[contrary[0]], contrary[1], name)
-                assignment = (solve_capped(problem, cap, effort=self.effort or None).assignment
-                              if cap is not None else solve(problem, options).assignment)
+                capped = solve_capped(problem, cap, effort=self.effort or None) \
+                    if cap is not None else None
+                assignment = capped.assignment if capped is not None \
+                    else solve(problem, options).assignment
                 plan = evaluate_plan(data.layers, data.edges, data.batch or "", self.devices,
                                      machine, PlanSpec((0,), 1, self.schedule, assignment),
                                      None if options.training.is_default else options.model)
+                if capped is not None and not capped.proven:
+                    # (One stage of one micro-batch: its step is the capped search's cost.)
+                    plan = replace(plan, stages=(replace(plan.stages[0], gap=capped.gap),))
         except MachineError as error:
             raise machine_diagnostic(error, self.name) from None
         except PinError as error:
@@ -351,8 +359,9 @@ class PartitionStagesPass(PasePass):
         return self._write(graph, data, plan, machine)
 
     def _write(self, graph: GraphOp, data: GraphData, best: PipelinePlan,
-               machine: Machine) -> dict:
-        """Put the plan on the graph's layers; report it; its JSON."""
+               machine: Machine, unproven: int = 0) -> dict:
+        """Put the plan on the graph's layers; report it (`unproven`, the capped stage
+        solves the effort stopped: `proof_note`); its JSON."""
         name = graph.sym_name.data
         stated = ", ".join([f"data-parallel={self.data_parallel}"] * bool(self.data_parallel)
                            + [f"strategy={self.strategy}"] * bool(self.strategy))
@@ -377,11 +386,12 @@ class PartitionStagesPass(PasePass):
         usage = None if training.is_default else plan_usage(data.layers, best, training,
                                                             self.devices, batch)
         if self.report:
-            sys.stderr.write(format_plan(name, best, names, self.device_memory_gib))
+            sys.stderr.write(format_plan(name, best, names, self.device_memory_gib, unproven))
             if usage is not None:
                 sys.stderr.write(format_usage(usage) + "\n")
-        elif best.gap > 0:
-            sys.stderr.write(f"pase-partition-stages on @{name}: warning: {gap_note(best)}\n")
+        elif best.gap > 0 or unproven:
+            sys.stderr.write(f"pase-partition-stages on @{name}: warning: "
+                             f"{gap_note(best, unproven)}\n")
         if not self.device_memory_gib and (over := machine.over_memory(best.memory)):
             sys.stderr.write(f"pase-partition-stages on @{name}: warning: {over}\n")
         exported = plan_json(name, self.devices, machine, best, names)
@@ -397,29 +407,42 @@ def graphs_in(graph: GraphOp) -> list[GraphOp]:
     return [g for g in module.walk() if isinstance(g, GraphOp)] if module else [graph]
 
 
-def gap_note(plan: PipelinePlan) -> str:
-    """What is known of a plan with stages solved under the memory cap unproven."""
+def gap_note(plan: PipelinePlan, unproven: int = 0) -> str:
+    """What is known of a plan found while `effort` stopped capped stage solves before
+    their proofs (`unproven` of them in the whole search): its own stages' gaps (each
+    within that much of its stage's proven lower bound) where they are among them; and
+    that the plan is not proven the least, for the walk compared plans with those stages
+    at the cost found, not at their optimum's."""
     stages = [str(s) for s, stage in enumerate(plan.stages) if stage.gap > 0]
-    return (f"stage{'s' if len(stages) > 1 else ''} {', '.join(stages)} solved under "
-            f"device-memory-gib not proven optimal: within {plan.gap:.2%} of the proven "
-            "lower bound")
+    own = (f"stage{'s' if len(stages) > 1 else ''} {', '.join(stages)} solved under "
+           f"device-memory-gib not proven optimal: within {plan.gap:.2%} of the proven "
+           "lower bound") if stages else ""
+    if not unproven:
+        return own
+    solves = f"{unproven} capped stage solve{'s' if unproven > 1 else ''}"
+    proofs = "their proofs" if unproven > 1 else "its proof"
+    return (f"{own}; " if own else "") + \
+        (f"the plan is not proven the least: effort stopped {solves} of the search "
+         f"before {proofs} (effort=0 searches until proven)")
 
 
-def proof_note(plan: PipelinePlan, cap: float) -> str:
+def proof_note(plan: PipelinePlan, cap: float, unproven: int = 0) -> str:
     """What `report=true` says of a plan's proof under `device-memory-gib=cap` (none
     without a cap): every (S, M) is searched to the end, so the plan is the proven optimum
-    when every stage's capped solve is, and else within its stages' gap."""
-    if plan.gap > 0:
-        return f"; {gap_note(plan)}"
+    when every capped stage solve of the search is (`unproven` of them were stopped by
+    `effort`), and else not (`gap_note`)."""
+    if plan.gap > 0 or unproven:
+        return f"; {gap_note(plan, unproven)}"
     return f"; device-memory-gib={cap:g}: optimal under the cap (proven)" if cap else ""
 
 
-def format_plan(graph: str, plan: PipelinePlan, names: list[str], cap: float = 0.0) -> str:
+def format_plan(graph: str, plan: PipelinePlan, names: list[str], cap: float = 0.0,
+                unproven: int = 0) -> str:
     """The per-stage table `report=true` prints."""
     lines = [f"pipeline @{graph}: {len(plan.stages)} stages, {plan.microbatches} "
              f"micro-batches, {plan.schedule}; step {plan.step:.6g} s, bubble "
              f"{plan.bubble:.3f}, memory {plan.memory / GIB:.4g} GiB per device"
-             + proof_note(plan, cap),
+             + proof_note(plan, cap, unproven),
              f"{'stage':>5}  {'devices':>9}  {'layers':<32}  {'F (s)':>11}  {'B (s)':>11}  "
              f"{'all-reduce (s)':>14}  {'memory (GiB)':>12}"]
     for s, stage in enumerate(plan.stages):

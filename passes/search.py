@@ -14,7 +14,9 @@ micro-batch. Options:
 - devices: number of devices P (required, at least 1)
 - machine: a preset (pase-default, v100-nvlink, a100-nvlink, h100-nvlink,
   1080ti-pcie, 2080ti-pcie, a100-80gb-dgx, h100-80gb-dgx) or a TOML file
-- order: genseq (PaSE's GENERATESEQ), bfs or minfill
+- order: genseq (PaSE's GENERATESEQ), bfs or minfill; under device-memory-gib too (the
+  capped search's DP solves and frontier DP: the same least cost, the tie and the points
+  counted against effort the order's own)
 - method: dp (exact) or exhaustive (brute force, at most 10^7 strategies)
 - min-shard: PaSE's cutoff, the smallest shard a split may leave (default 4)
 - compat: "" (pase's model: exact volumes under canonical placement) or pase (the
@@ -31,9 +33,11 @@ micro-batch. Options:
   It is called optimal only when its cost equals the proven lower bound (within 1e-9);
   when `effort` stops the search first, the report (or,
   without report=true, a warning on stderr) says how far above the bound it may be.
-- effort: the most frontier points, in thousands, the capped search may make (a count,
-  so the answer is the same on every machine; default 30000); 0 for no bound: it runs
-  until the strategy is proven optimal. Only with device-memory-gib and method=dp.
+- effort: the frontier points, in thousands, after which the capped search stops (a
+  count, so the answer is the same on every machine; default 30000); 0 for no bound: it
+  runs until the strategy is proven optimal. A search it stops whose bounds were weak is
+  made once more with swept bounds and an effort of its own (so about twice N in all;
+  under recompute, per node of that search). Only with device-memory-gib and method=dp.
   When even the least memory any strategy needs does not fit, the pass fails saying
   how much that is. `#pase.strategy` does not carry the memory (the report and the
   export do). Without a cap, a strategy over the machine's device memory (a preset's

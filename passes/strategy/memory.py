@@ -369,7 +369,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
     if method == "exhaustive":
         return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
     return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
-                       start, ceiling)
+                       start, ceiling, order)
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
@@ -536,17 +536,18 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
                 free: DPResult, run: Callable[[CostGraph], DPResult],
                 enough: Callable[[float], bool] | None = None, effort: int | None = None,
                 jit: str = "auto", start: float | None = None,
-                ceiling: float = math.inf) -> CappedSolution:
+                ceiling: float = math.inf, order: str = "genseq") -> CappedSolution:
     """LARAC's bound and strategies (module docstring), then the exact search on what the
-    bound keeps (`capped.close_gap`), until proven or `effort` thousand frontier points are made (or
-    `enough` accepts the bound so far: `solve_capped`)."""
+    bound keeps (`capped.close_gap`, in the elimination order `order`), until proven or
+    `effort` thousand frontier points are made (or `enough` accepts the bound so far:
+    `solve_capped`)."""
     relaxation = _Relaxation(graph, memory, cap, run)
     relaxation.solves = 1  # the unconstrained solve, made already
     root = relaxation.node(one_array_each([np.ones(w.size, dtype=bool) for w in memory]),
                            free, enough, start)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
     closed = close_gap(graph, memory, cap, root.rate, root.fits, root.bound, effort, enough,
-                       jit, ceiling)
+                       jit, ceiling, order)
     best = closed.best
     return _solution(problem, best[0], best[1], best[2], cap, closed.bound, False,
                      relaxation.solves, relaxation.last, closed.nodes, closed.stopped, effort,

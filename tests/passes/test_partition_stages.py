@@ -127,3 +127,47 @@ def test_a_stage_solve_over_the_memory_budget_is_one_diagnostic(
     with pytest.raises(Diagnostic) as raised:
         PartitionStagesPass(devices=4, stages=2, microbatches=2).apply(Context(), module)
     assert str(raised.value) == f"error: pase-partition-stages on @mlp: {message}"
+
+
+def test_a_plan_among_stage_solves_the_effort_stopped_is_not_called_proven(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The walk compares plans with their stages at the cost its capped solves found: where
+    # the effort stopped some before their proofs, the plan is not proven the least even
+    # when its own stages are proven, and the warning (or report) says so; the proof
+    # note's first part, the plan's own stages' gaps, is as before.
+    from pase.passes.partition_stages import gap_note, proof_note
+    from pase.passes.strategy.pipeline.plan import PipelinePlan, StageCost, StagePlan
+
+    module = parse_file("models/transformer.dnn")
+    PartitionStagesPass(devices=8, stages=2, microbatches=4, machine="pase-default",
+                        device_memory_gib=0.9, effort=1).apply(Context(), module)
+    warning = capsys.readouterr().err
+    assert "warning: stage 1 solved under device-memory-gib not proven optimal" in warning
+    assert "; the plan is not proven the least: effort stopped " in warning
+    assert warning.endswith(" capped stage solves of the search before their proofs "
+                            "(effort=0 searches until proven)\n")
+    stage = StagePlan(0, 1, 0, 8, {}, StageCost(1.0, 1.0, 0.0), 0.0, 0.0, 1.0)
+    proven = PipelinePlan((stage,), 1, "1f1b", 2.0, 0.0, 1.0)
+    assert proof_note(proven, 1.0) == "; device-memory-gib=1: optimal under the cap (proven)"
+    assert proof_note(proven, 1.0, 1) == (
+        "; the plan is not proven the least: effort stopped 1 capped stage solve of the "
+        "search before its proof (effort=0 searches until proven)")
+    assert gap_note(proven) == ""
+
+
+def test_a_pinned_one_stage_plan_the_effort_stopped_keeps_its_gap(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # S = 1, M = 1 with a source pin is pase-search's capped solve: stopped by the effort
+    # before its proof, the plan says how far above the bound it may be (it was called
+    # proven, the solve's gap dropped).
+    from pase.frontend import parse_text
+
+    text = Path("models/transformer.dnn").read_text().replace(
+        "%source_embedded = embedding %source_ids, %source_embedding\n",
+        "%source_embedded = embedding %source_ids, %source_embedding config {}\n")
+    module = parse_text(text, "pinned.dnn")
+    PartitionStagesPass(devices=8, stages=1, microbatches=1, device_memory_gib=2.4,
+                        effort=1).apply(Context(), module)
+    assert capsys.readouterr().err.startswith(
+        "pase-partition-stages on @transformer: warning: stage 0 solved under "
+        "device-memory-gib not proven optimal: within ")

@@ -329,6 +329,10 @@ class StageSolver:
         """The micro-batches held of the capped sub-problems tried, by `_flightless`."""
         self.warm = WarmStarts()
         """Each capped solve starts at LARAC's λ of the last on its devices, cap and M."""
+        self.unproven = 0
+        """The capped sub-problems whose search `effort` stopped before its proof: their
+        strategies are the best found (`StageSolution.gap`), and a plan made of others
+        is not proven the least either (`search.Partitioner.search`)."""
 
     def kinds(self, layers: Sequence[Layer], edges: Sequence[Edge]) -> Kinds:
         """`SharedTables.layer_kind` of each layer and `edge_kind` of each edge (edges
@@ -439,12 +443,14 @@ class StageSolver:
             return tuple(assignment[layer.name] for layer in part.layers), 0.0
         try:
             capped = self.warm.solve(problem, memory, (devices, memory, microbatches), free,
-                                     method=self.options.method, memory_budget=budget,
+                                     method=self.options.method, order=self.options.order,
+                                     memory_budget=budget,
                                      in_flight=in_flight, enough=enough, effort=self.effort)
         except MemoryCapError:
             return None
         signature = (*part.signature, devices, memory, in_flight, microbatches)
         self._bounds[signature] = capped.lower_bound
+        self.unproven += not capped.proven
         return (tuple(capped.assignment[layer.name] for layer in part.layers),
                 0.0 if capped.proven else capped.gap)
 

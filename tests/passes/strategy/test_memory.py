@@ -39,6 +39,7 @@ from pase.passes.strategy.memory import (
     solve_capped,
     strategy_memory,
 )
+from pase.passes.strategy.pipeline.stages import StageSolver, cut
 
 MODELS = Path(__file__).resolve().parents[3] / "models"
 STRATEGY_LIMIT = 20_000
@@ -348,3 +349,45 @@ def test_configurations_of_inf_cost_are_dropped_before_the_dp() -> None:
         solve_dp(graph, memory_budget=1 << 20)
     finite = solve_graph(graph, budget=as_budget(1 << 20), pruning=False)
     assert (finite.choice, finite.cost) == (everything.choice, everything.cost)
+
+
+@pytest.mark.parametrize("order", ["bfs", "minfill"])
+def test_the_capped_search_eliminates_in_the_order_given(order: str,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    # `order` reaches the frontier DP too (it used to eliminate in genseq whatever the
+    # option), and its optimum is the brute force's; a stage solver's capped solves
+    # take its options' order likewise.
+    from pase.passes.strategy import frontier
+
+    asked: list[str] = []
+    plain = frontier.elimination_order
+
+    def spy(neighbours, how: str = "genseq"):  # noqa: ANN001, ANN202
+        asked.append(how)
+        return plain(neighbours, how)
+
+    monkeypatch.setattr(frontier, "elimination_order", spy)
+    solved = 0
+    for seed in range(6):
+        problem = random_problem(seed)
+        for cap in caps(problem):
+            capped = solve_capped(problem, cap, order=order)
+            assert capped.proven
+            assert close(capped.cost, brute_force(problem, cap))
+            solved += capped.nodes > 0
+    assert solved
+    assert asked
+    assert set(asked) == {order}
+    asked.clear()
+    mlp = read_graph(parse_file(str(MODELS / "mlp.dnn")))
+    solver = StageSolver(preset("v100-nvlink"), mlp.batch, SearchOptions(order=order))
+    whole = cut(mlp.layers, mlp.edges, solver.kinds(mlp.layers, mlp.edges), 0,
+                len(mlp.layers))
+    problem = solver.problem(whole, 8)
+    least = sum(float(vector.min()) for vector in memory_vectors(problem))
+    free = strategy_memory(problem, solve(problem).assignment)
+    assert least < free
+    assert solver.solve(whole, 8, (least + free) / 2) is not None
+    assert asked
+    assert set(asked) == {order}
