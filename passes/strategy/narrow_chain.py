@@ -299,8 +299,9 @@ def solve_chain(problem: Problem, least: list[float], excess: list[np.ndarray],
     A no strategy costs A; a round then narrows as if a strategy cost A' = the bound plus
     `NEAR` of its lead over the optima (its own lists and bounds), whose optimum, if
     within A', is the whole one (and otherwise a strategy). A last round narrows by the
-    cheapest strategy known. Returns the narrowed problem, its indices into `problem`'s
-    lists and its optimum."""
+    cheapest strategy known. The rounds after the first keep only the excesses that the
+    first round's chain bounds allow too (`joined_gaps`: before any table is priced).
+    Returns the narrowed problem, its indices into `problem`'s lists and its optimum."""
     total = math.fsum(optima)
     assumed = total * (1 + guess)
     rounds = [assumed] if upper > assumed else []
