@@ -390,28 +390,41 @@ def redistribution_words(held: DimLayouts, needed: DimLayouts,
     return forward, backward
 
 
-_EXACT: dict[tuple[bytes, int], np.ndarray] = {}
+_EXACT: dict[tuple[int, int, bytes], bool] = {}
+"""`exact_boxes` by layout (per node, devices, the layout's numbers): a narrowed search's
+rounds price new rows of a table and then its kept rows against new columns, whose
+senders are the same layouts in other sets (at most `_EXACT_KEPT` kept)."""
+_EXACT_KEPT = 1 << 21
 
 
 def exact_boxes(layouts: DimLayouts, per_node: int, compiled: bool = False) -> np.ndarray:
     """(A,) bool: in layout a, every node's blocks fill their bounding box exactly
     (`placed_redistribution.node_boxes`' second result): the node's distinct coordinate
-    tuples are as many as the box's cells, or the blocks are empty. Memoised. With
-    `compiled` (where llvmlite compiles), by `jit.boxes` over the nodes of one period."""
-    cached = _EXACT.get((layouts.key, per_node))
-    if cached is None:
-        if len(_EXACT) >= 256:
+    tuples are as many as the box's cells, or the blocks are empty. Memoised by layout.
+    With `compiled` (where llvmlite compiles), by `jit.boxes` over the nodes of one
+    period."""
+    numbers = np.ascontiguousarray(np.concatenate(
+        [layouts.working[:, None], layouts.stride, layouts.factor, layouts.length], axis=1),
+        dtype=np.int64)
+    keys = [(per_node, layouts.devices, row.tobytes()) for row in numbers]
+    missing = np.array([key not in _EXACT for key in keys], dtype=bool)
+    if missing.any():
+        if len(_EXACT) >= _EXACT_KEPT:
             _EXACT.clear()
+            missing[:] = True
+        rows = np.flatnonzero(missing)
+        part = DimLayouts(layouts.working[rows], layouts.stride[rows], layouts.factor[rows],
+                          layouts.length[rows], layouts.devices)
         if compiled and _jit_available():
             from pase.passes.strategy.jit.boxes import exact_boxes_jit
 
-            period = np.lcm(np.lcm.reduce(layouts.stride * layouts.factor, axis=1), per_node)
-            cached = exact_boxes_jit(layouts.stride, layouts.factor, layouts.length,
-                                     layouts.working, period, per_node)
+            period = np.lcm(np.lcm.reduce(part.stride * part.factor, axis=1), per_node)
+            found = exact_boxes_jit(part.stride, part.factor, part.length, part.working,
+                                    period, per_node)
         else:
-            cached = _exact_boxes(layouts, per_node)
-        _EXACT[layouts.key, per_node] = cached
-    return cached
+            found = _exact_boxes(part, per_node)
+        _EXACT.update(zip([keys[row] for row in rows.tolist()], found.tolist(), strict=True))
+    return np.array([_EXACT[key] for key in keys], dtype=bool)
 
 
 def _exact_boxes(layouts: DimLayouts, per_node: int) -> np.ndarray:

@@ -127,6 +127,10 @@ class ChainBounds:
     total: float
     per_config: list[np.ndarray]
     slack: float
+    parts: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """The lower bounds of P_0, of one K and of P_end (the module docstring's m_p)."""
+    reach: float = 0.0
+    """The potential's largest value, max phi (its least is 0)."""
 
     def keeps(self, upper: float) -> list[np.ndarray]:
         """Per layer, the configurations in some strategy costing `upper` or less."""
@@ -174,7 +178,70 @@ def chain_bounds(problem: Problem, widened: Problem, chain: Chain,
         bound = np.minimum(np.minimum(in_first, inside), in_last)
         for block in blocks:
             per_config[block.start + position] = bound
-    return ChainBounds(total, per_config, head_margin + copies * k_margin + end_margin)
+    return ChainBounds(total, per_config, head_margin + copies * k_margin + end_margin,
+                       (head_lower, k_lower, end_lower), float(phi.max()))
+
+
+def joined_gaps(least: list[float], groups: list[range], optima: list[float], chain: Chain,
+                bounds: ChainBounds, level: float, upper: float) -> list[float] | None:
+    """Each layer's gap (a bound on its excess in every strategy costing `upper` or less)
+    from the chain bounds `bounds` of an earlier round, computed on the lists the excesses
+    of a strategy costing `level` leave (S); None where the argument below does not hold.
+    Nothing is priced: it narrows the next round's lists before their tables are built.
+
+    Each part p's diffusion bound m_p holds for the strategies whose configurations at p's
+    layers (its own and its copy) are all in S. Any strategy x has F_p(x) >= o_p - d_p,
+    o_p the optima of p's groups and d_p the most its potential terms take (max phi for
+    P_0 and K, 0 for P_end); where a layer w of p is outside S, its group g costs more
+    than L_g + gap_w = o_g + D (D = `level` less the groups' optima), so
+    F_p(x) >= o_p + D - d_p ("out"). A part whose own layers are in S but whose copy is
+    not ("copy out", F_p >= o_p - d_p) follows a part that is out, and each part is
+    followed by one. So where, for every part, (m_p - o_p - D + d_p) <= 0, and, for
+    every part and its follower f, that plus (m_f - o_f + d_f) <= 0, the parts other
+    than p cost at least their m's together less c_p = max(0, m_f - o_f + d_f) of p's
+    follower f (whose copy out is then paired with nothing). With x_v = a, v a layer of
+    group g in p, F_p(x) >= L_g + e_v(a) + (o_p - o_g) - d_p; hence
+
+        e_v(a) <= upper - (total - m_p) + c_p + d_p - (o_p - o_g) - L_g,
+
+    total the bounds' sum. The blocks share their lists: a block's layer takes the
+    largest of its gaps in P_0 (the first block) and in K (the others)."""
+    head_m, k_m, end_m = bounds.parts
+    block = chain.blocks[0]
+    opt = {(layers.start, layers.stop): optimum for layers, optimum in zip(groups, optima,
+                                                                           strict=True)}
+    o_block = opt[(block.start, block.stop)]
+    o_head = math.fsum(o for (low, high), o in opt.items() if high <= block.start)
+    o_tail = math.fsum(o for (low, _), o in opt.items() if low >= chain.blocks[-1].stop)
+    spread = level - math.fsum(optima)
+    # (m_p, o_p, d_p) of P_0, K and P_end, and the out / copy-out deficits of each.
+    parts = [(head_m, o_head + o_block, bounds.reach), (k_m, o_block, bounds.reach),
+             (end_m, o_tail, 0.0)]
+    out = [m - o - spread + d for m, o, d in parts]
+    copy_out = [m - o + d for m, o, d in parts]
+    if max(out) > 0 or out[0] + copy_out[1] > 0 or out[1] + max(copy_out[1:]) > 0:
+        return None
+    total = bounds.total
+    slack = bounds.slack + MARGIN * (abs(upper) + abs(total) + math.fsum(map(abs, optima))
+                                     + math.fsum(map(abs, least)))
+    gaps = [math.inf] * len(least)
+
+    def widest(layers: range, part: int, follower: float, shared: bool) -> None:
+        m, o_p, d = parts[part]
+        for group in (g for g in groups if g.start >= layers.start and g.stop <= layers.stop):
+            o_g = opt[(group.start, group.stop)]
+            gap = (upper - (total - m) + max(0.0, follower) + d - (o_p - o_g)
+                   - math.fsum(least[i] for i in group) + slack)
+            for index in group:
+                for at in ([b.start + index - layers.start for b in chain.blocks] if shared
+                           else [index]):
+                    gaps[at] = gap if gaps[at] == math.inf else max(gaps[at], gap)
+
+    widest(chain.head, 0, copy_out[1], False)
+    widest(chain.tail, 2, 0.0, False)
+    widest(range(block.start, block.stop), 0, copy_out[1], True)
+    widest(range(chain.blocks[1].start, chain.blocks[1].stop), 1, max(copy_out[1:]), True)
+    return gaps
 
 
 def cyclic_potential(part: CostGraph, boundary: int, jit: str) -> np.ndarray:
@@ -206,11 +273,15 @@ def cyclic_potential(part: CostGraph, boundary: int, jit: str) -> np.ndarray:
 
 
 def _widened(problem: Problem, least: list[float], excess: list[np.ndarray],
-             groups: list[range], optima: list[float], upper: float
-             ) -> tuple[Problem, list[np.ndarray]] | None:
-    """`problem` narrowed by the excesses a strategy costing `upper` leaves (`block_gaps`),
-    and its indices; None where some layer keeps nothing."""
-    widened, kept = restricted(problem, excess, block_gaps(least, groups, optima, upper))
+             groups: list[range], optima: list[float], upper: float,
+             tighter: list[float] | None = None) -> tuple[Problem, list[np.ndarray]] | None:
+    """`problem` narrowed by the excesses a strategy costing `upper` leaves (`block_gaps`,
+    and `tighter` gaps where given: `joined_gaps`), and its indices; None where some
+    layer keeps nothing."""
+    gaps = block_gaps(least, groups, optima, upper)
+    if tighter is not None:
+        gaps = [min(gap, other) for gap, other in zip(gaps, tighter, strict=True)]
+    widened, kept = restricted(problem, excess, gaps)
     return (widened, kept) if all(widened.config_lists) else None
 
 
@@ -228,17 +299,21 @@ def solve_chain(problem: Problem, least: list[float], excess: list[np.ndarray],
     A no strategy costs A; a round then narrows as if a strategy cost A' = the bound plus
     `NEAR` of its lead over the optima (its own lists and bounds), whose optimum, if
     within A', is the whole one (and otherwise a strategy). A last round narrows by the
-    cheapest strategy known. Returns the narrowed problem, its indices into `problem`'s
-    lists and its optimum."""
+    cheapest strategy known. The rounds after the first keep only the excesses that the
+    first round's chain bounds allow too (`joined_gaps`: before any table is priced).
+    Returns the narrowed problem, its indices into `problem`'s lists and its optimum."""
     total = math.fsum(optima)
     assumed = total * (1 + guess)
     rounds = [assumed] if upper > assumed else []
+    # The first round's bounds and level: later rounds' lists narrowed by `joined_gaps`.
+    first: tuple[ChainBounds, float] | None = None
     while rounds:
         level = rounds.pop()
-        round_ = _bounded(problem, least, excess, groups, optima, chain, level, budget)
+        round_ = _bounded(problem, least, excess, groups, optima, chain, level, budget, first)
         if round_ is None:
             continue
         widened, kept, bounds = round_
+        first = first or (bounds, level)
         keeps = bounds.keeps(level)
         if not all(keep.any() for keep in keeps):
             # No strategy costs `level`. After the first round, a round as if one cost A'
@@ -254,7 +329,7 @@ def solve_chain(problem: Problem, least: list[float], excess: list[np.ndarray],
         if solution.cost <= level:
             return narrowed, kept, solution
         upper = min(upper, solution.cost)
-    round_ = _bounded(problem, least, excess, groups, optima, chain, upper, budget)
+    round_ = _bounded(problem, least, excess, groups, optima, chain, upper, budget, first)
     assert round_ is not None, "the strategy costing upper is kept"
     widened, kept, bounds = round_
     keeps = bounds.keeps(upper)
@@ -265,11 +340,14 @@ def solve_chain(problem: Problem, least: list[float], excess: list[np.ndarray],
 
 def _bounded(problem: Problem, least: list[float], excess: list[np.ndarray],
              groups: list[range], optima: list[float], chain: Chain, upper: float,
-             budget: MemoryBudget | None
+             budget: MemoryBudget | None, first: tuple[ChainBounds, float] | None = None
              ) -> tuple[Problem, list[np.ndarray], ChainBounds] | None:
-    """`problem` narrowed by the excesses a strategy costing `upper` leaves, its indices,
-    and the chain bounds on its lists; None where some layer keeps nothing."""
-    round_ = _widened(problem, least, excess, groups, optima, upper)
+    """`problem` narrowed by the excesses a strategy costing `upper` leaves (and by
+    `joined_gaps` of the `first` round's bounds and level, where given), its indices, and
+    the chain bounds on its lists; None where some layer keeps nothing."""
+    tighter = None if first is None else joined_gaps(least, groups, optima, chain,
+                                                     first[0], first[1], upper)
+    round_ = _widened(problem, least, excess, groups, optima, upper, tighter)
     if round_ is None:
         return None
     widened, kept = round_
