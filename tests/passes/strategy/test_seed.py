@@ -7,13 +7,12 @@ import math
 from pathlib import Path
 
 import pytest
-from stage_plans import GPT_TRAINING, capped_plans, gpt_partitioner, partitioner
+from stage_plans import capped_plans, gpt_partitioner
 
 from pase.passes.strategy import Partitioner
 from pase.passes.strategy.pipeline import search
 from pase.passes.strategy.pipeline.plan import PipelinePlan
 from pase.passes.strategy.pipeline.seed import seed, seed_cuts
-from tests.models.test_generate import generate
 
 
 def searched(path: Path, seeded: bool, monkeypatch: pytest.MonkeyPatch
@@ -39,14 +38,10 @@ def test_the_seeded_walk_finds_the_unseeded_plan(tmp_path: Path,
 
 
 def headed_gpt(path: Path) -> Partitioner:
-    """A 4-block GPT whose head (a vocabulary of 4,096 on a hidden size of 64) has the
-    most compute of any stage range, on 8 DGX A100 devices, charged as
-    benchmarks/gpt.py charges it: stages of equal least compute put fewer blocks with
-    the head than stages of equal layer counts do."""
-    generate().main(["--layers", "4", "--hidden", "64", "--heads", "4", "--sequence", "16",
-                     "--vocabulary", "4096", "--batch", "8", "-o", str(path)])
-    return partitioner(path.read_text(), 8, "a100-80gb-dgx", every_cut=False,
-                       training=GPT_TRAINING)
+    """`gpt_partitioner`'s GPT with a vocabulary of 4,096 on its hidden size of 64: its
+    head has the most compute of any stage range, so stages of equal least compute put
+    fewer blocks with the head than stages of equal layer counts do."""
+    return gpt_partitioner(path, vocabulary=4096)
 
 
 def test_the_seed_tries_equal_layer_counts_and_keeps_the_faster(tmp_path: Path) -> None:
