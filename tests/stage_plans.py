@@ -65,12 +65,13 @@ def partitioner(source: str, devices: int, machine: str | Machine = "v100-nvlink
     return Partitioner(layers, edges, graph.batch, devices, chosen, list(cuts), solver)
 
 
-def gpt_partitioner(path: Path, machine: Machine | None = None) -> Partitioner:
-    """A 4-block GPT (written to `path`) on 8 DGX A100 devices (or `machine`), its stages
-    cut at its segments' ends and charged as benchmarks/gpt.py charges it
-    (`GPT_TRAINING`)."""
+def gpt_partitioner(path: Path, machine: Machine | None = None,
+                    vocabulary: int = 128) -> Partitioner:
+    """A 4-block GPT (written to `path`; of `vocabulary` words) on 8 DGX A100 devices (or
+    `machine`), its stages cut at its segments' ends and charged as benchmarks/gpt.py
+    charges it (`GPT_TRAINING`)."""
     generate().main(["--layers", "4", "--hidden", "64", "--heads", "4", "--sequence", "16",
-                     "--vocabulary", "128", "--batch", "8", "-o", str(path)])
+                     "--vocabulary", str(vocabulary), "--batch", "8", "-o", str(path)])
     return partitioner(path.read_text(), 8, machine or "a100-80gb-dgx", every_cut=False,
                        training=GPT_TRAINING)
 

@@ -1,4 +1,4 @@
-"""A first plan for the stage walk: stages of about equal least compute, evaluated.
+"""A first plan for the stage walk: the faster of a few evenly split plans, evaluated.
 
 The walk (`walk.Walk`) prunes a prefix once a lower bound on its plans reaches the best
 step found so far, and it finds plans depth-first in the order of the cuts: the first
@@ -7,15 +7,19 @@ and until it has met a balanced plan it prunes little, so it solves (pase's sear
 each stage range) hundreds of ranges that no good plan uses; on a 60-block GPT in 4
 stages, some 240 of them before its best plan is even in sight.
 
-`seed` evaluates one plan first: the cuts nearest to an equal split of the layers'
-least compute (`balanced_cuts`), its stages solved as the walk would solve them. Its
-step, made a shade larger (`math.nextafter`), is the bound the walk starts from, so it
-prunes from the start, and the result is the same plan as without the seed: the walk
-returns the first plan in its order of least step, that least is at most the seed's
-step, which is below the bound, and the walk prunes only prefixes whose plans all
-reach the bound or the best plan found (the same test as with any `bound` given to
-`Partitioner.best`). Where the seed's stages do not all fit the cap, or its step does
-not beat the bound already given, there is no seed and the walk starts as before.
+`seed` evaluates a few plans first (`seed_cuts`): the cuts nearest to an equal split of
+the layers' least compute (`balanced_cuts`), then of their count (equal blocks in each
+stage, where the model is blocks between an embedding and a head: Megatron-LM's
+layout), their stages solved as the walk would solve them. The least step, made a shade
+larger (`math.nextafter`), is the bound the walk starts from, so it prunes from the
+start, and the result is the same plan as without the seed, whichever plan the seed is:
+the walk returns the first plan in its order of least step, that least is at most the
+seed's step, which is below the bound, and the walk prunes only prefixes whose plans
+all reach the bound or the best plan found (the same test as with any `bound` given to
+`Partitioner.best`). Where no such plan fits the cap or beats the bound already given,
+there is no seed and the walk starts as before. Where two tie, the first is the seed
+(the walk's result does not depend on it; what the seed stands in for, a walk that
+stops early, gets the plan of equal least compute, as before equal counts were tried).
 
     >>> balanced_cuts([0.0, 1.0, 2.0, 3.0, 4.0], [1, 2, 3], 2)
     [0, 2]
@@ -54,17 +58,46 @@ def balanced_cuts(least: Sequence[float], cuts: Sequence[int], stages: int) -> l
 
 def seed(plans: Partitioner, stages: int, microbatches: int, schedule: str,
          memory: float | None, bound: float) -> PipelinePlan | None:
-    """The plan of `balanced_cuts` (by the least compute on P / `stages` devices), its
-    stages solved as the walk solves them (under `memory` where they must fit in it,
-    even in `Partitioner.search`'s first pass, which solves no stage under the cap):
-    None where it has no solution, does not fit or does not beat `bound` (a stage
-    solved under the cap stops as soon as its own bound shows that, `plan_within`'s
-    `stop_at`)."""
+    """The fastest plan of `seed_cuts` (in their order, ties to the first), its stages
+    solved as the walk solves them (under `memory` where they must fit in it, even in
+    `Partitioner.search`'s first pass, which solves no stage under the cap): None where
+    none has a solution, fits and beats `bound` (a stage solved under the cap stops as
+    soon as its own bound shows that, `plan_within`'s `stop_at`; a later candidate must
+    beat the earlier ones' step, so it stops as soon as it cannot)."""
     if stages < 2 or stages > len(plans.cuts) + 1:
         return None
+    best = None
+    for bounds in seed_cuts(plans, stages, microbatches):
+        plan = evaluated(plans, bounds, microbatches, schedule, memory,
+                         bound if best is None else best.step)
+        if plan is not None:
+            best = plan
+    return best
+
+
+def seed_cuts(plans: Partitioner, stages: int, microbatches: int) -> list[list[int]]:
+    """The stage beginnings `seed` tries, each once: `balanced_cuts` by the least
+    compute on P / `stages` devices, then by the count of layers. The first misses
+    what the least compute does not see: the gradients' all-reduce (once per step,
+    by the parameters) and the cap (the first stage holds the most micro-batches);
+    in a model of equal blocks between an embedding and a head, equal counts of
+    layers put equal blocks in each stage, as Megatron-LM lays them out."""
     group = plans.devices // stages
-    least = plans.least.least_compute(group, microbatches)
-    bounds = balanced_cuts(least, plans.cuts, stages)
+    layers = len(plans.layers)
+    found: list[list[int]] = []
+    for prefix in (plans.least.least_compute(group, microbatches),
+                   [float(i) for i in range(layers + 1)]):
+        bounds = balanced_cuts(prefix, plans.cuts, stages)
+        if bounds not in found:
+            found.append(bounds)
+    return found
+
+
+def evaluated(plans: Partitioner, bounds: list[int], microbatches: int, schedule: str,
+              memory: float | None, bound: float) -> PipelinePlan | None:
+    """The plan whose stages begin at `bounds`, solved as the walk solves them: None
+    where it has no solution, does not fit or does not beat `bound`."""
+    stages = len(bounds)
     if memory is not None:
         # (A stage that fits in no configurations would only be solved in vain.)
         for s, (start, stop) in enumerate(zip(bounds, [*bounds[1:], len(plans.layers)],
