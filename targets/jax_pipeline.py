@@ -42,6 +42,7 @@ from pase.targets.jax_pipeline_source import (
 )
 from pase.targets.jax_pipeline_training import with_pipeline_training
 from pase.targets.jax_source import HELPERS, with_ignored_labels
+from pase.targets.jax_stacked import stacked_params
 from pase.targets.jax_training import checkpointed
 
 COUNTED = "batch['kept labels']"
@@ -376,6 +377,12 @@ class _PipelineEmitter:
                            / loss_weight(self.graph, self.microbatches))
         return weights
 
+    def stacks(self, emitter: _Emitter) -> dict[str, tuple[str, ...]]:
+        """A stage's params whose gradients its stacked layers keep apart per replica
+        (`jax_stacked`), with the mesh axes of their replicas."""
+        return {self.names[layer.inputs[k]]: axes for layer, params in emitter.stacked.items()
+                for k, axes in params.items()}
+
     def send_batch_axis(self, send: Send) -> int | None:
         """The axis of a crossing tensor's batch dim (None: it has none)."""
         dims = next(op.output.type.shape.dims for op in self.micro.body.block.ops
@@ -384,8 +391,11 @@ class _PipelineEmitter:
         return dims.index(batch) if batch in dims else None
 
     def program(self) -> str:
-        functions = [line for index in range(self.stages) for line in self.function(index)]
         data_axes = [self.data_axes(index) for index in range(self.stages)]
+        for index, emitter in enumerate(self.emitters):  # (a data-parallel stage: chunks)
+            emitter.stacked = {} if data_axes[index] else stacked_params(
+                [layer for layer, s in self.stage.items() if s == index], emitter.axes)
+        functions = [line for index in range(self.stages) for line in self.function(index)]
         chunks = {index: self.chunk(index, axes) for index, axes in enumerate(data_axes)
                   if axes}
         functions += [line for index, chunk in chunks.items()
@@ -417,6 +427,9 @@ class _PipelineEmitter:
             f"DATA_AXES = {data_axes!r}  # per stage: the mesh axes only the batch is split over",
             f"CHUNK_WEIGHTS = {self.chunk_weights(data_axes)!r}  # a chunk's loss in its "
             "micro-batch's",
+            "STACKED = [  # per stage: {param: the mesh axes its gradient sums are kept "
+            "apart on}",
+            *[f"    {self.stacks(emitter)!r}," for emitter in self.emitters], "]",
             "SEND_BATCH_AXIS = {  # crossing tensor: the axis of its batch dim",
             *dict.fromkeys(f"    {s.value!r}: {self.send_batch_axis(s)!r}," for s in self.sends),
             "}",

@@ -74,12 +74,27 @@ class Stage:
         function = partial(STAGE_FUNCTIONS[index], self.mesh)
         axes = DATA_AXES[index]
         self.replicas = int(np.prod([self.mesh.shape[a] for a in axes]))
-        self.totals = {n: NamedSharding(self.mesh, P(axes, *sharding.spec))
-                       for n, sharding in self.params.items()} if axes else self.params
+        # The params whose gradient sums are kept apart per replica (one copy each along
+        # axis 0, added up by the update) over these mesh axes: a data-parallel stage's
+        # all over its DATA_AXES, else those of its stacked layers (STACKED).
+        self.stacks = {n: axes for n in self.params} if axes else {
+            n: stack for n, stack in STACKED[index].items() if n in self.params}
+        self.copies_of = {n: int(np.prod([self.mesh.shape[a] for a in stack]))
+                          for n, stack in self.stacks.items()}
+        self.totals = {n: NamedSharding(self.mesh, P(self.stacks[n], *sharding.spec))
+                       if n in self.stacks else sharding
+                       for n, sharding in self.params.items()}  # (the gradient sums)
 
         def backward(params, batch, received, cotangents, total):
-            _, pullback = jax.vjp(lambda p, r: function(p, batch, r), params, received)
-            grads, back = pullback(cotangents)
+            # Zeros stacked per replica, whose cotangents are the stacked layers' partial
+            # gradients (stacked_layer: params the forward reads as params.get(n + "#stack"))
+            sinks = {f"{n}#stack": jax.lax.with_sharding_constraint(jnp.zeros(
+                self.stacked_shape(n, w.shape), w.dtype), self.totals[n])
+                for n, w in params.items() if n in self.stacks}
+            _, pullback = jax.vjp(lambda p, r, s: function(p | s, batch, r), params, received,
+                                  sinks)
+            grads, back, kept = pullback(cotangents)
+            grads = grads | {n: kept[f"{n}#stack"] for n in self.stacks}
             return jax.tree.map(jnp.add, total, grads), back
 
         if axes:
@@ -87,11 +102,11 @@ class Stage:
                                         self.replicas, CHUNK_WEIGHTS[index])
 
         def zeros(params):
-            return {n: jnp.zeros((self.replicas,) * bool(axes) + w.shape, w.dtype)
+            return {n: jnp.zeros(self.stacked_shape(n, w.shape), w.dtype)
                     for n, w in params.items()}
 
         def update(params, total):
-            grads = {n: g.sum(axis=0) for n, g in total.items()} if axes else total
+            grads = {n: g.sum(axis=0) if n in self.stacks else g for n, g in total.items()}
             return {n: w - lr * RATE_SCALES.get(n, 1) * grads[n]
                     for n, w in params.items()}, grads
 
@@ -106,6 +121,10 @@ class Stage:
                               out_shardings=(self.params, self.params), donate_argnums=0),
         }
 
+    def stacked_shape(self, name, shape):
+        """The shape of a param's gradient sums: one per replica where they are kept apart."""
+        return ((self.copies_of[name],) if name in self.stacks else ()) + tuple(shape)
+
     def compile(self, params, batch, float_type):
         """Lower and compile the stage's programs for these (placed) arrays."""
         spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=a.sharding)  # noqa: E731
@@ -119,8 +138,8 @@ class Stage:
                                                 sharding=self.sent["loss"])
         held = jax.tree.map(spec, params)
         fed = jax.tree.map(spec, batch)
-        copies = (self.replicas,) if DATA_AXES[self.index] else ()
-        totals = {n: jax.ShapeDtypeStruct(copies + a.shape, a.dtype, sharding=self.totals[n])
+        totals = {n: jax.ShapeDtypeStruct(self.stacked_shape(n, a.shape), a.dtype,
+                                          sharding=self.totals[n])
                   for n, a in params.items()}
         arguments = {"forward": (held, fed, received),
                      "backward": (held, fed, received, sent, totals),
