@@ -392,9 +392,14 @@ class _PipelineEmitter:
 
     def program(self) -> str:
         data_axes = [self.data_axes(index) for index in range(self.stages)]
-        for index, emitter in enumerate(self.emitters):  # (a data-parallel stage: chunks)
-            emitter.stacked = {} if data_axes[index] else stacked_params(
-                [layer for layer, s in self.stage.items() if s == index], emitter.axes)
+        for index, emitter in enumerate(self.emitters):
+            layers = [layer for layer, s in self.stage.items() if s == index]
+            emitter.stacked = stacked_params(layers, emitter.axes)
+            read = {v for layer in layers for v in layer.inputs if isinstance(v.owner, dnn.ParamOp)}
+            if read <= {layer.inputs[k] for layer, ks in emitter.stacked.items() for k in ks}:
+                data_axes[index] = ()  # every param's sums kept apart by its layer
+            elif data_axes[index]:  # the stage's backward mapped over its replicas' chunks
+                emitter.stacked = {}
         functions = [line for index in range(self.stages) for line in self.function(index)]
         chunks = {index: self.chunk(index, axes) for index, axes in enumerate(data_axes)
                   if axes}

@@ -85,20 +85,23 @@ class Stage:
                        if n in self.stacks else sharding
                        for n, sharding in self.params.items()}  # (the gradient sums)
 
-        def backward(params, batch, received, cotangents, total):
-            # Zeros stacked per replica, whose cotangents are the stacked layers' partial
-            # gradients (stacked_layer: params the forward reads as params.get(n + "#stack"))
+        def forward(params, batch, received):
+            # The tensors sent and the pullback (its residuals: what the backward reads of
+            # the forward, kept between them as the plan keeps activations); zeros stacked
+            # per replica, whose cotangents are the stacked layers' partial gradients
+            # (stacked_layer: params the stage reads as params.get(n + "#stack")).
             sinks = {f"{n}#stack": jax.lax.with_sharding_constraint(jnp.zeros(
                 self.stacked_shape(n, w.shape), w.dtype), self.totals[n])
                 for n, w in params.items() if n in self.stacks}
-            _, pullback = jax.vjp(lambda p, r, s: function(p | s, batch, r), params, received,
-                                  sinks)
-            grads, back, kept = pullback(cotangents)
-            grads = grads | {n: kept[f"{n}#stack"] for n in self.stacks}
+            return jax.vjp(lambda p, r, s: function(p | s, batch, r), params, received, sinks)
+
+        def backward(pullback, cotangents, total):
+            grads, back, apart = pullback(cotangents)
+            grads = grads | {n: apart[f"{n}#stack"] for n in self.stacks}
             return jax.tree.map(jnp.add, total, grads), back
 
         if axes:
-            backward = chunked_backward(partial(CHUNK_FUNCTIONS[index], self.mesh), axes,
+            forward, backward = chunked(CHUNK_FUNCTIONS[index], self.mesh, axes,
                                         self.replicas, CHUNK_WEIGHTS[index])
 
         def zeros(params):
@@ -111,11 +114,10 @@ class Stage:
                     for n, w in params.items()}, grads
 
         self.jitted = {
-            "forward": jax.jit(function, in_shardings=(self.params, self.batch, self.received),
-                               out_shardings=self.sent),
-            "backward": jax.jit(backward, in_shardings=(self.params, self.batch, self.received,
-                                                        self.sent, self.totals),
-                                out_shardings=(self.totals, self.received), donate_argnums=4),
+            "forward": jax.jit(forward, in_shardings=(self.params, self.batch, self.received),
+                               out_shardings=(self.sent, None)),
+            "backward": jax.jit(backward, in_shardings=(None, self.sent, self.totals),
+                                out_shardings=(self.totals, self.received), donate_argnums=2),
             "zeros": jax.jit(zeros, in_shardings=(self.params,), out_shardings=self.totals),
             "update": jax.jit(update, in_shardings=(self.params, self.totals),
                               out_shardings=(self.params, self.params), donate_argnums=0),
@@ -142,18 +144,24 @@ class Stage:
                                           sharding=self.totals[n])
                   for n, a in params.items()}
         arguments = {"forward": (held, fed, received),
-                     "backward": (held, fed, received, sent, totals),
                      "zeros": (held,), "update": (held, totals)}
-        return {name: lower_and_compile(self.jitted[name], arguments[name])
-                for name in self.jitted}
+        compiled = {name: lower_and_compile(self.jitted[name], arguments[name])
+                    for name in self.jitted if name != "backward"}
+        pullback = compiled["forward"].out_info[1]  # (the forward's residuals, as it makes them)
+        compiled["backward"] = lower_and_compile(self.jitted["backward"],
+                                                 (pullback, sent, totals))
+        return compiled
 
 
-def chunked_backward(function, axes, replicas, weight):
-    """A stage's backward over R chunks of a micro-batch, one per data-parallel replica
-    (`DATA_AXES`): `jax.vmap` over the chunks, the chunk axis on the data axes, of the
-    chunk's `jax.vjp`. Each replica's parameter gradients stay its own (R copies in the
-    running sum, added up once a step by the update) where the plain backward's would be
-    all-reduced every micro-batch; the gradients sent back are joined into the batch."""
+def chunked(function, mesh, axes, replicas, weight):
+    """A stage's forward and backward over R chunks of a micro-batch, one per
+    data-parallel replica (`DATA_AXES`): `jax.vmap` over the chunks, the chunk axis on
+    the data axes, of the chunk's `jax.vjp` (the forward: the tensors sent, joined into
+    the batch, the loss the chunks' weighted sum, and the pullbacks, each residual held
+    on its replica's devices) and of its pullback (the backward). Each replica's parameter
+    gradients stay its own (R copies in the running sum, added up once a step by the
+    update) where the plain backward's would be all-reduced every micro-batch; the
+    gradients sent back are joined into the batch."""
     def split(tree, axis_of):
         return {k: v if axis_of(k) is None else jnp.moveaxis(v.reshape(
             v.shape[:axis_of(k)] + (replicas, -1) + v.shape[axis_of(k) + 1:]), axis_of(k), 0)
@@ -166,27 +174,32 @@ def chunked_backward(function, axes, replicas, weight):
     def mapped(tree, axis_of):
         return {k: None if axis_of(k) is None else 0 for k in tree}
 
-    def backward(params, batch, received, cotangents, total):
-        def sent_axis(key):  # "value>target" or "loss"
-            return None if key == "loss" else SEND_BATCH_AXIS[key.split(">")[0]]
+    def sent_axis(key):  # "value>target" or "loss"
+        return None if key == "loss" else SEND_BATCH_AXIS[key.split(">")[0]]
 
-        input_axis = BATCH_AXIS.get
+    def forward(params, batch, received):
+        def one(chunk_batch, chunk_received):
+            return jax.vjp(lambda p, r: function(mesh, p, chunk_batch, r), params,
+                           chunk_received)
+
+        sent, pullbacks = jax.vmap(one, in_axes=(mapped(batch, BATCH_AXIS.get),
+                                                 mapped(received, SEND_BATCH_AXIS.get)),
+                                   spmd_axis_name=axes)(
+            split(batch, BATCH_AXIS.get), split(received, SEND_BATCH_AXIS.get))
+        joined = {k: v.sum(axis=0) * weight if k == "loss" else v[0] if sent_axis(k) is None
+                  else join({k: v}, sent_axis)[k] for k, v in sent.items()}
+        on_replicas = NamedSharding(mesh, P(axes))
+        return joined, jax.tree.map(
+            lambda r: jax.lax.with_sharding_constraint(r, on_replicas), pullbacks)
+
+    def backward(pullbacks, cotangents, total):
         cotangents = {k: v * weight if k == "loss" else v for k, v in cotangents.items()}
-
-        def one(chunk_batch, chunk_received, chunk_cotangents):
-            _, pullback = jax.vjp(lambda p, r: function(p, chunk_batch, r), params,
-                                  chunk_received)
-            return pullback(chunk_cotangents)
-
-        grads, back = jax.vmap(one, in_axes=(mapped(batch, input_axis),
-                                             mapped(received, SEND_BATCH_AXIS.get),
-                                             mapped(cotangents, sent_axis)),
-                               spmd_axis_name=axes)(
-            split(batch, input_axis), split(received, SEND_BATCH_AXIS.get),
-            split(cotangents, sent_axis))
+        grads, back = jax.vmap(lambda pullback, chunk: pullback(chunk),
+                               in_axes=(0, mapped(cotangents, sent_axis)),
+                               spmd_axis_name=axes)(pullbacks, split(cotangents, sent_axis))
         return jax.tree.map(jnp.add, total, grads), join(back, SEND_BATCH_AXIS.get)
 
-    return backward
+    return forward, backward
 
 
 def abstract(send, sharding, float_type):
@@ -278,6 +291,7 @@ def run_step(stages, crossings, shared, compiled, params, batches, serial):
     wait = jax.block_until_ready if serial else (lambda tree: tree)
     received = [[{} for _ in range(MICROBATCHES)] for _ in stages]
     sent = [[None] * MICROBATCHES for _ in stages]
+    residuals = [[None] * MICROBATCHES for _ in stages]  # each forward's, to its backward
     back = [[None] * MICROBATCHES for _ in stages]
     cotangents = [[{} for _ in range(MICROBATCHES)] for _ in stages]
     totals = [compiled[s.index]["zeros"](params[s.index]) if s.local else None for s in stages]
@@ -306,15 +320,15 @@ def run_step(stages, crossings, shared, compiled, params, batches, serial):
             continue
         programs = compiled[index]
         if kind == "forward":
-            sent[index][m] = wait(programs["forward"](params[index], batches[index][m],
-                                                      received[index][m]))
+            sent[index][m], residuals[index][m] = wait(programs["forward"](
+                params[index], batches[index][m], received[index][m]))
         elif kind == "backward":
             if index == LOSS_STAGE:
                 cotangents[index][m]["loss"] = jnp.full_like(sent[index][m]["loss"],
                                                              LOSS_WEIGHT)
             totals[index], back[index][m] = wait(programs["backward"](
-                params[index], batches[index][m], received[index][m], cotangents[index][m],
-                totals[index]))
+                residuals[index][m], cotangents[index][m], totals[index]))
+            residuals[index][m] = None  # (freed)
         else:
             params[index], totals[index] = wait(programs["update"](params[index],
                                                                    totals[index]))

@@ -202,10 +202,7 @@ DRIVER_EDITS = [
      "STATE_LAYOUTS, GRAD_LAYOUTS, PARAM_LAYOUTS and MASTER_LAYOUTS say)."),
     ("""\
         self.jitted = {
-            "forward": jax.jit(function, in_shardings=(self.params, self.batch, self.received),
-                               out_shardings=self.sent),
-            "backward": jax.jit(backward, in_shardings=(self.params, self.batch, self.received,
-                                                        self.sent, self.totals),
+            "forward": jax.jit(forward, in_shardings=(self.params, self.batch, self.received),
 """, """\
         def copies(params):
             return {n: jax.lax.with_sharding_constraint(low(w), self.params[n])
@@ -213,10 +210,7 @@ DRIVER_EDITS = [
 
         self.jitted = {
             "copies": jax.jit(copies, in_shardings=(self.params,), out_shardings=self.copies),
-            "forward": jax.jit(function, in_shardings=(self.copies, self.batch, self.received),
-                               out_shardings=self.sent),
-            "backward": jax.jit(backward, in_shardings=(self.copies, self.batch, self.received,
-                                                        self.sent, self.totals),
+            "forward": jax.jit(forward, in_shardings=(self.copies, self.batch, self.received),
 """),
     ("""\
         held = jax.tree.map(spec, params)
@@ -228,10 +222,8 @@ DRIVER_EDITS = [
 """),
     ("""\
         arguments = {"forward": (held, fed, received),
-                     "backward": (held, fed, received, sent, totals),
 """, """\
         arguments = {"copies": (held,), "forward": (copied, fed, received),
-                     "backward": (copied, fed, received, sent, totals),
 """),
     ("""\
     totals = [compiled[s.index]["zeros"](params[s.index]) if s.local else None for s in stages]
@@ -241,15 +233,12 @@ DRIVER_EDITS = [
               else params[s.index] for s in stages]  # the forward's, from the fp32 master
 """),
     ("""\
-            sent[index][m] = wait(programs["forward"](params[index], batches[index][m],
+            sent[index][m], residuals[index][m] = wait(programs["forward"](
+                params[index], batches[index][m], received[index][m]))
 """, """\
-            sent[index][m] = wait(programs["forward"](copies[index], batches[index][m],
+            sent[index][m], residuals[index][m] = wait(programs["forward"](
+                copies[index], batches[index][m], received[index][m]))
 """),
-    ("""\
-            totals[index], back[index][m] = wait(programs["backward"](
-                params[index], batches[index][m],""", """\
-            totals[index], back[index][m] = wait(programs["backward"](
-                copies[index], batches[index][m],"""),
 ]
 """The lines of the pipeline's driver (`jax_pipeline_source`) that change with the
 step's optimizer state and ZeRO layouts."""
