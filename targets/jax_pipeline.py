@@ -32,7 +32,7 @@ from pase.dialect import dnn
 from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_problem
 from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
-from pase.dialect.training_options import StepOptions
+from pase.dialect.training_options import StepOptions, zero_stage
 from pase.targets.jax import _Emitter, rate_table
 from pase.targets.jax_mesh import spec
 from pase.targets.jax_pipeline_source import (
@@ -276,6 +276,10 @@ class _PipelineEmitter:
         body += checkpointed(ops, emitter.statement, emitter.names, self.options) \
             if self.options.recompute != "none" else [
                 line for op in ops for line in emitter.statement(op)]
+        for name, held in self.regathered(index).items():  # ZeRO 3: gathered, not kept
+            emitter.helpers.add("gathered")
+            body[body.index(f"{name} = params[{name!r}]")] = \
+                f"{name} = gathered(layout(params[{name!r}], P(*{held})))"
         sent = [f"{s.key!r}: {s.value}" for s in self.sends if s.source == index]
         if index == self.loss_stage:
             sent.append(f"'loss': {self.loss}")
@@ -291,6 +295,22 @@ class _PipelineEmitter:
             *[f"    {line}" if line else "" for line in body],
             "",
             f"    return {{{', '.join(sent)}}}", "", ""]
+
+    def regathered(self, index: int) -> dict[str, str]:
+        """Stage `index`'s params at ZeRO 3 (their first reader's there), each with the
+        layout it is gathered into: the stage's forward names that gather `gathered`, and
+        its pullback keeps every residual but those (`jax_pipeline_training`), so the
+        backward gathers again each param it reads, as ZeRO 3 does and the model charges."""
+        found = {}
+        for op in self.micro.body.block.ops:
+            if isinstance(op, dnn.ParamOp) and index in (first := self.first_layouts(op.output)):
+                reader = next(layer for layer, _ in self.readers(op.output)
+                              if self.stage[layer] == index)
+                stacked = op.output in [reader.inputs[k] for k in
+                                        self.emitters[index].stacked.get(reader, {})]
+                if zero_stage(reader, self.options) >= 3 and not stacked:  # (placed inside)
+                    found[self.names[op.output]] = first[index]
+        return found
 
     def kept_labels(self) -> list[str]:
         """`kept_labels(batch)`: the labels one micro-batch's loss reads that are not its

@@ -93,7 +93,8 @@ class Stage:
             sinks = {f"{n}#stack": jax.lax.with_sharding_constraint(jnp.zeros(
                 self.stacked_shape(n, w.shape), w.dtype), self.totals[n])
                 for n, w in params.items() if n in self.stacks}
-            return jax.vjp(lambda p, r, s: function(p | s, batch, r), params, received, sinks)
+            staged = lambda p, r, s: function(p | s, batch, r)  # noqa: E731
+            return jax.vjp(staged, params, received, sinks)
 
         def backward(pullback, cotangents, total):
             grads, back, apart = pullback(cotangents)

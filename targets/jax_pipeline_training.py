@@ -115,6 +115,14 @@ CHUNK_FUNCTIONS = [function and in_precision(function) for function in CHUNK_FUN
 
 DRIVER_EDITS = [
     ("""\
+            staged = lambda p, r, s: function(p | s, batch, r)  # noqa: E731
+""", """\
+            staged = lambda p, r, s: function(p | s, batch, r)  # noqa: E731
+            if any(levels.get(index, 0) >= 3 for levels in ZERO.values()):  # (`gathered`)
+                staged = jax.checkpoint(staged, policy=jax.checkpoint_policies.
+                                        save_anything_except_these_names("gathered"))
+"""),
+    ("""\
                        for n, sharding in self.params.items()}  # (the gradient sums)
 """, """\
                        for n, sharding in self.params.items()}  # (the gradient sums)

@@ -28,13 +28,20 @@ SINK = "#stack"
 
 STACKED_LAYER = '''\
 def stacked_layer(mesh, layer, specs, result_spec, params, stacks, sinks):
-    """`layer` of operands laid out in `specs`. In a stage's backward (`sinks` given: zeros
-    of each param at `params` stacked over its mesh axes `stacks`), each param's gradient
-    is the layer's own backward on each device's blocks, a partial sum over those axes,
-    returned unreduced (one per replica, no collective) as its sink's cotangent; the
-    params' own cotangents are zero, the other operands' gradients the layouts'."""
+    """`layer` of operands laid out in `specs`, the params at `params` taken as the stage
+    holds them (a ZeRO 3 shard too) and placed in their layouts inside, so that the
+    backward places (gathers) them again where it reads them. In a stage's backward
+    (`sinks` given: zeros of each param stacked over its mesh axes `stacks`), each param's
+    gradient is the layer's own backward on each device's blocks, a partial sum over
+    those axes, returned unreduced (one per replica, no collective) as its sink's
+    cotangent; the params' own cotangents are zero, the other operands' gradients the
+    layouts'."""
+    def placed(values):
+        return [jax.lax.with_sharding_constraint(value, NamedSharding(mesh, specs[k]))
+                if k in params else value for k, value in enumerate(values)]
+
     if any(sink is None for sink in sinks):  # the forward: no gradient taken
-        return layer
+        return lambda *values: layer(*placed(values))
 
     def with_values(values, chosen):
         merged = list(values)
@@ -54,16 +61,17 @@ def stacked_layer(mesh, layer, specs, result_spec, params, stacks, sinks):
 
     @jax.custom_vjp
     def apply(values, sinks):
-        return layer(*values)
+        return layer(*placed(values))
 
     def forward(values, sinks):
-        return layer(*values), values
+        return apply(values, sinks), values
 
-    def backward(values, cotangent):
+    def backward(held, cotangent):
+        values = placed(held)
         others = [k for k, value in enumerate(values) if k not in params
                   and jnp.issubdtype(value.dtype, jnp.floating)]
         grads = [jnp.zeros_like(value) if k in params else None
-                 for k, value in enumerate(values)]
+                 for k, value in enumerate(held)]
         if others:
             def of_others(*chosen):
                 merged = list(values)
@@ -80,6 +88,17 @@ def stacked_layer(mesh, layer, specs, result_spec, params, stacks, sinks):
     return lambda *values: apply(values, tuple(sinks))
 '''
 """The program's helper (in a pipelined stage with a stacked layer)."""
+
+
+GATHERED = '''\
+def gathered(value):
+    """A ZeRO 3 param gathered into its layout, named so that a pipelined stage's pullback
+    does not keep it: its backward gathers it again where it reads it."""
+    from jax.ad_checkpoint import checkpoint_name
+
+    return checkpoint_name(value, "gathered")
+'''
+"""The program's helper (in a pipelined stage with a ZeRO 3 param)."""
 
 
 def stacked_params(layers: Sequence[dnn.LayerOp],
@@ -136,8 +155,11 @@ def stacked_statement(layer: str, specs: Sequence[str], result_spec: str,
                       operands: Sequence[str]) -> str:
     """The expression of a `STACKED_LAYER`: `layer` a lambda of its operands, `specs` their
     PartitionSpecs, `stacks` the param operands' summed axes, `sinks` their params' names,
-    `operands` the constrained operands."""
+    `operands` the constrained operands (the params' taken bare: `stacked_layer` places
+    them)."""
     params = tuple(stacks)
+    operands = [sinks[params.index(k)] if k in params else operand
+                for k, operand in enumerate(operands)]
     reads = "".join(f"params.get({name + SINK!r}), " for name in sinks)
     return (f"stacked_layer(mesh, {layer}, ({', '.join(specs)},), {result_spec}, "
             f"{params!r}, {tuple(stacks[k] for k in params)!r}, ({reads.rstrip()}))"
