@@ -107,10 +107,7 @@ def stacked_params(layers: Sequence[dnn.LayerOp],
     """Of a stage's `layers` (each with its split dims' mesh `axes`), those whose params'
     gradients are partial sums that each device's blocks give: per layer, each such param
     operand with the mesh axes it is summed over (the axes of the split dims it lacks, in
-    mesh order). A param read by one layer only; the dims it lacks each in the layer's
-    result and every other operand and not reduced (the batch, a sequence: not a
-    convolution's height, whose input block would need its halo); `_exact` for what the
-    layer's kind needs of the rest."""
+    mesh order), read by that layer only (`blocks_give`)."""
     found: dict[dnn.LayerOp, dict[int, MeshAxes]] = {}
     for layer in layers:
         space = layer.iteration_space()
@@ -119,16 +116,27 @@ def stacked_params(layers: Sequence[dnn.LayerOp],
                   and {use.operation for use in v.uses} == {layer}]
         for k in params:
             lacked = split - set(space.operands[k])
-            if not lacked or not _exact(layer, k, split, lacked):
-                continue
-            if not all(d in space.result and not space.dim(d).reduction
-                       and d not in space.partial and d not in space.stats_dims
-                       and all(d in dims for j, dims in enumerate(space.operands)
-                               if j not in params) for d in lacked):
+            if not lacked or not blocks_give(layer, k, split):
                 continue
             found.setdefault(layer, {})[k] = tuple(sorted(
                 (a for d in lacked for a in axes[layer][d]), key=lambda a: int(a[1:])))
     return found
+
+
+def blocks_give(layer: dnn.LayerOp, index: int, split: set[str]) -> bool:
+    """Whether each device's blocks of `layer`'s operands (its `split` dims split) give
+    its param operand `index`'s block of the gradient, a partial sum over the axes of the
+    split dims the param lacks: each of those in the layer's result and every operand
+    but the layer's params, and not reduced (the batch, a sequence: not a convolution's
+    height, whose input block would need its halo); `_exact` for the rest."""
+    space = layer.iteration_space()
+    lacked = split - set(space.operands[index])
+    params = [k for k, v in enumerate(layer.inputs) if isinstance(v.owner, dnn.ParamOp)]
+    return _exact(layer, index, split, lacked) and all(
+        d in space.result and not space.dim(d).reduction and d not in space.partial
+        and d not in space.stats_dims
+        and all(d in dims for j, dims in enumerate(space.operands) if j not in params)
+        for d in lacked)
 
 
 def _exact(layer: dnn.LayerOp, index: int, split: set[str], lacked: set[str]) -> bool:
