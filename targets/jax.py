@@ -66,6 +66,7 @@ from pase.targets.jax_reduced import (
     subscripts,
 )
 from pase.targets.jax_source import HELPERS, MAIN, PRELUDE, epsilon_argument, with_ignored_labels
+from pase.targets.jax_stacked import stacked_statement
 from pase.targets.jax_training import Spec, checkpointed, with_training
 from pase.targets.jax_zero import manual_of
 
@@ -223,6 +224,7 @@ class _Emitter:
         self.axes = {layer: grid_axes(p, self.shape) for layer, p in self.placements.items()}
         self.helpers: set[str] = set()
         self.reduced: dict[dnn.LayerOp, tuple[int, ...]] = {}  # (jax_reduced)
+        self.stacked: dict[dnn.LayerOp, dict[int, tuple[str, ...]]] = {}  # (jax_stacked)
         self.seeds: dict[SSAValue, Seed] | None = None
         self.counted: str | None = None
         """The whole batch's count of labels kept, where a pipeline's micro-batch reads
@@ -346,6 +348,13 @@ class _Emitter:
         expression = self.expression(op, operands)
         if (params := self.reduced.get(op)) is not None:  # its params' gradients reduced
             expression = self.reduced_expression(op, params, operands)
+        if (stacks := self.stacked.get(op)) is not None:  # kept apart per replica
+            self.helpers.add("stacked_layer")
+            bare = [f"v{k}" for k in range(len(operands))]
+            expression = stacked_statement(
+                f"lambda {', '.join(bare)}: {self.expression(op, bare)}",
+                [spec(dims, axes) for dims in space.operands], spec(space.result, axes),
+                stacks, [self.names[op.inputs[k]] for k in stacks], operands)
         return ["", f"# %{result} = {op.name[4:]} -> [{', '.join(op.result_shape.dims)}]: {grid}",
                 f"{result} = {expression}",
                 f"{result} = layout({result}, {spec(space.result, axes)})"]

@@ -32,7 +32,7 @@ from pase.dialect import dnn
 from pase.dialect.dnn.microbatch import batch_dim, loss_weight, microbatch_problem
 from pase.dialect.dnn.seeding import rate_scales, seed_of
 from pase.dialect.pase import PipelineAttr, stage_of
-from pase.dialect.training_options import StepOptions
+from pase.dialect.training_options import StepOptions, zero_stage
 from pase.targets.jax import _Emitter, rate_table
 from pase.targets.jax_mesh import spec
 from pase.targets.jax_pipeline_source import (
@@ -42,6 +42,7 @@ from pase.targets.jax_pipeline_source import (
 )
 from pase.targets.jax_pipeline_training import with_pipeline_training
 from pase.targets.jax_source import HELPERS, with_ignored_labels
+from pase.targets.jax_stacked import stacked_params
 from pase.targets.jax_training import checkpointed
 
 COUNTED = "batch['kept labels']"
@@ -275,6 +276,10 @@ class _PipelineEmitter:
         body += checkpointed(ops, emitter.statement, emitter.names, self.options) \
             if self.options.recompute != "none" else [
                 line for op in ops for line in emitter.statement(op)]
+        for name, held in self.regathered(index).items():  # ZeRO 3: gathered, not kept
+            emitter.helpers.add("gathered")
+            body[body.index(f"{name} = params[{name!r}]")] = \
+                f"{name} = gathered(layout(params[{name!r}], P(*{held})))"
         sent = [f"{s.key!r}: {s.value}" for s in self.sends if s.source == index]
         if index == self.loss_stage:
             sent.append(f"'loss': {self.loss}")
@@ -290,6 +295,22 @@ class _PipelineEmitter:
             *[f"    {line}" if line else "" for line in body],
             "",
             f"    return {{{', '.join(sent)}}}", "", ""]
+
+    def regathered(self, index: int) -> dict[str, str]:
+        """Stage `index`'s params at ZeRO 3 (their first reader's there), each with the
+        layout it is gathered into: the stage's forward names that gather `gathered`, and
+        its pullback keeps every residual but those (`jax_pipeline_training`), so the
+        backward gathers again each param it reads, as ZeRO 3 does and the model charges."""
+        found = {}
+        for op in self.micro.body.block.ops:
+            if isinstance(op, dnn.ParamOp) and index in (first := self.first_layouts(op.output)):
+                reader = next(layer for layer, _ in self.readers(op.output)
+                              if self.stage[layer] == index)
+                stacked = op.output in [reader.inputs[k] for k in
+                                        self.emitters[index].stacked.get(reader, {})]
+                if zero_stage(reader, self.options) >= 3 and not stacked:  # (placed inside)
+                    found[self.names[op.output]] = first[index]
+        return found
 
     def kept_labels(self) -> list[str]:
         """`kept_labels(batch)`: the labels one micro-batch's loss reads that are not its
@@ -376,6 +397,12 @@ class _PipelineEmitter:
                            / loss_weight(self.graph, self.microbatches))
         return weights
 
+    def stacks(self, emitter: _Emitter) -> dict[str, tuple[str, ...]]:
+        """A stage's params whose gradients its stacked layers keep apart per replica
+        (`jax_stacked`), with the mesh axes of their replicas."""
+        return {self.names[layer.inputs[k]]: axes for layer, params in emitter.stacked.items()
+                for k, axes in params.items()}
+
     def send_batch_axis(self, send: Send) -> int | None:
         """The axis of a crossing tensor's batch dim (None: it has none)."""
         dims = next(op.output.type.shape.dims for op in self.micro.body.block.ops
@@ -384,8 +411,16 @@ class _PipelineEmitter:
         return dims.index(batch) if batch in dims else None
 
     def program(self) -> str:
-        functions = [line for index in range(self.stages) for line in self.function(index)]
         data_axes = [self.data_axes(index) for index in range(self.stages)]
+        for index, emitter in enumerate(self.emitters):
+            layers = [layer for layer, s in self.stage.items() if s == index]
+            emitter.stacked = stacked_params(layers, emitter.axes)
+            read = {v for layer in layers for v in layer.inputs if isinstance(v.owner, dnn.ParamOp)}
+            if read <= {layer.inputs[k] for layer, ks in emitter.stacked.items() for k in ks}:
+                data_axes[index] = ()  # every param's sums kept apart by its layer
+            elif data_axes[index]:  # the stage's backward mapped over its replicas' chunks
+                emitter.stacked = {}
+        functions = [line for index in range(self.stages) for line in self.function(index)]
         chunks = {index: self.chunk(index, axes) for index, axes in enumerate(data_axes)
                   if axes}
         functions += [line for index, chunk in chunks.items()
@@ -417,6 +452,9 @@ class _PipelineEmitter:
             f"DATA_AXES = {data_axes!r}  # per stage: the mesh axes only the batch is split over",
             f"CHUNK_WEIGHTS = {self.chunk_weights(data_axes)!r}  # a chunk's loss in its "
             "micro-batch's",
+            "STACKED = [  # per stage: {param: the mesh axes its gradient sums are kept "
+            "apart on}",
+            *[f"    {self.stacks(emitter)!r}," for emitter in self.emitters], "]",
             "SEND_BATCH_AXIS = {  # crossing tensor: the axis of its batch dim",
             *dict.fromkeys(f"    {s.value!r}: {self.send_batch_axis(s)!r}," for s in self.sends),
             "}",

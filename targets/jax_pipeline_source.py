@@ -74,37 +74,59 @@ class Stage:
         function = partial(STAGE_FUNCTIONS[index], self.mesh)
         axes = DATA_AXES[index]
         self.replicas = int(np.prod([self.mesh.shape[a] for a in axes]))
-        self.totals = {n: NamedSharding(self.mesh, P(axes, *sharding.spec))
-                       for n, sharding in self.params.items()} if axes else self.params
+        # The params whose gradient sums are kept apart per replica (one copy each along
+        # axis 0, added up by the update) over these mesh axes: a data-parallel stage's
+        # all over its DATA_AXES, else those of its stacked layers (STACKED).
+        self.stacks = {n: axes for n in self.params} if axes else {
+            n: stack for n, stack in STACKED[index].items() if n in self.params}
+        self.copies_of = {n: int(np.prod([self.mesh.shape[a] for a in stack]))
+                          for n, stack in self.stacks.items()}
+        self.totals = {n: NamedSharding(self.mesh, P(self.stacks[n], *sharding.spec))
+                       if n in self.stacks else sharding
+                       for n, sharding in self.params.items()}  # (the gradient sums)
 
-        def backward(params, batch, received, cotangents, total):
-            _, pullback = jax.vjp(lambda p, r: function(p, batch, r), params, received)
-            grads, back = pullback(cotangents)
+        def forward(params, batch, received):
+            # The tensors sent and the pullback (its residuals: what the backward reads of
+            # the forward, kept between them as the plan keeps activations); zeros stacked
+            # per replica, whose cotangents are the stacked layers' partial gradients
+            # (stacked_layer: params the stage reads as params.get(n + "#stack")).
+            sinks = {f"{n}#stack": jax.lax.with_sharding_constraint(jnp.zeros(
+                self.stacked_shape(n, w.shape), w.dtype), self.totals[n])
+                for n, w in params.items() if n in self.stacks}
+            staged = lambda p, r, s: function(p | s, batch, r)  # noqa: E731
+            return jax.vjp(staged, params, received, sinks)
+
+        def backward(pullback, cotangents, total):
+            grads, back, apart = pullback(cotangents)
+            grads = grads | {n: apart[f"{n}#stack"] for n in self.stacks}
             return jax.tree.map(jnp.add, total, grads), back
 
         if axes:
-            backward = chunked_backward(partial(CHUNK_FUNCTIONS[index], self.mesh), axes,
+            forward, backward = chunked(CHUNK_FUNCTIONS[index], self.mesh, axes,
                                         self.replicas, CHUNK_WEIGHTS[index])
 
         def zeros(params):
-            return {n: jnp.zeros((self.replicas,) * bool(axes) + w.shape, w.dtype)
+            return {n: jnp.zeros(self.stacked_shape(n, w.shape), w.dtype)
                     for n, w in params.items()}
 
         def update(params, total):
-            grads = {n: g.sum(axis=0) for n, g in total.items()} if axes else total
+            grads = {n: g.sum(axis=0) if n in self.stacks else g for n, g in total.items()}
             return {n: w - lr * RATE_SCALES.get(n, 1) * grads[n]
                     for n, w in params.items()}, grads
 
         self.jitted = {
-            "forward": jax.jit(function, in_shardings=(self.params, self.batch, self.received),
-                               out_shardings=self.sent),
-            "backward": jax.jit(backward, in_shardings=(self.params, self.batch, self.received,
-                                                        self.sent, self.totals),
-                                out_shardings=(self.totals, self.received), donate_argnums=4),
+            "forward": jax.jit(forward, in_shardings=(self.params, self.batch, self.received),
+                               out_shardings=(self.sent, None)),
+            "backward": jax.jit(backward, in_shardings=(None, self.sent, self.totals),
+                                out_shardings=(self.totals, self.received), donate_argnums=2),
             "zeros": jax.jit(zeros, in_shardings=(self.params,), out_shardings=self.totals),
             "update": jax.jit(update, in_shardings=(self.params, self.totals),
                               out_shardings=(self.params, self.params), donate_argnums=0),
         }
+
+    def stacked_shape(self, name, shape):
+        """The shape of a param's gradient sums: one per replica where they are kept apart."""
+        return ((self.copies_of[name],) if name in self.stacks else ()) + tuple(shape)
 
     def compile(self, params, batch, float_type):
         """Lower and compile the stage's programs for these (placed) arrays."""
@@ -119,22 +141,28 @@ class Stage:
                                                 sharding=self.sent["loss"])
         held = jax.tree.map(spec, params)
         fed = jax.tree.map(spec, batch)
-        copies = (self.replicas,) if DATA_AXES[self.index] else ()
-        totals = {n: jax.ShapeDtypeStruct(copies + a.shape, a.dtype, sharding=self.totals[n])
+        totals = {n: jax.ShapeDtypeStruct(self.stacked_shape(n, a.shape), a.dtype,
+                                          sharding=self.totals[n])
                   for n, a in params.items()}
         arguments = {"forward": (held, fed, received),
-                     "backward": (held, fed, received, sent, totals),
                      "zeros": (held,), "update": (held, totals)}
-        return {name: lower_and_compile(self.jitted[name], arguments[name])
-                for name in self.jitted}
+        compiled = {name: lower_and_compile(self.jitted[name], arguments[name])
+                    for name in self.jitted if name != "backward"}
+        pullback = compiled["forward"].out_info[1]  # (the forward's residuals, as it makes them)
+        compiled["backward"] = lower_and_compile(self.jitted["backward"],
+                                                 (pullback, sent, totals))
+        return compiled
 
 
-def chunked_backward(function, axes, replicas, weight):
-    """A stage's backward over R chunks of a micro-batch, one per data-parallel replica
-    (`DATA_AXES`): `jax.vmap` over the chunks, the chunk axis on the data axes, of the
-    chunk's `jax.vjp`. Each replica's parameter gradients stay its own (R copies in the
-    running sum, added up once a step by the update) where the plain backward's would be
-    all-reduced every micro-batch; the gradients sent back are joined into the batch."""
+def chunked(function, mesh, axes, replicas, weight):
+    """A stage's forward and backward over R chunks of a micro-batch, one per
+    data-parallel replica (`DATA_AXES`): `jax.vmap` over the chunks, the chunk axis on
+    the data axes, of the chunk's `jax.vjp` (the forward: the tensors sent, joined into
+    the batch, the loss the chunks' weighted sum, and the pullbacks, each residual held
+    on its replica's devices) and of its pullback (the backward). Each replica's parameter
+    gradients stay its own (R copies in the running sum, added up once a step by the
+    update) where the plain backward's would be all-reduced every micro-batch; the
+    gradients sent back are joined into the batch."""
     def split(tree, axis_of):
         return {k: v if axis_of(k) is None else jnp.moveaxis(v.reshape(
             v.shape[:axis_of(k)] + (replicas, -1) + v.shape[axis_of(k) + 1:]), axis_of(k), 0)
@@ -147,27 +175,32 @@ def chunked_backward(function, axes, replicas, weight):
     def mapped(tree, axis_of):
         return {k: None if axis_of(k) is None else 0 for k in tree}
 
-    def backward(params, batch, received, cotangents, total):
-        def sent_axis(key):  # "value>target" or "loss"
-            return None if key == "loss" else SEND_BATCH_AXIS[key.split(">")[0]]
+    def sent_axis(key):  # "value>target" or "loss"
+        return None if key == "loss" else SEND_BATCH_AXIS[key.split(">")[0]]
 
-        input_axis = BATCH_AXIS.get
+    def forward(params, batch, received):
+        def one(chunk_batch, chunk_received):
+            return jax.vjp(lambda p, r: function(mesh, p, chunk_batch, r), params,
+                           chunk_received)
+
+        sent, pullbacks = jax.vmap(one, in_axes=(mapped(batch, BATCH_AXIS.get),
+                                                 mapped(received, SEND_BATCH_AXIS.get)),
+                                   spmd_axis_name=axes)(
+            split(batch, BATCH_AXIS.get), split(received, SEND_BATCH_AXIS.get))
+        joined = {k: v.sum(axis=0) * weight if k == "loss" else v[0] if sent_axis(k) is None
+                  else join({k: v}, sent_axis)[k] for k, v in sent.items()}
+        on_replicas = NamedSharding(mesh, P(axes))
+        return joined, jax.tree.map(
+            lambda r: jax.lax.with_sharding_constraint(r, on_replicas), pullbacks)
+
+    def backward(pullbacks, cotangents, total):
         cotangents = {k: v * weight if k == "loss" else v for k, v in cotangents.items()}
-
-        def one(chunk_batch, chunk_received, chunk_cotangents):
-            _, pullback = jax.vjp(lambda p, r: function(p, chunk_batch, r), params,
-                                  chunk_received)
-            return pullback(chunk_cotangents)
-
-        grads, back = jax.vmap(one, in_axes=(mapped(batch, input_axis),
-                                             mapped(received, SEND_BATCH_AXIS.get),
-                                             mapped(cotangents, sent_axis)),
-                               spmd_axis_name=axes)(
-            split(batch, input_axis), split(received, SEND_BATCH_AXIS.get),
-            split(cotangents, sent_axis))
+        grads, back = jax.vmap(lambda pullback, chunk: pullback(chunk),
+                               in_axes=(0, mapped(cotangents, sent_axis)),
+                               spmd_axis_name=axes)(pullbacks, split(cotangents, sent_axis))
         return jax.tree.map(jnp.add, total, grads), join(back, SEND_BATCH_AXIS.get)
 
-    return backward
+    return forward, backward
 
 
 def abstract(send, sharding, float_type):
@@ -259,6 +292,7 @@ def run_step(stages, crossings, shared, compiled, params, batches, serial):
     wait = jax.block_until_ready if serial else (lambda tree: tree)
     received = [[{} for _ in range(MICROBATCHES)] for _ in stages]
     sent = [[None] * MICROBATCHES for _ in stages]
+    residuals = [[None] * MICROBATCHES for _ in stages]  # each forward's, to its backward
     back = [[None] * MICROBATCHES for _ in stages]
     cotangents = [[{} for _ in range(MICROBATCHES)] for _ in stages]
     totals = [compiled[s.index]["zeros"](params[s.index]) if s.local else None for s in stages]
@@ -287,15 +321,15 @@ def run_step(stages, crossings, shared, compiled, params, batches, serial):
             continue
         programs = compiled[index]
         if kind == "forward":
-            sent[index][m] = wait(programs["forward"](params[index], batches[index][m],
-                                                      received[index][m]))
+            sent[index][m], residuals[index][m] = wait(programs["forward"](
+                params[index], batches[index][m], received[index][m]))
         elif kind == "backward":
             if index == LOSS_STAGE:
                 cotangents[index][m]["loss"] = jnp.full_like(sent[index][m]["loss"],
                                                              LOSS_WEIGHT)
             totals[index], back[index][m] = wait(programs["backward"](
-                params[index], batches[index][m], received[index][m], cotangents[index][m],
-                totals[index]))
+                residuals[index][m], cotangents[index][m], totals[index]))
+            residuals[index][m] = None  # (freed)
         else:
             params[index], totals[index] = wait(programs["update"](params[index],
                                                                    totals[index]))

@@ -115,9 +115,17 @@ CHUNK_FUNCTIONS = [function and in_precision(function) for function in CHUNK_FUN
 
 DRIVER_EDITS = [
     ("""\
-                       for n, sharding in self.params.items()} if axes else self.params
+            staged = lambda p, r, s: function(p | s, batch, r)  # noqa: E731
 """, """\
-                       for n, sharding in self.params.items()} if axes else self.params
+            staged = lambda p, r, s: function(p | s, batch, r)  # noqa: E731
+            if any(levels.get(index, 0) >= 3 for levels in ZERO.values()):  # (`gathered`)
+                staged = jax.checkpoint(staged, policy=jax.checkpoint_policies.
+                                        save_anything_except_these_names("gathered"))
+"""),
+    ("""\
+                       for n, sharding in self.params.items()}  # (the gradient sums)
+""", """\
+                       for n, sharding in self.params.items()}  # (the gradient sums)
         # ZeRO: the optimizer state and the summed gradients (stage 1) and the stored
         # params (3) sharded over each param's replicas on this stage's mesh.
         self.state = {n: {kind: named(() if kind == "t" else STATE_LAYOUTS[n][index])
@@ -132,17 +140,18 @@ DRIVER_EDITS = [
 """),
     ("""\
         def update(params, total):
-            grads = {n: g.sum(axis=0) for n, g in total.items()} if axes else total
+            grads = {n: g.sum(axis=0) if n in self.stacks else g for n, g in total.items()}
             return {n: w - lr * RATE_SCALES.get(n, 1) * grads[n]
                     for n, w in params.items()}, grads
 """, """\
         manual = bool(axes) and all(a in axes for a, k in self.mesh.shape.items() if k > 1)
-        held = {n: tuple(sharding.spec)[1:] if axes else ()
+        held = {n: tuple(sharding.spec)[1:] if n in self.stacks else ()
                 for n, sharding in self.totals.items()}
 
-        def over_data(n):  # a shard over exactly the data axes, each device's block its
-            added = added_axes(held[n], GRAD_LAYOUTS[n][index])  # replica's sum
-            return manual or bool(axes) and added is not None and set(added[1]) == set(axes)
+        def over_data(n):  # a shard over exactly the replicas' axes, each device's block
+            added = added_axes(held[n], GRAD_LAYOUTS[n][index])  # its replica's sum
+            return n in self.stacks and (manual or added is not None
+                                         and set(added[1]) == set(self.stacks[n]))
 
         shards = {n: over_data(n) for n in self.params}
 
@@ -151,9 +160,10 @@ DRIVER_EDITS = [
             # the shard from ZeRO 1 (docs/cost-model.md, "ZeRO and bf16/fp16 in the JAX
             # program"), then widened for the update; by a shard_map's reduce-scatter
             # (`scattered`) where the data axes are the stage's whole mesh or the shard's.
-            grads = {n: (scattered(self.mesh, axes, held[n], GRAD_LAYOUTS[n][index], g)
-                         if shards[n] else jax.lax.with_sharding_constraint(
-                             replica_sum(g) if axes else g, self.summed[n])).astype(g.dtype)
+            grads = {n: (scattered(self.mesh, self.stacks[n], held[n], GRAD_LAYOUTS[n][index],
+                                   g) if shards[n] else jax.lax.with_sharding_constraint(
+                             replica_sum(g) if n in self.stacks else g, self.summed[n])
+                         ).astype(g.dtype)
                      for n, g in total.items()}
             params, state = optimizer_update(params, grads, state, lr)
             return params, grads, state
@@ -200,10 +210,7 @@ DRIVER_EDITS = [
      "STATE_LAYOUTS, GRAD_LAYOUTS, PARAM_LAYOUTS and MASTER_LAYOUTS say)."),
     ("""\
         self.jitted = {
-            "forward": jax.jit(function, in_shardings=(self.params, self.batch, self.received),
-                               out_shardings=self.sent),
-            "backward": jax.jit(backward, in_shardings=(self.params, self.batch, self.received,
-                                                        self.sent, self.totals),
+            "forward": jax.jit(forward, in_shardings=(self.params, self.batch, self.received),
 """, """\
         def copies(params):
             return {n: jax.lax.with_sharding_constraint(low(w), self.params[n])
@@ -211,10 +218,7 @@ DRIVER_EDITS = [
 
         self.jitted = {
             "copies": jax.jit(copies, in_shardings=(self.params,), out_shardings=self.copies),
-            "forward": jax.jit(function, in_shardings=(self.copies, self.batch, self.received),
-                               out_shardings=self.sent),
-            "backward": jax.jit(backward, in_shardings=(self.copies, self.batch, self.received,
-                                                        self.sent, self.totals),
+            "forward": jax.jit(forward, in_shardings=(self.copies, self.batch, self.received),
 """),
     ("""\
         held = jax.tree.map(spec, params)
@@ -226,10 +230,8 @@ DRIVER_EDITS = [
 """),
     ("""\
         arguments = {"forward": (held, fed, received),
-                     "backward": (held, fed, received, sent, totals),
 """, """\
         arguments = {"copies": (held,), "forward": (copied, fed, received),
-                     "backward": (copied, fed, received, sent, totals),
 """),
     ("""\
     totals = [compiled[s.index]["zeros"](params[s.index]) if s.local else None for s in stages]
@@ -239,15 +241,12 @@ DRIVER_EDITS = [
               else params[s.index] for s in stages]  # the forward's, from the fp32 master
 """),
     ("""\
-            sent[index][m] = wait(programs["forward"](params[index], batches[index][m],
+            sent[index][m], residuals[index][m] = wait(programs["forward"](
+                params[index], batches[index][m], received[index][m]))
 """, """\
-            sent[index][m] = wait(programs["forward"](copies[index], batches[index][m],
+            sent[index][m], residuals[index][m] = wait(programs["forward"](
+                copies[index], batches[index][m], received[index][m]))
 """),
-    ("""\
-            totals[index], back[index][m] = wait(programs["backward"](
-                params[index], batches[index][m],""", """\
-            totals[index], back[index][m] = wait(programs["backward"](
-                copies[index], batches[index][m],"""),
 ]
 """The lines of the pipeline's driver (`jax_pipeline_source`) that change with the
 step's optimizer state and ZeRO layouts."""

@@ -24,6 +24,7 @@ from xdsl.ir import SSAValue
 from pase.core.shapes import NamedShape
 from pase.dialect import dnn
 from pase.dialect.training_options import StepOptions, zero_stage
+from pase.targets.jax_stacked import blocks_give
 from pase.targets.jax_training import Spec, manual_step_axes, zero_layouts
 
 MeshAxes = tuple[str, ...]
@@ -209,6 +210,8 @@ def _local(op: dnn.LayerOp, params: tuple[int, ...], split: set[str]) -> bool:
             return not (dims | set(op.dims_prop("over"))) & split
         case dnn.EmbeddingOp():
             return params == (1,) and op.input_shapes[1].dims[0] not in split
+        case dnn.Conv2dOp():  # (the batch or channels split: not the height's halo)
+            return all(blocks_give(op, k, split) for k in params)
     return False
 
 

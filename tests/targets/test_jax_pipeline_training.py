@@ -83,11 +83,12 @@ def test_the_fp32_master_is_sharded_with_the_state_under_bf16(
 
 def test_recompute_checkpoints_the_marked_layers_within_their_stage() -> None:
     source = jax_program(plan(StepOptions(recompute="auto"), recomputed=("a", "z")))
-    stage1 = source[source.index("\ndef stage1("):source.index("\ndef stage0_chunk(")]
-    assert source.count("jax.checkpoint(") == 2  # stage 1's function and its chunk's
+    stage1 = source[source.index("\ndef stage1("):source.index("\nSTAGE_FUNCTIONS = ")]
+    assert source.count("jax.checkpoint(recomputed") == 1  # stage 1's (no chunks: stacked)
     assert "# recomputed in the backward (jax.checkpoint): a, z\n" in stage1
     assert "a, z = jax.checkpoint(" not in stage1  # only z leaves the run
     assert "    z, = jax.checkpoint(recomputed_1)(h, w2)\n" in stage1
+    assert "(params.get('w2#stack'),))" in stage1  # its gradient sums kept per replica
 
 
 def test_the_default_pipeline_has_no_training_tables() -> None:

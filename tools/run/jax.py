@@ -128,7 +128,8 @@ def _element_bytes(dtype: str) -> int:
 
 
 def _groups(line: str) -> str:
-    match = re.search(r"replica_groups=(\{\{[^=]*?\}\}|\{\}|mesh\[[^\]]*\]\s*\{[^}]*\}"
+    match = re.search(r"replica_groups=(\{\{[^=]*?\}\}|\{\}"
+                      r"|mesh\[[^\]]*\](?:,\s*device_ids=\([^)]*\)+)?\s*\{[^}]*\}"
                       r"|\[\d+,\d+\]<=\[[\d,]*\](?:T\([\d,]*\))?)", line)
     if match:
         return match.group(1)
@@ -137,9 +138,14 @@ def _groups(line: str) -> str:
 
 
 def _group_size(groups: str, line: str, everyone: int) -> int:
-    """The devices in one group: an explicit list, the named axes of a mesh, XLA's iota
-    list (`[G,S]<=[...]`: G groups of S devices), or (no groups, `{}`) all `everyone`
-    devices of the program."""
+    """The devices in one group: an explicit list, the named axes of a mesh (its devices
+    in any order, `device_ids=`), XLA's iota list (`[G,S]<=[...]`: G groups of S
+    devices), or (no groups, `{}`) all `everyone` devices of the program.
+
+        >>> _group_size(_groups("replica_groups=mesh['axis_0'=2,'axis_1'=2], "
+        ...                     "device_ids=([2,2]T(1,0)) {'axis_1'}, use"), "", 8)
+        2
+    """
     if iota := re.match(r"\[\d+,(\d+)\]<=", groups):
         return int(iota.group(1))
     if groups.startswith("{{"):
