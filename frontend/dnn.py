@@ -47,6 +47,7 @@ from pase.core.options import CheckedOptions
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.core.signals import raise_if_received
 from pase.dialect import dnn
+from pase.dialect.dnn.epsilon import EpsilonLayer, epsilon_property
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.traits import VerifyExceptionAt
 from pase.frontend.dnn_parser import load_parser, syntax_error
@@ -119,8 +120,17 @@ class Statement:
         return self.op.KIND[1] if self.op.KIND is not None else ()
 
     @property
+    def forms(self) -> dict[str, tuple[str, str]]:
+        """Each clause's property and form (`LayerOp.CLAUSES`); a norm's too takes
+        `epsilon` (`pase.dialect.dnn.epsilon`)."""
+        forms = {keyword: (prop, form) for keyword, prop, form in self.op.CLAUSES}
+        if issubclass(self.op, EpsilonLayer):
+            forms["epsilon"] = ("epsilon", "epsilon")
+        return forms
+
+    @property
     def clauses(self) -> tuple[str, ...]:
-        return tuple(keyword for keyword, _, _ in self.op.CLAUSES)
+        return tuple(self.forms)
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -133,7 +143,8 @@ class Statement:
 _WINDOW_DEFAULTS = {"stride": 1, "padding": 0}
 _CLAUSE_EXAMPLES = {"over": "over [d]", "window": "window [2, 2]", "min": "min 0.0",
                     "max": "max 6.0", "along": "along d", "from": "from 0",
-                    "fill": "fill -1.0e9", "exponent": "exponent 2.0", "ignore": "ignore -100"}
+                    "fill": "fill -1.0e9", "exponent": "exponent 2.0", "ignore": "ignore -100",
+                    "epsilon": "epsilon 1.0e-6"}
 STATEMENTS: dict[str, Statement] = {
     "einsum": Statement(dnn.EinsumOp, (1, 3), result=True),
     "conv2d": Statement(dnn.Conv2dOp, (2, 2), result=True, defaults=_WINDOW_DEFAULTS),
@@ -493,7 +504,7 @@ class _Scope:
                 op_token: Node) -> dict[str, Attribute]:
         """The properties of the statement's clauses, each read by its op's clause form
         (`LayerOp.CLAUSES`)."""
-        forms = {keyword: (prop, form) for keyword, prop, form in statement.op.CLAUSES}
+        forms = statement.forms
         properties: dict[str, Attribute] = {}
         given: set[str] = set()
         for clause in clauses:
@@ -516,8 +527,7 @@ class _Scope:
                                   else ArrayAttr((IntAttr(default), IntAttr(default))))
         # In the op's clause order, as its parser builds them, so that the generic form
         # prints the same whether the module came from .dnn source or from IR.
-        return {prop: properties[prop] for _, prop, _ in statement.op.CLAUSES
-                if prop in properties}
+        return {prop: properties[prop] for prop, _ in forms.values() if prop in properties}
 
     def clause_value(self, name: str, form: str, value: Node,
                      keyword: Node) -> Attribute | None:
@@ -539,11 +549,16 @@ class _Scope:
         if form in ("int", "count", "index"):
             number = self.builder.positive_int(value, name, least=0 if form == "index" else 1)
             return None if form == "count" and number == 1 else IntAttr(number)
-        if form == "float":
+        if form in ("float", "epsilon"):
             try:
-                return FloatAttr(read_float(str(value), name), f64)
+                number = read_float(str(value), name)
             except ValueError as error:
                 raise self.error(str(error), value) from None
+            if form == "float":
+                return FloatAttr(number, f64)
+            if number <= 0:
+                raise self.error(f"epsilon must be above 0, got {value}", value)
+            return epsilon_property(number).get("epsilon")  # (None: the default, 1e-5)
         pads = _items(value)
         if len(pads) not in (1, 2):
             raise self.error("padding is one number or [height, width]", keyword)
