@@ -31,7 +31,7 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.options import CheckedOptions
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.frontend.dnn import STATEMENTS
+from pase.frontend.dnn_statements import STATEMENTS
 
 KEYWORDS: dict[type[dnn.LayerOp], str] = {s.op: keyword for keyword, s in STATEMENTS.items()}
 """The `.dnn` keyword of each layer op (the inverse of the frontend's table)."""
