@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -42,7 +43,7 @@ from xdsl.utils.frontend import Frontend
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import decode_text, read_text
-from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer
+from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer, too_many_gib
 from pase.core.options import CheckedOptions
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.core.signals import raise_if_received
@@ -73,6 +74,10 @@ class _Streaming(Transformer):
     builds nothing."""
 
     builder: _Builder | None = None
+    counted_statements = 0
+    """The statements and operands the syntax check read (`parse_text` bounds the memory
+    of the IR it builds for them)."""
+    counted_operands = 0
 
     def graph_head(self, children: list[Node]) -> None:
         if self.builder:
@@ -94,6 +99,10 @@ class _Streaming(Transformer):
         raise_if_received()
         if self.builder:
             self.builder.statement(_tree(kind, children))
+        else:
+            self.counted_statements += 1
+            self.counted_operands += sum(len(child.children) for child in children
+                                 if isinstance(child, Tree) and child.data == "operands")
 
     def graph(self, children: list[Node]) -> dnn.GraphOp | None:
         return self.builder.end_graph() if self.builder else None
@@ -112,22 +121,41 @@ PARSER = load_parser(_STREAMING)
 
 
 
-def parse_file(path: str) -> ModuleOp:
+DEFAULT_MEMORY_GIB = 4.0
+"""The parse's default memory budget, as pase-search's `memory-gib` and the ONNX
+frontend's."""
+
+BYTES_PER_STATEMENT = 3 << 10
+BYTES_PER_OPERAND = 150
+"""What building one statement's IR holds at most, measured with tracemalloc (a chain of
+relu: 2.7 KiB at the peak; a layernorm with its clauses, 2.8; each operand past the
+first, 120 bytes more: a concat of 64, 9.3 KiB)."""
+
+
+def parse_file(path: str, memory_gib: float = DEFAULT_MEMORY_GIB) -> ModuleOp:
     """Parse a `.dnn` file into a verified `builtin.module` of `dnn.graph`s."""
-    return parse_text(read_text(path), path)
+    return parse_text(read_text(path), path, memory_gib)
 
 
-def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
+def parse_text(text: str, filename: str = "<input>",
+               memory_gib: float = DEFAULT_MEMORY_GIB) -> ModuleOp:
     """Parse `.dnn` source; raises `Diagnostic` on any error: the first syntax error, else
     the first other error in the file.
 
     Two passes, each linear in the text: the LALR parser first checks the syntax, building
     nothing (a syntax error on the last line of a large file costs no memory for the lines
     before it, and a tenth of the time of building them), then hands each statement to the
-    builder as soon as it is complete (`_Streaming`)."""
+    builder as soon as it is complete (`_Streaming`). Between the two, the IR's memory
+    (`BYTES_PER_STATEMENT` and `BYTES_PER_OPERAND`) is checked against `memory_gib`: a
+    file whose IR would not fit is one error, before any of it is built."""
+    limit = _budget_bytes(memory_gib, filename)
     builder = _Builder(text, filename)
     with _PARSE_LOCK:
+        _STREAMING.counted_statements = _STREAMING.counted_operands = 0
         for pass_builder in (None, builder):
+            if pass_builder is not None:
+                _check_budget(_STREAMING.counted_statements, _STREAMING.counted_operands,
+                              limit, filename)
             _STREAMING.builder = pass_builder
             try:
                 tree = PARSER.parse(text)
@@ -152,6 +180,25 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
     return module
 
 
+def _budget_bytes(memory_gib: float, filename: str) -> int:
+    """`memory_gib` in bytes, or a `Diagnostic` for a value that is no budget."""
+    if not 0 < memory_gib < math.inf:
+        raise Diagnostic(f"memory-gib must be a finite number above 0, got {memory_gib} "
+                         "(-f 'dnn{memory-gib=G}')", filename)
+    if (reason := too_many_gib("memory-gib", memory_gib)) is not None:
+        raise Diagnostic(reason, filename)
+    return int(memory_gib * (1 << 30))
+
+
+def _check_budget(statements: int, operands: int, limit: int, filename: str) -> None:
+    needed = statements * BYTES_PER_STATEMENT + operands * BYTES_PER_OPERAND
+    if needed > limit:
+        raise Diagnostic(f"the IR of the file's {statements:,} statements takes about "
+                         f"{needed:,} bytes, over the memory budget of {limit:,} bytes; "
+                         "raise it with -f 'dnn{memory-gib=G}' (pase-run: --memory-gib G)",
+                         filename)
+
+
 @dataclass(frozen=True)
 class DnnFrontend(CheckedOptions, Frontend):
     """`.dnn` source as an xDSL frontend (`-f dnn`, or any `*.dnn` input).
@@ -166,8 +213,12 @@ class DnnFrontend(CheckedOptions, Frontend):
     name = "dnn"
     OPTIONS_OF = "-f dnn"
 
+    memory_gib: float | int = DEFAULT_MEMORY_GIB
+    """The most the IR of the file may take, in GiB (`-f 'dnn{memory-gib=G}'`)."""
+
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
-        return parse_text(decode_text(input.read(), input_name), input_name)
+        return parse_text(decode_text(input.read(), input_name), input_name,
+                          float(self.memory_gib))
 
 
 _STATEMENT_START = re.compile(r"%[A-Za-z_][A-Za-z0-9_]*\s*=\s*([A-Za-z_][A-Za-z0-9_]*)")
