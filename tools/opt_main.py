@@ -60,6 +60,11 @@ BINARY_FRONTENDS = ("onnx",)
 PASE_TARGETS = ("mlir", "dnn", "jax")
 ONNX_HELP = """
 
+.dnn sources:
+  -f 'dnn{memory-gib=4}'
+      memory-gib=G  the most the IR of the file's statements may take; a file past it
+                    is refused before any of it is built (pase-run: --memory-gib)
+
 ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
   -f 'onnx{batch=N loss=cross-entropy memory-gib=4}'
       batch=N       the batch size: the size of the inputs' symbolic batch axis (axis
