@@ -535,14 +535,14 @@ class _Scope:
             return None if form == "count" and number == 1 else IntAttr(number)
         if form in ("float", "epsilon"):
             try:
-                number = read_float(str(value), name)
+                real = read_float(str(value), name)
             except ValueError as error:
                 raise self.error(str(error), value) from None
             if form == "float":
-                return FloatAttr(number, f64)
-            if number <= 0:
+                return FloatAttr(real, f64)
+            if real <= 0:
                 raise self.error(f"epsilon must be above 0, got {value}", value)
-            return epsilon_property(number).get("epsilon")  # (None: the default, 1e-5)
+            return epsilon_property(real).get("epsilon")  # (None: the default, 1e-5)
         pads = _items(value)
         if len(pads) not in (1, 2):
             raise self.error("padding is one number or [height, width]", keyword)
