@@ -39,22 +39,6 @@ def read_integer(text: str, what: str, limit: int = MAX_ELEMENTS,
     return int(text)
 
 
-def read_float(text: str, what: str) -> float:
-    """`float(text)` of a finite decimal literal (`-1.0e9`), or `ValueError` naming `what`:
-
-        >>> read_float("6.0", "max")
-        6.0
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or "_" in text:
-        shown = text if len(text) <= SHOWN_DIGITS else f"{text[:SHOWN_DIGITS]}..."
-        raise ValueError(f"{what} must be a finite number, got '{shown}'")
-    return value
-
-
 DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 """A decimal number literal: digits, an optional point and an optional exponent (no `_`,
 no `0x`)."""
@@ -85,6 +69,28 @@ def float_literal(text: str) -> float:
                          "about 4.9e-324)")
     if math.isinf(value):
         raise ValueError("a float reads it as infinity (the largest float is about 1.8e308)")
+    return value
+
+
+def read_float(text: str, what: str) -> float:
+    """`float_literal(text)` of a finite number (a `.dnn` clause's `-1.0e9`), or `ValueError`
+    naming `what`, and why where `float_literal` says:
+
+        >>> read_float("6.0", "max")
+        6.0
+        >>> read_float("1e-400", "epsilon")
+        Traceback (most recent call last):
+        ValueError: epsilon must be a finite number, got '1e-400': not 0, but a float reads \
+it as 0 (the least positive float is about 4.9e-324)
+    """
+    try:
+        value = float_literal(text)
+        reason = ""
+    except ValueError as error:
+        value, reason = math.nan, f": {error}" if DECIMAL.fullmatch(text) else ""
+    if not math.isfinite(value):
+        shown = text if len(text) <= SHOWN_DIGITS else f"{text[:SHOWN_DIGITS]}..."
+        raise ValueError(f"{what} must be a finite number, got '{shown}'{reason}")
     return value
 
 

@@ -32,6 +32,7 @@ from typing import NoReturn
 from pase.core.diagnostics import Diagnostic, offset_to_line_column, read_line
 from pase.core.files import read_text
 from pase.core.numbers import LONGEST_INTEGER, shown_integer, too_long_integer
+from pase.core.shapes import MAX_ELEMENTS
 from pase.formats.json_locations import long_integer
 from pase.passes.strategy import PRESETS, Machine
 
@@ -188,6 +189,9 @@ def machine_from_dict(data: dict[str, object], where: str = "machine") -> Machin
     if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
         raise MachineError(f"'devices_per_node' must be a positive integer, got {per_node!r}",
                            where, key="devices_per_node")
+    if per_node > MAX_ELEMENTS:  # (as every count pase reads: `pase.core.numbers`)
+        raise MachineError(f"'devices_per_node' must be at most 2^53, got "
+                           f"{shown_integer(str(per_node))}", where, key="devices_per_node")
     return Machine(str(data.get("name", os.path.basename(where))), values["flops"],
                    values["intra_node_bandwidth"], values["inter_node_bandwidth"], per_node,
                    str(data.get("source", "")), values.get("bf16_flops", 0.0),

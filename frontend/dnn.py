@@ -17,10 +17,11 @@ Example:
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any
 
 from lark import Token, Transformer, Tree
@@ -42,14 +43,21 @@ from xdsl.utils.frontend import Frontend
 
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import decode_text, read_text
-from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer
+from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer, too_many_gib
 from pase.core.options import CheckedOptions
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.core.signals import raise_if_received
 from pase.dialect import dnn
+from pase.dialect.dnn.epsilon import epsilon_property
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
 from pase.dialect.traits import VerifyExceptionAt
 from pase.frontend.dnn_parser import load_parser, syntax_error
+from pase.frontend.dnn_statements import (
+    CLAUSE_EXAMPLES,
+    DATA_STATEMENTS,
+    STATEMENTS,
+    Statement,
+)
 
 # Children of lark parse trees are Tokens or Trees, untyped: the builder checks which.
 Node = Any
@@ -66,6 +74,10 @@ class _Streaming(Transformer):
     builds nothing."""
 
     builder: _Builder | None = None
+    counted_statements = 0
+    """The statements and operands the syntax check read (`parse_text` bounds the memory
+    of the IR it builds for them)."""
+    counted_operands = 0
 
     def graph_head(self, children: list[Node]) -> None:
         if self.builder:
@@ -87,6 +99,10 @@ class _Streaming(Transformer):
         raise_if_received()
         if self.builder:
             self.builder.statement(_tree(kind, children))
+        else:
+            self.counted_statements += 1
+            self.counted_operands += sum(len(child.children) for child in children
+                                 if isinstance(child, Tree) and child.data == "operands")
 
     def graph(self, children: list[Node]) -> dnn.GraphOp | None:
         return self.builder.end_graph() if self.builder else None
@@ -104,86 +120,42 @@ _PARSE_LOCK = threading.Lock()
 PARSER = load_parser(_STREAMING)
 
 
-@dataclass(frozen=True)
-class Statement:
-    """What one layer statement accepts. Its kinds and clauses are its op's (`KIND` and
-    `CLAUSES`); a clause without a default is required."""
 
-    op: type[dnn.LayerOp]
-    operands: tuple[int, int] = (1, 1)
-    result: bool = False
-    defaults: dict[str, int] = field(default_factory=dict)
+DEFAULT_MEMORY_GIB = 4.0
+"""The parse's default memory budget, as pase-search's `memory-gib` and the ONNX
+frontend's."""
 
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        return self.op.KIND[1] if self.op.KIND is not None else ()
-
-    @property
-    def clauses(self) -> tuple[str, ...]:
-        return tuple(keyword for keyword, _, _ in self.op.CLAUSES)
-
-    @property
-    def required(self) -> tuple[str, ...]:
-        """The clauses a statement must give: those with no default (a `count` clause's
-        is 1; a `signed` clause, a cross-entropy's `ignore`, is absent by default)."""
-        return tuple(keyword for keyword, _, form in self.op.CLAUSES
-                     if keyword not in self.defaults and form not in ("count", "signed"))
+BYTES_PER_STATEMENT = 3 << 10
+BYTES_PER_OPERAND = 150
+"""What building one statement's IR holds at most, measured with tracemalloc (a chain of
+relu: 2.7 KiB at the peak; a layernorm with its clauses, 2.8; each operand past the
+first, 120 bytes more: a concat of 64, 9.3 KiB)."""
 
 
-_WINDOW_DEFAULTS = {"stride": 1, "padding": 0}
-_CLAUSE_EXAMPLES = {"over": "over [d]", "window": "window [2, 2]", "min": "min 0.0",
-                    "max": "max 6.0", "along": "along d", "from": "from 0",
-                    "fill": "fill -1.0e9", "exponent": "exponent 2.0", "ignore": "ignore -100"}
-STATEMENTS: dict[str, Statement] = {
-    "einsum": Statement(dnn.EinsumOp, (1, 3), result=True),
-    "conv2d": Statement(dnn.Conv2dOp, (2, 2), result=True, defaults=_WINDOW_DEFAULTS),
-    "pool2d": Statement(dnn.Pool2dOp, result=True, defaults=_WINDOW_DEFAULTS),
-    "relu": Statement(dnn.ReluOp),
-    "gelu": Statement(dnn.GeluOp),
-    "tanh": Statement(dnn.TanhOp),
-    "sigmoid": Statement(dnn.SigmoidOp),
-    "exp": Statement(dnn.ExpOp),
-    "add": Statement(dnn.AddOp, (2, 2)),
-    "sub": Statement(dnn.SubOp, (2, 2)),
-    "mul": Statement(dnn.MulOp, (2, 2)),
-    "softmax": Statement(dnn.SoftmaxOp),
-    "layernorm": Statement(dnn.LayerNormOp, (1, 3)),
-    "batchnorm": Statement(dnn.BatchNormOp, (1, 3)),
-    "reduce": Statement(dnn.ReduceOp),
-    "embedding": Statement(dnn.EmbeddingOp, (2, 2)),
-    "lstm": Statement(dnn.LstmOp, (2, 3)),
-    "gru": Statement(dnn.GruOp, (2, 4)),
-    "concat": Statement(dnn.ConcatOp, (2, 64), result=True),
-    "reshape": Statement(dnn.ReshapeOp, result=True),
-    "softmax_cross_entropy": Statement(dnn.SoftmaxCrossEntropyOp, (2, 2)),
-    "clip": Statement(dnn.ClipOp),
-    "slice": Statement(dnn.SliceOp, result=True),
-    "pad": Statement(dnn.PadOp, result=True),
-    "broadcast": Statement(dnn.BroadcastOp, result=True),
-    "mask": Statement(dnn.MaskOp, (1, 2)),
-    "div": Statement(dnn.DivOp, (2, 2)),
-    "rmsnorm": Statement(dnn.RmsNormOp, (1, 2)),
-    **{op.name[4:]: Statement(op) for op in (dnn.SqrtOp, dnn.NegOp, dnn.PowOp)},
-}
-DATA_STATEMENTS = ("input", "param")
-
-
-def parse_file(path: str) -> ModuleOp:
+def parse_file(path: str, memory_gib: float = DEFAULT_MEMORY_GIB) -> ModuleOp:
     """Parse a `.dnn` file into a verified `builtin.module` of `dnn.graph`s."""
-    return parse_text(read_text(path), path)
+    return parse_text(read_text(path), path, memory_gib)
 
 
-def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
+def parse_text(text: str, filename: str = "<input>",
+               memory_gib: float = DEFAULT_MEMORY_GIB) -> ModuleOp:
     """Parse `.dnn` source; raises `Diagnostic` on any error: the first syntax error, else
     the first other error in the file.
 
     Two passes, each linear in the text: the LALR parser first checks the syntax, building
     nothing (a syntax error on the last line of a large file costs no memory for the lines
     before it, and a tenth of the time of building them), then hands each statement to the
-    builder as soon as it is complete (`_Streaming`)."""
+    builder as soon as it is complete (`_Streaming`). Between the two, the IR's memory
+    (`BYTES_PER_STATEMENT` and `BYTES_PER_OPERAND`) is checked against `memory_gib`: a
+    file whose IR would not fit is one error, before any of it is built."""
+    limit = _budget_bytes(memory_gib, filename)
     builder = _Builder(text, filename)
     with _PARSE_LOCK:
+        _STREAMING.counted_statements = _STREAMING.counted_operands = 0
         for pass_builder in (None, builder):
+            if pass_builder is not None:
+                _check_budget(_STREAMING.counted_statements, _STREAMING.counted_operands,
+                              limit, filename)
             _STREAMING.builder = pass_builder
             try:
                 tree = PARSER.parse(text)
@@ -208,6 +180,25 @@ def parse_text(text: str, filename: str = "<input>") -> ModuleOp:
     return module
 
 
+def _budget_bytes(memory_gib: float, filename: str) -> int:
+    """`memory_gib` in bytes, or a `Diagnostic` for a value that is no budget."""
+    if not 0 < memory_gib < math.inf:
+        raise Diagnostic(f"memory-gib must be a finite number above 0, got {memory_gib} "
+                         "(-f 'dnn{memory-gib=G}')", filename)
+    if (reason := too_many_gib("memory-gib", memory_gib)) is not None:
+        raise Diagnostic(reason, filename)
+    return int(memory_gib * (1 << 30))
+
+
+def _check_budget(statements: int, operands: int, limit: int, filename: str) -> None:
+    needed = statements * BYTES_PER_STATEMENT + operands * BYTES_PER_OPERAND
+    if needed > limit:
+        raise Diagnostic(f"the IR of the file's {statements:,} statements takes about "
+                         f"{needed:,} bytes, over the memory budget of {limit:,} bytes; "
+                         "raise it with -f 'dnn{memory-gib=G}' (pase-run: --memory-gib G)",
+                         filename)
+
+
 @dataclass(frozen=True)
 class DnnFrontend(CheckedOptions, Frontend):
     """`.dnn` source as an xDSL frontend (`-f dnn`, or any `*.dnn` input).
@@ -222,8 +213,12 @@ class DnnFrontend(CheckedOptions, Frontend):
     name = "dnn"
     OPTIONS_OF = "-f dnn"
 
+    memory_gib: float | int = DEFAULT_MEMORY_GIB
+    """The most the IR of the file may take, in GiB (`-f 'dnn{memory-gib=G}'`)."""
+
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
-        return parse_text(decode_text(input.read(), input_name), input_name)
+        return parse_text(decode_text(input.read(), input_name), input_name,
+                          float(self.memory_gib))
 
 
 _STATEMENT_START = re.compile(r"%[A-Za-z_][A-Za-z0-9_]*\s*=\s*([A-Za-z_][A-Za-z0-9_]*)")
@@ -493,7 +488,7 @@ class _Scope:
                 op_token: Node) -> dict[str, Attribute]:
         """The properties of the statement's clauses, each read by its op's clause form
         (`LayerOp.CLAUSES`)."""
-        forms = {keyword: (prop, form) for keyword, prop, form in statement.op.CLAUSES}
+        forms = statement.forms
         properties: dict[str, Attribute] = {}
         given: set[str] = set()
         for clause in clauses:
@@ -509,15 +504,14 @@ class _Scope:
                 properties[prop] = attr
         for name in statement.required:
             if name not in given:
-                example = _CLAUSE_EXAMPLES.get(name, f"{name} 1")
+                example = CLAUSE_EXAMPLES.get(name, f"{name} 1")
                 raise self.error(f"{op} needs '{name}', e.g. '{example}'", op_token)
         for name, default in statement.defaults.items():
             properties.setdefault(name, IntAttr(default) if name == "stride"
                                   else ArrayAttr((IntAttr(default), IntAttr(default))))
         # In the op's clause order, as its parser builds them, so that the generic form
         # prints the same whether the module came from .dnn source or from IR.
-        return {prop: properties[prop] for _, prop, _ in statement.op.CLAUSES
-                if prop in properties}
+        return {prop: properties[prop] for prop, _ in forms.values() if prop in properties}
 
     def clause_value(self, name: str, form: str, value: Node,
                      keyword: Node) -> Attribute | None:
@@ -539,11 +533,16 @@ class _Scope:
         if form in ("int", "count", "index"):
             number = self.builder.positive_int(value, name, least=0 if form == "index" else 1)
             return None if form == "count" and number == 1 else IntAttr(number)
-        if form == "float":
+        if form in ("float", "epsilon"):
             try:
-                return FloatAttr(read_float(str(value), name), f64)
+                real = read_float(str(value), name)
             except ValueError as error:
                 raise self.error(str(error), value) from None
+            if form == "float":
+                return FloatAttr(real, f64)
+            if real <= 0:
+                raise self.error(f"epsilon must be above 0, got {value}", value)
+            return epsilon_property(real).get("epsilon")  # (None: the default, 1e-5)
         pads = _items(value)
         if len(pads) not in (1, 2):
             raise self.error("padding is one number or [height, width]", keyword)

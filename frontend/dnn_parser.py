@@ -122,7 +122,8 @@ _TOKEN_NAMES = {
     "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
     "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "__ANON_0": "'->'",
     "KIND": "max, avg, sum, mean, causal, padding, zeros, edge or reflect", "ALONG": "'along'",
-    "NUMBER_CLAUSE": "groups, min, max, from, fill, exponent, ignore, before or after",
+    "NUMBER_CLAUSE": "groups, min, max, from, fill, exponent, ignore, before, after or "
+                     "epsilon",
     "GRAPH": "'graph'",
     "RETURN": "'return'", "DATA": "input or param",
 }

@@ -6,9 +6,9 @@
 The source parses back to the same IR (`pase.frontend.dnn`): one statement per op, in the
 op's order, with the keyword and clauses the frontend's `STATEMENTS` table gives it, and
 a layer's `#pase.config` as `config {...}`. What `.dnn` cannot say is an error, not lost
-silently: gradient ops (after pase-autodiff), SPMD programs, other dialects, a norm whose
-epsilon is not 1e-5 (an imported model's). Attributes
-the passes derive (`pase.strategy`, the configuration counts) are left out.
+silently: gradient ops (after pase-autodiff), SPMD programs, other dialects. A norm's
+epsilon is its `epsilon` clause where it is not 1e-5 (an imported model's 1e-12 or 1e-6).
+Attributes the passes derive (`pase.strategy`, the configuration counts) are left out.
 
     graph @mlp(b = 64, d = 256, h = 1024, c = 10) {
       %x = input [b, d]
@@ -31,7 +31,7 @@ from pase.core.diagnostics import Diagnostic, at_op
 from pase.core.options import CheckedOptions
 from pase.dialect import dnn
 from pase.dialect.pase import CONFIG_ATTR_NAME, ConfigAttr
-from pase.frontend.dnn import STATEMENTS
+from pase.frontend.dnn_statements import STATEMENTS
 
 KEYWORDS: dict[type[dnn.LayerOp], str] = {s.op: keyword for keyword, s in STATEMENTS.items()}
 """The `.dnn` keyword of each layer op (the inverse of the frontend's table)."""
@@ -92,9 +92,6 @@ def statement(op: Operation, names: dict[SSAValue, str]) -> str:
                         f"pase-autodiff's {op.name}; print it before pase-autodiff")
         raise at_op(op, f".dnn has no statement for {op.name}")
     keyword = KEYWORDS[type(op)]
-    if "epsilon" in op.properties:  # pase.dialect.dnn.epsilon
-        raise at_op(op, f".dnn norms have epsilon 1e-5, and this {keyword}'s is "
-                    f"{op.float_prop('epsilon')}: print it as IR (without -t dnn)")
     parts = [f"%{names[op.output]} = {keyword}"]
     if op.KIND is not None:
         parts.append(op.kind_prop())

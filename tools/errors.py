@@ -79,6 +79,12 @@ def describe(error: Exception, tool: str) -> str | None:
             return message if "error: " in message.split("\n", 1)[0] else f"error: {message}"
         case MachineError():
             return str(machine_diagnostic(error, tool))
+        case MemoryError():
+            # (the system's memory, not a budget of pase's: those are checked before the
+            # work, and name their option)
+            return (f"{tool}: error: out of memory: the system could not give the run the "
+                    "memory it asked for; run it with more memory free, or on a smaller "
+                    "model (pase-run: --scale)")
         case ToolError() | WorkerError():
             return f"{tool}: error: {error}"
         case WriteError():

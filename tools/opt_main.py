@@ -14,6 +14,7 @@ until the run succeeded, and `--help` lists pase's passes with their options.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -59,9 +60,15 @@ BINARY_FRONTENDS = ("onnx",)
 PASE_TARGETS = ("mlir", "dnn", "jax")
 ONNX_HELP = """
 
+.dnn sources:
+  -f 'dnn{memory-gib=4}'
+      memory-gib=G  the most the IR of the file's statements may take; a file past it
+                    is refused before any of it is built (pase-run: --memory-gib)
+
 ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
   -f 'onnx{batch=N loss=cross-entropy memory-gib=4}'
-      batch=N       the size of a symbolic batch axis (axis 0 of an input)
+      batch=N       the batch size: the size of the inputs' symbolic batch axis (axis
+                    0), or a new size for a static one where the graph does not fix it
       loss=KIND     the training loss of a model whose output is not a scalar:
                     cross-entropy (default; over the output's last axis, against a new
                     'labels' input) or mean
@@ -257,19 +264,39 @@ def at_file_line(error: Diagnostic, start_offset: int) -> Diagnostic:
 
 
 def pass_summary(pass_class: type[ModulePass]) -> str:
-    """`--help`'s entry for a pass, from its fields and its docstring's first line:
+    """`--help`'s entry for a pass, from its fields and its docstring's first line: the
+    pass with its options' defaults, a spec `-p` takes as it is. An option whose default is
+    None (no value: the pass decides) is not in the spec, where `-p` would read `none` as
+    its value, but on a line of its own with the type it takes:
 
         pase-autodiff{lr=0.01}
             Append the backward pass and an SGD update to every graph.
+        pase-lower-spmd
+            optional: devices=<int>
+            Lower every `dnn.graph` to a `dist.program` on `devices` devices.
     """
+    infos = get_pass_option_infos(pass_class)
+    # (xDSL shows a None default as `none`, as it shows `recompute="none"`: the field tells)
+    unset = {field.name for field in dataclasses.fields(pass_class)  # type: ignore[arg-type]
+             if field.default is None}
     options = " ".join(f"{info.name.replace('_', '-')}={info.default_value or chr(34) * 2}"
-                       for info in get_pass_option_infos(pass_class))
+                       for info in infos if info.name not in unset)
+    optional = " ".join(
+        f"{info.name.replace('_', '-')}=<{_optional_type(info.expected_type)}>"
+        for info in infos if info.name in unset)
     spec = f"{pass_class.name}{{{options}}}" if options else pass_class.name
     summary = (pass_class.__doc__ or "").strip().split("\n", 1)[0]
     return "\n".join([*textwrap.wrap(spec, 88, initial_indent="  ",
                                      subsequent_indent=" " * (len(pass_class.name) + 3),
                                      break_on_hyphens=False),
+                      *([f"      optional: {optional}"] if optional else []),
                       f"      {summary}"])
+
+
+def _optional_type(expected_type: str) -> str:
+    """`int` of xDSL's `'int | None'`: the type an optional option's value takes."""
+    return " | ".join(part for part in expected_type.strip("'").split(" | ")
+                      if part != "None")
 
 
 def check_pass_options(pipeline: str) -> None:

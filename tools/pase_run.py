@@ -235,7 +235,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         "output and source to FILE (otherwise nothing of it is kept)")
     onnx = parser.add_argument_group("ONNX models (pase-opt: -f 'onnx{batch=N loss=mean}')")
     onnx.add_argument("--batch", type=_integer,
-                      help="the size of a symbolic batch axis")
+                      help="the batch size: the size of the inputs' symbolic batch axis "
+                      "(axis 0), or a new size for a static one where the graph does not "
+                      "fix it")
     onnx.add_argument("--loss", choices=("cross-entropy", "mean"),
                       help="the training loss of a model whose output is not a scalar: "
                       "softmax cross-entropy over its last axis against new labels "

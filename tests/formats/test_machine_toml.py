@@ -123,6 +123,8 @@ def test_missing_key(tmp_path: Path, missing: str) -> None:
     ("devices_per_node", "0", "'devices_per_node' must be a positive integer, got 0"),
     ("devices_per_node", "-8", "'devices_per_node' must be a positive integer"),
     ("devices_per_node", "2.5", "'devices_per_node' must be a positive integer, got 2.5"),
+    ("devices_per_node", "99999999999999999999",
+     "'devices_per_node' must be at most 2\\^53, got 99,999,999,999,999,999,999"),
 ])
 def test_invalid_values(tmp_path: Path, key: str, value: str, expected: str) -> None:
     lines = [f"{key} = {value}" if line.startswith(f"{key} ") else line

@@ -15,6 +15,7 @@ import pytest
 from pase.core import signals
 from pase.core.diagnostics import Diagnostic
 from pase.frontend import parse_text
+from pase.frontend.dnn import BYTES_PER_OPERAND, BYTES_PER_STATEMENT, DEFAULT_MEMORY_GIB
 
 STATEMENTS = 1500
 KIB = 1024
@@ -30,11 +31,12 @@ def chain(statements: int, last: str = "") -> str:
     return "\n".join([*lines, f"  return %{previous}{last}", "}"]) + "\n"
 
 
-def traced_peak(text: str) -> tuple[int, Diagnostic | None]:
+def traced_peak(text: str, memory_gib: float = DEFAULT_MEMORY_GIB
+                ) -> tuple[int, Diagnostic | None]:
     """The most memory `parse_text(text)` held at once, and its diagnostic if any."""
     tracemalloc.start()
     try:
-        parse_text(text, "big.dnn")
+        parse_text(text, "big.dnn", memory_gib)
         error = None
     except Diagnostic as diagnostic:
         error = diagnostic
@@ -58,6 +60,22 @@ def test_a_valid_file_takes_linear_memory_with_a_small_constant() -> None:
     assert error is None
     # The tree and the IR together held 5.2 KiB per statement; the IR alone, about 2.1.
     assert peak < 3 * KIB * STATEMENTS
+    # ...which the memory budget's estimate does not undercount
+    assert peak < BYTES_PER_STATEMENT * (STATEMENTS + 2)
+
+
+def test_a_file_whose_ir_is_over_the_memory_budget_is_refused_before_it_is_built() -> None:
+    """The parse is bounded by its memory budget: a million statements took 2.3 GB that
+    nothing counted. The syntax check counts the statements and operands; past the budget
+    the parse stops there, having built nothing."""
+    needed = (STATEMENTS + 2) * BYTES_PER_STATEMENT + (STATEMENTS * 3 // 2) * BYTES_PER_OPERAND
+    peak, error = traced_peak(chain(STATEMENTS), memory_gib=(needed - 1) / (1 << 30))
+    assert str(error) == (f"big.dnn: error: the IR of the file's {STATEMENTS + 2:,} "
+                          f"statements takes about {needed:,} bytes, over the memory budget "
+                          f"of {needed - 1:,} bytes; raise it with -f 'dnn{{memory-gib=G}}' "
+                          "(pase-run: --memory-gib G)")
+    assert peak < KIB // 4 * STATEMENTS
+    assert traced_peak(chain(STATEMENTS), memory_gib=needed / (1 << 30))[1] is None
 
 
 def test_a_signal_python_dropped_stops_the_parse_at_the_next_statement() -> None:

@@ -21,6 +21,7 @@ from reference_loss import cross_entropy  # noqa: E402
 
 from pase.core.diagnostics import Diagnostic  # noqa: E402
 from pase.dialect import dnn  # noqa: E402
+from pase.dialect.dnn.layer_op import float_text  # noqa: E402
 from pase.frontend.onnx import import_model  # noqa: E402
 from pase.tools.pase_opt import main as pase_opt  # noqa: E402
 from pase.tools.run.check import make_data  # noqa: E402
@@ -146,15 +147,31 @@ def test_the_jax_program_passes_the_epsilon(tmp_path: Path,
     assert ", eps=0.25)" in text
 
 
-def test_the_dnn_target_refuses_an_epsilon_dnn_cannot_say(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]):
+@pytest.mark.parametrize(("layer_epsilon", "rms_epsilon"), [(0.5, 0.25), (1e-12, 1e-6)])
+def test_the_dnn_target_prints_the_epsilon_and_it_round_trips(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], layer_epsilon: float,
+        rms_epsilon: float):
+    """`-t dnn` of a model whose norms' epsilons are not 1e-5 is `.dnn` source with their
+    `epsilon` clauses, which reads back to the same IR (it was refused: `.dnn` had no
+    epsilon clause)."""
     path = tmp_path / "norms.onnx"
-    path.write_bytes(norms_model())
-    status, out, err = run_tool(pase_opt, [str(path), "-t", "dnn"], capsys)
-    assert (status, out) == (1, "")
-    assert ".dnn norms have epsilon 1e-5, and this layernorm's is 0.5" in err
+    path.write_bytes(norms_model(layer_epsilon, rms_epsilon))
+    source = tmp_path / "norms.dnn"
+    status, _, err = run_tool(pase_opt, [str(path), "-t", "dnn", "-o", str(source)], capsys)
+    assert status == 0, err
+    text = source.read_text()
+    assert f"epsilon {float_text(layer_epsilon)}" in text
+    assert f"epsilon {float_text(rms_epsilon)}" in text
+    _, imported, _ = run_tool(pase_opt, [str(path), "--print-op-generic"], capsys)
+    _, from_source, _ = run_tool(pase_opt, [str(source), "--print-op-generic"], capsys)
+    assert from_source == imported
+
+
+def test_the_dnn_target_prints_no_clause_for_the_default_epsilon(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = tmp_path / "norms.onnx"
     path.write_bytes(norms_model(None, 1e-5))
     status, out, err = run_tool(pase_opt, [str(path), "-t", "dnn"], capsys)
-    assert status == 0
+    assert status == 0, err
     assert "layernorm" in out
     assert "epsilon" not in out

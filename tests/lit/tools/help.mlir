@@ -26,5 +26,6 @@
 // CHECK-NEXT:       Scale every dimension of every graph by `factor` (0 < factor <= 1).
 // CHECK-NEXT:   pase-autodiff{lr=0.01 optimizer="" selected-rates=false}
 // CHECK-NEXT:       Append the backward pass and an optimizer update to every graph.
-// CHECK-NEXT:   pase-lower-spmd{devices=none}
+// CHECK-NEXT:   pase-lower-spmd
+// CHECK-NEXT:       optional: devices=<int>
 // CHECK-NEXT:       Lower every `dnn.graph` to a `dist.program` on `devices` devices.
