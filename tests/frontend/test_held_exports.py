@@ -83,7 +83,8 @@ def test_the_fixture_is_searched_and_checked(name: str, capsys: pytest.CaptureFi
     status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8 report=true}"],
                                 capsys)
     assert status == 0, err
-    assert "#pase.config" in out and "predicted speedup" in err
+    assert "#pase.config" in out
+    assert "predicted speedup" in err
     status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check", "--steps", "3"],
                                 capsys)
     assert status == 0, err
