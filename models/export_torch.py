@@ -1,4 +1,4 @@
-"""Export small versions of ten PyTorch architectures to ONNX, with both exporters, as a
+"""Export small versions of PyTorch architectures to ONNX, with both exporters, as a
 user would: random (seeded) weights, eval mode, batch 8, static shapes.
 
     pip install -e '.[torch]'                        # torch, torchvision, transformers
@@ -23,7 +23,12 @@ a training module: `forward(image, labels)` returns `cross_entropy(model(image),
 `token_loss` a token classifier with its loss over labels some of which are ignored (-100).
 `bert_mask` and `gpt2_mask` are BERT and GPT-2 exported as Hugging Face's default call
 passes a padding mask, `(input_ids, attention_mask)` (row i keeps 16 - i tokens), with
-weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss.
+weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss. `lenet` (LeakyReLU),
+`mobilenet_v3` (torchvision's MobileNetV3-Small, its first blocks: Hardswish, Hardsigmoid)
+and `unet` (nn.ConvTranspose2d and nn.Upsample) need the operators of branch onnx12;
+`llama_fp16`, `llama_bf16` and `gpt_bf16` are LLaMA and export_layers.py's GPT-2-style
+decoder in half precision (`model.half()`, `.to(torch.bfloat16)`), which pase reads as
+their float32 master copy (the TorchScript exporter fails on LLaMA in bfloat16).
 With `--full`, the architectures are exported at their real sizes instead (torchvision's
 constructors as they are, 224x224 images; an LSTM language model of 10k words, 2 layers of
 1024, 64 steps; `resnet18_loss`, ResNet-18 exported with its loss, cross-entropy against
