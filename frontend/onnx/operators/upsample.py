@@ -40,7 +40,7 @@ def conv_transpose(graph: GraphState, node: Any) -> list[Value]:
     channels = graph.real_axis(x, 1)
     if not graph.same(channels, graph.real_axis(w, 0)):
         w = graph.rename(w, 0, graph.dims.find(channels), f"{name}_filter")
-    b, h, width = x.axes[0], graph.real_axis(x, 2), graph.real_axis(x, 3)
+    b, h, width = (graph.real_axis(x, p) for p in (0, 2, 3))
     o, kh, kw = (graph.real_axis(w, p) for p in (1, 2, 3))
     has_bias = len(node.input) > 2 and node.input[2]
     pieces = graph.build(dnn.EinsumOp, [graph.ordered(x, f"{name}_input"), w.value],
