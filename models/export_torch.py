@@ -1,4 +1,4 @@
-"""Export small versions of ten PyTorch architectures to ONNX, with both exporters, as a
+"""Export small versions of PyTorch architectures to ONNX, with both exporters, as a
 user would: random (seeded) weights, eval mode, batch 8, static shapes.
 
     pip install -e '.[torch]'                        # torch, torchvision, transformers
@@ -23,7 +23,12 @@ a training module: `forward(image, labels)` returns `cross_entropy(model(image),
 `token_loss` a token classifier with its loss over labels some of which are ignored (-100).
 `bert_mask` and `gpt2_mask` are BERT and GPT-2 exported as Hugging Face's default call
 passes a padding mask, `(input_ids, attention_mask)` (row i keeps 16 - i tokens), with
-weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss.
+weights of std 0.5 (`MASKED_INIT`) so that the mask changes the loss. `lenet` (LeakyReLU),
+`mobilenet_v3` (torchvision's MobileNetV3-Small, its first blocks: Hardswish, Hardsigmoid)
+and `unet` (nn.ConvTranspose2d and nn.Upsample) need the operators of branch onnx12;
+`llama_fp16`, `llama_bf16` and `gpt_bf16` are LLaMA and export_layers.py's GPT-2-style
+decoder in half precision (`model.half()`, `.to(torch.bfloat16)`), which pase reads as
+their float32 master copy (the TorchScript exporter fails on LLaMA in bfloat16).
 With `--full`, the architectures are exported at their real sizes instead (torchvision's
 constructors as they are, 224x224 images; an LSTM language model of 10k words, 2 layers of
 1024, 64 steps; `resnet18_loss`, ResNet-18 exported with its loss, cross-entropy against
@@ -260,6 +265,79 @@ def t5() -> nn.Module:
         use_cache=False)))
 
 
+class LeNet(nn.Module):
+    """LeNet-5 on 28x28 digits: tanh and sigmoid convolutions, average and max pooling,
+    a LeakyReLU (exported as the LeakyRelu node) in its head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 6, 5), nn.Tanh(), nn.AvgPool2d(2),
+                                      nn.Conv2d(6, 16, 5), nn.Sigmoid(), nn.MaxPool2d(2))
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(16 * 4 * 4, 32), nn.LeakyReLU(0.1),
+                                  nn.Linear(32, 10))
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(image))
+
+
+class SmallUnet(nn.Module):
+    """A two-level U-Net for per-pixel classes (5): convolutions with batch norm, a max
+    pool, the up path by nn.ConvTranspose2d(16, 8, 2, stride=2) (ConvTranspose) and by
+    nn.Upsample(scale_factor=2) (Resize, nearest), the skip concatenated; its scores as
+    `[b, h, w, classes]`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def block(inputs: int, outputs: int) -> nn.Module:
+            return nn.Sequential(nn.Conv2d(inputs, outputs, 3, padding=1),
+                                 nn.BatchNorm2d(outputs), nn.ReLU())
+
+        self.down1, self.down2, self.pool = block(3, 8), block(8, 16), nn.MaxPool2d(2)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.upsample = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(16, 8, 1))
+        self.merge, self.out = block(16, 8), nn.Conv2d(8, 5, 1)
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        skip = self.down1(image)
+        low = self.down2(self.pool(skip))
+        y = self.merge(torch.cat([skip, self.up(low) + self.upsample(low)], 1))
+        return self.out(y).permute(0, 2, 3, 1)
+
+
+def mobilenet_v3() -> nn.Module:
+    """torchvision's MobileNetV3-Small at width 0.25, its first four blocks (squeeze-and-
+    excitation with Hardsigmoid, Hardswish), a 64-wide classifier drawn at std 0.5 (at
+    torchvision's 0.01 the logits are all but equal)."""
+    from torchvision.models import mobilenetv3
+
+    blocks, _ = mobilenetv3._mobilenet_v3_conf("mobilenet_v3_small", width_mult=0.25)
+    model = mobilenetv3.MobileNetV3(blocks[:4], last_channel=64, num_classes=10)
+    for layer in (model.classifier[0], model.classifier[-1]):
+        nn.init.normal_(layer.weight, std=0.5)
+    return model
+
+
+def llama_half(dtype: torch.dtype) -> nn.Module:
+    """Hugging Face's LLaMA (2 layers, 32 wide) in `dtype` (model.half(), or
+    .to(torch.bfloat16)), called with a ones attention_mask (the TorchScript exporter
+    fails on `aten::diff` without one)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    return Logits(LlamaForCausalLM(LlamaConfig(
+        vocab_size=VOCABULARY, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=SEQUENCE,
+        use_cache=False)), "ones").to(dtype)
+
+
+def gpt_half(dtype: torch.dtype) -> nn.Module:
+    """export_layers.py's GPT-2-style decoder (scaled_dot_product_attention with
+    is_causal, GELU-tanh, a tied head) in `dtype`."""
+    import export_layers
+
+    return export_layers.TinyGpt(sdpa=True).to(dtype)
+
+
 MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
     "lstm": (LstmLanguageModel, ids),
     "mlp": (Mlp, lambda: image(16)),
@@ -275,6 +353,12 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor
     "t5": (t5, lambda: ids(2)),
     "classifier_loss": (small_classifier, image_and_labels),
     "token_loss": (TokenLoss, ids_and_labels),
+    "lenet": (LeNet, lambda: (torch.randn(BATCH, 1, 28, 28),)),
+    "mobilenet_v3": (mobilenet_v3, image),
+    "unet": (SmallUnet, lambda: image(16)),
+    "llama_fp16": (lambda: llama_half(torch.float16), ids),
+    "llama_bf16": (lambda: llama_half(torch.bfloat16), ids),
+    "gpt_bf16": (lambda: gpt_half(torch.bfloat16), ids),
 }
 
 

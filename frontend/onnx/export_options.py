@@ -1,16 +1,15 @@
 """Export options pase cannot train from, each refused with one diagnostic that names
 the option to change, before the import reads the graph.
 
-    refuse_half_precision(onnx, model, "m.onnx")    # model.half() or .to(torch.bfloat16)
     refuse_missing_weights(model, "m.onnx")         # torch.onnx.export(export_params=False)
     refuse_symbolic_sizes(model, 0, "m.onnx")       # dynamic_axes, dynamic_shapes
 
-Without them, a float16 or bfloat16 model stops at onnx's shape inference (bfloat16
-convolutions have no ONNX type rule) or at its first input, and a model exported without
-its weights imports them as data inputs: it would be searched and trained with no
-parameters at all; and a symbolic axis other than the batch (`dynamic_axes={"ids": {0:
-"batch", 1: "sequence"}}`) stops the folding of the shape computations that depend on it,
-so that the import reported one of those nodes instead of the symbolic axis.
+Without them, a model exported without its weights imports them as data inputs: it would
+be searched and trained with no parameters at all; and a symbolic axis other than the
+batch (`dynamic_axes={"ids": {0: "batch", 1: "sequence"}}`) stops the folding of the
+shape computations that depend on it, so that the import reported one of those nodes
+instead of the symbolic axis. (A float16 or bfloat16 model is read as its float32 master
+copy: `half_precision`.)
 """
 
 from __future__ import annotations
@@ -26,22 +25,6 @@ WEIGHT_OPERANDS = {"Conv": (1, 2), "Gemm": (1, 2), "MatMul": (1,), "Gather": (0,
                    "LayerNormalization": (1, 2), "BatchNormalization": (1, 2, 3, 4),
                    "LSTM": (1, 2, 3), "GRU": (1, 2, 3)}
 """The operands (by position) of the ops that hold a layer's weights."""
-
-
-def refuse_half_precision(onnx: Any, model: Any, filename: str) -> None:
-    """An error if the model's weights or inputs are float16 or bfloat16 (pase trains in
-    float32 or float64)."""
-    half = {onnx.TensorProto.FLOAT16: "float16", onnx.TensorProto.BFLOAT16: "bfloat16"}
-    found = [(f"initializer '{init.name}'", half[init.data_type])
-             for init in model.graph.initializer if init.data_type in half]
-    found += [(f"input '{value.name}'", half[value.type.tensor_type.elem_type])
-              for value in model.graph.input if value.type.tensor_type.elem_type in half]
-    if found:
-        what, kind = found[0]
-        more = f", and {len(found) - 1} more" if len(found) > 1 else ""
-        raise Diagnostic(f"the model is in {kind} ({what}{more}); "
-                         "pase trains float32 or float64 models: export the model in "
-                         "float32 (model.float(), and float32 example inputs)", filename)
 
 
 def refuse_missing_weights(model: Any, filename: str) -> None:

@@ -25,13 +25,13 @@ import numpy as np
 
 from pase.core.diagnostics import Diagnostic
 from pase.frontend.onnx.export_options import (
-    refuse_half_precision,
     refuse_missing_weights,
     refuse_symbolic_sizes,
     size_the_batch,
 )
 from pase.frontend.onnx.external import DEFAULT_MEMORY_GIB, GIB, load_external_data
 from pase.frontend.onnx.folding import fold_constant_nodes
+from pase.frontend.onnx.half_precision import to_float32
 from pase.frontend.onnx.malformed import refuse_nonpositive_sizes, refuse_undecodable_names
 from pase.frontend.onnx.optimizer import fold_constants, optimize
 from pase.frontend.onnx.static_batch import (
@@ -84,7 +84,7 @@ def read_model(onnx: Any, data: bytes, filename: str, batch: int = 0,
     if inputs_fit is not None:
         inputs_fit(model)
     load_external_data(onnx, model, filename, limit, len(data), from_file)
-    refuse_half_precision(onnx, model, filename)
+    to_float32(onnx, model)
     refuse_missing_weights(model, filename)
     try:
         onnx.checker.check_model(model)

@@ -3,8 +3,8 @@ as PyTorch writes them (models/export_variants.py exports the real ones; docs/py
 has their matrix): a batch of 1, squeeze-and-excitation's 1x1 convolutions of a pooled
 tensor, the dynamo exporter's as_strided copy, `ceil_mode=True` pooling; each computes
 what `onnx.reference` computes. And the export options pase cannot train from, each one
-error naming the option: float16 and bfloat16, `export_params=False`, a symbolic
-sequence axis."""
+error naming the option: `export_params=False`, a symbolic sequence axis (float16 and
+bfloat16 import: test_half_precision.py)."""
 
 from __future__ import annotations
 
@@ -133,17 +133,6 @@ def test_ceil_mode_with_one_more_window_is_one_error():
     assert "ceil_mode=1 is supported only where it gives the sizes ceil_mode=0 does; here " \
            "a 6-wide axis, window 3, stride 2, padding 0 gives one more window" in \
            refused(ceil_mode_pool(6))
-
-
-@pytest.mark.parametrize(("elem", "kind"), [(TensorProto.FLOAT16, "float16"),
-                                            (TensorProto.BFLOAT16, "bfloat16")])
-def test_a_half_precision_model_is_one_error_saying_to_export_it_in_float32(elem, kind):
-    w = numpy_helper.from_array(weights(4, 3), "w")
-    w.data_type = elem  # the bytes do not matter: refused before they are read
-    half = model([node("MatMul", ["x", "w"], "y")], {"x": ([2, 4], elem)}, {}, [2, 3], elem)
-    half.graph.initializer.append(w)
-    assert f"the model is in {kind} (initializer 'w', and 1 more); pase trains float32 " \
-           "or float64 models: export the model in float32 (model.float()" in refused(half)
 
 
 def test_a_model_exported_without_its_weights_is_one_error():

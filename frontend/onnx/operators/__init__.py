@@ -6,6 +6,7 @@ Each importer is `function(graph, node) -> list[Value]`: it reads the node's inp
 """
 
 from pase.frontend.onnx.operators import (  # noqa: F401  (registration)
+    activations,
     basic,
     conv,
     linear,
@@ -14,4 +15,5 @@ from pase.frontend.onnx.operators import (  # noqa: F401  (registration)
     norm,
     recurrent,
     shape,
+    upsample,
 )

@@ -104,10 +104,21 @@ def reshape_to(graph: GraphState, x: Value, target: Sequence[int], name: str) ->
             axes[j] = axis
         return Value(tuple(axes), x.ssa)
     finer = refinement(sizes, [target[j] for j in kept])
-    if finer is not None and finer != sizes and finer != [target[j] for j in kept]:
+    if finer is not None and without_ones(finer) != without_ones(sizes) \
+            and finer != [target[j] for j in kept]:
         x = reshape_to(graph, x, finer, f"{name}_split")
         return reshape_to(graph, x, target, name)
     return split_or_merge(graph, x, real, target, kept, name)
+
+
+def without_ones(sizes: Sequence[int]) -> list[int]:
+    """The sizes other than 1: a refinement that only drops an axis of size 1 splits
+    nothing (GPT-J's `[1, s, 1, r/2, 2]` to `[1, s, 1, r]`, which it reached forever).
+
+    >>> without_ones([1, 16, 1, 4, 2])
+    [16, 4, 2]
+    """
+    return [s for s in sizes if s != 1]
 
 
 def kept_positions(sizes: Sequence[int], target: Sequence[int]) -> list[int]:
