@@ -327,6 +327,13 @@ def child(spec: dict) -> None:
     from pase.passes.strategy import solve
     from pase.passes.strategy.memory import memory_parts
 
+    if spec["points"]:
+        # Small effort bounds on small graphs: the effort counted in single points, and
+        # the branch and bound over recomputed results stopped after a few nodes.
+        from pase.passes.strategy import capped, recomputed
+
+        capped.POINTS_PER_EFFORT = spec["points"]
+        recomputed.MAX_NODES = spec["nodes"]
     start = time.process_time()
     problem = group_problem(spec["model"], spec["devices"], spec["machine"], spec["options"])
     graph = problem.cost_graph()
@@ -380,7 +387,9 @@ def groups(arguments: argparse.Namespace) -> list[dict]:
                              "seconds": arguments.milp_seconds,
                              "prune_above": arguments.prune_above,
                              "max_entries": arguments.max_entries,
-                             "passes": arguments.passes})
+                             "passes": arguments.passes,
+                             "points": arguments.points_per_effort,
+                             "nodes": arguments.max_nodes})
     return made
 
 
@@ -445,7 +454,9 @@ def sweep(arguments: argparse.Namespace) -> int:
         cases = [case_row(spec, row) for row in lines[1:]]
         wrong = [case for case in cases if "NO" in case[-1]]
         rows += cases if arguments.all_rows else wrong
-        summary.append(f"{label}: {len(cases)} cases, {len(wrong)} disagree, "
+        gaps = sum(case[4].startswith("gap") for case in cases)
+        summary.append(f"{label}: {len(cases)} cases ({gaps} stopped by effort), "
+                       f"{len(wrong)} disagree, "
                        f"{head.get('entries', 0):,} entries, {head.get('rows', 0)} memory "
                        f"row(s), {used:.1f} s CPU" + (f"; stopped: {failed}" if failed else ""))
         print(summary[-1], file=sys.stderr, flush=True)
@@ -482,6 +493,11 @@ def main() -> int:
                         help="CPU seconds a group may take (default 300)")
     parser.add_argument("--cpu-budget", type=positive_float, default=1800.0,
                         help="no group starts once the sweep has taken this many CPU s")
+    parser.add_argument("--points-per-effort", type=non_negative_int, default=0,
+                        help="count the effort in this many points, not capped's "
+                             "POINTS_PER_EFFORT (small bounds on small graphs; 0: as is)")
+    parser.add_argument("--max-nodes", type=non_negative_int, default=3,
+                        help="with --points-per-effort, recomputed.MAX_NODES (default 3)")
     parser.add_argument("--passes", action="store_true",
                         help="also through both passes at three caps a group")
     parser.add_argument("--all-rows", action="store_true",
