@@ -108,17 +108,18 @@ def group_problem(model: str, devices: int, machine: str, options: str):  # noqa
     return build_problem(graph, devices, preset(machine), options=search.search_options())
 
 
-def milp_tables(problem, prune_above: int):  # noqa: ANN001, ANN201
+def milp_tables(problem, prune_above: int, in_flight: int = 1):  # noqa: ANN001, ANN201
     """The MILP's graph, its memory rows (`milp_rows`') and each vertex's kept indices:
     the unpruned tables, or pruned ones (memory a criterion) where memory is additive and
     the tables have more than `prune_above` entries; with recomputation one row per
-    segment (its additive memory plus that segment's recomputed results)."""
+    segment (its additive memory plus that segment's recomputed results); the
+    activations of `in_flight` micro-batches held (a pipeline stage's)."""
     from pase.passes.strategy.memory import memory_vectors
     from pase.passes.strategy.prune import prune
     from pase.passes.strategy.recomputed import Transient
 
     graph = problem.cost_graph()
-    memory = memory_vectors(problem)
+    memory = memory_vectors(problem, in_flight)
     transient = Transient.of(problem)
     entries = sum(graph.sizes) + sum(table.size for table in graph.edge_costs.values())
     if transient is None and entries > prune_above:
@@ -393,16 +394,18 @@ def groups(arguments: argparse.Namespace) -> list[dict]:
     return made
 
 
-def run_group(spec: dict, gib: float, cpu: float) -> tuple[list[dict], float, str]:
-    """`child(spec)` in a process of its own under `gib` GiB of address space and `cpu`
-    CPU seconds: its lines, the CPU it took, and why it failed ("" if it did not)."""
+def run_group(spec: dict, gib: float, cpu: float, script: str = __file__
+              ) -> tuple[list[dict], float, str]:
+    """`script --child spec` (this one's `child(spec)`) in a process of its own under
+    `gib` GiB of address space and `cpu` CPU seconds: its lines, the CPU it took, and
+    why it failed ("" if it did not)."""
     def limit() -> None:
         nbytes = int(gib * (1 << 30))
         resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
         resource.setrlimit(resource.RLIMIT_CPU, (int(cpu), int(cpu) + 5))
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
+    done = subprocess.run([sys.executable, script, "--child", json.dumps(spec)],
                           capture_output=True, text=True, preexec_fn=limit, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
