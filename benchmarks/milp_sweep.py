@@ -212,6 +212,21 @@ def milp_case(tables, cap: float, seconds: float) -> dict:  # noqa: ANN001
             "bound": result["bound"], "memory": memory, "nodes": result["nodes"]}
 
 
+def least_words(message: str, least: float) -> str:
+    """What is false in a "nothing fits" `message` of the least memory `least` (bytes):
+    "needs at least X GiB" with X above it, or a least memory "is X GiB" with a cap of X
+    not holding it ("" where neither)."""
+    gib = float(1 << 30)
+    for words, wrong in ((" at least ", lambda x: x * gib > least),
+                         (" is ", lambda x: x * gib < least)):
+        if words in message and " GiB" in message.split(words, 1)[1]:
+            number = message.split(words, 1)[1].split(" GiB")[0]
+            with contextlib.suppress(ValueError):
+                if wrong(float(number)):
+                    return f"says{words}{number} GiB; the least is {least / gib:.9g} GiB"
+    return ""
+
+
 def verdict(pase: dict, milp: dict, cap: float, effort: int | None, least: float) -> str:
     """Whether pase's claims hold against the MILP's (module docstring); "yes" or why not."""
     if math.isfinite(milp["cost"]) and milp["memory"] > cap:
@@ -224,6 +239,8 @@ def verdict(pase: dict, milp: dict, cap: float, effort: int | None, least: float
                 and "at least" not in pase["message"]:
             return f"NO: the least memory named ({pase['least']:.0f}) is not the least " \
                    f"({least:.0f})"
+        if (false := least_words(pase["message"], least)):
+            return f"NO: the message {false}"
         return "yes" if milp["optimal"] else "MILP unfinished"
     if pase["recounted"] > cap:
         return "NO: pase's plan is over the cap"
@@ -282,12 +299,13 @@ def through_passes(model: str, fields: dict, cap: float) -> dict:
             continue
         graph = next(op for op in module.walk() if isinstance(op, GraphOp))
         line = next((text for text in stderr.getvalue().splitlines()
-                     if "device-memory-gib" in text), "")
+                     if "device-memory-gib" in text and any(
+                         words in text for words in ("optimal", "fits (exact)"))), "")
         found[name] = {"step": float(read(graph)), "line": line}
     return found
 
 
-def pass_verdict(passes: dict, milp: dict, cap: float) -> str:
+def pass_verdict(passes: dict, milp: dict, least: float) -> str:
     """The passes' answers (at their default effort) against the MILP's: a plan where one
     fits, at the optimum where the report says proven, never below it, and the bound the
     report names (4 digits) at most it."""
@@ -299,6 +317,8 @@ def pass_verdict(passes: dict, milp: dict, cap: float) -> str:
         if "error" in got:
             if math.isfinite(optimum):
                 problems.append(f"{name} says: {got['error']}")
+            elif (false := least_words(got["error"], least)):
+                problems.append(f"{name} {false}")
             continue
         if not math.isfinite(optimum):
             problems.append(f"{name} finds a plan where the MILP finds none")
@@ -359,7 +379,7 @@ def child(spec: dict) -> None:
             if spec["passes"] and effort is None and name in ("L-1", "L", middle):
                 fields = pass_fields(spec["devices"], spec["machine"], spec["options"])
                 row["passes"] = pass_verdict(through_passes(spec["model"], fields, cap),
-                                             milp, cap)
+                                             milp, least)
             print(json.dumps(row), flush=True)
 
 

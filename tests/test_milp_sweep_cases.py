@@ -1,0 +1,95 @@
+"""Cases `benchmarks/milp_sweep.py` found where pase's words under a memory cap were not
+true, each on a small deterministic case checked without the MILP (brute force, or the
+least memory as the sum of each layer's least where memory is additive)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+
+from pase.core.diagnostics import Diagnostic
+from pase.frontend import parse_file, parse_text
+from pase.passes.partition_stages import PartitionStagesPass
+from pase.passes.search import PaseSearchPass
+from pase.passes.strategy import (
+    PRESETS,
+    SearchOptions,
+    TrainingOptions,
+    build_problem,
+    solve_capped,
+)
+from pase.passes.strategy.memory import GIB, MemoryCapError, memory_vectors
+from pase.passes.strategy.recomputed import Transient
+from tests.passes.strategy.test_training_cost import TINY
+
+FULL = {"optimizer": "adam", "recompute": "full", "zero": "2"}
+"""Recomputation of every layer: each segment holds all its layers' results again."""
+
+
+def at_least(message: str) -> float:
+    """The bytes of "... needs at least X GiB ..." in `message`."""
+    found = re.search(r"at least ([0-9.e+-]+) GiB", message)
+    assert found is not None, message
+    return float(found.group(1)) * GIB
+
+
+def tiny_least() -> tuple[float, object]:
+    """TINY on 2 devices, every layer recomputed: the least memory any strategy needs
+    (additive memory plus its largest segment's recomputed results, every strategy
+    tried) and the problem."""
+    problem = build_problem(parse_text(TINY), 2, PRESETS["a100-80gb-dgx"],
+                            options=SearchOptions(min_shard=1,
+                                                  training=TrainingOptions(**FULL)))
+    transient = Transient.of(problem)
+    assert transient is not None
+    memory = memory_vectors(problem)
+    choices = np.array(list(itertools.product(*(range(v.size) for v in memory))))
+    additive = sum(vector[choices[:, i]] for i, vector in enumerate(memory))
+    held = np.max([sum(transient.vectors[i][choices[:, i]] for i in run)
+                   for run in transient.runs if run], axis=0)
+    return float(np.min(additive + held)), problem
+
+
+def test_the_search_says_every_strategy_needs_at_least_what_one_needs() -> None:
+    # Under recomputation pase-search said "no strategy fits in 1.788e-05 GiB per
+    # device; every strategy needs at least 1.788e-05 GiB per device": the bound rounded
+    # up, above the least memory a strategy needs (found by the sweep on gpt-small P=2
+    # rc-full: "at least 0.00886 GiB", a strategy needing 0.00885964 GiB fits).
+    least, problem = tiny_least()
+    with pytest.raises(MemoryCapError) as error:
+        solve_capped(problem, least - 1.0)  # type: ignore[arg-type]
+    assert at_least(str(error.value)) <= least
+    capped = solve_capped(problem, least)  # type: ignore[arg-type]
+    assert capped.memory == least and capped.proven
+
+
+def test_the_pass_says_every_strategy_needs_at_least_what_one_needs() -> None:
+    least, _ = tiny_least()
+    with pytest.raises(Diagnostic) as error:
+        PaseSearchPass(devices=2, machine="a100-80gb-dgx", min_shard=1, **FULL,
+                       device_memory_gib=(least - 1.0) / GIB).apply(Context(),
+                                                                    parse_text(TINY))
+    assert at_least(str(error.value)) <= least
+
+
+def test_the_stages_say_every_plan_needs_at_least_what_one_needs() -> None:
+    # The MLP on 4 devices with recompute=full recomputes nothing (no segment holds a
+    # result again): its least memory is each layer's least, summed. With no plan under
+    # the cap, pase-partition-stages said "every plan needs at least 0.001138 GiB per
+    # device", above the 0.00113797 GiB of the plan it finds under that cap.
+    problem = build_problem(parse_file("models/mlp.dnn"), 4, PRESETS["pase-default"],
+                            options=SearchOptions(training=TrainingOptions(**FULL)))
+    assert Transient.of(problem) is None
+    least = float(sum(float(vector.min()) for vector in memory_vectors(problem)))
+    with pytest.raises(Diagnostic) as error:
+        PartitionStagesPass(devices=4, stages=1, microbatches=1, **FULL,
+                            device_memory_gib=(least - 1.0) / GIB).apply(
+                                Context(), parse_file("models/mlp.dnn"))
+    assert at_least(str(error.value)) <= least
+    PartitionStagesPass(devices=4, stages=1, microbatches=1, **FULL,
+                        device_memory_gib=least / GIB).apply(Context(),
+                                                             parse_file("models/mlp.dnn"))
