@@ -21,7 +21,6 @@ plan's report line ("optimal under the cap (proven)" or its gap) is printed besi
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json

@@ -64,7 +64,8 @@ def test_the_search_says_every_strategy_needs_at_least_what_one_needs() -> None:
         solve_capped(problem, least - 1.0)  # type: ignore[arg-type]
     assert at_least(str(error.value)) <= least
     capped = solve_capped(problem, least)  # type: ignore[arg-type]
-    assert capped.memory == least and capped.proven
+    assert capped.memory == least
+    assert capped.proven
 
 
 def test_the_pass_says_every_strategy_needs_at_least_what_one_needs() -> None:
