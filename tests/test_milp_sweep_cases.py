@@ -94,3 +94,15 @@ def test_the_stages_say_every_plan_needs_at_least_what_one_needs() -> None:
     PartitionStagesPass(devices=4, stages=1, microbatches=1, **FULL,
                         device_memory_gib=least / GIB).apply(Context(),
                                                              parse_file("models/mlp.dnn"))
+
+
+def test_a_lower_bound_shown_stays_one_and_above_the_cap() -> None:
+    # `gib_down`: never above the bytes it shows (a "needs at least" stays true), and
+    # above a cap the bytes exceed by one byte (the message does not read as if it fit).
+    from pase.passes.strategy.memory import gib_down
+
+    for nbytes in (18176.0, 1221892.0, 9512964.0, 107374182.0, 0.1 * GIB, 3 * GIB + 1):
+        assert float(gib_down(nbytes)) * GIB <= nbytes
+        shown = gib_down(nbytes, above=nbytes - 1.0)
+        assert nbytes - 1.0 < float(shown) * GIB <= nbytes
+    assert gib_down(0.058949 * GIB, 3) == "0.0589"
