@@ -197,7 +197,7 @@ def main() -> int:
                                  str(line["calls"]), str(line["checked"]),
                                  f"{line['cpu']:.1f}", f"{line['milp_cpu']:.1f}",
                                  "; ".join(line["problems"]) or "none"])
-                print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+                    print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print(f"{cpus()}; {versions()}; {spent:.0f} s CPU in all")
     print("\n".join(markdown_table(COLUMNS, rows)))
     return 0
