@@ -192,6 +192,7 @@ def main() -> int:
                 spent += used
                 if failed and not lines:
                     rows.append([label, "-", f"failed: {failed}", "-", "-", "-", "-", "-"])
+                    print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
                 for line in lines:
                     rows.append([label, f"{line['cap']:.0f}", line["line"][:90],
                                  str(line["calls"]), str(line["checked"]),
