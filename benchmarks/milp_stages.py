@@ -28,14 +28,24 @@ import math
 import sys
 import time
 
-from common import cpus, markdown_table, non_negative_int, positive_float, run_main, versions
+from common import (
+    cpus,
+    markdown_table,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    run_main,
+    versions,
+)
 from milp_sweep import (
     OPTIONS,
     TOLERANCE,
+    fraction,
     group_problem,
     load,
     milp_case,
     milp_tables,
+    model_name,
     pass_fields,
     run_group,
 )
@@ -161,15 +171,15 @@ def main() -> int:
         child(json.loads(sys.argv[2]))
         return 0
     parser = UsageParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=["mlp", "rnnlm", "alexnet",
-                                                        "gpt-small"])
-    parser.add_argument("--devices", nargs="+", type=int, default=[4, 8])
+    parser.add_argument("--models", nargs="+", type=model_name,
+                        default=["mlp", "rnnlm", "alexnet", "gpt-small"])
+    parser.add_argument("--devices", nargs="+", type=positive_int, default=[4, 8])
     parser.add_argument("--options", nargs="+", choices=list(OPTIONS),
                         default=["plain", "adam", "rc-auto"])
-    parser.add_argument("--fractions", nargs="+", type=float, default=[0.02, 0.2, 0.5])
+    parser.add_argument("--fractions", nargs="+", type=fraction, default=[0.02, 0.2, 0.5])
     parser.add_argument("--effort", type=non_negative_int, default=30_000,
                         help="the pass's effort (default 30000; 0 for none)")
-    parser.add_argument("--checks", type=int, default=40,
+    parser.add_argument("--checks", type=positive_int, default=40,
                         help="the most stage solves checked a cap (default 40)")
     parser.add_argument("--milp-seconds", type=positive_float, default=60.0)
     parser.add_argument("--child-cpu", type=positive_float, default=300.0)

@@ -45,7 +45,16 @@ from pathlib import Path
 
 import numpy as np
 from capped import milp_rows
-from common import cpus, markdown_table, non_negative_int, positive_float, run_main, versions
+from common import (
+    cpus,
+    machine,
+    markdown_table,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    run_main,
+    versions,
+)
 
 from pase.core.usage import UsageParser
 
@@ -64,6 +73,27 @@ COLUMNS = (("case", "<"), ("cap (bytes)", ">"), ("effort", ">"), ("pase step (s)
            ("MILP outcome", "<"), ("MILP CPU (s)", ">"), ("agree", "<"))
 TOLERANCE = 1e-9
 """Two steps within this (relative) are the same (`memory.RELATIVE_TOLERANCE`)."""
+
+
+def model_name(text: str) -> str:
+    """A model `load` reads (as an argparse type): a models/*.dnn name, a models/onnx
+    file's name, or gpt-small."""
+    if text == "gpt-small" or (MODELS / f"{text}.dnn").is_file() or \
+            (text.endswith(".onnx") and (MODELS / "onnx" / text).is_file()):
+        return text
+    raise argparse.ArgumentTypeError(f"no model '{text}' (a models/*.dnn name, a "
+                                     "models/onnx file name, or gpt-small)")
+
+
+def fraction(text: str) -> float:
+    """A number from 0 to 1 (as an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0.0 <= value <= 1.0:  # (nan too)
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
 
 
 def pass_fields(devices: int, machine: str, options: str) -> dict:
@@ -496,20 +526,20 @@ def main() -> int:
         child(spec)
         return 0
     parser = UsageParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES),
+    parser.add_argument("--models", nargs="+", type=model_name, default=list(MODEL_NAMES),
                         help="models/*.dnn names and models/onnx file names")
-    parser.add_argument("--devices", nargs="+", type=int, default=[2, 3, 4, 6, 8, 16])
-    parser.add_argument("--machines", nargs="+", default=list(MACHINES))
+    parser.add_argument("--devices", nargs="+", type=positive_int, default=[2, 3, 4, 6, 8, 16])
+    parser.add_argument("--machines", nargs="+", type=machine, default=list(MACHINES))
     parser.add_argument("--options", nargs="+", choices=list(OPTIONS), default=list(OPTIONS))
-    parser.add_argument("--fractions", nargs="+", type=float,
+    parser.add_argument("--fractions", nargs="+", type=fraction,
                         default=[0.01, 0.1, 0.3, 0.6, 0.9])
     parser.add_argument("--efforts", nargs="*", type=non_negative_int, default=[1, 4],
                         help="effort bounds tried besides none (thousands of points)")
     parser.add_argument("--milp-seconds", type=positive_float, default=60.0,
                         help="HiGHS's time limit per MILP (wall; default 60 s)")
-    parser.add_argument("--prune-above", type=int, default=200_000,
+    parser.add_argument("--prune-above", type=positive_int, default=200_000,
                         help="table entries above which the additive MILP is pruned")
-    parser.add_argument("--max-entries", type=int, default=400_000,
+    parser.add_argument("--max-entries", type=positive_int, default=400_000,
                         help="groups with more table entries are skipped")
     parser.add_argument("--child-gib", type=positive_float, default=4.0)
     parser.add_argument("--child-cpu", type=positive_float, default=300.0,

@@ -5,7 +5,11 @@ least memory as the sum of each layer's least where memory is additive)."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +30,7 @@ from pase.passes.strategy.memory import GIB, MemoryCapError, memory_vectors
 from pase.passes.strategy.recomputed import Transient
 from tests.passes.strategy.test_training_cost import TINY
 
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 FULL = {"optimizer": "adam", "recompute": "full", "zero": "2"}
 """Recomputation of every layer: each segment holds all its layers' results again."""
 
@@ -106,3 +111,45 @@ def test_a_lower_bound_shown_stays_one_and_above_the_cap() -> None:
         shown = gib_down(nbytes, above=nbytes - 1.0)
         assert nbytes - 1.0 < float(shown) * GIB <= nbytes
     assert gib_down(0.058949 * GIB, 3) == "0.0589"
+
+
+@pytest.mark.parametrize(("script", "arguments", "message"), [
+    ("milp_sweep.py", ["--devices", "-4"], "argument --devices: must be at least 1, got -4"),
+    ("milp_sweep.py", ["--fractions", "nan"], "argument --fractions: must be from 0 to 1, "
+                                              "got nan"),
+    ("milp_stages.py", ["--models", "nope"], "argument --models: no model 'nope' (a "
+     "models/*.dnn name, a models/onnx file name, or gpt-small)"),
+])
+def test_the_sweeps_bad_options_are_one_usage_line(script: str, arguments: list[str],
+                                                   message: str, tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(BENCHMARKS / script), *arguments],
+                            capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"{script}: error: {message}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+VERDICTS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import milp_sweep
+milp = {"cost": 1.0, "optimal": True, "memory": 10.0, "bound": 1.0}
+pase = {"fits": True, "cost": 1.5, "bound": 1.5, "proven": True, "memory": 10.0,
+        "recounted": 10.0, "note": "optimal under the cap (proven; 1 solve)"}
+nothing = {"fits": False, "least": 11.0, "message": "no strategy fits"}
+print(json.dumps([milp_sweep.verdict(case, milp, 10.0, None, 5.0) for case in (
+    pase, {**pase, "bound": 1.0}, {**pase, "cost": 1.0, "bound": 1.0}, nothing)]))
+"""
+
+
+def test_the_sweep_calls_a_false_proof_and_a_false_gap_a_disagreement() -> None:
+    # `milp_sweep.verdict` on made-up answers (in a process of its own: benchmarks/ on
+    # its path): a bound above the MILP's optimum, a plan said proven above it, the
+    # optimum itself, and "nothing fits" where the MILP found a plan.
+    done = subprocess.run([sys.executable, "-c", VERDICTS, str(BENCHMARKS)],
+                          capture_output=True, text=True, check=True)
+    verdicts = json.loads(done.stdout)
+    assert verdicts[0].startswith("NO: pase's bound is above the optimum")
+    assert verdicts[1].startswith("NO: pase says proven")
+    assert verdicts[2] == "yes"
+    assert verdicts[3].startswith("NO: pase says nothing fits")
