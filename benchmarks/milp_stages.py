@@ -28,15 +28,7 @@ import math
 import sys
 import time
 
-from common import (
-    cpus,
-    markdown_table,
-    non_negative_int,
-    positive_float,
-    positive_int,
-    run_main,
-    versions,
-)
+import common
 from milp_sweep import (
     OPTIONS,
     TOLERANCE,
@@ -173,17 +165,17 @@ def main() -> int:
     parser = UsageParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", type=model_name,
                         default=["mlp", "rnnlm", "alexnet", "gpt-small"])
-    parser.add_argument("--devices", nargs="+", type=positive_int, default=[4, 8])
+    parser.add_argument("--devices", nargs="+", type=common.positive_int, default=[4, 8])
     parser.add_argument("--options", nargs="+", choices=list(OPTIONS),
                         default=["plain", "adam", "rc-auto"])
     parser.add_argument("--fractions", nargs="+", type=fraction, default=[0.02, 0.2, 0.5])
-    parser.add_argument("--effort", type=non_negative_int, default=30_000,
+    parser.add_argument("--effort", type=common.non_negative_int, default=30_000,
                         help="the pass's effort (default 30000; 0 for none)")
-    parser.add_argument("--checks", type=positive_int, default=40,
+    parser.add_argument("--checks", type=common.positive_int, default=40,
                         help="the most stage solves checked a cap (default 40)")
-    parser.add_argument("--milp-seconds", type=positive_float, default=60.0)
-    parser.add_argument("--child-cpu", type=positive_float, default=300.0)
-    parser.add_argument("--cpu-budget", type=positive_float, default=900.0)
+    parser.add_argument("--milp-seconds", type=common.positive_float, default=60.0)
+    parser.add_argument("--child-cpu", type=common.positive_float, default=300.0)
+    parser.add_argument("--cpu-budget", type=common.positive_float, default=900.0)
     arguments = parser.parse_args()
     rows, spent = [], 0.0
     machines = ("pase-default", "v100-nvlink", "a100-nvlink")
@@ -212,10 +204,10 @@ def main() -> int:
                                  f"{line['cpu']:.1f}", f"{line['milp_cpu']:.1f}",
                                  "; ".join(line["problems"]) or "none"])
                     print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-    print(f"{cpus()}; {versions()}; {spent:.0f} s CPU in all")
-    print("\n".join(markdown_table(COLUMNS, rows)))
+    print(f"{common.cpus()}; {common.versions()}; {spent:.0f} s CPU in all")
+    print("\n".join(common.markdown_table(COLUMNS, rows)))
     return 0
 
 
 if __name__ == "__main__":
-    run_main(main)
+    common.run_main(main)
