@@ -1,6 +1,7 @@
 """Cases `benchmarks/milp_sweep.py` found where pase's words under a memory cap were not
 true, each on a small deterministic case checked without the MILP (brute force, or the
-least memory as the sum of each layer's least where memory is additive)."""
+least memory as the sum of each layer's least where memory is additive); and the sweep
+scripts' own options and verdicts."""
 
 from __future__ import annotations
 
