@@ -113,6 +113,7 @@ from pase.passes.strategy import (
     solve,
     solve_capped,
 )
+from pase.passes.strategy.memory import gib_down
 from pase.passes.training import (
     format_usage,
     mark_training,
@@ -277,7 +278,8 @@ class PartitionStagesPass(PasePass):
                      "per device"
                      if least_memory < math.inf else "")
             if least_memory < math.inf and training.recompute != "none":
-                needs = (f"; every plan needs at least {gib_up(least_memory)} GiB per device "
+                needs = (f"; every plan needs at least "
+                         f"{gib_down(least_memory, above=cap or -math.inf)} GiB per device "
                          "(a lower bound under recompute: the results a segment recomputes "
                          "in the backward pass are not counted)")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "

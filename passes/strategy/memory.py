@@ -70,6 +70,25 @@ def gib_up(nbytes: float, digits: int = 4) -> str:
         return f"{value:.{digits}g}"
     scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
     return f"{math.ceil(value / scale * (1 - 1e-12)) * scale:.{digits}g}"
+
+
+def gib_down(nbytes: float, digits: int = 4, above: float = -math.inf) -> str:
+    """`nbytes` in GiB, rounded down to `digits` significant digits, or as many more as it
+    takes to stay above `above` bytes (a cap `nbytes` exceeds): a lower bound shown so
+    stays one ("needs at least" the number; gib_down(0.058949 * GIB, 3) == '0.0589')."""
+    value = nbytes / GIB
+    if value <= 0 or not math.isfinite(value):
+        return f"{value:.{digits}g}"
+    for shown in range(digits, 18):
+        scale = 10.0 ** (math.floor(math.log10(value)) - shown + 1)
+        units = math.floor(value / scale * (1 + 1e-12))
+        while units > 0 and float(f"{units * scale:.{shown}g}") * GIB > nbytes:
+            units -= 1  # (the decimal shown, as a cap, would be above `nbytes`)
+        if float(f"{units * scale:.{shown}g}") * GIB > above or nbytes <= above:
+            return f"{units * scale:.{shown}g}"
+    return repr(value)
+
+
 RELATIVE_TOLERANCE = 1e-9
 """A strategy within this of the lower bound (relative) is proven optimal."""
 MAX_SOLVES = 100

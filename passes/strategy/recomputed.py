@@ -74,6 +74,7 @@ from pase.passes.strategy.memory import (
     BoundReached,
     CappedSolution,
     MemoryCapError,
+    gib_down,
     gib_up,
     one_array_each,
 )
@@ -243,12 +244,11 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
     most nodes solved (None: until proven); `enough` is told the proven bound on every
     strategy that fits before each node after the root (which tells it the root's), and
     ends the search with `BoundReached` when it returns True (`solve_capped`)."""
-    least = sum(float(vector.min()) for vector in memory)
-    lowest = transient.least
+    least, lowest = sum(float(vector.min()) for vector in memory), transient.least
     if least + lowest > cap:
-        raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; every "
-                             f"strategy needs at least {gib_up(least + lowest)} GiB per "
-                             "device", least + lowest)
+        raise MemoryCapError(f"no strategy fits in device-memory-gib={cap / GIB!r}; every "
+                             f"strategy needs at least {gib_down(least + lowest, above=cap)} "
+                             "GiB per device", least + lowest)
     tally = _Tally()
     root = _branch_and_bound(transient, memory, cap, solve_under, tally, limit, enough)
     plan = least_plan()  # (where nothing found fits, or all cost more)
