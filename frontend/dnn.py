@@ -195,7 +195,7 @@ def _check_budget(statements: int, operands: int, limit: int, filename: str) -> 
     if needed > limit:
         raise Diagnostic(f"the IR of the file's {statements:,} statements takes about "
                          f"{needed:,} bytes, over the memory budget of {limit:,} bytes; "
-                         "raise it with -f 'dnn{memory-gib=G}' (pase-run: --memory-gib G)",
+                         "raise it with -f 'dnn{memory-gib=G}'",
                          filename)
 
 

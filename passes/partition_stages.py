@@ -105,6 +105,7 @@ from pase.passes.strategy import (
     TrainingOptions,
     collector_paused,
     evaluate_plan,
+    gib_down,
     gib_up,
     graph_at_precision,
     mark_checkpoints,
@@ -113,7 +114,6 @@ from pase.passes.strategy import (
     solve,
     solve_capped,
 )
-from pase.passes.strategy.memory import gib_down
 from pase.passes.training import (
     format_usage,
     mark_training,

@@ -63,7 +63,7 @@ ONNX_HELP = """
 .dnn sources:
   -f 'dnn{memory-gib=4}'
       memory-gib=G  the most the IR of the file's statements may take; a file past it
-                    is refused before any of it is built (pase-run: --memory-gib)
+                    is refused before any of it is built (pase-run reads at this default)
 
 ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
   -f 'onnx{batch=N loss=cross-entropy memory-gib=4}'

@@ -72,8 +72,7 @@ def test_a_file_whose_ir_is_over_the_memory_budget_is_refused_before_it_is_built
     peak, error = traced_peak(chain(STATEMENTS), memory_gib=(needed - 1) / (1 << 30))
     assert str(error) == (f"big.dnn: error: the IR of the file's {STATEMENTS + 2:,} "
                           f"statements takes about {needed:,} bytes, over the memory budget "
-                          f"of {needed - 1:,} bytes; raise it with -f 'dnn{{memory-gib=G}}' "
-                          "(pase-run: --memory-gib G)")
+                          f"of {needed - 1:,} bytes; raise it with -f 'dnn{{memory-gib=G}}'")
     assert peak < KIB // 4 * STATEMENTS
     assert traced_peak(chain(STATEMENTS), memory_gib=needed / (1 << 30))[1] is None
 

@@ -180,7 +180,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
     (`.mlir` errors are located diagnostics too), and an ONNX model's initializer values
     by param name (None for the other formats); `batch`, `loss`, `inputs_fit` and
     `memory_limit` (bytes of the model's file and external data) are the ONNX frontend's
-    options; `memory_limit` bounds the IR a `.dnn` file's statements build too."""
+    options."""
     stdin = path == "-"
     name = "stdin" if stdin else path  # (as pase-opt names it)
     extension = model_format or os.path.splitext(path)[1].lstrip(".")
@@ -214,10 +214,7 @@ def load_model(path: str, batch: int = 0, loss: str = "cross-entropy",
         except OSError as error:
             raise Diagnostic(f"cannot read the file: {error.strerror}", name) from None
         text = decode_text(data, name, "file" if extension == "dnn" else "input")
-        frontend = FRONTENDS[extension]()
-        # (the .dnn frontend bounds the IR it builds by the same budget: `memory_limit`)
-        options = {"memory_gib": memory_limit / (1 << 30)} if extension == "dnn" else {}
-        module = frontend(**options).parse(_context(), BytesIO(text.encode()), name)
+        module = FRONTENDS[extension]()().parse(_context(), BytesIO(text.encode()), name)
         if extension == "mlir":
             verify_located(module)
     forward_graph(module, name)
