@@ -42,6 +42,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,6 +56,9 @@ from pase.passes.strategy.dp import (
     solve_dp,
 )
 from pase.passes.strategy.orders import dependent_sets, elimination_order
+
+if TYPE_CHECKING:
+    from pase.passes.strategy.diffusion_kernel import SweepKernel
 
 MAX_SWEEPS = 24
 # Edge tables smaller than this are minimized by numpy (a kernel call costs more).
@@ -285,12 +289,28 @@ class _Diffusion:
         self.kernel = jit == "on" or (jit == "auto" and entries >= 32 * JIT_MIN_ENTRIES)
         if self.kernel:
             self.kernel = compiled_eliminate(jit == "on") is not eliminate
+        # Below that, a whole sweep is one compiled call (numpy's some ten small calls per
+        # edge end cost more than their arithmetic there); the same floats either way.
+        self.sweeper: SweepKernel | None = None
+        # Imported here so that llvmlite loads only when the bounds use a kernel.
+        from pase.passes.strategy.diffusion_kernel import SweepKernel
+
+        if not self.kernel and jit != "off" and SweepKernel.fits(graph):
+            self.sweeper = SweepKernel(graph, self.edges, self.incident)
+            self._load()
+
+    def _load(self) -> None:
+        """Hand the moves and moved costs to the sweep kernel and take its views of them."""
+        if self.sweeper is not None:
+            self.sweeper.load(self.moves, self.unary)
+            self.moves, self.unary = self.sweeper.moves(), self.sweeper.unary()
 
     def warm(self, moves: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
         """Start from `moves` (per edge, in `edges`' order): any moves are a
         reparametrization, so the bounds stay valid whatever the start."""
         self.moves = list(moves)
         self.unary = self.moved_costs()
+        self._load()
 
     def moved_costs(self) -> list[np.ndarray]:
         """c'_v: the vertex costs with the moves added (recomputed from the moves, so that
@@ -323,6 +343,10 @@ class _Diffusion:
         return minima(table, added, other_axis) - mine
 
     def sweep(self) -> None:
+        if self.sweeper is not None:
+            self.sweeper.run()
+            self.moves, self.unary = self.sweeper.moves(), self.sweeper.unary()
+            return
         order = range(len(self.graph.names))
         for vertex in [*order, *reversed(order)]:
             numbers = self.incident[vertex]
