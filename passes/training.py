@@ -35,6 +35,7 @@ from pase.passes.strategy import (
     TrainingCost,
     TrainingOptions,
     Transient,
+    gib_down,
     memory_breakdown,
     memory_vectors,
     microbatch_layers,
@@ -162,9 +163,11 @@ more than its 40 GiB
     if lowest > capacity:
         plans = (f"every plan with the stated layout ({stated})" if stated
                  else "every plan")
-        least_gib, memory = over_gib(lowest, capacity)
+        # A lower bound, so rounded down (gib_down), as far as it still reads above the
+        # device's memory.
+        least_gib = gib_down(lowest, above=capacity)
         return (f"no plan fits {article} {machine.name} device: {plans} needs at least "
-                f"{least_gib} GiB per device, more than its {memory} GiB")
+                f"{least_gib} GiB per device, more than its {machine.memory_gib:g} GiB")
     if not stated:
         return None
     needed_gib, memory = over_gib(needed, capacity)
