@@ -98,6 +98,8 @@ def eliminate(factors: Sequence[Factor], vertex: int, chunk_entries: int = CHUNK
     layout = (*dependent_set, vertex)
     shape = tuple(sizes[axis] for axis in layout)
     aligned = [_align(axes, table, layout) for axes, table in factors]
+    if math.prod(shape) <= chunk_entries:
+        return (dependent_set, *_eliminate_whole(aligned, shape))
     minimum = np.empty(shape[:-1], dtype=np.float64)
     argmin = np.empty(shape[:-1], dtype=argmin_dtype(sizes[vertex]))
     buffer = np.empty(_buffer_entries(shape, chunk_entries), dtype=np.float64)
@@ -114,6 +116,21 @@ def eliminate(factors: Sequence[Factor], vertex: int, chunk_entries: int = CHUNK
         argmin[index] = best
         minimum[index] = np.take_along_axis(combined, best[..., np.newaxis], axis=-1)[..., 0]
     return dependent_set, minimum, argmin
+
+
+def _eliminate_whole(aligned: Sequence[np.ndarray], shape: tuple[int, ...]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """`eliminate`'s minimum and argmin where the whole sum is one chunk: the same sums
+    in the same order and the same argmin, in fewer numpy calls (small graphs make
+    thousands of such steps)."""
+    combined = np.empty(shape, dtype=np.float64)
+    np.copyto(combined, aligned[0])
+    for view in aligned[1:]:
+        np.add(combined, view, out=combined)
+    best = combined.argmin(axis=-1)
+    rows = combined.reshape(-1, shape[-1])
+    minimum = rows[np.arange(rows.shape[0]), best.ravel()].reshape(shape[:-1])
+    return minimum, np.asarray(best).astype(argmin_dtype(shape[-1]))
 
 
 def _align(axes: Axes, table: np.ndarray, layout: Axes) -> np.ndarray:
