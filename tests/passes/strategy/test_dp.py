@@ -101,6 +101,25 @@ def test_eliminate_in_chunks_matches_one_pass(chunk_entries: int) -> None:
     np.testing.assert_array_equal(argmin, combined.argmin(axis=2))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_step_in_one_chunk_is_the_chunked_steps_bits(seed: int) -> None:
+    """`eliminate`'s one-chunk path (`_eliminate_whole`) and its chunked path give the
+    same minimum (bit for bit), argmin (ties to the lowest index) and shapes, down to a
+    step with no dependent set."""
+    rng = np.random.default_rng(seed)
+    sizes = {0: 3, 1: 7, 2: 5, 3: 1}
+    for factor_axes, vertex in ((((2,), (0, 2), (1, 2), (0, 1, 2)), 2), (((1,), (1,)), 1),
+                                (((0, 3), (3,)), 3)):
+        factors = [(axes, np.round(rng.normal(size=[sizes[a] for a in axes]), 1) / 3)
+                   for axes in factor_axes]
+        whole, chunked = eliminate(factors, vertex), eliminate(factors, vertex, chunk_entries=1)
+        assert whole[0] == chunked[0]
+        assert whole[1].shape == chunked[1].shape
+        assert whole[1].tobytes() == chunked[1].tobytes()
+        assert whole[2].dtype == chunked[2].dtype
+        assert whole[2].tobytes() == chunked[2].tobytes()
+
+
 def uniform_graph(edges: list[tuple[int, int]], vertex_count: int, size: int = 3) -> CostGraph:
     rng = np.random.default_rng(vertex_count)
     graph = CostGraph([f"v{v}" for v in range(vertex_count)], [rng.random(size)] * vertex_count)
