@@ -306,9 +306,10 @@ def _eliminate_charged(graph: CostGraph, consumed: list[Factor], vertex: int,
     argmin tables charged to `budget` (what would be live once they exist: the factors
     not yet consumed, these two tables and one chunk of sums, never the full table)."""
     working = _working_bytes(entries, graph.sizes[vertex])
-    budget.check(working, _memory_message(graph, vertex, dependent_set, entries,
-                                          budget.used + working),
-                 _remedy(order))
+    if budget.used + working > budget.limit:  # (the message made only where it is said)
+        budget.check(working, _memory_message(graph, vertex, dependent_set, entries,
+                                              budget.used + working),
+                     _remedy(order))
     budget.charge(working, f"the DP table of layer '{graph.names[vertex]}'")
     use_kernel = jit == "on" or (jit == "auto" and entries >= JIT_MIN_ENTRIES)
     eliminate_vertex = compiled_eliminate(jit == "on") if use_kernel else eliminate
