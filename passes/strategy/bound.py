@@ -267,6 +267,16 @@ class _Plan:
                          for vertex, axes in self.steps)
 
 
+SWEEP_KERNEL_AFTER = 2048
+"""Row minima (one per edge end, four per edge a sweep) a process sweeps in numpy before
+its small graphs' sweeps go to the compiled kernel (`diffusion_kernel.py`), whose first
+use costs some 0.08 s CPU (the engine and the compilation): about a quarter of that in
+numpy's calls, so a search that sweeps little never pays for it, and one that sweeps
+much pays a quarter more at most."""
+_numpy_sweeps = [0]
+"""The row minima swept in numpy so far in this process (`SWEEP_KERNEL_AFTER`)."""
+
+
 class _Diffusion:
     """The moves l of min-sum diffusion, two vectors per edge (one per end); the edge
     tables themselves are never copied."""
@@ -290,14 +300,16 @@ class _Diffusion:
         if self.kernel:
             self.kernel = compiled_eliminate(jit == "on") is not eliminate
         # Below that, a whole sweep is one compiled call (numpy's some ten small calls per
-        # edge end cost more than their arithmetic there); the same floats either way.
+        # edge end cost more than their arithmetic there), once the process has swept
+        # enough to pay for its compilation; the same floats either way.
         self.sweeper: SweepKernel | None = None
-        # Imported here so that llvmlite loads only when the bounds use a kernel.
-        from pase.passes.strategy.diffusion_kernel import SweepKernel
+        if not self.kernel and jit != "off" and _numpy_sweeps[0] >= SWEEP_KERNEL_AFTER:
+            # Imported here so that llvmlite loads only when the bounds use a kernel.
+            from pase.passes.strategy.diffusion_kernel import SweepKernel
 
-        if not self.kernel and jit != "off" and SweepKernel.fits(graph):
-            self.sweeper = SweepKernel(graph, self.edges, self.incident)
-            self._load()
+            if SweepKernel.fits(graph):
+                self.sweeper = SweepKernel(graph, self.edges, self.incident)
+                self._load()
 
     def _load(self) -> None:
         """Hand the moves and moved costs to the sweep kernel and take its views of them."""
@@ -348,6 +360,7 @@ class _Diffusion:
             self.moves, self.unary = self.sweeper.moves(), self.sweeper.unary()
             return
         order = range(len(self.graph.names))
+        _numpy_sweeps[0] += 4 * len(self.edges)
         for vertex in [*order, *reversed(order)]:
             numbers = self.incident[vertex]
             if not numbers:

@@ -9,11 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pase.passes.strategy import bound
 from pase.passes.strategy.bound import _Diffusion
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.jit.compiler import jit_available
 
 pytestmark = pytest.mark.skipif(not jit_available(), reason="llvmlite cannot compile here")
+
+
+@pytest.fixture(autouse=True)
+def kernel_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel from the first sweep (not after `SWEEP_KERNEL_AFTER` numpy ones)."""
+    monkeypatch.setattr(bound, "SWEEP_KERNEL_AFTER", 0)
 
 
 def graph_of(seed: int) -> CostGraph:
@@ -85,3 +92,17 @@ def test_infinite_tables_are_swept_by_numpy() -> None:
     graph = CostGraph(["a", "b"], [np.array([1.0, np.inf]), np.array([0.0, 5.0])])
     graph.add_edge(0, 1, np.array([[0.0, 1.0], [0.0, 0.0]]))
     assert _Diffusion(graph, "auto").sweeper is None
+
+
+def test_the_kernel_comes_after_enough_numpy_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process sweeps in numpy until it has made `SWEEP_KERNEL_AFTER` row minima (four
+    per edge a sweep), so that a search that sweeps little never compiles the kernel."""
+    graph = graph_of(5)
+    monkeypatch.setattr(bound, "_numpy_sweeps", [0])
+    monkeypatch.setattr(bound, "SWEEP_KERNEL_AFTER", 8 * len(graph.edge_costs))
+    first = _Diffusion(graph, "auto")
+    assert first.sweeper is None
+    first.sweep()
+    assert _Diffusion(graph, "auto").sweeper is None
+    first.sweep()
+    assert _Diffusion(graph, "auto").sweeper is not None
