@@ -270,9 +270,9 @@ class _Plan:
 SWEEP_KERNEL_AFTER = 2048
 """Row minima (one per edge end, four per edge a sweep) a process sweeps in numpy before
 its small graphs' sweeps go to the compiled kernel (`diffusion_kernel.py`), whose first
-use costs some 0.08 s CPU (the engine and the compilation): about a quarter of that in
+use costs some 0.06 s CPU (the engine and the compilation): about a third of that in
 numpy's calls, so a search that sweeps little never pays for it, and one that sweeps
-much pays a quarter more at most."""
+much pays a third more at most."""
 _numpy_sweeps = [0]
 """The row minima swept in numpy so far in this process (`SWEEP_KERNEL_AFTER`)."""
 
