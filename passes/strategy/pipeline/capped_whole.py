@@ -69,9 +69,9 @@ class CappedWhole:
         table = self.least.table
         part = table.cut(start, stop, microbatches)
         key = (*part.signature, devices, microbatches, held, memory)
-        found = self._objectives.get(key)
-        if found is not None and (found[1] or found[0] >= reach):
-            return found[0]
+        found = self._found(self._objectives, key, reach)
+        if found is not None:
+            return found
         solver = table.solver
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()
@@ -91,9 +91,9 @@ class CappedWhole:
         table = self.least.table
         part = table.cut(start, stop, microbatches)
         key = (*part.signature, devices, microbatches, held, memory)
-        found = self._works.get(key)
-        if found is not None and (found[1] or found[0] >= reach):
-            return found[0]
+        found = self._found(self._works, key, reach)
+        if found is not None:
+            return found
         solver = table.solver
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()
@@ -112,6 +112,24 @@ class CappedWhole:
         weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
         return self._kept(self._works, key, graph, weights, memory, budget, reach,
                           ("work", devices, microbatches, held, memory))
+
+    def _found(self, kept: dict[tuple, tuple[float, bool]], key: tuple, reach: float
+               ) -> float | None:
+        """The bound kept under `key` (signature, devices, M, held, cap) if it is complete
+        or reaches `reach`; else one kept for the same range holding fewer micro-batches
+        that reaches `reach` (a configuration that fits holding `held` fits holding fewer:
+        each layer's memory is its parameters plus held times its activations, so the
+        bound there is one here too), kept under `key` as not complete; else None."""
+        found = kept.get(key)
+        if found is not None and (found[1] or found[0] >= reach):
+            return found[0]
+        *signature, held, memory = key
+        for fewer in range(held - 1, 0, -1):
+            below = kept.get((*signature, fewer, memory))
+            if below is not None and below[0] >= reach:
+                kept[key] = (below[0], False)
+                return below[0]
+        return None
 
     def _kept(self, kept: dict[tuple, tuple[float, bool]], key: tuple, graph: CostGraph,
               weights: list[np.ndarray], memory: float, budget: MemoryBudget,
