@@ -135,9 +135,10 @@ class Partitioner:
         return self.least.range_bounds(stages, microbatches, schedule, memory, beat)
 
     def capped_whole(self, stages: int, microbatches: int, schedule: str,
-                     memory: float, beat: float = math.inf) -> SegmentBounds:
+                     memory: float, beat: float = math.inf, chain: bool = False
+                     ) -> SegmentBounds:
         """`CappedWhole.bounds`: `segment_bounds` that see the cap `memory`."""
-        return self.capped.bounds(stages, microbatches, schedule, memory, beat)
+        return self.capped.bounds(stages, microbatches, schedule, memory, beat, chain)
 
     def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
                       work: float) -> float:

@@ -119,7 +119,8 @@ def searched_two_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
         free_step, cap = free.step, free.memory * 0.7
         monkeypatch.setattr(capped_whole, name, way)
         count = counted_solves(monkeypatch)
-        wholes.append(plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2).whole(4))
+        wholes.append(plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2,
+                                         chain=True).whole(4))
         solves.append(count[0])
         monkeypatch.undo()
         found.append(plans.best(4, 8, "1f1b", cap, bound=free.step * 1.2))
