@@ -20,9 +20,11 @@ that cap instead (`memory.solve_capped`: the least-cost configurations of its
 sub-problem that fit), and a stage none of whose configurations fit ends the plan.
 Where the capped search stops before proving its strategy optimal, the plan says how
 far above the optimum it may be: a warning (and `report`'s first line, and "gap" in
-the exported plan); and where `effort` stopped any capped stage solve of the search, in
-the plan or not, the plan is not called proven (the walk compared plans with those
-stages at the cost found): the warning or report says how many were stopped. When no
+the exported plan's stages); and where `effort` stopped any capped stage solve of the
+search, in the plan or not, the plan is not called proven (the walk compared plans with
+those stages at the cost found): the warning or report says how many were stopped, and
+how far the step may be above the least step of every plan (a proven lower bound no
+stopped solve enters: "gap" in the exported plan's "pipeline"). When no
 plan fits, the error gives the least memory any plan of the S and M tried needs
 (`Partitioner.least_memory`, rounded up: that cap has a plan).
 The search over S, M and the cuts is exact (`pase.passes.strategy.pipeline`).
@@ -284,7 +286,10 @@ class PartitionStagesPass(PasePass):
                          "in the backward pass are not counted)")
             raise Diagnostic(f"pase-partition-stages on @{name}: no plan fits in "
                              f"device-memory-gib={self.device_memory_gib}{needs}")
-        return self._write(graph, data, best, machine, partitioner.solver.unproven)
+        unproven = partitioner.solver.unproven
+        if unproven:  # (the walks compared stages at the costs found: the step's bound)
+            best = replace(best, floor=min(best.step, partitioner.floor))
+        return self._write(graph, data, best, machine, unproven)
 
     def _given_plan(self, graph: GraphOp, data: GraphData, batch: str,
                     model: CostModel | None, cap: float | None) -> dict:
@@ -344,7 +349,8 @@ class PartitionStagesPass(PasePass):
                                      None if options.training.is_default else options.model)
                 if capped is not None and not capped.proven:
                     # (One stage of one micro-batch: its step is the capped search's cost.)
-                    plan = replace(plan, stages=(replace(plan.stages[0], gap=capped.gap),))
+                    plan = replace(plan, stages=(replace(plan.stages[0], gap=capped.gap),),
+                                   floor=plan.step / (1 + capped.gap))
         except MachineError as error:
             raise machine_diagnostic(error, self.name) from None
         except PinError as error:
@@ -414,7 +420,8 @@ def gap_note(plan: PipelinePlan, unproven: int = 0) -> str:
     their proofs (`unproven` of them in the whole search): its own stages' gaps (each
     within that much of its stage's proven lower bound) where they are among them; and
     that the plan is not proven the least, for the walk compared plans with those stages
-    at the cost found, not at their optimum's."""
+    at the cost found, not at their optimum's, and how far its step may be above the
+    least (`PipelinePlan.step_gap`, where the search gave its `floor`)."""
     stages = [str(s) for s, stage in enumerate(plan.stages) if stage.gap > 0]
     own = (f"stage{'s' if len(stages) > 1 else ''} {', '.join(stages)} solved under "
            f"device-memory-gib not proven optimal: within {plan.gap:.2%} of the proven "
@@ -423,9 +430,11 @@ def gap_note(plan: PipelinePlan, unproven: int = 0) -> str:
         return own
     solves = f"{unproven} capped stage solve{'s' if unproven > 1 else ''}"
     proofs = "their proofs" if unproven > 1 else "its proof"
+    within = f", its step within {plan.step_gap:.2%} of the proven lower bound on " \
+        "every plan's" if plan.floor is not None else ""
     return (f"{own}; " if own else "") + \
         (f"the plan is not proven the least: effort stopped {solves} of the search "
-         f"before {proofs} (effort=0 searches until proven)")
+         f"before {proofs}{within} (effort=0 searches until proven)")
 
 
 def proof_note(plan: PipelinePlan, cap: float, unproven: int = 0) -> str:
@@ -464,7 +473,7 @@ def plan_json(graph: str, devices: int, machine: Machine, plan: PipelinePlan,
         "graph": graph, "devices": devices, "machine": machine.to_json(),
         "pipeline": {"stages": len(plan.stages), "microbatches": plan.microbatches,
                      "schedule": plan.schedule, "step": plan.step, "bubble": plan.bubble,
-                     "memory": plan.memory, "gap": plan.gap},
+                     "memory": plan.memory, "gap": plan.step_gap},
         "stages": [{"stage": s, "offset": stage.offset, "devices": stage.devices,
                     "layers": names[stage.start:stage.stop], "forward": stage.cost.forward,
                     "backward": stage.cost.backward, "allreduce": stage.cost.allreduce,

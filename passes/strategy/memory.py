@@ -62,14 +62,23 @@ from pase.passes.strategy.vertices import Layer
 GIB = 1 << 30
 
 
+def significant(value: float, digits: int, rounding: Callable[[float], int],
+                nudge: float) -> tuple[int, float]:
+    """`value` (> 0) rounded by `rounding` (`math.ceil`, `math.floor`) to `digits`
+    significant digits, `nudge` (1 -/+ 1e-12) keeping a value a rounding error past a
+    decimal on it: (units, scale), the number shown units * scale (`gib_up`, `gib_down`)."""
+    scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return rounding(value / scale * nudge), scale
+
+
 def gib_up(nbytes: float, digits: int = 4) -> str:
     """`nbytes` in GiB, rounded up to `digits` significant digits: a cap of the number
     shown holds `nbytes` (gib_up(0.058941 * GIB, 3) == '0.059')."""
     value = nbytes / GIB
     if value <= 0 or not math.isfinite(value):
         return f"{value:.{digits}g}"
-    scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
-    return f"{math.ceil(value / scale * (1 - 1e-12)) * scale:.{digits}g}"
+    units, scale = significant(value, digits, math.ceil, 1 - 1e-12)
+    return f"{units * scale:.{digits}g}"
 
 
 def gib_down(nbytes: float, digits: int = 4, above: float = -math.inf) -> str:
@@ -80,8 +89,7 @@ def gib_down(nbytes: float, digits: int = 4, above: float = -math.inf) -> str:
     if value <= 0 or not math.isfinite(value):
         return f"{value:.{digits}g}"
     for shown in range(digits, 18):
-        scale = 10.0 ** (math.floor(math.log10(value)) - shown + 1)
-        units = math.floor(value / scale * (1 + 1e-12))
+        units, scale = significant(value, shown, math.floor, 1 + 1e-12)
         while units > 0 and float(f"{units * scale:.{shown}g}") * GIB > nbytes:
             units -= 1  # (the decimal shown, as a cap, would be above `nbytes`)
         if float(f"{units * scale:.{shown}g}") * GIB > above or nbytes <= above:

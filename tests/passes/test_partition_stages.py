@@ -144,8 +144,10 @@ def test_a_plan_among_stage_solves_the_effort_stopped_is_not_called_proven(
     warning = capsys.readouterr().err
     assert "warning: stage 1 solved under device-memory-gib not proven optimal" in warning
     assert "; the plan is not proven the least: effort stopped " in warning
-    assert warning.endswith(" capped stage solves of the search before their proofs "
-                            "(effort=0 searches until proven)\n")
+    assert " capped stage solves of the search before their proofs, its step within " \
+        in warning
+    assert warning.endswith(" of the proven lower bound on every plan's (effort=0 "
+                            "searches until proven)\n")
     stage = StagePlan(0, 1, 0, 8, {}, StageCost(1.0, 1.0, 0.0), 0.0, 0.0, 1.0)
     proven = PipelinePlan((stage,), 1, "1f1b", 2.0, 0.0, 1.0)
     assert proof_note(proven, 1.0) == "; device-memory-gib=1: optimal under the cap (proven)"
@@ -153,6 +155,31 @@ def test_a_plan_among_stage_solves_the_effort_stopped_is_not_called_proven(
         "; the plan is not proven the least: effort stopped 1 capped stage solve of the "
         "search before its proof (effort=0 searches until proven)")
     assert gap_note(proven) == ""
+
+
+def test_the_exported_gap_is_the_steps_over_a_proven_bound_on_every_plan(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Effort stopped capped stage solves: the plan's "pipeline" "gap" is its step over a
+    # lower bound on every plan's step that no stopped solve enters (it was the largest
+    # stage's gap, a bound on one stage's objective, not on the step). True: the proven
+    # optimum (effort=0) steps at least step / (1 + gap); and the warning states it.
+    def plan(effort: int) -> dict:
+        module = parse_file("models/transformer.dnn")
+        PartitionStagesPass(devices=8, stages=2, microbatches=4, machine="pase-default",
+                            device_memory_gib=0.9, effort=effort,
+                            export=str(tmp_path / "plan.json")).apply(Context(), module)
+        return json.loads((tmp_path / "plan.json").read_text())
+
+    stopped = plan(1)
+    warning = capsys.readouterr().err
+    optimum = plan(0)["pipeline"]
+    assert optimum["gap"] == 0.0
+    assert "warning" not in capsys.readouterr().err
+    pipeline = stopped["pipeline"]
+    assert 0.0 < pipeline["gap"] < 1.0
+    assert pipeline["step"] / (1 + pipeline["gap"]) <= optimum["step"] <= pipeline["step"]
+    assert f"its step within {pipeline['gap']:.2%} of the proven lower bound" in warning
+    assert max(stage["gap"] for stage in stopped["stages"]) > 0.0  # (the stages' own)
 
 
 def test_a_pinned_one_stage_plan_the_effort_stopped_keeps_its_gap(

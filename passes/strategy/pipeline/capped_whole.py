@@ -69,9 +69,9 @@ class CappedWhole:
         table = self.least.table
         part = table.cut(start, stop, microbatches)
         key = (*part.signature, devices, microbatches, held, memory)
-        found = self._objectives.get(key)
-        if found is not None and (found[1] or found[0] >= reach):
-            return found[0]
+        found = self._found(self._objectives, key, reach)
+        if found is not None:
+            return found
         solver = table.solver
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()
@@ -91,9 +91,9 @@ class CappedWhole:
         table = self.least.table
         part = table.cut(start, stop, microbatches)
         key = (*part.signature, devices, microbatches, held, memory)
-        found = self._works.get(key)
-        if found is not None and (found[1] or found[0] >= reach):
-            return found[0]
+        found = self._found(self._works, key, reach)
+        if found is not None:
+            return found
         solver = table.solver
         problem = solver.problem(part, devices, microbatches)
         budget = solver.budget()
@@ -112,6 +112,24 @@ class CappedWhole:
         weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
         return self._kept(self._works, key, graph, weights, memory, budget, reach,
                           ("work", devices, microbatches, held, memory))
+
+    def _found(self, kept: dict[tuple, tuple[float, bool]], key: tuple, reach: float
+               ) -> float | None:
+        """The bound kept under `key` (signature, devices, M, held, cap) if it is complete
+        or reaches `reach`; else one kept for the same range holding fewer micro-batches
+        that reaches `reach` (a configuration that fits holding `held` fits holding fewer:
+        each layer's memory is its parameters plus held times its activations, so the
+        bound there is one here too), kept under `key` as not complete; else None."""
+        found = kept.get(key)
+        if found is not None and (found[1] or found[0] >= reach):
+            return found[0]
+        *signature, held, memory = key
+        for fewer in range(held - 1, 0, -1):
+            below = kept.get((*signature, fewer, memory))
+            if below is not None and below[0] >= reach:
+                kept[key] = (below[0], False)
+                return below[0]
+        return None
 
     def _kept(self, kept: dict[tuple, tuple[float, bool]], key: tuple, graph: CostGraph,
               weights: list[np.ndarray], memory: float, budget: MemoryBudget,
@@ -145,16 +163,19 @@ class CappedWhole:
         return bound
 
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
-               beat: float = math.inf) -> SegmentBounds:
+               beat: float = math.inf, chain: bool = False) -> SegmentBounds:
         """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
         M (F + B) + AR as stage s raised to M `objective`, and on F + B to `work`, at
         stage s's in-flight count (the sends and the forward bounds unchanged), lazily:
         while the whole bound is below `beat` (a step to beat), a range of the cuts
         that give the own side (`cheapest`) not bounded yet is, the one whose bound is
-        largest, and the cuts are chosen again; then likewise along the chain side's
-        (`cheapest_chain`), until it reaches `beat` or every range of those cuts is
-        (each range once per S, M and cap; a later call goes on). Which ranges are
-        bounded changes only how tight the bounds are: each is a lower bound."""
+        largest, and the cuts are chosen again, until it reaches `beat` or every range
+        of those cuts is (each range once per S, M and cap; a later call goes on); with
+        `chain`, then likewise along the chain side's (`cheapest_chain`, `work`). Which
+        ranges are bounded changes only how tight the bounds are: each is a lower bound.
+        (The chain side is not the search's: on the Transformer at P = 64 under 0.25
+        GiB its LARACs took half of the bounds' DP solves, and no (S, M) it was made
+        for was pruned by it or walked faster; docs/cost-model.md, `capped12`.)"""
         key = (stages, microbatches, schedule, memory)
         tight = self.least.segment_bounds(stages, microbatches)
         positions = tight.positions
@@ -177,10 +198,10 @@ class CappedWhole:
                 if float(capped.own[stages, 0]) * (1 - SLACK) < beat else []
             # (The chain side once the own side's cuts are all bounded: either side
             # reaching `beat` is enough, and the own side alone often does.)
-            chain = [stage for stage in cheapest_chain(capped, stages)
-                     if stage not in worked] \
-                if not todo and float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
-            if not todo and not chain:
+            chained = [stage for stage in cheapest_chain(capped, stages)
+                       if stage not in worked] if chain and not todo and \
+                float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
+            if not todo and not chained:
                 return capped
             # One range at a time, the path's largest bound first (its bottleneck), the
             # cuts chosen again after each: a path whose bottleneck rises past another
@@ -191,7 +212,7 @@ class CappedWhole:
                 own[s][a][b] = max(own[s][a][b], microbatches * self.objective(
                     positions[a], positions[b], group, microbatches, held, memory,
                     beat / microbatches))
-            for s, a, b in largest(chain, work):
+            for s, a, b in largest(chained, work):
                 worked.add((s, a, b))
                 held = in_flight(schedule, stages, microbatches, s)
                 least = self.work(positions[a], positions[b], group, microbatches, held,

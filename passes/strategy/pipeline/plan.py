@@ -13,6 +13,7 @@ search (`search.Partitioner`) and `evaluate.evaluate_plan` turn one into a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from pase.core.schedule import Simulation
@@ -97,6 +98,10 @@ class PipelinePlan:
     """The most memory any device needs, in bytes."""
     simulation: Simulation | None = field(default=None, compare=False)
     """The simulated step (its events), from `evaluate.assemble`."""
+    floor: float | None = None
+    """Where the plan is not proven the least (effort stopped capped stage solves): a
+    proven lower bound on the step of every plan searched (`Partitioner.step_floor`);
+    None where the plan is proven (or was given, not searched)."""
 
     @property
     def assignment(self) -> dict[str, Config]:
@@ -107,3 +112,15 @@ class PipelinePlan:
     def gap(self) -> float:
         """The largest gap of a stage solved under the cap (0 when all are proven)."""
         return max(stage.gap for stage in self.stages)
+
+    @property
+    def step_gap(self) -> float:
+        """How far the step may be above the least step of every plan searched, relative
+        to `floor` (0 when proven; inf without a positive floor): the pipeline's gap.
+
+            >>> PipelinePlan((), 1, "1f1b", 1.5, 0.0, 0.0, floor=1.0).step_gap
+            0.5
+        """
+        if self.floor is None or self.floor >= self.step:
+            return 0.0
+        return (self.step - self.floor) / self.floor if self.floor > 0 else math.inf

@@ -98,6 +98,12 @@ class Partitioner:
         self._layerwise: dict[tuple, SegmentBounds] = {}
         self._rest_fits: dict[tuple, list[dict[int, bool]]] = {}
         self.capped_works: dict[tuple, CappedWorks] = {}
+        self._floors: dict[tuple, float] = {}
+        """Per (S, M, schedule, cap): the largest lower bound on the step of its plans
+        `best` made that no stage solve's result enters (`floored`)."""
+        self.floor = 0.0
+        """After `search`: a lower bound on the step of every plan of its (S, M) that
+        fits, whatever the capped stage solves found (`step_floor`)."""
         """`capped_work.capped_works`' per (S, M, schedule, cap)."""
         self.progress: Progress | None = None
         """Where `search` reports what it is doing (a line on a terminal), if set."""
@@ -129,9 +135,10 @@ class Partitioner:
         return self.least.range_bounds(stages, microbatches, schedule, memory, beat)
 
     def capped_whole(self, stages: int, microbatches: int, schedule: str,
-                     memory: float, beat: float = math.inf) -> SegmentBounds:
+                     memory: float, beat: float = math.inf, chain: bool = False
+                     ) -> SegmentBounds:
         """`CappedWhole.bounds`: `segment_bounds` that see the cap `memory`."""
-        return self.capped.bounds(stages, microbatches, schedule, memory, beat)
+        return self.capped.bounds(stages, microbatches, schedule, memory, beat, chain)
 
     def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
                       work: float) -> float:
@@ -288,12 +295,32 @@ class Partitioner:
             waiting = again if not self.table.free_only else []
             rounds += 1
             effort = effort * 4 if effort is not None and len(again) > 1 else None
+        self.floor = self.step_floor(pairs, schedule, memory)
         if found:
             return min(found.items(), key=lambda item: (item[1].step, item[0]))[1], math.inf
         if memory is None:
             return None, math.inf
         return None, min(self.least_memory(stages, micro, schedule)
                          for stages, micro in pairs)
+
+    def step_floor(self, pairs: Sequence[tuple[int, int]], schedule: str,
+                   memory: float | None) -> float:
+        """A lower bound on the step of every plan of `pairs` that fits in `memory`
+        after `best` has taken each (`search`): the least of their floors (`floored`).
+        Every plan of a pair steps at least its floor, which no stage solve stopped by
+        the effort enters (the Lagrangian and segment bounds, never a stage's cost), so
+        it stays true where the walks compared stages at the costs found: the plan's
+        step over it is the pipeline's true gap (`PipelinePlan.step_gap`)."""
+        return min((self._floors.get((*pair, schedule, memory), 0.0) for pair in pairs),
+                   default=math.inf)
+
+    def floored(self, key: tuple, value: float, bound: float) -> bool:
+        """Whether the lower bound `value` on the step of every plan of the (S, M, schedule,
+        cap) `key` reaches `bound` (`best`'s pruning: beyond `SLACK`), keeping it as the
+        pair's floor where it is the largest yet (`step_floor`)."""
+        floor = value * (1 - SLACK) if math.isfinite(value) else value
+        self._floors[key] = max(self._floors.get(key, -math.inf), floor)
+        return floor >= bound
 
     @staticmethod
     def _capped_order(pairs: Sequence[tuple[int, int]],
@@ -483,15 +510,19 @@ class Partitioner:
         stages of about equal least compute (`seed.seed`), which finds the same plan
         with far fewer stage ranges solved.
         """
+        key = (stages, microbatches, schedule, memory)
         if stages > len(self.cuts) + 1:
+            self.floored(key, math.inf, bound)
             return None
-        if method == "dp" and self.lower_bound(stages, microbatches) * (1 - SLACK) >= bound:
+        if self.floored(key, self.lower_bound(stages, microbatches), bound) \
+                and method == "dp":
             return None
         if memory is not None and not self.rest_fits(stages, microbatches, schedule,
                                                      memory)[0][0]:
+            self.floored(key, math.inf, bound)
             return None  # (no configurations of its stages fit: no plan at all)
         if stages == 1 and method == "dp" and memory is not None and bound < math.inf \
-                and self.segment_bounds(1, microbatches).whole(1) * (1 - SLACK) >= bound:
+                and self.floored(key, self.segment_bounds(1, microbatches).whole(1), bound):
             return None  # (before the whole graph is solved to see whether it fits)
         # (One stage is solved at once: its bounds would cost more than they save, but
         # where it is solved under the cap, which takes many solves.)
@@ -500,13 +531,13 @@ class Partitioner:
             in_flight(schedule, 1, microbatches, 0), memory)
         tight = self.segment_bounds(stages, microbatches) \
             if method == "dp" and (stages > 1 or capped_alone) else None
-        if tight is not None and tight.whole(stages) * (1 - SLACK) >= bound:
+        if tight is not None and self.floored(key, tight.whole(stages), bound):
             return None
         capped = None
         if tight is not None and memory is not None and stages > 1 and bound < math.inf:
             # Each layer's least cost under the cap, alone (`layerwise`: no DP solve).
             layered = tight = self.layerwise(stages, microbatches, schedule, memory)
-            if tight.whole(stages) * (1 - SLACK) >= bound:
+            if self.floored(key, tight.whole(stages), bound):
                 return None
             if not self.table.free_only:
                 # Each segment alone under the cap (a LARAC per segment structure and
@@ -517,11 +548,11 @@ class Partitioner:
                 # walks at less cost than these bounds take.)
                 layered = tight = self.segments_alone(stages, microbatches, schedule,
                                                       memory, bound, layered)
-                if tight.whole(stages) * (1 - SLACK) >= bound:
+                if self.floored(key, tight.whole(stages), bound):
                     return None
                 capped = tight = at_least(self.capped_whole(stages, microbatches, schedule,
                                                             memory, bound), layered)
-                if tight.whole(stages) * (1 - SLACK) >= bound:
+                if self.floored(key, tight.whole(stages), bound):
                     return None
         if tight is not None and ranges:
             tight = self.range_bounds(stages, microbatches, schedule, memory, bound)

@@ -119,7 +119,8 @@ def searched_two_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
         free_step, cap = free.step, free.memory * 0.7
         monkeypatch.setattr(capped_whole, name, way)
         count = counted_solves(monkeypatch)
-        wholes.append(plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2).whole(4))
+        wholes.append(plans.capped_whole(4, 8, "1f1b", cap, free.step * 1.2,
+                                         chain=True).whole(4))
         solves.append(count[0])
         monkeypatch.undo()
         found.append(plans.best(4, 8, "1f1b", cap, bound=free.step * 1.2))
@@ -188,3 +189,28 @@ def test_the_range_bounds_made_one_at_a_time_walk_to_the_same_plan(
     assert found[0].step > free_step  # (the cap binds)
     assert max(wholes) <= found[0].step
     assert 0 < solves[0] < solves[1]
+
+
+def test_a_range_bound_holding_fewer_micro_batches_serves_holding_more(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A range's Lagrangian bound holding one micro-batch bounds it holding two (what fits
+    # holding two fits holding one): asked with a reach it meets, no DP solve is made and
+    # it is returned; with a reach above it, LARAC runs for the range holding two, whose
+    # bound stays at most the capped stage's objective (F + B + AR / M, edges in F, B).
+    plans = partitioner(Path("models/mlp.dnn").read_text(), 8)
+    stop = len(plans.layers)
+    free = plans.stage(0, stop, 4, 4, 2)
+    assert free is not None
+    least_bytes = sum(float((params + 2 * acts).min())
+                      for params, acts in plans.layer_bytes(2, 4))
+    cap = (least_bytes + free.parameter_bytes + 2 * free.activation_bytes) / 2
+    one = plans.capped.objective(0, stop, 4, 4, 1, cap)
+    assert math.isfinite(one)
+    count = counted_solves(monkeypatch)
+    assert plans.capped.objective(0, stop, 4, 4, 2, cap, one) == one
+    assert count[0] == 0
+    two = plans.capped.objective(0, stop, 4, 4, 2, cap, math.nextafter(one, math.inf))
+    assert count[0] > 0
+    solved = plans.stage(0, stop, 4, 4, 2, cap)
+    assert solved is not None
+    assert one <= two <= solved.work + solved.cost.allreduce / 4

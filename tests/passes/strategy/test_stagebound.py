@@ -427,7 +427,7 @@ def test_capped_work_bounds_every_stage_under_a_cap() -> None:
                     continue
                 assert bound <= stage.work * (1 + SLACK)
                 raised |= bound > tight.least_work(start, stop) * (1 + 1e-6)
-        capped = plans.capped_whole(stages, micro, "1f1b", cap)
+        capped = plans.capped_whole(stages, micro, "1f1b", cap, chain=True)
         assert (capped.work_at >= tight.work[None] - 1e-6 * abs(tight.work[None])).all()
         for cuts in itertools.combinations(plans.cuts, stages - 1):
             check_capped(plans, capped, [0, *cuts], micro, cap)
