@@ -131,3 +131,45 @@ def test_bundled_models_keep_their_optimum(model: str, devices: int,
     assert bounded.stats is not None
     assert plain.stats is not None
     assert bounded.stats.choice == plain.stats.choice
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_round_runs_a_dp(seed: int, always_bound: None,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # A threshold that leaves some vertex nothing still runs a DP (each vertex keeping its
+    # least bound too: `_floored`), whose strategy lowers the next round's upper; the
+    # result is the whole DP's all the same.
+    graph = random_graph(seed)
+    thresholds: list[float] = []
+    dps: list[list[int]] = []
+    choose, run = bound._threshold, bound.solve_dp
+
+    def threshold(*arguments: object) -> float:
+        thresholds.append(choose(*arguments))  # type: ignore[arg-type]
+        return thresholds[-1]
+
+    def dp(restricted: CostGraph, *arguments: object, **named: object) -> object:
+        dps.append(list(restricted.sizes))
+        return run(restricted, *arguments, **named)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bound, "_threshold", threshold)
+    monkeypatch.setattr(bound, "solve_dp", dp)
+    result = solve_bounded(graph)
+    expected = run(graph)
+    assert (result.choice, result.cost) == (expected.choice, expected.cost)
+    if thresholds:  # (the bounds applied: as many DPs as rounds, none on an empty vertex)
+        assert len(dps) == len(thresholds)
+        assert all(min(sizes) >= 1 for sizes in dps)
+
+
+def test_floored_keeps_each_vertex_least_bound() -> None:
+    bounds = bound.Bounds(0.0, [np.array([3.0, 1.0, 2.0]), np.array([0.5, 4.0]),
+                                np.array([2.0, 1.5, 1.0])], 5.0, (1, 0, 2), 1, 0.0)
+    roles = [0, 1, 0]
+    assert [mask.tolist() for mask in bound._kept(bounds, 0.8, roles)] == [
+        [False, False, False], [True, False], [False, False, False]]
+    # Vertices 0 and 2 share a role: each keeps its own least, and the role the union.
+    assert [mask.tolist() for mask in bound._floored(bounds, 0.8, roles)] == [
+        [False, True, True], [True, False], [False, True, True]]
+    assert [mask.tolist() for mask in bound._floored(bounds, 1.5, roles)] == [
+        [False, True, True], [True, False], [False, True, True]]
