@@ -61,9 +61,9 @@ MAX_SWEEPS = 24
 KERNEL_MIN_ENTRIES = 1 << 12
 # The first round's limit on the DP's table entries; each failed round multiplies it by 16.
 FIRST_ROUND_ENTRIES = 1 << 26
-# A round runs at the certain threshold (the best strategy known) where that DP is predicted
-# to compute at most this many times the round's limit: a round below it that failed would
-# have cost its DP and the next round's.
+# After a round that failed, a round runs at the certain threshold (the best strategy known)
+# where that DP is predicted to compute at most this many times the round's limit: a round
+# below it that failed too would cost its own DP and then that one.
 FINAL_REACH = 4
 # A DP predicted to compute fewer entries runs in numpy (about 0.1 s) rather than compile
 # the kernel's variants (about 0.1 s each).
@@ -148,15 +148,17 @@ def _bounded_rounds(graph: CostGraph, bounds: Bounds, plan: _Plan, sequence: Seq
     optimum (module docstring). A round whose threshold leaves some vertex nothing keeps
     each vertex's least bound too (`_floored`): a superset of what the threshold keeps,
     so an optimum within the threshold is proven as before, and otherwise it is a
-    strategy, whose cost lowers `upper`. Where the DP at `upper` is predicted within
-    `FINAL_REACH` times the round's limit, the round runs at `upper` (certain)."""
+    strategy, whose cost lowers `upper`. After a round that could not prove its optimum,
+    a round whose DP at `upper` is predicted within `FINAL_REACH` times its limit runs at
+    `upper` (certain to prove it)."""
     limit = float(FIRST_ROUND_ENTRIES)
     upper = bounds.upper
+    failed = False
     while True:
-        threshold = _threshold(bounds, upper, plan, limit)
-        if threshold < upper and \
-                plan.entries(_counts(bounds, upper, plan.roles)) <= FINAL_REACH * limit:
+        if failed and plan.entries(_counts(bounds, upper, plan.roles)) <= FINAL_REACH * limit:
             threshold = upper
+        else:
+            threshold = _threshold(bounds, upper, plan, limit)
         final = threshold >= upper
         if final:
             threshold = upper
@@ -177,6 +179,7 @@ def _bounded_rounds(graph: CostGraph, bounds: Bounds, plan: _Plan, sequence: Seq
         if final or result.cost <= threshold + bounds.margin / 2:
             return replace(result, choice=choice)
         upper = min(upper, graph.total_cost(choice))
+        failed = True
         limit *= 16
 
 
