@@ -140,16 +140,16 @@ def test_every_round_runs_a_dp(seed: int, always_bound: None,
     # least bound too: `_floored`), whose strategy lowers the next round's upper; the
     # result is the whole DP's all the same.
     graph = random_graph(seed)
-    thresholds: list[float] = []
-    dps: list[list[int]] = []
+    rounds: list[str] = []
     choose, run = bound._threshold, bound.solve_dp
 
     def threshold(*arguments: object) -> float:
-        thresholds.append(choose(*arguments))  # type: ignore[arg-type]
-        return thresholds[-1]
+        rounds.append("threshold")
+        return choose(*arguments)  # type: ignore[arg-type]
 
     def dp(restricted: CostGraph, *arguments: object, **named: object) -> object:
-        dps.append(list(restricted.sizes))
+        assert min(restricted.sizes) >= 1
+        rounds.append("dp")
         return run(restricted, *arguments, **named)  # type: ignore[arg-type]
 
     monkeypatch.setattr(bound, "_threshold", threshold)
@@ -157,9 +157,10 @@ def test_every_round_runs_a_dp(seed: int, always_bound: None,
     result = solve_bounded(graph)
     expected = run(graph)
     assert (result.choice, result.cost) == (expected.choice, expected.cost)
-    if thresholds:  # (the bounds applied: as many DPs as rounds, none on an empty vertex)
-        assert len(dps) == len(thresholds)
-        assert all(min(sizes) >= 1 for sizes in dps)
+    # Every threshold found is followed by its round's DP (none skipped).
+    assert "threshold" not in [rounds[i + 1] for i, event in enumerate(rounds[:-1])
+                               if event == "threshold"]
+    assert not rounds or rounds[-1] == "dp"
 
 
 def test_floored_keeps_each_vertex_least_bound() -> None:
