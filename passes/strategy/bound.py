@@ -148,7 +148,8 @@ def _bounded_rounds(graph: CostGraph, bounds: Bounds, plan: _Plan, sequence: Seq
     optimum (module docstring). A round whose threshold leaves some vertex nothing keeps
     each vertex's least bound too (`_floored`): a superset of what the threshold keeps,
     so an optimum within the threshold is proven as before, and otherwise it is a
-    strategy, whose cost lowers `upper`. After a round that could not prove its optimum,
+    strategy, whose cost lowers `upper` (skipped where its DP is predicted over
+    `FINAL_REACH` times the round's limit). After a round that could not prove its optimum,
     a round whose DP at `upper` is predicted within `FINAL_REACH` times its limit runs at
     `upper` (certain to prove it)."""
     limit = float(FIRST_ROUND_ENTRIES)
@@ -163,11 +164,16 @@ def _bounded_rounds(graph: CostGraph, bounds: Bounds, plan: _Plan, sequence: Seq
         if final:
             threshold = upper
         keep = _kept(bounds, threshold, plan.roles)
-        if not all(mask.any() for mask in keep):
+        floored = not all(mask.any() for mask in keep)
+        if floored:
             keep = _floored(bounds, threshold, plan.roles)
-        # A small DP is quicker in numpy than compiling kernels for it (same results).
         counts = np.array([np.count_nonzero(mask) for mask in keep], dtype=np.float64)
-        small = plan.entries(counts) < NUMPY_DP_ENTRIES
+        entries = plan.entries(counts)
+        if floored and entries > FINAL_REACH * limit:  # (a floored DP far over the limit)
+            limit *= 16
+            continue
+        # A small DP is quicker in numpy than compiling kernels for it (same results).
+        small = entries < NUMPY_DP_ENTRIES
         step_jit = "off" if jit == "auto" and small else jit
         restricted, kept, charged = _restrict(graph, keep, budget)
         try:
