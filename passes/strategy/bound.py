@@ -65,6 +65,10 @@ MAX_SWEEPS = 24
 KERNEL_MIN_ENTRIES = 1 << 12
 # The first round's limit on the DP's table entries; each failed round multiplies it by 16.
 FIRST_ROUND_ENTRIES = 1 << 26
+# After a round that failed, a round runs at the certain threshold (the best strategy known)
+# where that DP is predicted to compute at most this many times the round's limit: a round
+# below it that failed too would cost its own DP and then that one.
+FINAL_REACH = 4
 # A DP predicted to compute fewer entries runs in numpy (about 0.1 s) rather than compile
 # the kernel's variants (about 0.1 s each).
 NUMPY_DP_ENTRIES = 1 << 26
@@ -136,30 +140,68 @@ def solve_bounded(graph: CostGraph, order: str | Sequence[int] = "genseq",
             bounds = diffusion_bounds(graph, plan, plain, jit)
     if bounds is None:
         return solve_dp(graph, order, budget, jit, progress, reuse=reuse)
+    return _bounded_rounds(graph, bounds, plan, sequence, order, budget, jit, progress,
+                           reuse)
+
+
+def _bounded_rounds(graph: CostGraph, bounds: Bounds, plan: _Plan, sequence: Sequence[int],
+                    order: str | Sequence[int], budget: MemoryBudget, jit: str,
+                    progress: Callable[[int, int, int], None] | None, reuse: bool
+                    ) -> DPResult:
+    """`solve_bounded`'s rounds: each a DP on what a threshold keeps, until one proves its
+    optimum (module docstring). A round whose threshold leaves some vertex nothing keeps
+    each vertex's least bound too (`_floored`): a superset of what the threshold keeps,
+    so an optimum within the threshold is proven as before, and otherwise it is a
+    strategy, whose cost lowers `upper` (skipped where its DP is predicted over
+    `FINAL_REACH` times the round's limit). After a round that could not prove its optimum,
+    a round whose DP at `upper` is predicted within `FINAL_REACH` times its limit runs at
+    `upper` (certain to prove it)."""
     limit = float(FIRST_ROUND_ENTRIES)
     upper = bounds.upper
+    failed = False
     while True:
-        threshold = _threshold(bounds, upper, plan, limit)
+        if failed and plan.entries(_counts(bounds, upper, plan.roles)) <= FINAL_REACH * limit:
+            threshold = upper
+        else:
+            threshold = _threshold(bounds, upper, plan, limit)
         final = threshold >= upper
         if final:
             threshold = upper
         keep = _kept(bounds, threshold, plan.roles)
-        if all(mask.any() for mask in keep):
-            # A small DP is quicker in numpy than compiling kernels for it (same results).
-            small = plan.entries(_counts(bounds, threshold, plan.roles)) < NUMPY_DP_ENTRIES
-            step_jit = "off" if jit == "auto" and small else jit
-            restricted, kept, charged = _restrict(graph, keep, budget)
-            try:
-                result = solve_dp(restricted, sequence, budget, step_jit, progress,
-                                  reuse=reuse,
-                                  order_name=order if isinstance(order, str) else None)
-            finally:
-                budget.release(charged)
-            choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
-            if final or result.cost <= threshold + bounds.margin / 2:
-                return replace(result, choice=choice)
-            upper = min(upper, graph.total_cost(choice))
+        floored = not all(mask.any() for mask in keep)
+        if floored:
+            keep = _floored(bounds, threshold, plan.roles)
+        counts = np.array([np.count_nonzero(mask) for mask in keep], dtype=np.float64)
+        entries = plan.entries(counts)
+        if floored and entries > FINAL_REACH * limit:  # (a floored DP far over the limit)
+            limit *= 16
+            continue
+        # A small DP is quicker in numpy than compiling kernels for it (same results).
+        small = entries < NUMPY_DP_ENTRIES
+        step_jit = "off" if jit == "auto" and small else jit
+        restricted, kept, charged = _restrict(graph, keep, budget)
+        try:
+            result = solve_dp(restricted, sequence, budget, step_jit, progress, reuse=reuse,
+                              order_name=order if isinstance(order, str) else None)
+        finally:
+            budget.release(charged)
+        choice = tuple(int(kept[v][c]) for v, c in enumerate(result.choice))
+        if final or result.cost <= threshold + bounds.margin / 2:
+            return replace(result, choice=choice)
+        upper = min(upper, graph.total_cost(choice))
+        failed = True
         limit *= 16
+
+
+def _floored(bounds: Bounds, threshold: float, roles: Sequence[int]) -> list[np.ndarray]:
+    """`_kept(bounds, threshold, roles)` with, at every vertex, its configurations of
+    least bound kept as well (per role, those of any of its vertices)."""
+    limit = threshold + bounds.margin
+    by_role: dict[int, np.ndarray] = {}
+    for role, bound in zip(roles, bounds.per_config, strict=True):
+        mask = bound <= max(limit, float(bound.min()))
+        by_role[role] = by_role[role] | mask if role in by_role else mask
+    return [by_role[role] for role in roles]
 
 
 def diffusion_bounds(graph: CostGraph, plan: _Plan, plain: float = math.inf,

@@ -363,6 +363,7 @@ class _Parts:
                  jit: str) -> None:
         self.problem, self.widened, self.budget, self.jit = problem, widened, budget, jit
         self.graphs: dict[tuple[int, ...], CostGraph] = {}
+        self.largest: dict[tuple[object, ...], float] = {}
 
     def graph(self, layers: list[int]) -> CostGraph:
         key = tuple(layers)
@@ -383,12 +384,21 @@ class _Parts:
                  for i, cost in enumerate(graph.vertex_costs)]
         part = CostGraph(graph.names, costs, dict(graph.edge_costs))
         lower, per_config, _ = _part_bounds(part, self.jit)
-        largest = [float(np.abs(table).max()) for table in
-                   [*part.vertex_costs, *part.edge_costs.values()] if table.size]
+        largest = [*(float(np.abs(cost).max()) for cost in part.vertex_costs if cost.size),
+                   *(self._largest(table) for table in part.edge_costs.values() if table.size)]
         return lower, per_config, MARGIN * math.fsum(largest)
+
+    def _largest(self, table: np.ndarray) -> float:
+        """max |table| of an edge table of the parts' graphs (held until `release`), found
+        once per table: the parts share their blocks' tables."""
+        key = (table.__array_interface__["data"][0], table.shape, table.strides)
+        if key not in self.largest:
+            self.largest[key] = max(float(table.max()), -float(table.min()))
+        return self.largest[key]
 
     def release(self) -> None:
         if self.budget is not None:
             for graph in self.graphs.values():
                 self.budget.release(sum(graph.buffers().values()))
         self.graphs.clear()
+        self.largest.clear()

@@ -5,6 +5,7 @@ the plan predicts the DP's steps."""
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +132,48 @@ def test_bundled_models_keep_their_optimum(model: str, devices: int,
     assert bounded.stats is not None
     assert plain.stats is not None
     assert bounded.stats.choice == plain.stats.choice
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_round_runs_a_dp(seed: int, always_bound: None,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # A threshold that leaves some vertex nothing still runs a DP (each vertex keeping its
+    # least bound too: `_floored`), whose strategy lowers the next round's upper; the
+    # result is the whole DP's all the same.
+    graph = random_graph(seed)
+    rounds: list[str] = []
+    choose, run = bound._threshold, bound.solve_dp
+
+    def threshold(*arguments: object) -> float:
+        rounds.append("threshold")
+        return choose(*arguments)  # type: ignore[arg-type]
+
+    def dp(restricted: CostGraph, *arguments: object, **named: object) -> object:
+        assert min(restricted.sizes) >= 1
+        rounds.append("dp")
+        return run(restricted, *arguments, **named)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bound, "_threshold", threshold)
+    monkeypatch.setattr(bound, "solve_dp", dp)
+    # (Limits of 1 entry: no floored DP fits FINAL_REACH times one; here none is skipped.)
+    monkeypatch.setattr(bound, "FINAL_REACH", math.inf, raising=False)
+    result = solve_bounded(graph)
+    expected = run(graph)
+    assert (result.choice, result.cost) == (expected.choice, expected.cost)
+    # Every threshold found is followed by its round's DP (none skipped).
+    assert "threshold" not in [rounds[i + 1] for i, event in enumerate(rounds[:-1])
+                               if event == "threshold"]
+    assert not rounds or rounds[-1] == "dp"
+
+
+def test_floored_keeps_each_vertex_least_bound() -> None:
+    bounds = bound.Bounds(0.0, [np.array([3.0, 1.0, 2.0]), np.array([0.5, 4.0]),
+                                np.array([2.0, 1.5, 1.0])], 5.0, (1, 0, 2), 1, 0.0)
+    roles = [0, 1, 0]
+    assert [mask.tolist() for mask in bound._kept(bounds, 0.8, roles)] == [
+        [False, False, False], [True, False], [False, False, False]]
+    # Vertices 0 and 2 share a role: each keeps its own least, and the role the union.
+    assert [mask.tolist() for mask in bound._floored(bounds, 0.8, roles)] == [
+        [False, True, True], [True, False], [False, True, True]]
+    assert [mask.tolist() for mask in bound._floored(bounds, 1.5, roles)] == [
+        [False, True, True], [True, False], [False, True, True]]
