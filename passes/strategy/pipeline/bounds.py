@@ -93,6 +93,14 @@ class SegmentBounds:
     """At least the F + B per micro-batch of each stage [p_a, p_b) as stage s ([s][a][b];
     under a cap, what fits depends on the micro-batches stage s holds): at least
     `work`, which holds at every s."""
+    own_term: np.ndarray
+    """Each stage's own bound as the DP `own` takes it ([s][a][b]): `own_least` and the
+    moves of shared parameters (`shared`), at least the round trip's with `trips`."""
+    chain_term: np.ndarray
+    """Each stage's chain bound as the DP `chain` takes it ([s][a][b]): M `work_at`, at
+    least the round trip's with `trips`."""
+    trips: RoundTrips | None = None
+    """The round trips the own and chain bounds see (`RoundTrips`), if any."""
 
     @classmethod
     def of(cls, positions: Sequence[int], forward: Sequence[float], work: Sequence[float],
@@ -118,12 +126,14 @@ class SegmentBounds:
                   into_backward: np.ndarray | None = None,
                   shared: np.ndarray | None = None,
                   opening: np.ndarray | None = None,
-                  work_at: np.ndarray | None = None) -> SegmentBounds:
+                  work_at: np.ndarray | None = None,
+                  trips: RoundTrips | None = None) -> SegmentBounds:
         """The bounds of per-stage bounds (class docstring: matrices [a][b], the sends
         [s][a][b]; none if not given) for `stages` stages of `microbatches`. `own` may
         also be given per stage index, [s][a][b] (a range's bound as stage s: under a
         cap, what it holds depends on s), and so may the F + B, `work_at` (`work` at
-        every s if not given)."""
+        every s if not given). With `trips`, each stage's own bound is also at least
+        its round trip's (`RoundTrips.own`)."""
         size = len(positions)
         own = np.broadcast_to(own, (stages, size, size))
         per_stage = np.broadcast_to(work if work_at is None else work_at,
@@ -138,7 +148,15 @@ class SegmentBounds:
         inner[:, -1] = False
         work_ab = np.where(inner[None], per_stage, np.inf)
         forward_ab = np.where(inner, forward, np.inf)
-        own_ab = np.where(inner[None], own, np.inf)
+        # Each stage's own bound, M (F + B) + AR and the moves of shared parameters.
+        own_term = own + moved
+        # And its chain bound, M (F + B).
+        chain_term = microbatches * per_stage
+        if trips is not None:
+            own_term = np.maximum(own_term, trips.own(own_term, per_stage, microbatches))
+            chain_term = np.maximum(chain_term, trips.chain(per_stage, microbatches))
+        own_ab = np.where(inner[None], own_term, np.inf)
+        chain_ab = np.where(inner[None], chain_term, np.inf)
         chain = np.full((stages + 1, size), np.inf)
         own_dp = np.full((stages + 1, size), np.inf)
         for k in range(1, stages + 1):
@@ -148,19 +166,19 @@ class SegmentBounds:
             if s == 0:
                 chain_add[0] += first + moved[0][0]
             if k == 1:
-                chain[1, :-1] = chain_add[:-1, -1] + microbatches * per_stage[s][:-1, -1]
-                own_dp[1, :-1] = ahead[s][:-1, -1] + own[s][:-1, -1] + moved[s][:-1, -1]
+                chain[1, :-1] = chain_add[:-1, -1] + chain_term[s][:-1, -1]
+                own_dp[1, :-1] = ahead[s][:-1, -1] + own_term[s][:-1, -1]
                 continue
             # The first of k stages is [p_a, p_b) for some b < m; k - 1 cover the rest.
-            chain[k] = (chain_add + np.maximum(microbatches * work_ab[s],
+            chain[k] = (chain_add + np.maximum(chain_ab[s],
                                                work_ab[s] + chain[k - 1][None, :])
                         ).min(axis=1)
-            own_dp[k] = (ahead[s] + np.maximum(own_ab[s] + moved[s],
+            own_dp[k] = (ahead[s] + np.maximum(own_ab[s],
                                                forward_ab + own_dp[k - 1][None, :])
                          ).min(axis=1)
         return cls(tuple(positions), {p: i for i, p in enumerate(positions)}, forward,
                    work, own, ahead, back, moved, first, microbatches, chain, own_dp,
-                   per_stage)
+                   per_stage, own_term, chain_term, trips)
 
     @property
     def stages(self) -> int:
@@ -234,6 +252,94 @@ class SegmentBounds:
             own = max(own, forward + float(self.own[stages_after, b]))
         ahead, back = float(self.into_forward[s, a, b]), float(self.into_backward[s, a, b])
         return max(done + first + ahead + back + chain, done_forward + ahead + own)
+
+
+@dataclass(frozen=True)
+class RoundTrips:
+    """Stage s's own bound with micro-batch 0's round trip. Its first backward waits
+    until micro-batch 0 has gone forward through it and every stage after it and its
+    gradient has come back (R_s, at least the F + B of the stages after it); until then
+    it runs only the f_s forwards its schedule puts first (`first`, micro-batch 0's
+    included), and (M - f_s) forwards and M backwards follow; then it all-reduces. So
+    from micro-batch 0's arrival (the own side's prefix of forwards) it takes at least
+    (M - f_s + 1) F_s + M B_s + R_s + AR_s (`critical_path`'s own side). With X_s =
+    M (F_s + B_s) + AR_s that is X_s - (f_s - 1) F_s, and F_s = w_s - B_s with
+    w_s <= X_s / M (AR_s >= 0), so it is at least
+
+        (M - f_s + 1) / M X_s + (f_s - 1) B_s + R_s,
+
+    increasing in X_s, B_s and R_s, so their lower bounds give one: X_s's is the own
+    bound (`own_least` and `shared`), B_s's the least backward of the range's layers
+    (`backward`, [a][b]: `roundtrip.least_backward`'s), and R_s's the least sum over
+    the cuts of the F + B of the stages after it (`after`: `work_at`, so the cap's).
+    The own DP takes the larger of the two per stage: the walk's chain side sees the
+    round trip (`roundtrip.RoundTrip`), and this gives the own side, all-reduces
+    included, the same. Below, two stages of M = 4 (1F1B: f = 2, 1): stage 0 with F 2,
+    B 4 and AR 4, stage 1 with F 1, B 5: stage 0's own bound is 4 (6) + 4 = 28, its
+    round trip's (4 - 2 + 1) / 4 (28) + 4 + 6 = 31, the chain's w_0 + M w_1 = 30:
+
+        >>> from pase.core.schedule import simulate
+        >>> trips = RoundTrips((2, 1), np.array([[0.0, 4.0, 9.0], [0.0, 0.0, 5.0],
+        ...                                       [0.0, 0.0, 0.0]]))
+        >>> work = np.array([[0.0, 6.0, 12.0], [0.0, 0.0, 6.0], [0.0, 0.0, 0.0]])
+        >>> forward = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+        >>> own = 4 * work + np.array([[0.0, 4.0, 4.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+        >>> plain = SegmentBounds.of_ranges([0, 1, 2], forward, work, own, 4, 2)
+        >>> seen = SegmentBounds.of_ranges([0, 1, 2], forward, work, own, 4, 2,
+        ...                                trips=trips)
+        >>> float(plain.own[2][0]), plain.whole(2), float(seen.own[2][0]), seen.whole(2)
+        (28.0, 30.0, 31.0, 31.0)
+        >>> simulate("1f1b", [2.0, 1.0], [4.0, 5.0], 4, [0.0], [0.0], [4.0, 0.0]).step
+        34.0
+    """
+
+    first: tuple[int, ...]
+    backward: np.ndarray
+
+    def own(self, own: np.ndarray, work_at: np.ndarray, microbatches: int) -> np.ndarray:
+        """[s][a][b]: the round trip's bound on the stage [p_a, p_b) as stage s whose
+        own bound is `own` [s][a][b], its F + B `work_at`, from micro-batch 0's
+        arrival (inf where the stages after it cannot cover the rest)."""
+        scale = np.array([(microbatches - forwards + 1) / microbatches
+                          for forwards in self.first])
+        return scale[:, None, None] * own + self.waits(work_at)
+
+    def chain(self, work_at: np.ndarray, microbatches: int) -> np.ndarray:
+        """[s][a][b]: the round trip's bound on the chain's part of the stage [p_a, p_b)
+        as stage s, its F + B `work_at`: (M - f_s + 1) F_s + M B_s + R_s, which is
+        (M - f_s + 1) w_s + (f_s - 1) B_s + R_s (`roundtrip.RoundTrip`'s, whose walk
+        prunes with it; the chain DP takes it too)."""
+        runs = np.array([microbatches - forwards + 1 for forwards in self.first])
+        return runs[:, None, None] * work_at + self.waits(work_at)
+
+    def waits(self, work_at: np.ndarray) -> np.ndarray:
+        """[s][a][b]: (f_s - 1) B + R_s of the stage [p_a, p_b) as stage s, at their
+        bounds (`backward`, `after`)."""
+        after = self.after(work_at)
+        return np.stack([(forwards - 1) * self.backward + after[s][None, :]
+                         for s, forwards in enumerate(self.first)])
+
+    @staticmethod
+    def after(work_at: np.ndarray) -> np.ndarray:
+        """[s][b]: the least over the cuts of the F + B (`work_at`, [t][a][b]) of the
+        stages after stage s covering [p_b, end), each holding a segment at least (0
+        for the last stage at the end; inf where they cannot).
+
+            >>> work = np.zeros((2, 3, 3)) + np.array([[0.0, 1.0, 5.0], [0.0, 0.0, 3.0],
+            ...                                          [0.0, 0.0, 0.0]])
+            >>> RoundTrips.after(work).tolist()
+            [[5.0, 3.0, inf], [inf, inf, 0.0]]
+        """
+        stages, size = work_at.shape[0], work_at.shape[1]
+        upper = np.triu(np.ones((size, size), dtype=bool), 1)
+        rest = np.full(size, np.inf)
+        rest[-1] = 0.0
+        after = np.full((stages, size), np.inf)
+        after[stages - 1] = rest
+        for t in range(stages - 1, 0, -1):  # stage t covers [p_b, p_c), then the rest
+            rest = np.where(upper, work_at[t] + rest[None, :], np.inf).min(axis=1)
+            after[t - 1] = rest
+        return after
 
 
 def spread(microbatches: int, stages: int) -> float:

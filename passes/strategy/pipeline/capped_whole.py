@@ -33,7 +33,7 @@ from pase.core.schedule import in_flight
 from pase.passes.strategy.budget import MemoryBudget
 from pase.passes.strategy.costgraph import CostGraph
 from pase.passes.strategy.memory import one_array_each
-from pase.passes.strategy.pipeline.bounds import SLACK, SegmentBounds
+from pase.passes.strategy.pipeline.bounds import SLACK, RoundTrips, SegmentBounds
 from pase.passes.strategy.pipeline.hull import larac_steps
 from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound, priced_least
 from pase.passes.strategy.pipeline.transfers import carries_param
@@ -163,7 +163,8 @@ class CappedWhole:
         return bound
 
     def bounds(self, stages: int, microbatches: int, schedule: str, memory: float,
-               beat: float = math.inf, chain: bool = False) -> SegmentBounds:
+               beat: float = math.inf, chain: bool = False,
+               trips: RoundTrips | None = None) -> SegmentBounds:
         """`least.segment_bounds(stages, microbatches)` with stage ranges' bounds on
         M (F + B) + AR as stage s raised to M `objective`, and on F + B to `work`, at
         stage s's in-flight count (the sends and the forward bounds unchanged), lazily:
@@ -175,7 +176,8 @@ class CappedWhole:
         ranges are bounded changes only how tight the bounds are: each is a lower bound.
         (The chain side is not the search's: on the Transformer at P = 64 under 0.25
         GiB its LARACs took half of the bounds' DP solves, and no (S, M) it was made
-        for was pruned by it or walked faster; docs/cost-model.md, `capped12`.)"""
+        for was pruned by it or walked faster; docs/cost-model.md, `capped12`.) With
+        `trips`, the own bounds see the round trips (`bounds.RoundTrips`)."""
         key = (stages, microbatches, schedule, memory)
         tight = self.least.segment_bounds(stages, microbatches)
         positions = tight.positions
@@ -191,7 +193,7 @@ class CappedWhole:
             capped = SegmentBounds.of_ranges(positions, tight.forward, tight.work, own,
                                              microbatches, stages, tight.into_forward,
                                              tight.into_backward, tight.shared,
-                                             tight.opening, work)
+                                             tight.opening, work, trips)
             if capped.whole(stages) * (1 - SLACK) >= beat:
                 return capped
             todo = [stage for stage in cheapest(capped, stages) if stage not in done] \
@@ -307,8 +309,7 @@ def cheapest(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, int]]:
         b = np.arange(positions)
         inner = (b > a) & (b < last)
         terms = bounds.into_forward[s][a] + np.maximum(
-            bounds.own_least[s][a] + bounds.shared[s][a],
-            bounds.forward[a] + bounds.own[k - 1])
+            bounds.own_term[s][a], bounds.forward[a] + bounds.own[k - 1])
         terms = np.where(inner, terms, np.inf)
         stop = int(np.argmin(terms))
         if not math.isfinite(float(terms[stop])):
@@ -332,7 +333,6 @@ def cheapest_chain(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, i
     """
     positions = len(bounds.positions)
     last = positions - 1
-    micro = bounds.microbatches
     path: list[tuple[int, int, int]] = []
     a = 0
     for k in range(stages, 1, -1):
@@ -341,7 +341,7 @@ def cheapest_chain(bounds: SegmentBounds, stages: int) -> list[tuple[int, int, i
         inner = (b > a) & (b < last)
         work = bounds.work_at[s][a]
         terms = bounds.into_forward[s][a] + bounds.into_backward[s][a] + np.maximum(
-            micro * work, work + bounds.chain[k - 1])
+            bounds.chain_term[s][a], work + bounds.chain[k - 1])
         if s == 0:  # (the first stage's all-reduce and moves, as the DP adds them)
             terms = terms + bounds.opening + bounds.shared[0][0]
         terms = np.where(inner, terms, np.inf)
@@ -367,4 +367,4 @@ def at_least(ranged: SegmentBounds, capped: SegmentBounds) -> SegmentBounds:
     return SegmentBounds.of_ranges(ranged.positions, ranged.forward, ranged.work, own,
                                    ranged.microbatches, stages, ranged.into_forward,
                                    ranged.into_backward, ranged.shared, ranged.opening,
-                                   work)
+                                   work, ranged.trips or capped.trips)

@@ -59,6 +59,7 @@ from pase.passes.strategy.pipeline.seed import seed, seeded_bound
 from pase.passes.strategy.pipeline.stages import StageSolver
 from pase.passes.strategy.pipeline.table import StageTable
 from pase.passes.strategy.pipeline.transfers import Transfers
+from pase.passes.strategy.pipeline.trips import round_trips
 from pase.passes.strategy.pipeline.walk import EffortSpent, Walk, over
 from pase.passes.strategy.problem import Problem
 from pase.passes.strategy.progress import Progress
@@ -137,8 +138,10 @@ class Partitioner:
     def capped_whole(self, stages: int, microbatches: int, schedule: str,
                      memory: float, beat: float = math.inf, chain: bool = False
                      ) -> SegmentBounds:
-        """`CappedWhole.bounds`: `segment_bounds` that see the cap `memory`."""
-        return self.capped.bounds(stages, microbatches, schedule, memory, beat, chain)
+        """`CappedWhole.bounds`: `segment_bounds` that see the cap `memory` (and the
+        round trips, `round_trips`)."""
+        return self.capped.bounds(stages, microbatches, schedule, memory, beat, chain,
+                                  round_trips(self, stages, microbatches, schedule))
 
     def objective_own(self, start: int, stop: int, devices: int, microbatches: int,
                       work: float) -> float:
