@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,8 @@ from pase.passes.strategy import (
     build_problem,
     predicted_words,
 )
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.vertices import Layer
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
 from pase.tools.run.check import TrainingReport
@@ -206,23 +208,38 @@ class JaxBackend:
 def second_gathers(graph: dnn.GraphOp, problem: Problem,
                    configs: Mapping[str, Mapping[str, int]]) -> float:
     """The words of ZeRO 3's all-gathers before the backward, which `predicted_words` (the
-    plain step's collectives) leaves out: each layer's `TrainingCost.layer_costs` words
-    at its ZeRO stage less those at ZeRO 0, in the same recomputation (docs/cost-model.md,
-    "ZeRO's collectives written out"). 0 without ZeRO 3 or a training step."""
+    plain step's collectives) leaves out (docs/cost-model.md, "ZeRO's collectives written
+    out"): `zero_gathers` of one micro-batch, summed. 0 without ZeRO 3 or a training step."""
+    return sum(zero_gathers(graph, problem.layer_data, configs, problem.machine).values())
+
+
+def zero_gathers(graph: dnn.GraphOp, layers: Sequence[Layer],
+                 configs: Mapping[str, Mapping[str, int]], machine: Machine,
+                 microbatches: int = 1) -> dict[str, float]:
+    """Per ZeRO 3 layer of `layers` (at micro-batch shapes), the words of its gathers
+    that the plain step's words leave out, in a step of `microbatches`: its
+    `TrainingCost.layer_costs` words at its ZeRO stage less those at ZeRO 0, in the same
+    recomputation, each part at its own rate (`param_words` once a step, the rest once a
+    micro-batch, as `predicted_pipeline_words`): M x the second gather where the backward
+    reads the param, (M - 1) x the first gather of every param (the program holds only
+    the shard between micro-batches; the plain step's all-gather once a step)."""
     options = training_of(graph)
     if options.is_default():
-        return 0.0
+        return {}
     model = TrainingCost(TrainingOptions(zero="auto"))  # (words are elements at any precision)
-    layers = {layer.name: layer for layer in problem.layer_data}
-    total = 0.0
+    by_name = {layer.name: layer for layer in layers}
+    result: dict[str, float] = {}
     for op, name in graph.layer_names().items():
-        if (stage := zero_stage(op, options)) < 3 or name not in layers:
+        if (stage := zero_stage(op, options)) < 3 or name not in by_name:
             continue
         again = recomputed(op, options)
-        words = [model.layer_costs(layers[name], [TrainingConfig(dict(configs[name]), again, zero)],
-                                   problem.machine).words[0] for zero in (stage, 0)]
-        total += float(words[0] - words[1])
-    return total
+        costs = [model.layer_costs(by_name[name],
+                                   [TrainingConfig(dict(configs[name]), again, zero)],
+                                   machine) for zero in (stage, 0)]
+        words = [microbatches * float(c.words[0] - c.param_words[0]) + float(c.param_words[0])
+                 for c in costs]
+        result[name] = words[0] - words[1]
+    return result
 
 
 def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,
