@@ -110,7 +110,11 @@ def collectives(hlo: str) -> list[Collective]:
     found = []
     partitions = re.search(r"num_partitions=(\d+)", hlo)
     everyone = int(partitions.group(1)) if partitions else 1
+    runs = _runs(hlo)
+    computation = ""
     for line in hlo.splitlines():
+        if start := COMPUTATION.match(line):
+            computation = start["name"]
         match = HLO_LINE.search(line)
         if not match or "-done(" in line:
             continue
@@ -118,10 +122,66 @@ def collectives(hlo: str) -> list[Collective]:
         elements = [int(np.prod([int(d) for d in dims.split(",") if d])) for _, dims in shapes]
         sizes = [_element_bytes(dtype) for dtype, _ in shapes]
         groups = _groups(line)
-        found.append(Collective(match["kind"], _group_size(groups, line, everyone), sum(elements),
-                                sum(e * s for e, s in zip(elements, sizes, strict=True)),
-                                groups))
+        found += [Collective(match["kind"], _group_size(groups, line, everyone), sum(elements),
+                             sum(e * s for e, s in zip(elements, sizes, strict=True)),
+                             groups)] * runs.get(computation, 1)
     return found
+
+
+COMPUTATION = re.compile(r"^(?P<entry>ENTRY )?%(?P<name>[\w.\-]+) \(")
+CALLED = re.compile(r"\b(?P<key>body|condition|to_apply|calls|branch_computations|"
+                    r"true_computation|false_computation)=\{?(?P<names>%[\w.\-]+"
+                    r"(?:,\s*%[\w.\-]+)*)")
+
+
+def _runs(hlo: str) -> dict[str, int]:
+    r"""How often one run of the module's entry runs each computation it reaches: a while
+    loop's body its trip count times (the condition's `compare(i, constant(N)),
+    direction=LT`, JAX's scan and fori_loop counting from 0; once where no such bound is
+    read), every other called computation as often as its caller. A scan's collectives
+    run once per step: read once, they were counted once a step.
+
+        >>> _runs("ENTRY %main () {\n  %w = while(%t), condition=%c, body=%b\n}\n"
+        ...       "%c (p: s32[]) -> pred[] {\n  %k = s32[] constant(32)\n"
+        ...       "  ROOT %lt = pred[] compare(%i, %k), direction=LT\n}\n")
+        {'main': 1, 'c': 33, 'b': 32}
+    """
+    bodies: dict[str, list[str]] = {}
+    entry, name = "", ""
+    for line in hlo.splitlines():
+        if start := COMPUTATION.match(line):
+            name = start["name"]
+            entry = name if start["entry"] else entry
+            bodies[name] = []
+        elif name:
+            bodies[name].append(line)
+    runs: dict[str, int] = {}
+
+    def visit(computation: str, times: int) -> None:
+        runs[computation] = runs.get(computation, 0) + times
+        for line in bodies.get(computation, []):
+            called = {m["key"]: [n.strip().lstrip("%") for n in m["names"].split(",")]
+                      for m in CALLED.finditer(line)}
+            trips = _trips(bodies.get(called["condition"][0], [])) if "body" in called else 1
+            for key, names in called.items():
+                for callee in names:
+                    visit(callee, times * (trips + (key == "condition") if key in
+                                           ("body", "condition") else 1))
+
+    if entry:
+        visit(entry, 1)
+    return runs
+
+
+def _trips(condition: list[str]) -> int:
+    """The trip count of a while loop from its condition's lines: `i < N` of a constant N
+    (1 where it is not that)."""
+    constants = dict(re.findall(r"%([\w.\-]+) = s32\[\] constant\((\d+)\)", "\n".join(condition)))
+    for line in condition:
+        if "direction=LT" in line and (compared := re.search(r"compare\(%[\w.\-]+, "
+                                                               r"%([\w.\-]+)\)", line)):
+            return int(constants.get(compared.group(1), 1))
+    return 1
 
 
 def _element_bytes(dtype: str) -> int:
