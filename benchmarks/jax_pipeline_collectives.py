@@ -5,15 +5,16 @@
 
 Each case `MODEL:S:M:D` is the plan `pase-run MODEL --devices 8 --scale 0.125 --stages S
 --microbatches M --data-parallel D --engine jax --check` runs (D 0: the batch's ways
-searched; SGD in fp32, on `--machine`), planned at full size with `one-mesh=true` and
+searched; SGD in fp32, or Adam at ZeRO stage Z for `MODEL:S:M:D:Z`, on `--machine`),
+planned at full size with `one-mesh=true` and
 scaled. Its program runs one step against pase's 1-device run (the check's result is a
 column) and each stage's compiled programs are read (`tools/run/jax_pipeline`): XLA's
 collectives per step (its forward and backward programs times M, its update once), the
 words one device receives by the ring formulas, beside what the plan charges the stage
 (`predicted_pipeline_words`: its layers' collectives and the redistributions between
-them, the parameter gradients' all-reduce once a step), and the crossings between stages
-beside the plan's boundary words. Run it with another tree's `pase` first on
-`PYTHONPATH` to measure that tree's programs.
+them, the parameter gradients' all-reduce once a step, ZeRO 3's gathers), and the
+crossings between stages beside the plan's boundary words. Run it with another tree's
+`pase` first on `PYTHONPATH` to measure that tree's programs.
 """
 
 from __future__ import annotations
@@ -40,16 +41,18 @@ def cpu_seconds() -> float:
 
 
 def case_rows(case: str, machine: str) -> list[list[str]]:
+    from pase.dialect.training_options import StepOptions
     from pase.frontend import parse_file
     from pase.tools.run.jax import train_jax
     from pase.tools.run.jax_pipeline import PipelineCompiled
     from pase.tools.run.load import Stages, strategy_and_scale
 
-    name, stages, microbatches, ways = case.split(":")
+    name, stages, microbatches, ways, *zero = case.split(":")
     start = cpu_seconds()
+    options = StepOptions(optimizer="adam", zero=int(zero[0])) if zero else None
     module = strategy_and_scale(parse_file(str(model_path(name))), 8, 0.125, machine,
                                 stages=Stages(int(stages), int(microbatches)),
-                                one_mesh=True, ways=int(ways))
+                                one_mesh=True, ways=int(ways), options=options)
     report = train_jax(module, 8, steps=1)
     compiled = report.compiled
     assert isinstance(compiled, PipelineCompiled)
@@ -77,7 +80,8 @@ def case_rows(case: str, machine: str) -> list[list[str]]:
 def main() -> int:
     parser = UsageParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", default=["alexnet:2:4:0", "transformer:2:2:2"],
-                        help="MODEL:STAGES:MICROBATCHES:DATA_PARALLEL (0: searched)")
+                        help="MODEL:STAGES:MICROBATCHES:DATA_PARALLEL[:ZERO] (0: searched; "
+                        "ZERO: Adam at that ZeRO stage, else SGD)")
     parser.add_argument("--machine", default="pase-default")
     args = parser.parse_args()
     print(f"# {cpus()}; {versions()}", file=sys.stderr)

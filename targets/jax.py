@@ -59,6 +59,7 @@ from pase.targets.jax_mesh import (
     spec_entries,
     used_mesh,
 )
+from pase.targets.jax_recurrent import reduced_lstm_statement
 from pase.targets.jax_reduced import (
     reduced_layer_statement,
     reduced_layers,
@@ -371,6 +372,9 @@ class _Emitter:
             self.helpers.add("reduced_einsum")
             return reduced_statement(subscripts(op.input_shapes, op.result_shape), names[0],
                                      specs, spec(space.result, axes), params[0], operands)
+        if isinstance(op, dnn.LstmOp):
+            self.helpers.update(("reduced_lstm", "sigmoid"))
+            return reduced_lstm_statement(names[0], specs, spec(space.result, axes), operands)
         self.helpers.add("reduced_layer")
         bare = [f"v{k}" for k in range(len(operands))]
         layer = f"lambda {', '.join(bare)}: {self.expression(op, bare)}"

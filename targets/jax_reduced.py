@@ -24,6 +24,7 @@ from xdsl.ir import SSAValue
 from pase.core.shapes import NamedShape
 from pase.dialect import dnn
 from pase.dialect.training_options import StepOptions, zero_stage
+from pase.targets.jax_recurrent import lstm_splits_reduce
 from pase.targets.jax_stacked import blocks_give
 from pase.targets.jax_training import Spec, manual_step_axes, zero_layouts
 
@@ -186,13 +187,17 @@ def reduced_layers(graph: dnn.GraphOp, axes: Mapping[dnn.LayerOp, Mapping[str, M
         return {}
     found: dict[dnn.LayerOp, tuple[int, ...]] = {}
     for op in graph.body.block.ops:
-        if not isinstance(op, dnn.LayerOp) or op not in axes or zero_stage(op, options) < 1:
+        # (an LSTM at ZeRO 0 too: left to the layouts, its weight's gradient is all-reduced
+        # in every step of the backward's scan)
+        lstm = isinstance(op, dnn.LstmOp)
+        if not isinstance(op, dnn.LayerOp) or op not in axes \
+                or zero_stage(op, options) < (0 if lstm else 1):
             continue
         params = tuple(k for k, v in enumerate(op.inputs) if isinstance(v.owner, dnn.ParamOp))
         used = {a for split in axes[op].values() for a in split}
         if params and _local(op, params, {d for d, split in axes[op].items() if split}) \
                 and all({use.operation for use in op.inputs[k].uses} == {op}
-                        and state[names[op.inputs[k]]] != held[names[op.inputs[k]]]
+                        and (lstm or state[names[op.inputs[k]]] != held[names[op.inputs[k]]])
                         and {a for a, _ in replicas[names[op.inputs[k]]]} <= used
                         for k in params):
             found[op] = params
@@ -212,6 +217,8 @@ def _local(op: dnn.LayerOp, params: tuple[int, ...], split: set[str]) -> bool:
             return params == (1,) and op.input_shapes[1].dims[0] not in split
         case dnn.Conv2dOp():  # (the batch or channels split: not the height's halo)
             return all(blocks_give(op, k, split) for k in params)
+        case dnn.LstmOp():  # (`jax_recurrent.REDUCED_LSTM`)
+            return lstm_splits_reduce(op, params, split)
     return False
 
 

@@ -11,6 +11,7 @@ from xdsl.ir import Attribute
 
 from pase.dialect.dnn.epsilon import epsilon_of
 from pase.dialect.dnn.seeding import LEARNING_RATE
+from pase.targets.jax_recurrent import REDUCED_LSTM
 from pase.targets.jax_reduced import AXES_OF, REDUCED_EINSUM, REDUCED_LAYER
 from pase.targets.jax_stacked import GATHERED, STACKED_LAYER
 
@@ -222,7 +223,7 @@ def gru(x, w, bias_input=None, bias_hidden=None):
 """The helper functions a layer's expression may call, by name."""
 HELPERS.update(reduced_einsum=REDUCED_EINSUM, reduced_layer=REDUCED_LAYER,  # (jax_reduced)
                axes_of=AXES_OF, stacked_layer=STACKED_LAYER,  # (jax_stacked)
-               gathered=GATHERED)
+               gathered=GATHERED, reduced_lstm=REDUCED_LSTM)  # (jax_recurrent)
 
 
 MAIN = '''\

@@ -227,31 +227,32 @@ class TrainingCost:
                                          machine.hbm_bandwidth, machine.flops)
             base = replace(base, compute=forward + backward, forward_compute=forward)
         vectors = Vectors(low, factors, machine)
-        gathers = np.zeros(len(configs))
-        gather_words = np.zeros(len(configs))
+        gathers = first = np.zeros(len(configs))
+        gather_words = first_words = np.zeros(len(configs))
         elements = np.zeros(len(configs))
         for _, (use, group) in self._parameters(low, vectors):
             block = use.elements / vectors.factor([d for d in use.dims if d is not None])
             shard = np.where(zero >= 1, group, 1)
             elements += block / shard
         if (zero == 3).any():
-            gathers, gather_words = self._backward_gathers(low, factors, machine,
-                                                           zero == 3, recompute)
+            gathers, gather_words, first, first_words = self._backward_gathers(
+                low, factors, machine, zero == 3, recompute)
         update = np.zeros(len(configs))
         if machine.hbm_bandwidth and layer.backward:
             update = elements * update_bytes(self.training) / machine.hbm_bandwidth
         # ZeRO-3: the parameter's all-gather before the forward and before the backward
         # replaces the one after the update that the ring all-reduce (reduce-scatter +
         # all-gather) stands for: one all-gather more in all, where the backward reads it.
+        # The forward's gather (`first`, of every param) is per micro-batch, not per step.
         return LayerCosts(
             base.compute + np.where(recompute, base.forward_compute, 0.0) + update,
             base.communication + np.where(recompute, base.forward_communication, 0.0)
             + gathers,
             base.words + gather_words,
             base.forward_compute,
-            base.forward_communication + gathers,
-            base.param_communication - gathers + update,
-            base.param_words - gather_words)
+            base.forward_communication + first,
+            base.param_communication - first + update,
+            base.param_words - first_words)
 
     @staticmethod
     def _parameters(layer: Layer, vectors: Vectors
@@ -269,13 +270,14 @@ class TrainingCost:
 
     def _backward_gathers(self, layer: Layer, factors: np.ndarray, machine: Machine,
                           sharded: np.ndarray, recompute: np.ndarray
-                          ) -> tuple[np.ndarray, np.ndarray]:
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """ZeRO 3's second all-gather of the layer's params (seconds, words per config
         where `sharded`): of each param the backward reads, that is, one whose layer
         passes a gradient to another operand (x's of x·w needs w; the first layer's w,
         whose input takes no gradient, is not gathered again, as the `-t jax` program
         does not), and of every param where the layer is recomputed (its forward runs
-        again in the backward)."""
+        again in the backward). Then the first (the forward's) gather of every param,
+        seconds and words: a pipeline runs it in each micro-batch."""
         needed, every = Vectors(layer, factors, machine), Vectors(layer, factors, machine)
         for index, use in self._reduced_parameters(layer):
             missing = [d.name for d in layer.space.dims if d.name not in use.dims]
@@ -286,7 +288,8 @@ class TrainingCost:
                 vectors.all_gather(block, missing, use.element_bytes)
         seconds = np.where(recompute, every.seconds, needed.seconds)
         words = np.where(recompute, every.words, needed.words)
-        return np.where(sharded, seconds, 0.0), np.where(sharded, words, 0.0)
+        return (np.where(sharded, seconds, 0.0), np.where(sharded, words, 0.0),
+                np.where(sharded, every.seconds, 0.0), np.where(sharded, every.words, 0.0))
 
     @staticmethod
     def _reduced_parameters(layer: Layer) -> list[tuple[int, TensorUse]]:

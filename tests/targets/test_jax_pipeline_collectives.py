@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pase.dialect.training_options import StepOptions
 from pase.frontend import parse_file
 from pase.targets.jax import jax_program
 from pase.tools.run.jax import train_jax
@@ -22,12 +23,13 @@ from pase.tools.run.load import Stages, strategy_and_scale
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
-def pipelined(model: str, microbatches: int, ways: int) -> object:
+def pipelined(model: str, microbatches: int, ways: int,
+              options: StepOptions | None = None) -> object:
     """`model`'s plan of 2 stages on 8 devices (4 each), `microbatches`, the batch split
     `ways` ways in every layer (0: searched), at 1/8 scale, as pase-run plans it."""
     return strategy_and_scale(parse_file(str(MODELS / f"{model}.dnn")), 8, 0.125,
                               "a100-nvlink", stages=Stages(2, microbatches),
-                              one_mesh=True, ways=ways)
+                              one_mesh=True, ways=ways, options=options)
 
 
 def test_each_stage_moves_the_words_the_plan_charges_it() -> None:
@@ -49,6 +51,26 @@ def test_each_stage_moves_the_words_the_plan_charges_it() -> None:
     for boundary in compiled.boundaries:
         assert boundary.forward == boundary.predicted_forward
         assert boundary.backward == boundary.predicted_backward
+
+
+def test_zero3_stages_move_the_words_the_plan_charges_them() -> None:
+    # The same plan under Adam and ZeRO 3: each stage gathers its params' shards before
+    # every micro-batch's forward and, where the backward reads the param (w2, not the
+    # first layer's w1), again before its backward; it reduce-scatters the gradient sums
+    # once a step. Stage 0: w1's block [32, 64] of 2,048 elements, 1,024 gathered from
+    # the other replica in each of the 2 micro-batches and 1,024 reduce-scattered: 3,072
+    # words, where the plan's words were the plain step's (its all-reduce, 2,048).
+    options = StepOptions(optimizer="adam", zero=3)
+    report = train_jax(pipelined("mlp", 2, 2, options), 8, steps=1)  # type: ignore[arg-type]
+    assert report.training.passed()
+    compiled = report.compiled
+    assert isinstance(compiled, PipelineCompiled)
+    moved = [sum(runs * collective.words() for collective, runs in stage.collectives)
+             for stage in compiled.stages]
+    assert moved[0] == 3072
+    for stage, words in zip(compiled.stages, moved, strict=True):
+        assert words == pytest.approx(stage.predicted_layer + stage.predicted_edge,
+                                      rel=1e-12), stage.index
 
 
 def stacked(source: str) -> list[dict[str, tuple[str, ...]]]:

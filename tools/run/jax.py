@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,8 @@ from pase.passes.strategy import (
     build_problem,
     predicted_words,
 )
+from pase.passes.strategy.machines import Machine
+from pase.passes.strategy.vertices import Layer
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
 from pase.tools.run.check import TrainingReport
@@ -108,7 +110,11 @@ def collectives(hlo: str) -> list[Collective]:
     found = []
     partitions = re.search(r"num_partitions=(\d+)", hlo)
     everyone = int(partitions.group(1)) if partitions else 1
+    runs = _runs(hlo)
+    computation = ""
     for line in hlo.splitlines():
+        if start := COMPUTATION.match(line):
+            computation = start["name"]
         match = HLO_LINE.search(line)
         if not match or "-done(" in line:
             continue
@@ -116,10 +122,66 @@ def collectives(hlo: str) -> list[Collective]:
         elements = [int(np.prod([int(d) for d in dims.split(",") if d])) for _, dims in shapes]
         sizes = [_element_bytes(dtype) for dtype, _ in shapes]
         groups = _groups(line)
-        found.append(Collective(match["kind"], _group_size(groups, line, everyone), sum(elements),
-                                sum(e * s for e, s in zip(elements, sizes, strict=True)),
-                                groups))
+        found += [Collective(match["kind"], _group_size(groups, line, everyone), sum(elements),
+                             sum(e * s for e, s in zip(elements, sizes, strict=True)),
+                             groups)] * runs.get(computation, 1)
     return found
+
+
+COMPUTATION = re.compile(r"^(?P<entry>ENTRY )?%(?P<name>[\w.\-]+) \(")
+CALLED = re.compile(r"\b(?P<key>body|condition|to_apply|calls|branch_computations|"
+                    r"true_computation|false_computation)=\{?(?P<names>%[\w.\-]+"
+                    r"(?:,\s*%[\w.\-]+)*)")
+
+
+def _runs(hlo: str) -> dict[str, int]:
+    r"""How often one run of the module's entry runs each computation it reaches: a while
+    loop's body its trip count times (the condition's `compare(i, constant(N)),
+    direction=LT`, JAX's scan and fori_loop counting from 0; once where no such bound is
+    read), every other called computation as often as its caller. A scan's collectives
+    run once per step: read once, they were counted once a step.
+
+        >>> _runs("ENTRY %main () {\n  %w = while(%t), condition=%c, body=%b\n}\n"
+        ...       "%c (p: s32[]) -> pred[] {\n  %k = s32[] constant(32)\n"
+        ...       "  ROOT %lt = pred[] compare(%i, %k), direction=LT\n}\n")
+        {'main': 1, 'c': 33, 'b': 32}
+    """
+    bodies: dict[str, list[str]] = {}
+    entry, name = "", ""
+    for line in hlo.splitlines():
+        if start := COMPUTATION.match(line):
+            name = start["name"]
+            entry = name if start["entry"] else entry
+            bodies[name] = []
+        elif name:
+            bodies[name].append(line)
+    runs: dict[str, int] = {}
+
+    def visit(computation: str, times: int) -> None:
+        runs[computation] = runs.get(computation, 0) + times
+        for line in bodies.get(computation, []):
+            called = {m["key"]: [n.strip().lstrip("%") for n in m["names"].split(",")]
+                      for m in CALLED.finditer(line)}
+            trips = _trips(bodies.get(called["condition"][0], [])) if "body" in called else 1
+            for key, names in called.items():
+                for callee in names:
+                    visit(callee, times * (trips + (key == "condition") if key in
+                                           ("body", "condition") else 1))
+
+    if entry:
+        visit(entry, 1)
+    return runs
+
+
+def _trips(condition: list[str]) -> int:
+    """The trip count of a while loop from its condition's lines: `i < N` of a constant N
+    (1 where it is not that)."""
+    constants = dict(re.findall(r"%([\w.\-]+) = s32\[\] constant\((\d+)\)", "\n".join(condition)))
+    for line in condition:
+        if "direction=LT" in line and (compared := re.search(r"compare\(%[\w.\-]+, "
+                                                               r"%([\w.\-]+)\)", line)):
+            return int(constants.get(compared.group(1), 1))
+    return 1
 
 
 def _element_bytes(dtype: str) -> int:
@@ -206,23 +268,38 @@ class JaxBackend:
 def second_gathers(graph: dnn.GraphOp, problem: Problem,
                    configs: Mapping[str, Mapping[str, int]]) -> float:
     """The words of ZeRO 3's all-gathers before the backward, which `predicted_words` (the
-    plain step's collectives) leaves out: each layer's `TrainingCost.layer_costs` words
-    at its ZeRO stage less those at ZeRO 0, in the same recomputation (docs/cost-model.md,
-    "ZeRO's collectives written out"). 0 without ZeRO 3 or a training step."""
+    plain step's collectives) leaves out (docs/cost-model.md, "ZeRO's collectives written
+    out"): `zero_gathers` of one micro-batch, summed. 0 without ZeRO 3 or a training step."""
+    return sum(zero_gathers(graph, problem.layer_data, configs, problem.machine).values())
+
+
+def zero_gathers(graph: dnn.GraphOp, layers: Sequence[Layer],
+                 configs: Mapping[str, Mapping[str, int]], machine: Machine,
+                 microbatches: int = 1) -> dict[str, float]:
+    """Per ZeRO 3 layer of `layers` (at micro-batch shapes), the words of its gathers
+    that the plain step's words leave out, in a step of `microbatches`: its
+    `TrainingCost.layer_costs` words at its ZeRO stage less those at ZeRO 0, in the same
+    recomputation, each part at its own rate (`param_words` once a step, the rest once a
+    micro-batch, as `predicted_pipeline_words`): M x the second gather where the backward
+    reads the param, (M - 1) x the first gather of every param (the program holds only
+    the shard between micro-batches; the plain step's all-gather once a step)."""
     options = training_of(graph)
     if options.is_default():
-        return 0.0
+        return {}
     model = TrainingCost(TrainingOptions(zero="auto"))  # (words are elements at any precision)
-    layers = {layer.name: layer for layer in problem.layer_data}
-    total = 0.0
+    by_name = {layer.name: layer for layer in layers}
+    result: dict[str, float] = {}
     for op, name in graph.layer_names().items():
-        if (stage := zero_stage(op, options)) < 3 or name not in layers:
+        if (stage := zero_stage(op, options)) < 3 or name not in by_name:
             continue
         again = recomputed(op, options)
-        words = [model.layer_costs(layers[name], [TrainingConfig(dict(configs[name]), again, zero)],
-                                   problem.machine).words[0] for zero in (stage, 0)]
-        total += float(words[0] - words[1])
-    return total
+        costs = [model.layer_costs(by_name[name],
+                                   [TrainingConfig(dict(configs[name]), again, zero)],
+                                   machine) for zero in (stage, 0)]
+        words = [microbatches * float(c.words[0] - c.param_words[0]) + float(c.param_words[0])
+                 for c in costs]
+        result[name] = words[0] - words[1]
+    return result
 
 
 def train_jax(module: ModuleOp, devices: int, steps: int = 1, seed: int = 0,

@@ -7,7 +7,9 @@ the zeroing of its gradient sums (once), and per crossing tensor its send and re
 (M times each). `pipeline_compiled` counts their collectives per step; the crossings'
 collective-permutes are the transfers between stages, set beside the words the plan
 charges each boundary (`predicted_pipeline_words`: each consumer device receives its
-whole block forward, each producer device its whole gradient block back).
+whole block forward, each producer device its whole gradient block back); under ZeRO 3 a
+stage's layers add the gathers the plain step leaves out (`jax.zero_gathers`: per
+micro-batch the forward's and, where the backward reads the param, the backward's).
 
     compiled = pipeline_compiled(saved, graph, devices=8)
     print_pipeline_collectives(compiled, width=4)
@@ -22,7 +24,11 @@ import numpy as np
 
 from pase.dialect import dnn
 from pase.dialect.pase import pipeline_of, stage_of
-from pase.tools.run.jax import KINDS, Collective, Compiled, collectives
+from pase.formats.machine_toml import load_machine
+from pase.passes.strategy import read_graph
+from pase.passes.strategy.pipeline.microbatch import microbatch_layers
+from pase.tools.run.jax import KINDS, Collective, Compiled, collectives, zero_gathers
+from pase.tools.run.load import layer_configs
 from pase.tools.run.runtime import predictions
 
 PER_MICROBATCH = frozenset({"forward", "backward", "send", "return"})
@@ -88,6 +94,10 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
     stage_of_layer = {names[layer]: attr.index.data for layer in names
                       if (attr := stage_of(layer)) is not None}
     predicted = predictions(graph, devices)
+    data = read_graph(graph)
+    assert data.batch is not None
+    gathers = zero_gathers(graph, microbatch_layers(data.layers, data.batch, micro),
+                           layer_configs(graph), load_machine(pipeline.machine.data), micro)
     per_stage = devices // count
     stages = []
     for index in range(count):
@@ -96,6 +106,7 @@ def pipeline_compiled(saved: dict[str, np.ndarray], graph: dnn.GraphOp,
                  for program in [match.group(1)] for c in collectives(str(hlo))]
         layer = sum(w for (kind, tag), w in predicted.items()
                     if kind == "layer" and stage_of_layer.get(tag) == index)
+        layer += sum(w for tag, w in gathers.items() if stage_of_layer.get(tag) == index)
         edge = sum(w for (kind, tag), w in predicted.items() if kind == "edge"
                    and _edge_stages(tag, stage_of_layer) == (index, index))
         stages.append(StageCollectives(index, range(index * per_stage,

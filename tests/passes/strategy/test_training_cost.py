@@ -150,8 +150,27 @@ def test_zero3_adds_one_all_gather_where_the_backward_reads_the_param(einsum):
             layer, [TrainingConfig({"b": 8}, recompute, zero)], MACHINE) for zero in (0, 3))
         assert zero3.communication[0] == pytest.approx(zero0.communication[0] + extra,
                                                        rel=1e-12)
+        # (the forward's gather of every param: docs/cost-model.md, "ZeRO 3 in a pipeline")
         assert zero3.forward_communication[0] == pytest.approx(
-            zero0.forward_communication[0] + extra, rel=1e-12)
+            zero0.forward_communication[0] + gather, rel=1e-12)
+
+
+def test_zero3_gathers_each_param_in_every_microbatch(einsum):
+    """The program holds only a ZeRO 3 param's shard between micro-batches, so it gathers
+    it before every micro-batch's forward: once a step there is only the gradients'
+    reduce-scatter, the rest of the ring all-reduce (its all-gather) is per micro-batch.
+    y = x·w, whose backward does not read w: at M micro-batches M gathers and one
+    reduce-scatter (the mlp's stage 0 of `tests/targets/test_jax_pipeline_collectives.py`:
+    3,072 words at M = 2 where the per-step share was charged 2,048)."""
+    second = read_graph(parse_text(TINY)).layers[2]
+    gather = 7 / 8 * W
+    for layer, reads in ((einsum, 0), (second, 1)):
+        zero3 = model(zero="auto").layer_costs(
+            layer, [TrainingConfig({"b": 8}, False, 3)], MACHINE)
+        assert zero3.param_words[0] == pytest.approx(gather, rel=1e-12)  # the reduce-scatter
+        for micro in (1, 2, 4):
+            per_step = micro * (zero3.words[0] - zero3.param_words[0]) + zero3.param_words[0]
+            assert per_step == pytest.approx((micro * (1 + reads) + 1) * gather, rel=1e-12)
 
 
 def test_hierarchical_all_reduce_on_four_nodes():
