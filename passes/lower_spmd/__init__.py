@@ -10,8 +10,9 @@ dim, or an operand gradient over split dims it does not range over) a
 of their first reader. The result moves exactly the words docs/cost-model.md charges,
 which `pase-run --check` verifies.
 
-Option `devices=P` (from 1 to 8,192, `MAX_DEVICES`) sets the program's device count; omitted, it is the
-device count of the graph's `pase.strategy`, the one pase-search optimized for.
+Option `devices=P` (from 1 to 8,192, `MAX_DEVICES`) sets the program's device count;
+omitted, it is the device count of the graph's `pase.strategy`, the one pase-search
+optimized for.
 
     pase-opt models/mlp.dnn -p 'pase-search{devices=4},pase-autodiff,pase-lower-spmd'
 
