@@ -55,7 +55,8 @@ BYTES_PER_TOKEN = 256
 """What the IR built from one token holds at most, measured with tracemalloc at the peak of
 parsing 3,000 ops of each form (benchmarks/RESULTS.md, mends13): an op of no operand
 `"a.b"() : () -> ()`, 168 bytes a token; with one result, 193; a region, 123; an
-attribute list of integers, 92; a pase graph printed by pase-opt, 84."""
+attribute list of integers, 92; a `tensor<2x...x2xf32>` of 30 dims, 110 (each dim a token:
+`count_tokens`); a pase graph printed by pase-opt, 84."""
 
 
 @dataclass(frozen=True)
@@ -95,16 +96,19 @@ class LocatedMlirFrontend(Frontend):
 
 def count_tokens(text: str, input_name: str) -> int:
     """The MLIR tokens of `text`, up to its first one the lexer refuses (the parse reports
-    that one, or an error before it).
+    that one, or an error before it); a shape's dims, which the lexer reads as one word
+    (`x2x2xf32` in `tensor<2x2x2xf32>`), count one token each.
 
         >>> count_tokens('"a.b"() : () -> ()', "m.mlir")
         9
+        >>> count_tokens('"a.b"() : () -> tensor<2x2x2xf32>', "m.mlir")
+        15
     """
     lexer = MLIRLexer(Input(text, input_name))
     count = 0
     try:
-        while lexer.lex().kind is not TokenKind.EOF:
-            count += 1
+        while (token := lexer.lex()).kind is not TokenKind.EOF:
+            count += 1 + (token.text.count("x") if token.kind is TokenKind.BARE_IDENT else 0)
     except ParseError:
         pass
     return count
