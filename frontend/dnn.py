@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -41,9 +40,10 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.frontend import Frontend
 
+from pase.core.budget import DEFAULT_MEMORY_GIB, budget_bytes, check_budget
 from pase.core.diagnostics import Diagnostic, offset_to_line_column
 from pase.core.files import decode_text, read_text
-from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer, too_many_gib
+from pase.core.numbers import SHOWN_DIGITS, read_float, read_integer
 from pase.core.options import CheckedOptions
 from pase.core.shapes import ELEMENT_TYPES, NamedShape, ShapeError, shape_over
 from pase.core.signals import raise_if_received
@@ -121,10 +121,6 @@ PARSER = load_parser(_STREAMING)
 
 
 
-DEFAULT_MEMORY_GIB = 4.0
-"""The parse's default memory budget, as pase-search's `memory-gib` and the ONNX
-frontend's."""
-
 BYTES_PER_STATEMENT = 3 << 10
 BYTES_PER_OPERAND = 150
 """What building one statement's IR holds at most, measured with tracemalloc (a chain of
@@ -148,14 +144,16 @@ def parse_text(text: str, filename: str = "<input>",
     builder as soon as it is complete (`_Streaming`). Between the two, the IR's memory
     (`BYTES_PER_STATEMENT` and `BYTES_PER_OPERAND`) is checked against `memory_gib`: a
     file whose IR would not fit is one error, before any of it is built."""
-    limit = _budget_bytes(memory_gib, filename)
+    limit = budget_bytes(memory_gib, filename, "dnn")
     builder = _Builder(text, filename)
     with _PARSE_LOCK:
         _STREAMING.counted_statements = _STREAMING.counted_operands = 0
         for pass_builder in (None, builder):
             if pass_builder is not None:
-                _check_budget(_STREAMING.counted_statements, _STREAMING.counted_operands,
-                              limit, filename)
+                statements = _STREAMING.counted_statements
+                check_budget(statements, "statements", statements * BYTES_PER_STATEMENT +
+                             _STREAMING.counted_operands * BYTES_PER_OPERAND, limit, filename,
+                             "dnn")
             _STREAMING.builder = pass_builder
             try:
                 tree = PARSER.parse(text)
@@ -178,25 +176,6 @@ def parse_text(text: str, filename: str = "<input>",
             culprit = error.op if isinstance(error, VerifyExceptionAt) else op
             raise builder.error_at_op(culprit, str(error)) from None
     return module
-
-
-def _budget_bytes(memory_gib: float, filename: str) -> int:
-    """`memory_gib` in bytes, or a `Diagnostic` for a value that is no budget."""
-    if not 0 < memory_gib < math.inf:
-        raise Diagnostic(f"memory-gib must be a finite number above 0, got {memory_gib} "
-                         "(-f 'dnn{memory-gib=G}')", filename)
-    if (reason := too_many_gib("memory-gib", memory_gib)) is not None:
-        raise Diagnostic(reason, filename)
-    return int(memory_gib * (1 << 30))
-
-
-def _check_budget(statements: int, operands: int, limit: int, filename: str) -> None:
-    needed = statements * BYTES_PER_STATEMENT + operands * BYTES_PER_OPERAND
-    if needed > limit:
-        raise Diagnostic(f"the IR of the file's {statements:,} statements takes about "
-                         f"{needed:,} bytes, over the memory budget of {limit:,} bytes; "
-                         "raise it with -f 'dnn{memory-gib=G}'",
-                         filename)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,10 @@ xDSL's own `mlir` frontend (`xdsl.frontend.mlir`) leaves ops unlocated and repor
 undefined value at the end of the input; `LocatedParser` records each op's place, reports
 an undefined value at its first use, reports an attribute xDSL rejects as it builds it
 (`300 : i8`) or a number of the wrong type (`7 : (i32) -> i32`) at its text, refuses an
-integer literal too long to convert and
-brackets nested past `pase.core.nesting`'s limit. pase-opt reads `.mlir` with it (each
+integer literal too long to convert,
+brackets nested past `pase.core.nesting`'s limit, and a file whose IR would take more than
+its memory budget (`-f 'mlir{memory-gib=G}'`, default 4 GiB, as `.dnn`'s): the tokens are
+counted before any op is built, each charged `BYTES_PER_TOKEN`. pase-opt reads `.mlir` with it (each
 `--split-input-file` chunk with its `line_offset`) and so does pase-run. It is not in
 `pase.universe.PASE`, whose names plain xdsl-opt merges with xDSL's own: the name `mlir`
 is xDSL's. `pase.universe.FRONTENDS` holds the frontends pase's tools read with.
@@ -35,33 +37,81 @@ from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.frontend import Frontend
-from xdsl.utils.lexer import Span, Token
+from xdsl.utils.lexer import Input, Span, Token
+from xdsl.utils.mlir_lexer import MLIRLexer
 from xdsl.utils.mlir_lexer import MLIRTokenKind as TokenKind
 
+from pase.core.budget import DEFAULT_MEMORY_GIB, budget_bytes, check_budget
 from pase.core.diagnostics import LineIndex, at_op
 from pase.core.files import decode_text
 from pase.core.nesting import check_nesting
 from pase.core.numbers import LONGEST_INTEGER
+from pase.core.options import CheckedOptions
 from pase.dialect.traits import VerifyExceptionAt
 
 NOTHING_PARSED = "Could not parse entire input!"
+
+BYTES_PER_TOKEN = 256
+"""What the IR built from one token holds at most, measured with tracemalloc at the peak of
+parsing 3,000 ops of each form (benchmarks/RESULTS.md, mends13): an op of no operand
+`"a.b"() : () -> ()`, 168 bytes a token; with one result, 193; a region, 123; an
+attribute list of integers, 92; a `tensor<2x...x2xf32>` of 30 dims, 110 (each dim a token:
+`count_tokens`); a pase graph printed by pase-opt, 84."""
+
+
+@dataclass(frozen=True)
+class MlirOptions(CheckedOptions):
+    """The options of `-f mlir` (`-f 'mlir{memory-gib=G}'`)."""
+
+    name = "mlir"
+    OPTIONS_OF = "-f mlir"
+
+    memory_gib: float | int = DEFAULT_MEMORY_GIB
+    """The most the IR of the file may take, in GiB."""
 
 
 @dataclass(frozen=True)
 class LocatedMlirFrontend(Frontend):
     """MLIR text, each op located (`LocatedParser`); `no_implicit_module` as xDSL's `mlir`
-    frontend has it, `line_offset` the file lines before this text (a split chunk)."""
+    frontend has it, `line_offset` the file lines before this text (a split chunk),
+    `memory_gib` the most its IR may take (`MlirOptions`)."""
 
     name = "mlir"
 
     no_implicit_module: bool = False
     line_offset: int = 0
+    memory_gib: float | int = DEFAULT_MEMORY_GIB
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str = "<input>") -> ModuleOp:
         text = decode_text(input.read(), input_name)
+        limit = budget_bytes(float(self.memory_gib), input_name, "mlir")
         check_nesting(text, input_name, self.line_offset)
+        if len(text) * BYTES_PER_TOKEN > limit:  # (a token is at least a character)
+            tokens = count_tokens(text, input_name)
+            check_budget(tokens, "tokens", tokens * BYTES_PER_TOKEN, limit, input_name,
+                         "mlir")
         return LocatedParser(ctx, text, input_name, line_offset=self.line_offset).parse_module(
             not self.no_implicit_module)
+
+
+def count_tokens(text: str, input_name: str) -> int:
+    """The MLIR tokens of `text`, up to its first one the lexer refuses (the parse reports
+    that one, or an error before it); a shape's dims, which the lexer reads as one word
+    (`x2x2xf32` in `tensor<2x2x2xf32>`), count one token each.
+
+        >>> count_tokens('"a.b"() : () -> ()', "m.mlir")
+        9
+        >>> count_tokens('"a.b"() : () -> tensor<2x2x2xf32>', "m.mlir")
+        15
+    """
+    lexer = MLIRLexer(Input(text, input_name))
+    count = 0
+    try:
+        while (token := lexer.lex()).kind is not TokenKind.EOF:
+            count += 1 + (token.text.count("x") if token.kind is TokenKind.BARE_IDENT else 0)
+    except ParseError:
+        pass
+    return count
 
 
 class LocatedParser(Parser):

@@ -53,7 +53,7 @@ from pase.core.files import (
 )
 from pase.core.numbers import LONGEST_INTEGER
 from pase.formats.strategy_input import standard_input_taken
-from pase.frontend.mlir import LocatedMlirFrontend, verify_located
+from pase.frontend.mlir import LocatedMlirFrontend, MlirOptions, verify_located
 from pase.universe import PASE
 
 BINARY_FRONTENDS = ("onnx",)
@@ -64,6 +64,11 @@ ONNX_HELP = """
   -f 'dnn{memory-gib=4}'
       memory-gib=G  the most the IR of the file's statements may take; a file past it
                     is refused before any of it is built (pase-run reads at this default)
+
+.mlir sources:
+  -f 'mlir{memory-gib=4}'
+      memory-gib=G  the most the IR of the file's tokens may take; a file past it is
+                    refused before any of it is built (pase-run reads at this default)
 
 ONNX models (pase-opt model.onnx, or -f onnx; needs pip install 'pase[onnx]'):
   -f 'onnx{batch=N loss=cross-entropy memory-gib=4}'
@@ -129,6 +134,7 @@ class PaseOptMain(xDSLOptMain):
         a byte that is not is located in the file (`decode_text`), not in its chunk."""
         check_frontend_options(self.args.frontend or "")
         self.check_target_options()
+        self.mlir_options()  # (a bad one refused before the input is opened)
         if self.args.input_file is None:
             stream, file_extension = super().get_input_stream()
             standard_input_taken("the model")  # (so a strategy "-" cannot be read there)
@@ -150,6 +156,11 @@ class PaseOptMain(xDSLOptMain):
             data = read_bounded(stream, self.get_input_name())
         decode_text(data, self.get_input_name())
         return BytesIO(data.removeprefix(BYTE_ORDER_MARK.encode())), file_extension
+
+    def mlir_options(self) -> MlirOptions:
+        """`-f 'mlir{memory-gib=G}'`'s options (the defaults without -f or for another -f)."""
+        spec = parse_spec(self.args.frontend) if self.args.frontend else None
+        return MlirOptions.from_spec(spec) if spec and spec.name == "mlir" else MlirOptions()
 
     def check_target_options(self) -> None:
         """Read a pase target's options (`-t 'jax{devices=N}'`) before the run, so that a bad
@@ -180,7 +191,8 @@ class PaseOptMain(xDSLOptMain):
             return super().parse_chunk(chunk, file_extension)
         text = chunk.read().decode("utf-8")  # valid: `get_input_stream` checked the whole input
         if frontend == "mlir":
-            return LocatedMlirFrontend(self.args.no_implicit_module, start_offset).parse(
+            return LocatedMlirFrontend(self.args.no_implicit_module, start_offset,
+                                       self.mlir_options().memory_gib).parse(
                 self.ctx, BytesIO(text.encode()), name)
         if self.args.split_input_file and all(
                 not line.strip() or line.lstrip().startswith("//")

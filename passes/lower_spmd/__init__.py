@@ -10,8 +10,9 @@ dim, or an operand gradient over split dims it does not range over) a
 of their first reader. The result moves exactly the words docs/cost-model.md charges,
 which `pase-run --check` verifies.
 
-Option `devices=P` (at least 1) sets the program's device count; omitted, it is the
-device count of the graph's `pase.strategy`, the one pase-search optimized for.
+Option `devices=P` (from 1 to 8,192, `MAX_DEVICES`) sets the program's device count;
+omitted, it is the device count of the graph's `pase.strategy`, the one pase-search
+optimized for.
 
     pase-opt models/mlp.dnn -p 'pase-search{devices=4},pase-autodiff,pase-lower-spmd'
 
@@ -29,6 +30,7 @@ from xdsl.dialects.builtin import IntAttr, ModuleOp
 from xdsl.rewriter import Rewriter
 
 from pase.core.diagnostics import Diagnostic
+from pase.core.placement import MAX_DEVICES
 from pase.dialect import dnn
 from pase.dialect.pase import pipeline_of
 from pase.passes.lower_spmd.pipelined import PipelineLowering
@@ -42,7 +44,7 @@ __all__ = ["LowerSpmdPass", "Lowering", "PipelineLowering", "placement"]
 class LowerSpmdPass(PasePass):
     """Lower every `dnn.graph` to a `dist.program` on `devices` devices.
 
-    `devices` is at least 1; omitted (None), each graph's program gets the device count
+    `devices` is from 1 to `MAX_DEVICES`; omitted (None), each graph's program gets the device count
     of its `pase.strategy` (from pase-search):
 
         pase-lower-spmd              the strategy's device count
@@ -54,9 +56,10 @@ class LowerSpmdPass(PasePass):
     devices: int | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.devices is not None and self.devices < 1:
-            raise Diagnostic("pase-lower-spmd: devices must be at least 1, or omitted to use "
-                             "the strategy's device count")
+        if self.devices is not None and not 1 <= self.devices <= MAX_DEVICES:
+            raise Diagnostic(f"pase-lower-spmd: devices must be between 1 and {MAX_DEVICES:,}, "
+                             f"or omitted to use the strategy's device count; got "
+                             f"{self.devices:,}")
         for graph in [g for g in op.walk() if isinstance(g, dnn.GraphOp)]:
             pipeline = pipeline_of(graph)
             devices = self._devices(graph)
