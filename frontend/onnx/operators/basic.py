@@ -74,10 +74,12 @@ def one_row_constant(graph: GraphState, name: str) -> None:
     """A float constant of rank 3 or more whose entries are equal along every axis but
     the last, as its one row `[1, ..., 1, d]`: the dynamo exporter folds BERT's token-type
     embedding (row 0 of a table, by constant zero ids) into a `[b, s, d]` constant, which
-    is one trainable row, not b·s of them."""
+    is one trainable row, not b·s of them. Not a `[c, 1, 1]` constant (a group norm's
+    scale, ConvNeXt's layer scale: one entry per channel, not one row)."""
     value = graph.values.get(name)
     array = None if value is None else value.constant
-    if array is None or array.ndim < 3 or not np.issubdtype(array.dtype, np.floating):
+    if array is None or array.ndim < 3 or array.shape[-1] < 2 or \
+            not np.issubdtype(array.dtype, np.floating):
         return
     rows = array.reshape(-1, array.shape[-1])
     if value is not None and rows.shape[0] > 1 and bool((rows == rows[:1]).all()):
