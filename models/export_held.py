@@ -5,9 +5,10 @@ eval mode, batch 8, static shapes):
     python models/export_held.py models/onnx               # the fixtures (bundled)
     python models/export_held.py FOLDER vit_nn t5_nn       # the others (not bundled)
 
-- `bilstm` and `bigru`: text classifiers over a bidirectional `nn.LSTM` / `nn.GRU`
-  (`bidirectional=True, batch_first=True`; 64 words, 32 wide, 16 steps), its two
-  directions' outputs concatenated (64 wide), the mean over the steps, a linear head.
+- `bilstm` and `bigru`: token taggers (as for named entities) over a bidirectional
+  `nn.LSTM` / `nn.GRU` (`bidirectional=True, batch_first=True`; 64 words, 32 wide, 16
+  steps), its two directions' outputs concatenated (64 wide), a linear head to 10
+  classes per token.
 - `instnorm`: a CNN with `nn.InstanceNorm2d` with and without its affine params (16x16
   images, 8 channels), as style-transfer networks normalize.
 - `groupnorm`: a CNN with `nn.GroupNorm(2, 8)` and `F.interpolate(scale_factor=2,
@@ -53,9 +54,9 @@ from export_torch import (  # noqa: E402
 )
 
 
-class BidirectionalClassifier(nn.Module):
-    """Embedding, a bidirectional one-layer LSTM or GRU, the mean of its outputs over the
-    steps, a linear head to 10 classes."""
+class BidirectionalTagger(nn.Module):
+    """Embedding, a bidirectional one-layer LSTM or GRU, a linear head to 10 classes per
+    step (each step's scores read both directions' outputs at that step)."""
 
     def __init__(self, kind: type[nn.Module], width: int = 32) -> None:
         super().__init__()
@@ -65,7 +66,7 @@ class BidirectionalClassifier(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         states, _ = self.recurrent(self.embedding(tokens))
-        return self.head(states.mean(1))
+        return self.head(states)
 
 
 class NormCnn(nn.Module):
@@ -181,8 +182,8 @@ def vision(name: str) -> nn.Module:
 
 
 MODELS = {
-    "bilstm": (lambda: BidirectionalClassifier(nn.LSTM), ids),
-    "bigru": (lambda: BidirectionalClassifier(nn.GRU), ids),
+    "bilstm": (lambda: BidirectionalTagger(nn.LSTM), ids),
+    "bigru": (lambda: BidirectionalTagger(nn.GRU), ids),
     "instnorm": (lambda: NormCnn(False), lambda: image(16)),
     "groupnorm": (lambda: NormCnn(True), lambda: image(8)),
     "gptj": (gptj, ids),

@@ -28,7 +28,7 @@ from pase.dialect import dnn
 from pase.frontend.onnx.operators.activations import factor
 from pase.frontend.onnx.operators.conv import pad_axis
 from pase.frontend.onnx.operators.more import slice_axis
-from pase.frontend.onnx.operators.shape import reshape_to
+from pase.frontend.onnx.operators.shape import join, reshape_to
 from pase.frontend.onnx.values import GraphState, Value
 
 
@@ -65,15 +65,8 @@ def linear_axis(graph: GraphState, x: Value, position: int, f: int, name: str) -
                                     f"{at}_far")
             phase = graph.elementwise(dnn.AddOp, phase, far, at)
         phases.append(phase)
-    joined = [graph.real_axis(p, position) for p in phases]
-    dim = graph.dims.new(n * f, graph.dims.hints[graph.dims.find(joined[0])])
-    axes = list(phases[0].axes)
-    axes[position] = dim
-    operands = [graph.ordered(p, f"{name}_in{i}") for i, p in enumerate(phases)]
-    stacked = Value(tuple(axes), graph.build(
-        dnn.ConcatOp, operands, f"{name}_phases",
-        [graph.dims.find(a) for a in axes if a is not None]))
-    sizes = [graph.dims.size(a) for a in axes if a is not None]
+    stacked = join(graph, phases, position, f"{name}_phases")
+    sizes = [graph.dims.size(a) for a in stacked.axes if a is not None]
     split = reshape_to(graph, stacked, [*sizes[:position], f, n, *sizes[position + 1:]],
                        f"{name}_split")
     inner = list(split.axes)

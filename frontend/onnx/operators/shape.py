@@ -244,16 +244,21 @@ def concat(graph: GraphState, node: Any) -> list[Value]:
             assert axis is not None
             if not graph.same(first, axis):
                 raise graph.error("its operands' axes cannot be one dimension")
+    return [join(graph, values, position, node.output[0])]
+
+
+def join(graph: GraphState, values: Sequence[Value], position: int, name: str) -> Value:
+    """`values` (their other axes one dim each) concatenated along the axis at
+    `position`, a new dim (a `dnn.concat`)."""
     joined = [graph.real_axis(v, position) for v in values]
     dim = graph.dims.new(sum(graph.dims.size(a) for a in joined),
                          graph.dims.hints[graph.dims.find(joined[0])])
     axes = list(values[0].axes)
     axes[position] = dim
-    name = node.output[0]
     operands = [graph.ordered(v, f"{name}_in{i}") for i, v in enumerate(values)]
     y = graph.build(dnn.ConcatOp, operands, name,
                     [graph.dims.find(a) for a in axes if a is not None])
-    return [Value(tuple(axes), y)]
+    return Value(tuple(axes), y)
 
 
 @importer("Gather", attributes=("axis",))
