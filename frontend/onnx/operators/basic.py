@@ -67,7 +67,32 @@ def binary(graph: GraphState, node: Any) -> list[Value]:
     for name in node.input:
         one_row_constant(graph, name)
     a, b = graph.tensor(node.input[0]), graph.tensor(node.input[1])
+    a, b = broadcast_units(graph, a, b, node.output[0])
     return [graph.elementwise(BINARY_OPS[node.op_type], a, b, node.output[0])]
+
+
+def broadcast_units(graph: GraphState, a: Value, b: Value, name: str) -> tuple[Value, Value]:
+    """`a` and `b` without the axes of size 1 that are dims of their own (a broadcast's
+    or a reshape's, as GPT-J's repeat_interleave of its rotary table `[1, s, 1, r]`) where
+    the other operand's axis is longer: ONNX broadcasts them, so they become axes pase
+    broadcasts (a `dnn.reshape` dropping each)."""
+    from pase.frontend.onnx.operators.more import drop_axis
+
+    rank = max(len(a.axes), len(b.axes))
+    padded = [(None,) * (rank - len(v.axes)) + tuple(v.axes) for v in (a, b)]
+    values = [a, b]
+    for which in (0, 1):
+        other = padded[1 - which]
+        shift = rank - len(values[which].axes)
+        units = [p for p, axis in enumerate(padded[which]) if axis is not None
+                 and graph.dims.size(axis) == 1 and other[p] is not None
+                 and graph.dims.size(other[p]) > 1]
+        for count, p in enumerate(sorted(units, reverse=True)):
+            x = values[which]
+            values[which] = drop_axis(graph, x, p - shift, f"{name}_unit{which}{count}")
+            values[which] = Value(tuple(None if q == p - shift else axis for q, axis in
+                                        enumerate(x.axes)), values[which].ssa)
+    return values[0], values[1]
 
 
 def one_row_constant(graph: GraphState, name: str) -> None:
