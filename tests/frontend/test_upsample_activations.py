@@ -18,6 +18,7 @@ from onnx_graphs import first_loss_and_reference, model, node  # noqa: E402
 
 from pase.core.diagnostics import Diagnostic  # noqa: E402
 from pase.frontend.onnx import import_model  # noqa: E402
+
 RNG = np.random.default_rng(0)
 
 
