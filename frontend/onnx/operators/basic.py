@@ -84,9 +84,9 @@ def broadcast_units(graph: GraphState, a: Value, b: Value, name: str) -> tuple[V
     for which in (0, 1):
         other = padded[1 - which]
         shift = rank - len(values[which].axes)
-        units = [p for p, axis in enumerate(padded[which]) if axis is not None
-                 and graph.dims.size(axis) == 1 and other[p] is not None
-                 and graph.dims.size(other[p]) > 1]
+        units = [p for p, (axis, longer) in enumerate(zip(padded[which], other, strict=True))
+                 if axis is not None and graph.dims.size(axis) == 1 and longer is not None
+                 and graph.dims.size(longer) > 1]
         for count, p in enumerate(sorted(units, reverse=True)):
             x = values[which]
             values[which] = drop_axis(graph, x, p - shift, f"{name}_unit{which}{count}")

@@ -149,17 +149,16 @@ def recurrent_layers(graph: GraphState, node: Any, gates: int, op: type[dnn.Laye
             y = reverse_axis(graph, y, 1, f"{name}_output")
             graph.same(seq_axis, graph.real_axis(y, 1))
         outputs.append(y)
-    if directions == 1:
-        y_axes = (seq_axis, None, batch_axis, features)
-    else:
+    y = outputs[0]
+    y_axes: tuple[int | None, ...] = (seq_axis, None, batch_axis, features)
+    if directions == 2:
         both = join(graph, outputs, 2, f"{node.output[0]}_joined")
-        split = reshape_to(graph, both, [graph.dims.size(batch_axis), graph.dims.size(
+        y = reshape_to(graph, both, [graph.dims.size(batch_axis), graph.dims.size(
             seq_axis), 2, size], f"{node.output[0]}_directions")
-        ssa, (_, _, direction, features) = split.ssa, split.axes
-        y_axes = (seq_axis, direction, batch_axis, features)
+        y_axes = (seq_axis, y.axes[2], batch_axis, y.axes[3])
     if graph.attribute(node, "layout", 0):
         y_axes = (y_axes[2], y_axes[0], y_axes[1], y_axes[3])
-    return [Value(y_axes, ssa if directions == 2 else outputs[0].ssa)]
+    return [Value(y_axes, y.ssa)]
 
 
 DIRECTION = ("forward", "backward")
