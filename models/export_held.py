@@ -33,25 +33,19 @@ from __future__ import annotations
 import os
 import sys
 
-try:
-    import torch
-    from torch import nn
-    from torch.nn import functional
-except ImportError:  # one line, exit 1, as every pase script's usage error
-    print("export_held.py: error: exporting needs torch: pip install -e '.[torch]'",
-          file=sys.stderr)
-    sys.exit(1)
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_torch import (  # noqa: E402
-    BATCH,
+from export_torch import (  # noqa: E402  (torch from there: it says how to install it)
     SEQUENCE,
     VOCABULARY,
     Logits,
     export_main,
     ids,
     image,
+    nn,
+    torch,
 )
+
+functional = nn.functional
 
 
 class BidirectionalTagger(nn.Module):
@@ -196,9 +190,6 @@ MODELS = {
 }
 BUNDLED = ("bilstm", "bigru", "instnorm", "groupnorm", "gptj")
 """The models of `models/onnx/` (the others are only measured)."""
-
-assert BATCH == 8
-
 
 def main(argv: list[str]) -> int:
     """`FOLDER [NAME...]`: the bundled models when no name is given."""
