@@ -44,7 +44,8 @@ def identifier(text: str) -> str:
     `onnx_Add7` (no `_<number>` suffix, which xDSL's printer reserves)."""
     text = re.sub(r"_output_[0-9]+(?=_|$)", "", text)
     text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
-    text = re.sub(r"_([0-9]+)$", r"\1", text)
+    while re.search(r"_[0-9]+$", text):  # `val_21_2` (a copy's name) -> `val212`
+        text = re.sub(r"_([0-9]+)$", r"\1", text)
     if text and text[0].isdigit():
         text = "v" + text
     return text

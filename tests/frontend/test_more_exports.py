@@ -127,8 +127,8 @@ ERRORS = {
                   "reset gate after the recurrent product, as PyTorch's nn.GRU "
                   "(linear_before_reset=1)"),
     "gru_reverse": (gru(linear_before_reset=1, direction="reverse"),
-                    "direction=b'reverse' is not supported (only forward; pase's gru runs "
-                    "one direction)"),
+                    "direction=b'reverse' is not supported (only forward and "
+                    "bidirectional; pase's gru runs forward)"),
 }
 """What stays one error (tests/lit/frontend/onnx/pads.py shows the Pads that are read)."""
 

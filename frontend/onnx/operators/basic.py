@@ -67,17 +67,44 @@ def binary(graph: GraphState, node: Any) -> list[Value]:
     for name in node.input:
         one_row_constant(graph, name)
     a, b = graph.tensor(node.input[0]), graph.tensor(node.input[1])
+    a, b = broadcast_units(graph, a, b, node.output[0])
     return [graph.elementwise(BINARY_OPS[node.op_type], a, b, node.output[0])]
+
+
+def broadcast_units(graph: GraphState, a: Value, b: Value, name: str) -> tuple[Value, Value]:
+    """`a` and `b` without the axes of size 1 that are dims of their own (a broadcast's
+    or a reshape's, as GPT-J's repeat_interleave of its rotary table `[1, s, 1, r]`) where
+    the other operand's axis is longer: ONNX broadcasts them, so they become axes pase
+    broadcasts (a `dnn.reshape` dropping each)."""
+    from pase.frontend.onnx.operators.more import drop_axis
+
+    rank = max(len(a.axes), len(b.axes))
+    padded = [(None,) * (rank - len(v.axes)) + tuple(v.axes) for v in (a, b)]
+    values = [a, b]
+    for which in (0, 1):
+        other = padded[1 - which]
+        shift = rank - len(values[which].axes)
+        units = [p for p, (axis, longer) in enumerate(zip(padded[which], other, strict=True))
+                 if axis is not None and graph.dims.size(axis) == 1 and longer is not None
+                 and graph.dims.size(longer) > 1]
+        for count, p in enumerate(sorted(units, reverse=True)):
+            x = values[which]
+            values[which] = drop_axis(graph, x, p - shift, f"{name}_unit{which}{count}")
+            values[which] = Value(tuple(None if q == p - shift else axis for q, axis in
+                                        enumerate(x.axes)), values[which].ssa)
+    return values[0], values[1]
 
 
 def one_row_constant(graph: GraphState, name: str) -> None:
     """A float constant of rank 3 or more whose entries are equal along every axis but
     the last, as its one row `[1, ..., 1, d]`: the dynamo exporter folds BERT's token-type
     embedding (row 0 of a table, by constant zero ids) into a `[b, s, d]` constant, which
-    is one trainable row, not b·s of them."""
+    is one trainable row, not b·s of them. Not a `[c, 1, 1]` constant (a group norm's
+    scale, ConvNeXt's layer scale: one entry per channel, not one row)."""
     value = graph.values.get(name)
     array = None if value is None else value.constant
-    if array is None or array.ndim < 3 or not np.issubdtype(array.dtype, np.floating):
+    if array is None or array.ndim < 3 or array.shape[-1] < 2 or \
+            not np.issubdtype(array.dtype, np.floating):
         return
     rows = array.reshape(-1, array.shape[-1])
     if value is not None and rows.shape[0] > 1 and bool((rows == rows[:1]).all()):

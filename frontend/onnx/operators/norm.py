@@ -90,3 +90,33 @@ def batch_norm(graph: GraphState, node: Any) -> list[Value]:
                     {"over": graph.dim_array(over)} | norm_epsilon(graph, node))
     return [Value(x.axes, y)]
 
+
+
+@importer("InstanceNormalization", attributes=("epsilon",))
+def instance_norm(graph: GraphState, node: Any) -> list[Value]:
+    """`nn.InstanceNorm2d`, and `nn.GroupNorm` (both exporters write a group norm as an
+    instance norm of `[N, G, C/G·H·W]`): a `dnn.layernorm` over the axes after the
+    channels without params of its own, then the channels' scale and bias (a product and
+    a sum). The scale and bias are params as every constant (`GraphState.tensor`), also
+    where they are the ones and zeros an exporter writes for none (`affine=False`, a
+    group norm's groups): they cannot be told from an affine norm's initial values, and
+    the first step computes what the node computes either way."""
+    x = graph.tensor(node.input[0])
+    if len(x.axes) < 3 or x.axes[1] is None:
+        raise graph.error("InstanceNormalization needs a [batch, channels, ...] input "
+                          "with more than one channel")
+    channels = graph.real_axis(x, 1)
+    over = [a for a in x.axes[2:] if a is not None]
+    if not over:
+        raise graph.error("it normalizes over axes of size 1 only")
+    name = node.output[0]
+    y = Value(x.axes, graph.build(dnn.LayerNormOp, [x.value], f"{name}_normalized", None,
+                                  {"over": graph.dim_array(over)} | norm_epsilon(graph, node)))
+    for source, op, at in ((node.input[1], dnn.MulOp, f"{name}_scaled"),
+                           (node.input[2], dnn.AddOp, name)):
+        param = graph.tensor(source, hints=("c",))
+        if len(param.axes) != 1 or not graph.same(channels, graph.real_axis(param, 0)):
+            raise graph.error("its scale and bias must range over the channels")
+        y = graph.elementwise(op, y, Value((param.axes[0], *(None,) * (len(x.axes) - 2)),
+                                           param.ssa), at)
+    return [y]

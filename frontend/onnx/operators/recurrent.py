@@ -18,11 +18,14 @@ searched on its own, and the graph reads as PyTorch's module does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from pase.dialect import dnn
+from pase.frontend.onnx.operators.more import slice_axis
+from pase.frontend.onnx.operators.shape import join, reshape_to
 from pase.frontend.onnx.registry import importer
 from pase.frontend.onnx.values import GraphState, Value
 
@@ -30,6 +33,9 @@ ONNX_GATE = (0, 2, 3, 1)
 """For pase's gates i, f, g, o: the block of ONNX's gate order i, o, f, c."""
 
 DEFAULT_ACTIVATIONS = [b"Sigmoid", b"Tanh", b"Tanh"]
+
+DIRECTIONS = {b"forward": 1, "forward": 1, b"bidirectional": 2, "bidirectional": 2}
+"""The directions pase reads, and how many layers each is."""
 
 
 def unit_major(gate_major: np.ndarray, hidden: int) -> np.ndarray:
@@ -44,16 +50,17 @@ def unit_major(gate_major: np.ndarray, hidden: int) -> np.ndarray:
 
 
 def check_options(graph: GraphState, node: Any,
-                  defaults: list[bytes] = DEFAULT_ACTIVATIONS) -> None:
-    """The attributes pase's LSTM (and GRU) has: forward, the default activations, no
-    clip, no coupled input and forget gates."""
+                  defaults: list[bytes] = DEFAULT_ACTIVATIONS) -> int:
+    """The attributes pase's LSTM (and GRU) has: forward or bidirectional (its number of
+    directions, returned), the default activations, no clip, no coupled input and forget
+    gates."""
     direction = graph.attribute(node, "direction", b"forward")
     kind = node.op_type.lower()
-    if direction not in (b"forward", "forward"):
-        raise graph.error(f"direction={direction!r} is not supported (only forward; pase's "
-                          f"{kind} runs one direction)")
+    if direction not in DIRECTIONS:
+        raise graph.error(f"direction={direction!r} is not supported (only forward and "
+                          f"bidirectional; pase's {kind} runs forward)")
     activations = graph.attribute(node, "activations")
-    if activations is not None and list(activations) != defaults:
+    if activations is not None and list(activations) != defaults * DIRECTIONS[direction]:
         raise graph.error(f"activations={list(activations)} are not supported (only "
                           f"{', '.join(a.decode() for a in defaults)})")
     for name in ("clip", "activation_alpha", "activation_beta"):
@@ -62,6 +69,7 @@ def check_options(graph: GraphState, node: Any,
     if graph.attribute(node, "input_forget", 0):
         raise graph.error("input_forget=1 is not supported (pase's lstm has a forget gate "
                           "of its own)")
+    return DIRECTIONS[direction]
 
 
 def check_state(graph: GraphState, node: Any, steps: int) -> None:
@@ -79,11 +87,11 @@ def check_state(graph: GraphState, node: Any, steps: int) -> None:
                               f"{node.op_type.lower()} starts from zero states)")
 
 
-def read_layer(graph: GraphState, node: Any, gates: int
-               ) -> tuple[Value, tuple[int, int, int], tuple[int | None, ...], int, np.ndarray]:
+def read_layer(graph: GraphState, node: Any, gates: int, directions: int
+               ) -> tuple[Value, tuple[int, int, int], int, list[np.ndarray]]:
     """An ONNX LSTM's (`gates` 4) or GRU's (3) input X, its (sequence, batch, features)
-    axes, the axes of its output Y, its hidden size (equal to the features', as pase's
-    layers need) and its W and R stacked as [2 size, gates · size] (gate-major), after
+    axes, its hidden size (equal to the features', as pase's layers need) and, per
+    direction, its W and R stacked as [2 size, gates · size] (gate-major), after
     `check_state`."""
     x = graph.tensor(node.input[0])
     if len(x.axes) != 3:
@@ -98,34 +106,72 @@ def read_layer(graph: GraphState, node: Any, gates: int
     if hidden != size:
         raise graph.error(f"its hidden size {hidden} differs from its input size {size}; "
                           f"pase's {node.op_type.lower()} needs them equal")
-    shape = (1, gates * size, size)
+    shape = (directions, gates * size, size)
     if w_onnx.shape != shape or r_onnx.shape != shape:
         raise graph.error(f"W {list(w_onnx.shape)} and R {list(r_onnx.shape)} must both be "
                           f"{list(shape)}")
     check_state(graph, node, graph.dims.size(seq_axis))
-    y_axes = (batch_axis, seq_axis, None, features) if batch_first else \
-        (seq_axis, None, batch_axis, features)
-    return x, (seq_axis, batch_axis, features), y_axes, size, np.concatenate(
-        [w_onnx[0].T, r_onnx[0].T], axis=0)
+    return x, (seq_axis, batch_axis, features), size, [
+        np.concatenate([w_onnx[d].T, r_onnx[d].T], axis=0) for d in range(directions)]
 
 
-def layer_operands(graph: GraphState, node: Any, x: Value, axes: tuple[Any, Any, Any],
-                   weight: np.ndarray, biases: int) -> tuple[list[Any], Any, np.ndarray | None]:
-    """A recurrent layer's input ordered [batch, seq, features] and its weight (`weight`,
-    the stacked W and R regrouped, a parameter `l, k, n`), and ONNX's B checked to be
-    `[1, biases]` (None where the node has none)."""
-    seq_axis, batch_axis, features = axes
-    name = node.output[0]
-    graph.values[f"{name}_weight"] = Value((), constant=weight[None])
-    tensor = graph.tensor(f"{name}_weight", hints=("l", "k", "n"), keep=(0,))
+def recurrent_layers(graph: GraphState, node: Any, gates: int, op: type[dnn.LayerOp],
+                     regroup: Callable[[np.ndarray, int], np.ndarray],
+                     biases: Callable[[np.ndarray, int], list[tuple[str, np.ndarray]]]
+                     ) -> list[Value]:
+    """One recurrent layer `op` per direction of an LSTM or GRU node: its weight the
+    direction's W and R `regroup`ed (gate-major to unit-major), its biases (`biases` of
+    the direction's row of B, each named by a suffix). A bidirectional node's backward
+    layer reads the sequence reversed and its output is reversed back (`reverse_axis`);
+    the directions are joined along the features, then split into Y's [2, hidden]."""
+    directions = check_options(graph, node, GATE_ACTIVATIONS[gates])
+    x, (seq_axis, batch_axis, features), size, stacked = read_layer(graph, node, gates,
+                                                                     directions)
+    b_onnx = None
+    if len(node.input) > 3 and node.input[3]:
+        b_onnx = graph.constant(node.input[3], "the biases B")
+        if b_onnx.shape != (directions, 2 * gates * size):
+            raise graph.error(f"B {list(b_onnx.shape)} must be [{directions}, "
+                              f"{2 * gates * size}]")
     ordered = Value((batch_axis, seq_axis, features), x.ssa)
-    operands = [graph.ordered(ordered, name), tensor.value]
-    if not (len(node.input) > 3 and node.input[3]):
-        return operands, tensor, None
-    b_onnx = graph.constant(node.input[3], "the biases B")
-    if b_onnx.shape != (1, biases):
-        raise graph.error(f"B {list(b_onnx.shape)} must be [1, {biases}]")
-    return operands, tensor, b_onnx
+    outputs = []
+    for d in range(directions):
+        name = node.output[0] if directions == 1 else f"{node.output[0]}_{DIRECTION[d]}"
+        source = reverse_axis(graph, ordered, 1, f"{name}_reversed") if d else ordered
+        graph.values[f"{name}_weight"] = Value((), constant=regroup(stacked[d], size)[None])
+        weight = graph.tensor(f"{name}_weight", hints=("l", "k", "n"), keep=(0,))
+        operands = [graph.ordered(source, name), weight.value]
+        for suffix, bias in biases(b_onnx[d], size) if b_onnx is not None else []:
+            operands.append(bias_operand(graph, weight, f"{name}_{suffix}",
+                                         regroup(bias, size)))
+        y = Value(source.axes, graph.build(op, operands, name))
+        if d:
+            y = reverse_axis(graph, y, 1, f"{name}_output")
+            graph.same(seq_axis, graph.real_axis(y, 1))
+        outputs.append(y)
+    y = outputs[0]
+    y_axes: tuple[int | None, ...] = (seq_axis, None, batch_axis, features)
+    if directions == 2:
+        both = join(graph, outputs, 2, f"{node.output[0]}_joined")
+        y = reshape_to(graph, both, [graph.dims.size(batch_axis), graph.dims.size(
+            seq_axis), 2, size], f"{node.output[0]}_directions")
+        y_axes = (seq_axis, y.axes[2], batch_axis, y.axes[3])
+    if graph.attribute(node, "layout", 0):
+        y_axes = (y_axes[2], y_axes[0], y_axes[1], y_axes[3])
+    return [Value(y_axes, y.ssa)]
+
+
+DIRECTION = ("forward", "backward")
+
+
+def reverse_axis(graph: GraphState, x: Value, position: int, name: str) -> Value:
+    """`x` with its entries along the axis at `position` in reverse order: one `dnn.slice`
+    of each entry, joined last first (a `dnn.concat`)."""
+    n = graph.dims.size(graph.real_axis(x, position))
+    if n == 1:
+        return x
+    steps = [slice_axis(graph, x, position, i, 1, f"{name}_step{i}") for i in range(n)]
+    return join(graph, steps[::-1], position, name)
 
 
 def bias_operand(graph: GraphState, weight: Any, name: str, bias: np.ndarray) -> Any:
@@ -141,18 +187,10 @@ def bias_operand(graph: GraphState, weight: Any, name: str, bias: np.ndarray) ->
 @importer("LSTM", attributes=("hidden_size", "direction", "layout", "input_forget",
                               "activations", "clip", "activation_alpha", "activation_beta"))
 def lstm(graph: GraphState, node: Any) -> list[Value]:
-    """`dnn.lstm` of one layer, its weight and bias the node's regrouped; Y only (a use of
-    Y_h or Y_c is an error naming it)."""
-    check_options(graph, node)
-    x, axes, y_axes, size, stacked = read_layer(graph, node, 4)
-    name = node.output[0]
-    operands, weight, b_onnx = layer_operands(graph, node, x, axes,
-                                              unit_major(stacked, size), 8 * size)
-    if b_onnx is not None:
-        summed = b_onnx[0, :4 * size] + b_onnx[0, 4 * size:]
-        operands.append(bias_operand(graph, weight, f"{name}_bias", unit_major(summed, size)))
-    y = graph.build(dnn.LstmOp, operands, name)
-    return [Value(y_axes, y)]
+    """`dnn.lstm` of one layer per direction, its weight and bias the node's regrouped (the
+    bias the sum of ONNX's two); Y only (a use of Y_h or Y_c is an error naming it)."""
+    return recurrent_layers(graph, node, 4, dnn.LstmOp, unit_major, lambda b, size: [
+        ("bias", b[:4 * size] + b[4 * size:])])
 
 
 # --- GRU ---------------------------------------------------------------------------------
@@ -185,20 +223,14 @@ def gru_unit_major(gate_major: np.ndarray, hidden: int) -> np.ndarray:
 @importer("GRU", attributes=("hidden_size", "direction", "layout", "linear_before_reset",
                              "activations", "clip", "activation_alpha", "activation_beta"))
 def gru(graph: GraphState, node: Any) -> list[Value]:
-    """`dnn.gru` of one layer, its weight the node's W and R regrouped, its two biases
-    B's halves; Y only (a use of Y_h is an error naming it)."""
-    check_options(graph, node, GRU_ACTIVATIONS)
+    """`dnn.gru` of one layer per direction, its weight the node's W and R regrouped, its
+    two biases B's halves; Y only (a use of Y_h is an error naming it)."""
     if not graph.attribute(node, "linear_before_reset", 0):
         raise graph.error("linear_before_reset=0 is not supported: pase's gru applies the "
                           "reset gate after the recurrent product, as PyTorch's nn.GRU "
                           "(linear_before_reset=1)")
-    x, axes, y_axes, size, stacked = read_layer(graph, node, 3)
-    name = node.output[0]
-    operands, weight, b_onnx = layer_operands(graph, node, x, axes,
-                                              gru_unit_major(stacked, size), 6 * size)
-    if b_onnx is not None:
-        for half, role in ((b_onnx[0, :3 * size], "input"), (b_onnx[0, 3 * size:], "hidden")):
-            operands.append(bias_operand(graph, weight, f"{name}_bias_{role}",
-                                         gru_unit_major(half, size)))
-    y = graph.build(dnn.GruOp, operands, name)
-    return [Value(y_axes, y)]
+    return recurrent_layers(graph, node, 3, dnn.GruOp, gru_unit_major, lambda b, size: [
+        ("bias_input", b[:3 * size]), ("bias_hidden", b[3 * size:])])
+
+
+GATE_ACTIVATIONS = {4: DEFAULT_ACTIVATIONS, 3: GRU_ACTIVATIONS}

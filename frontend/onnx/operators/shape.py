@@ -231,6 +231,9 @@ def concat(graph: GraphState, node: Any) -> list[Value]:
     if len(values) < 2 or any(len(v.axes) != rank for v in values):
         raise graph.error("Concat takes two or more tensors of one rank")
     position = graph.axis(graph.attribute(node, "axis", 0), rank)
+    if all(v.axes[position] is None and v.ssa is not None for v in values):
+        values = [unit_axis(graph, v, position, f"{node.output[0]}_unit{i}")
+                  for i, v in enumerate(values)]
     for p in range(rank):
         if p == position:
             continue
@@ -244,16 +247,34 @@ def concat(graph: GraphState, node: Any) -> list[Value]:
             assert axis is not None
             if not graph.same(first, axis):
                 raise graph.error("its operands' axes cannot be one dimension")
+    return [join(graph, values, position, node.output[0])]
+
+
+def unit_axis(graph: GraphState, x: Value, position: int, name: str) -> Value:
+    """`x` with its size-1 axis at `position` a dim of its own (a `dnn.reshape`): the
+    operands of `torch.stack` (Unsqueeze, then Concat along the new axis, as GPT-J's
+    rotate_every_two), joined along it."""
+    dim = graph.dims.new(1, "d")
+    real = [a for a in x.axes if a is not None]
+    before = sum(1 for a in x.axes[:position] if a is not None)
+    ordered = graph.ordered(Value(tuple(real), x.ssa), name)
+    layout = [graph.dims.find(a) for a in real]
+    y = graph.build(dnn.ReshapeOp, [ordered], name, [*layout[:before], dim, *layout[before:]])
+    return Value(tuple(dim if p == position else a for p, a in enumerate(x.axes)), y)
+
+
+def join(graph: GraphState, values: Sequence[Value], position: int, name: str) -> Value:
+    """`values` (their other axes one dim each) concatenated along the axis at
+    `position`, a new dim (a `dnn.concat`)."""
     joined = [graph.real_axis(v, position) for v in values]
     dim = graph.dims.new(sum(graph.dims.size(a) for a in joined),
                          graph.dims.hints[graph.dims.find(joined[0])])
     axes = list(values[0].axes)
     axes[position] = dim
-    name = node.output[0]
     operands = [graph.ordered(v, f"{name}_in{i}") for i, v in enumerate(values)]
     y = graph.build(dnn.ConcatOp, operands, name,
                     [graph.dims.find(a) for a in axes if a is not None])
-    return [Value(tuple(axes), y)]
+    return Value(tuple(axes), y)
 
 
 @importer("Gather", attributes=("axis",))

@@ -86,16 +86,24 @@ def resize(graph: GraphState, node: Any) -> list[Value]:
     mode = text(graph.attribute(node, "mode", b"nearest"))
     coordinates = text(graph.attribute(node, "coordinate_transformation_mode", b"half_pixel"))
     rounding = text(graph.attribute(node, "nearest_mode", b"round_prefer_floor"))
-    if (mode, coordinates, rounding) != ("nearest", "asymmetric", "floor"):
+    linear = mode == "linear" and coordinates in ("half_pixel", "pytorch_half_pixel")
+    if (mode, coordinates, rounding) != ("nearest", "asymmetric", "floor") and not linear:
         raise graph.error(f"mode={mode}, coordinate_transformation_mode={coordinates}, "
                           f"nearest_mode={rounding} is not supported (only nearest, "
-                          "asymmetric, floor: nn.Upsample's default mode)")
+                          "asymmetric, floor: nn.Upsample's default mode; and linear, "
+                          "half_pixel: mode='bilinear' without align_corners)")
+    if int(graph.attribute(node, "antialias", 0)):
+        raise graph.error("antialias=1 is not supported")
     sizes = [graph.dims.size(a) for a in x.axes if a is not None]
     factors = scale_factors(graph, node, sizes)
     if factors[:2] != [1, 1] or any(f < 1 for f in factors):
         raise graph.error(f"scales {factors} are not supported (only whole factors >= 1 of "
                           "the image axes)")
     name = node.output[0]
+    if linear:
+        from pase.frontend.onnx.operators.interpolate import bilinear
+
+        return [bilinear(graph, x, factors[2:], name)]
     b, c, h, w = x.axes
     repeated = expand_to(graph, Value((b, c, h, None, w, None), x.ssa),
                          [*sizes[:3], factors[2], sizes[3], factors[3]], f"{name}_repeated")
