@@ -34,6 +34,7 @@ Value names never have a bare-number part (`layer1_b0`, not `layer1_0`): see
 
 from __future__ import annotations
 
+import argparse
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -377,8 +378,7 @@ def language_model(shape: LanguageModel, name: str = "gpt") -> Graph:
 
 def _describe(shape: LanguageModel) -> str:
     """The graph's comment: its shape, its source and what it leaves out."""
-    count = shape.parameters()
-    size = f"{count / 1e9:.3g}B" if count >= 1e9 else f"{count / 1e6:.3g}M"
+    size = parameter_count(shape)
     source = f", the shape of {shape.source}" if shape.source else ""
     common = (f"{shape.layers} blocks, d {shape.hidden}, {shape.heads} heads of "
               f"{shape.hidden // shape.heads}, feed-forward {shape.feed_forward} with "
@@ -433,13 +433,40 @@ GENERATED = {
 }
 
 
+def parameter_count(shape: LanguageModel) -> str:
+    """The parameters in 3 digits: `125M`, `1.65B`, `1.01T`."""
+    count = shape.parameters()
+    for scale, unit in ((1e12, "T"), (1e9, "B")):
+        if count >= scale:
+            return f"{count / scale:.3g}{unit}"
+    return f"{count / 1e6:.3g}M"
+
+
+def preset_table() -> str:
+    """`--help`'s list of the presets, a line each with its shape and parameter count.
+
+        >>> preset_table().splitlines()[2].split()
+        ['gpt3-125m', '12', '768', '12', '3072', '2048', '50257', '256', '125M']
+    """
+    rows = ["presets (then --layers/--hidden/... override a field):",
+            f"  {'preset':<14} {'layers':>6} {'hidden':>6} {'heads':>5} {'ffn':>6} "
+            f"{'seq':>5} {'vocab':>6} {'batch':>5} {'params':>6}"]
+    for preset, shape in LANGUAGE_MODELS.items():
+        size = parameter_count(shape)
+        rows.append(f"  {preset:<14} {shape.layers:>6} {shape.hidden:>6} {shape.heads:>5} "
+                    f"{shape.feed_forward:>6} {shape.sequence:>5} {shape.vocabulary:>6} "
+                    f"{shape.batch:>5} {size:>6}")
+    return "\n".join(rows) + ("\nsources: " + "; ".join(sorted({s.source for s in
+                                                                LANGUAGE_MODELS.values()})))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Without arguments, rewrite the zoo's generated files; with a preset or a shape,
     write that language model (to `-o FILE`, or stdout)."""
     parser = UsageParser(
         description="Without arguments: rewrite the generated models of models/. With a "
                     "preset or --layers/--hidden/...: write a GPT- or LLaMA-shaped model.",
-        epilog="presets: " + ", ".join(LANGUAGE_MODELS))
+        epilog=preset_table(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("preset", nargs="?", choices=list(LANGUAGE_MODELS), metavar="PRESET",
                         help="a language model preset (below); the options override its shape")
     for option, what in (("layers", "blocks"), ("hidden", "model width d"),

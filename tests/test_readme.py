@@ -6,6 +6,8 @@ and the API section showed no training step or memory cap)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -98,3 +100,35 @@ def test_the_passes_table_has_a_row_for_every_pass_of_pase_opts_help(
     assert "pase-scale" in passes  # (was missing from the table)
     rows = set(re.findall(r"^\| `(pase-[a-z-]+)", README, re.MULTILINE))
     assert set(passes) <= rows, sorted(set(passes) - rows)
+
+
+def exported(options: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
+    """The strategy JSON `pase-search{devices=8 OPTIONS export=...}` writes for the MLP."""
+    from pase.tools.pase_opt import main as pase_opt
+
+    path = tmp_path / "strategy.json"
+    status, _, err = run_tool(pase_opt, [str(ROOT / "models" / "mlp.dnn"), "-o", os.devnull,
+                                         "-p", f'pase-search{{devices=8 {options} '
+                                               f'export="{path}"}}'], capsys)
+    assert status == 0, err
+    return json.loads(path.read_text())
+
+
+def test_the_strategy_json_examples_are_what_the_export_writes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The two ```json blocks after "Strategy JSON": the MLP's default export (every key,
+    # and its memory), then what training options add (every key, and the MLP's parts).
+    section = README.split("Strategy JSON (", 1)[1].split("\n### ", 1)[0]
+    plain, extra = re.findall(r"```json\n(.*?)```", section, re.DOTALL)
+    plain, extra = json.loads(plain), json.loads("{" + extra + "}")
+    default = exported("", tmp_path, capsys)
+    assert set(plain) == set(default)
+    assert plain["memory"] == default["memory"]
+    assert set(plain["layers"][0]) == set(default["layers"][0])
+    training = exported("machine=a100-80gb-dgx optimizer=adam precision=bf16 recompute=auto "
+                        "zero=auto", tmp_path, capsys)
+    assert set(plain) | set(extra) == set(training)
+    assert extra["memory_parts"] == training["memory_parts"]
+    assert extra["training"] == training["training"]
+    assert set(extra["layers"][0]) == set(training["layers"][0])
+    assert f"{training['flops_per_device']:.3g}" == f"{extra['flops_per_device']:.3g}"

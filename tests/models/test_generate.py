@@ -38,6 +38,17 @@ def test_presets_have_the_papers_parameter_counts() -> None:
     assert {name: round(presets[name].parameters() / 1e9, 1) for name in table} == table
 
 
+def test_help_lists_every_preset_with_its_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    # A user picks a preset from --help: each row gives the shape the model will have.
+    with pytest.raises(SystemExit):
+        generate().main(["--help"])
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("  ") and line.split()[0] in generate().LANGUAGE_MODELS}
+    assert len(rows) == len(generate().LANGUAGE_MODELS)
+    assert rows["megatron-1.7b"] == ["24", "2304", "24", "9216", "2048", "51200", "512", "1.65B"]
+    assert rows["megatron-1t"][-1] == "1.01T"
+
+
 def test_a_llama_shape_gets_llamas_feed_forward_by_default() -> None:
     # LLaMA's rule (2/3 of 4 d, up to a multiple of 256) gives its presets' widths.
     presets = generate().LANGUAGE_MODELS
