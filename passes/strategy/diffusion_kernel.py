@@ -51,35 +51,10 @@ def build_sweep() -> ir.Module:
     function.attributes.add("optsize")
     (count, sizes, voff, unary, start, incident, ends, tables, strides, offsets, moves,
      scratch, pool) = function.args
-    # Every stack slot in the entry block (so that none grows the stack in a loop), which
-    # then branches to the code.
-    entry, code = function.append_basic_block("entry"), function.append_basic_block("code")
-    slots, builder = ir.IRBuilder(entry), ir.IRBuilder(code)
+    code = _Code(function)
+    builder, variable, loop, load, store = (code.builder, code.variable, code.loop,
+                                            code.load, code.store)
     zero, one, two = ir.Constant(I64, 0), ir.Constant(I64, 1), ir.Constant(I64, 2)
-
-    def variable(kind: ir.Type, initial: ir.Value) -> ir.Value:
-        slot = slots.alloca(kind)
-        builder.store(initial, slot)
-        return slot
-
-    def loop(begin: ir.Value, stop: ir.Value, body: Callable[[ir.Value], None]) -> None:
-        index = variable(I64, begin)
-        check, inside, after = (function.append_basic_block() for _ in range(3))
-        builder.branch(check)
-        builder.position_at_end(check)
-        current = builder.load(index)
-        builder.cbranch(builder.icmp_signed("<", current, stop), inside, after)
-        builder.position_at_end(inside)
-        body(current)
-        builder.store(builder.add(builder.load(index), one), index)
-        builder.branch(check)
-        builder.position_at_end(after)
-
-    def load(array: ir.Value, index: ir.Value) -> ir.Value:
-        return builder.load(builder.gep(array, [index]))
-
-    def store(value: ir.Value, array: ir.Value, index: ir.Value) -> None:
-        builder.store(value, builder.gep(array, [index]))
 
     def edge_of(v: ir.Value, j: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
         """(edge e, v is its first end, 2e + (v's end) and 2e + (the other end))."""
@@ -147,8 +122,47 @@ def build_sweep() -> ir.Module:
 
     loop(zero, builder.mul(count, two), over_step)
     builder.ret_void()
-    slots.branch(code)
+    code.slots.branch(code.start)
     return module
+
+
+class _Code:
+    """A function's code being written: every stack slot in the entry block (so that
+    none grows the stack in a loop), which then branches to `start`, where `builder`
+    writes the code."""
+
+    def __init__(self, function: ir.Function) -> None:
+        self.function = function
+        entry, self.start = function.append_basic_block("entry"), \
+            function.append_basic_block("code")
+        self.slots, self.builder = ir.IRBuilder(entry), ir.IRBuilder(self.start)
+
+    def variable(self, kind: ir.Type, initial: ir.Value) -> ir.Value:
+        slot = self.slots.alloca(kind)
+        self.builder.store(initial, slot)
+        return slot
+
+    def loop(self, begin: ir.Value, stop: ir.Value,
+             body: Callable[[ir.Value], None]) -> None:
+        """`body(i)` for i in begin..stop-1."""
+        builder = self.builder
+        index = self.variable(I64, begin)
+        check, inside, after = (self.function.append_basic_block() for _ in range(3))
+        builder.branch(check)
+        builder.position_at_end(check)
+        current = builder.load(index)
+        builder.cbranch(builder.icmp_signed("<", current, stop), inside, after)
+        builder.position_at_end(inside)
+        body(current)
+        builder.store(builder.add(builder.load(index), ir.Constant(I64, 1)), index)
+        builder.branch(check)
+        builder.position_at_end(after)
+
+    def load(self, array: ir.Value, index: ir.Value) -> ir.Value:
+        return self.builder.load(self.builder.gep(array, [index]))
+
+    def store(self, value: ir.Value, array: ir.Value, index: ir.Value) -> None:
+        self.builder.store(value, self.builder.gep(array, [index]))
 
 
 _kernel = compiled_once(build_sweep, NAME, _SIGNATURE, "the diffusion sweep kernel")
