@@ -30,6 +30,8 @@ from pase.dialect import dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.dialect.training_options import recomputed, training_of, zero_stage
 from pase.passes.strategy import (
+    Layer,
+    Machine,
     Problem,
     TrainingConfig,
     TrainingCost,
@@ -37,8 +39,6 @@ from pase.passes.strategy import (
     build_problem,
     predicted_words,
 )
-from pase.passes.strategy.machines import Machine
-from pase.passes.strategy.vertices import Layer
 from pase.targets.jax import jax_program
 from pase.tools.errors import ToolError
 from pase.tools.run.check import TrainingReport

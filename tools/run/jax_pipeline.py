@@ -25,8 +25,7 @@ import numpy as np
 from pase.dialect import dnn
 from pase.dialect.pase import pipeline_of, stage_of
 from pase.formats.machine_toml import load_machine
-from pase.passes.strategy import read_graph
-from pase.passes.strategy.pipeline.microbatch import microbatch_layers
+from pase.passes.strategy import microbatch_layers, read_graph
 from pase.tools.run.jax import KINDS, Collective, Compiled, collectives, zero_gathers
 from pase.tools.run.load import layer_configs
 from pase.tools.run.runtime import predictions
