@@ -8,7 +8,6 @@ tracemalloc (Python's own allocations, the same on every host), never time.
 from __future__ import annotations
 
 import signal
-import tracemalloc
 
 import pytest
 
@@ -16,6 +15,7 @@ from pase.core import signals
 from pase.core.diagnostics import Diagnostic
 from pase.frontend import parse_text
 from pase.frontend.dnn import BYTES_PER_OPERAND, BYTES_PER_STATEMENT, DEFAULT_MEMORY_GIB
+from tests.traced import traced
 
 STATEMENTS = 1500
 KIB = 1024
@@ -34,16 +34,7 @@ def chain(statements: int, last: str = "") -> str:
 def traced_peak(text: str, memory_gib: float = DEFAULT_MEMORY_GIB
                 ) -> tuple[int, Diagnostic | None]:
     """The most memory `parse_text(text)` held at once, and its diagnostic if any."""
-    tracemalloc.start()
-    try:
-        parse_text(text, "big.dnn", memory_gib)
-        error = None
-    except Diagnostic as diagnostic:
-        error = diagnostic
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return peak, error
+    return traced(lambda: parse_text(text, "big.dnn", memory_gib))
 
 
 def test_a_syntax_error_on_the_last_line_is_located_with_little_memory() -> None:

@@ -5,7 +5,6 @@ on every host), never time."""
 
 from __future__ import annotations
 
-import tracemalloc
 from io import BytesIO
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from pase.frontend.mlir import BYTES_PER_TOKEN, LocatedMlirFrontend, count_token
 from pase.tools.pase_opt import main as pase_opt
 from pase.tools.run.load import _context
 from tests.cli import run_tool
+from tests.traced import traced
 
 OPS = 600
 # The forms of the most IR a token (measured: 168, 193, 123 and 110 bytes a token).
@@ -34,16 +34,7 @@ def traced_peak(text: str, memory_gib: float = 4.0) -> tuple[int, Diagnostic | N
     context: Context = _context()
     context.allow_unregistered = True
     frontend = LocatedMlirFrontend(memory_gib=memory_gib)
-    tracemalloc.start()
-    try:
-        frontend.parse(context, BytesIO(text.encode()), "big.mlir")
-        error = None
-    except Diagnostic as diagnostic:
-        error = diagnostic
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return peak, error
+    return traced(lambda: frontend.parse(context, BytesIO(text.encode()), "big.mlir"))
 
 
 @pytest.mark.parametrize("form", FORMS)
