@@ -24,6 +24,23 @@ def run_tool(main: Callable[[list[str]], None], args: list[str],
     return status, out, err
 
 
+def search_and_check(path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`path` is searched on 8 devices (a plan and its report) and its step passes
+    `pase-run --check` on 4."""
+    from pase.tools.pase_opt import main as pase_opt
+    from pase.tools.pase_run import main as pase_run
+
+    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8 report=true}"],
+                                capsys)
+    assert status == 0, err
+    assert "#pase.config" in out
+    assert "predicted speedup" in err
+    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check", "--steps", "3"],
+                                capsys)
+    assert status == 0, err
+    assert "check passed" in out
+
+
 def parse_ir(text: str) -> ModuleOp:
     """MLIR text as a module, with every pase dialect loaded."""
     context = Context()

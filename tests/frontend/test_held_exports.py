@@ -19,15 +19,13 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
-from cli import run_tool  # noqa: E402
+from cli import search_and_check  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 from reference_loss import cross_entropy  # noqa: E402
 
 from pase.frontend.onnx import load_model  # noqa: E402
 from pase.frontend.onnx.half_precision import to_float32  # noqa: E402
 from pase.frontend.onnx.values import identifier  # noqa: E402
-from pase.tools.pase_opt import main as pase_opt  # noqa: E402
-from pase.tools.pase_run import main as pase_run  # noqa: E402
 from pase.tools.run.check import make_data  # noqa: E402
 from pase.tools.run.load import strategy_and_scale, with_initial  # noqa: E402
 from pase.tools.run.runtime import train  # noqa: E402
@@ -81,13 +79,4 @@ def test_the_fixture_computes_what_onnx_computes(name: str):
 
 @pytest.mark.parametrize("name", FILES)
 def test_the_fixture_is_searched_and_checked(name: str, capsys: pytest.CaptureFixture[str]):
-    path = str(FOLDER / f"{name}.onnx")
-    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8 report=true}"],
-                                capsys)
-    assert status == 0, err
-    assert "#pase.config" in out
-    assert "predicted speedup" in err
-    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check", "--steps", "3"],
-                                capsys)
-    assert status == 0, err
-    assert "check passed" in out
+    search_and_check(str(FOLDER / f"{name}.onnx"), capsys)

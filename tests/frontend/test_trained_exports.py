@@ -20,7 +20,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
-from cli import run_tool  # noqa: E402
+from cli import search_and_check  # noqa: E402
 from onnx import helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 from reference_loss import cross_entropy  # noqa: E402
@@ -29,8 +29,6 @@ from trained_models import TRAINED  # noqa: E402
 from pase.dialect import dnn  # noqa: E402
 from pase.frontend.onnx import load_model  # noqa: E402
 from pase.frontend.onnx.values import identifier  # noqa: E402
-from pase.tools.pase_opt import main as pase_opt  # noqa: E402
-from pase.tools.pase_run import main as pase_run  # noqa: E402
 from pase.tools.run.check import make_data  # noqa: E402
 from pase.tools.run.load import strategy_and_scale, with_initial  # noqa: E402
 from pase.tools.run.runtime import train  # noqa: E402
@@ -111,16 +109,7 @@ def test_the_fixture_computes_what_onnx_computes(name: str):
 
 @pytest.mark.parametrize("name", SEARCHED)
 def test_the_fixture_is_searched_and_checked(name: str, capsys: pytest.CaptureFixture[str]):
-    path = str(FOLDER / f"{name}.onnx")
-    status, out, err = run_tool(pase_opt, [path, "-p", "pase-search{devices=8 report=true}"],
-                                capsys)
-    assert status == 0, err
-    assert "#pase.config" in out
-    assert "predicted speedup" in err
-    status, out, err = run_tool(pase_run, [path, "--devices", "4", "--check", "--steps", "3"],
-                                capsys)
-    assert status == 0, err
-    assert "check passed" in out
+    search_and_check(str(FOLDER / f"{name}.onnx"), capsys)
 
 
 def test_the_dynamo_exporters_rms_norm_is_one_layer():

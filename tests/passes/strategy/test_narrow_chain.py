@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,9 +39,9 @@ def test_chain_of_a_gpt_and_of_nothing(tmp_path: Path) -> None:
     assert find_chain(mlp, layer_groups(mlp)) is None
 
 
-@pytest.mark.parametrize("devices", [8, 16])
-def test_dropped_configurations_cost_more_than_u(devices: int, tmp_path: Path) -> None:
-    problem = tiny_gpt(tmp_path, devices)
+def first_round(problem: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """The problem's optimum, layer groups, chain, layer minima and excess, and the
+    groups' optima: what a chain round starts from."""
     whole = solve(problem)
     groups = layer_groups(problem)
     chain = find_chain(problem, groups)
@@ -48,6 +49,13 @@ def test_dropped_configurations_cost_more_than_u(devices: int, tmp_path: Path) -
     assert groups is not None
     minima, excess = layer_least(problem)
     optima, _, _ = group_optima(problem, groups, lambda part: solve_narrowed(part, solve))
+    return whole, groups, chain, minima, excess, optima
+
+
+@pytest.mark.parametrize("devices", [8, 16])
+def test_dropped_configurations_cost_more_than_u(devices: int, tmp_path: Path) -> None:
+    problem = tiny_gpt(tmp_path, devices)
+    whole, groups, chain, minima, excess, optima = first_round(problem)
     upper = whole.cost
     widened, kept = restricted(problem, excess, block_gaps(minima, groups, optima, upper))
     bounds = chain_bounds(problem, widened, chain)
@@ -88,13 +96,7 @@ def test_joined_gaps_drop_only_dearer_strategies(tmp_path: Path) -> None:
     least excess in each layer, pinned, costs more than U; None where the earlier round's
     level leaves no room (its strategies out of its lists cost no more than its bounds)."""
     problem = tiny_gpt(tmp_path, 16)
-    whole = solve(problem)
-    groups = layer_groups(problem)
-    chain = find_chain(problem, groups)
-    assert chain is not None
-    assert groups is not None
-    minima, excess = layer_least(problem)
-    optima, _, _ = group_optima(problem, groups, lambda part: solve_narrowed(part, solve))
+    whole, groups, chain, minima, excess, optima = first_round(problem)
     upper = whole.cost
     for guess, engaged in ((0.0, False), (0.01, True)):
         level = math.fsum(optima) * (1 + guess)
