@@ -332,12 +332,13 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                   allowed: list[np.ndarray] | None = None) -> CappedSolution:
             def additive(part: CostGraph, part_vectors: list[np.ndarray],
                          known: dict[str, DPResult]) -> CappedSolution:
+                pruning = transient is None or recomputed.prunes(part)
                 return _solve_additive(problem, part, part_vectors,
                                        sum(float(vector.min()) for vector in part_vectors),
                                        room, method, order, budget, exhaustive_limit, jit,
                                        progress, enough if first else stop, effort,
                                        start if near is None else near, known, ceiling,
-                                       transient is None or recomputed.prunes(part))
+                                       pruning, pruning or part is graph)
 
             if allowed is None:
                 return additive(graph, vectors, solved)
@@ -365,11 +366,14 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
                     progress: Callable[[int, int, int], None] | None,
                     enough: Callable[[float], bool] | None, effort: int | None,
                     start: float | None, solved: dict[str, DPResult],
-                    ceiling: float = math.inf, pruning: bool = True) -> CappedSolution:
+                    ceiling: float = math.inf, pruning: bool = True,
+                    free_pruning: bool = True) -> CappedSolution:
     """`solve_capped` of the additive memory `memory` (`least`, the least of it any
     strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
     the next call (`solve_recomputed`'s nodes), `ceiling` as `capped.close_gap`'s;
-    `pruning`, whether LARAC's DP solves prune first (`recomputed.prunes`)."""
+    `pruning`, whether LARAC's DP solves prune first (`recomputed.prunes`);
+    `free_pruning`, whether the unconstrained solve does (the whole graph's must: it is
+    `solve`'s answer; a recomputed node's part need not, the same least)."""
     if least > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
                              f"least memory any strategy needs is {gib_up(least)} GiB "
@@ -385,7 +389,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
             budget.release(budget.used - used)
 
     if "free" not in solved:
-        solved["free"] = run(graph, method, True)  # exactly `solve`'s answer
+        solved["free"] = run(graph, method, free_pruning)
     free = solved["free"]
     free_memory = _weight(memory, free.choice)
     if free_memory <= cap:
