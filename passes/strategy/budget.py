@@ -53,8 +53,9 @@ class MemoryBudget:
     def charge(self, nbytes: int, what: str, remedy: str = REMEDY) -> None:
         """Count `nbytes` about to be allocated for `what`, or raise `SearchMemoryError`
         (nothing charged) if they would not fit."""
-        self.check(nbytes, f"{what} would bring the search's memory to "
-                           f"{format_bytes(self.used + nbytes)}", remedy)
+        if self.used + nbytes > self.limit:  # (the message made only where it is said)
+            self.check(nbytes, f"{what} would bring the search's memory to "
+                               f"{format_bytes(self.used + nbytes)}", remedy)
         self.count(nbytes)
 
     def count(self, nbytes: int) -> None:

@@ -379,7 +379,10 @@ def _approach(diffusion: _Diffusion, target: float) -> None:
     """If the lower bound of `diffusion` is more than `CLOSE` of `target` (the least of
     the graph it prices: no bound exceeds it) below it, sweep on until a sweep raises it
     by at most `SETTLED` of it, or `MORE_SWEEPS` times. Every sweep is a
-    reparametrisation, so every bound it gives is valid: the search stays exact."""
+    reparametrisation, so every bound it gives is valid: the search stays exact. (No
+    target, -inf: nothing to sweep, and no bound read.)"""
+    if target == -math.inf:
+        return
     lower = diffusion.lower()[0]
     if lower >= target - CLOSE * abs(target):
         return

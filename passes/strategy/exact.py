@@ -114,9 +114,10 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
                 budget: MemoryBudget | None = None, exhaustive_limit: int = 10**7,
                 pruning: bool = True, jit: str = "auto",
                 progress: Callable[[int, int, int], None] | None = None,
-                bounding: bool = True) -> DPResult:
+                bounding: bool = True, reuse: bool = True) -> DPResult:
     """`solve`'s search on a cost graph (its dense blocks reduced first, then pruned with
-    `pruning`, the DP bounded with `bounding`); the choice indexes
+    `pruning`, the DP bounded with `bounding`, its steps reused with `reuse`, `solve_dp`'s);
+    the choice indexes
     `graph`'s own vertex vectors. `pase.passes.strategy.memory` solves graphs whose
     vertex costs carry an added term this way."""
     budget = budget if budget is not None else as_budget(4 << 30)
@@ -131,9 +132,9 @@ def solve_graph(graph: CostGraph, method: str = "dp", order: str = "genseq",
         graph, kept, charged = _finite_part(graph, kept, budget)
     try:
         if method == "dp" and bounding:
-            result = solve_bounded(graph, order, budget, jit, progress)
+            result = solve_bounded(graph, order, budget, jit, progress, reuse)
         elif method == "dp":
-            result = solve_dp(graph, order, budget, jit, progress)
+            result = solve_dp(graph, order, budget, jit, progress, reuse=reuse)
         else:
             result = solve_exhaustive(graph, exhaustive_limit)
     finally:

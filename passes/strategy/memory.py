@@ -384,7 +384,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
         used = budget.used
         try:
             return solve_graph(candidate, how, order, budget, exhaustive_limit, pruned,
-                               jit=jit, progress=progress)
+                               jit=jit, progress=progress, reuse=_reuses(candidate))
         finally:
             budget.release(budget.used - used)
 
@@ -401,6 +401,20 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
         return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
     return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
                        start, ceiling, order)
+
+
+REUSE_ENTRIES = 1 << 14
+"""A capped search's DP solve of a graph with fewer vertex and edge table entries than this
+keeps no reuse cache (`dp.solve_dp`'s `reuse`): keying its steps costs more than the
+steps it finds again (on a 36-layer node of `benchmarks/capped.py --training`'s
+small-rc-auto, 5,053 entries, 3.3-4.0 ms a solve without it, 5.2-5.3 ms with it); the
+same results either way (a reused step's tables are those the step would make)."""
+
+
+def _reuses(graph: CostGraph) -> bool:
+    """Whether a DP solve of `graph` keeps a reuse cache (`REUSE_ENTRIES`: a count)."""
+    return sum(graph.sizes) + sum(table.size for table in graph.edge_costs.values()) \
+        >= REUSE_ENTRIES
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,
