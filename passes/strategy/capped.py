@@ -396,7 +396,7 @@ def _approach(diffusion: _Diffusion, target: float) -> None:
 def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
               incumbent: Strategy, bound: float, effort: int | None = None,
               enough: Callable[[float], bool] | None = None, jit: str = "auto",
-              ceiling: float = math.inf, order: str = "genseq") -> Closed:
+              ceiling: float = math.inf, order: str = "genseq", fold: bool = False) -> Closed:
     """The least-cost strategy of `graph` whose memory is at most `cap` (module docstring),
     given LARAC's best multiplier `rate`, a strategy that fits (`incumbent`) and a proven
     lower bound (`bound`). `effort` bounds the frontier DP's points over all rounds, in
@@ -408,7 +408,7 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
     with `incumbent` not proven. `order` is the frontier DP's elimination order
     (`orders.elimination_order`: genseq, bfs or minfill, as `pase-search`'s option): the
     same least cost once proven, the tie among equal-cost optima and the points made
-    (so where `effort` stops it) its own.
+    (so where `effort` stops it) its own; `fold`, `frontier_search`'s, alike.
 
     A search the effort stops, whose diffusion was more than `CLOSE` below LARAC's bound
     L(rate) (+ rate·cap), is made once more from what it proved, with the diffusion swept
@@ -418,13 +418,13 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
     larac = bound
     reduced = ReducedCosts(graph, memory, cap, rate, jit)
     closed = _rounds(graph, memory, cap, rate, reduced, incumbent, bound, effort, enough,
-                     ceiling, order)
+                     ceiling, order, fold)
     target = larac + rate * cap
     if not closed.stopped or reduced.lower + rate * cap >= target - CLOSE * abs(target):
         return closed
     swept = ReducedCosts(graph, memory, cap, rate, jit, larac)
     again = _rounds(graph, memory, cap, rate, swept, closed.best, closed.bound, effort,
-                    enough, ceiling, order)
+                    enough, ceiling, order, fold)
     return Closed(again.best, max(again.bound, closed.bound), closed.nodes + again.nodes,
                   again.stopped)
 
@@ -432,8 +432,8 @@ def close_gap(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: 
 def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
             reduced: ReducedCosts, incumbent: Strategy, bound: float, effort: int | None,
             enough: Callable[[float], bool] | None, ceiling: float = math.inf,
-            order: str = "genseq") -> Closed:
-    """`close_gap`'s rounds on the reduced costs `reduced` (`order` its)."""
+            order: str = "genseq", fold: bool = False) -> Closed:
+    """`close_gap`'s rounds on the reduced costs `reduced` (`order` and `fold` its)."""
     from pase.passes.strategy.frontier import frontier_search
     from pase.passes.strategy.memory import RELATIVE_TOLERANCE, BoundReached
 
@@ -461,12 +461,12 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
         probe = first and (left is None or left > PROBE_POINTS)
         plain = False
         result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves, *kept,
-                                 margin, PROBE_POINTS if probe else left, order)
+                                 margin, PROBE_POINTS if probe else left, order, fold=fold)
         points += result.points
         if probe and not result.finished:
             # A dear first round: the tight round first, then this one whole.
             proven, made = _tight(graph, memory, cap, rate, reduced, moves, incumbent, bound,
-                                  margin, _left(effort, points), order)
+                                  margin, _left(effort, points), order, fold)
             points += made
             if proven is not None:
                 return Closed(proven, proven[1], points, False)
@@ -477,7 +477,7 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
             # plain search finds the least of them too.
             result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
                                      *kept, margin, _left(effort, points), order,
-                                     window=False)
+                                     window=False, fold=fold)
             points += result.points
             plain = True
         first = False
@@ -488,7 +488,7 @@ def _rounds(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: fl
             # rounds after it (which start from that strategy) are the plain search's.
             result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
                                      *kept, margin, _left(effort, points), order,
-                                     window=False)
+                                     window=False, fold=fold)
             points += result.points
         if not result.finished:
             return Closed(incumbent, bound, points, True)
@@ -526,7 +526,7 @@ def _left(effort: int | None, points: int) -> int | None:
 def _tight(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: float,
            reduced: ReducedCosts, moves: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]],
            incumbent: Strategy, bound: float, margin: float, left: int | None,
-           order: str = "genseq") -> tuple[Strategy | None, int]:
+           order: str = "genseq", fold: bool = False) -> tuple[Strategy | None, int]:
     """The tight round (`TIGHT_STEP`) and its points: the optimum, proven, if a strategy
     that fits costs at most the bound + `TIGHT_STEP`·|bound| (the one the first of
     `_rounds` would prove optimal too, from the same reduced costs: the incumbent where
@@ -540,7 +540,8 @@ def _tight(graph: CostGraph, memory: Sequence[np.ndarray], cap: float, rate: flo
     share = DEFAULT_EFFORT * POINTS_PER_EFFORT // TIGHT_SHARE if left is None else \
         left // TIGHT_SHARE
     result = frontier_search(graph, memory, cap, limit, rate, reduced.unary, moves,
-                             *_kept(reduced, limit + margin), margin, share, order)
+                             *_kept(reduced, limit + margin), margin, share, order,
+                             fold=fold)
     if result.finished and result.choice is not None and result.cost <= limit + margin \
             and result.memory <= cap:
         if result.cost < incumbent[1]:

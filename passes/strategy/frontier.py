@@ -153,7 +153,8 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
                     keep: Sequence[np.ndarray] | None = None,
                     pairs: dict[EdgeKey, np.ndarray] | None = None,
                     margin: float = 0.0, limit: int | None = None,
-                    order: str = "genseq", window: bool = True) -> FrontierResult:
+                    order: str = "genseq", window: bool = True,
+                    fold: bool = False) -> FrontierResult:
     """The least-cost strategy of `graph` whose memory is at most `cap`, if one costs at
     most `threshold` (module docstring). `unary` and `moves` reparametrise the graph
     priced at `rate` (default: the graph's own costs + `rate`·memory, no moves); `keep`
@@ -161,7 +162,9 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
     edge; `margin` is added to `threshold` against rounding; `limit` bounds the points
     made. `window` drops the points whose completions cannot hold enough memory to cost
     at most `threshold` (`_Search.prune`): the same answer when one costs at most
-    `threshold`, fewer points, but the best strategy met above it may differ."""
+    `threshold`, fewer points, but the best strategy met above it may differ. `fold`
+    folds the layers of one kept configuration away (`_Folded`): the same least cost,
+    fewer joins and points, but a tie (or costs a rounding apart) may go the other way."""
     if unary is None:
         unary = [cost + rate * np.asarray(weight, dtype=np.float64)
                  for cost, weight in zip(graph.vertex_costs, memory, strict=True)]
@@ -171,7 +174,7 @@ def frontier_search(graph: CostGraph, memory: Sequence[np.ndarray], cap: float,
     if keep is None:
         keep = [np.ones(size, dtype=bool) for size in graph.sizes]
     reduced_limit = threshold + margin + rate * cap
-    folded = _Folded.of(graph, memory, unary, moves, keep, pairs)
+    folded = _Folded.of(graph, memory, unary, moves, keep, pairs) if fold else None
     if folded is not None and folded.empty:
         return FrontierResult(None, math.inf, math.inf, True, 0)
     if folded is not None:

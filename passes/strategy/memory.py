@@ -338,7 +338,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                                        room, method, order, budget, exhaustive_limit, jit,
                                        progress, enough if first else stop, effort,
                                        start if near is None else near, known, ceiling,
-                                       pruning, pruning or part is graph)
+                                       pruning, pruning or part is graph,
+                                       transient is not None)
 
             if allowed is None:
                 return additive(graph, vectors, solved)
@@ -367,13 +368,16 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
                     enough: Callable[[float], bool] | None, effort: int | None,
                     start: float | None, solved: dict[str, DPResult],
                     ceiling: float = math.inf, pruning: bool = True,
-                    free_pruning: bool = True) -> CappedSolution:
+                    free_pruning: bool = True, fold: bool = False) -> CappedSolution:
     """`solve_capped` of the additive memory `memory` (`least`, the least of it any
     strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
     the next call (`solve_recomputed`'s nodes), `ceiling` as `capped.close_gap`'s;
     `pruning`, whether LARAC's DP solves prune first (`recomputed.prunes`);
     `free_pruning`, whether the unconstrained solve does (the whole graph's must: it is
-    `solve`'s answer; a recomputed node's part need not, the same least)."""
+    `solve`'s answer; a recomputed node's part need not, the same least); `fold`,
+    whether the exact search folds its layers of one kept configuration
+    (`frontier.frontier_search`'s: under recomputation, where the nodes' rounds keep one
+    configuration of most layers; elsewhere the rounds' ties stay as they were)."""
     if least > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
                              f"least memory any strategy needs is {gib_up(least)} GiB "
@@ -400,7 +404,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
     if method == "exhaustive":
         return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
     return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
-                       start, ceiling, order)
+                       start, ceiling, order, fold)
 
 
 REUSE_ENTRIES = 1 << 14
@@ -581,18 +585,19 @@ def _lagrangian(problem: Problem, graph: CostGraph, memory: list[np.ndarray], ca
                 free: DPResult, run: Callable[[CostGraph], DPResult],
                 enough: Callable[[float], bool] | None = None, effort: int | None = None,
                 jit: str = "auto", start: float | None = None,
-                ceiling: float = math.inf, order: str = "genseq") -> CappedSolution:
+                ceiling: float = math.inf, order: str = "genseq",
+                fold: bool = False) -> CappedSolution:
     """LARAC's bound and strategies (module docstring), then the exact search on what the
     bound keeps (`capped.close_gap`, in the elimination order `order`), until proven or
     `effort` thousand frontier points are made (or `enough` accepts the bound so far:
-    `solve_capped`)."""
+    `solve_capped`); `fold` as `capped.close_gap`'s."""
     relaxation = _Relaxation(graph, memory, cap, run)
     relaxation.solves = 1  # the unconstrained solve, made already
     root = relaxation.node(one_array_each([np.ones(w.size, dtype=bool) for w in memory]),
                            free, enough, start)
     assert root.fits is not None  # the least-memory strategy fits (checked before)
     closed = close_gap(graph, memory, cap, root.rate, root.fits, root.bound, effort, enough,
-                       jit, ceiling, order)
+                       jit, ceiling, order, fold)
     best = closed.best
     return _solution(problem, best[0], best[1], best[2], cap, closed.bound, False,
                      relaxation.solves, relaxation.last, closed.nodes, closed.stopped, effort,

@@ -62,7 +62,8 @@ def test_folded_layers_leave_the_least_strategy_that_fits(
     rate = 0.25
     unary = [cost + rate * weight for cost, weight in zip(graph.vertex_costs, memory,
                                                           strict=True)]
-    folded = frontier_search(graph, memory, cap, 1e9, rate, unary, None, keep, pairs)
+    folded = frontier_search(graph, memory, cap, 1e9, rate, unary, None, keep, pairs,
+                             fold=True)
     assert folded.finished
     if math.isinf(expected):
         assert folded.choice is None
@@ -71,7 +72,8 @@ def test_folded_layers_leave_the_least_strategy_that_fits(
         assert folded.memory <= cap
         assert graph.total_cost(folded.choice) == folded.cost
     monkeypatch.setattr(frontier._Folded, "of", classmethod(lambda *_: None))
-    whole = frontier_search(graph, memory, cap, 1e9, rate, unary, None, keep, pairs)
+    whole = frontier_search(graph, memory, cap, 1e9, rate, unary, None, keep, pairs,
+                             fold=True)
     assert whole.cost == folded.cost
     assert folded.points <= whole.points  # (the folded layers make no points)
 
@@ -90,7 +92,18 @@ def test_folded_layers_make_no_joins(monkeypatch: pytest.MonkeyPatch) -> None:
         joins[0] = 0
         for seed in range(12):
             graph, memory, keep, pairs = restricted_ring(seed)
-            frontier_search(graph, memory, math.inf, 1e9, 0.0, None, None, keep, pairs)
+            frontier_search(graph, memory, math.inf, 1e9, 0.0, None, None, keep, pairs,
+                            fold=True)
         made.append(joins[0])
         monkeypatch.setattr(frontier._Folded, "of", classmethod(lambda *_: None))
     assert made[0] < made[1] / 2
+
+
+def test_no_folding_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*_: object) -> None:
+        raise AssertionError("folded without fold=True")
+
+    monkeypatch.setattr(frontier._Folded, "of", classmethod(refused))
+    graph, memory, keep, pairs = restricted_ring(0)
+    assert frontier_search(graph, memory, math.inf, 1e9, 0.0, None, None, keep,
+                           pairs).finished
