@@ -280,6 +280,21 @@ MARGIN = 1e-9
 """A per-configuration bound is trusted to this fraction of the sum of every table's
 largest |cost| (rounding; `bound.MARGIN`)."""
 
+REUSE_ENTRIES = 1 << 14
+"""A capped search's DP solve of a graph with fewer vertex and edge table entries than this
+keeps no reuse cache (`dp.solve_dp`'s `reuse`, `reuses`): keying its steps costs more
+than the steps it finds again (a 36-layer node of `benchmarks/capped.py --training`'s
+small-rc-auto, 5,053 entries: 3.3-4.0 ms a solve without it, 5.2-5.3 ms with it); the
+same results either way (a reused step's tables are those the step would make)."""
+
+
+def reuses(graph: CostGraph) -> bool:
+    """Whether a capped search's DP solve of `graph` keeps a reuse cache (`REUSE_ENTRIES`,
+    a count)."""
+    return sum(graph.sizes) + sum(table.size for table in graph.edge_costs.values()) \
+        >= REUSE_ENTRIES
+
+
 Strategy = tuple[tuple[int, ...], float, float]
 """A strategy (one configuration index per layer), its cost and its memory."""
 

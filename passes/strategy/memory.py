@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pase.passes.strategy.budget import MemoryBudget, SearchError, as_budget
-from pase.passes.strategy.capped import Strategy, close_gap
+from pase.passes.strategy.capped import Strategy, close_gap, reuses
 from pase.passes.strategy.cost import Config
 from pase.passes.strategy.cost_models import CostModel
 from pase.passes.strategy.costgraph import CostGraph
@@ -338,8 +338,7 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                                        room, method, order, budget, exhaustive_limit, jit,
                                        progress, enough if first else stop, effort,
                                        start if near is None else near, known, ceiling,
-                                       pruning, pruning or part is graph,
-                                       transient is not None)
+                                       pruning, pruning or part is graph, transient is not None)
 
             if allowed is None:
                 return additive(graph, vectors, solved)
@@ -372,12 +371,8 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
     """`solve_capped` of the additive memory `memory` (`least`, the least of it any
     strategy needs) under `cap`; `solved["free"]`, the unconstrained optimum, is kept for
     the next call (`solve_recomputed`'s nodes), `ceiling` as `capped.close_gap`'s;
-    `pruning`, whether LARAC's DP solves prune first (`recomputed.prunes`);
-    `free_pruning`, whether the unconstrained solve does (the whole graph's must: it is
-    `solve`'s answer; a recomputed node's part need not, the same least); `fold`,
-    whether the exact search folds its layers of one kept configuration
-    (`frontier.frontier_search`'s: under recomputation, where the nodes' rounds keep one
-    configuration of most layers; elsewhere the rounds' ties stay as they were)."""
+    `pruning` and `free_pruning`, whether LARAC's and the unconstrained DP solves prune
+    (the whole graph's must: `solve`'s answer); `fold`, `frontier_search`'s."""
     if least > cap:
         raise MemoryCapError(f"no strategy fits in {cap / GIB:.4g} GiB per device; the "
                              f"least memory any strategy needs is {gib_up(least)} GiB "
@@ -388,7 +383,7 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
         used = budget.used
         try:
             return solve_graph(candidate, how, order, budget, exhaustive_limit, pruned,
-                               jit=jit, progress=progress, reuse=_reuses(candidate))
+                               jit=jit, progress=progress, reuse=reuses(candidate))
         finally:
             budget.release(budget.used - used)
 
@@ -405,20 +400,6 @@ def _solve_additive(problem: Problem, graph: CostGraph, memory: list[np.ndarray]
         return _exhaustive(problem, graph, memory, cap, budget, exhaustive_limit)
     return _lagrangian(problem, graph, memory, cap, free, run, enough, effort, jit,
                        start, ceiling, order, fold)
-
-
-REUSE_ENTRIES = 1 << 14
-"""A capped search's DP solve of a graph with fewer vertex and edge table entries than this
-keeps no reuse cache (`dp.solve_dp`'s `reuse`): keying its steps costs more than the
-steps it finds again (on a 36-layer node of `benchmarks/capped.py --training`'s
-small-rc-auto, 5,053 entries, 3.3-4.0 ms a solve without it, 5.2-5.3 ms with it); the
-same results either way (a reused step's tables are those the step would make)."""
-
-
-def _reuses(graph: CostGraph) -> bool:
-    """Whether a DP solve of `graph` keeps a reuse cache (`REUSE_ENTRIES`: a count)."""
-    return sum(graph.sizes) + sum(table.size for table in graph.edge_costs.values()) \
-        >= REUSE_ENTRIES
 
 
 def _exhaustive(problem: Problem, graph: CostGraph, memory: list[np.ndarray], cap: float,

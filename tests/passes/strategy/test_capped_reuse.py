@@ -1,11 +1,11 @@
-"""A capped search's small DP solves keep no reuse cache (`memory.REUSE_ENTRIES`): the
+"""A capped search's small DP solves keep no reuse cache (`capped.REUSE_ENTRIES`): the
 same strategies, costs and bounds as with one."""
 
 from __future__ import annotations
 
 import pytest
 
-from pase.passes.strategy import dp, memory
+from pase.passes.strategy import capped, dp
 from pase.passes.strategy.memory import solve_capped
 from tests.passes.strategy.test_memory import caps, random_problem
 
@@ -26,7 +26,7 @@ def test_small_capped_solves_reuse_nothing_and_find_the_same(
     found = [solve_capped(problem, cap) for cap in limits]
     assert flags
     assert not any(flags)  # (random graphs are far below REUSE_ENTRIES)
-    monkeypatch.setattr(memory, "REUSE_ENTRIES", 0)
+    monkeypatch.setattr(capped, "REUSE_ENTRIES", 0)
     flags.clear()
     again = [solve_capped(problem, cap) for cap in limits]
     assert flags
