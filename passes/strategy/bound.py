@@ -153,12 +153,14 @@ def _bounded_rounds(graph: CostGraph, bounds: Bounds, plan: _Plan, sequence: Seq
     each vertex's least bound too (`_floored`): a superset of what the threshold keeps,
     so an optimum within the threshold is proven as before, and otherwise it is a
     strategy, whose cost lowers `upper` (skipped where its DP is predicted over
-    `FINAL_REACH` times the round's limit). After a round that could not prove its optimum,
-    a round whose DP at `upper` is predicted within `FINAL_REACH` times its limit runs at
-    `upper` (certain to prove it)."""
+    `FINAL_REACH` times the round's limit, and once a floored round has run: a vertex
+    left nothing means every strategy costs more than the threshold, so a floored round
+    never proves its optimum, and a second one only looks for a cheaper strategy). After
+    a round that could not prove its optimum, a round whose DP at `upper` is predicted
+    within `FINAL_REACH` times its limit runs at `upper` (certain to prove it)."""
     limit = float(FIRST_ROUND_ENTRIES)
     upper = bounds.upper
-    failed = False
+    failed = floored_ran = False
     while True:
         if failed and plan.entries(_counts(bounds, upper, plan.roles)) <= FINAL_REACH * limit:
             threshold = upper
@@ -173,9 +175,13 @@ def _bounded_rounds(graph: CostGraph, bounds: Bounds, plan: _Plan, sequence: Seq
             keep = _floored(bounds, threshold, plan.roles)
         counts = np.array([np.count_nonzero(mask) for mask in keep], dtype=np.float64)
         entries = plan.entries(counts)
-        if floored and entries > FINAL_REACH * limit:  # (a floored DP far over the limit)
+        if floored and (floored_ran or entries > FINAL_REACH * limit):
+            # (A floored DP far over the limit, or a second one: no floored round proves
+            # its optimum, every strategy costing more than its threshold, and the first
+            # one's strategy already lowered `upper`.)
             limit *= 16
             continue
+        floored_ran = floored_ran or floored
         # A small DP is quicker in numpy than compiling kernels for it (same results).
         small = entries < NUMPY_DP_ENTRIES
         step_jit = "off" if jit == "auto" and small else jit

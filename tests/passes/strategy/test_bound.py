@@ -142,11 +142,15 @@ def test_every_round_runs_a_dp(seed: int, always_bound: None,
     # result is the whole DP's all the same.
     graph = random_graph(seed)
     rounds: list[str] = []
-    choose, run = bound._threshold, bound.solve_dp
+    choose, run, floor = bound._threshold, bound.solve_dp, bound._floored
 
     def threshold(*arguments: object) -> float:
         rounds.append("threshold")
         return choose(*arguments)  # type: ignore[arg-type]
+
+    def floored(*arguments: object) -> list[np.ndarray]:
+        rounds.append("floored")
+        return floor(*arguments)  # type: ignore[arg-type]
 
     def dp(restricted: CostGraph, *arguments: object, **named: object) -> object:
         assert min(restricted.sizes) >= 1
@@ -154,16 +158,58 @@ def test_every_round_runs_a_dp(seed: int, always_bound: None,
         return run(restricted, *arguments, **named)  # type: ignore[arg-type]
 
     monkeypatch.setattr(bound, "_threshold", threshold)
+    monkeypatch.setattr(bound, "_floored", floored)
     monkeypatch.setattr(bound, "solve_dp", dp)
     # (Limits of 1 entry: no floored DP fits FINAL_REACH times one; here none is skipped.)
     monkeypatch.setattr(bound, "FINAL_REACH", math.inf, raising=False)
     result = solve_bounded(graph)
     expected = run(graph)
     assert (result.choice, result.cost) == (expected.choice, expected.cost)
-    # Every threshold found is followed by its round's DP (none skipped).
-    assert "threshold" not in [rounds[i + 1] for i, event in enumerate(rounds[:-1])
-                               if event == "threshold"]
+    # Every threshold found is followed by its round's DP, but a second floored round's
+    # (a floored round never proves its optimum: the first one's strategy is enough).
+    ran = 0  # floored rounds whose DP ran
+    for event, after in zip(rounds, [*rounds[1:], "end"], strict=True):
+        if event == "threshold":
+            assert after in ("dp", "floored")
+        elif event == "floored":
+            assert (after == "dp") == (ran == 0)
+            ran += after == "dp"
     assert not rounds or rounds[-1] == "dp"
+
+
+@pytest.mark.parametrize("seed", range(16, 24))
+def test_one_floored_round_runs(seed: int, always_bound: None,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first two thresholds are forced below every bound (floored): the first round's
+    # DP runs, the second is skipped (a floored round never proves its optimum), and the
+    # result is the whole DP's all the same. Seed 20's second round fits FINAL_REACH.
+    events: list[str] = []
+    choose, run, floor = bound._threshold, bound.solve_dp, bound._floored
+
+    def threshold(bounds: bound.Bounds, *arguments: object) -> float:
+        events.append("threshold")
+        if events.count("threshold") <= 2:
+            return bounds.lower - 1.0
+        return choose(bounds, *arguments)  # type: ignore[arg-type]
+
+    def floored(*arguments: object) -> list[np.ndarray]:
+        events.append("floored")
+        return floor(*arguments)  # type: ignore[arg-type]
+
+    def dp(restricted: CostGraph, *arguments: object, **named: object) -> object:
+        events.append("dp")
+        return run(restricted, *arguments, **named)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bound, "FIRST_ROUND_ENTRIES", 4)
+    monkeypatch.setattr(bound, "_threshold", threshold)
+    monkeypatch.setattr(bound, "_floored", floored)
+    monkeypatch.setattr(bound, "solve_dp", dp)
+    graph = random_graph(seed)
+    result = solve_bounded(graph)
+    expected = run(graph)
+    assert (result.choice, result.cost) == (expected.choice, expected.cost)
+    if seed == 20:  # (the second floored round skipped, then the DP at the upper bound)
+        assert events == ["threshold", "floored", "dp", "threshold", "floored", "dp"]
 
 
 def test_floored_keeps_each_vertex_least_bound() -> None:
