@@ -295,6 +295,12 @@ class RoundTrips:
 
     first: tuple[int, ...]
     backward: np.ndarray
+    least: np.ndarray | None = None
+    """[s][a][b], where known: a lower bound on (M - f_s + 1) F + M B + AR of the stage
+    [p_a, p_b) as stage s itself (`capped_whole.CappedWhole.trip`: a Lagrangian bound
+    of that objective over the configurations that fit; 0 where not made), which with
+    R_s bounds the round trip directly, where the formula above bounds F_s by X_s / M
+    less B_s's least."""
 
     def own(self, own: np.ndarray, work_at: np.ndarray, microbatches: int) -> np.ndarray:
         """[s][a][b]: the round trip's bound on the stage [p_a, p_b) as stage s whose
@@ -302,7 +308,10 @@ class RoundTrips:
         arrival (inf where the stages after it cannot cover the rest)."""
         scale = np.array([(microbatches - forwards + 1) / microbatches
                           for forwards in self.first])
-        return scale[:, None, None] * own + self.waits(work_at)
+        trip = scale[:, None, None] * own + self.waits(work_at)
+        if self.least is None:
+            return trip
+        return np.maximum(trip, self.least + self.after(work_at)[:, None, :])
 
     def chain(self, work_at: np.ndarray, microbatches: int) -> np.ndarray:
         """[s][a][b]: the round trip's bound on the chain's part of the stage [p_a, p_b)

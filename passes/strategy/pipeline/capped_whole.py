@@ -26,6 +26,7 @@ again while it is below the step to beat.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -53,12 +54,15 @@ class CappedWhole:
         LARAC ended without reaching the `reach` it was given."""
         self._works: dict[tuple, tuple[float, bool]] = {}
         """`work`'s, as `_objectives`."""
+        self._trips: dict[tuple, tuple[float, bool]] = {}
+        """`trip`'s (over M - f + 1), as `_objectives`, f before the in-flight count."""
         self._rates: dict[tuple, float] = {}
         """The last range's best λ per (which bound, devices, M, in flight, cap)."""
-        self._own: dict[tuple, tuple[np.ndarray, np.ndarray, set[tuple[int, int, int]],
-                                     set[tuple[int, int, int]]]] = {}
-        """Per (S, M, schedule, cap): the ranges' bounds on M (F + B) + AR and on F + B
-        as stage s, [s][a][b], and the (s, a, b) bounded under the cap so far for each."""
+        self._own: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray,
+                                     list[set[tuple[int, int, int]]]]] = {}
+        """Per (S, M, schedule, cap): the ranges' bounds on M (F + B) + AR, on F + B and
+        on the round trip's (M - f_s + 1) F + M B + AR (0 where not made) as stage s,
+        [s][a][b], and the (s, a, b) bounded under the cap so far for each."""
 
     def objective(self, start: int, stop: int, devices: int, microbatches: int,
                   held: int, memory: float, reach: float = math.inf) -> float:
@@ -112,6 +116,48 @@ class CappedWhole:
         weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
         return self._kept(self._works, key, graph, weights, memory, budget, reach,
                           ("work", devices, microbatches, held, memory))
+
+    def trip(self, start: int, stop: int, devices: int, microbatches: int, forwards: int,
+             held: int, memory: float, reach: float = math.inf) -> float:
+        """A lower bound on (M - f + 1) F + M B + AR, with f = `forwards` (a stage's
+        forwards before its first backward, `bounds.RoundTrips.first`), of layers
+        [start, stop) on `devices` devices in any configurations that fit in `memory`
+        bytes per device holding `held` micro-batches (inf if none does): what the
+        stage runs from micro-batch 0's arrival but for its wait on the round trip
+        (`bounds.RoundTrips`). LARAC's best Lagrangian bound on a graph of that
+        objective over (M - f + 1): each layer's F + M / (M - f + 1) B +
+        AR / (M - f + 1), each edge's seconds as they are (an edge's forward and
+        backward seconds, each at least 0, count M - f + 1 and M times: at least
+        M - f + 1 times their sum), those that move a parameter (once per step, in
+        AR) over M - f + 1. Stops once the bound reaches `reach`."""
+        runs = microbatches - forwards + 1
+        table = self.least.table
+        part = table.cut(start, stop, microbatches)
+        key = (*part.signature, devices, microbatches, forwards, held, memory)
+        found = self._found(self._trips, key, reach / runs)
+        if found is not None:
+            return runs * found
+        solver = table.solver
+        problem = solver.problem(part, devices, microbatches)
+        budget = solver.budget()
+        problem.cost_graph(budget)  # (the edge tables, shared)
+        vertices = []
+        for layer, kind, configs in zip(part.layers, part.kinds[0], problem.config_lists,
+                                        strict=True):
+            costs = problem.model.layer_costs(layer, configs, table.machine) \
+                if solver.cache is None \
+                else solver.cache.costs(layer, kind, devices, configs, table.machine)
+            vertices.append(costs.forward + (microbatches / runs) * costs.backward
+                            + costs.param_communication / runs)
+        graph = CostGraph([layer.name for layer in part.layers], vertices)
+        for index, edge in enumerate(part.edges):
+            edge_table = problem.edge_table(index)
+            graph.add_edge(edge.producer, edge.consumer,
+                           edge_table / runs if carries_param(edge) else edge_table)
+        weights = self.least.layer_memory_vectors(problem, part.kinds[0], devices, held)
+        return runs * self._kept(self._trips, key, graph, weights, memory, budget,
+                                 reach / runs, ("trip", devices, microbatches, forwards,
+                                                held, memory))
 
     def _found(self, kept: dict[tuple, tuple[float, bool]], key: tuple, reach: float
                ) -> float | None:
@@ -177,7 +223,10 @@ class CappedWhole:
         (The chain side is not the search's: on the Transformer at P = 64 under 0.25
         GiB its LARACs took half of the bounds' DP solves, and no (S, M) it was made
         for was pruned by it or walked faster; docs/cost-model.md, `capped12`.) With
-        `trips`, the own bounds see the round trips (`bounds.RoundTrips`)."""
+        `trips`, the own bounds see the round trips (`bounds.RoundTrips`), and once the
+        own side's cuts are all bounded, their stages that run warm-up forwards before
+        their first backward get the round trip's own objective bounded too (`trip`, in
+        `RoundTrips.least`), the path's largest own bound first."""
         key = (stages, microbatches, schedule, memory)
         tight = self.least.segment_bounds(stages, microbatches)
         positions = tight.positions
@@ -186,24 +235,31 @@ class CappedWhole:
             self._own[key] = (np.array(np.broadcast_to(tight.own_least,
                                                        (stages, size, size))),
                               np.array(np.broadcast_to(tight.work, (stages, size, size))),
-                              set(), set())
-        own, work, done, worked = self._own[key]
+                              np.zeros((stages, size, size)), [set(), set(), set()])
+        own, work, trip_at, (done, worked, tripped) = self._own[key]
         group = self.least.table.devices // stages
         while True:
+            seen = None if trips is None else replace(trips, least=trip_at)
             capped = SegmentBounds.of_ranges(positions, tight.forward, tight.work, own,
                                              microbatches, stages, tight.into_forward,
                                              tight.into_backward, tight.shared,
-                                             tight.opening, work, trips)
+                                             tight.opening, work, seen)
             if capped.whole(stages) * (1 - SLACK) >= beat:
                 return capped
+            below = float(capped.own[stages, 0]) * (1 - SLACK) < beat
             todo = [stage for stage in cheapest(capped, stages) if stage not in done] \
-                if float(capped.own[stages, 0]) * (1 - SLACK) < beat else []
+                if below else []
+            # (Then the round trips of those cuts' stages, where a stage runs warm-up
+            # forwards before its first backward: the objective's bound counts them.)
+            trip_todo = [stage for stage in cheapest(capped, stages)
+                         if stage not in tripped and seen is not None
+                         and seen.first[stage[0]] > 1] if below and not todo else []
             # (The chain side once the own side's cuts are all bounded: either side
             # reaching `beat` is enough, and the own side alone often does.)
             chained = [stage for stage in cheapest_chain(capped, stages)
-                       if stage not in worked] if chain and not todo and \
-                float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
-            if not todo and not chained:
+                       if stage not in worked] if chain and not todo and not trip_todo \
+                and float(capped.chain[stages, 0]) * (1 - SLACK) < beat else []
+            if not todo and not trip_todo and not chained:
                 return capped
             # One range at a time, the path's largest bound first (its bottleneck), the
             # cuts chosen again after each: a path whose bottleneck rises past another
@@ -214,6 +270,15 @@ class CappedWhole:
                 own[s][a][b] = max(own[s][a][b], microbatches * self.objective(
                     positions[a], positions[b], group, microbatches, held, memory,
                     beat / microbatches))
+            for s, a, b in largest(trip_todo, capped.own_term):
+                assert seen is not None
+                tripped.add((s, a, b))
+                held = in_flight(schedule, stages, microbatches, s)
+                rest = float(seen.after(capped.work_at)[s][b])
+                if math.isfinite(rest):
+                    trip_at[s][a][b] = max(trip_at[s][a][b], self.trip(
+                        positions[a], positions[b], group, microbatches, seen.first[s],
+                        held, memory, beat - rest))
             for s, a, b in largest(chained, work):
                 worked.add((s, a, b))
                 held = in_flight(schedule, stages, microbatches, s)

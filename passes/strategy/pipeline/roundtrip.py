@@ -66,22 +66,46 @@ def least_backward(plans: Partitioner, devices: int, microbatches: int) -> list[
     a layer's backward is its backward compute, a recomputed forward and collectives,
     none less than 0), and the forward FLOPs too where every configuration of the layer
     recomputes its forward (`recompute=full`: a layer with a backward that is not a
-    checkpoint)."""
+    checkpoint); or, where larger, the least over the layer's configurations of the
+    cost model's own backward seconds (`LayerCosts.backward`, the very terms a stage's
+    B sums: the stage's B is its layers' and its edges' backward seconds, each edge's at
+    least 0), with the devices P / S of a stage's problem (`devices` a divisor of P)."""
     solver = plans.table.solver
     training = solver.options.training
     peak = plans.machine.peak(training.precision)
     hbm = roofline_bandwidth(plans.machine, training)
     recomputed = training.recompute_choices == (True,)
+    modelled = modelled_backward(plans, devices, microbatches)
     sums = [0.0]
-    for layer in plans.micro(microbatches).layers:
+    for index, layer in enumerate(plans.micro(microbatches).layers):
         seconds = 0.0
         if layer.backward:
             most = most_devices(layer, devices, solver.min_shard, plans.batch)
             forward, backward = least_seconds(at_precision(layer, training.element_bytes),
                                               most, peak, hbm)
             seconds = backward + (forward if recomputed and not layer.checkpoint else 0.0)
-        sums.append(sums[-1] + seconds)
+        sums.append(sums[-1] + max(seconds, modelled[index]))
     return sums
+
+
+def modelled_backward(plans: Partitioner, devices: int, microbatches: int) -> list[float]:
+    """Per layer at micro-batch shapes, the least over its configurations on `devices`
+    devices (a stage's problem's: `Partitioner.config_lists`) of the cost model's
+    backward seconds (`LayerCosts.backward`, as `stages.stage_cost` sums them); 0 for
+    every layer where `devices` does not divide P into stages."""
+    micro = plans.micro(microbatches)
+    if devices < 1 or plans.devices % devices or micro.kinds is None:
+        return [0.0] * len(micro.layers)
+    solver = plans.solver
+    cache = solver.cache
+    least = []
+    for layer, kind, configs in zip(micro.layers, micro.kinds[0],
+                                    plans.config_lists(plans.devices // devices,
+                                                       microbatches), strict=True):
+        costs = solver.options.model.layer_costs(layer, configs, plans.machine) \
+            if cache is None else cache.costs(layer, kind, devices, configs, plans.machine)
+        least.append(max(0.0, float(costs.backward.min())))
+    return least
 
 
 class RoundTrip:
