@@ -265,7 +265,8 @@ MODELS = {
 }
 MODELS.update({name: (lambda name=name: torchvision_model(name),
                       lambda name=name: image(TORCHVISION[name])) for name in TORCHVISION})
-BUNDLED = ("bilstm", "bigru", "instnorm", "groupnorm", "gptj")
+BUNDLED = ("bilstm", "bigru", "instnorm", "groupnorm", "gptj", "bilstm2", "bigru2", "upsample_ac",
+           "ceilpool")
 """The models of `models/onnx/` (the others are only measured)."""
 
 def main(argv: list[str]) -> int:
