@@ -228,7 +228,7 @@ def constant_input(graph: GraphState, name: str, array: np.ndarray,
     value = graph.values[name]
     if value.ssa is not None:
         return value
-    axes = tuple(None if size == 1 else graph.dims.new(size, (*hints, *["d"] * i)[i])
+    axes = tuple(None if size == 1 else graph.dims.new(size, hints[i] if i < len(hints) else "d")
                  for i, size in enumerate(array.shape))
     real = [a for a in axes if a is not None]
     fixed = dnn.InputOp(graph.tensor_type(real, "f32" if array.dtype == np.float32 else "f64"))
