@@ -13,6 +13,11 @@ eval mode, batch 8, static shapes):
   images, 8 channels), as style-transfer networks normalize.
 - `groupnorm`: a CNN with `nn.GroupNorm(2, 8)` and `F.interpolate(scale_factor=2,
   mode="bilinear")` (an upsampling decoder's layers; 8x8 to 16x16).
+- `bilstm2`, `bigru2` (branch onnx14): the taggers over `nn.LSTM`/`nn.GRU(16, 16,
+  num_layers=2, bidirectional=True)`, whose second layer reads 32 features into 16 units.
+- `upsample_ac`: `F.interpolate(mode="bilinear", align_corners=True)` by 2 and to 12x20.
+- `ceilpool`: GoogLeNet's `nn.MaxPool2d(3, stride=2, ceil_mode=True)` where rounding up
+  adds a window (16x16 to 8x8; padded by 1, 8x8 to 5x5).
 - `gptj`: Hugging Face's GPT-J (interleaved rotary embedding, parallel attention and
   MLP): 2 layers, 32 wide, 2 heads, rotary over 8 of each head's 16 dims.
 
