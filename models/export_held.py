@@ -29,6 +29,10 @@ encoder-decoder with a causal target mask), torchvision's `squeezenet` (1.1),
 `efficientnet` (B0, its first stages), `convnext` (ConvNeXt, small config), `regnet`,
 `densenet` (a small DenseNet) and `googlenet` free of its auxiliary heads.
 
+`tv_squeezenet1_0`, `tv_regnet_x_400mf`, `tv_efficientnet_b0`, `tv_vit_b_16`,
+`tv_densenet121`, `tv_googlenet` (branch onnx14): torchvision's constructors as they are,
+10 classes, 64x64 images (`TORCHVISION`); measured in benchmarks/RESULTS.md, not bundled.
+
 The two export calls are docs/pytorch.md's (`export_torch.export_both`). Needs torch; pase
 itself never imports this file.
 """
