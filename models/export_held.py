@@ -13,6 +13,11 @@ eval mode, batch 8, static shapes):
   images, 8 channels), as style-transfer networks normalize.
 - `groupnorm`: a CNN with `nn.GroupNorm(2, 8)` and `F.interpolate(scale_factor=2,
   mode="bilinear")` (an upsampling decoder's layers; 8x8 to 16x16).
+- `bilstm2`, `bigru2` (branch onnx14): the taggers over `nn.LSTM`/`nn.GRU(16, 16,
+  num_layers=2, bidirectional=True)`, whose second layer reads 32 features into 16 units.
+- `upsample_ac`: `F.interpolate(mode="bilinear", align_corners=True)` by 2 and to 12x20.
+- `ceilpool`: GoogLeNet's `nn.MaxPool2d(3, stride=2, ceil_mode=True)` where rounding up
+  adds a window (16x16 to 8x8; padded by 1, 8x8 to 5x5).
 - `gptj`: Hugging Face's GPT-J (interleaved rotary embedding, parallel attention and
   MLP): 2 layers, 32 wide, 2 heads, rotary over 8 of each head's 16 dims.
 
@@ -23,6 +28,10 @@ class token, `nn.TransformerEncoder`), `bert_nn` (a BERT-like encoder from
 encoder-decoder with a causal target mask), torchvision's `squeezenet` (1.1),
 `efficientnet` (B0, its first stages), `convnext` (ConvNeXt, small config), `regnet`,
 `densenet` (a small DenseNet) and `googlenet` free of its auxiliary heads.
+
+`tv_squeezenet1_0`, `tv_regnet_x_400mf`, `tv_efficientnet_b0`, `tv_vit_b_16`,
+`tv_densenet121`, `tv_googlenet` (branch onnx14): torchvision's constructors as they are,
+10 classes, 64x64 images (`TORCHVISION`); measured in benchmarks/RESULTS.md, not bundled.
 
 The two export calls are docs/pytorch.md's (`export_torch.export_both`). Needs torch; pase
 itself never imports this file.
@@ -61,6 +70,61 @@ class BidirectionalTagger(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         states, _ = self.recurrent(self.embedding(tokens))
         return self.head(states)
+
+
+class DeepBidirectionalTagger(nn.Module):
+    """Embedding, a two-layer bidirectional LSTM or GRU (`num_layers=2, bidirectional=True`:
+    the second layer reads both directions of the first, 2·width wide), a linear head to 10
+    classes per step."""
+
+    def __init__(self, kind: type[nn.Module], width: int = 16) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(VOCABULARY, width)
+        self.recurrent = kind(width, width, num_layers=2, batch_first=True,
+                              bidirectional=True)
+        self.head = nn.Linear(2 * width, 10)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        states, _ = self.recurrent(self.embedding(tokens))
+        return self.head(states)
+
+
+class AlignedUpsampling(nn.Module):
+    """Convolutions around `F.interpolate(mode="bilinear", align_corners=True)` by 2 (8x8
+    to 16x16, as U-Nets' up paths) and to a size of no whole factor (16x16 to 12x20), a
+    global pool and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.head = nn.Linear(4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = functional.relu(self.conv1(x))
+        x = functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+        x = functional.relu(self.conv2(x))
+        x = functional.interpolate(x, size=(12, 20), mode="bilinear", align_corners=True)
+        return self.head(x.mean((2, 3)))
+
+
+class CeilPoolCnn(nn.Module):
+    """GoogLeNet's pooling (`nn.MaxPool2d(3, stride=2, ceil_mode=True)`) where rounding up
+    adds a window: 16x16 to 8x8 (7x7 rounding down), then padded by 1, 8x8 to 5x5 (4x4
+    rounding down), between convolutions; a global pool and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.pool1 = nn.MaxPool2d(3, stride=2, ceil_mode=True)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.pool2 = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool1(functional.relu(self.conv1(x)))
+        x = self.pool2(functional.relu(self.conv2(x)))
+        return self.head(x.mean((2, 3)))
 
 
 class NormCnn(nn.Module):
@@ -175,12 +239,32 @@ def vision(name: str) -> nn.Module:
     return models.googlenet(num_classes=10, aux_logits=False, init_weights=True)
 
 
+TORCHVISION = {"tv_squeezenet1_0": 64, "tv_regnet_x_400mf": 64, "tv_efficientnet_b0": 64,
+               "tv_vit_b_16": 64, "tv_densenet121": 64, "tv_googlenet": 64}
+"""torchvision's constructors as they are (10 classes), and the image size each is exported
+at (vit_b_16 built for it: `image_size=64`, 16 patches): measured, never bundled."""
+
+
+def torchvision_model(name: str) -> nn.Module:
+    from torchvision import models
+
+    if name == "tv_vit_b_16":
+        return models.vit_b_16(num_classes=10, image_size=TORCHVISION[name])
+    if name == "tv_googlenet":
+        return models.googlenet(num_classes=10, aux_logits=False, init_weights=True)
+    return getattr(models, name.removeprefix("tv_"))(num_classes=10)
+
+
 MODELS = {
     "bilstm": (lambda: BidirectionalTagger(nn.LSTM), ids),
     "bigru": (lambda: BidirectionalTagger(nn.GRU), ids),
     "instnorm": (lambda: NormCnn(False), lambda: image(16)),
     "groupnorm": (lambda: NormCnn(True), lambda: image(8)),
     "gptj": (gptj, ids),
+    "bilstm2": (lambda: DeepBidirectionalTagger(nn.LSTM), ids),
+    "bigru2": (lambda: DeepBidirectionalTagger(nn.GRU), ids),
+    "upsample_ac": (AlignedUpsampling, lambda: image(8)),
+    "ceilpool": (CeilPoolCnn, lambda: image(16)),
     "vit_nn": (NnVit, lambda: image(16)),
     "bert_nn": (NnBert, ids),
     "t5_nn": (NnT5, lambda: ids(2)),
@@ -188,7 +272,10 @@ MODELS = {
        for name in ("squeezenet", "efficientnet", "convnext", "regnet", "densenet",
                     "googlenet")},
 }
-BUNDLED = ("bilstm", "bigru", "instnorm", "groupnorm", "gptj")
+MODELS.update({name: (lambda name=name: torchvision_model(name),
+                      lambda name=name: image(TORCHVISION[name])) for name in TORCHVISION})
+BUNDLED = ("bilstm", "bigru", "instnorm", "groupnorm", "gptj", "bilstm2", "bigru2", "upsample_ac",
+           "ceilpool")
 """The models of `models/onnx/` (the others are only measured)."""
 
 def main(argv: list[str]) -> int:

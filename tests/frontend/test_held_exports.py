@@ -3,7 +3,9 @@ writes them, both exporters): LeNet (LeakyRelu), MobileNetV3-Small (HardSwish,
 HardSigmoid), a U-Net (ConvTranspose with stride 2, nearest Resize), and LLaMA and a
 GPT-2-style decoder exported in float16 and bfloat16 (read as their float32 master copy);
 and (models/export_held.py) token taggers over a bidirectional LSTM and GRU, CNNs with
-InstanceNorm2d and with GroupNorm and a bilinear upsampling, and GPT-J.
+InstanceNorm2d and with GroupNorm and a bilinear upsampling, and GPT-J; and (onnx14) taggers
+over a two-layer bidirectional LSTM and GRU, a CNN with bilinear upsampling of
+align_corners=True, and one with GoogLeNet's MaxPool2d(ceil_mode=True).
 Each file's first loss on one device equals onnx.reference's evaluation of the file;
 each is searched on 8 devices and passes `pase-run --devices 4 --check --steps 3`.
 
@@ -31,7 +33,8 @@ from pase.tools.run.load import strategy_and_scale, with_initial  # noqa: E402
 from pase.tools.run.runtime import train  # noqa: E402
 
 FOLDER = Path(__file__).resolve().parents[2] / "models" / "onnx"
-FLOAT32 = ["lenet", "mobilenet_v3", "unet", "bilstm", "bigru", "instnorm", "groupnorm", "gptj"]
+FLOAT32 = ["lenet", "mobilenet_v3", "unet", "bilstm", "bigru", "instnorm", "groupnorm", "gptj",
+           "bilstm2", "bigru2", "upsample_ac", "ceilpool"]
 HALF = ["llama_fp16", "llama_bf16", "gpt_bf16"]
 NOT_EXPORTED = {"llama_bf16.torchscript": "ScalarType ComplexDouble"}
 """The TorchScript exporter's own failure (opset 17)."""

@@ -43,8 +43,8 @@ MORE = ("pads", "gru", "swin")
 LAYERS = ("einsum", "mha_keep", "mha_padding", "conv1d", "encoder_dynamic_batch")
 """Exported by models/export_layers.py: test_layer_exports.py."""
 HELD = ("lenet", "mobilenet_v3", "unet", "llama_fp16", "llama_bf16", "gpt_bf16", "bilstm",
-        "bigru", "instnorm", "groupnorm", "gptj")
-"""Exported by models/export_torch.py (onnx12) and models/export_held.py (onnx13):
+        "bigru", "instnorm", "groupnorm", "gptj", "bilstm2", "bigru2", "upsample_ac", "ceilpool")
+"""Exported by models/export_torch.py (onnx12) and models/export_held.py (onnx13, onnx14):
 test_held_exports.py."""
 MORE_CHECKED = ["pads.dynamo", "gru.torchscript"]
 """Of those, searched and checked here: one file per model (the two exports import as the

@@ -74,13 +74,14 @@ def test_an_overlapping_transposed_convolution_is_one_error():
            "(only strides equal to the window" in message
 
 
-def test_an_align_corners_resize_is_one_error():
-    nodes = [node("Resize", ["x", "", "scales"], "y", mode="linear",
+def test_a_bicubic_resize_is_one_error():
+    """(align_corners=True reads since branch onnx14: test_widths_and_windows.py.)"""
+    nodes = [node("Resize", ["x", "", "scales"], "y", mode="cubic",
                   coordinate_transformation_mode="align_corners")]
     message = refused(model(nodes, [2, 4, 3, 3], {"scales": np.array([1, 1, 2, 2],
                                                                       np.float32)},
                             [2, 4, 6, 6]))
-    assert "node 'y' (Resize): mode=linear, coordinate_transformation_mode=align_corners, " \
+    assert "node 'y' (Resize): mode=cubic, coordinate_transformation_mode=align_corners, " \
            "nearest_mode=round_prefer_floor is not supported (only nearest, asymmetric, " \
            "floor" in message
 

@@ -212,7 +212,7 @@ def pool(graph: GraphState, node: Any) -> list[Value]:
             node, "count_include_pad", 0) else (x, None)
     stride, padding = window(graph, node, kernel, pads)
     if graph.attribute(node, "ceil_mode", 0):
-        ceil_mode_as_floor(graph, sizes_of(graph, x)[2:], kernel, stride, padding)
+        x = ceil_mode_windows(graph, node, x, kind, kernel, stride, padding)
     if kind == "avg" and any(padding) and not graph.attribute(node, "count_include_pad", 0):
         raise graph.error("padded AveragePool with count_include_pad=0 is not supported")
     name = node.output[0]
@@ -227,21 +227,38 @@ def pool(graph: GraphState, node: Any) -> list[Value]:
             else Value(tuple(result), y)]
 
 
-def ceil_mode_as_floor(graph: GraphState, sizes: Sequence[int], kernel: Sequence[int],
-                       stride: int, padding: Sequence[int]) -> None:
-    """A pooling with `ceil_mode=1` (SqueezeNet's `MaxPool2d(ceil_mode=True)`) is read
-    when rounding up gives the sizes rounding down does (every window then lies inside
-    the padded input); else an error naming the sizes.
+def ceil_mode_windows(graph: GraphState, node: Any, x: Value, kind: str,
+                      kernel: Sequence[int], stride: int, padding: Sequence[int]) -> Value:
+    """The input of a pooling with `ceil_mode=1` (GoogLeNet's and SqueezeNet's
+    `MaxPool2d(ceil_mode=True)`), padded at the end of each axis where rounding up adds a
+    window, so that pase's window (rounding down) has them all.
 
-    The window count is `(size + 2·pad − kernel) / stride + 1`, rounded down or up: the
-    same when the stride divides `size + 2·pad − kernel`."""
-    for size, k, pad in zip(sizes, kernel, padding, strict=True):
-        if (size + 2 * pad - k) % stride:
+    Along an axis of n with padding p, rounding up gives `⌈(n + 2p − k) / s⌉ + 1` windows,
+    less the last if it would start past the input and its left padding (PyTorch's rule,
+    which ONNX's follows): each window starts inside the input (at most at n − 1). The
+    last one reaches past the right padding by `extra`; a max over it is the max of the
+    input entries it holds, which include the axis's last entry, so the input padded by
+    `extra` copies of its edge (`dnn.pad edge`) gives every window's max and the same
+    gradient (a copy's passes back to the entry). An average's divisor counts only the
+    entries inside the padded input, which a pad cannot give: one error."""
+    sizes = sizes_of(graph, x)[2:]
+    for axis, (n, k, pad) in enumerate(zip(sizes, kernel, padding, strict=True)):
+        windows = -(-(n + 2 * pad - k) // stride) + 1
+        if (windows - 1) * stride >= n + pad:
+            windows -= 1
+        extra = (windows - 1) * stride + k - n - 2 * pad
+        if extra <= 0:
+            continue
+        if kind != "max":
             raise graph.error(
-                f"ceil_mode=1 is supported only where it gives the sizes ceil_mode=0 "
-                f"does; here a {size}-wide axis, window {k}, stride {stride}, padding "
-                f"{pad} gives one more window (export at an input size where the "
-                "stride divides size + 2·padding − window)")
+                f"ceil_mode=1 of an AveragePool is supported only where it gives the sizes "
+                f"ceil_mode=0 does; here a {n}-wide axis, window {k}, stride {stride}, "
+                f"padding {pad} gives one more window, whose average counts only the "
+                "entries inside the input (export at an input size where the stride "
+                "divides size + 2·padding − window)")
+        x = pad_axis(graph, x, 2 + axis, 0, extra, "edge",
+                     f"{node.output[0]}_ceil{'hw'[axis]}")
+    return x
 
 
 @importer("GlobalAveragePool")

@@ -16,18 +16,27 @@ are joined along a new axis of f (`dnn.concat` along the axis, then a `dnn.resha
 
 The weights are scalar params starting at those values, as every other constant factor
 of an imported model (`GraphState.tensor`): the first step computes what Resize does.
-`align_corners=True` (Resize's `align_corners` coordinates) has no fixed phases and is
-an error, as are the other modes.
+
+`align_corners=True` (Resize's `align_corners` coordinates, to any output size) has no
+fixed phases: output i of m reads the input at `i·(n − 1)/(m − 1)`, so each axis is a
+product with a constant `[n, m]` matrix of those weights (two per column, summing to 1:
+`aligned_weights`), an einsum whose matrix is a `dnn.input` the importer fills (as
+Swin's masks: not trained, so every step computes what Resize does).
+
+    >>> aligned_weights(3, 5).tolist()   # 3 to 5: outputs at 0, 0.5, 1, 1.5, 2
+    [[1.0, 0.5, 0.0, 0.0, 0.0], [0.0, 0.5, 1.0, 0.5, 0.0], [0.0, 0.0, 0.0, 0.5, 1.0]]
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from pase.dialect import dnn
 from pase.frontend.onnx.operators.activations import factor
 from pase.frontend.onnx.operators.conv import pad_axis
-from pase.frontend.onnx.operators.more import slice_axis
+from pase.frontend.onnx.operators.more import constant_input, slice_axis
 from pase.frontend.onnx.operators.shape import join, reshape_to
 from pase.frontend.onnx.values import GraphState, Value
 
@@ -72,3 +81,41 @@ def linear_axis(graph: GraphState, x: Value, position: int, f: int, name: str) -
     inner = list(split.axes)
     inner[position], inner[position + 1] = inner[position + 1], inner[position]
     return reshape_to(graph, Value(tuple(inner), split.ssa), sizes, name)
+
+
+def aligned_weights(n: int, m: int) -> np.ndarray:
+    """The `[n, m]` float32 matrix of align_corners interpolation from n entries to m:
+    column i weights the two inputs around `i·(n − 1)/(m − 1)` (one of m = 1: input 0)."""
+    weights = np.zeros((n, m), np.float64)
+    for i in range(m):
+        source = i * (n - 1) / (m - 1) if m > 1 else 0.0
+        low = min(math.floor(source), n - 1)
+        weights[low, i] += 1.0 - (source - low)
+        if source > low:
+            weights[low + 1, i] += source - low
+    return weights.astype(np.float32)
+
+
+def aligned_corners(graph: GraphState, x: Value, sizes: list[int], name: str) -> Value:
+    """`x` [b, c, h, w] resized to `sizes` (NCHW) with align_corners coordinates: per
+    image axis whose size changes, an einsum with its constant `aligned_weights`."""
+    changed = [p for p in (2, 3) if sizes[p] != graph.dims.size(graph.real_axis(x, p))]
+    for count, position in enumerate(changed):
+        at = name if count == len(changed) - 1 else f"{name}_{'hw'[position - 2]}"
+        axis = graph.real_axis(x, position)
+        key = f"{at}_weights"
+        graph.values[key] = Value(())
+        hint = graph.dims.hints[graph.dims.find(axis)]
+        weights = constant_input(graph, key, aligned_weights(graph.dims.size(axis),
+                                                             sizes[position]), (hint, hint))
+        source, target = weights.axes
+        if source is None or target is None:
+            raise graph.error(f"resizing an axis of {graph.dims.size(axis)} to "
+                              f"{sizes[position]} with align_corners is not supported (only "
+                              "axes of 2 or more entries, to 2 or more)")
+        graph.same(source, axis)
+        axes = tuple(target if p == position else a for p, a in enumerate(x.axes))
+        y = graph.build(dnn.EinsumOp, [graph.ordered(x, f"{at}_input"), weights.value], at,
+                        [graph.dims.find(a) for a in axes if a is not None])
+        x = Value(axes, y)
+    return x

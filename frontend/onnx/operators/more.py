@@ -219,14 +219,17 @@ def is_window_mask(mask: np.ndarray) -> bool:
     return values.size == 2 and values[1] == 0 and values[0] < 0 and square_of(mask) is None
 
 
-def constant_input(graph: GraphState, name: str, array: np.ndarray) -> Value:
+def constant_input(graph: GraphState, name: str, array: np.ndarray,
+                   hints: tuple[str, ...] = ()) -> Value:
     """A constant the model adds but does not train, as a `dnn.input` of its own whose
     value is the importer's (like a param's: `Imported.initial_values`, which pase-run
-    feeds it); its axes of size 1 are dropped. One input per constant."""
+    feeds it); its axes of size 1 are dropped, the others' dims named by `hints` (else
+    `d`). One input per constant."""
     value = graph.values[name]
     if value.ssa is not None:
         return value
-    axes = tuple(None if size == 1 else graph.dims.new(size, "d") for size in array.shape)
+    axes = tuple(None if size == 1 else graph.dims.new(size, hints[i] if i < len(hints) else "d")
+                 for i, size in enumerate(array.shape))
     real = [a for a in axes if a is not None]
     fixed = dnn.InputOp(graph.tensor_type(real, "f32" if array.dtype == np.float32 else "f64"))
     fixed.output.name_hint = graph.value_name(name)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from pase.dialect import dnn
+from pase.frontend.onnx.operators.conv import pad_axis
 from pase.frontend.onnx.operators.more import slice_axis
 from pase.frontend.onnx.operators.shape import join, reshape_to
 from pase.frontend.onnx.registry import importer
@@ -88,11 +89,12 @@ def check_state(graph: GraphState, node: Any, steps: int) -> None:
 
 
 def read_layer(graph: GraphState, node: Any, gates: int, directions: int
-               ) -> tuple[Value, tuple[int, int, int], int, list[np.ndarray]]:
+               ) -> tuple[Value, tuple[int, int, int], tuple[int, int], list[np.ndarray],
+                          np.ndarray | None]:
     """An ONNX LSTM's (`gates` 4) or GRU's (3) input X, its (sequence, batch, features)
-    axes, its hidden size (equal to the features', as pase's layers need) and, per
-    direction, its W and R stacked as [2 size, gates · size] (gate-major), after
-    `check_state`."""
+    axes, its (input, hidden) sizes, and per direction its W and R stacked as pase's
+    [2 width, gates · width] (gate-major) and its B [2 · gates · width], all at the width
+    `max(input, hidden)` (`padded_weights`), after `check_state`."""
     x = graph.tensor(node.input[0])
     if len(x.axes) != 3:
         raise graph.error("the input X must be [sequence, batch, features]")
@@ -102,17 +104,61 @@ def read_layer(graph: GraphState, node: Any, gates: int, directions: int
     size = graph.dims.size(features)
     w_onnx = graph.constant(node.input[1], "the input weights W")
     r_onnx = graph.constant(node.input[2], "the recurrent weights R")
-    hidden = graph.attribute(node, "hidden_size", r_onnx.shape[-1])
-    if hidden != size:
-        raise graph.error(f"its hidden size {hidden} differs from its input size {size}; "
-                          f"pase's {node.op_type.lower()} needs them equal")
-    shape = (directions, gates * size, size)
-    if w_onnx.shape != shape or r_onnx.shape != shape:
-        raise graph.error(f"W {list(w_onnx.shape)} and R {list(r_onnx.shape)} must both be "
-                          f"{list(shape)}")
+    hidden = int(graph.attribute(node, "hidden_size", r_onnx.shape[-1]))
+    if w_onnx.shape != (directions, gates * hidden, size) or \
+            r_onnx.shape != (directions, gates * hidden, hidden):
+        raise graph.error(f"W {list(w_onnx.shape)} and R {list(r_onnx.shape)} must be "
+                          f"{[directions, gates * hidden, size]} and "
+                          f"{[directions, gates * hidden, hidden]}")
+    b_onnx = None
+    if len(node.input) > 3 and node.input[3]:
+        b_onnx = graph.constant(node.input[3], "the biases B")
+        if b_onnx.shape != (directions, 2 * gates * hidden):
+            raise graph.error(f"B {list(b_onnx.shape)} must be [{directions}, "
+                              f"{2 * gates * hidden}]")
     check_state(graph, node, graph.dims.size(seq_axis))
-    return x, (seq_axis, batch_axis, features), size, [
-        np.concatenate([w_onnx[d].T, r_onnx[d].T], axis=0) for d in range(directions)]
+    w, r, b = padded_weights(w_onnx, r_onnx, b_onnx, gates)
+    return x, (seq_axis, batch_axis, features), (size, hidden), [
+        np.concatenate([w[d].T, r[d].T], axis=0) for d in range(directions)], b
+
+
+def padded_weights(w: np.ndarray, r: np.ndarray, b: np.ndarray | None, gates: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """ONNX's W [dirs, gates·h, e], R [dirs, gates·h, h] and B [dirs, 2·gates·h] of a
+    layer whose input size e and hidden size h differ, at pase's one width n = max(e, h)
+    (`dnn.lstm` and `dnn.gru` have as many hidden units as input features): zeros for the
+    inputs past e (the input is padded with zeros to n) and for the units past h, whose
+    gates then read nothing (`nn.LSTM(num_layers=2, bidirectional=True)`: the second layer
+    reads 2h features).
+
+    Such a unit starts at the zero state and stays there: its gates see zero pre-
+    activations, so its candidate (tanh) is 0 and its cell and output stay 0, for the
+    LSTM as the GRU (whose new state is then half the old, 0). Its output is sliced away
+    and its row of the recurrent weights is 0, so nothing reads it and every gradient of
+    its weights, biases and recurrent row is exactly 0, as is that of the weights of the
+    zero inputs: training keeps them at 0 (SGD, momentum, Adam) and the layer computes
+    the ONNX node's every step. The search prices the n units.
+
+    >>> w, r, b = padded_weights(np.ones((1, 4, 2)), np.ones((1, 4, 1)), None, 4)
+    >>> w.shape, r.shape, r[0, :, 1].tolist(), w[0, 2:4].tolist()
+    ((1, 8, 2), (1, 8, 2), [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [[1.0, 1.0], [0.0, 0.0]])
+    """
+    directions, rows, size = w.shape
+    hidden = rows // gates
+    width = max(size, hidden)
+    if width == size == hidden:
+        return w, r, b
+    padded_w = np.zeros((directions, gates, width, width), w.dtype)
+    padded_w[:, :, :hidden, :size] = w.reshape(directions, gates, hidden, size)
+    padded_r = np.zeros((directions, gates, width, width), r.dtype)
+    padded_r[:, :, :hidden, :hidden] = r.reshape(directions, gates, hidden, hidden)
+    padded_b = None
+    if b is not None:
+        padded_b = np.zeros((directions, 2, gates, width), b.dtype)
+        padded_b[..., :hidden] = b.reshape(directions, 2, gates, hidden)
+        padded_b = padded_b.reshape(directions, 2 * gates * width)
+    return (padded_w.reshape(directions, gates * width, width),
+            padded_r.reshape(directions, gates * width, width), padded_b)
 
 
 def recurrent_layers(graph: GraphState, node: Any, gates: int, op: type[dnn.LayerOp],
@@ -123,38 +169,38 @@ def recurrent_layers(graph: GraphState, node: Any, gates: int, op: type[dnn.Laye
     direction's W and R `regroup`ed (gate-major to unit-major), its biases (`biases` of
     the direction's row of B, each named by a suffix). A bidirectional node's backward
     layer reads the sequence reversed and its output is reversed back (`reverse_axis`);
-    the directions are joined along the features, then split into Y's [2, hidden]."""
+    the directions are joined along the features, then split into Y's [2, hidden]. Where
+    the input and hidden sizes differ, the layer is `padded_weights`' width: its input
+    padded with zeros (`dnn.pad`), its output sliced to the hidden units (`dnn.slice`)."""
     directions = check_options(graph, node, GATE_ACTIVATIONS[gates])
-    x, (seq_axis, batch_axis, features), size, stacked = read_layer(graph, node, gates,
-                                                                     directions)
-    b_onnx = None
-    if len(node.input) > 3 and node.input[3]:
-        b_onnx = graph.constant(node.input[3], "the biases B")
-        if b_onnx.shape != (directions, 2 * gates * size):
-            raise graph.error(f"B {list(b_onnx.shape)} must be [{directions}, "
-                              f"{2 * gates * size}]")
-    ordered = Value((batch_axis, seq_axis, features), x.ssa)
+    x, (seq_axis, batch_axis, features), (size, hidden), stacked, b_onnx = read_layer(
+        graph, node, gates, directions)
+    width = max(size, hidden)
+    ordered = pad_axis(graph, Value((batch_axis, seq_axis, features), x.ssa), 2, 0,
+                       width - size, "zeros", f"{node.output[0]}_padded")
     outputs = []
     for d in range(directions):
         name = node.output[0] if directions == 1 else f"{node.output[0]}_{DIRECTION[d]}"
         source = reverse_axis(graph, ordered, 1, f"{name}_reversed") if d else ordered
-        graph.values[f"{name}_weight"] = Value((), constant=regroup(stacked[d], size)[None])
+        graph.values[f"{name}_weight"] = Value((), constant=regroup(stacked[d], width)[None])
         weight = graph.tensor(f"{name}_weight", hints=("l", "k", "n"), keep=(0,))
         operands = [graph.ordered(source, name), weight.value]
-        for suffix, bias in biases(b_onnx[d], size) if b_onnx is not None else []:
+        for suffix, bias in biases(b_onnx[d], width) if b_onnx is not None else []:
             operands.append(bias_operand(graph, weight, f"{name}_{suffix}",
-                                         regroup(bias, size)))
-        y = Value(source.axes, graph.build(op, operands, name))
+                                         regroup(bias, width)))
+        y = Value(source.axes, graph.build(op, operands, f"{name}_units" if hidden < width
+                                           else name))
+        y = slice_axis(graph, y, 2, 0, hidden, name)
         if d:
             y = reverse_axis(graph, y, 1, f"{name}_output")
             graph.same(seq_axis, graph.real_axis(y, 1))
         outputs.append(y)
     y = outputs[0]
-    y_axes: tuple[int | None, ...] = (seq_axis, None, batch_axis, features)
+    y_axes: tuple[int | None, ...] = (seq_axis, None, batch_axis, y.axes[2])
     if directions == 2:
         both = join(graph, outputs, 2, f"{node.output[0]}_joined")
         y = reshape_to(graph, both, [graph.dims.size(batch_axis), graph.dims.size(
-            seq_axis), 2, size], f"{node.output[0]}_directions")
+            seq_axis), 2, hidden], f"{node.output[0]}_directions")
         y_axes = (seq_axis, y.axes[2], batch_axis, y.axes[3])
     if graph.attribute(node, "layout", 0):
         y_axes = (y_axes[2], y_axes[0], y_axes[1], y_axes[3])

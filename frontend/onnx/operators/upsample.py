@@ -8,7 +8,9 @@ input pixel, in pase's layers:
 - Resize in `nearest` mode by whole scale factors along the image axes (nn.Upsample(
   scale_factor=2), F.interpolate(mode="nearest")), the coordinates `asymmetric` and
   rounded down as PyTorch exports them: each pixel repeated, a `dnn.broadcast` to `[b, c,
-  h, sh, w, sw]` merged to `[b, c, h·sh, w·sw]`.
+  h, sh, w, sw]` merged to `[b, c, h·sh, w·sw]`;
+- Resize in `linear` mode, `half_pixel` coordinates by whole factors, `align_corners`
+  coordinates to any size (operators/interpolate.py).
 
 Anything else (overlapping windows, padding, other interpolation modes) is one error
 naming the attribute.
@@ -87,14 +89,21 @@ def resize(graph: GraphState, node: Any) -> list[Value]:
     coordinates = text(graph.attribute(node, "coordinate_transformation_mode", b"half_pixel"))
     rounding = text(graph.attribute(node, "nearest_mode", b"round_prefer_floor"))
     linear = mode == "linear" and coordinates in ("half_pixel", "pytorch_half_pixel")
-    if (mode, coordinates, rounding) != ("nearest", "asymmetric", "floor") and not linear:
+    aligned = mode == "linear" and coordinates == "align_corners"
+    if (mode, coordinates, rounding) != ("nearest", "asymmetric", "floor") and not (
+            linear or aligned):
         raise graph.error(f"mode={mode}, coordinate_transformation_mode={coordinates}, "
                           f"nearest_mode={rounding} is not supported (only nearest, "
-                          "asymmetric, floor: nn.Upsample's default mode; and linear, "
-                          "half_pixel: mode='bilinear' without align_corners)")
+                          "asymmetric, floor: nn.Upsample's default mode; linear, "
+                          "half_pixel: mode='bilinear'; and linear, align_corners: "
+                          "mode='bilinear', align_corners=True)")
     if int(graph.attribute(node, "antialias", 0)):
         raise graph.error("antialias=1 is not supported")
     sizes = [graph.dims.size(a) for a in x.axes if a is not None]
+    if aligned:
+        from pase.frontend.onnx.operators.interpolate import aligned_corners
+
+        return [aligned_corners(graph, x, output_sizes(graph, node, sizes), node.output[0])]
     factors = scale_factors(graph, node, sizes)
     if factors[:2] != [1, 1] or any(f < 1 for f in factors):
         raise graph.error(f"scales {factors} are not supported (only whole factors >= 1 of "
@@ -113,6 +122,21 @@ def resize(graph: GraphState, node: Any) -> list[Value]:
 
 def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def output_sizes(graph: GraphState, node: Any, sizes: list[int]) -> list[int]:
+    """Resize's output sizes: `sizes` (input 3), or each input size times its scale
+    (input 2) rounded down, as ONNX defines them; the batch and channels kept."""
+    if len(node.input) > 3 and node.input[3]:
+        wanted = [int(s) for s in graph.constant(node.input[3], "the sizes")]
+    else:
+        scales = [float(s) for s in graph.constant(node.input[2], "the scales")]
+        wanted = [math.floor(size * scale) for size, scale in
+                  zip(sizes, scales, strict=False)] if len(scales) == 4 else []
+    if len(wanted) != 4 or wanted[:2] != sizes[:2] or min(wanted) < 1:
+        raise graph.error(f"output sizes {wanted} are not supported (only the image axes "
+                          f"of the input {sizes} resized, each to at least 1)")
+    return wanted
 
 
 def scale_factors(graph: GraphState, node: Any, sizes: list[int]) -> list[int]:
