@@ -57,6 +57,7 @@ from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.scale import ScaleError, ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, over_gib
+from pase.tools.errors import ToolError
 from pase.universe import FRONTENDS, PASE
 
 
@@ -295,7 +296,7 @@ def check_run_memory(module: ModuleOp, devices: int, factor: float, limit: int,
                   f"{over_gib(least, limit, 3)[0]} or more")
     else:
         advice = f"use --scale {fitting:g} or less, or raise --memory-gib"
-    raise Diagnostic(f"training @{forward_graph(module).sym_name.data} on {devices} "
+    raise ToolError(f"training @{forward_graph(module).sym_name.data} on {devices} "
                      f"workers would take about {shown} GiB (each tensor and its "
                      f"gradient in every worker and the one-device reference), over "
                      f"--memory-gib {limit_gib}; {advice}")
@@ -348,7 +349,7 @@ def onnx_inputs_fit(devices: int, limit: int, float_type: str | None = None
             8 if float_type == "f64" else 1)
         if least > limit:
             shown, limit_gib = over_gib(least, limit, 3)
-            raise Diagnostic(f"training on {devices} workers would take {shown} GiB or "
+            raise ToolError(f"training on {devices} workers would take {shown} GiB or "
                              "more for the model's inputs alone (each "
                              "input and its gradient in every worker and the one-device "
                              f"reference), over --memory-gib {limit_gib}; use a "
