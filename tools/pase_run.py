@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
+from pase.core.diagnostics import escaped
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, float_literal, read_integer, too_many_gib
@@ -298,11 +299,11 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              "pipeline compiles several per stage: drop --dump-mlir"),
             (args.timeline is not None and args.engine == "jax",
              "--timeline draws pase's runtime: drop --engine jax"),
-            *((unwritable(name) is not None, f"{flag} {name}: {unwritable(name)}")
+            *((unwritable(name) is not None, f"{flag} {escaped(name)}: {unwritable(name)}")
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               if name),
-            *((True, f"{flag} {name} is the {what}: pase-run would overwrite it")
+            *((True, f"{flag} {escaped(name)} is the {what}: pase-run would overwrite it")
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               for what, given in (("model", args.model), ("strategy file", args.strategy))
