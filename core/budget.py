@@ -1,6 +1,8 @@
 """The memory budget of a source file's IR (`-f 'dnn{memory-gib=G}'`, `-f 'mlir{memory-gib=G}'`,
-default 4 GiB): a reader counts what the file's IR will hold before it builds any of it, and a
-file whose IR would take more than the budget is one error that names the option to raise.
+default 4 GiB): a reader counts what the file's IR will hold (`.dnn`: before it builds any of
+it; `.mlir`: as it reads the tokens, stopping at the first one over the budget, so that an
+error early in a large file comes without reading the rest first), and a file whose IR would
+take more than the budget is one error that names the option to raise.
 
     >>> budget_bytes(0.5, "m.mlir", "mlir")
     536870912
@@ -33,10 +35,12 @@ def budget_bytes(memory_gib: float, filename: str, frontend: str) -> int:
 
 
 def check_budget(count: int, what: str, needed: int, limit: int, filename: str,
-                 frontend: str) -> None:
+                 frontend: str, first: bool = False) -> None:
     """A `Diagnostic` if the IR of the file's `count` `what` (statements, tokens), `needed`
-    bytes, is over `limit`."""
+    bytes, is over `limit`; `first`: they are the file's first ones, read as its IR is
+    built, and the budget is spent before its end."""
     if needed > limit:
-        raise Diagnostic(f"the IR of the file's {count:,} {what} takes about {needed:,} "
+        whose = "first " if first else ""
+        raise Diagnostic(f"the IR of the file's {whose}{count:,} {what} takes about {needed:,} "
                          f"bytes, over the memory budget of {limit:,} bytes; raise it with "
                          f"-f '{frontend}{{memory-gib=G}}'", filename)

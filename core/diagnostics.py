@@ -56,9 +56,10 @@ class Diagnostic(PassFailedException):
         message = bounded(self.message)
         if not self.filename:
             return f"error: {message}"
+        filename = escaped(self.filename)  # (a name may hold a line break or an ESC)
         if self.line <= 0:
-            return f"{self.filename}: error: {message}"
-        text = f"{self.filename}:{self.line}:{self.column}: error: {message}"
+            return f"{filename}: error: {message}"
+        text = f"{filename}:{self.line}:{self.column}: error: {message}"
         source_line = self.source_line
         if source_line is None and self.source is not None:
             source_line = shown_line(self.source, self.line)
@@ -152,6 +153,17 @@ def escaped(text: str) -> str:
     ('Unexpected character: \\x00', 'Unexpected character: \\ufeff')
     """
     return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
+
+
+def terminal_safe(message: str) -> str:
+    r"""`message` as printed on stderr: its lines as they are, each character of a line
+    that is not printable as its escape, so that no name from the input (a file's name
+    holding an ESC or a lone CR) moves the terminal's cursor or colours its text.
+
+    >>> terminal_safe("a\x1b[31m: error\nsource")
+    'a\\x1b[31m: error\nsource'
+    """
+    return "\n".join(escaped(line) for line in message.split("\n"))
 
 
 def printable(line: str) -> str:

@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from io import BytesIO
 from typing import IO, NamedTuple
 
-from pase.core.diagnostics import Diagnostic, offset_to_line_column, shown_line
+from pase.core.diagnostics import Diagnostic, escaped, offset_to_line_column, shown_line
 from pase.core.signals import raise_if_received, signals_held
 
 # Paths that name an open descriptor of the process itself (group 1, or one of the names).
@@ -161,7 +161,7 @@ class WriteError(OSError):
     """An output that could not be written: `cannot write PATH: reason`."""
 
     def __str__(self) -> str:
-        name = "the standard output" if self.filename == "-" else self.filename
+        name = "the standard output" if self.filename == "-" else escaped(self.filename)
         return f"cannot write {name}: {self.strerror}"
 
 

@@ -20,6 +20,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from pase.core.diagnostics import terminal_safe
+
 # Actions a flag may take more than once by design (`-v -v`, `--models a --models b` with
 # action="append"); every other flag holds one value.
 REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction,
@@ -30,7 +32,7 @@ class UsageParser(argparse.ArgumentParser):
     """An `argparse.ArgumentParser` whose usage errors are one line on stderr, exit 1."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(terminal_safe(f"{self.prog}: error: {message}"), file=sys.stderr)
         sys.exit(1)
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]

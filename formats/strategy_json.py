@@ -283,6 +283,11 @@ def _plan_bounds(pins: StrategyPins, plan: dict[str, Any], graph: str, devices: 
                               f"{len(stages)} on {devices} devices), not {stage[key]!r}",
                               "stages", index, key)
         expected = names[position:position + len(layers)]
+        if len(expected) < len(layers):  # (past the graph's end: "the next N" is no list)
+            shown = ", ".join(expected) if expected else "none"
+            raise pins.at(f"stages[{index}].layers lists {len(layers)} layers, but @{graph} "
+                          f"has {len(expected)} after the stages before it ({shown})",
+                          "stages", index, "layers")
         if layers != expected:
             raise pins.at(f"stages[{index}].layers must be the next {len(layers)} layers "
                           f"of @{graph} in order ({', '.join(expected[:3])}"

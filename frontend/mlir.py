@@ -10,8 +10,10 @@ an undefined value at its first use, reports an attribute xDSL rejects as it bui
 (`300 : i8`) or a number of the wrong type (`7 : (i32) -> i32`) at its text, refuses an
 integer literal too long to convert,
 brackets nested past `pase.core.nesting`'s limit, and a file whose IR would take more than
-its memory budget (`-f 'mlir{memory-gib=G}'`, default 4 GiB, as `.dnn`'s): the tokens are
-counted before any op is built, each charged `BYTES_PER_TOKEN`. pase-opt reads `.mlir` with it (each
+its memory budget (`-f 'mlir{memory-gib=G}'`, default 4 GiB, as `.dnn`'s): each token is
+charged `BYTES_PER_TOKEN` as the parser reads it, and the parse stops at the first one over
+the budget (`TokenBudget`; a file of fewer characters than the budget's tokens is not
+counted). pase-opt reads `.mlir` with it (each
 `--split-input-file` chunk with its `line_offset`) and so does pase-run. It is not in
 `pase.universe.PASE`, whose names plain xdsl-opt merges with xDSL's own: the name `mlir`
 is xDSL's. `pase.universe.FRONTENDS` holds the frontends pase's tools read with.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -86,12 +89,39 @@ class LocatedMlirFrontend(Frontend):
         text = decode_text(input.read(), input_name)
         limit = budget_bytes(float(self.memory_gib), input_name, "mlir")
         check_nesting(text, input_name, self.line_offset)
-        if len(text) * BYTES_PER_TOKEN > limit:  # (a token is at least a character)
-            tokens = count_tokens(text, input_name)
-            check_budget(tokens, "tokens", tokens * BYTES_PER_TOKEN, limit, input_name,
-                         "mlir")
-        return LocatedParser(ctx, text, input_name, line_offset=self.line_offset).parse_module(
-            not self.no_implicit_module)
+        # A token is at least a character: a file of few characters cannot reach the budget.
+        counted = limit if len(text) * BYTES_PER_TOKEN > limit else None
+        return LocatedParser(ctx, text, input_name, line_offset=self.line_offset,
+                             limit=counted).parse_module(not self.no_implicit_module)
+
+
+def token_weight(token: Token) -> int:
+    """What `token` counts towards the budget: one, and a shape's dims, which the lexer reads
+    as one word (`x2x2xf32` in `tensor<2x2x2xf32>`), one each."""
+    return 1 + (token.text.count("x") if token.kind is TokenKind.BARE_IDENT else 0)
+
+
+class TokenBudget:
+    """The tokens a parse has read, each counted once however often the parser goes back
+    over it, and a `Diagnostic` as soon as their IR would take more than `limit` bytes: the
+    IR built so far is never much over the budget, and an error early in a large file is
+    found without reading the rest of it first."""
+
+    def __init__(self, limit: int, input_name: str) -> None:
+        self.limit = limit
+        self.input_name = input_name
+        self.count = 0
+        self.end = 0
+        """Where the last counted token ends: the parser re-reads tokens before it."""
+
+    def charge(self, token: Token) -> None:
+        if token.span.start < self.end or token.kind is TokenKind.EOF:
+            return
+        self.end = token.span.end
+        self.count += token_weight(token)
+        if self.count * BYTES_PER_TOKEN > self.limit:
+            check_budget(self.count, "tokens", self.count * BYTES_PER_TOKEN, self.limit,
+                         self.input_name, "mlir", first=True)
 
 
 def count_tokens(text: str, input_name: str) -> int:
@@ -108,7 +138,7 @@ def count_tokens(text: str, input_name: str) -> int:
     count = 0
     try:
         while (token := lexer.lex()).kind is not TokenKind.EOF:
-            count += 1 + (token.text.count("x") if token.kind is TokenKind.BARE_IDENT else 0)
+            count += token_weight(token)
     except ParseError:
         pass
     return count
@@ -118,18 +148,29 @@ class LocatedParser(Parser):
     """The MLIR parser, recording each op's `file:line:col` as its location, and reporting
     an undefined value at its first use (xDSL reports it at the end of the input)."""
 
-    def __init__(self, *args: Any, line_offset: int = 0, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, line_offset: int = 0, limit: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.line_offset = line_offset
         self.first_uses: dict[str, Span] = {}
         self.lines: LineIndex | None = None  # of the input, made at the first op
         lexer = self._parser_state.lexer
         lex = lexer.lex
+        checked_lex: Callable[[], Token]
+        if limit is None:
+            def checked_lex() -> Token:
+                return _checked_integer(lex())
+        else:
+            charge = TokenBudget(limit, str(lexer.input.name)).charge
 
-        def checked_lex() -> Token:
-            return _checked_integer(lex())
+            def checked_lex() -> Token:
+                token = _checked_integer(lex())
+                charge(token)
+                return token
 
         _checked_integer(self._current_token)
+        if limit is not None:
+            charge(self._current_token)
         lexer.lex = checked_lex  # type: ignore[method-assign]
 
     def resolve_operand(self, operand: UnresolvedOperand,

@@ -16,6 +16,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
 from pase.core.diagnostics import Diagnostic
+from pase.core.placement import MAX_DEVICES
 from pase.dialect.dnn import LayerOp
 from pase.dialect.pase import NUM_CONFIGS_ATTR_NAME
 from pase.passes.options import PasePass
@@ -32,9 +33,9 @@ class AnnotateConfigsPass(PasePass):
     min_shard: int = 4
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.devices < 1:
-            raise Diagnostic(f"pase-annotate-configs: devices must be at least 1, "
-                             f"got {self.devices}")
+        if not 1 <= self.devices <= MAX_DEVICES:
+            raise Diagnostic(f"pase-annotate-configs: devices must be between 1 and "
+                             f"{MAX_DEVICES:,}, got {self.devices:,}")
         if self.min_shard < 1:
             raise Diagnostic(f"pase-annotate-configs: min-shard must be at least 1, "
                              f"got {self.min_shard}")

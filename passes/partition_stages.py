@@ -191,11 +191,12 @@ class PartitionStagesPass(PasePass):
             raise Diagnostic(f"{where}: unknown method '{self.method}'; use dp or exhaustive")
         if self.min_shard < 1:
             raise Diagnostic(f"{where}: min-shard must be at least 1, got {self.min_shard}")
-        self.training()
-        if self.data_parallel and isinstance(self.stages, int) and \
+        if self.data_parallel > 0 and isinstance(self.stages, int) and \
                 (self.devices // self.stages) % self.data_parallel:
             raise Diagnostic(f"{where}: data-parallel={self.data_parallel} does not divide "
-                             f"the {self.devices // self.stages} devices of a stage")
+                             f"the {self.devices // self.stages} devices of a stage "
+                             f"({self.devices} devices / stages={self.stages})")
+        self.training()
 
     def training(self) -> TrainingOptions:
         """The training step the options state (one Diagnostic for a bad one)."""

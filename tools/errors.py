@@ -24,7 +24,13 @@ from typing import NoReturn
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-from pase.core.diagnostics import Diagnostic, escaped, offset_to_line_column, shown_line
+from pase.core.diagnostics import (
+    Diagnostic,
+    escaped,
+    offset_to_line_column,
+    shown_line,
+    terminal_safe,
+)
 from pase.core.files import WriteError
 from pase.core.signals import Terminated, signals_raise
 
@@ -95,7 +101,7 @@ def describe(error: Exception, tool: str) -> str | None:
         case OSError() if error.filename is None:
             return f"{tool}: error: {error.strerror or error}"
         case OSError():
-            return f"{tool}: error: cannot open {error.filename}: {error.strerror}"
+            return f"{tool}: error: cannot open {escaped(str(error.filename))}: {error.strerror}"
         case ValueError():
             return f"{tool}: error: {error}"
     notes = getattr(error, "__notes__", [])
@@ -119,9 +125,11 @@ def format_parse_error(error: ParseError) -> str:
 
 
 def fail(message: str) -> NoReturn:
-    """Print `message` on stderr and exit with status 1."""
+    """Print `message` on stderr and exit with status 1; a character of it that is not
+    printable (an ESC, a lone CR of a file name a message quotes) as its escape, so that
+    no input can move the terminal's cursor or colour its text."""
     _drop_unwritable_stdout()
-    print(message, file=sys.stderr)
+    print(terminal_safe(message), file=sys.stderr)
     sys.exit(1)
 
 

@@ -41,6 +41,7 @@ from pase.core import weights
 from pase.core.diagnostics import (
     Diagnostic,
     shown_line,
+    terminal_safe,
 )
 from pase.core.files import (
     BYTE_ORDER_MARK,
@@ -434,5 +435,5 @@ def verify_once(module: ModuleOp) -> None:
 
 def _usage_error(message: str) -> NoReturn:
     """A bad command line: one line, exit status 1 (argparse would print its usage)."""
-    print(f"pase-opt: error: {message} (see pase-opt --help)", file=sys.stderr)
+    print(terminal_safe(f"pase-opt: error: {message} (see pase-opt --help)"), file=sys.stderr)
     sys.exit(1)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
-from pase.core.diagnostics import Diagnostic
+from pase.core.diagnostics import escaped
 from pase.core.files import deferred_writes, write_atomically
 from pase.core.nesting import allow_nesting
 from pase.core.numbers import SHOWN_DIGITS, float_literal, read_integer, too_many_gib
@@ -57,7 +57,7 @@ from pase.formats.strategy_json import is_pipeline_plan
 from pase.formats.strategy_step import file_step
 from pase.passes.strategy import PRESETS, SCHEDULES
 from pase.runtime.communicator import BACKENDS
-from pase.tools.errors import fail, report_errors
+from pase.tools.errors import ToolError, fail, report_errors
 from pase.tools.run.check import TrainingReport, check_problems
 from pase.tools.run.harness import Backend, check_training
 from pase.tools.run.load import (
@@ -299,11 +299,11 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
              "pipeline compiles several per stage: drop --dump-mlir"),
             (args.timeline is not None and args.engine == "jax",
              "--timeline draws pase's runtime: drop --engine jax"),
-            *((unwritable(name) is not None, f"{flag} {name}: {unwritable(name)}")
+            *((unwritable(name) is not None, f"{flag} {escaped(name)}: {unwritable(name)}")
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               if name),
-            *((True, f"{flag} {name} is the {what}: pase-run would overwrite it")
+            *((True, f"{flag} {escaped(name)} is the {what}: pase-run would overwrite it")
               for flag, name in (("--timeline", args.timeline), ("--dump-mlir", args.dump_mlir),
                                  ("--jax-log", args.jax_log))
               for what, given in (("model", args.model), ("strategy file", args.strategy))
@@ -333,7 +333,7 @@ def take_file_step(args: argparse.Namespace) -> None:
     shown = SHOWN_NAME if args.strategy == STANDARD_INPUT else args.strategy
     if args.precision is None and (missing := missing_peak(
             step["precision"], args.machine, f"{shown} was searched for precision")):
-        raise Diagnostic(missing)
+        raise ToolError(missing)
     for option, value in step.items():
         setattr(args, option, value)
 

@@ -6,6 +6,9 @@ diagnostic before anything else reads them.
   failed on them with a message about its own serializer.
 - An input axis of size 0 or less: the checker accepts it, and pase took it for a
   symbolic axis (on the batch axis, replaced by `-f 'onnx{batch=N}'` without a word).
+- An input over pase's limits (2^53 elements, 32 axes): the importer refused it only
+  after the folding had imported onnxscript and sympy (seconds), or onnx's shape
+  inference failed on it first.
 
     >>> from onnx import helper, TensorProto
     >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 0])
@@ -19,9 +22,11 @@ diagnostic before anything else reads them.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pase.core.diagnostics import Diagnostic
+from pase.core.shapes import MAX_ELEMENTS, MAX_RANK
 
 
 def refuse_undecodable_names(model: Any, filename: str) -> None:
@@ -67,12 +72,23 @@ def _repeated(field: Any) -> bool:
 
 def refuse_nonpositive_sizes(model: Any, filename: str) -> None:
     """An error naming the first graph input axis with a static size below 1 (a symbolic
-    axis has no size; `refuse_symbolic_sizes` speaks of those)."""
+    axis has no size; `refuse_symbolic_sizes` speaks of those), or the first input over
+    pase's limits of rank and elements (a symbolic axis counted 1), in the importer's
+    words: said before the folding, whose library (onnxscript, and sympy under it) takes
+    seconds to import, and before onnx's shape inference fails on such sizes."""
     initializers = {init.name for init in model.graph.initializer}
     for value in model.graph.input:
         if value.name in initializers:
             continue
-        for position, dim in enumerate(value.type.tensor_type.shape.dim):
+        dims = value.type.tensor_type.shape.dim
+        for position, dim in enumerate(dims):
             if dim.HasField("dim_value") and dim.dim_value < 1:
                 raise Diagnostic(f"axis {position} of input '{value.name}' has size "
                                  f"{dim.dim_value}; pase needs sizes of at least 1", filename)
+        if len(dims) > MAX_RANK:
+            raise Diagnostic(f"input '{value.name}' has {len(dims)} axes; pase handles "
+                             f"tensors of at most {MAX_RANK}", filename)
+        sizes = [dim.dim_value or 1 for dim in dims]
+        if (elements := math.prod(sizes)) > MAX_ELEMENTS:
+            raise Diagnostic(f"input '{value.name}' of shape {sizes} has {elements:,} "
+                             "elements; pase handles at most 2^53 per tensor", filename)

@@ -258,3 +258,27 @@ def test_a_pin_may_break_min_shard() -> None:
     problem = build_problem(parse_text(CONV), 8, pinned={"y": {"co": 8}})
     assert problem.configs("y") == [{"co": 8}]
     assert {"co": 8} not in build_problem(parse_text(CONV), 8).configs("y")
+
+
+def test_a_plan_stage_past_the_graphs_end_says_how_many_layers_are_left(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A last stage listing a layer again said `must be the next 2 layers of @mlp in order
+    (l)`: two layers, one named."""
+    from cli import run_tool
+
+    from pase.tools.pase_opt import main
+
+    mlp = str(Path(__file__).resolve().parents[2] / "models" / "mlp.dnn")
+    plan = tmp_path / "plan.json"
+    stages = f'pase-partition-stages{{devices=4 stages=2 export="{plan}"}}'
+    assert run_tool(main, [mlp, "-p", stages, "-o", "/dev/null"], capsys)[0] == 0
+    data = json.loads(plan.read_text())
+    last = data["stages"][-1]["layers"]
+    last.append(data["stages"][0]["layers"][0])
+    plan.write_text(json.dumps(data))
+    status, out, err = run_tool(main, [mlp, "-p", f'pase-partition-stages{{devices=4 '
+                                             f'strategy="{plan}"}}'], capsys)
+    assert (status, out) == (1, "")
+    assert err.split(": error: ")[1].splitlines()[0] == (
+        f"stages[1].layers lists {len(last)} layers, but @mlp has {len(last) - 1} after the "
+        f"stages before it ({', '.join(last[:-1])})")

@@ -41,3 +41,31 @@ def test_a_huge_float_flag_is_out_of_range(flag: str, capsys: pytest.CaptureFixt
     assert (status, out) == (1, "")
     assert err == (f"pase-run: error: argument {flag}: expected a number, got '{HUGE[:30]}...': "
                    "a float reads it as infinity (the largest float is about 1.8e308)\n")
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    ([4, 1 << 62], "input 'x' of shape [4, 4611686018427387904] has "
+                   "18,446,744,073,709,551,616 elements; pase handles at most 2^53 per tensor"),
+    ([1] * 33, "input 'x' has 33 axes; pase handles tensors of at most 32"),
+])
+@pytest.mark.parametrize("tool", [pase_opt.main, pase_run.main])
+def test_an_onnx_input_over_pases_limits_is_refused_before_the_folding(
+        shape: list[int], message: str, tool: object, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """x [4, 2^62] by w [8, 3]: onnx's shape inference failed on it after the folding had
+    imported onnxscript and sympy (seconds); now its declared size is refused first."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from pase.frontend.onnx import model as onnx_model
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "huge",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [8, 3], [0.0] * 24)])
+    path = tmp_path / "huge.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    monkeypatch.setattr(onnx_model, "simplify", None)  # the folding is never reached
+    args = [str(path), "--devices", "2"] if tool is pase_run.main else [str(path)]
+    assert run_tool(tool, args, capsys) == (1, "", f"{path}: error: {message}\n")

@@ -65,8 +65,9 @@ def test_a_run_over_its_memory_is_refused_with_the_scale_that_fits(
                                        "--memory-gib", "0.005"], capsys)
     assert status == 1
     assert out == ""
-    assert err == ("error: training @mlp on 2 workers would take about 0.0094 GiB (each tensor "
-                   "and its gradient in every worker and the one-device reference), over "
+    assert err == ("pase-run: error: training @mlp on 2 workers would take about 0.0094 GiB "
+                   "(each tensor and its gradient in every worker and the one-device "
+                   "reference), over "
                    "--memory-gib 0.005; use --scale 0.5 or less, or raise --memory-gib\n")
     # The scale it names fits.
     status, _, err = run_tool(main, [MLP, "--devices", "2", "--memory-gib",
@@ -108,7 +109,7 @@ def test_an_onnx_model_whose_inputs_are_over_the_memory_is_refused_before_its_im
     monkeypatch.setattr(onnx_model, "simplify", None)
     status, out, err = run_tool(main, [str(path), "--devices", "2"], capsys)
     assert (status, out) == (1, "")
-    assert err == ("error: training on 2 workers would take 12288 GiB or more for the "
+    assert err == ("pase-run: error: training on 2 workers would take 12288 GiB or more for the "
                    "model's inputs alone (each input and its gradient in every worker and the "
                    "one-device reference), over --memory-gib 4; use a --scale below 1 or raise "
                    "--memory-gib\n")

@@ -35,7 +35,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.universe import Universe
 from xdsl.utils.arg_spec import ArgSpec
 
-from pase.core.diagnostics import Diagnostic, at_op
+from pase.core.diagnostics import Diagnostic, at_op, escaped
 from pase.core.files import decode_text, note_input, read_bounded
 from pase.core.shapes import ELEMENTS, MAX_ELEMENTS, MAX_RANK
 from pase.dialect import dist, dnn
@@ -57,6 +57,7 @@ from pase.passes.partition_stages import PartitionStagesPass
 from pase.passes.scale import ScaleError, ScalePass, scale_module
 from pase.passes.search import PaseSearchPass
 from pase.passes.strategy import build_problem, over_gib
+from pase.tools.errors import ToolError
 from pase.universe import FRONTENDS, PASE
 
 
@@ -159,10 +160,32 @@ def _spec(passes: list[ModulePass]) -> str:
 
 def _spellable(spec: ArgSpec) -> ArgSpec:
     """`spec` with each float the spec syntax cannot read (it has no exponents: 1e+30)
-    as a string, which `PasePass` reads back as that float."""
+    as a string, which `PasePass` reads back as that float, and each string (a file's
+    path) with the escapes of the spec syntax's string literals for the characters it
+    cannot hold as they are (`"`, `\\`, line breaks: `--strategy 'a"b.json'`)."""
     return ArgSpec(spec.name, {key: tuple(
         str(value) if isinstance(value, float) and not re.fullmatch(r"-?\d+\.\d+", str(value))
-        else value for value in values) for key, values in spec.parameters.items()})
+        else spec_string(value) if isinstance(value, str) else value
+        for value in values) for key, values in spec.parameters.items()})
+
+
+SPEC_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+"""xDSL's pass-pipeline string literals: these characters only as escapes."""
+
+
+def spec_string(value: str) -> str:
+    r"""`value` as the body of a pass option's string literal; a `ToolError` for a carriage
+    return, form feed or vertical tab, which such a literal holds neither as it is nor as
+    an escape xDSL reads back.
+
+        >>> print(spec_string('a"b\\c\nd'))
+        a\"b\\c\nd
+    """
+    if any(char in value for char in "\r\f\v"):
+        raise ToolError(f"the file name {escaped(value)} holds a carriage return, form feed "
+                        "or vertical tab, which pase's pass options cannot hold; rename the "
+                        "file")
+    return "".join(SPEC_ESCAPES.get(char, char) for char in value)
 
 
 def run_passes(module: ModuleOp, spec: str) -> None:
@@ -295,7 +318,7 @@ def check_run_memory(module: ModuleOp, devices: int, factor: float, limit: int,
                   f"{over_gib(least, limit, 3)[0]} or more")
     else:
         advice = f"use --scale {fitting:g} or less, or raise --memory-gib"
-    raise Diagnostic(f"training @{forward_graph(module).sym_name.data} on {devices} "
+    raise ToolError(f"training @{forward_graph(module).sym_name.data} on {devices} "
                      f"workers would take about {shown} GiB (each tensor and its "
                      f"gradient in every worker and the one-device reference), over "
                      f"--memory-gib {limit_gib}; {advice}")
@@ -348,7 +371,7 @@ def onnx_inputs_fit(devices: int, limit: int, float_type: str | None = None
             8 if float_type == "f64" else 1)
         if least > limit:
             shown, limit_gib = over_gib(least, limit, 3)
-            raise Diagnostic(f"training on {devices} workers would take {shown} GiB or "
+            raise ToolError(f"training on {devices} workers would take {shown} GiB or "
                              "more for the model's inputs alone (each "
                              "input and its gradient in every worker and the one-device "
                              f"reference), over --memory-gib {limit_gib}; use a "

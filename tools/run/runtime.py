@@ -16,7 +16,6 @@ from functools import partial
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from pase.core.diagnostics import Diagnostic
 from pase.dialect import dnn
 from pase.dialect.dnn.seeding import LEARNING_RATE
 from pase.dialect.pase import pipeline_of, stage_of
@@ -37,6 +36,7 @@ from pase.passes.strategy import (
 from pase.runtime.executor import DeviceResult, run_device, with_optimizer_states
 from pase.runtime.program import Program, program_from_ir
 from pase.runtime.workers import run_workers
+from pase.tools.errors import ToolError
 from pase.tools.run.check import TrainingReport, assemble, words_rows
 from pase.tools.run.harness import Trained, check_training
 from pase.tools.run.load import (
@@ -117,9 +117,9 @@ def runtime_options(graph: dnn.GraphOp) -> StepOptions:
     try:
         options = training_of(graph)
     except TrainingOptionError as error:
-        raise Diagnostic(str(error)) from None
+        raise ToolError(str(error)) from None
     if options.zero != 0:
-        raise Diagnostic(f"pase's runtime keeps each optimizer state whole on every replica "
+        raise ToolError(f"pase's runtime keeps each optimizer state whole on every replica "
                          f"of its parameter (ZeRO stage 0); zero={options.zero} runs with "
                          "--engine jax")
     return options

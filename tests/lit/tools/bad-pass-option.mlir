@@ -17,7 +17,7 @@
 // NAME:      {{^}}pase-opt: error: pase-annotate-configs: unknown option 'gpus'; its options are devices, min-shard{{$}}
 // NAME-NOT:  {{.}}
 
-// VALUE:     error: pase-annotate-configs: devices must be at least 1, got 0{{$}}
+// VALUE:     error: pase-annotate-configs: devices must be between 1 and 8,192, got 0{{$}}
 // VALUE-NOT: {{.}}
 
 // SHARD:     error: pase-annotate-configs: min-shard must be at least 1, got 0{{$}}
