@@ -64,7 +64,7 @@ def pass_verdict(passes: dict, milp: dict, least: float) -> str:
             problems.append(f"{name} finds a plan where the MILP finds none")
             continue
         line = got["line"]
-        if got["step"] < optimum * (1 - TOLERANCE):
+        if got["step"] < milp["relaxed"] * (1 - TOLERANCE):
             problems.append(f"{name} step {got['step']:.9g} below the optimum")
         if ("(proven" in line or "(exact)" in line) and \
                 got["step"] > optimum * (1 + TOLERANCE):

@@ -110,7 +110,7 @@ def check_call(call: tuple, seconds: float) -> tuple[str, float]:
     problems = []
     if held > cap:
         problems.append(f"over the cap ({held:.0f} > {cap:.0f})")
-    if found.cost < optimum * (1 - TOLERANCE):
+    if found.cost < milp["relaxed"] * (1 - TOLERANCE):
         problems.append(f"{found.cost:.9g} below the MILP's {optimum:.9g}")
     if found.lower_bound > optimum * (1 + TOLERANCE):
         problems.append(f"bound {found.lower_bound:.9g} above the optimum {optimum:.9g}")
