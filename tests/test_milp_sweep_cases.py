@@ -154,3 +154,28 @@ def test_the_sweep_calls_a_false_proof_and_a_false_gap_a_disagreement() -> None:
     assert verdicts[1].startswith("NO: pase says proven")
     assert verdicts[2] == "yes"
     assert verdicts[3].startswith("NO: pase says nothing fits")
+
+
+def test_the_recomputed_search_names_no_false_least_memory() -> None:
+    # bigru.dynamo.onnx on 4 devices, recompute=full zero=2: with no strategy found under
+    # the cap, the search said "the least memory of one that fits is 0.0001118 GiB"
+    # (the plan of least additive memory: 119,970 bytes), where a strategy of 116,258
+    # bytes fits (found by milp_random.py; the MILP's least). Every number it names must
+    # be true: the lower bound at most a plan that fits, the plan it names fitting.
+    from pase.frontend.onnx import load_model
+
+    graph = load_model("models/onnx/bigru.dynamo.onnx").module
+    problem = build_problem(next(iter(graph.body.block.ops)), 4, PRESETS["pase-default"],
+                            options=SearchOptions(training=TrainingOptions(
+                                recompute="full", zero="2")))
+    fits = solve_capped(problem, 116_258.0)
+    assert fits.memory <= 116_258.0
+    with pytest.raises(MemoryCapError) as error:
+        solve_capped(problem, fits.memory - 1.0)
+    message = str(error.value)
+    assert "least memory" not in message
+    assert at_least(message) <= fits.memory
+    named = re.search(r"one of ([0-9.e+-]+) GiB per device fits", message)
+    assert named is not None, message
+    assert solve_capped(problem, float(named.group(1)) * GIB).memory <= \
+        float(named.group(1)) * GIB
