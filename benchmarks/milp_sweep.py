@@ -486,7 +486,8 @@ def sweep(arguments: argparse.Namespace, specs: list[dict] | None = None) -> int
             continue
         cases = [case_row(spec, row) for row in lines[1:]]
         largest = max([largest, *(difference(row) for row in lines[1:])])
-        wrong = [case for case in cases if "NO" in case[-1]]
+        wrong = [case for case in cases if "NO" in case[-1] or "passes: " in case[-1] and
+                 case[-1].split("passes: ")[1] not in ("yes", "MILP unfinished")]
         rows += cases if arguments.all_rows else wrong
         gaps = sum(case[4].startswith("gap") for case in cases)
         open_ = sum(("no verdict" in case[-1] or "unfinished" in case[-1]) for case in cases)
