@@ -110,7 +110,7 @@ def check_call(call: tuple, seconds: float) -> tuple[str, float]:
     problems = []
     if held > cap:
         problems.append(f"over the cap ({held:.0f} > {cap:.0f})")
-    if found.cost < optimum * (1 - TOLERANCE):
+    if found.cost < milp["relaxed"] * (1 - TOLERANCE):
         problems.append(f"{found.cost:.9g} below the MILP's {optimum:.9g}")
     if found.lower_bound > optimum * (1 + TOLERANCE):
         problems.append(f"bound {found.lower_bound:.9g} above the optimum {optimum:.9g}")
@@ -158,6 +158,34 @@ def child(spec: dict) -> None:
               flush=True)
 
 
+def groups(arguments) -> list[tuple[str, int, str, str]]:  # noqa: ANN001 (a Namespace)
+    """(model, devices, machine, options) of each group: every `--options` set in turn
+    (the machine taken in turn, one with a bf16 peak for bf16), or with `--seed`,
+    `--groups` drawn at random (`milp_random.draw`)."""
+    if arguments.seed is not None:
+        import random
+
+        from milp_random import draw
+
+        rng, made = random.Random(arguments.seed), []
+        for _ in range(100 * arguments.groups):
+            group = draw(rng, arguments.models, arguments.devices, arguments.machines)
+            if group not in made:
+                made.append(group)
+            if len(made) == arguments.groups:
+                break
+        return made
+    made = []
+    machines = ("pase-default", "v100-nvlink", "a100-nvlink")
+    for model in arguments.models:
+        for devices in arguments.devices:
+            for key in arguments.options:
+                machine = ("a100-nvlink", "h100-nvlink")[len(made) % 2] \
+                    if "bf16" in OPTIONS[key] else machines[len(made) % 3]
+                made.append((model, devices, machine, OPTIONS[key]))
+    return made
+
+
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         child(json.loads(sys.argv[2]))
@@ -176,34 +204,33 @@ def main() -> int:
     parser.add_argument("--milp-seconds", type=common.positive_float, default=60.0)
     parser.add_argument("--child-cpu", type=common.positive_float, default=300.0)
     parser.add_argument("--cpu-budget", type=common.positive_float, default=900.0)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="draw --groups groups from every option (milp_random.py's "
+                             "draw) over --models, --devices and --machines")
+    parser.add_argument("--groups", type=common.positive_int, default=10)
+    parser.add_argument("--machines", nargs="+", type=common.machine,
+                        default=["pase-default", "v100-nvlink", "a100-80gb-dgx"])
     arguments = parser.parse_args()
     rows, spent = [], 0.0
-    machines = ("pase-default", "v100-nvlink", "a100-nvlink")
-    for model in arguments.models:
-        for devices in arguments.devices:
-            for key in arguments.options:
-                machine = ("a100-nvlink", "h100-nvlink")[len(rows) % 2] \
-                    if "bf16" in OPTIONS[key] else machines[len(rows) % 3]
-                label = f"{model} P={devices} {machine} {key}"
-                if spent >= arguments.cpu_budget:
-                    rows.append([label, "-", "not run (CPU budget spent)", "-", "-", "-",
-                                 "-", "-"])
-                    continue
-                spec = {"model": model, "devices": devices, "machine": machine,
-                        "options": OPTIONS[key], "fractions": arguments.fractions,
-                        "effort": arguments.effort, "checks": arguments.checks,
-                        "seconds": arguments.milp_seconds}
-                lines, used, failed = run_group(spec, 4.0, arguments.child_cpu, __file__)
-                spent += used
-                if failed and not lines:
-                    rows.append([label, "-", f"failed: {failed}", "-", "-", "-", "-", "-"])
-                    print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-                for line in lines:
-                    rows.append([label, f"{line['cap']:.0f}", line["line"][:90],
-                                 str(line["calls"]), str(line["checked"]),
-                                 f"{line['cpu']:.1f}", f"{line['milp_cpu']:.1f}",
-                                 "; ".join(line["problems"]) or "none"])
-                    print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    for model, devices, machine, options in groups(arguments):
+        label = f"{model} P={devices} {machine} {options}"
+        if spent >= arguments.cpu_budget:
+            rows.append([label, "-", "not run (CPU budget spent)", "-", "-", "-", "-", "-"])
+            continue
+        spec = {"model": model, "devices": devices, "machine": machine, "options": options,
+                "fractions": arguments.fractions, "effort": arguments.effort,
+                "checks": arguments.checks, "seconds": arguments.milp_seconds}
+        lines, used, failed = run_group(spec, 4.0, arguments.child_cpu, __file__)
+        spent += used
+        if failed and not lines:
+            rows.append([label, "-", f"failed: {failed}", "-", "-", "-", "-", "-"])
+            print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+        for line in lines:
+            rows.append([label, f"{line['cap']:.0f}", line["line"][:90],
+                         str(line["calls"]), str(line["checked"]),
+                         f"{line['cpu']:.1f}", f"{line['milp_cpu']:.1f}",
+                         "; ".join(line["problems"]) or "none"])
+            print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print(f"{common.cpus()}; {common.versions()}; {spent:.0f} s CPU in all")
     print("\n".join(common.markdown_table(COLUMNS, rows)))
     return 0

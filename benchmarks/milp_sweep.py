@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import math
 import resource
@@ -127,15 +126,28 @@ def load(model: str):  # noqa: ANN201 (a ModuleOp; imported in the child)
 
 
 def group_problem(model: str, devices: int, machine: str, options: str):  # noqa: ANN201
-    """The problem `pase-search` builds for the group."""
+    """The problem `pase-search` builds for the group; a group the pass refuses (its
+    options' checks) is skipped (SystemExit)."""
+    from pase.core.diagnostics import Diagnostic
     from pase.dialect.dnn import GraphOp
-    from pase.passes.search import PaseSearchPass
+    from pase.passes.options import check_training
+    from pase.passes.search import PaseSearchPass, contrary_pin
     from pase.passes.strategy import build_problem
     from pase.passes.strategy.machines import preset
+    from pase.passes.training import graph_batch
 
-    search = PaseSearchPass(**pass_fields(devices, machine, options))
     graph = next(op for op in load(model).walk() if isinstance(op, GraphOp))
-    return build_problem(graph, devices, preset(machine), options=search.search_options())
+    try:
+        search = PaseSearchPass(**pass_fields(devices, machine, options))
+        found = search.search_options()
+        check_training(search.name, graph.sym_name.data, found.training, preset(machine),
+                       graph_batch(graph))
+    except Diagnostic as error:
+        raise SystemExit(f"skipped: {error}") from None
+    problem = build_problem(graph, devices, preset(machine), options=found)
+    if (contrary := contrary_pin(problem, found.training.data_parallel)):
+        raise SystemExit(f"skipped: {contrary[1]}")
+    return problem
 
 
 def milp_tables(problem, prune_above: int, in_flight: int = 1):  # noqa: ANN001, ANN201
@@ -226,20 +238,41 @@ def pase_case(problem, cap: float, effort: int | None) -> dict:  # noqa: ANN001
             "note": cap_note(capped), "free_fits": capped.unconstrained_fits}
 
 
-def milp_case(tables, cap: float, seconds: float) -> dict:  # noqa: ANN001
-    """The MILP under `cap` (`milp_rows`), its plan's memory recounted exactly."""
-    graph, rows, _ = tables
+def milp_case(tables, cap: float, seconds: float, problem=None) -> dict:  # noqa: ANN001
+    """The MILP under `cap` (`milp_rows`), its plan's memory recounted exactly; with the
+    `problem`, also its plan's memory (`memory_parts`) and step (`Problem.cost`) as pase
+    counts them off the tables ("recounted", "recost")."""
+    graph, rows, kept = tables
     start = time.process_time()
-    # Memory is a whole number of bytes: the MILP's cap is half a byte above, so that a
-    # plan at the cap itself meets the row by more than HiGHS's tolerance (1e-9 of it),
-    # and one a byte over it does not below 5·10^8 bytes (its plan's memory is recounted:
-    # a plan over the cap all the same is reported, `verdict`).
-    result = milp_rows(graph, rows, math.floor(cap) + 0.5, seconds)
+    # Each vertex's least (over every row) is taken off its vectors and their sum off
+    # the cap: the same plans fit, and HiGHS's tolerance (1e-9 of the row) is 1e-9 of
+    # the room left. A plan it finds over the cap all the same (bytes need not be whole:
+    # 2051.5) is solved again with the room less twice that tolerance: a plan that fits,
+    # whose step is then at least the optimum, and the first solve's ("relaxed") at most.
+    least = [min(float(row[v].min()) for row in rows) for v in range(len(rows[0]))]
+    shifted = [[vector - low for vector, low in zip(row, least, strict=True)] for row in rows]
+    room, relaxed = cap - math.fsum(least), None
+    for _ in range(2):
+        result = milp_rows(graph, shifted, max(room, 1e-3), seconds) if room >= 0 else \
+            {"choice": None, "cost": math.inf, "optimal": True, "bound": math.inf,
+             "nodes": 0}
+        memory = math.nan if result["choice"] is None else max(
+            sum(float(v[c]) for v, c in zip(row, result["choice"], strict=True))
+            for row in rows)
+        if not memory > cap or relaxed is not None:
+            break
+        relaxed, room = result["cost"], room * (1 - 2e-9) - 1e-3
     cpu = time.process_time() - start
-    memory = math.nan if result["choice"] is None else max(
-        sum(float(v[c]) for v, c in zip(row, result["choice"], strict=True)) for row in rows)
-    return {"cpu": cpu, "cost": result["cost"], "optimal": result["optimal"],
-            "bound": result["bound"], "memory": memory, "nodes": result["nodes"]}
+    found = {"cpu": cpu, "cost": result["cost"], "optimal": result["optimal"],
+             "bound": result["bound"], "memory": memory, "nodes": result["nodes"],
+             "relaxed": result["cost"] if relaxed is None else relaxed}
+    if problem is not None and result["choice"] is not None:
+        from pase.passes.strategy.memory import memory_parts
+
+        plan = problem.assignment([int(k[c]) for k, c in zip(kept, result["choice"],
+                                                                strict=True)])
+        found.update(recounted=memory_parts(problem, plan).total, recost=problem.cost(plan))
+    return found
 
 
 def least_words(message: str, least: float) -> str:
@@ -262,6 +295,11 @@ def verdict(pase: dict, milp: dict, cap: float, effort: int | None, least: float
     if math.isfinite(milp["cost"]) and milp["memory"] > cap:
         return "MILP's plan over the cap (its tolerance): no verdict"
     found = math.isfinite(milp["cost"])
+    if found and "recounted" in milp and (abs(milp["recounted"] - milp["memory"]) > 0.5 or
+                                          abs(milp["recost"] - milp["cost"]) >
+                                          TOLERANCE * milp["cost"]):
+        return f"NO: the tables count the MILP's plan {milp['memory']:.0f} B, " \
+            f"{milp['cost']:.9g} s; pase {milp['recounted']:.0f} B, {milp['recost']:.9g} s"
     if not pase["fits"]:
         if found:
             return "NO: pase says nothing fits; the MILP's plan does"
@@ -285,7 +323,7 @@ def verdict(pase: dict, milp: dict, cap: float, effort: int | None, least: float
     if not math.isfinite(optimum):
         return "NO: the MILP finds nothing that fits; pase's plan fits" \
             " (MILP tolerance?)"
-    if pase["cost"] < optimum * (1 - TOLERANCE):
+    if pase["cost"] < milp["relaxed"] * (1 - TOLERANCE):
         return "NO: pase beats the MILP's optimum"
     if pase["bound"] > optimum * (1 + TOLERANCE):
         return "NO: pase's bound is above the optimum (a false gap)"
@@ -300,81 +338,11 @@ def verdict(pase: dict, milp: dict, cap: float, effort: int | None, least: float
     return "yes" if close else "above the optimum, gap true"
 
 
-def through_passes(model: str, fields: dict, cap: float) -> dict:
-    """`pase-search{device-memory-gib=G report=true}` and `pase-partition-stages{stages=1
-    microbatches=1 device-memory-gib=G}` on the group's model, G = `cap` in GiB (exact:
-    a power of two divides it): their steps, the report's cap line, or their diagnostic."""
-    from xdsl.context import Context
-
-    from pase.core.diagnostics import Diagnostic
-    from pase.dialect.dnn import GraphOp
-    from pase.passes.partition_stages import PartitionStagesPass
-    from pase.passes.search import PaseSearchPass
-
-    gib = cap / (1 << 30)
-    found: dict = {}
-    for name, make, read in (
-            ("search", lambda: PaseSearchPass(**fields, device_memory_gib=gib, report=True),
-             lambda graph: graph.strategy.total.data),
-            ("stages", lambda: PartitionStagesPass(**fields, stages=1, microbatches=1,
-                                                   device_memory_gib=gib, report=True),
-             lambda graph: graph.attributes["pase.pipeline"].step.data)):
-        module = load(model)
-        stderr = io.StringIO()
-        try:
-            with contextlib.redirect_stderr(stderr):
-                make().apply(Context(), module)
-        except Diagnostic as error:
-            found[name] = {"error": str(error)}
-            continue
-        graph = next(op for op in module.walk() if isinstance(op, GraphOp))
-        line = next((text for text in stderr.getvalue().splitlines()
-                     if "device-memory-gib" in text and any(
-                         words in text for words in ("optimal", "fits (exact)"))), "")
-        found[name] = {"step": float(read(graph)), "line": line}
-    return found
-
-
-def pass_verdict(passes: dict, milp: dict, least: float) -> str:
-    """The passes' answers (at their default effort) against the MILP's: a plan where one
-    fits, at the optimum where the report says proven, never below it, and the bound the
-    report names (4 digits) at most it."""
-    if not milp["optimal"]:
-        return "MILP unfinished"
-    optimum = milp["cost"]
-    problems = []
-    for name, got in passes.items():
-        if "error" in got:
-            if math.isfinite(optimum):
-                problems.append(f"{name} says: {got['error']}")
-            elif (false := least_words(got["error"], least)):
-                problems.append(f"{name} {false}")
-            continue
-        if not math.isfinite(optimum):
-            problems.append(f"{name} finds a plan where the MILP finds none")
-            continue
-        line = got["line"]
-        if got["step"] < optimum * (1 - TOLERANCE):
-            problems.append(f"{name} step {got['step']:.9g} below the optimum")
-        if ("(proven" in line or "(exact)" in line) and \
-                got["step"] > optimum * (1 + TOLERANCE):
-            problems.append(f"{name} says proven at {got['step']:.9g}, above the optimum")
-        if got["step"] > optimum * (1 + TOLERANCE) and "not proven" not in line:
-            problems.append(f"{name} step {got['step']:.9g} above the optimum, unsaid")
-        if "lower bound " in line and " s (" in line:  # pase-search: the bound itself
-            bound = float(line.split("lower bound ")[1].split(" s")[0])
-            if bound > optimum * (1 + 5e-4):
-                problems.append(f"{name} names the bound {bound}, above the optimum")
-        elif "within " in line:  # pase-partition-stages: the gap, to 0.01 %
-            gap = float(line.split("within ")[1].split("%")[0]) / 100
-            if got["step"] / (1 + gap) > optimum * (1 + 1e-4):
-                problems.append(f"{name}'s gap {gap:.2%} is false")
-    return "; ".join(problems) or "yes"
-
-
 def child(spec: dict) -> None:
     """One group (`spec`: model, devices, machine, options, fractions, efforts, seconds,
     prune_above, passes): a JSON line for the group, then one per case."""
+    from milp_passes import pass_verdict, through_passes
+
     from pase.passes.strategy import solve
     from pase.passes.strategy.memory import memory_parts
 
@@ -401,7 +369,7 @@ def child(spec: dict) -> None:
                       "setup": time.process_time() - start}), flush=True)
     middle = f"L+{spec['fractions'][len(spec['fractions']) // 2]:g}"
     for name, cap in caps(least, free, spec["fractions"]):
-        milp = milp_case(tables, cap, spec["seconds"])
+        milp = milp_case(tables, cap, spec["seconds"], problem)
         for effort in (None, *spec["efforts"]):
             pase = pase_case(problem, cap, effort)
             row = {"cap_name": name, "cap": cap, "effort": effort, "pase": pase, "milp": milp,
@@ -488,10 +456,22 @@ def case_row(spec: dict, row: dict) -> list[str]:
             f"{milp['cpu']:.2f}", agree]
 
 
-def sweep(arguments: argparse.Namespace) -> int:
-    """Runs the groups until `--cpu-budget` CPU seconds are spent; prints the table."""
-    rows, summary, spent = [], [], 0.0
-    for spec in groups(arguments):
+def difference(row: dict) -> float:
+    """|pase - MILP| / MILP of a case where pase says proven and the MILP optimal (0
+    otherwise)."""
+    pase, milp = row["pase"], row["milp"]
+    if not (pase["fits"] and pase["proven"] and milp["optimal"]) or \
+            not math.isfinite(milp["cost"]):
+        return 0.0
+    return abs(pase["cost"] - milp["cost"]) / milp["cost"]
+
+
+def sweep(arguments: argparse.Namespace, specs: list[dict] | None = None) -> int:
+    """Runs the groups (`specs`, else `groups(arguments)`) until `--cpu-budget` CPU
+    seconds are spent; prints the table and the largest |pase - MILP| where both say
+    optimal (relative)."""
+    rows, summary, spent, largest = [], [], 0.0, 0.0
+    for spec in groups(arguments) if specs is None else specs:
         if spent >= arguments.cpu_budget:
             summary.append(f"not run (CPU budget spent): {spec['model']} "
                            f"P={spec['devices']} {spec['key']}")
@@ -505,15 +485,19 @@ def sweep(arguments: argparse.Namespace) -> int:
             print(summary[-1], file=sys.stderr, flush=True)
             continue
         cases = [case_row(spec, row) for row in lines[1:]]
-        wrong = [case for case in cases if "NO" in case[-1]]
+        largest = max([largest, *(difference(row) for row in lines[1:])])
+        wrong = [case for case in cases if "NO" in case[-1] or "passes: " in case[-1] and
+                 case[-1].split("passes: ")[1] not in ("yes", "MILP unfinished")]
         rows += cases if arguments.all_rows else wrong
         gaps = sum(case[4].startswith("gap") for case in cases)
+        open_ = sum(("no verdict" in case[-1] or "unfinished" in case[-1]) for case in cases)
         summary.append(f"{label}: {len(cases)} cases ({gaps} stopped by effort), "
-                       f"{len(wrong)} disagree, "
+                       f"{len(wrong)} disagree, {open_} without a verdict, "
                        f"{head.get('entries', 0):,} entries, {head.get('rows', 0)} memory "
                        f"row(s), {used:.1f} s CPU" + (f"; stopped: {failed}" if failed else ""))
         print(summary[-1], file=sys.stderr, flush=True)
-    print(f"{cpus()}; {versions()}; {spent:.0f} s CPU in all")
+    print(f"{cpus()}; {versions()}; {spent:.0f} s CPU in all; largest |pase - MILP| / "
+          f"MILP where both say optimal: {largest:.3g}")
     print("\n".join(f"- {line}" for line in summary))
     print()
     print("\n".join(markdown_table(COLUMNS, rows)) if rows else "no disagreement")

@@ -134,19 +134,23 @@ VERDICTS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import milp_sweep
-milp = {"cost": 1.0, "optimal": True, "memory": 10.0, "bound": 1.0}
+milp = {"cost": 1.0, "optimal": True, "memory": 10.0, "bound": 1.0, "relaxed": 1.0}
 pase = {"fits": True, "cost": 1.5, "bound": 1.5, "proven": True, "memory": 10.0,
         "recounted": 10.0, "note": "optimal under the cap (proven; 1 solve)"}
 nothing = {"fits": False, "least": 11.0, "message": "no strategy fits"}
 print(json.dumps([milp_sweep.verdict(case, milp, 10.0, None, 5.0) for case in (
-    pase, {**pase, "bound": 1.0}, {**pase, "cost": 1.0, "bound": 1.0}, nothing)]))
+    pase, {**pase, "bound": 1.0}, {**pase, "cost": 1.0, "bound": 1.0}, nothing)] + [
+    milp_sweep.verdict({**pase, "cost": 1.0, "bound": 1.0},
+                       {**milp, "recounted": 10.0, "recost": 1.0 + d}, 10.0, None, 5.0)
+    for d in (0.0, 1e-6)]))
 """
 
 
 def test_the_sweep_calls_a_false_proof_and_a_false_gap_a_disagreement() -> None:
     # `milp_sweep.verdict` on made-up answers (in a process of its own: benchmarks/ on
     # its path): a bound above the MILP's optimum, a plan said proven above it, the
-    # optimum itself, and "nothing fits" where the MILP found a plan.
+    # optimum itself, "nothing fits" where the MILP found a plan, and the MILP's plan
+    # recounted by pase alike and not.
     done = subprocess.run([sys.executable, "-c", VERDICTS, str(BENCHMARKS)],
                           capture_output=True, text=True, check=True)
     verdicts = json.loads(done.stdout)
@@ -154,3 +158,31 @@ def test_the_sweep_calls_a_false_proof_and_a_false_gap_a_disagreement() -> None:
     assert verdicts[1].startswith("NO: pase says proven")
     assert verdicts[2] == "yes"
     assert verdicts[3].startswith("NO: pase says nothing fits")
+    # The MILP's plan recounted by pase: the same step, or the tables are not pase's.
+    assert verdicts[4] == "yes"
+    assert verdicts[5].startswith("NO: the tables count the MILP's plan")
+
+
+def test_the_recomputed_search_names_no_false_least_memory() -> None:
+    # bigru.dynamo.onnx on 4 devices, recompute=full zero=2: with no strategy found under
+    # the cap, the search said "the least memory of one that fits is 0.0001118 GiB"
+    # (the plan of least additive memory: 119,970 bytes), where a strategy of 116,258
+    # bytes fits (found by milp_random.py; the MILP's least). Every number it names must
+    # be true: the lower bound at most a plan that fits, the plan it names fitting.
+    from pase.frontend.onnx import load_model
+
+    graph = load_model("models/onnx/bigru.dynamo.onnx").module
+    problem = build_problem(next(iter(graph.body.block.ops)), 4, PRESETS["pase-default"],
+                            options=SearchOptions(training=TrainingOptions(
+                                recompute="full", zero="2")))
+    fits = solve_capped(problem, 116_258.0)
+    assert fits.memory <= 116_258.0
+    with pytest.raises(MemoryCapError) as error:
+        solve_capped(problem, fits.memory - 1.0)
+    message = str(error.value)
+    assert "least memory" not in message
+    assert at_least(message) <= fits.memory
+    named = re.search(r"one of ([0-9.e+-]+) GiB per device fits", message)
+    assert named is not None, message
+    assert solve_capped(problem, float(named.group(1)) * GIB).memory <= \
+        float(named.group(1)) * GIB

@@ -257,10 +257,14 @@ def solve_recomputed(transient: Transient, memory: list[np.ndarray], cap: float,
         tally.offer(plan, plan_held)
     best = tally.best
     if best is None:
-        raise MemoryCapError(f"no strategy found that fits in {cap / GIB:.4g} GiB per "
-                             "device with the results it recomputes; the least memory of "
-                             f"one that fits is {gib_up(plan.memory + plan_held)} GiB per "
-                             "device", plan.memory + plan_held)
+        # (Not "the least memory of one that fits": the plan of least additive memory
+        # can hold more again than another needs in all; bigru.dynamo.onnx, 4 devices,
+        # recompute=full zero=2: 119,970 bytes, where one of 116,258 fits.)
+        raise MemoryCapError(f"no strategy found that fits in device-memory-gib="
+                             f"{cap / GIB!r} with the results it recomputes; every strategy "
+                             f"needs at least {gib_down(least + lowest)} GiB per device, "
+                             f"and one of {gib_up(plan.memory + plan_held)} GiB per device "
+                             "fits", least + lowest)
     return replace(best, memory=best.memory + tally.held, cap=cap,
                    lower_bound=min(tally.floor, best.cost),
                    unconstrained_fits=best is root and root.unconstrained_fits,
