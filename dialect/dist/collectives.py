@@ -35,9 +35,13 @@ type against the one its input, grid axes and tensor axes give, and say which di
   receiving grid.
 
 Partial sums over axes that a collective does not touch stay as they are. pase-lower-spmd
-does not emit these ops (it moves layouts with `dist.redistribute` and sums with
-`dist.all_reduce`), and pase's runtime does not run them: `pase-run` of a program that
-holds one says `cannot run dist.all_gather`.
+does not emit these ops: it moves layouts with `dist.redistribute` (which the runtime runs
+as point-to-point transfers of exactly the words a device lacks, the cost model's
+redistribution) and sums with `dist.all_reduce`. The runtime's communicator has each of
+these collectives, but its interpreter (`pase.runtime.program.program_from_ir`) runs only
+what the lowering emits and refuses a program holding one of these with `cannot run
+dist.all_gather`; pase-run itself takes the forward model and lowers it, never a
+`dist.program`.
 """
 
 from __future__ import annotations
