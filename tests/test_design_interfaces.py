@@ -152,3 +152,29 @@ def test_the_design_tool_flags_are_in_their_help(capsys: pytest.CaptureFixture[s
                  "--steps", "--seed", "--check"):
         assert re.search(rf"^\s+{flag}\b", out, re.MULTILINE), flag
     assert "jax" in out.split("--engine", 1)[1].split("\n  --", 1)[0]
+
+
+def test_the_plan_json_keeps_step_and_memory(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A `pase-partition-stages` export's `"pipeline"` keeps `"step"` (seconds) and
+    `"memory"` (bytes per device) and, with a training option, adds the memory breakdown
+    and FLOP/s per device (DESIGN.md: defaults keep today's behaviour, so the default
+    export is today's, without them)."""
+    plans = []
+    for options in ("", "optimizer=momentum"):
+        path = tmp_path / "plan.json"
+        status, _, err = run_tool(pase_opt, [MLP, "-o", os.devnull, "-p",
+                                             "pase-partition-stages{devices=4 stages=2 "
+                                             f'microbatches=2 {options} export="{path}"}}'],
+                                  capsys)
+        assert status == 0, err
+        plans.append(json.loads(path.read_text())["pipeline"])
+    default, trained = plans
+    for pipeline in plans:
+        assert (pipeline["stages"], pipeline["microbatches"]) == (2, 2)
+        assert pipeline["step"] > 0
+        assert pipeline["memory"] > 0
+    assert "memory_parts" not in default
+    assert "flops_per_device" not in default
+    assert trained["memory_parts"]["total"] == pytest.approx(trained["memory"], rel=1e-12)
+    assert trained["flops_per_device"] > 0
