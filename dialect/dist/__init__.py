@@ -21,12 +21,22 @@ values on that grid and skip its ops.
       dist.return %l : ...
     }
 
-The dialect is split by a rule: `types` (the tensor type) and `ops`; everything is
-re-exported here.
+`dist.all_gather`, `dist.reduce_scatter`, `dist.all_to_all`, `dist.send` and `dist.recv`
+(`collectives`) complete `shard`'s set of collectives on `!dist.tensor`s.
+
+The dialect is split by a rule: `types` (the tensor type), `ops` and `collectives`;
+everything is re-exported here.
 """
 
 from xdsl.ir import Dialect
 
+from pase.dialect.dist.collectives import (
+    AllGatherOp,
+    AllToAllOp,
+    RecvOp,
+    ReduceScatterOp,
+    SendOp,
+)
 from pase.dialect.dist.ops import (
     FIRST_DEVICE,
     MICROBATCH,
@@ -47,12 +57,13 @@ from pase.dialect.dist.ops import (
 )
 from pase.dialect.dist.types import KERNELS, TensorType, axes_attr, local_shape
 
-Dist = Dialect("dist", [ProgramOp, InputOp, ParamOp, LayerOp, AllReduceOp, RedistributeOp,
+Dist = Dialect("dist", [ProgramOp, InputOp, ParamOp, LayerOp, AllReduceOp, AllGatherOp,
+                        ReduceScatterOp, AllToAllOp, SendOp, RecvOp, RedistributeOp,
                         AccumulateOp, ScaleOp, ReturnOp], [TensorType])
 
 __all__ = [
-    "FIRST_DEVICE", "KERNELS", "MICROBATCH", "PHASE", "PHASES", "AccumulateOp", "AllReduceOp",
-    "Dist", "InputOp", "LayerOp", "ParamOp", "ProgramOp", "RedistributeOp", "ReturnOp",
-    "ScaleOp", "TensorType", "axes_attr", "first_device", "grid_shape", "local_shape",
-    "verify_values",
+    "FIRST_DEVICE", "KERNELS", "MICROBATCH", "PHASE", "PHASES", "AccumulateOp", "AllGatherOp",
+    "AllReduceOp", "AllToAllOp", "Dist", "InputOp", "LayerOp", "ParamOp", "ProgramOp", "RecvOp",
+    "RedistributeOp", "ReduceScatterOp", "ReturnOp", "ScaleOp", "SendOp", "TensorType",
+    "axes_attr", "first_device", "grid_shape", "local_shape", "verify_values",
 ]
