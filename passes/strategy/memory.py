@@ -338,7 +338,8 @@ def solve_capped(problem: Problem, cap: float, method: str = "dp", order: str = 
                                        room, method, order, budget, exhaustive_limit, jit,
                                        progress, enough if first else stop, effort,
                                        start if near is None else near, known, ceiling,
-                                       pruning, pruning or part is graph, transient is not None)
+                                       pruning, pruning or part is graph or method != "dp",
+                                       transient is not None)
 
             if allowed is None:
                 return additive(graph, vectors, solved)
