@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +39,10 @@ from pase.passes.strategy.pipeline.bounds import SLACK, RoundTrips, SegmentBound
 from pase.passes.strategy.pipeline.hull import larac_steps
 from pase.passes.strategy.pipeline.least import LeastCosts, larac_bound, priced_least
 from pase.passes.strategy.pipeline.transfers import carries_param
+
+if TYPE_CHECKING:
+    from pase.passes.strategy.layer_costs import LayerCosts
+    from pase.passes.strategy.pipeline.stages import StageProblem, Subgraph
 
 WHOLE_SOLVES = 12
 """LARAC's DP solves at most per range in `CappedWhole.objective` (it usually ends
@@ -98,17 +103,8 @@ class CappedWhole:
         found = self._found(self._works, key, reach)
         if found is not None:
             return found
-        solver = table.solver
-        problem = solver.problem(part, devices, microbatches)
-        budget = solver.budget()
-        problem.cost_graph(budget)  # (the edge tables, shared)
-        vertices = []
-        for layer, kind, configs in zip(part.layers, part.kinds[0], problem.config_lists,
-                                        strict=True):
-            costs = problem.model.layer_costs(layer, configs, table.machine) \
-                if solver.cache is None \
-                else solver.cache.costs(layer, kind, devices, configs, table.machine)
-            vertices.append(costs.forward + costs.backward)
+        problem, budget, layer_costs = self._costs(part, devices, microbatches)
+        vertices = [costs.forward + costs.backward for costs in layer_costs]
         graph = CostGraph([layer.name for layer in part.layers], vertices)
         for index, edge in enumerate(part.edges):
             if not carries_param(edge):
@@ -137,18 +133,9 @@ class CappedWhole:
         found = self._found(self._trips, key, reach / runs)
         if found is not None:
             return runs * found
-        solver = table.solver
-        problem = solver.problem(part, devices, microbatches)
-        budget = solver.budget()
-        problem.cost_graph(budget)  # (the edge tables, shared)
-        vertices = []
-        for layer, kind, configs in zip(part.layers, part.kinds[0], problem.config_lists,
-                                        strict=True):
-            costs = problem.model.layer_costs(layer, configs, table.machine) \
-                if solver.cache is None \
-                else solver.cache.costs(layer, kind, devices, configs, table.machine)
-            vertices.append(costs.forward + (microbatches / runs) * costs.backward
-                            + costs.param_communication / runs)
+        problem, budget, layer_costs = self._costs(part, devices, microbatches)
+        vertices = [costs.forward + (microbatches / runs) * costs.backward
+                    + costs.param_communication / runs for costs in layer_costs]
         graph = CostGraph([layer.name for layer in part.layers], vertices)
         for index, edge in enumerate(part.edges):
             edge_table = problem.edge_table(index)
@@ -158,6 +145,23 @@ class CappedWhole:
         return runs * self._kept(self._trips, key, graph, weights, memory, budget,
                                  reach / runs, ("trip", devices, microbatches, forwards,
                                                 held, memory))
+
+    def _costs(self, part: Subgraph, devices: int, microbatches: int
+               ) -> tuple[StageProblem, MemoryBudget, list[LayerCosts]]:
+        """The stage problem of `part` (its edge tables made, shared), its budget and
+        its layers' cost vectors (from the solver's cache where it has one): what `work`
+        and `trip` build their graphs from."""
+        table = self.least.table
+        solver = table.solver
+        problem = solver.problem(part, devices, microbatches)
+        budget = solver.budget()
+        problem.cost_graph(budget)  # (the edge tables, shared)
+        costs = [problem.model.layer_costs(layer, configs, table.machine)
+                 if solver.cache is None
+                 else solver.cache.costs(layer, kind, devices, configs, table.machine)
+                 for layer, kind, configs in zip(part.layers, part.kinds[0],
+                                                 problem.config_lists, strict=True)]
+        return problem, budget, costs
 
     def _found(self, kept: dict[tuple, tuple[float, bool]], key: tuple, reach: float
                ) -> float | None:
